@@ -1,0 +1,43 @@
+# synprep — two commands do everything on a fresh machine:
+#   make sample   set up .venv, run the main job on sample_data/ (output in build/sample/)
+#   make test     set up .venv, lint, type-check and run the test suite
+SHELL := /bin/bash
+.ONESHELL:
+.SHELLFLAGS := -eu -o pipefail -c
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+SYNPREP := $(VENV)/bin/synprep
+# torch first, so that nothing pulls a CUDA build on a CPU machine.
+# On a GPU machine: make setup TORCH=torch
+TORCH  ?= torch==2.13.0
+STAMP  := $(VENV)/.synprep-installed
+SHARED ?= ../shared
+JOBS   ?= 2
+
+.PHONY: setup sample test lint typecheck bench iwslt14 iwslt14-test clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH)"
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+lint: setup
+	$(PY) -m ruff check synprep tests benchmarks
+
+typecheck: setup
+	$(PY) -m mypy
+
+test: lint typecheck
+	$(PY) -m pytest
+
+include pipelines/sample.mk
+include pipelines/iwslt14.mk
+
+clean:
+	rm -rf build

@@ -1,0 +1,3 @@
+from synprep.cli import main
+
+main()

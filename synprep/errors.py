@@ -1,0 +1,43 @@
+"""Errors that name where the input went wrong.
+
+Every error a user can cause by bad input is an :class:`InputError` (or subclass) that names the
+file, the 1-based line and the reason; the CLI prints it as ``synprep: error: FILE:LINE: REASON``
+and exits with status 2, never with a traceback.
+"""
+
+from __future__ import annotations
+
+
+class SynprepError(Exception):
+    """Base class of every error synprep raises on purpose (bad input, bad configuration)."""
+
+
+class InputError(SynprepError):
+    """Bad input data.
+
+    Args:
+        reason: what is wrong, in words.
+        path: the file (``"-"`` or ``"<stdin>"`` for standard input), or None.
+        line: 1-based line number, or None when the error concerns the whole file.
+    """
+
+    def __init__(self, reason: str, path: str | None = None, line: int | None = None):
+        self.reason = reason
+        self.path = path
+        self.line = line
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = f"{self.path}:"
+            if self.line is not None:
+                where += f"{self.line}:"
+            where += " "
+        elif self.line is not None:
+            where = f"line {self.line}: "
+        return f"{where}{self.reason}"
+
+
+class ConfigError(SynprepError):
+    """A bad option or configuration value (not tied to an input line)."""

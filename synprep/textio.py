@@ -1,0 +1,174 @@
+"""Line-oriented text I/O with clear errors and atomic outputs.
+
+Conventions (documented in README "Input handling"):
+
+* Input is UTF-8. A byte sequence that is not UTF-8 raises :class:`~synprep.errors.InputError`
+  naming the file, the 1-based line and the byte column.
+* CRLF line ends are accepted and read as LF (the ``\\r`` is removed); a lone ``\\r`` inside a
+  line is kept as text. A missing newline at the end of the file is accepted.
+* A NUL byte raises :class:`InputError` (``nul="error"``) or is reported to the caller.
+* ``-`` means standard input / standard output.
+* Every output file is written atomically: a temporary file beside it, renamed on success and
+  removed on failure, so no half-written file is ever left under the final name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO
+
+from synprep.errors import InputError
+
+PathLike = str | os.PathLike
+
+
+def display_name(path: PathLike) -> str:
+    """The name used in messages: ``<stdin>`` for ``-``, else the path as given."""
+    return "<stdin>" if str(path) == "-" else str(path)
+
+
+def _decode(raw: bytes, name: str, lineno: int) -> str:
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        bad = raw[e.start : e.start + 1].hex()
+        raise InputError(f"not valid UTF-8: byte 0x{bad} at byte column {e.start + 1}", name, lineno) from None
+
+
+def iter_lines(path: PathLike, *, nul: str = "error") -> Iterator[str]:
+    """Yield the lines of a UTF-8 text file without their line ends.
+
+    Args:
+        path: a file path, or ``"-"`` for standard input.
+        nul: ``"error"`` raises on a NUL byte; ``"keep"`` leaves it in the text.
+
+    Yields:
+        str: line ``i`` (1-based numbering in error messages), ``\\n`` / ``\\r\\n`` removed.
+
+    Raises:
+        InputError: a line is not UTF-8, holds a NUL byte (``nul="error"``), or the file is missing.
+    """
+    name = display_name(path)
+    if str(path) == "-":
+        yield from _iter_stream(sys.stdin.buffer, name, nul)
+        return
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        raise InputError("no such file", name) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a text file", name) from None
+    with f:
+        yield from _iter_stream(f, name, nul)
+
+
+def _iter_stream(f: IO[bytes], name: str, nul: str) -> Iterator[str]:
+    for lineno, raw in enumerate(f, 1):
+        if raw.endswith(b"\n"):
+            raw = raw[:-1]
+        if nul == "error" and b"\x00" in raw:
+            col = raw.index(b"\x00") + 1
+            raise InputError(f"NUL byte at byte column {col}", name, lineno)
+        yield _decode(raw, name, lineno)
+
+
+def read_lines(path: PathLike, **kw) -> list[str]:
+    """All lines of a file (see :func:`iter_lines`); for small files only."""
+    return list(iter_lines(path, **kw))
+
+
+def count_lines(path: PathLike) -> int:
+    """Number of lines (a final line without newline counts)."""
+    n = 0
+    last = b"\n"
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            n += chunk.count(b"\n")
+            last = chunk[-1:]
+    return n + (last != b"\n")
+
+
+def iter_pairs(src: PathLike, tgt: PathLike, **kw) -> Iterator[tuple[str, str]]:
+    """Yield ``(source line, target line)`` of two parallel files.
+
+    Raises:
+        InputError: the files have different line counts (the message names both counts),
+            or a line is bad (see :func:`iter_lines`).
+    """
+    s_it, t_it = iter_lines(src, **kw), iter_lines(tgt, **kw)
+    n = 0
+    for s in s_it:
+        t = next(t_it, None)
+        if t is None:
+            rest = 1 + sum(1 for _ in s_it)
+            raise InputError(
+                f"line counts differ: {display_name(src)} has {n + rest} lines, {display_name(tgt)} has {n}",
+                display_name(tgt),
+            )
+        n += 1
+        yield s, t
+    rest = sum(1 for _ in t_it)
+    if rest:
+        raise InputError(
+            f"line counts differ: {display_name(src)} has {n} lines, {display_name(tgt)} has {n + rest}",
+            display_name(src),
+        )
+
+
+@contextlib.contextmanager
+def atomic_write(path: PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
+    """Open ``path`` for writing through a temporary file renamed into place on success.
+
+    On any exception the temporary file is removed and ``path`` is left untouched.
+    Text mode writes ``\\n`` line ends whatever the platform.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        if "b" in mode:
+            f = os.fdopen(fd, mode)
+        else:
+            f = os.fdopen(fd, mode, encoding=encoding, newline="\n")
+        with f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def open_output(path: PathLike | None) -> Iterator[IO[str]]:
+    """A text output: standard output for ``None``/``"-"``, else an :func:`atomic_write` file."""
+    if path is None or str(path) == "-":
+        out = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="\n", write_through=False)
+        try:
+            yield out
+        finally:
+            out.flush()
+            out.detach()
+    else:
+        with atomic_write(path) as f:
+            yield f
+
+
+def write_lines(f: IO[str], lines: Iterable[str]) -> int:
+    """Write each line followed by ``\\n``; return the number written."""
+    n = 0
+    for line in lines:
+        f.write(line)
+        f.write("\n")
+        n += 1
+    return n
