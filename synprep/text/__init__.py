@@ -1,0 +1,1 @@
+"""Text preparation: Moses tokenization (sacremoses), cleaning, joint BPE (subword-nmt)."""
