@@ -20,11 +20,14 @@ JOBS   ?= 2
 
 setup: $(STAMP)
 
+# pip's log goes to .venv/pip.log and is shown only when an install fails.
+PIPLOG = > $(VENV)/pip.log 2>&1 || { cat $(VENV)/pip.log; exit 1; }
+
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "$(TORCH)"
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q --upgrade pip $(PIPLOG)
+	$(PY) -m pip install -q "$(TORCH)" $(PIPLOG)
+	$(PY) -m pip install -q -e '.[dev]' $(PIPLOG)
 	touch $(STAMP)
 
 lint: setup
