@@ -132,7 +132,38 @@ def write_folder(folder, pairs: dict[str, int], *, shard_size: int = 100, seed: 
         folder: output folder (created).
         pairs: split → number of stored pairs.
         shard_size: pairs per shard.
+        seed: seed of the numpy Generator.
         vocab_size: size of the synthetic vocabulary (ids drawn below it).
+        record_kw: passed to :func:`random_records` (``words``, ``tgt_len``, …).
+
+    Returns:
+        the saved :class:`~synprep.shards.manifest.Manifest`.
+    """
+    rng = np.random.default_rng(seed)
+    splits, drops = {}, {}
+    for split, n in pairs.items():
+        recs = list(random_records(n, rng, vocab_size=vocab_size, **record_kw))
+        line, dropped = 0, []
+        for rec in recs:
+            line += 1
+            if drop_every and line % drop_every == 0:
+                dropped.append((line, "clean:ratio", "synthetic"))
+                line += 1
+            rec.line = line
+        splits[split], drops[split] = recs, dropped
+    return write_folder_records(folder, splits, shard_size=shard_size, vocab_size=vocab_size, drops=drops)
+
+
+def write_folder_records(folder, splits: dict[str, list[PairRecord]], *, shard_size: int = 100,
+                         vocab_size: int = 1000, drops: dict[str, list[tuple[int, str, str]]] | None = None,
+                         input_lines: dict[str, int] | None = None):
+    """Write given records as an output folder (``dict.txt`` of ``vocab_size`` symbols, shards, manifest).
+
+    Args:
+        splits: split → its records, line numbers increasing.
+        shard_size: pairs per shard.
+        drops: split → ``(line, reason, detail)`` of the dropped input lines.
+        input_lines: split → input line count (default: the largest line stored or dropped).
 
     Returns:
         the saved :class:`~synprep.shards.manifest.Manifest`.
@@ -140,6 +171,7 @@ def write_folder(folder, pairs: dict[str, int], *, shard_size: int = 100, seed: 
     from pathlib import Path
 
     from synprep.constants import VOCAB_NAME
+    from synprep.parallel import chunked
     from synprep.shards.manifest import Manifest
     from synprep.shards.schema import shard_name
     from synprep.shards.writer import write_shard
@@ -152,26 +184,14 @@ def write_folder(folder, pairs: dict[str, int], *, shard_size: int = 100, seed: 
     base = shard_attrs("x", 0, vocab_sha256=sha)
     manifest = Manifest(base["signature"], base["config"])
     manifest.set_vocab(VOCAB_NAME, sha, len(vocab))
-    rng = np.random.default_rng(seed)
-    for split, n in pairs.items():
-        line, kept, index = 0, 0, 0
-        drops = []
-        while kept < n:
-            batch = []
-            for rec in random_records(min(shard_size, n - kept), rng, vocab_size=vocab_size, **record_kw):
-                line += 1
-                if drop_every and line % drop_every == 0:
-                    drops.append((line, "clean:ratio", "synthetic"))
-                    line += 1
-                rec.line = line
-                batch.append(rec)
-            info = write_shard(folder / shard_name(split, index), batch,
-                               shard_attrs(split, index, vocab_sha256=sha))
+    drops = drops or {}
+    for split, recs in splits.items():
+        for index, batch in enumerate(chunked(recs, shard_size)):
+            info = write_shard(folder / shard_name(split, index), batch, shard_attrs(split, index, vocab_sha256=sha))
             manifest.add_shard(split, info)
-            kept += len(batch)
-            index += 1
         manifest.declare_reasons(split, ["clean:ratio", "parse:failed"])
-        manifest.record_drops(split, drops)
-        manifest.set_input_lines(split, line)
+        manifest.record_drops(split, drops.get(split, []))
+        last = max([r.line for r in recs] + [d[0] for d in drops.get(split, [])], default=0)
+        manifest.set_input_lines(split, (input_lines or {}).get(split, last))
     manifest.save(folder)
     return manifest
