@@ -310,3 +310,14 @@ def test_manifest_edits(tmp_path):
     (tmp_path / "manifest.json").write_text("{not json")
     with pytest.raises(InputError, match="manifest is not JSON"):
         Manifest.load(tmp_path)
+
+
+def test_split_reader_caps_cached_shards(tmp_path):
+    write_folder(tmp_path, {"train": 50}, shard_size=10)
+    split = SplitReader(open_split(tmp_path, "train"), max_cached=2)
+    assert [len(r) for r in split.shard_ranges()] == [10] * 5 and split.shard_ranges()[1].start == 10
+    lines = [split[i].line for i in (0, 15, 25)]  # touches shards 0, 1, 2
+    assert [r._data is not None for r in split.readers] == [False, True, True, False, False]
+    assert lines == [split.lines[i] for i in (0, 15, 25)]
+    assert split[3].line == split.lines[3]  # a dropped shard reloads
+    assert [r._data is not None for r in split.readers] == [True, False, True, False, False]

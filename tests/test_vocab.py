@@ -98,3 +98,19 @@ def test_order_property(lines):
     assert set(pieces) == set(counts) - {"<unk>"}
     keys = [(-counts[p], p) for p in pieces]
     assert keys == sorted(keys)  # count descending, then code point ascending
+
+
+def test_joint_vocab_of_real_iwslt14_bpe_text(shared_data, tmp_path):
+    prepared = shared_data / "iwslt14_de-en" / "fairseq_prepared"
+    files = [prepared / "valid.de", prepared / "valid.en"]
+    v = Vocab.build(files)
+    lines = [line for f in files for line in f.read_text(encoding="utf-8").splitlines()]
+    tokens = Counter(w for line in lines for w in line.split())
+    assert len(lines) == 2 * 7283
+    assert len(v) % 8 == 0 and len(v) - 4 - sum(s.startswith("madeupword") for s in v.symbols) == len(tokens)
+    assert sum(v.counts[4:]) == sum(tokens.values())
+    assert v.counts[4:] == sorted(v.counts[4:], reverse=True)
+    assert v.symbols[4] == max(tokens, key=tokens.get)  # the most frequent piece gets id 4
+    assert all(UNK_ID not in v.encode(line) for line in lines[::97])
+    v.save(tmp_path / "dict.txt")
+    assert Vocab.load(tmp_path / "dict.txt").symbols == v.symbols

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -189,12 +190,19 @@ class SplitReader:
 
     Args:
         readers: the split's shards in shard-index order (see :func:`open_split`).
+        max_cached: keep at most this many shards' arrays in memory (least recently used ones are
+            dropped); None keeps every shard that was touched. With a cap, read in shard-local
+            order (shuffle the shards, then the pairs within a shard), or the caches thrash.
     """
 
-    def __init__(self, readers: list[ShardReader]):
+    def __init__(self, readers: list[ShardReader], *, max_cached: int | None = None):
         self.readers = list(readers)
         sizes = np.array([len(r) for r in self.readers], dtype=np.int64)
         self._starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        if max_cached is not None and max_cached < 1:
+            raise ValueError(f"max_cached must be >= 1, got {max_cached}")
+        self.max_cached = max_cached
+        self._recent: OrderedDict[int, None] = OrderedDict()
 
     def __len__(self) -> int:
         return int(self._starts[-1])
@@ -210,7 +218,17 @@ class SplitReader:
 
     def __getitem__(self, i: int) -> PairRecord:
         s, j = self.locate(i)
+        if self.max_cached is not None:
+            self._recent[s] = None
+            self._recent.move_to_end(s)
+            while len(self._recent) > self.max_cached:
+                old, _ = self._recent.popitem(last=False)
+                self.readers[old].close()
         return self.readers[s][j]
+
+    def shard_ranges(self) -> list[range]:
+        """The global indices of each shard's pairs (for shard-local shuffling)."""
+        return [range(int(a), int(b)) for a, b in zip(self._starts[:-1], self._starts[1:], strict=True)]
 
     def __iter__(self) -> Iterator[PairRecord]:
         for r in self.readers:
