@@ -277,10 +277,13 @@ def _stage_structure(P: _Pairs) -> _First:
 
     h = d["heads"]
     roots = np.bincount(sent_of[h == 0], minlength=len(gstart))
-    f.pair(np.bincount(pair_of_sent, weights=(roots != 1).astype(np.float64), minlength=P.n) > 0,
-           lambda p: (lambda s: f"sentence {s - off['sent'][p]} ({sent_words(s)}) has {roots[s]} roots "
-                                "(head 0); exactly 1 expected")(
-               int(np.flatnonzero((roots != 1) & (pair_of_sent == p))[0])))
+    bad_sent = roots != 1
+
+    def roots_what(p: int) -> str:
+        s = int(np.flatnonzero(bad_sent & (pair_of_sent == p))[0])
+        return f"sentence {s - off['sent'][p]} ({sent_words(s)}) has {roots[s]} roots (head 0); exactly 1 expected"
+
+    f.pair(np.bincount(pair_of_sent, weights=bad_sent.astype(np.float64), minlength=P.n) > 0, roots_what)
     word_pair = P.pair_of["word"]
     hg = np.where(h > 0, woff[word_pair] + h - 1, np.arange(n_words))
     outside = sent_of[hg] != sent_of
