@@ -12,20 +12,19 @@ from collections.abc import Iterable, Iterator
 import click
 import numpy as np
 
-from synprep.align import align, bpe_words
 from synprep.cli.common import input_option, output_option
 from synprep.errors import InputError
-from synprep.features.distance import MODES, tree_gaps
-from synprep.features.parents import parent_positions
 from synprep.features.slr import DEFAULT_TAU, HARD_MODES, hard_slr_mask, soft_slr_mask
 from synprep.signature import package_version, signature
-from synprep.text.escape import unescape_tokens
 from synprep.textio import display_name, iter_lines, open_output, write_lines
 from synprep.types import ParsedLine
 
+# nltk (~0.6 s to import) and sacremoses (~0.2 s) are imported by the commands that need them
+MODES = ("cnf", "nary")  # synprep.features.distance.MODES
 
-def _sig(feat: str) -> None:
-    click.echo(signature(nltk=package_version("nltk"), feat=feat), err=True)
+
+def _sig(feat: str, nltk: bool = True) -> None:
+    click.echo(signature(nltk=package_version("nltk") if nltk else None, feat=feat), err=True)
 
 
 def format_floats(values: np.ndarray, decimals: int = 4) -> str:
@@ -41,6 +40,9 @@ def align_lines(bpe_path: str, words_path: str | None = None) -> Iterator[str]:
     With ``words_path`` (the Moses-tokenized text the pieces were made from, one line per line),
     the pieces' words must rebuild each line's words exactly (both unescaped), else InputError.
     """
+    from synprep.align import align, bpe_words
+    from synprep.text.escape import unescape_tokens
+
     name = display_name(bpe_path)
     words_name = display_name(words_path) if words_path is not None else ""
     words_it = iter(iter_lines(words_path)) if words_path is not None else None
@@ -74,13 +76,15 @@ def align_cmd(input_path: str, output_path: str, words_path: str | None) -> None
     with open_output(output_path) as out:
         n = write_lines(out, align_lines(input_path, words_path))
     click.echo(f"synprep: aligned {n} lines", err=True)
-    _sig("align")
+    _sig("align", nltk=False)
 
 
 # --- distance --------------------------------------------------------------------------------
 
 def distance_lines(trees_path: str, mode: str) -> Iterator[str]:
     """Per line holding one bracketed tree, its word gaps space-separated (a one-word tree → blank)."""
+    from synprep.features.distance import tree_gaps
+
     name = display_name(trees_path)
     for lineno, text in enumerate(iter_lines(trees_path), 1):
         if not text.strip():
@@ -88,8 +92,7 @@ def distance_lines(trees_path: str, mode: str) -> Iterator[str]:
         try:
             gaps = tree_gaps(text, mode)
         except ValueError as e:
-            reason = str(e).strip().splitlines()[0]
-            raise InputError(f"not a well-formed tree: {reason}", name, lineno) from None
+            raise InputError(str(e), name, lineno) from None
         yield " ".join(map(str, gaps.tolist()))
 
 
@@ -150,7 +153,7 @@ def mask_cmd(gaps: str, tau: float | None, hard: str | None, output_path: str) -
         raise click.BadParameter("gaps must be finite numbers", param_hint="--gaps")
     with open_output(output_path) as out:
         write_lines(out, mask_lines(values, tau, hard))
-    _sig(f"slr-{hard}" if hard else f"slr-soft-tau{DEFAULT_TAU if tau is None else tau:g}")
+    _sig(f"slr-{hard}" if hard else f"slr-soft-tau{DEFAULT_TAU if tau is None else tau:g}", nltk=False)
 
 
 # --- helpers for the CoNLL-U based commands (wired by the parse stage's reader) -----------------
@@ -166,6 +169,9 @@ def parents_lines(parsed: Iterable[ParsedLine], bpe_lines: Iterable[str], *, mod
     Raises:
         InputError: the two inputs differ in length, or a line's pieces do not rebuild its words.
     """
+    from synprep.align import align
+    from synprep.features.parents import parent_positions
+
     bpe_it = iter(bpe_lines)
     for k, pl in enumerate(parsed, 1):
         text = next(bpe_it, None)

@@ -45,13 +45,26 @@ def as_tree(tree: str | Tree) -> Tree:
     """Return ``tree`` as an :class:`nltk.Tree` (a bracketed string is parsed with ``Tree.fromstring``).
 
     Raises:
-        ValueError: the string is not one well-formed bracketed tree (nltk's message).
+        ValueError: the string is not one well-formed bracketed tree (see :func:`parse_tree`).
     """
     if isinstance(tree, Tree):
         return tree
     if not isinstance(tree, str):
         raise TypeError(f"expected a bracketed string or nltk.Tree, got {type(tree).__name__}")
-    return Tree.fromstring(tree)
+    return parse_tree(tree)
+
+
+def parse_tree(text: str) -> Tree:
+    """``Tree.fromstring(text)`` with nltk's multi-line error made one line.
+
+    Raises:
+        ValueError: ``malformed tree: Tree.read(): expected ')' but got 'end-of-string' at index 11``.
+    """
+    try:
+        return Tree.fromstring(text)
+    except ValueError as e:
+        lines = [x.strip() for x in str(e).strip().splitlines()]
+        raise ValueError("malformed tree: " + " ".join(lines[:2])) from None
 
 
 def _split_values(tree: Tree) -> np.ndarray:
@@ -129,7 +142,7 @@ def cnf_gaps(tree: str | Tree) -> np.ndarray:
 
     Example: the tree of :func:`nary_gaps` → ``[5, 3, 2, 1, 4]``.
     """
-    t = Tree.fromstring(tree) if isinstance(tree, str) else as_tree(tree).copy(deep=True)
+    t = as_tree(tree) if isinstance(tree, str) else as_tree(tree).copy(deep=True)
     chomsky_normal_form(t, factor="right")
     return _split_values(t).astype(np.int16)
 
@@ -159,7 +172,7 @@ def both_gaps(tree: str | Tree, *, inplace: bool = False) -> tuple[np.ndarray, n
         two ``(n-1,) int16`` arrays. Raises ValueError as :func:`cnf_gaps`.
     """
     if isinstance(tree, str):
-        t = Tree.fromstring(tree)
+        t = parse_tree(tree)
     else:
         t = as_tree(tree) if inplace else as_tree(tree).copy(deep=True)
     nary = _split_values(t).astype(np.int16)

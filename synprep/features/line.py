@@ -20,7 +20,7 @@ from nltk.tree import Tree
 from synprep.align import align
 from synprep.errors import InputError
 from synprep.features.deptree import dependency_tree
-from synprep.features.distance import both_gaps, leaf_mismatch, line_word_gaps, spread_gaps
+from synprep.features.distance import both_gaps, leaf_mismatch, line_word_gaps, parse_tree, spread_gaps
 from synprep.features.ldd import line_ldd
 from synprep.features.parents import check_heads
 from synprep.types import ParsedLine, ParsedSentence, deprel_id, upos_id
@@ -81,7 +81,7 @@ def tree_source(parsed: ParsedLine) -> str:
 def _sentence_gaps(s: ParsedSentence) -> tuple[np.ndarray, np.ndarray]:
     """``(cnf, nary)`` word gaps of one sentence; ValueError with a reason on bad input."""
     if s.tree is not None:
-        tree = Tree.fromstring(s.tree)
+        tree: Tree = parse_tree(s.tree)
         bad = leaf_mismatch(tree, s.words)
         if bad is not None:
             i, leaf, word = bad

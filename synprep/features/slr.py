@@ -26,10 +26,12 @@ O(T²) time and memory, no loop over T.
 
 from __future__ import annotations
 
-import numpy as np
-from nltk.tree import Tree
+from typing import TYPE_CHECKING
 
-from synprep.features.distance import as_tree
+import numpy as np
+
+if TYPE_CHECKING:  # nltk is imported only by local_range_mask (it costs ~0.6 s)
+    from nltk.tree import Tree
 
 DEFAULT_TAU = 10.0
 HARD_MODES = ("strict", "nonstrict")
@@ -166,6 +168,8 @@ def local_range_mask(tree: str | Tree) -> np.ndarray:
 
     To include ``</s>``, wrap the tree: ``Tree("TOP", [tree, "</s>"])``.
     """
+    from synprep.features.distance import as_tree
+
     t = as_tree(tree)
     positions = t.treepositions("leaves")
     n = len(positions)
