@@ -101,3 +101,20 @@ def test_one_hot_piece_matrices_sum_to_one_per_row(heads, data):
     for li, lab in enumerate(all_labels):
         rows = np.array(labels)[wi] == lab
         assert (m[li][~rows] == 0).all()
+
+
+def test_line_ldd_merges_subtypes_and_keeps_each_words_best_entry():
+    from synprep.features.ldd import line_ldd
+    from synprep.types import ParsedSentence, SparseLDD, deprel_id
+
+    # word 1: nmod and nmod:poss to head 2 both reduce to nmod -> one entry with the sum;
+    # word 2: every entry below the threshold -> its best entry stays anyway.
+    ldd = SparseLDD(dep=np.array([1, 1, 1, 2, 2]), head=np.array([2, 2, 0, 0, 1]),
+                    rel=["nmod", "nmod:poss", "root", "root", "obj"],
+                    prob=np.array([0.3, 0.4, 0.3, 0.04, 0.03], dtype=np.float32), threshold=0.0)
+    s = ParsedSentence(words=["a", "b"], upos=["NOUN", "NOUN"], heads=[2, 0], deprels=["nmod", "root"], ldd=ldd)
+    dep, head, rel, prob = line_ldd([s], threshold=0.05)
+    assert dep.tolist() == [1, 1, 2]
+    assert head.tolist() == [0, 2, 0]
+    assert rel.tolist() == [deprel_id("root"), deprel_id("nmod"), deprel_id("root")]
+    np.testing.assert_allclose(prob, [0.3, 0.7, 0.04], rtol=1e-6)

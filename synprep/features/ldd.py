@@ -60,9 +60,42 @@ def sentence_ldd(sentence: ParsedSentence) -> tuple[np.ndarray, np.ndarray, np.n
     return dep, head, rel, prob
 
 
+def _merge_duplicates(dep: np.ndarray, head: np.ndarray, rel: np.ndarray, prob: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Sum entries with the same ``(dep, head, rel)``; sorted by that key.
+
+    Subtyped relations reduce to their base (``nmod:poss`` → ``nmod``), so the parser's
+    ``P(head, nmod)`` and ``P(head, nmod:poss)`` become one entry holding their sum.
+    """
+    order = np.lexsort((rel, head, dep))
+    dep, head, rel, prob = dep[order], head[order], rel[order], prob[order]
+    if dep.size < 2:
+        return dep, head, rel, prob
+    new = np.ones(dep.size, dtype=bool)
+    new[1:] = (dep[1:] != dep[:-1]) | (head[1:] != head[:-1]) | (rel[1:] != rel[:-1])
+    starts = np.flatnonzero(new)
+    summed = np.minimum(np.add.reduceat(prob.astype(np.float64), starts), 1.0).astype(np.float32)
+    return dep[starts], head[starts], rel[starts], summed
+
+
+def _keep(dep: np.ndarray, prob: np.ndarray, threshold: float) -> np.ndarray:
+    """Entries at or above ``threshold``, plus each dependent's most probable entry (never none)."""
+    keep = prob >= threshold
+    if dep.size:
+        order = np.lexsort((-prob, dep))  # by dep, most probable first
+        first = np.ones(dep.size, dtype=bool)
+        first[1:] = dep[order][1:] != dep[order][:-1]
+        keep[order[first]] = True
+    return keep
+
+
 def line_ldd(sentences: Sequence[ParsedSentence], threshold: float = 0.0
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Sparse LDD of a whole line, line-level: every sentence's indices offset by its start (SPEC.md §1).
+
+    Entries that reduce to the same ``(dep, head, rel)`` (relation subtypes) are summed; then
+    entries below ``threshold`` are dropped, except each word's most probable entry, so every
+    word keeps at least one (``synprep check`` requires it).
 
     Args:
         sentences: the line's sentences in order.
@@ -79,8 +112,8 @@ def line_ldd(sentences: Sequence[ParsedSentence], threshold: float = 0.0
     parts = []
     start = 0
     for s in sentences:
-        dep, head, rel, prob = sentence_ldd(s)
-        keep = prob >= threshold
+        dep, head, rel, prob = _merge_duplicates(*sentence_ldd(s))
+        keep = _keep(dep, prob, threshold)
         parts.append((dep[keep] + start, np.where(head[keep] > 0, head[keep] + start, 0), rel[keep], prob[keep]))
         start += len(s.words)
     if not parts:
