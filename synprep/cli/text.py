@@ -40,6 +40,13 @@ def _warn_if_empty(n: int, path: str) -> None:
         log.warning("warning: %s is empty: wrote an empty output", display_name(path))
 
 
+def check_outputs(*paths: str | None) -> None:
+    """Refuse an output path that is a directory before any work starts (ConfigError)."""
+    for path in paths:
+        if path and path != "-" and os.path.isdir(path):
+            raise ConfigError(f"output {path} is a directory; give a file name")
+
+
 def _sig(**fields: object) -> None:
     click.echo(signature(**fields), err=True)
 
@@ -58,6 +65,7 @@ def tokenize_cmd(lang: str, lowercase: bool, no_escape: bool, fairseq_compat: bo
     """Moses-tokenize text (sacremoses), one line out per line in."""
     from synprep.text.tokenize import tokenize_stream, tokenizer_signature
 
+    check_outputs(output_path)
     src = _Counter(iter_lines(input_path))
     with open_output(output_path) as out:
         write_lines(out, tokenize_stream(src, lang, lowercase=lowercase, escape=not no_escape,
@@ -109,7 +117,9 @@ def clean_cmd(src: str, tgt: str, ratio: float, min_len: int, max_len: int, max_
         out_src, out_tgt = f"{out_prefix}.{l1}", f"{out_prefix}.{l2}"
     if not out_src or not out_tgt:
         raise ConfigError("say where the kept pairs go: -o PREFIX, or --out-src FILE --out-tgt FILE")
-    if len({os.path.abspath(p) for p in (src, tgt, out_src, out_tgt)}) < 4:
+    check_outputs(out_src, out_tgt, report)
+    outs = [os.path.abspath(p) for p in (out_src, out_tgt, report) if p and p != "-"]
+    if len(set(outs)) < len(outs) or set(outs) & {os.path.abspath(src), os.path.abspath(tgt)}:
         raise ConfigError("the outputs must differ from each other and from the inputs")
     for path in (src, tgt):
         if path != "-" and not os.path.isfile(path):
@@ -152,6 +162,7 @@ def bpe_learn_cmd(files: tuple[str, ...], n_merges: int, min_frequency: int, out
     """Learn joint BPE codes on the concatenation of FILES (like cat FILES | subword-nmt learn-bpe -s N)."""
     from synprep.text.bpe import bpe_signature, learn_bpe
 
+    check_outputs(output_path)
     if output_path == "-":
         with open_output(None) as out:
             n = learn_bpe(list(files), n_merges, out, min_frequency=min_frequency)
@@ -176,6 +187,7 @@ def bpe_apply_cmd(codes: str, input_path: str, output_path: str, jobs: int, back
     """Split tokenized text into BPE pieces ("ri@@ ver"), one line out per line in."""
     from synprep.text.bpe import apply_bpe_stream, bpe_signature
 
+    check_outputs(output_path)
     src = _Counter(iter_lines(input_path))
     stream = apply_bpe_stream(src, codes, jobs=jobs, backend=backend, scheduler=scheduler)
     with open_output(output_path) as out:

@@ -229,6 +229,8 @@ def prepare(orig: PathLike, out: PathLike, splits: Sequence[str] = SPLITS, codes
         raise InputError("no such BPE codes file", str(codes))
 
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} exists and is not a directory")
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".synprep-iwslt14-", dir=out))
