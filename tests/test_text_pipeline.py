@@ -12,7 +12,7 @@ def test_ted_toy_through_the_cli(shared_data, tmp_path):
     n_input = 1000
     for lang in ("de", "en"):
         run_cli("tokenize", "-l", lang, "--lowercase", "-i", str(toy / f"train.{lang}"),
-                "-o", str(tmp_path / f"tok.{lang}"), "-j", "2")
+                "-o", str(tmp_path / f"tok.{lang}"))
         assert (tmp_path / f"tok.{lang}").read_bytes().count(b"\n") == n_input
     proc = run_cli("clean", str(tmp_path / "tok.de"), str(tmp_path / "tok.en"), "--ratio", "1.5", "--min-len", "1",
                    "--max-len", "175", "-o", str(tmp_path / "clean"), "--report", str(tmp_path / "dropped.tsv"))
