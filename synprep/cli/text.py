@@ -166,15 +166,13 @@ def bpe_learn_cmd(files: tuple[str, ...], n_merges: int, min_frequency: int, out
     if output_path == "-":
         with open_output(None) as out:
             n = learn_bpe(list(files), n_merges, out, min_frequency=min_frequency)
-        log.info("bpe learn: %d merges", n)
-        _sig(bpe=f"subword-nmt-learn-s{n_merges}")
-        return
-    n = learn_bpe(list(files), n_merges, output_path, min_frequency=min_frequency)
+    else:
+        n = learn_bpe(list(files), n_merges, output_path, min_frequency=min_frequency)
     if n < n_merges:
         log.warning("warning: only %d of %d merges learned (no pair occurs %d times any more)",
                     n, n_merges, min_frequency)
-    log.info("bpe learn: %d merges -> %s", n, output_path)
-    _sig(**bpe_signature(output_path))
+    log.info("bpe learn: %d merges -> %s", n, "<stdout>" if output_path == "-" else output_path)
+    _sig(**(bpe_signature(output_path) if output_path != "-" else {"bpe": f"subword-nmt-{n}merges"}))
 
 
 @bpe_group.command("apply")

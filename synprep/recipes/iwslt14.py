@@ -153,16 +153,16 @@ class _Orig:
         """Paths to read each file from (extracted into ``into`` for an archive)."""
         if self.dir is not None:
             return {n: self.dir / n for n in names}
-        out = {}
+        wanted = {f"{ARCHIVE_FOLDER}/{n}": n for n in names}
         into.mkdir(parents=True, exist_ok=True)
         with tarfile.open(self.path, "r:*") as tar:
-            for n in names:
-                src = tar.extractfile(self.tar_members[f"{ARCHIVE_FOLDER}/{n}"])
-                assert src is not None
-                with src, open(into / n, "wb") as dst:
-                    shutil.copyfileobj(src, dst, 1 << 20)
-                out[n] = into / n
-        return out
+            for member in tar:  # one pass in archive order: no seeking back in the gzip stream
+                n = wanted.get(member.name.lstrip("./"))
+                src = tar.extractfile(member) if n and member.isfile() else None
+                if n and src is not None:
+                    with src, open(into / n, "wb") as dst:  # our own file name, never the member's
+                        shutil.copyfileobj(src, dst, 1 << 20)
+        return {n: into / n for n in names}
 
 
 def parse_splits(splits: str | Sequence[str]) -> tuple[str, ...]:

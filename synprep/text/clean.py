@@ -25,12 +25,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from synprep.errors import InputError
+from synprep.text.tokenize import PERL_SPACE_CHARS as _PERL_SPACE
 
 #: drop reasons, in the order clean-corpus-n.perl tests them
 EMPTY, TOO_LONG, TOO_SHORT, RATIO, WORD_TOO_LONG = "empty", "too_long", "too_short", "ratio", "word_too_long"
 REASONS = (EMPTY, TOO_LONG, TOO_SHORT, RATIO, WORD_TOO_LONG)
 
-_PERL_SPACE = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 _SPACES = re.compile(f"[{_PERL_SPACE}]+")
 _BLANK_FACTOR = re.compile(r"[ |]\|")
 

@@ -37,8 +37,8 @@ CHUNK_LINES = 2000
 
 #: Perl's ``\\s`` under Unicode rules (perlrecharclass), which differs from Python's ``\\s``
 #: (Python also counts U+001C..U+001F as space).
-PERL_SPACE = "[\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
-_BLANK_LINE = re.compile(f"{PERL_SPACE}*")
+PERL_SPACE_CHARS = "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+_BLANK_LINE = re.compile(f"[{PERL_SPACE_CHARS}]*")
 _FINAL_DOT = re.compile(r"^(.*[^.])\.$", re.DOTALL)
 _LANG = re.compile(r"^[A-Za-z]{2,3}([_-][A-Za-z0-9]+)?$")
 
