@@ -52,7 +52,8 @@ def _sig(**fields: object) -> None:
 
 
 @click.command("tokenize")
-@click.option("-l", "--lang", required=True, metavar="LANG", help="Language code (de, en, …): nonbreaking prefixes.")
+@click.option("-l", "--lang", required=True, metavar="LANG",
+              help="Language code (de, en, …): nonbreaking prefixes.")
 @click.option("--lowercase", is_flag=True, help="Lowercase after tokenizing (like lowercase.perl).")
 @click.option("--no-escape", is_flag=True, help="Do not Moses-escape & | < > ' \" [ ].")
 @click.option("--fairseq-compat", is_flag=True,

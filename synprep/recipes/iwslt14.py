@@ -39,6 +39,7 @@ import tarfile
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from synprep.errors import ConfigError, InputError
@@ -123,7 +124,8 @@ class _Orig:
         self.dir: Path | None
         if self.path.is_dir():
             sub = self.path / ARCHIVE_FOLDER
-            here = [train_file(lang) for lang in LANGS] + [xml_file(t, lang) for t in TEST_SETS for lang in LANGS]
+            here = [train_file(lang) for lang in LANGS]
+            here += [xml_file(t, lang) for t in TEST_SETS for lang in LANGS]
             use_sub = sub.is_dir() and not any((self.path / n).exists() for n in here)
             self.dir = sub if use_sub else self.path
         elif self.path.is_file():
@@ -258,6 +260,8 @@ def _run(src: _Orig, need: dict[str, str], work: Path, splits: tuple[str, ...], 
     scratch.mkdir(parents=True)
     inputs = src.materialize(sorted(need), scratch / "orig")
     tok_text: dict[str, Path] = {}  # split.lang → tokenized, lowercased text (before BPE)
+    tokenize = partial(tokenize_stream, fairseq_compat=True, jobs=jobs, backend=backend, scheduler=scheduler)
+    apply_bpe = partial(apply_bpe_stream, jobs=jobs, backend=backend, scheduler=scheduler)
 
     def note(path: Path, n: int) -> None:
         if final in path.parents:
@@ -271,7 +275,7 @@ def _run(src: _Orig, need: dict[str, str], work: Path, splits: tuple[str, ...], 
             log.info("iwslt14: tokenizing %s", src.where(train_file(lang)))
             lines = (x for x in map(filter_train_line, iter_lines(path)) if x is not None)
             tok[lang] = scratch / f"train.tags.{PAIR}.tok.{lang}"
-            _write(tok[lang], tokenize_stream(lines, lang, fairseq_compat=True, jobs=jobs, backend=backend, scheduler=scheduler))
+            _write(tok[lang], tokenize(lines, lang))
         stats = CleanStats()
         part = {s: {lang: (tmp if s in splits else scratch) / f"{s}.{lang}" for lang in LANGS}
                 for s in ("train", "valid")}
@@ -306,7 +310,7 @@ def _run(src: _Orig, need: dict[str, str], work: Path, splits: tuple[str, ...], 
             for lang in LANGS:
                 p = tmp / f"{ts}.{PAIR}.{lang}"
                 segs = extract_segments(iter_lines(inputs[xml_file(ts, lang)]))
-                counts[lang] = _write(p, tokenize_stream(segs, lang, lowercase=True, fairseq_compat=True, jobs=jobs, backend=backend, scheduler=scheduler))
+                counts[lang] = _write(p, tokenize(segs, lang, lowercase=True))
                 per_set[ts, lang] = p
                 note(p, counts[lang])
             if counts[SRC] != counts[TGT]:
@@ -330,4 +334,4 @@ def _run(src: _Orig, need: dict[str, str], work: Path, splits: tuple[str, ...], 
         for lang in LANGS:
             p = final / f"{split}.{lang}"
             log.info("iwslt14: applying BPE to %s.%s", split, lang)
-            note(p, _write(p, apply_bpe_stream(iter_lines(tok_text[f"{split}.{lang}"]), code, jobs=jobs, backend=backend, scheduler=scheduler)))
+            note(p, _write(p, apply_bpe(iter_lines(tok_text[f"{split}.{lang}"]), code)))
