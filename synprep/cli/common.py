@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import click
 
@@ -25,9 +26,9 @@ def jobs_options(f):
     return wrapper
 
 
-def input_option(name: str = "--input", help: str = "Input file (default: stdin).") -> callable:
+def input_option(name: str = "--input", help: str = "Input file (default: stdin).") -> Callable:
     return click.option("-i", name, "input_path", default="-", show_default=False, metavar="FILE", help=help)
 
 
-def output_option(name: str = "--output", help: str = "Output file (default: stdout).") -> callable:
+def output_option(name: str = "--output", help: str = "Output file (default: stdout).") -> Callable:
     return click.option("-o", name, "output_path", default="-", show_default=False, metavar="FILE", help=help)
