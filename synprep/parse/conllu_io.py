@@ -207,7 +207,7 @@ def _validate_tree(block: _Block, name: str) -> list[int]:
     depth = [-1] * (n + 1)
     depth[0] = -1
     for w in words:
-        path = []
+        path: list[int] = []
         k = w.id
         while k != 0 and depth[k] < 0:
             if k in path:
