@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from synprep.parse import ParserSpec, ParseStats, parse_lines
+from synprep.parse import ParseCache, ParserSpec, ParseStats, parse_lines
 from synprep.parse.stanza_parser import StanzaParser, ldd_argmax, resolve_resources, stanza_identity
 from synprep.parse.trees import tree_words
 from synprep.text.escape import unescape_tokens
@@ -159,12 +159,15 @@ def test_failures_are_recorded_and_the_run_goes_on(stanza_dir: Path) -> None:
     assert (stats.lines, stats.failed_lines, stats.sentences) == (5, 3, 3)
 
 
-def test_two_workers_give_the_same_lines(stanza_dir: Path, shared_data: Path) -> None:
+def test_two_workers_give_the_same_lines(stanza_dir: Path, shared_data: Path, tmp_path: Path) -> None:
     spec = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep")
     lines = iwslt(shared_data, "de", 16)
     lines.insert(5, [])
     one = list(parse_lines(lines, spec))
-    two = list(parse_lines(lines, spec, jobs=2, batch_size=3))
+    # with workers, the cache is used from joblib's dispatch thread and the main thread
+    with ParseCache(tmp_path / "c.sqlite") as cache:
+        two = list(parse_lines(lines, spec, jobs=2, batch_size=3, cache=cache))
+        assert len(cache) == sum(len(pl.sentences) for pl in one)
     assert len(one) == len(two) == len(lines)
     for a, b in zip(one, two, strict=True):
         assert (a.line, a.error, len(a.sentences)) == (b.line, b.error, len(b.sentences))

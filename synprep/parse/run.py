@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import copy
 import dataclasses
 import fcntl
 import logging
@@ -181,10 +182,9 @@ def _assemble(rec: _Line, parses: dict[tuple[str, ...], ParsedSentence | str]) -
         if isinstance(p, str):
             where = f"sentence {k}: " if len(rec.sentences) > 1 else ""
             return ParsedLine(line=rec.line, error=f"parser failed: {where}{p}")
+        p = copy.deepcopy(p)  # a sentence repeated in a batch must not share its lists
         if rec.trees is not None:
-            p = dataclasses.replace(p, tree=rec.trees[k - 1], tree_source="constituency")
-        else:
-            p = dataclasses.replace(p)
+            p.tree, p.tree_source = rec.trees[k - 1], "constituency"
         out.append(p)
     return ParsedLine(line=rec.line, sentences=out)
 
