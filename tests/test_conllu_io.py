@@ -49,7 +49,8 @@ def example_lines() -> list[ParsedLine]:
         tree="(ROOT (S (NP (PRP I)) (VP (VBP swim) (-LRB- -LRB-) (NN &) (-RRB- -RRB-)) (. .)))",
         tree_source="dependency",
     )  # fmt: skip
-    s3 = ParsedSentence(words=["_", "#"], upos=["X", "SYM"], heads=[0, 1], deprels=["root", "dep"])
+    s3 = ParsedSentence(words=["_", "#"], upos=["X", "SYM"], heads=[0, 1], deprels=["root", "dep"],
+                        ldd=SparseLDD(np.zeros(0, np.int32), np.zeros(0, np.int32), [], np.zeros(0, np.float32), 0.5))
     return [
         ParsedLine(1, [s1, s2]),
         ParsedLine(2, error="empty line"),
@@ -219,3 +220,12 @@ def test_malformed_blocks(tmp_path: Path) -> None:
     path.write_bytes(b"1\tI\t_\tPRON\t_\t_\t0\troot\t_\t_\n2\t\xff\t_\tX\t_\t_\t1\tdep\t_\t_\n")
     with pytest.raises(InputError, match=r"bad.conllu:2: not valid UTF-8"):
         list(read_conllu(path))
+
+
+def test_bad_ldd_comment_names_its_line(tmp_path: Path) -> None:
+    text = conllu_text(GOOD, comments=[["# line = 1", "# ldd_threshold = 0.01", "# ldd = 1,2,nsubj,0.9 3,7,punct,0.5"]])
+    with pytest.raises(InputError, match=r"in.conllu:3: ldd entry '3,7,punct,0.5' out of range \(3 words\)"):
+        list(read_conllu(write(tmp_path, text)))
+    text = conllu_text(GOOD, comments=[["# ldd = 1,2,nsubj"]])
+    with pytest.raises(InputError, match=r"in.conllu:1: bad ldd entry '1,2,nsubj'"):
+        list(read_conllu(write(tmp_path, text)))

@@ -268,13 +268,13 @@ def _to_sentence(block: _Block, name: str, words_mode: str) -> ParsedSentence:
     if tree:
         sent.tree = tree
         sent.tree_source = block.meta.get("tree_source") or "constituency"
-    if "ldd" in block.meta:
-        lineno = block.meta_line["ldd"]
+    if "ldd" in block.meta or "ldd_threshold" in block.meta:  # "# ldd" without entries is dropped by conllu
+        ldd_line = block.meta_line.get("ldd", block.meta_line.get("ldd_threshold"))
         try:
             threshold = float(block.meta.get("ldd_threshold") or 0.0)
         except ValueError:
             raise InputError("bad ldd_threshold", name, block.meta_line.get("ldd_threshold")) from None
-        sent.ldd = parse_ldd(block.meta["ldd"] or "", threshold, len(forms), name, lineno)
+        sent.ldd = parse_ldd(block.meta.get("ldd") or "", threshold, len(forms), name, ldd_line)
     return sent
 
 

@@ -105,16 +105,22 @@ def resolve_resources(spec: ParserSpec) -> StanzaResources:
         return lang, build_default_config(resources, lang, mdir, load_list)
 
     want = list(BASE_PROCESSORS)
-    try:
-        lang, config = config_for(",".join(want + ["constituency"]) if spec.constituency else ",".join(want))
-    except ConfigError:
-        raise
-    except Exception as e:  # stanza raises assorted errors for unknown packages/processors
-        raise ConfigError(f"stanza cannot resolve {spec.lang}/{package} in {model_dir}: {e}; {hint}") from None
+    attempts = [want + ["constituency"], want] if spec.constituency else [want]
+    for k, procs_try in enumerate(attempts):
+        try:
+            lang, config = config_for(",".join(procs_try))
+            break
+        except ConfigError:
+            raise
+        except Exception as e:  # stanza raises assorted errors for unknown packages/processors
+            if k + 1 < len(attempts):
+                continue  # no constituency for this language/package: go on without it
+            raise ConfigError(f"stanza cannot resolve {spec.lang}/{package} in {model_dir}: {e}; {hint}") from None
     for proc in ("pos", "depparse"):
         path = config.get(f"{proc}_model_path")
         if not path or not os.path.isfile(path):
-            raise ConfigError(f"stanza {proc} model for {spec.lang}/{package} not found ({path}); {hint}")
+            where = f" at {path}" if path else f" in {model_dir}"
+            raise ConfigError(f"no stanza {proc} model for {spec.lang}/{package}{where}; {hint}")
     procs = list(want)
     if spec.constituency and os.path.isfile(str(config.get("constituency_model_path", ""))):
         procs.append("constituency")
