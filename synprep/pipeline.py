@@ -217,16 +217,15 @@ def _signature(tok: str, lowercase: bool, codes_sha: str | None, opts: ParseOpti
                      feat=FEATURES, shard=f"v{SHARD_FORMAT_VERSION}")
 
 
-def _finish(out: Path, manifest: Manifest, split: str, sig: str) -> None:
+def _finish(out: Path, manifest: Manifest, split: str) -> None:
     manifest.save(out)
     report = check_dir(out)
     report.raise_if_failed()
     entry = manifest.split(split)
     dropped = ", ".join(f"{k} {v}" for k, v in sorted(entry.dropped.items()) if v) or "none"
-    log.info("%s: %d input lines, %d pairs in %d shards, dropped: %s", split, entry.input_lines, entry.pairs,
+    log.info("%s: %d input lines, %d pairs in %d shard(s), dropped: %s", split, entry.input_lines, entry.pairs,
              len(entry.shards), dropped)
     log.info("%s", report.summary())
-    log.info("%s", sig)
 
 
 def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang: str, tgt_lang: str,
@@ -304,7 +303,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
 
     # 4. parse, features, shards
     codes_sha = file_sha256(code_path)
-    sig = _signature(tok_sig["tok"], text.lowercase, codes_sha, parse)
+    sig = _signature(str(tok_sig["tok"]), text.lowercase, codes_sha, parse)
     config = {**shared, "split": split, "bpe_codes_sha256": codes_sha, "vocab_sha256": v.sha256,
               "clean": text.clean if text.clean is not None else split == TRAIN,
               "clean_bounds": [text.ratio, text.min_len, text.max_len]}
@@ -324,7 +323,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     annotate_split(out, split, items, vocab=v, manifest=manifest, opts=parse, par=par, src_lang=src_lang,
                    tgt_lang=tgt_lang, signature=sig, config=config, ldd_threshold=ldd_threshold,
                    shard_size=shard_size, source_name=str(src or conllu))
-    _finish(out, manifest, split, sig)
+    _finish(out, manifest, split)
     return manifest
 
 
@@ -408,5 +407,5 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
     annotate_split(out, split, items, vocab=v, manifest=manifest, opts=parse, par=par, src_lang=src_lang,
                    tgt_lang=tgt_lang, signature=sig, config=config, ldd_threshold=ldd_threshold,
                    shard_size=shard_size, source_name=src)
-    _finish(out, manifest, split, sig)
+    _finish(out, manifest, split)
     return manifest

@@ -32,8 +32,8 @@ def _visible_gpus() -> int:
 @click.option("--stanza-package", default=None, metavar="NAME", help="stanza package (default: stanza's default).")
 @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
               help="cuda: one worker per visible GPU unless --jobs is given.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=128, show_default=True,
-              help="Lines per batch sent to a worker.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True,
+              help="Sentences per parser call sent to a worker (more on a GPU).")
 @click.option("--no-ssplit", is_flag=True, help="Treat every line as one sentence (no sentence splitting).")
 @click.option("--cache", "cache_path", default=None, metavar="PATH",
               help="Parse cache (sqlite). Default: $SYNPREP_CACHE or ~/.cache/synprep/parse.sqlite.")

@@ -1,9 +1,10 @@
 """Parse lines of words, streaming and in order: sentence splitting, the cache, parallel workers.
 
-:func:`parse_lines` is what the pipeline calls. The main process splits each line into sentences
-(:mod:`synprep.parse.ssplit`, or the user's trees), checks lengths, looks every unique sentence
-up in the cache (:mod:`synprep.parse.cache`) and sends only the misses, a batch of lines at a
-time, to the workers (:func:`synprep.parallel.parallel_map`). Each worker process loads one
+:func:`parse_block` parses a bounded block of lines (the pipeline's unit: one shard);
+:func:`parse_lines` streams any input through blocks. The main process splits each line into
+sentences (:mod:`synprep.parse.ssplit`, or the user's trees), checks lengths, looks every unique
+sentence of the block up in the cache (:mod:`synprep.parse.cache`) and sends only the misses, in
+batches fixed before any work starts, to the workers (:func:`synprep.parallel.parallel_map`). Each worker process loads one
 parser, kept in a module-level global so it is loaded once per process, with torch limited to
 one thread; with ``device="cuda"`` each worker takes one visible GPU. Results come back in input
 order; the main process stores them in the cache and yields one :class:`ParsedLine` per input
@@ -13,15 +14,14 @@ line — never dropping one: an empty line, a too-long sentence or a parser fail
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import copy
 import dataclasses
 import fcntl
+import itertools
 import logging
 import os
 import tempfile
-import threading
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
@@ -37,8 +37,10 @@ from synprep.types import ParsedLine, ParsedSentence
 
 log = logging.getLogger(__name__)
 
-#: lines per work item sent to a worker
-DEFAULT_BATCH_SIZE = 128
+#: sentences per work item sent to a worker (one parser call)
+DEFAULT_BATCH_SIZE = 64
+#: lines parsed as one deterministic block by :func:`parse_lines`
+DEFAULT_BLOCK_LINES = 2048
 
 # --- worker side --------------------------------------------------------------------------------
 
@@ -134,13 +136,6 @@ class _Line:
     trees: list[str] | None = None
 
 
-@dataclasses.dataclass
-class _Chunk:
-    lines: list[_Line]
-    cached: dict[tuple[str, ...], ParsedSentence]
-    misses: list[tuple[str, ...]]
-
-
 def _prepare_line(
     lineno: int, words: list[str], trees: list[Tree] | None, spec: ParserSpec, ssplit: bool, trees_name: str | None
 ) -> _Line:
@@ -197,6 +192,91 @@ def _error_kind(reason: str) -> str:
     return reason.split(":")[0]
 
 
+def parse_block(
+    word_lines: list[list[str]],
+    spec: ParserSpec,
+    *,
+    cache: ParseCache | None = None,
+    jobs: int = 1,
+    backend: str = "loky",
+    scheduler: str | None = None,
+    ssplit: bool = True,
+    trees: list[list[Tree]] | None = None,
+    trees_name: str | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    first_line: int = 1,
+    identity: str | None = None,
+    stats: ParseStats | None = None,
+) -> list[ParsedLine]:
+    """Parse a bounded block of lines as one unit, with batches that never depend on timing.
+
+    stanza's probabilities depend (in the 7th digit) on which sentences share a batch, so the
+    batches are fixed before any work starts: the block's unique sentences that are not in the
+    cache *at the block's start*, in order of first occurrence, cut every ``batch_size``
+    sentences. Results are stored in the cache in one transaction when the whole block is done.
+    So the same block parsed again — after a crash, with another ``jobs`` or backend — gives
+    identical parses, and a block that was committed is read back whole from the cache.
+
+    Args:
+        word_lines: each line's words (Moses tokens, unescaped).
+        batch_size: sentences per work item (one stanza document).
+        others: as :func:`parse_lines`.
+
+    Returns:
+        One :class:`ParsedLine` per input line (``line = first_line + index``).
+
+    Raises:
+        InputError: trees that do not match the words. ConfigError: missing models.
+    """
+    if trees is not None and spec.constituency:
+        spec = dataclasses.replace(spec, constituency=False)
+    if identity is None and cache is not None:
+        identity = parser_identity(spec)
+    stats = stats if stats is not None else ParseStats()
+    if trees is not None and len(trees) != len(word_lines):
+        raise InputError(f"{len(trees)} lines of trees for {len(word_lines)} input lines", trees_name)
+    recs = [_prepare_line(first_line + i, list(w), trees[i] if trees is not None else None, spec, ssplit, trees_name)
+            for i, w in enumerate(word_lines)]
+    unique = list(dict.fromkeys(s for r in recs for s in r.sentences))
+    parses: dict[tuple[str, ...], ParsedSentence | str] = {}
+    if cache is not None and unique:
+        assert identity is not None
+        found = cache.get_many(identity, unique)
+        parses.update({s: p for s, p in zip(unique, found, strict=True) if p is not None})
+    cached = set(parses)
+    misses = [s for s in unique if s not in cached]
+    if misses:
+        with contextlib.ExitStack() as stack:
+            slot_dir = None
+            if spec.device == "cuda" and jobs > 1:
+                slot_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="synprep-gpu-"))
+            batches = list(chunked(misses, batch_size))
+            work = ((spec, slot_dir, [list(s) for s in b]) for b in batches)
+            fresh = []
+            for batch, result in zip(batches, parallel_map(parse_work, work, jobs=min(jobs, len(batches)),
+                                                            backend=backend, scheduler=scheduler), strict=True):
+                for s, p in zip(batch, result, strict=True):
+                    parses[s] = p
+                    if not isinstance(p, str):
+                        fresh.append((s, p))
+        if cache is not None and fresh:
+            assert identity is not None
+            cache.put_many(identity, fresh)
+    stats.parsed += len(misses)
+    out = []
+    for rec in recs:
+        stats.cache_hits += sum(1 for s in rec.sentences if s in cached)
+        pl = _assemble(rec, parses)
+        stats.lines += 1
+        if pl.error is not None:
+            stats.failed_lines += 1
+            stats.reasons[_error_kind(pl.error)] += 1
+        else:
+            stats.sentences += len(pl.sentences)
+        out.append(pl)
+    return out
+
+
 def parse_lines(
     word_lines: Iterable[list[str]],
     spec: ParserSpec,
@@ -209,11 +289,15 @@ def parse_lines(
     trees: Iterable[list[Tree]] | None = None,
     trees_name: str | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    block_lines: int = DEFAULT_BLOCK_LINES,
     first_line: int = 1,
     identity: str | None = None,
     stats: ParseStats | None = None,
 ) -> Iterator[ParsedLine]:
     """Parse lines of words into :class:`ParsedLine`, one per input line, in order, streaming.
+
+    The input is cut into blocks of ``block_lines`` lines, each parsed by :func:`parse_block`
+    (deterministic batches; memory holds one block).
 
     Args:
         word_lines: each line's words: Moses tokens, *unescaped* (:func:`synprep.text.escape.unescape_tokens`).
@@ -226,7 +310,8 @@ def parse_lines(
         trees: per line, the user's normalized trees (``[]`` for an empty line); each tree is one
             sentence of the line and its leaves must be the words.
         trees_name: the trees file's name, for error messages.
-        batch_size: lines per work item.
+        batch_size: sentences per work item (one parser call).
+        block_lines: lines parsed as one block (the unit of determinism and of caching).
         first_line: number of the first line (1-based).
         identity: the parser identity if already computed (:func:`parser_identity`).
         stats: a :class:`ParseStats` to fill.
@@ -240,72 +325,19 @@ def parse_lines(
         InputError: trees that do not match the words (naming ``trees_name`` and the line).
         ConfigError: the parser's models cannot be found.
     """
-    if trees is not None and spec.constituency:
-        spec = dataclasses.replace(spec, constituency=False)
     if identity is None and cache is not None:
         identity = parser_identity(spec)
-    stats = stats if stats is not None else ParseStats()
-    pending: collections.deque[_Chunk] = collections.deque()
-    failure: list[BaseException] = []
-    lock = threading.Lock()
-    stack = contextlib.ExitStack()
-    slot_dir = None
-    if spec.device == "cuda" and jobs > 1:
-        slot_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="synprep-gpu-"))
-
-    def numbered() -> Iterator[tuple[int, list[str], list[Tree] | None]]:
-        tree_it = iter(trees) if trees is not None else None
-        for i, words in enumerate(word_lines):
-            t = None
-            if tree_it is not None:
-                t = next(tree_it, None)
-                if t is None:
-                    raise InputError(f"the trees file ends before input line {first_line + i}", trees_name)
-            yield first_line + i, list(words), t
-        if tree_it is not None and next(tree_it, None) is not None:
-            raise InputError("the trees file has more lines than the input", trees_name)
-
-    def items() -> Iterator[tuple[ParserSpec, str | None, list[list[str]]]]:
-        # runs in joblib's dispatch thread: exceptions are handed to the main thread
-        try:
-            for chunk in chunked(numbered(), batch_size):
-                recs = [_prepare_line(n, w, t, spec, ssplit, trees_name) for n, w, t in chunk]
-                unique = list(dict.fromkeys(s for r in recs for s in r.sentences))
-                cached: dict[tuple[str, ...], ParsedSentence] = {}
-                if cache is not None and unique:
-                    assert identity is not None
-                    with lock:
-                        found = cache.get_many(identity, unique)
-                    cached = {s: p for s, p in zip(unique, found, strict=True) if p is not None}
-                misses = [s for s in unique if s not in cached]
-                pending.append(_Chunk(recs, cached, misses))
-                yield spec, slot_dir, [list(s) for s in misses]
-        except BaseException as e:
-            failure.append(e)
-
-    with stack:
-        for result in parallel_map(parse_work, items(), jobs=jobs, backend=backend, scheduler=scheduler):
-            chunk = pending.popleft()
-            parses: dict[tuple[str, ...], ParsedSentence | str] = dict(chunk.cached)
-            fresh = []
-            for s, p in zip(chunk.misses, result, strict=True):
-                parses[s] = p
-                if not isinstance(p, str):
-                    fresh.append((s, p))
-            if cache is not None and fresh:
-                assert identity is not None
-                with lock:
-                    cache.put_many(identity, fresh)
-            stats.parsed += len(chunk.misses)
-            stats.cache_hits += sum(1 for r in chunk.lines for s in r.sentences if s in chunk.cached)
-            for rec in chunk.lines:
-                pl = _assemble(rec, parses)
-                stats.lines += 1
-                if pl.error is not None:
-                    stats.failed_lines += 1
-                    stats.reasons[_error_kind(pl.error)] += 1
-                else:
-                    stats.sentences += len(pl.sentences)
-                yield pl
-    if failure:
-        raise failure[0]
+    tree_it = iter(trees) if trees is not None else None
+    line = first_line
+    for block in chunked(word_lines, block_lines):
+        block_trees = None
+        if tree_it is not None:
+            block_trees = list(itertools.islice(tree_it, len(block)))
+            if len(block_trees) < len(block):
+                raise InputError(f"the trees file ends before input line {line + len(block_trees)}", trees_name)
+        yield from parse_block(block, spec, cache=cache, jobs=jobs, backend=backend, scheduler=scheduler,
+                               ssplit=ssplit, trees=block_trees, trees_name=trees_name, batch_size=batch_size,
+                               first_line=line, identity=identity, stats=stats)
+        line += len(block)
+    if tree_it is not None and next(tree_it, None) is not None:
+        raise InputError("the trees file has more lines than the input", trees_name)

@@ -220,6 +220,8 @@ class StanzaParser:
             download_method=None,
             use_gpu=device.startswith("cuda"),
             device=device,
+            # stanza's INFO lines would repeat once per worker: keep them for -vv (DEBUG)
+            logging_level="INFO" if logging.getLogger("synprep").isEnabledFor(logging.DEBUG) else "WARN",
         )
         self.depparse = self.nlp.processors["depparse"]
         model = self.depparse.trainer.model
