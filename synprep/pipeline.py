@@ -257,6 +257,22 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     from synprep.text.escape import escape
     from synprep.text.tokenize import tokenizer_signature
 
+    # the inputs first: a missing file or sides of different lengths fail before anything else
+    if not os.path.exists(tgt):
+        raise InputError("no such file", tgt)
+    if parse.parser == "conllu":
+        if conllu is None:
+            raise ConfigError("--parser conllu needs --conllu FILE")
+        if not os.path.exists(conllu):
+            raise InputError("no such file", conllu)
+    elif src is None:
+        raise ConfigError("--src is required unless --parser conllu")
+    elif not os.path.exists(src):
+        raise InputError("no such file", src)
+    n_tgt = count_lines(tgt)
+    if src is not None and count_lines(src) != n_tgt:
+        raise InputError(f"line counts differ: {src} has {count_lines(src)} lines, {tgt} has {n_tgt}", tgt)
+
     tok_sig = tokenizer_signature(src_lang, lowercase=text.lowercase, escape=True, fairseq_compat=text.fairseq_compat)
     shared = {"mode": "pipeline", "src_lang": src_lang, "tgt_lang": tgt_lang, "tokenizer": tok_sig["tok"],
               "lowercase": text.lowercase, "fairseq_compat": text.fairseq_compat, "merges": text.merges,
@@ -264,33 +280,25 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     _check_config(out, shared)
 
     # 1. tokenize (the source side comes from the CoNLL-U file when importing parses)
-    n_tgt = count_lines(tgt) if os.path.exists(tgt) else None
-    if n_tgt is None:
-        raise InputError("no such file", tgt)
     src_tok = work / f"{split}.tok.{src_lang}"
     if parse.parser == "conllu":
-        if conllu is None:
-            raise ConfigError("--parser conllu needs --conllu FILE")
         from synprep.parse.conllu_io import read_conllu
 
         n_src = 0
-        with atomic_write(src_tok) as f:
-            for p in read_conllu(conllu):
-                n_src += 1
-                if p.line != n_src:
-                    raise InputError(f"expected line {n_src}, found '# line = {p.line}'", conllu)
-                f.write(" ".join(escape(w) for w in p.words) + "\n")
-        if src is not None and count_lines(src) != n_src:
-            raise InputError(f"line counts differ: {conllu} has {n_src} lines, {src} has {count_lines(src)}", src)
+        if not src_tok.exists():
+            with atomic_write(src_tok) as f:
+                for p in read_conllu(str(conllu)):
+                    n_src += 1
+                    if p.line != n_src:
+                        raise InputError(f"expected line {n_src}, found '# line = {p.line}'", conllu)
+                    f.write(" ".join(escape(w) for w in p.words) + "\n")
+        n_src = count_lines(src_tok)
     else:
-        if src is None:
-            raise ConfigError("--src is required unless --parser conllu")
-        if not os.path.exists(src):
-            raise InputError("no such file", src)
-        n_src = count_lines(src)
+        assert src is not None
+        n_src = n_tgt
         _tokenize(src, src_tok, src_lang, text, par)
     if n_src != n_tgt:
-        raise InputError(f"line counts differ: {conllu or src} has {n_src} lines, {tgt} has {n_tgt}", tgt)
+        raise InputError(f"line counts differ: {conllu} has {n_src} lines, {tgt} has {n_tgt}", tgt)
     _tokenize(tgt, work / f"{split}.tok.{tgt_lang}", tgt_lang, text, par)
 
     # 2. clean (+ lowercase), 3. BPE
