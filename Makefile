@@ -41,6 +41,7 @@ test: lint typecheck
 
 include pipelines/sample.mk
 include pipelines/iwslt14.mk
+include pipelines/pud.mk
 
 clean:
 	rm -rf build
