@@ -16,6 +16,7 @@ import pytest
 from synprep.align import bpe_words
 from synprep.errors import InputError
 from synprep.parse.conllu_io import read_conllu
+from synprep.pipeline import numbered_parses
 from synprep.shards import SplitReader, open_split
 from synprep.show import load_pair
 from synprep.vocab import Vocab
@@ -124,15 +125,14 @@ def test_missing_and_extra_parses_are_named(sample: Sample, tmp_path: Path) -> N
 
     gap = tmp_path / "gap.conllu"
     gap.write_text(join([b for b in bs if "# line = 5\n" not in b + "\n"]), encoding="utf-8")
-    proc = run_cli(*shard_args(sample, gap, tmp_path / "o2"), check=False)
-    assert proc.returncode == 2
-    assert f"{gap}: expected the parse of line 5, found '# line = 6'" in proc.stderr
-
+    with pytest.raises(InputError, match=r"gap.conllu: expected the parse of line 5, found '# line = 6'"):
+        list(numbered_parses(str(gap), N_LINES))
     extra = tmp_path / "extra.conllu"
     extra.write_text(join(bs + [bs[-1].replace("# line = 8", "# line = 9")]), encoding="utf-8")
-    proc = run_cli(*shard_args(sample, extra, tmp_path / "o3"), check=False)
-    assert proc.returncode == 2
-    assert "more parses than source lines: the source has 8 lines, the parses go on with line 9" in proc.stderr
+    with pytest.raises(InputError, match="more parses than source lines: the source has 8 lines, the parses go "
+                                         "on with line 9"):
+        list(numbered_parses(str(extra), N_LINES))
+    assert [p.line for p in numbered_parses(str(sample.conllu), N_LINES)] == list(range(1, N_LINES + 1))
 
 
 def test_failed_line_is_recorded_and_lowercase(sample: Sample, tmp_path: Path) -> None:
