@@ -287,5 +287,5 @@ def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iter
             w = next(word_it)
         else:
             w = unescape_tokens(bpe_words(src, line=n)[0])
-        p = next(parse_it) if parse_it is not None else None
+        p = next(parse_it, None) if parse_it is not None else None  # a missing parse: _parse_block names it
         yield Item(line=n, words=w, src=src, tgt=t.split(), parse=p)

@@ -42,6 +42,7 @@ from synprep.errors import ConfigError, InputError
 from synprep.shards import Manifest, check_dir
 from synprep.signature import file_sha256, package_version, signature
 from synprep.textio import atomic_write, count_lines, display_name, iter_lines, iter_pairs
+from synprep.types import ParsedLine
 from synprep.vocab import Vocab
 
 log = logging.getLogger(__name__)
@@ -352,6 +353,37 @@ def _parses_for(conllu: str | None, lines: list[int] | None) -> Iterator:
             raise InputError(f"no parse for line {n}", conllu)
 
 
+def numbered_parses(conllu: str, n_lines: int) -> Iterator[ParsedLine]:
+    """The CoNLL-U parses of lines ``1..n_lines`` in order, for a source of ``n_lines`` lines.
+
+    Lines are numbered by ``# line = N`` (as ``synprep parse`` writes them, a failed line as an
+    ``# error`` block) or, without those comments, one sentence per line.
+
+    Raises:
+        InputError: a line without a parse (a gap in the numbering), fewer or more parsed lines
+            than ``n_lines`` (naming the CoNLL-U file), or malformed CoNLL-U.
+    """
+    from synprep.parse.conllu_io import read_conllu
+
+    name = display_name(conllu)
+    reader = read_conllu(conllu)
+    for k in range(1, n_lines + 1):
+        p = next(reader, None)
+        if p is None:
+            raise InputError(f"the parses end after line {k - 1}, the source has {n_lines} lines", name)
+        if p.line != k:
+            raise InputError(f"expected the parse of line {k}, found '# line = {p.line}' (every source line "
+                             "needs a block, as `synprep parse` writes)", name)
+        if k == n_lines:
+            extra = next(reader, None)
+            if extra is not None:
+                raise InputError(f"more parses than source lines: the source has {n_lines} lines, the parses "
+                                 f"go on with line {extra.line}", name)
+        yield p
+    if n_lines == 0 and next(reader, None) is not None:
+        raise InputError("the source is empty but the CoNLL-U file holds parses", name)
+
+
 def _manifest(out: Path, sig: str, shared: dict[str, Any], v: Vocab) -> Manifest:
     manifest = Manifest.load_or_new(out, signature=sig, config=shared)
     if manifest.signature != sig:
@@ -396,9 +428,11 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
         raise InputError(f"line counts differ: {src} has {n_src} lines, {tgt} has {n_tgt}", tgt)
     shared = {"mode": "annotate", "src_lang": src_lang, "tgt_lang": tgt_lang, "parser": parse.config(),
               "ldd_threshold": ldd_threshold, "shard_size": shard_size}
+    if parse.lowercase:  # only when set: folders made before the option keep their configuration
+        shared["lowercase"] = True
     _check_config(out, shared)
     v = load_or_build_vocab(out, split, [Path(src), Path(tgt)], vocab)
-    sig = _signature("given", False, None, parse)
+    sig = _signature("given", parse.lowercase, None, parse)
     config = {**shared, "split": split, "vocab_sha256": v.sha256, "src_sha256": file_sha256(src)}
     manifest = _manifest(out, sig, shared, v)
     manifest.set_input_lines(split, n_src)
@@ -406,9 +440,7 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
     if parse.parser == "conllu":
         if conllu is None:
             raise ConfigError("--parser conllu needs --conllu FILE")
-        from synprep.parse.conllu_io import read_conllu
-
-        parses = read_conllu(conllu)
+        parses = numbered_parses(conllu, n_src)
     from synprep.annotate import items_from_files
 
     items = items_from_files(iter_lines(src), iter_lines(tgt), iter(range(1, n_src + 1)), parses=parses)

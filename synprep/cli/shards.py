@@ -1,4 +1,4 @@
-"""Shard commands: ``synprep check`` (``shard`` and ``show`` belong to the pipeline)."""
+"""Shard commands: ``synprep shard`` (BPE'd text + CoNLL-U → shards), ``check`` and ``show``."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from synprep.constants import SHARD_FORMAT_VERSION
 from synprep.signature import signature
 
 
@@ -18,7 +19,6 @@ def check_cmd(folder: str) -> None:
     (file, pair index, original line, what) on stderr and exits 1. A missing DIR exits 2.
     docs/shards.md lists what is verified.
     """
-    from synprep.constants import SHARD_FORMAT_VERSION
     from synprep.shards.check import check_dir
     from synprep.shards.manifest import Manifest
 
@@ -34,3 +34,83 @@ def check_cmd(folder: str) -> None:
     click.echo(f"synprep check: {report.summary()}", err=True)
     click.echo(signature(shard=f"v{SHARD_FORMAT_VERSION}"), err=True)
     sys.exit(1)
+
+
+@click.command("shard")
+@click.option("--src", "src", required=True, metavar="FILE", help="BPE'd source text (@@ pieces, Moses escapes).")
+@click.option("--tgt", "tgt", required=True, metavar="FILE", help="BPE'd target text, one line per source line.")
+@click.option("--conllu", "conllu_path", required=True, metavar="FILE",
+              help="Parses of the source words, as `synprep parse` writes them ('# line = N' groups, '# error' "
+                   "blocks for failed lines) or one sentence per line.")
+@click.option("-s", "--source-lang", "src_lang", required=True, metavar="LANG", help="Source language.")
+@click.option("-t", "--target-lang", "tgt_lang", required=True, metavar="LANG", help="Target language.")
+@click.option("--out", required=True, metavar="DIR", help="Output folder (shared by every split of a corpus).")
+@click.option("--split", default="train", show_default=True, help="Split name.")
+@click.option("--vocab", default=None, metavar="FILE",
+              help="fairseq dict to use (default: OUT/dict.txt, else built from this split's --src and --tgt).")
+@click.option("--shard-size", type=click.IntRange(min=1), default=10000, show_default=True,
+              help="Input pairs per shard (the unit of resume).")
+@click.option("--ldd-threshold", type=click.FloatRange(0.0, 1.0), default=0.01, show_default=True,
+              help="Drop LDD entries below this probability (each word keeps its best one).")
+@click.option("--lowercase", is_flag=True,
+              help="The BPE text was lowercased after parsing (the parse has the cased words): compare lowercased.")
+def shard_cmd(src: str, tgt: str, conllu_path: str, src_lang: str, tgt_lang: str, out: str, split: str,
+              vocab: str | None, shard_size: int, ldd_threshold: float, lowercase: bool) -> None:
+    """The shard stage on its own: BPE'd parallel text + CoNLL-U parses → features → shards → check.
+
+    Line k of --src and --tgt is a pair; its parse is line k of --conllu, whose words must be the
+    words of the source pieces (@@ removed, Moses escapes undone), else the line is named (exit 2).
+    A line the parser failed on ('# error') is recorded as dropped in the manifest. Running again
+    resumes (finished shards are skipped). This is `synprep annotate --parser conllu`.
+
+    \b
+    synprep parse -l en -i train.tok.en -o train.conllu
+    synprep shard --src train.bpe.en --tgt train.bpe.de --conllu train.conllu -s en -t de --out data/
+    """
+    from synprep.annotate import Parallel, ParseOptions
+    from synprep.cli.pipeline import _report
+    from synprep.pipeline import run_annotate
+
+    opts = ParseOptions(parser="conllu", lowercase=lowercase)
+    manifest = run_annotate(src, tgt, out, src_lang=src_lang, tgt_lang=tgt_lang, split=split, parse=opts,
+                            par=Parallel(), vocab=vocab, conllu=conllu_path, ldd_threshold=ldd_threshold,
+                            shard_size=shard_size)
+    _report(manifest, split)
+
+
+@click.command("show")
+@click.argument("folder", metavar="DIR", type=click.Path(file_okay=False, path_type=str))
+@click.option("--split", default="train", show_default=True, help="Split name.")
+@click.option("--index", "index", type=int, default=None, metavar="I",
+              help="0-based pair index over the split's shards (negative counts from the end).")
+@click.option("--line", "line", type=click.IntRange(min=1), default=None, metavar="N",
+              help="The pair of original input line N (1-based, as the manifest counts).")
+@click.option("--png", "png_path", default=None, metavar="FILE",
+              help="Also draw the pair (dependency arcs, gaps, SLR masks, PASCAL weights) into this PNG.")
+@click.option("--tau", type=click.FloatRange(min=0.0, min_open=True), default=10.0, show_default=True,
+              help="Temperature of the soft SLR mask in the figure.")
+@click.option("--mode", type=click.Choice(("cnf", "nary")), default="cnf", show_default=True,
+              help="Which stored gaps the figure's SLR masks use.")
+@click.option("--ldd-top", type=click.IntRange(min=1), default=3, show_default=True,
+              help="LDD entries shown per word (most probable first).")
+def show_cmd(folder: str, split: str, index: int | None, line: int | None, png_path: str | None, tau: float,
+             mode: str, ldd_top: int) -> None:
+    """One sentence pair of an output folder DIR, as text (and as a figure with --png).
+
+    The text lists the source pieces with their word, cnf/nary gaps and PASCAL parent, the words
+    with head, deprel, UPOS and best LDD entries, the sentence starts and the target pieces
+    (docs/shards.md). Give --index I or --line N.
+
+    \b
+    synprep show build/sample --line 7 --png line7.png
+    """
+    from synprep.show import load_pair, pair_text, save_png
+
+    if (index is None) == (line is None):
+        raise click.UsageError("give one of --index I and --line N")
+    view = load_pair(folder, split, index=index, line=line)
+    click.echo(pair_text(view, ldd_top=ldd_top), nl=False)
+    if png_path is not None:
+        size = save_png(view, png_path, tau=tau, mode=mode)
+        click.echo(f"synprep: wrote {png_path} ({size} bytes)", err=True)
+    click.echo(view.attrs.get("signature") or signature(shard=f"v{SHARD_FORMAT_VERSION}"), err=True)

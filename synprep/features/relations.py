@@ -86,7 +86,7 @@ def tree_relations(heads: np.ndarray) -> TreeRelations:
         ValueError: see :func:`ancestor_mask`.
 
     Example: heads ``[2, 3, 0, 5, 3]`` (The monkey eats a banana): depth ``[2, 1, 0, 2, 1]``;
-    from "The" to "banana": up 2, down 2, path 4.
+    from "The" to "a": up 2, down 2, path 4; to "banana": up 2, down 1, path 3.
     """
     anc = ancestor_mask(heads)
     a = anc.astype(np.float32)
