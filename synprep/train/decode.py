@@ -1,0 +1,124 @@
+"""Greedy and beam search decoding with an incremental (key/value cached) decoder.
+
+Beam search follows fairseq's ``SequenceGenerator``: at each step the 2·beam best continuations
+of a sentence are ranked; a continuation ending in ``</s>`` among the first ``beam`` of them is
+finished with score ``Σ log p / len^lenpen`` (``len`` counts the ``</s>``); the first ``beam``
+others continue; a sentence stops once it has ``beam`` finished hypotheses; at the length limit
+``</s>`` is forced. The limit is ``max_len_a · src_len + max_len_b`` (``src_len`` with ``</s>``),
+capped by the model's positions. ``<pad>`` and ``<s>`` are never produced.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from synprep.constants import BOS_ID, EOS_ID, PAD_ID
+from synprep.train.data import Batch
+from synprep.train.model import Seq2Seq
+
+
+def _max_lens(model: Seq2Seq, batch: Batch, max_len_a: float, max_len_b: int) -> list[int]:
+    cap = model.cfg.max_positions - 1
+    return [max(1, min(int(max_len_a * int(n) + max_len_b), cap)) for n in batch.src_lengths.tolist()]
+
+
+def _lprobs(model: Seq2Seq, tokens: torch.Tensor, enc, cache) -> torch.Tensor:
+    logits = model.decode(tokens, enc, cache)[:, -1].float()
+    lp = torch.log_softmax(logits, dim=-1)
+    lp[:, PAD_ID] = float("-inf")
+    lp[:, BOS_ID] = float("-inf")
+    return lp
+
+
+@torch.no_grad()
+def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 0.0, max_len_b: int = 200) -> list[list[int]]:
+    """Greedy decoding.
+
+    Args:
+        model: in eval mode. batch: source side (``src_tokens``, ``src_lengths``, syntax features).
+
+    Returns:
+        B token id lists (no ``</s>``), in batch order.
+    """
+    B = batch.size
+    dev = batch.src_tokens.device
+    enc = model.encode(batch)
+    limits = _max_lens(model, batch, max_len_a, max_len_b)
+    cache = model.new_cache()
+    tokens = torch.full((B, 1), EOS_ID, dtype=torch.long, device=dev)
+    out: list[list[int] | None] = [None] * B
+    for step in range(max(limits)):
+        lp = _lprobs(model, tokens, enc, cache)
+        nxt = lp.argmax(dim=-1)
+        for b in range(B):
+            if step + 1 >= limits[b]:
+                nxt[b] = EOS_ID
+        tokens = torch.cat([tokens, nxt[:, None]], dim=1)
+        for b, t in enumerate(nxt.tolist()):
+            if out[b] is None and t == EOS_ID:
+                out[b] = tokens[b, 1:-1].tolist()
+        if all(o is not None for o in out):
+            break
+    return [o if o is not None else tokens[b, 1:].tolist() for b, o in enumerate(out)]
+
+
+@torch.no_grad()
+def beam_search(model: Seq2Seq, batch: Batch, beam: int = 5, lenpen: float = 1.0, max_len_a: float = 0.0,
+                max_len_b: int = 200) -> list[list[int]]:
+    """Beam search (see the module docstring).
+
+    Returns:
+        B token id lists (no ``</s>``): the best finished hypothesis of each sentence.
+    """
+    B, k = batch.size, beam
+    dev = batch.src_tokens.device
+    enc = model.encode(batch).index_select(torch.arange(B, device=dev).repeat_interleave(k))
+    limits = _max_lens(model, batch, max_len_a, max_len_b)
+    cache = model.new_cache()
+    tokens = torch.full((B * k, 1), EOS_ID, dtype=torch.long, device=dev)
+    scores = torch.zeros(B, k, device=dev)
+    scores[:, 1:] = float("-inf")  # all beams start identical: keep one
+    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(B)]
+    done = [False] * B
+    V = None
+    for step in range(max(limits)):
+        lp = _lprobs(model, tokens, enc, cache)  # (B*k, V)
+        V = lp.shape[1]
+        for b in range(B):
+            if step + 1 >= limits[b] or done[b]:  # force </s> at the limit (and in finished sentences)
+                rows = lp[b * k:(b + 1) * k]
+                eos = rows[:, EOS_ID].clone()
+                rows.fill_(float("-inf"))
+                rows[:, EOS_ID] = eos
+        cand = (scores[:, :, None] + lp.view(B, k, V)).view(B, k * V)
+        top_s, top_i = cand.topk(2 * k, dim=1)
+        top_beam, top_tok = (top_i // V).tolist(), (top_i % V).tolist()
+        top_sl = top_s.tolist()
+        new_rows, new_tok, new_scores = [], [], []
+        for b in range(B):
+            keep: list[tuple[int, int, float]] = []
+            for j in range(2 * k):
+                s, bi, t = top_sl[b][j], top_beam[b][j], top_tok[b][j]
+                if s == float("-inf"):
+                    break
+                if t == EOS_ID:
+                    if j < k and not done[b]:
+                        hyp = tokens[b * k + bi, 1:].tolist()
+                        finished[b].append((s / (step + 1) ** lenpen, hyp))
+                elif len(keep) < k:
+                    keep.append((bi, t, s))
+            if len(finished[b]) >= k or step + 1 >= limits[b]:
+                done[b] = True
+            while len(keep) < k:  # a finished sentence (or one with too few live beams): dead beams
+                keep.append((0, EOS_ID, float("-inf")))
+            for bi, t, s in keep:
+                new_rows.append(b * k + bi)
+                new_tok.append(t)
+                new_scores.append(s)
+        if all(done):
+            break
+        order = torch.tensor(new_rows, device=dev)
+        model.reorder_cache(cache, order)
+        tokens = torch.cat([tokens.index_select(0, order), torch.tensor(new_tok, device=dev)[:, None]], dim=1)
+        scores = torch.tensor(new_scores, device=dev).view(B, k)
+    return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
