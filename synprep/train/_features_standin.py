@@ -28,12 +28,12 @@ def slr_log_mask(gaps: torch.Tensor, *, tau: float | None = 10.0, hard: str | No
         hard: None (soft), ``"strict"`` (a tie blocks) or ``"nonstrict"`` (a tie passes).
 
     Returns:
-        (B, T, T) float32 log M; 0 where |r-c| <= 1, -inf where M = 0.
+        (B, T, T) log M in the gaps' floating dtype (float32 for integer gaps); 0 where |r-c| <= 1, -inf where M = 0.
     """
-    d = gaps.float()
+    d = gaps if torch.is_floating_point(gaps) else gaps.float()
     B, n = d.shape
     T = n + 1
-    out = torch.zeros(B, T, T, dtype=torch.float32, device=d.device)
+    out = torch.zeros(B, T, T, dtype=d.dtype, device=d.device)
     if T < 3:
         return out
 
@@ -41,7 +41,7 @@ def slr_log_mask(gaps: torch.Tensor, *, tau: float | None = 10.0, hard: str | No
         if hard is None:
             return F.logsigmoid(2.0 * x / (10.0 if tau is None else tau))  # log((1 + tanh(x/τ)) / 2)
         keep = x > 0 if hard == "strict" else x >= 0
-        return torch.where(keep, 0.0, float("-inf"))
+        return torch.where(keep, 0.0, float("-inf")).to(d.dtype)
 
     r = torch.arange(T, device=d.device)
     k = torch.arange(n, device=d.device)

@@ -17,9 +17,7 @@
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -27,7 +25,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
-from synprep.constants import EOS_ID, GAP_EOS, MANIFEST_NAME, PAD_ID
+from synprep.constants import EOS_ID, GAP_EOS, PAD_ID, VOCAB_NAME
 from synprep.errors import InputError
 
 # TEMPORARY: replace by `from synprep.features.parents import ...` once the features stage lands.
@@ -102,7 +100,7 @@ class Collater:
         ldd_labels: relation ids some LDD head uses (other entries are dropped here).
     """
 
-    def __init__(self, features: Sequence[str] = (), slr_gaps: str = "cnf", ldd_labels: Sequence[int] = ()):
+    def __init__(self, features: Iterable[str] = (), slr_gaps: str = "cnf", ldd_labels: Iterable[int] = ()):
         self.features = set(features)
         self.slr_gaps = slr_gaps
         self.ldd_labels = np.asarray(sorted(set(ldd_labels)), dtype=np.int64)
@@ -178,91 +176,61 @@ class RecordDataset(Dataset):
         return int(self.records[i].line)
 
 
-def split_shards(shards_dir: str | Path, split: str) -> list[Path]:
-    """The shard files of one split, in order (from ``manifest.json``, else ``SPLIT.*.h5``).
-
-    Raises:
-        InputError: the directory or the split does not exist.
-    """
-    d = Path(shards_dir)
-    if not d.is_dir():
-        raise InputError("no such shard directory", str(d))
-    manifest = d / MANIFEST_NAME
-    if manifest.is_file():
-        data = json.loads(manifest.read_text("utf-8"))
-        entry = data.get("splits", {}).get(split)
-        if entry is None:
-            raise InputError(f"split {split!r} not in the manifest (has: {', '.join(sorted(data.get('splits', {})))})",
-                             str(manifest))
-        return [d / s["file"] for s in entry["shards"]]
-    paths = sorted(d.glob(f"{split}.*.h5"))
-    if not paths:
-        raise InputError(f"no shards of split {split!r} ({split}.NNNNN.h5)", str(d))
-    return paths
-
-
 class ShardDataset(Dataset):
-    """Pairs of one split across its shards. ``dataset[i]`` → ``(i, PairRecord)``.
+    """Pairs of one split across its shards (``SPLIT.NNNNN.h5``). ``dataset[i]`` → ``(i, PairRecord)``.
 
-    Lengths are read once; record reads go through a per-process :class:`ShardReader` cache, so
-    forked DataLoader workers never share an h5py handle.
+    A thin view over :class:`synprep.shards.SplitReader`: readers pickle as their paths, so every
+    DataLoader worker opens its own h5py handles.
 
     Args:
-        paths: shard files in order.
+        shards_dir: the output folder of ``synprep pipeline`` / ``synprep shard``.
+        split: ``train``, ``valid``, ``test``, …
+
+    Attributes:
+        src_lengths, tgt_lengths: (N,) int64 piece counts (no ``</s>``). attrs: the first shard's
+        root attributes (``signature``, ``vocab_path``, ``vocab_sha256``, …).
+
+    Raises:
+        InputError: no such folder or split, or a shard of an unknown format.
     """
 
-    def __init__(self, paths: Sequence[str | Path]):
-        from synprep.shards.reader import ShardReader
+    def __init__(self, shards_dir: str | Path, split: str):
+        from synprep.shards import SplitReader, open_split
 
-        self.paths = [Path(p) for p in paths]
-        src, tgt, counts = [], [], []
-        self.attrs: dict = {}
-        for p in self.paths:
-            r = ShardReader(p)
-            try:
-                src.append(np.asarray(r.src_lengths, dtype=np.int64))
-                tgt.append(np.asarray(r.tgt_lengths, dtype=np.int64))
-                counts.append(len(r))
-                if not self.attrs:
-                    self.attrs = dict(r.attrs)
-            finally:
-                _close(r)
-        self.src_lengths = np.concatenate(src) if src else np.zeros(0, np.int64)
-        self.tgt_lengths = np.concatenate(tgt) if tgt else np.zeros(0, np.int64)
-        self.offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        self._readers: dict[int, object] = {}
-        self._pid = -1
+        readers = open_split(shards_dir, split)
+        if not readers:
+            raise InputError(f"no shards of split {split!r} (expected {split}.00000.h5, …)", str(shards_dir))
+        self.split = split
+        self.reader = SplitReader(readers)
+        self.attrs: dict = dict(readers[0].attrs)
+        self.src_lengths = np.asarray(self.reader.src_lengths, dtype=np.int64)
+        self.tgt_lengths = np.asarray(self.reader.tgt_lengths, dtype=np.int64)
+        self.lines = np.asarray(self.reader.lines, dtype=np.int64)
 
     def __len__(self) -> int:
-        return int(self.offsets[-1])
-
-    def _reader(self, s: int):
-        if self._pid != os.getpid():  # a fresh process (DataLoader worker): open our own handles
-            self._readers, self._pid = {}, os.getpid()
-        r = self._readers.get(s)
-        if r is None:
-            from synprep.shards.reader import ShardReader
-
-            r = self._readers[s] = ShardReader(self.paths[s])
-        return r
+        return len(self.reader)
 
     def __getitem__(self, i: int) -> tuple[int, PairRecord]:
-        s = int(np.searchsorted(self.offsets, i, side="right") - 1)
-        return i, self._reader(s)[int(i - self.offsets[s])]
+        return i, self.reader[i]
 
     def line(self, i: int) -> int:
-        return int(self[i][1].line)
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["_readers"], state["_pid"] = {}, -1
-        return state
+        return int(self.lines[i])
 
 
-def _close(reader) -> None:
-    close = getattr(reader, "close", None)
-    if callable(close):
-        close()
+def load_symbols(shards_dir: str | Path, attrs: dict) -> list[str]:
+    """The vocabulary (id → piece) a split's shards were written with, checked against its sha256.
+
+    Raises:
+        InputError: ``dict.txt`` missing or not the one the shards name (sha256 differs).
+    """
+    from synprep.vocab import Vocab
+
+    path = Path(shards_dir) / attrs.get("vocab_path", VOCAB_NAME)
+    vocab = Vocab.load(path)
+    want = attrs.get("vocab_sha256")
+    if want and vocab.sha256 != want:
+        raise InputError(f"vocabulary sha256 {vocab.sha256[:12]}… differs from the shards' {want[:12]}…", str(path))
+    return list(vocab.symbols)
 
 
 # --------------------------------------------------------------------------------------------

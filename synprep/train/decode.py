@@ -122,3 +122,73 @@ def beam_search(model: Seq2Seq, batch: Batch, beam: int = 5, lenpen: float = 1.0
         tokens = torch.cat([tokens.index_select(0, order), torch.tensor(new_tok, device=dev)[:, None]], dim=1)
         scores = torch.tensor(new_scores, device=dev).view(B, k)
     return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
+
+
+def load_model(path, device: torch.device | str = "cpu"):
+    """Model, config and vocabulary of a checkpoint, in eval mode on ``device``.
+
+    Returns:
+        (Seq2Seq, TrainConfig, symbols).
+
+    Raises:
+        InputError: see :func:`synprep.train.checkpoint.load_checkpoint`.
+    """
+    from synprep.train.checkpoint import load_checkpoint
+    from synprep.train.config import config_from_dict
+
+    ck = load_checkpoint(path, map_location="cpu")
+    cfg = config_from_dict(ck["config"], str(path))
+    symbols = list(ck["symbols"])
+    model = Seq2Seq(cfg, len(symbols))
+    model.load_state_dict(ck["model"])
+    return model.to(device).eval(), cfg, symbols
+
+
+@torch.no_grad()
+def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float = 1.0, max_len_a: float = 0.0,
+                      max_len_b: int = 200, max_tokens: int = 4096, device: torch.device | str = "cpu",
+                      progress: bool | None = None) -> list[list[int]]:
+    """Translate every pair of a dataset (its source side), batched by source length.
+
+    Args:
+        model: in eval mode. dataset: yields ``(index, PairRecord)``, has ``src_lengths``.
+        beam: 1 = greedy search. max_tokens: source tokens per batch (padding included).
+
+    Returns:
+        hypotheses (token ids, no ``</s>``) in dataset order.
+
+    Raises:
+        InputError: a source longer than the model's ``max_positions`` (the message names its line).
+    """
+    import sys
+
+    import numpy as np
+    from tqdm import tqdm
+
+    from synprep.errors import InputError
+    from synprep.train.data import BucketBatchSampler, Collater
+    from synprep.types import DEPRELS
+
+    cfg = model.cfg
+    src = np.asarray(dataset.src_lengths)
+    too_long = np.flatnonzero(src + 1 > cfg.max_positions)
+    if len(too_long):
+        i = int(too_long[0])
+        line = dataset.line(i) if hasattr(dataset, "line") else i + 1
+        raise InputError(f"source of {int(src[i])} pieces exceeds the model's max_positions={cfg.max_positions}",
+                         None, line)
+    sampler = BucketBatchSampler(src, src, max(max_tokens, int(src.max(initial=0)) + 1), shuffle=False)
+    collate = Collater(cfg.sources_used(), cfg.slr_gaps, sorted({DEPRELS.index(x) for x in cfg.ldd_labels}))
+    out: list[list[int]] = [[] for _ in range(len(dataset))]
+    show = sys.stderr.isatty() if progress is None else progress
+    with tqdm(total=len(dataset), desc="translate", unit="sent", file=sys.stderr, disable=not show, leave=False) as bar:
+        for idx in sampler:
+            batch = collate([dataset[i] for i in idx]).to(device)
+            if beam == 1:
+                hyps = greedy_search(model, batch, max_len_a, max_len_b)
+            else:
+                hyps = beam_search(model, batch, beam, lenpen, max_len_a, max_len_b)
+            for i, h in zip(batch.ids.tolist(), hyps, strict=True):
+                out[i] = h
+            bar.update(len(idx))
+    return out

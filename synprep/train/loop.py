@@ -36,7 +36,15 @@ from torch.utils.data import DataLoader, Dataset
 from synprep.errors import ConfigError, InputError
 from synprep.parallel import limit_threads
 from synprep.signature import signature
-from synprep.train.checkpoint import BEST, LAST, copy_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from synprep.train.checkpoint import (
+    BEST,
+    LAST,
+    copy_checkpoint,
+    load_checkpoint,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
 from synprep.train.config import RESUME_OVERRIDABLE, TrainConfig, config_from_dict
 from synprep.train.data import Batch, BucketBatchSampler, Collater
 from synprep.train.loss import label_smoothed_nll_loss
@@ -164,15 +172,16 @@ class Trainer:
     """Runs updates, validation and checkpoints for one process (see the module docstring).
 
     Args:
-        cfg: configuration. train_ds, valid_ds: datasets yielding ``(index, PairRecord)`` with
+        cfg: configuration (None when resuming: the checkpoint's is used). train_ds, valid_ds: datasets yielding ``(index, PairRecord)`` with
             ``src_lengths``/``tgt_lengths`` arrays. symbols: the vocabulary (id → piece).
         out_dir: where metrics.jsonl, gates.png, config.json and checkpoints go.
         device: training device. dist_env: DDP position. resume: continue from
-            ``out_dir/checkpoint_last.pt``. progress: tqdm bars (None = when stderr is a terminal).
+            ``out_dir/checkpoint_last.pt``. overrides: with ``resume``, new values of the fields
+            in :data:`~synprep.train.config.RESUME_OVERRIDABLE` (others must not change). progress: tqdm bars (None = when stderr is a terminal).
         data_signature: the shards' signature, recorded in checkpoints.
     """
 
-    def __init__(self, cfg: TrainConfig, train_ds: Dataset, valid_ds: Dataset, symbols: list[str], out_dir: str | Path,
+    def __init__(self, cfg: TrainConfig | None, train_ds: Dataset, valid_ds: Dataset, symbols: list[str], out_dir: str | Path,
                  device: torch.device, dist_env: DistEnv | None = None, resume: bool = False,
                  overrides: dict[str, Any] | None = None, progress: bool | None = None,
                  data_signature: str | None = None):
@@ -193,6 +202,8 @@ class Trainer:
             cfg = config_from_dict(data, f"{self.out / LAST}")
             if list(ck["symbols"]) != self.symbols:
                 raise InputError("the shards' vocabulary differs from the checkpoint's", str(self.out / LAST))
+        if cfg is None:
+            raise ConfigError("a configuration (--config or --preset) is needed for a new run")
         if cfg.max_epochs == 0 and cfg.max_steps == 0:
             raise ConfigError("set max_epochs or max_steps (both are 0: the run would never end)")
         self.cfg = cfg
@@ -203,7 +214,7 @@ class Trainer:
         self.model = Seq2Seq(cfg, len(self.symbols)).to(device)
         self.gate_params = self.model.gate_parameters()
         self.ddp: torch.nn.Module = self.model
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=tuple(cfg.adam_betas),
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=(cfg.adam_betas[0], cfg.adam_betas[1]),
                                            eps=cfg.adam_eps, weight_decay=cfg.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, inverse_sqrt(cfg))
         self.state = TrainState()
@@ -428,6 +439,42 @@ class Trainer:
                          rec["step"], rec["train_loss"], rec["train_nll_loss"], rec["lr"], rec["gnorm"],
                          rec["tokens_per_s"])
         iv.update({"loss": 0.0, "nll": 0.0, "ntokens": 0.0, "gnorm": 0.0, "n": 0, "t0": time.perf_counter()})
+
+
+def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None = None, *, device: str | None = None,
+          resume: bool = False, overrides: dict[str, Any] | None = None, progress: bool | None = None) -> dict[str, Any]:
+    """Train on the ``train`` split of a shard folder, validating on its ``valid`` split.
+
+    Joins the ``torchrun`` process group when launched by it (``WORLD_SIZE > 1``).
+
+    Args:
+        shards_dir: output folder of the pipeline (``dict.txt``, ``train.*.h5``, ``valid.*.h5``).
+        out_dir: run folder (``metrics.jsonl``, ``gates.png``, ``config.json``, checkpoints).
+        cfg: configuration of a new run (None with ``resume``).
+        device: ``cpu``, ``cuda``, ``cuda:1``, … or None (CUDA when available, else CPU).
+        resume: continue exactly from ``out_dir/checkpoint_last.pt``.
+        overrides: with ``resume``: new ``max_steps``/``max_epochs``/… (see RESUME_OVERRIDABLE).
+        progress: tqdm bars (None: when stderr is a terminal).
+
+    Returns:
+        summary: ``step``, ``epoch``, ``best_valid_loss``, ``signature``, ….
+
+    Raises:
+        InputError: missing shards, splits or vocabulary; ConfigError: bad configuration.
+    """
+    from synprep.train.data import ShardDataset, load_symbols
+
+    env, dev = init_distributed(device)
+    try:
+        train_ds = ShardDataset(shards_dir, "train")
+        valid_ds = ShardDataset(shards_dir, "valid")
+        symbols = load_symbols(shards_dir, train_ds.attrs)
+        trainer = Trainer(cfg, train_ds, valid_ds, symbols, out_dir, dev, env, resume=resume, overrides=overrides,
+                          progress=progress, data_signature=train_ds.attrs.get("signature"))
+        return trainer.run()
+    finally:
+        if env.enabled and dist.is_initialized():
+            dist.destroy_process_group()
 
 
 def _worker_init(_: int) -> None:

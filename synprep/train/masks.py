@@ -53,11 +53,11 @@ def slr_bias(gaps: torch.Tensor, pad: torch.Tensor, tau: float, hard: str | None
         tau: soft temperature τ (SPEC §3 default 10). hard: None, ``"strict"`` or ``"nonstrict"``.
 
     Returns:
-        (B, 1, T, T) float32.
+        (B, 1, T, T) in the gaps' floating dtype (float32 for integer gaps).
     """
     log_m = slr_log_mask(gaps, tau=tau, hard=hard)  # (B, T, T)
     log_m = log_m.masked_fill(pad[:, :, None], 0.0)
-    return (log_m + padding_bias(pad)[:, 0]).unsqueeze(1)
+    return (log_m + padding_bias(pad, log_m.dtype)[:, 0]).unsqueeze(1)
 
 
 def pascal_weights(parents: torch.Tensor, sigma: float = 1.0) -> torch.Tensor:

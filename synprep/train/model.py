@@ -111,11 +111,11 @@ class DecoderLayer(nn.Module):
     def forward(self, x: torch.Tensor, memory: torch.Tensor, mem_bias: torch.Tensor,
                 cache: dict | None = None) -> torch.Tensor:
         """x: (B, U, D) target states; memory: (B, T, D); mem_bias: (B, 1, 1, T)."""
-        incremental = cache is not None
-        x = self._block(x, self.self_norm, lambda h: self.self_attn(
-            h, causal=not incremental, cache=cache["self"] if incremental else None))
+        self_cache = cache["self"] if cache is not None else None
+        cross_cache = cache["cross"] if cache is not None else None
+        x = self._block(x, self.self_norm, lambda h: self.self_attn(h, causal=cache is None, cache=self_cache))
         x = self._block(x, self.cross_norm, lambda h: self.cross_attn(
-            h, memory, bias=mem_bias, cache=cache["cross"] if incremental else None, static_kv=True))
+            h, memory, bias=mem_bias, cache=cross_cache, static_kv=True))
         return self._block(x, self.ffn_norm, self.ffn)
 
 
@@ -156,6 +156,7 @@ class Seq2Seq(nn.Module):
             self.dec_embed = nn.Embedding(vocab_size, d, padding_idx=PAD_ID)
             nn.init.normal_(self.dec_embed.weight, mean=0.0, std=d ** -0.5)
             nn.init.zeros_(self.dec_embed.weight[PAD_ID])
+        self.positions: torch.Tensor
         self.register_buffer("positions", sinusoidal_positions(cfg.max_positions + 2, d), persistent=False)
         self.head_sources = cfg.head_sources()
         self.sources_used = cfg.sources_used()
@@ -168,7 +169,8 @@ class Seq2Seq(nn.Module):
     # --- parameters --------------------------------------------------------------------------
     def gate_parameters(self) -> list[nn.Parameter]:
         """Parameters of every gate network (frozen during pre-warmup)."""
-        return [p for layer in self.encoder if layer.gate is not None for p in layer.gate.parameters()]
+        gates = [getattr(layer, "gate", None) for layer in self.encoder]
+        return [p for g in gates if g is not None for p in g.parameters()]
 
     # --- encoder -----------------------------------------------------------------------------
     def syntax_inputs(self, batch: Batch, pad: torch.Tensor) -> dict[str, torch.Tensor]:
