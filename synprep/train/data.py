@@ -301,7 +301,8 @@ class BucketBatchSampler(Sampler[list[int]]):
         batches = self.global_batches(epoch)
         if self.world_size > 1:
             if self.shuffle and batches and len(batches) % self.world_size:
-                batches = batches + batches[: self.world_size - len(batches) % self.world_size]
+                short = self.world_size - len(batches) % self.world_size
+                batches = batches + [batches[j % len(batches)] for j in range(short)]
             batches = batches[self.rank :: self.world_size]
         self._cache = (epoch, batches)
         return batches

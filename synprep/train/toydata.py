@@ -118,3 +118,30 @@ def make_record(line: int, src_sentences: Sequence[Sequence[str]], tgt_words: Se
         gaps_cnf=np.array(gaps, dtype=np.int16), gaps_nary=np.array(gaps, dtype=np.int16),
         ldd_dep=ld[:, 0].astype(np.int32), ldd_head=ld[:, 1].astype(np.int32), ldd_rel=ld[:, 2].astype(np.uint8),
         ldd_prob=ld[:, 3].astype(np.float32))
+
+
+def read_pairs(src_path, tgt_path, n: int, src_lang: str, tgt_lang: str, *, lowercase: bool = True,
+               skip: int = 0) -> list[tuple[list[str], list[str]]]:
+    """The first ``n`` pairs (after ``skip``) of two parallel raw text files (``.gz`` read too),
+    Moses-tokenized (sacremoses, ``escape=True``) and optionally lowercased."""
+    import gzip
+
+    from sacremoses import MosesTokenizer
+
+    def head(path) -> list[str]:
+        opener = gzip.open if str(path).endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8") as f:
+            out = []
+            for i, line in enumerate(f):
+                if i >= skip + n:
+                    break
+                if i >= skip:
+                    out.append(line.rstrip("\n"))
+            return out
+
+    ts, tt = MosesTokenizer(src_lang), MosesTokenizer(tgt_lang)
+    pairs = []
+    for s, t in zip(head(src_path), head(tgt_path), strict=True):
+        s, t = (s.lower(), t.lower()) if lowercase else (s, t)
+        pairs.append((ts.tokenize(s, escape=True), tt.tokenize(t, escape=True)))
+    return pairs

@@ -1,0 +1,72 @@
+"""Exact resume: N updates straight == N/2 updates + resume + N/2 updates (losses and weights equal)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from synprep.errors import ConfigError
+from synprep.train.checkpoint import LAST, load_checkpoint
+from synprep.train.config import load_preset, with_overrides
+from synprep.train.data import RecordDataset
+from synprep.train.loop import Trainer
+from synprep.train.toydata import build_symbols, make_record, read_pairs
+
+
+@pytest.fixture(scope="module")
+def data(shared_data):
+    pairs = read_pairs(shared_data / "multi30k/train.de.gz", shared_data / "multi30k/train.en.gz", 48, "de", "en")
+    symbols = build_symbols([p for pair in pairs for p in pair], split_len=6)
+    rng = np.random.default_rng(0)
+    recs = [make_record(i + 1, [s], t, symbols, rng, split_len=6) for i, (s, t) in enumerate(pairs)]
+    return RecordDataset(recs[:40]), RecordDataset(recs[40:]), symbols
+
+
+def _losses(out):
+    recs = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    return [(r["step"], r["train_loss"]) for r in recs if "valid_loss" not in r]
+
+
+@pytest.mark.parametrize("source", ["slr", "pascal"])
+def test_resume_continues_exactly(tmp_path, data, source):
+    train, valid, symbols = data
+    # dropout, syntax dropout / parent ignoring and the gate unfreezing after epoch 1 all draw
+    # from RNG or change with the epoch: the resumed run must reproduce every one of them
+    cfg = with_overrides(load_preset("tiny"), {
+        "syntax_source": source, "max_tokens": 256, "max_steps": 8, "log_interval": 1, "gate_freeze_epochs": 1,
+        "parent_ignore": 0.3 if source == "pascal" else 0.0, "threads": 1})
+    n_batches = len(Trainer(cfg, train, valid, symbols, tmp_path / "probe", torch.device("cpu"),
+                            progress=False).train_sampler.rank_batches(0))
+    assert 2 < n_batches < 8  # the split point (4) is inside epoch 1 or 2, and the run crosses an epoch end
+
+    straight = Trainer(cfg, train, valid, symbols, tmp_path / "a", torch.device("cpu"), progress=False)
+    straight.run()
+    first = Trainer(with_overrides(cfg, {"max_steps": 4}), train, valid, symbols, tmp_path / "b",
+                    torch.device("cpu"), progress=False)
+    first.run()
+    resumed = Trainer(None, train, valid, symbols, tmp_path / "b", torch.device("cpu"), resume=True,
+                      overrides={"max_steps": 8}, progress=False)
+    assert resumed.state.step == 4
+    resumed.run()
+
+    a, b = _losses(tmp_path / "a"), _losses(tmp_path / "b")
+    assert [s for s, _ in a] == list(range(1, 9)) and a == b  # exactly equal, step by step
+    wa = load_checkpoint(tmp_path / "a" / LAST)["model"]
+    wb = load_checkpoint(tmp_path / "b" / LAST)["model"]
+    for k in wa:
+        assert torch.equal(wa[k], wb[k]), k
+    # the gates were frozen in epoch 1 and learned afterwards
+    frozen = [json.loads(x)["gates_frozen"] for x in (tmp_path / "b/metrics.jsonl").read_text().splitlines()
+              if "valid_loss" in x]
+    assert frozen[0] is True and frozen[-1] is False
+
+
+def test_resume_refuses_model_changes(tmp_path, data):
+    train, valid, symbols = data
+    cfg = with_overrides(load_preset("tiny"), {"max_steps": 1, "max_tokens": 256, "threads": 1})
+    Trainer(cfg, train, valid, symbols, tmp_path, torch.device("cpu"), progress=False).run()
+    with pytest.raises(ConfigError, match="d_model"):
+        Trainer(None, train, valid, symbols, tmp_path, torch.device("cpu"), resume=True, overrides={"d_model": 32})
