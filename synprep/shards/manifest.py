@@ -1,0 +1,205 @@
+"""``manifest.json``: what an output folder holds, and how every input line was used (docs/FORMAT.md).
+
+The manifest lists, per split, the shards (file, pairs, first/last line, sha256, bytes), the
+number of input lines, the pairs kept and every dropped line with its reason, so that
+``input_lines == pairs + sum(dropped.values())`` and every line is accounted for. It is saved
+atomically with sorted keys and fixed indentation, so identical runs give identical bytes.
+
+Re-running a pipeline skips a shard when :meth:`Manifest.is_done` says it exists and its sha256
+matches its entry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from synprep.constants import MANIFEST_NAME, SHARD_FORMAT, SHARD_FORMAT_VERSION
+from synprep.errors import InputError
+from synprep.shards.writer import ShardInfo
+from synprep.signature import file_sha256
+from synprep.textio import atomic_write
+
+
+@dataclass
+class SplitEntry:
+    """One split of the manifest.
+
+    Attributes:
+        input_lines: lines of the split's original (uncleaned) input.
+        dropped: reason → number of dropped lines (reasons like ``clean:ratio``, ``parse:failed``;
+            a reason may be listed with 0).
+        dropped_lines: ``[line, reason, detail]`` for every dropped line, by line number.
+        shards: the split's :class:`ShardInfo` in shard-index order.
+    """
+
+    input_lines: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    dropped_lines: list[list[Any]] = field(default_factory=list)
+    shards: list[ShardInfo] = field(default_factory=list)
+
+    @property
+    def pairs(self) -> int:
+        """Pairs in the split's shards (the sum over shards)."""
+        return sum(s.pairs for s in self.shards)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"input_lines": self.input_lines, "pairs": self.pairs, "dropped": dict(self.dropped),
+                "dropped_lines": [list(x) for x in self.dropped_lines],
+                "shards": [asdict(s) for s in self.shards]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SplitEntry:
+        return cls(input_lines=int(d.get("input_lines", 0)), dropped=dict(d.get("dropped", {})),
+                   dropped_lines=[list(x) for x in d.get("dropped_lines", [])],
+                   shards=[ShardInfo(**s) for s in d.get("shards", [])])
+
+
+class Manifest:
+    """The manifest of one output folder.
+
+    Attributes:
+        signature: the signature line of the run. config: the full configuration (dict).
+        vocab: ``{"path", "sha256", "size"}`` of the joint vocabulary, or None.
+        splits: split name → :class:`SplitEntry`.
+    """
+
+    def __init__(self, signature: str = "", config: dict[str, Any] | None = None):
+        self.signature = signature
+        self.config: dict[str, Any] = dict(config or {})
+        self.vocab: dict[str, Any] | None = None
+        self.splits: dict[str, SplitEntry] = {}
+
+    # --- persistence ------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": SHARD_FORMAT, "format_version": SHARD_FORMAT_VERSION, "signature": self.signature,
+                "config": self.config, "vocab": self.vocab,
+                "splits": {name: s.to_dict() for name, s in self.splits.items()}}
+
+    def to_json(self) -> str:
+        """The file's text: sorted keys, 2-space indentation, one final newline."""
+        return json.dumps(self.to_dict(), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+    def save(self, folder: str | os.PathLike) -> Path:
+        """Write ``FOLDER/manifest.json`` atomically; returns its path."""
+        path = Path(folder) / MANIFEST_NAME
+        with atomic_write(path) as f:
+            f.write(self.to_json())
+        return path
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], name: str = MANIFEST_NAME) -> Manifest:
+        """Build from the parsed JSON.
+
+        Raises:
+            InputError: unknown format or version, or a malformed entry.
+        """
+        if d.get("format") != SHARD_FORMAT or d.get("format_version") != SHARD_FORMAT_VERSION:
+            raise InputError(f"manifest format {d.get('format')!r} version {d.get('format_version')!r} "
+                             f"is not {SHARD_FORMAT!r} version {SHARD_FORMAT_VERSION}", name)
+        m = cls(signature=d.get("signature", ""), config=d.get("config") or {})
+        m.vocab = d.get("vocab")
+        try:
+            m.splits = {k: SplitEntry.from_dict(v) for k, v in (d.get("splits") or {}).items()}
+        except (TypeError, ValueError, AttributeError) as e:
+            raise InputError(f"malformed manifest entry: {e}", name) from None
+        return m
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike) -> Manifest:
+        """Read ``FOLDER/manifest.json`` (or the given file).
+
+        Raises:
+            InputError: missing, not JSON, or not a synprep manifest.
+        """
+        path = Path(folder)
+        if path.is_dir():
+            path = path / MANIFEST_NAME
+        try:
+            d = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise InputError("no manifest.json", str(path)) from None
+        except (UnicodeDecodeError, ValueError) as e:
+            raise InputError(f"manifest is not JSON: {e}", str(path)) from None
+        if not isinstance(d, dict):
+            raise InputError("manifest is not a JSON object", str(path))
+        return cls.from_dict(d, str(path))
+
+    @classmethod
+    def load_or_new(cls, folder: str | os.PathLike, signature: str = "",
+                    config: dict[str, Any] | None = None) -> Manifest:
+        """The folder's manifest when there is one (for a re-run), else a new one."""
+        if (Path(folder) / MANIFEST_NAME).exists():
+            return cls.load(folder)
+        return cls(signature, config)
+
+    # --- editing ----------------------------------------------------------------------------
+    def split(self, name: str) -> SplitEntry:
+        """The entry of a split (created empty when new)."""
+        return self.splits.setdefault(name, SplitEntry())
+
+    def set_vocab(self, path: str, sha256: str, size: int) -> None:
+        """Record the joint vocabulary: ``path`` relative to the folder, its sha256 and size."""
+        self.vocab = {"path": str(path), "sha256": sha256, "size": int(size)}
+
+    def set_input_lines(self, split: str, n: int) -> None:
+        """Record how many lines the split's original input has."""
+        self.split(split).input_lines = int(n)
+
+    def add_shard(self, split: str, info: ShardInfo) -> None:
+        """Add a shard's entry, replacing one of the same file; entries stay in file-name order."""
+        entry = self.split(split)
+        entry.shards = sorted([s for s in entry.shards if s.file != info.file] + [info], key=lambda s: s.file)
+
+    def declare_reasons(self, split: str, reasons: list[str]) -> None:
+        """List drop reasons with a 0 count when they have none (so the manifest shows them)."""
+        for r in reasons:
+            self.split(split).dropped.setdefault(r, 0)
+
+    def record_drop(self, split: str, line: int, reason: str, detail: str = "") -> None:
+        """Record that input ``line`` (1-based) of ``split`` was dropped, and why.
+
+        Idempotent per line: recording a line again replaces its earlier reason (a re-run does
+        not count a line twice).
+        """
+        entry = self.split(split)
+        kept = [x for x in entry.dropped_lines if x[0] != line]
+        if len(kept) != len(entry.dropped_lines):
+            old = next(x for x in entry.dropped_lines if x[0] == line)
+            entry.dropped[old[1]] -= 1
+        kept.append([int(line), reason, detail])
+        kept.sort(key=lambda x: x[0])
+        entry.dropped_lines = kept
+        entry.dropped[reason] = entry.dropped.get(reason, 0) + 1
+
+    def record_drops(self, split: str, drops: list[tuple[int, str, str]]) -> None:
+        """Record many drops at once (``(line, reason, detail)``; same rules as :meth:`record_drop`)."""
+        entry = self.split(split)
+        by_line = {int(x[0]): list(x) for x in entry.dropped_lines}
+        for line, reason, detail in drops:
+            by_line[int(line)] = [int(line), reason, detail]
+        entry.dropped_lines = [by_line[k] for k in sorted(by_line)]
+        counts = Counter(x[1] for x in entry.dropped_lines)
+        entry.dropped = {r: counts.get(r, 0) for r in set(entry.dropped) | set(counts)}
+
+    # --- queries ----------------------------------------------------------------------------
+    def shard_entry(self, file: str) -> ShardInfo | None:
+        """The entry of a shard file, in any split."""
+        for entry in self.splits.values():
+            for s in entry.shards:
+                if s.file == file:
+                    return s
+        return None
+
+    def is_done(self, folder: str | os.PathLike, file: str) -> bool:
+        """True when ``FOLDER/file`` exists, has an entry, and its size and sha256 match the entry."""
+        info = self.shard_entry(file)
+        path = Path(folder) / file
+        if info is None or not path.is_file() or path.stat().st_size != info.bytes:
+            return False
+        return file_sha256(path) == info.sha256
+

@@ -1,0 +1,109 @@
+"""Shard format version 1, written down once (docs/FORMAT.md): axes, datasets, attributes.
+
+The writer, the reader and ``synprep check`` all take the layout from here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+#: the ragged axes, in the order their ``/offsets/AXIS`` datasets are written
+AXES = ("src", "tgt", "word", "gap", "sent", "ldd")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One ragged dataset.
+
+    Attributes:
+        name: dataset name (= :class:`~synprep.types.PairRecord` attribute).
+        axis: the ``/offsets/AXIS`` it lives on.
+        kind: ``ids`` (uint16, or int32 when an id exceeds 65535), ``unsigned`` (smallest of
+            uint8/uint16/uint32 holding the shard's maximum), ``uint8``, ``int16``, ``float16``.
+    """
+
+    name: str
+    axis: str
+    kind: str
+
+
+#: every ragged dataset, in writing order (docs/FORMAT.md table)
+FIELDS = (
+    Field("src_ids", "src", "ids"),
+    Field("word_index", "src", "unsigned"),
+    Field("tgt_ids", "tgt", "ids"),
+    Field("heads", "word", "unsigned"),
+    Field("deprel", "word", "uint8"),
+    Field("upos", "word", "uint8"),
+    Field("gaps_cnf", "gap", "int16"),
+    Field("gaps_nary", "gap", "int16"),
+    Field("sent_start", "sent", "unsigned"),
+    Field("ldd_dep", "ldd", "unsigned"),
+    Field("ldd_head", "ldd", "unsigned"),
+    Field("ldd_rel", "ldd", "uint8"),
+    Field("ldd_prob", "ldd", "float16"),
+)
+FIELD_BY_NAME = {f.name: f for f in FIELDS}
+#: the per-pair (not ragged) dataset: 1-based original line number, uint32
+LINE = "line"
+LINE_DTYPE = np.dtype(np.uint32)
+OFFSETS_GROUP = "offsets"
+OFFSETS_DTYPE = np.dtype(np.int64)
+
+#: root attributes the caller gives the writer (docs/FORMAT.md "Root attributes")
+REQUIRED_ATTRS = ("split", "shard_index", "src_lang", "tgt_lang", "signature", "config", "tree_source",
+                  "ldd_threshold", "vocab_path", "vocab_sha256")
+#: root attributes with a default (the label inventories of synprep.types)
+OPTIONAL_ATTRS = ("deprel_labels", "upos_labels")
+#: root attributes the writer sets itself
+WRITER_ATTRS = ("format", "format_version", "n_pairs")
+#: attributes stored as JSON text
+JSON_ATTRS = ("config", "deprel_labels", "upos_labels")
+TREE_SOURCES = ("constituency", "dependency", "mixed")
+
+#: gzip level and chunk length (elements) of the ragged datasets
+GZIP_LEVEL = 4
+CHUNK_ELEMS = 1 << 15
+#: HDF5 file-format bounds, pinned so that a newer HDF5 library writes the same bytes
+LIBVER = ("v110", "v110")
+
+SHARD_NAME_RE = re.compile(r"^(?P<split>[A-Za-z0-9_\-]+)\.(?P<index>\d{5})\.h5$")
+
+
+def shard_name(split: str, index: int) -> str:
+    """File name of shard ``index`` (0-based) of ``split``: ``SPLIT.NNNNN.h5``."""
+    if not re.fullmatch(r"[A-Za-z0-9_\-]+", split):
+        raise ValueError(f"split name must be letters, digits, '_' or '-': {split!r}")
+    if not 0 <= index <= 99999:
+        raise ValueError(f"shard index must be in [0, 99999], got {index}")
+    return f"{split}.{index:05d}.h5"
+
+
+def parse_shard_name(name: str) -> tuple[str, int] | None:
+    """``("train", 3)`` for ``train.00003.h5``; None for any other name."""
+    m = SHARD_NAME_RE.match(name)
+    return (m["split"], int(m["index"])) if m else None
+
+
+def smallest_unsigned(max_value: int) -> np.dtype:
+    """uint8, uint16 or uint32: the smallest unsigned dtype holding ``max_value`` (>= 0).
+
+    Raises:
+        ValueError: ``max_value`` >= 2**32.
+    """
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if max_value <= np.iinfo(dt).max:
+            return np.dtype(dt)
+    raise ValueError(f"value {max_value} does not fit uint32")
+
+
+def ids_dtype(max_id: int) -> np.dtype:
+    """uint16 when every id is <= 65535 (a vocabulary of at most 65536), else int32."""
+    if max_id <= np.iinfo(np.uint16).max:
+        return np.dtype(np.uint16)
+    if max_id <= np.iinfo(np.int32).max:
+        return np.dtype(np.int32)
+    raise ValueError(f"id {max_id} does not fit int32")
