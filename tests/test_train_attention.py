@@ -18,7 +18,7 @@ from synprep.train.data import Collater
 from synprep.train.gate import GateNetwork
 from synprep.train.masks import ldd_weights, padding_bias, pascal_weights, slr_bias, slr_log_mask
 from synprep.train.model import Seq2Seq
-from synprep.train.toydata import build_symbols, make_record
+from synprep.train.toydata import build_vocab, make_record
 
 B, H, T, DH = 3, 4, 9, 8
 
@@ -174,7 +174,7 @@ def test_encoder_sentence_alone_equals_sentence_in_padded_batch(source):
     rng = np.random.default_rng(0)
     sents = [["ein", "hund", "läuft", "über", "die", "wiese"], ["zwei", "kinder"],
              ["eine", "frau", "mit", "einem", "großen", "sonnenschirm", "steht", "am", "strand"]]
-    symbols = build_symbols(sents, split_len=5)
+    symbols = build_vocab(sents, split_len=5).symbols
     recs = [make_record(i + 1, [s], s[:3], symbols, rng, split_len=5) for i, s in enumerate(sents)]
     cfg = with_overrides(load_preset("tiny"), {"syntax_source": source, "dropout": 0.0})
     torch.manual_seed(0)

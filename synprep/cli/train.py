@@ -75,9 +75,9 @@ def train_cmd(shards_dir, config_path, preset, out_dir, max_steps, max_epochs, m
         cfg = with_overrides(cfg, overrides) if overrides else cfg
     summary = train(shards_dir, out, cfg, device=device, resume=resume, overrides=overrides if resume else None,
                     progress=progress)
-    log.info("done: %d updates, %d epochs, best valid loss %.3f", summary["step"], summary["epoch"],
-             summary["best_valid_loss"])
     if int(os.environ.get("RANK", 0)) == 0:
+        log.info("done: %d updates, %d epochs, best valid loss %.3f", summary["step"], summary["epoch"],
+                 summary["best_valid_loss"])
         click.echo(summary["signature"], err=True)
 
 

@@ -100,7 +100,7 @@ def init_distributed(device: str | None) -> tuple[DistEnv, torch.device]:
                   int(os.environ.get("LOCAL_RANK", 0)))
     if device is None or device == "auto":
         dev = torch.device(f"cuda:{env.local_rank}" if torch.cuda.is_available() else "cpu")
-        if dev.type == "cpu":
+        if dev.type == "cpu" and env.rank == 0:
             log.info("CUDA not available: training on the CPU")
     else:
         dev = torch.device(device)
@@ -161,7 +161,7 @@ def train_signature(cfg: TrainConfig, data_signature: str | None = None, world_s
 
         data = hashlib.sha256(data_signature.encode("utf-8")).hexdigest()[:8]
     return signature(task="train", model=f"d{cfg.d_model}-ffn{cfg.ffn_dim}-h{cfg.heads}-L{cfg.encoder_layers}+{cfg.decoder_layers}",
-                     syntax=cfg.describe(), data=data, seed=cfg.seed, gpus=world_size if world_size > 1 else None,
+                     syntax=cfg.describe(), data=data, seed=cfg.seed, world=world_size if world_size > 1 else None,
                      torch=package_version("torch"))
 
 
@@ -361,7 +361,7 @@ class Trainer:
         draw_gate_heatmap(self.gates, self.out / "gates.png", title)
 
     # --- the run -----------------------------------------------------------------------------
-    def _end_of_period(self, record: dict[str, Any]) -> None:
+    def _end_of_period(self, record: dict[str, Any], final: bool) -> None:
         v = self.validate()
         is_best = v["valid_loss"] < self.state.best_valid
         if is_best:
@@ -369,7 +369,8 @@ class Trainer:
         if self.env.is_main:
             rec = {**record, **v, "best_valid_loss": self.state.best_valid, "gates": self.gates}
             self.metrics.write(rec)
-            self._draw()
+            if final or self.state.epoch % 10 == 0:  # matplotlib is slow next to a tiny model's epoch
+                self._draw()
             log.info("epoch %d step %d | valid loss %.3f | nll %.3f | ppl %.2f%s", record["epoch"], self.state.step,
                      v["valid_loss"], v["valid_nll_loss"], v["valid_ppl"], " | best" if is_best else "")
         self.save(is_best)
@@ -419,7 +420,8 @@ class Trainer:
                 st.batch_in_epoch = 0
                 st.epoch_loss = st.epoch_nll = 0.0
                 st.epoch_tokens = 0
-            self._end_of_period(record)
+            final = stopped or (cfg.max_epochs != 0 and st.epoch >= cfg.max_epochs)
+            self._end_of_period(record, final)
             last_valid = record
         return {"step": st.step, "epoch": st.epoch, "best_valid_loss": st.best_valid,
                 "last": last_valid, "out": str(self.out), "signature": self.signature}

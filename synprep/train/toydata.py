@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from synprep.constants import BPE_SEPARATOR, GAP_INTRA_WORD, GAP_SENTENCE, SPECIAL_SYMBOLS, UNK_ID
+from synprep.constants import BPE_SEPARATOR, GAP_INTRA_WORD, GAP_SENTENCE, UNK_ID, VOCAB_NAME
 from synprep.types import DEPRELS, PairRecord
 
 
@@ -32,10 +32,12 @@ def pieces_of(words: Iterable[str], split_len: int = 7) -> list[str]:
     return [p for w in words for p in split_word(w, split_len)]
 
 
-def build_symbols(lines: Iterable[Sequence[str]], split_len: int = 7) -> list[str]:
-    """Vocabulary (fairseq order: the 4 specials, then pieces by descending count, ties by text)."""
+def build_vocab(lines: Iterable[Sequence[str]], split_len: int = 7):
+    """A fairseq-style :class:`~synprep.vocab.Vocab` over the pieces of word lists (``</s>`` counted per line)."""
+    from synprep.vocab import Vocab
+
     counts = Counter(p for words in lines for p in pieces_of(words, split_len))
-    return list(SPECIAL_SYMBOLS) + sorted(counts, key=lambda p: (-counts[p], p))
+    return Vocab.from_counts(counts)
 
 
 def random_tree(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -145,3 +147,34 @@ def read_pairs(src_path, tgt_path, n: int, src_lang: str, tgt_lang: str, *, lowe
         s, t = (s.lower(), t.lower()) if lowercase else (s, t)
         pairs.append((ts.tokenize(s, escape=True), tt.tokenize(t, escape=True)))
     return pairs
+
+
+def write_toy_shards(folder, splits: dict[str, list[PairRecord]], vocab, *, shard_size: int = 1000,
+                     src_lang: str = "de", tgt_lang: str = "en"):
+    """Write records as a complete shard folder (``dict.txt``, ``SPLIT.NNNNN.h5``, ``manifest.json``)
+    with the shards stage's writer, so the trainer reads them exactly as it reads pipeline output.
+
+    Returns:
+        the saved :class:`~synprep.shards.manifest.Manifest`.
+    """
+    from pathlib import Path
+
+    from synprep.parallel import chunked
+    from synprep.shards import Manifest, shard_name, write_shard
+    from synprep.shards.synthetic import shard_attrs
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    sha = vocab.save(folder / VOCAB_NAME)
+    sig = "synprep:0.1.0|toydata:random-trees|shard:v1"
+    config = {"toydata": "random binary trees over Moses words (synprep.train.toydata)", "ldd_threshold": 0.0}
+    manifest = Manifest(sig, config)
+    manifest.set_vocab(VOCAB_NAME, sha, len(vocab))
+    for split, recs in splits.items():
+        for index, part in enumerate(chunked(recs, shard_size)):
+            attrs = shard_attrs(split, index, vocab_sha256=sha, signature=sig, config=config, ldd_threshold=0.0,
+                                src_lang=src_lang, tgt_lang=tgt_lang)
+            manifest.add_shard(split, write_shard(folder / shard_name(split, index), part, attrs))
+        manifest.set_input_lines(split, max((r.line for r in recs), default=0))
+    manifest.save(folder)
+    return manifest
