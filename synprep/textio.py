@@ -123,6 +123,12 @@ def iter_pairs(src: PathLike, tgt: PathLike, **kw) -> Iterator[tuple[str, str]]:
         )
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_write(path: PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
     """Open ``path`` for writing through a temporary file renamed into place on success.
@@ -142,6 +148,7 @@ def atomic_write(path: PathLike, mode: str = "w", encoding: str | None = "utf-8"
             yield f
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

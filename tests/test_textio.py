@@ -48,3 +48,30 @@ def test_atomic_write_leaves_nothing_on_error(tmp_path):
         f.write("whole\n")
     assert out.read_text() == "whole\n"
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+def test_atomic_write_gives_normal_permissions(tmp_path):
+    import os
+    out = tmp_path / "perm.txt"
+    with atomic_write(out) as f:
+        f.write("x\n")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_full_disk_is_a_clear_error_not_a_traceback():
+    """Writing to a full device (/dev/full gives ENOSPC) names the problem, without a traceback."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "synprep", "tokenize", "-l", "en"],
+                              input="Hello world.\n" * 5000, stdout=full, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode != 0
+    assert "No space left on device" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -108,6 +108,11 @@ def main(argv: list[str] | None = None) -> None:
         # downstream closed the pipe (| head): not an error
         sys.stderr.close()
         sys.exit(0)
+    except OSError as e:
+        # a full disk (ENOSPC), a permission problem, ...: name the file, no traceback
+        where = f"{e.filename}: " if e.filename else ""
+        click.echo(f"synprep: error: {where}{e.strerror or e}", err=True)
+        sys.exit(1)
     except KeyboardInterrupt:
         click.echo("synprep: interrupted", err=True)
         sys.exit(130)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -26,9 +27,9 @@ def jobs_options(f):
     return wrapper
 
 
-def input_option(name: str = "--input", help: str = "Input file (default: stdin).") -> Callable:
+def input_option(name: str = "--input", help: str = "Input file (default: stdin).") -> Callable[[Any], Any]:
     return click.option("-i", name, "input_path", default="-", show_default=False, metavar="FILE", help=help)
 
 
-def output_option(name: str = "--output", help: str = "Output file (default: stdout).") -> Callable:
+def output_option(name: str = "--output", help: str = "Output file (default: stdout).") -> Callable[[Any], Any]:
     return click.option("-o", name, "output_path", default="-", show_default=False, metavar="FILE", help=help)

@@ -1,0 +1,196 @@
+"""``synprep tokenize``, ``synprep clean``, ``synprep bpe learn|apply``: thin wrappers over synprep.text.
+
+Line tools: stdin → stdout by default (files by option), one output line per input line for
+``tokenize`` and ``bpe apply``, logs and the signature line on stderr. Output files are written
+atomically: on any error nothing is left under the output name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterable, Iterator
+
+import click
+
+from synprep.cli.common import input_option, jobs_options, output_option
+from synprep.errors import ConfigError, InputError
+from synprep.signature import signature
+from synprep.textio import display_name, iter_lines, iter_pairs, open_output, write_lines
+
+log = logging.getLogger("synprep")
+
+
+class _Counter:
+    """Pass lines through, counting them."""
+
+    def __init__(self, lines: Iterable[str]):
+        self.lines = lines
+        self.n = 0
+
+    def __iter__(self) -> Iterator[str]:
+        for line in self.lines:
+            self.n += 1
+            yield line
+
+
+def _warn_if_empty(n: int, path: str) -> None:
+    if n == 0:
+        log.warning("warning: %s is empty: wrote an empty output", display_name(path))
+
+
+def check_outputs(*paths: str | None) -> None:
+    """Refuse an output path that is a directory before any work starts (ConfigError)."""
+    for path in paths:
+        if path and path != "-" and os.path.isdir(path):
+            raise ConfigError(f"output {path} is a directory; give a file name")
+
+
+def _sig(**fields: object) -> None:
+    click.echo(signature(**fields), err=True)
+
+
+@click.command("tokenize")
+@click.option("-l", "--lang", required=True, metavar="LANG",
+              help="Language code (de, en, …): nonbreaking prefixes.")
+@click.option("--lowercase", is_flag=True, help="Lowercase after tokenizing (like lowercase.perl).")
+@click.option("--no-escape", is_flag=True, help="Do not Moses-escape & | < > ' \" [ ].")
+@click.option("--fairseq-compat", is_flag=True,
+              help="Split a final '.' off the last token like the old tokenizer.perl fairseq used.")
+@input_option()
+@output_option()
+@jobs_options
+def tokenize_cmd(lang: str, lowercase: bool, no_escape: bool, fairseq_compat: bool, input_path: str,
+                 output_path: str, jobs: int, backend: str, scheduler: str | None) -> None:
+    """Moses-tokenize text (sacremoses), one line out per line in."""
+    from synprep.text.tokenize import tokenize_stream, tokenizer_signature
+
+    check_outputs(output_path)
+    src = _Counter(iter_lines(input_path))
+    with open_output(output_path) as out:
+        write_lines(out, tokenize_stream(src, lang, lowercase=lowercase, escape=not no_escape,
+                                         fairseq_compat=fairseq_compat, jobs=jobs, backend=backend,
+                                         scheduler=scheduler))
+    _warn_if_empty(src.n, input_path)
+    log.info("tokenize: %d lines", src.n)
+    _sig(**tokenizer_signature(lang, lowercase=lowercase, escape=not no_escape, fairseq_compat=fairseq_compat))
+
+
+def _lang_suffix(path: str) -> str:
+    base = os.path.basename(path)
+    return base.rsplit(".", 1)[1] if "." in base.strip(".") else ""
+
+
+@click.command("clean")
+@click.argument("src", metavar="SRC")
+@click.argument("tgt", metavar="TGT")
+@click.option("--ratio", type=click.FloatRange(min=0, min_open=True), default=1.5, show_default=True,
+              help="Maximum token-count ratio between the sides.")
+@click.option("--min-len", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Minimum tokens per side.")
+@click.option("--max-len", type=click.IntRange(min=1), default=175, show_default=True,
+              help="Maximum tokens per side.")
+@click.option("--max-word-length", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Longest token in characters.")
+@click.option("-o", "--out-prefix", default=None, metavar="PREFIX",
+              help="Write PREFIX.L1 and PREFIX.L2, L1/L2 being the suffixes of SRC and TGT "
+                   "(like clean-corpus-n.perl's CLEAN argument).")
+@click.option("--out-src", default=None, metavar="FILE", help="Kept source lines.")
+@click.option("--out-tgt", default=None, metavar="FILE", help="Kept target lines.")
+@click.option("--report", default=None, metavar="FILE",
+              help="TSV of every dropped pair: line, reason, src_tokens, tgt_tokens (with a header line).")
+def clean_cmd(src: str, tgt: str, ratio: float, min_len: int, max_len: int, max_word_length: int,
+              out_prefix: str | None, out_src: str | None, out_tgt: str | None, report: str | None) -> None:
+    """Drop sentence pairs like Moses' clean-corpus-n.perl; counts per reason on stderr.
+
+    Reasons: empty, too_long, too_short, ratio, word_too_long (docs/text.md).
+    """
+    from synprep.text.clean import CleanStats, clean_pairs, report_header, report_row
+
+    if out_prefix is not None:
+        if out_src or out_tgt:
+            raise ConfigError("give either -o/--out-prefix or --out-src and --out-tgt, not both")
+        l1, l2 = _lang_suffix(src), _lang_suffix(tgt)
+        if not l1 or not l2 or l1 == l2:
+            raise ConfigError(f"cannot take two distinct language suffixes from {src} and {tgt}: "
+                              "use --out-src and --out-tgt")
+        out_src, out_tgt = f"{out_prefix}.{l1}", f"{out_prefix}.{l2}"
+    if not out_src or not out_tgt:
+        raise ConfigError("say where the kept pairs go: -o PREFIX, or --out-src FILE --out-tgt FILE")
+    check_outputs(out_src, out_tgt, report)
+    outs = [os.path.abspath(p) for p in (out_src, out_tgt, report) if p and p != "-"]
+    if len(set(outs)) < len(outs) or set(outs) & {os.path.abspath(src), os.path.abspath(tgt)}:
+        raise ConfigError("the outputs must differ from each other and from the inputs")
+    for path in (src, tgt):
+        if path != "-" and not os.path.isfile(path):
+            raise InputError("no such file", display_name(path))
+
+    stats = CleanStats()
+    with contextlib.ExitStack() as stack:
+        fs = stack.enter_context(open_output(out_src))
+        ft = stack.enter_context(open_output(out_tgt))
+        fr = stack.enter_context(open_output(report)) if report else None
+        if fr:
+            fr.write(report_header() + "\n")
+        for r in clean_pairs(iter_pairs(src, tgt), ratio=ratio, min_len=min_len, max_len=max_len,
+                             max_word_length=max_word_length, names=(display_name(src), display_name(tgt))):
+            stats.add(r)
+            if r.kept:
+                fs.write(r.src + "\n")
+                ft.write(r.tgt + "\n")
+            elif fr:
+                fr.write(report_row(r) + "\n")
+        if stats.input == 0:
+            raise InputError("empty input: no sentence pairs to clean", display_name(src))
+    log.info("clean: %s", stats.summary())
+    _sig(clean=f"ratio{ratio:g}-len{min_len}-{max_len}")
+
+
+@click.group("bpe")
+def bpe_group() -> None:
+    """Joint BPE with subword-nmt: learn codes, apply them."""
+
+
+@bpe_group.command("learn")
+@click.argument("files", nargs=-1, required=True, metavar="FILES...")
+@click.option("-s", "--symbols", "n_merges", type=click.IntRange(min=1), required=True, metavar="N",
+              help="Number of merge operations (fairseq IWSLT14: 10000).")
+@click.option("--min-frequency", type=click.IntRange(min=1), default=2, show_default=True,
+              help="Stop when no pair occurs this often.")
+@output_option(help="Codes file (default: stdout).")
+def bpe_learn_cmd(files: tuple[str, ...], n_merges: int, min_frequency: int, output_path: str) -> None:
+    """Learn joint BPE codes on the concatenation of FILES (like cat FILES | subword-nmt learn-bpe -s N)."""
+    from synprep.text.bpe import bpe_signature, learn_bpe
+
+    check_outputs(output_path)
+    if output_path == "-":
+        with open_output(None) as out:
+            n = learn_bpe(list(files), n_merges, out, min_frequency=min_frequency)
+    else:
+        n = learn_bpe(list(files), n_merges, output_path, min_frequency=min_frequency)
+    if n < n_merges:
+        log.warning("warning: only %d of %d merges learned (no pair occurs %d times any more)",
+                    n, n_merges, min_frequency)
+    log.info("bpe learn: %d merges -> %s", n, "<stdout>" if output_path == "-" else output_path)
+    _sig(**(bpe_signature(output_path) if output_path != "-" else {"bpe": f"subword-nmt-{n}merges"}))
+
+
+@bpe_group.command("apply")
+@click.option("-c", "--codes", required=True, metavar="CODES", help="subword-nmt codes file.")
+@input_option()
+@output_option()
+@jobs_options
+def bpe_apply_cmd(codes: str, input_path: str, output_path: str, jobs: int, backend: str,
+                  scheduler: str | None) -> None:
+    """Split tokenized text into BPE pieces ("ri@@ ver"), one line out per line in."""
+    from synprep.text.bpe import apply_bpe_stream, bpe_signature
+
+    check_outputs(output_path)
+    src = _Counter(iter_lines(input_path))
+    stream = apply_bpe_stream(src, codes, jobs=jobs, backend=backend, scheduler=scheduler)
+    with open_output(output_path) as out:
+        write_lines(out, stream)
+    _warn_if_empty(src.n, input_path)
+    log.info("bpe apply: %d lines", src.n)
+    _sig(**bpe_signature(codes))

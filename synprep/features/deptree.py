@@ -1,0 +1,132 @@
+"""Constituency trees derived from dependency trees (for languages without a constituency parser).
+
+Source: SPEC.md §4 ("the projective dependency tree read as a constituency tree whose
+constituents are each head with its dependents' spans"); non-projective arcs are lifted as in
+pseudo-projective parsing (Nivre & Nilsson 2005, "lift").
+
+The tree of a sentence of W words:
+
+* every word is a preterminal ``(UPOS word)`` (``X`` when no UPOS is given);
+* a word with dependents heads a constituent labelled with its own deprel (``nsubj``, ``root``,
+  …; ``dep`` when none is given) whose children, in word order, are its dependents'
+  constituents and its own preterminal;
+* the whole is wrapped in ``(ROOT …)`` (a unary node: it changes no gap); a sentence with several
+  roots (head 0) has them all as children of ``ROOT``.
+
+Example: "The monkey eats a banana" (heads 2 3 0 5 3) → ``(ROOT (root (nsubj (DET The) (NOUN
+monkey)) (VERB eats) (obj (DET a) (NOUN banana))))``, nary gaps ``[1, 2, 2, 1]``, cnf
+``[1, 3, 2, 1]``.
+
+Non-projective arcs. An arc ``h → d`` is projective when every word strictly between ``h`` and
+``d`` descends from ``h`` (arcs from the virtual root 0 always are). While some arc is not, the
+*shortest* non-projective arc (ties: the leftmost dependent) is lifted: ``d`` is re-attached to
+its head's head (to the virtual root when its head was a root). Each lift moves a word one step
+up, so this ends, at worst with every word a root. Word order is kept, so the leaves are the
+words in order, and the derived tree covers exactly the sentence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from nltk.tree import Tree
+
+from synprep.features.relations import ancestor_mask
+
+
+def nonprojective_arcs(heads: np.ndarray) -> np.ndarray:
+    """0-based indices of the dependents whose arc to their head is not projective.
+
+    Args:
+        heads: ``(W,)`` 1-based, 0 = root.
+
+    Returns:
+        ``(K,) int64``, ascending.
+
+    Raises:
+        ValueError: bad heads or a cycle.
+    """
+    h = np.asarray(heads, dtype=np.int64)
+    anc = ancestor_mask(h)
+    w = h.size
+    if w == 0:
+        return np.zeros(0, dtype=np.int64)
+    # outside[j, x]: number of words among 0..j that do not descend from word x
+    outside = np.cumsum(~anc, axis=0)
+    d = np.arange(w)
+    hd = h - 1
+    real = hd >= 0
+    lo = np.minimum(d, hd)
+    hi = np.maximum(d, hd)
+    col = np.where(real, hd, 0)
+    # non-descendants of the head strictly between lo and hi: outside[hi-1] - outside[lo]
+    between = outside[np.maximum(hi - 1, 0), col] - outside[np.maximum(lo, 0), col]
+    bad = real & (hi - lo > 1) & (between > 0)
+    return np.nonzero(bad)[0]
+
+
+def projectivize(heads: np.ndarray) -> tuple[np.ndarray, int]:
+    """Lift non-projective arcs until the tree is projective (see the module docstring).
+
+    Args:
+        heads: ``(W,)`` 1-based, 0 = root.
+
+    Returns:
+        ``(new_heads, lifts)``: ``(W,) int64`` projective heads and the number of lifts made.
+
+    Raises:
+        ValueError: bad heads or a cycle.
+    """
+    h = np.asarray(heads, dtype=np.int64).copy()
+    lifts = 0
+    while True:
+        bad = nonprojective_arcs(h)
+        if bad.size == 0:
+            return h, lifts
+        lengths = np.abs(h[bad] - 1 - bad)
+        d = int(bad[np.argmin(lengths)])  # argmin takes the first (leftmost) of equal lengths
+        head = int(h[d])
+        h[d] = h[head - 1]
+        lifts += 1
+
+
+def dependency_tree(words: Sequence[str], heads: Sequence[int], upos: Sequence[str] | None = None,
+                    deprels: Sequence[str] | None = None) -> Tree:
+    """The constituency tree read off a dependency tree (SPEC.md §4; module docstring for the shape).
+
+    Args:
+        words: ``(W,)`` the sentence's words (the tree's leaves, in order).
+        heads: ``(W,)`` 1-based sentence-relative heads, 0 = root (non-projective allowed).
+        upos: ``(W,)`` preterminal labels (default ``X``).
+        deprels: ``(W,)`` phrase labels of the words that head a constituent (default ``dep``).
+
+    Returns:
+        an :class:`nltk.Tree` with ``leaves() == list(words)``; :func:`~synprep.features.distance.cnf_gaps`
+        and :func:`~synprep.features.distance.nary_gaps` accept it.
+
+    Raises:
+        ValueError: lengths differ, no words, bad heads or a cycle.
+    """
+    w = len(words)
+    if w == 0:
+        raise ValueError("a sentence needs at least one word")
+    for name, seq in (("heads", heads), ("upos", upos), ("deprels", deprels)):
+        if seq is not None and len(seq) != w:
+            raise ValueError(f"{name} has {len(seq)} entries for {w} words")
+    h, _ = projectivize(np.asarray(heads, dtype=np.int64))
+    depth = ancestor_mask(h).sum(axis=1)
+    deps: list[list[int]] = [[] for _ in range(w + 1)]  # deps[0]: roots
+    for d in range(w):
+        deps[h[d]].append(d)
+    nodes: list[Tree | None] = [None] * w
+    for x in sorted(range(w), key=lambda i: -depth[i]):  # children before parents
+        pre = Tree(upos[x] if upos is not None else "X", [words[x]])
+        if not deps[x + 1]:
+            nodes[x] = pre
+            continue
+        items = [(d, nodes[d]) for d in deps[x + 1]] + [(x, pre)]
+        items.sort(key=lambda item: item[0])
+        nodes[x] = Tree(deprels[x] if deprels is not None else "dep", [n for _, n in items])
+    tree = Tree("ROOT", [nodes[r] for r in deps[0]])
+    return tree

@@ -1,0 +1,176 @@
+"""Joint BPE with subword-nmt: learn codes on several files together, apply them line by line.
+
+Source: Sennrich et al. (2016), subword-nmt ``learn_bpe.py`` / ``apply_bpe.py``; fairseq's
+prepare-iwslt14.sh learns *joint* codes on ``cat train.de train.en`` (``learn_bpe.py -s 10000``)
+and applies them to each side. The codes file is subword-nmt's own format (``#version: 0.2``
+then one merge ``a b`` per line); pieces carry the ``@@`` continuation marker (``ri@@ ver``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from functools import lru_cache, partial
+from typing import IO
+
+from subword_nmt.apply_bpe import BPE
+from subword_nmt.learn_bpe import learn_bpe as _subword_learn_bpe
+
+from synprep.constants import BPE_SEPARATOR
+from synprep.errors import ConfigError, InputError
+from synprep.parallel import chunked, parallel_map
+from synprep.signature import file_sha256, package_version
+from synprep.textio import PathLike, atomic_write, display_name, iter_lines
+
+log = logging.getLogger(__name__)
+
+#: lines per work item for ``--jobs``
+CHUNK_LINES = 2000
+
+
+class _Counting:
+    """Iterate over the lines of several files in order, counting lines and tokens."""
+
+    def __init__(self, files: Sequence[PathLike]):
+        self.files = files
+        self.lines = 0
+        self.tokens = 0
+
+    def __iter__(self) -> Iterator[str]:
+        for path in self.files:
+            for line in iter_lines(path):
+                self.lines += 1
+                self.tokens += sum(1 for w in line.strip("\r\n ").split(" ") if w)
+                yield line
+
+
+def learn_bpe(files: Sequence[PathLike], n_merges: int, out_codes: PathLike | IO[str], *,
+              min_frequency: int = 2) -> int:
+    """Learn joint BPE codes on the concatenation of ``files`` (subword-nmt ``learn_bpe``).
+
+    Equivalent to ``cat FILES... | subword-nmt learn-bpe -s N > CODES``, streaming (no
+    concatenated copy is written). The codes file is written atomically.
+
+    Args:
+        files: tokenized text files, read in the given order (fairseq: ``train.de train.en``).
+        n_merges: number of merge operations (``-s``; fairseq IWSLT14: 10000). Fewer are written
+            when no pair occurs ``min_frequency`` times any more (subword-nmt stops early).
+        out_codes: the codes file to write (atomically), or an open text stream.
+        min_frequency: subword-nmt's ``--min-frequency``.
+
+    Returns:
+        The number of merges written.
+
+    Raises:
+        ConfigError: ``n_merges < 1`` or no files.
+        InputError: a file is missing or not UTF-8, or the files hold no token at all.
+    """
+    if n_merges < 1:
+        raise ConfigError(f"the number of merges must be >= 1, got {n_merges}")
+    if not files:
+        raise ConfigError("bpe learn needs at least one input file")
+    for path in files:
+        if str(path) != "-" and not os.path.isfile(path):
+            raise InputError("no such file", display_name(path))
+    source = _Counting(files)
+    counter = _MergeCounter()
+    try:
+        if hasattr(out_codes, "write"):
+            counter.out = out_codes  # type: ignore[assignment]
+            _subword_learn_bpe(source, counter, n_merges, min_frequency=min_frequency)
+        else:
+            with atomic_write(out_codes) as out:  # type: ignore[arg-type]
+                counter.out = out
+                _subword_learn_bpe(source, counter, n_merges, min_frequency=min_frequency)
+    except ValueError:
+        # subword-nmt fails with max() of an empty sequence when there is nothing to learn from
+        if source.tokens == 0:
+            raise InputError(f"no tokens to learn BPE from ({source.lines} lines)",
+                             ", ".join(display_name(p) for p in files)) from None
+        raise
+    return counter.merges
+
+
+class _MergeCounter:
+    """A write-through wrapper that counts the merge lines subword-nmt writes."""
+
+    out: IO[str]
+
+    def __init__(self) -> None:
+        self.merges = 0
+
+    def write(self, text: str) -> int:
+        if not text.startswith("#version:"):
+            self.merges += text.count("\n")
+        return self.out.write(text)
+
+
+def count_merges(codes: PathLike) -> int:
+    """Number of merge operations in a codes file (lines after the ``#version`` header)."""
+    n = 0
+    for i, line in enumerate(iter_lines(codes)):
+        if i == 0 and line.startswith("#version:"):
+            continue
+        n += 1
+    return n
+
+
+def load_bpe(codes: PathLike, *, merges: int = -1, separator: str = BPE_SEPARATOR) -> BPE:
+    """Load a subword-nmt codes file into a :class:`subword_nmt.apply_bpe.BPE` (cached per file state).
+
+    Raises:
+        InputError: the file is missing, not UTF-8, or a merge line does not hold two units.
+    """
+    path = os.path.abspath(codes)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise InputError("no such BPE codes file", display_name(codes)) from None
+    return _load_bpe(path, st.st_mtime_ns, st.st_size, merges, separator)
+
+
+@lru_cache(maxsize=4)
+def _load_bpe(path: str, _mtime: int, _size: int, merges: int, separator: str) -> BPE:
+    lines = list(iter_lines(path))
+    start = 1 if lines and lines[0].startswith("#version:") else 0
+    for i, line in enumerate(lines[start:], start + 1):
+        if len(line.strip("\r\n ").split(" ")) != 2:
+            raise InputError("not a BPE codes file: a merge line must hold two units separated by a space",
+                             path, i)
+    with open(path, encoding="utf-8") as f:
+        return BPE(f, merges=merges, separator=separator)
+
+
+def apply_bpe_line(bpe: BPE, line: str) -> str:
+    """Segment one tokenized line into pieces (``BPE.process_line``); ``"ri@@ ver"`` style."""
+    return bpe.process_line(line)
+
+
+def apply_bpe_lines(lines: list[str], codes: str, *, separator: str = BPE_SEPARATOR) -> list[str]:
+    """Apply the codes file ``codes`` to a chunk of lines (the unit of work for ``--jobs``).
+
+    The codes are loaded once per process (:func:`load_bpe` caches them).
+    """
+    bpe = load_bpe(codes, separator=separator)
+    return [bpe.process_line(line) for line in lines]
+
+
+def apply_bpe_stream(lines: Iterable[str], codes: PathLike, *, jobs: int = 1, backend: str = "loky",
+                     scheduler: str | None = None, chunk_lines: int = CHUNK_LINES,
+                     separator: str = BPE_SEPARATOR) -> Iterator[str]:
+    """Apply BPE codes to a stream of lines, in order, with ``jobs`` workers; one line out per line in.
+
+    Raises:
+        InputError: bad codes file (checked here before any work starts).
+    """
+    load_bpe(codes, separator=separator)  # fail early, in this process
+    func = partial(apply_bpe_lines, codes=os.path.abspath(codes), separator=separator)
+    for chunk in parallel_map(func, chunked(lines, chunk_lines), jobs=jobs, backend=backend,
+                              scheduler=scheduler):
+        yield from chunk
+
+
+def bpe_signature(codes: PathLike) -> dict[str, object]:
+    """Signature fields for BPE codes: ``bpe:subword-nmt-VERSION/SHA8`` (sha256 of the codes file)."""
+    return {"bpe": f"subword-nmt-{package_version('subword-nmt')}/{file_sha256(codes, 8)}"}

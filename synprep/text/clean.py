@@ -1,0 +1,162 @@
+"""Corpus cleaning with the semantics of Moses' ``clean-corpus-n.perl``.
+
+Source: mosesdecoder ``scripts/training/clean-corpus-n.perl``, as fairseq's prepare-iwslt14.sh
+calls it (``-ratio 1.5 CORPUS de en CLEAN 1 175``). For every pair, in this order:
+
+1. normalize both sides: unless the corpus is *factored*, remove every ``|``; collapse runs of
+   whitespace (Perl ``\\s``) to one space; strip one leading and one trailing space;
+2. drop the pair when a side is empty (reason ``empty``);
+3. count tokens (split on single spaces); drop when a side has more than ``max_len`` tokens
+   (``too_long``), else fewer than ``min_len`` (``too_short``), else when
+   ``len(tgt) / len(src) > ratio`` or ``len(src) / len(tgt) > ratio`` (``ratio``), else when a
+   token (factor) is longer than ``max_word_length`` characters (``word_too_long``);
+4. keep the normalized pair.
+
+The corpus is *factored* when its first line (either side) contains ``|`` — the perl's own rule;
+Moses-escaped text never is (``|`` is written ``&#124;``). In a factored corpus an empty factor
+(`` |`` or ``||``) in a kept pair is an error, as in the perl.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from synprep.errors import InputError
+from synprep.text.tokenize import PERL_SPACE_CHARS as _PERL_SPACE
+
+#: drop reasons, in the order clean-corpus-n.perl tests them
+EMPTY, TOO_LONG, TOO_SHORT, RATIO, WORD_TOO_LONG = "empty", "too_long", "too_short", "ratio", "word_too_long"
+REASONS = (EMPTY, TOO_LONG, TOO_SHORT, RATIO, WORD_TOO_LONG)
+
+_SPACES = re.compile(f"[{_PERL_SPACE}]+")
+_BLANK_FACTOR = re.compile(r"[ |]\|")
+
+
+@dataclass(frozen=True)
+class CleanResult:
+    """The verdict on one pair.
+
+    Attributes:
+        line: 1-based line number of the pair in the input.
+        src, tgt: the normalized sides (what is written for a kept pair).
+        src_len, tgt_len: token counts of the normalized sides (0 for an empty side).
+        reason: None when the pair is kept, else one of :data:`REASONS`.
+    """
+
+    line: int
+    src: str
+    tgt: str
+    src_len: int
+    tgt_len: int
+    reason: str | None = None
+
+    @property
+    def kept(self) -> bool:
+        return self.reason is None
+
+
+@dataclass
+class CleanStats:
+    """Counts over a cleaning run: ``input == kept + sum(dropped.values())``.
+
+    Attributes:
+        input: pairs read. kept: pairs kept. dropped: reason → pairs dropped for it.
+    """
+
+    input: int = 0
+    kept: int = 0
+    dropped: Counter = field(default_factory=Counter)
+
+    def add(self, result: CleanResult) -> None:
+        self.input += 1
+        if result.kept:
+            self.kept += 1
+        else:
+            self.dropped[result.reason] += 1
+
+    @property
+    def n_dropped(self) -> int:
+        return sum(self.dropped.values())
+
+    def as_dict(self) -> dict:
+        """``{"input", "kept", "dropped": {reason: count for every reason}}`` (JSON-ready)."""
+        return {"input": self.input, "kept": self.kept,
+                "dropped": {r: self.dropped.get(r, 0) for r in REASONS}}
+
+    def summary(self) -> str:
+        """One line: ``input 1000, kept 990, dropped 10 (empty 2, ratio 8)``."""
+        parts = ", ".join(f"{r} {self.dropped[r]}" for r in REASONS if self.dropped.get(r))
+        return (f"input {self.input}, kept {self.kept}, dropped {self.n_dropped}"
+                + (f" ({parts})" if parts else ""))
+
+
+def _normalize(text: str, factored: bool) -> str:
+    if not factored:
+        text = text.replace("|", "")
+    text = _SPACES.sub(" ", text)
+    if text.startswith(" "):
+        text = text[1:]
+    if text.endswith(" "):
+        text = text[:-1]
+    return text
+
+
+def _count(text: str) -> int:
+    return text.count(" ") + 1 if text else 0
+
+
+def clean_pairs(pairs: Iterable[tuple[str, str]], *, ratio: float = 1.5, min_len: int = 1, max_len: int = 175,
+                max_word_length: int = 1000, factored: bool | None = None,
+                names: tuple[str, str] | None = None) -> Iterator[CleanResult]:
+    """Judge every pair like clean-corpus-n.perl (module docstring); one result per input pair.
+
+    Args:
+        pairs: (source line, target line) without line ends, in corpus order.
+        ratio: maximum token-count ratio either way (perl ``-ratio``; fairseq uses 1.5).
+        min_len, max_len: inclusive token-count bounds for each side (fairseq: 1 and 175).
+        max_word_length: longest allowed token, in characters (perl ``-max-word-length``, 1000).
+        factored: force the factored mode on/off; None detects it from the first pair, as the perl.
+        names: (source file, target file) for error messages.
+
+    Yields:
+        CleanResult: ``line`` is 1-based; ``reason`` is None for a kept pair.
+
+    Raises:
+        InputError: an empty factor in a factored corpus.
+    """
+    long_token = re.compile(f"[^{_PERL_SPACE}|]{{{max_word_length + 1}}}")
+    for lineno, (src, tgt) in enumerate(pairs, 1):
+        if factored is None:
+            factored = "|" in src or "|" in tgt
+        f, e = _normalize(src, factored), _normalize(tgt, factored)
+        fc, ec = _count(f), _count(e)
+        reason = None
+        if not f or not e:
+            reason = EMPTY
+        elif ec > max_len or fc > max_len:
+            reason = TOO_LONG
+        elif ec < min_len or fc < min_len:
+            reason = TOO_SHORT
+        elif ec / fc > ratio or fc / ec > ratio:
+            reason = RATIO
+        elif long_token.search(e) or long_token.search(f):
+            reason = WORD_TOO_LONG
+        elif factored:
+            for side, text in ((0, f), (1, e)):
+                if _BLANK_FACTOR.search(text):
+                    raise InputError("empty factor in a factored corpus (a '|' after a space or a '|')",
+                                     names[side] if names else None, lineno)
+        yield CleanResult(lineno, f, e, fc, ec, reason)
+
+
+def report_header() -> str:
+    """Header line of the TSV drop report: ``line  reason  src_tokens  tgt_tokens``."""
+    return "line\treason\tsrc_tokens\ttgt_tokens"
+
+
+def report_row(result: CleanResult) -> str:
+    """TSV row for a dropped pair: 1-based line, reason, token counts of the normalized sides."""
+    return f"{result.line}\t{result.reason}\t{result.src_len}\t{result.tgt_len}"

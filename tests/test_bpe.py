@@ -1,0 +1,81 @@
+"""Joint BPE learn/apply (subword-nmt), checked against fairseq's real prepared data."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from synprep.errors import InputError
+from synprep.text.bpe import apply_bpe_stream, learn_bpe, load_bpe
+from synprep.textio import iter_lines
+from tests.conftest import run_cli
+
+
+@pytest.fixture(scope="module")
+def prepared(shared_data):
+    return shared_data / "iwslt14_de-en" / "fairseq_prepared"
+
+
+@pytest.mark.parametrize("name", ["valid.de", "valid.en", "test.de", "test.en"])
+def test_apply_reproduces_fairseq(prepared, name):
+    """DATA.md: apply-bpe -c code on tmp/{valid,test}.L gives {valid,test}.L byte for byte."""
+    out = "".join(x + "\n" for x in apply_bpe_stream(iter_lines(prepared / "tmp" / name), prepared / "code"))
+    assert out.encode("utf-8") == (prepared / name).read_bytes()
+
+
+def test_cli_apply_with_two_jobs_reproduces_fairseq(prepared, tmp_path):
+    out = tmp_path / "valid.de"
+    proc = run_cli("bpe", "apply", "-c", str(prepared / "code"), "-i", str(prepared / "tmp" / "valid.de"),
+                   "-o", str(out), "-j", "2")
+    assert out.read_bytes() == (prepared / "valid.de").read_bytes()
+    assert "bpe:subword-nmt-" in proc.stderr
+
+
+def test_learn_is_joint_over_the_files(prepared, tmp_path):
+    """Learning on two files equals subword-nmt's own learn-bpe on their concatenation."""
+    de = prepared / "tmp" / "IWSLT14.TED.dev2010.de-en.de"
+    en = prepared / "tmp" / "IWSLT14.TED.dev2010.de-en.en"
+    cat = de.read_bytes() + en.read_bytes()
+    ref = subprocess.run([sys.executable, "-m", "subword_nmt.learn_bpe", "-s", "300"], input=cat,
+                         capture_output=True, check=True).stdout
+    codes = tmp_path / "code"
+    assert learn_bpe([de, en], 300, codes) == 300
+    assert codes.read_bytes() == ref
+    # the CLI writes the same codes; codes learned on one side only differ (so both sides counted)
+    run_cli("bpe", "learn", "-s", "300", str(de), str(en), "-o", str(tmp_path / "cli"))
+    assert (tmp_path / "cli").read_bytes() == ref
+    learn_bpe([de], 300, tmp_path / "de_only")
+    assert (tmp_path / "de_only").read_bytes() != ref
+
+
+def test_learn_stops_early_and_reports_merges(tmp_path):
+    f = tmp_path / "tiny.txt"
+    f.write_text("low lower lowest\nlow low\n", encoding="utf-8")
+    n = learn_bpe([f], 1000, tmp_path / "code")
+    lines = (tmp_path / "code").read_text().splitlines()
+    assert lines[0] == "#version: 0.2" and n == len(lines) - 1 and 0 < n < 1000
+
+
+def test_learn_on_nothing_is_an_error(tmp_path):
+    f = tmp_path / "empty.de"
+    f.write_text("\n  \n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"no tokens to learn BPE from \(2 lines\)"):
+        learn_bpe([f], 10, tmp_path / "code")
+    assert not (tmp_path / "code").exists()
+
+
+def test_bad_codes_file_names_the_line(tmp_path):
+    c = tmp_path / "code"
+    c.write_text("#version: 0.2\na b\nc d e\n", encoding="utf-8")
+    with pytest.raises(InputError, match="two units") as e:
+        load_bpe(c)
+    assert e.value.line == 3
+
+
+def test_apply_keeps_line_count_and_empty_lines(tmp_path):
+    c = tmp_path / "code"
+    c.write_text("#version: 0.2\nl o\nlo w</w>\n", encoding="utf-8")
+    lines = ["low lower", "", "slow"]
+    assert list(apply_bpe_stream(lines, c)) == ["low lo@@ w@@ e@@ r", "", "s@@ low"]

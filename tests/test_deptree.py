@@ -1,0 +1,130 @@
+"""Dependency-derived constituency trees (SPEC.md §4): shape, lifting of non-projective arcs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from synprep.features.deptree import dependency_tree, nonprojective_arcs, projectivize
+from synprep.features.distance import both_gaps, cnf_gaps, nary_gaps
+from synprep.features.relations import ancestor_mask
+from tests.strategies import head_vectors
+
+MONKEY = "The monkey eats a banana".split()
+
+
+def test_monkey_tree():
+    t = dependency_tree(MONKEY, [2, 3, 0, 5, 3], ["DET", "NOUN", "VERB", "DET", "NOUN"],
+                        ["det", "nsubj", "root", "det", "obj"])
+    assert t.pformat(margin=1000) == (
+        "(ROOT (root (nsubj (DET The) (NOUN monkey)) (VERB eats) (obj (DET a) (NOUN banana))))")
+    assert nary_gaps(t).tolist() == [1, 2, 2, 1]
+    assert cnf_gaps(t).tolist() == [1, 3, 2, 1]
+
+
+def test_default_labels_and_single_word():
+    t = dependency_tree(["hello"], [0])
+    assert t.pformat() == "(ROOT (X hello))"
+    assert nary_gaps(t).tolist() == []
+    t = dependency_tree(["a", "b"], [2, 0])
+    assert t.pformat() == "(ROOT (dep (X a) (X b)))"
+
+
+def test_chain_nests_deeper():
+    # a <- b <- c <- d (each word the head of the one before): left-branching constituents
+    t = dependency_tree(list("abcd"), [2, 3, 4, 0])
+    assert t.pformat(margin=1000) == "(ROOT (dep (dep (dep (X a) (X b)) (X c)) (X d)))"
+    assert nary_gaps(t).tolist() == [1, 2, 3]
+
+
+def test_nonprojective_arc_is_lifted():
+    # A hearing is scheduled on the issue today: "issue" (7) attached to "hearing" (2) crosses
+    # "is scheduled", which hearing does not dominate
+    words = "A hearing is scheduled on the issue today".split()
+    heads = [2, 4, 4, 0, 7, 7, 2, 4]
+    assert nonprojective_arcs(heads).tolist() == [6]
+    lifted, n = projectivize(np.array(heads))
+    assert n == 1 and lifted.tolist() == [2, 4, 4, 0, 7, 7, 4, 4]  # issue -> scheduled (hearing's head)
+    t = dependency_tree(words, heads)
+    assert t.leaves() == words
+    assert t.pformat(margin=1000) == (
+        "(ROOT (dep (dep (X A) (X hearing)) (X is) (X scheduled) (dep (X on) (X the) (X issue)) (X today)))")
+
+
+def test_several_roots_hang_from_root():
+    t = dependency_tree(["hello", ".", "bye"], [0, 1, 0], deprels=["root", "punct", "root"])
+    assert t.pformat(margin=1000) == "(ROOT (root (X hello) (X .)) (X bye))"
+    assert nary_gaps(t).tolist() == [1, 2]
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="at least one word"):
+        dependency_tree([], [])
+    with pytest.raises(ValueError, match="heads has 1 entries for 2 words"):
+        dependency_tree(["a", "b"], [0])
+    with pytest.raises(ValueError, match="cycle"):
+        dependency_tree(["a", "b", "c"], [0, 3, 2])
+
+
+def _is_projective(heads: np.ndarray) -> bool:
+    anc = ancestor_mask(heads)
+    for d, h in enumerate(heads):
+        if h == 0:
+            continue
+        lo, hi = sorted((d, h - 1))
+        if not anc[lo + 1 : hi, h - 1].all():
+            return False
+    return True
+
+
+@settings(max_examples=300, deadline=None)
+@given(head_vectors(max_words=25, roots=None))
+def test_random_heads_give_trees_over_the_words(heads):
+    h = np.array(heads)
+    words = [f"w{i}" for i in range(h.size)]
+    lifted, n_lifts = projectivize(h)
+    # the result is projective, and nothing changed when the input already was
+    assert _is_projective(lifted)
+    assert nonprojective_arcs(lifted).size == 0
+    if _is_projective(h):
+        assert n_lifts == 0 and np.array_equal(lifted, h)
+    # lifting only moves a word up: its new head is an ancestor of its old head (or the root)
+    anc = ancestor_mask(h)
+    moved = np.nonzero(lifted != h)[0]
+    for d in moved:
+        assert lifted[d] == 0 or anc[h[d] - 1, lifted[d] - 1]
+    t = dependency_tree(words, heads)
+    assert t.leaves() == words
+    c, a = both_gaps(t)
+    assert c.shape == a.shape == (h.size - 1,)
+    assert (c >= 1).all() and (a >= 1).all()
+    # every projective head's subtree is a contiguous span = one constituent
+    sub = ancestor_mask(lifted).T
+    for x in range(h.size):
+        span = np.nonzero(sub[x])[0]
+        assert span.max() - span.min() + 1 == span.size
+
+
+def _read_conllu(path):
+    import conllu
+
+    with open(path, encoding="utf-8") as f:
+        for sent in conllu.parse_incr(f):
+            toks = [t for t in sent if isinstance(t["id"], int)]
+            yield [t["form"] for t in toks], [t["head"] for t in toks], [t["upos"] for t in toks], \
+                [t["deprel"] for t in toks]
+
+
+def test_real_german_pud_gold_trees(shared_data):
+    n = lifted_sentences = 0
+    for words, heads, upos, deprels in _read_conllu(shared_data / "ud" / "de_pud-ud-test.conllu"):
+        t = dependency_tree(words, heads, upos, deprels)
+        assert t.leaves() == words
+        c, a = both_gaps(t)
+        assert c.shape == (len(words) - 1,) and (c >= 1).all() and (a >= 1).all()
+        lifted_sentences += projectivize(np.array(heads))[1] > 0
+        n += 1
+    assert n == 1000
+    # German PUD has non-projective sentences: the lifting path is exercised on real data
+    assert lifted_sentences > 10
