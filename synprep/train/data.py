@@ -27,9 +27,7 @@ from torch.utils.data import Dataset, Sampler
 
 from synprep.constants import EOS_ID, GAP_EOS, PAD_ID, VOCAB_NAME
 from synprep.errors import InputError
-
-# TEMPORARY: replace by `from synprep.features.parents import ...` once the features stage lands.
-from synprep.train._features_standin import parent_positions
+from synprep.features.parents import parent_positions
 from synprep.types import PairRecord
 
 

@@ -23,8 +23,7 @@ import math
 
 import torch
 
-# TEMPORARY: replace by `from synprep.features.slr_torch import ...` once the features stage lands.
-from synprep.train._features_standin import slr_log_mask
+from synprep.features.slr_torch import slr_log_mask
 
 __all__ = ["slr_log_mask", "slr_bias", "padding_bias", "pascal_weights", "ldd_weights", "ignore_rows"]
 
