@@ -33,6 +33,11 @@ from torch import nn
 from synprep.train.masks import ignore_rows
 
 
+def _like(mask: torch.Tensor | None, q: torch.Tensor) -> torch.Tensor | None:
+    """An additive mask in the query's dtype (SDPA wants them equal, e.g. under bf16 autocast)."""
+    return mask if mask is None or mask.dtype == q.dtype else mask.to(q.dtype)
+
+
 def _split(x: torch.Tensor, heads: int) -> torch.Tensor:
     B, T, D = x.shape
     return x.view(B, T, heads, D // heads).transpose(1, 2)  # (B, H, T, dh)
@@ -93,7 +98,8 @@ class MultiheadAttention(nn.Module):
                     v = torch.cat([cache["v"], v], dim=2)
                 cache["k"], cache["v"] = k, v
         p = self.dropout if self.training else 0.0
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p, is_causal=causal and bias is None)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=_like(bias, q), dropout_p=p,
+                                             is_causal=causal and bias is None)
         return self.out_proj(_merge(out))
 
 
@@ -204,7 +210,7 @@ def gated_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, sources: l
     raw = None
     if raw_heads:
         raw = F.scaled_dot_product_attention(_take(q, raw_heads, H), _take(k, raw_heads, H), _take(v, raw_heads, H),
-                                             attn_mask=pad_bias, dropout_p=attn_dropout)  # (B, R, T, dh)
+                                             attn_mask=_like(pad_bias, q), dropout_p=attn_dropout)  # (B, R, T, dh)
     raw_pos = {h: i for i, h in enumerate(raw_heads)}
 
     # syntactic calls, one per kind: (heads, A_syn V)
@@ -212,7 +218,7 @@ def gated_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, sources: l
     slr = [h for h in syn_heads if sources[h] == "slr"]
     if slr:
         groups.append((slr, F.scaled_dot_product_attention(_take(q, slr, H), _take(k, slr, H), _take(v, slr, H),
-                                                           attn_mask=feats["slr"], dropout_p=p_syn)))
+                                                           attn_mask=_like(feats["slr"], q), dropout_p=p_syn)))
     scale = [h for h in syn_heads if sources[h] in ("pascal", "ldd")]
     if scale:
         parts = []

@@ -70,3 +70,23 @@ def test_resume_refuses_model_changes(tmp_path, data):
     Trainer(cfg, train, valid, symbols, tmp_path, torch.device("cpu"), progress=False).run()
     with pytest.raises(ConfigError, match="d_model"):
         Trainer(None, train, valid, symbols, tmp_path, torch.device("cpu"), resume=True, overrides={"d_model": 32})
+
+
+@pytest.mark.parametrize(("variant", "expected"), [
+    ({"syntax": "vanilla"}, [[0.0] * 4] * 2),
+    ({"syntax": "avg"}, [[0.5] * 4] * 2),
+    ({"syntax": "pure", "syntax_source": "ldd"}, [[1.0] * 4] * 2),
+    ({"syntax": "hard", "syntax_heads": [0, 1], "syntax_source": "pascal"}, [[1.0, 1.0, 0.0, 0.0], [0.0] * 4]),
+    ({"syntax": "gated", "syntax_layers": [1], "bf16": True}, None),
+])
+def test_variants_train_and_log_their_gates(tmp_path, data, variant, expected):
+    train, valid, symbols = data
+    cfg = with_overrides(load_preset("tiny"), {"max_steps": 2, "max_tokens": 256, "threads": 1, **variant})
+    Trainer(cfg, train, valid, symbols, tmp_path, torch.device("cpu"), progress=False).run()
+    last = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[-1])
+    assert np.isfinite(last["valid_loss"]) and np.isfinite(last["train_loss"])
+    if expected is not None:
+        assert last["gates"] == expected
+    else:  # learned gates in layer 2 only, means over the validation set strictly inside (0, 1)
+        assert last["gates"][0] == [0.0] * 4 and all(0 < g < 1 for g in last["gates"][1])
+    assert (tmp_path / "gates.png").is_file()
