@@ -9,7 +9,14 @@ import pytest
 import torch
 
 from synprep.errors import ConfigError
-from synprep.train.config import TrainConfig, load_config, load_preset, parse_override, preset_names, with_overrides
+from synprep.train.config import (
+    TrainConfig,
+    load_config,
+    load_preset,
+    parse_override,
+    preset_names,
+    with_overrides,
+)
 from synprep.train.data import Collater
 from synprep.train.decode import beam_search, greedy_search
 from synprep.train.metrics import bleu_scores, remove_bpe

@@ -33,6 +33,7 @@ import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader, Dataset
 
+from synprep.constants import PAD_ID
 from synprep.errors import ConfigError, InputError
 from synprep.parallel import limit_threads
 from synprep.signature import signature
@@ -285,9 +286,9 @@ class Trainer:
                 sync = self.ddp.no_sync()  # type: ignore[operator]
             with sync:
                 with self.autocast:
-                    logits, _ = self.ddp(batch)
+                    logits, _ = self.ddp(batch)  # (N, V): real target positions only
                 lprobs = torch.log_softmax(logits.float(), dim=-1)
-                loss, nll = label_smoothed_nll_loss(lprobs.view(-1, lprobs.shape[-1]), batch.target.view(-1),
+                loss, nll = label_smoothed_nll_loss(lprobs, batch.target[batch.target.ne(PAD_ID)],
                                                     self.cfg.label_smoothing)
                 (loss * scale).backward()
             loss_sum += float(loss.detach())
@@ -319,8 +320,7 @@ class Trainer:
             with self.autocast:
                 logits, enc = self.model(batch)
             lprobs = torch.log_softmax(logits.float(), dim=-1)
-            ls, ns = label_smoothed_nll_loss(lprobs.view(-1, lprobs.shape[-1]), batch.target.view(-1),
-                                             self.cfg.label_smoothing)
+            ls, ns = label_smoothed_nll_loss(lprobs, batch.target[batch.target.ne(PAD_ID)], self.cfg.label_smoothing)
             loss += float(ls)
             nll += float(ns)
             tok += batch.ntokens

@@ -219,13 +219,15 @@ class Seq2Seq(nn.Module):
         return EncoderOut(x, pad, bias, gates)
 
     # --- decoder -----------------------------------------------------------------------------
-    def decode(self, prev_tokens: torch.Tensor, enc: EncoderOut, cache: list[dict] | None = None) -> torch.Tensor:
+    def decode(self, prev_tokens: torch.Tensor, enc: EncoderOut, cache: list[dict] | None = None,
+               project: bool = True) -> torch.Tensor:
         """Next-token logits.
 
         Args:
             prev_tokens: (B, U) decoder input (``</s>`` then the target), right-padded; with a
                 ``cache`` only the newest token (B, 1) is read.
             enc: the encoder output. cache: :meth:`new_cache` state for incremental decoding.
+            project: False returns the final hidden states (B, U, D) instead of logits.
 
         Returns:
             (B, U, V) logits (U = 1 with a cache).
@@ -243,7 +245,7 @@ class Seq2Seq(nn.Module):
             x = layer(x, enc.x, enc.bias, cache[i] if cache is not None else None)
         if self.dec_final_norm is not None:
             x = self.dec_final_norm(x)
-        return F.linear(x, self.dec_embed.weight)
+        return F.linear(x, self.dec_embed.weight) if project else x
 
     def new_cache(self) -> list[dict]:
         return [{"self": {}, "cross": {}} for _ in self.decoder]
@@ -258,6 +260,14 @@ class Seq2Seq(nn.Module):
                         part[key] = part[key].index_select(0, order)
 
     def forward(self, batch: Batch) -> tuple[torch.Tensor, EncoderOut]:
-        """Teacher-forced logits (B, U, V) for ``batch.prev_tokens`` and the encoder output."""
+        """Teacher-forced logits of the real (non-padding) target positions.
+
+        Returns:
+            (logits (N, V) for the N positions where ``batch.target != <pad>``, in row-major order,
+            i.e. aligned with ``batch.target[batch.target != <pad>]``; the encoder output). Padding
+            rows never reach the output projection, the costliest matrix product of a small model.
+        """
         enc = self.encode(batch)
-        return self.decode(batch.prev_tokens, enc), enc
+        hidden = self.decode(batch.prev_tokens, enc, project=False)  # (B, U, D)
+        keep = batch.target.ne(PAD_ID)
+        return F.linear(hidden[keep], self.dec_embed.weight), enc
