@@ -72,3 +72,29 @@ def test_train_refuses_to_overwrite_a_run(run):
     root, out, _ = run
     proc = run_cli("train", "--shards", str(root / "shards"), "--preset", "tiny", "--out", str(out), check=False)
     assert proc.returncode == 2 and "--resume" in proc.stderr
+
+
+def test_dataloader_workers_change_nothing(run, tmp_path):
+    """Worker processes (each with its own HDF5 handles) feed the very same batches."""
+    root, _, _ = run
+    common = ["--shards", str(root / "shards"), "--preset", "tiny", "--max-steps", "3", "--set", "log_interval=1",
+              "--no-progress"]
+    run_cli("train", "--out", str(tmp_path / "w0"), *common)
+    run_cli("train", "--out", str(tmp_path / "w2"), *common, "--num-workers", "2")
+
+    def losses(d):
+        return [json.loads(x).get("train_loss") for x in (d / "metrics.jsonl").read_text().splitlines()]
+
+    assert losses(tmp_path / "w0") == losses(tmp_path / "w2")
+
+
+def test_vanilla_model_translates_plain_bpe_text(run, tmp_path):
+    root, _, _ = run
+    run_cli("train", "--shards", str(root / "shards"), "--preset", "tiny", "--out", str(tmp_path / "v"),
+            "--max-steps", "1", "--set", "syntax=vanilla", "--no-progress")
+    src = "ein mann fährt fahr@@ rad .\nzwei hunde\nunbekanntes@@ wort\n"
+    proc = run_cli("translate", "--checkpoint", str(tmp_path / "v" / "checkpoint_last.pt"), "--beam", "2",
+                   "--max-len-b", "5", "--remove-bpe", input=src)
+    lines = proc.stdout.split("\n")
+    assert len(lines) == 4 and lines[-1] == "" and all("@@" not in x for x in lines)
+    assert "|task:translate|model:vanilla|beam:2|" in proc.stderr

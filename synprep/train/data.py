@@ -128,8 +128,9 @@ class Collater:
             for b, r in enumerate(recs):
                 g = r.gaps_cnf if self.slr_gaps == "cnf" else r.gaps_nary
                 n = len(r.src_ids)
-                gaps[b, : n - 1] = g
-                gaps[b, n - 1] = GAP_EOS  # gap between the last piece and </s>
+                if n:
+                    gaps[b, : n - 1] = g
+                    gaps[b, n - 1] = GAP_EOS  # gap between the last piece and </s>
             batch.gaps = torch.from_numpy(gaps)
         if "pascal" in self.features:
             # </s> and padding point at the sentence's </s> (SPEC.md §4)
