@@ -91,10 +91,27 @@ def test_dataloader_workers_change_nothing(run, tmp_path):
 def test_vanilla_model_translates_plain_bpe_text(run, tmp_path):
     root, _, _ = run
     run_cli("train", "--shards", str(root / "shards"), "--preset", "tiny", "--out", str(tmp_path / "v"),
-            "--max-steps", "1", "--set", "syntax=vanilla", "--no-progress")
+            "--max-steps", "1", "--set", "syntax=vanilla", "--valid-split", "train", "--no-progress")
     src = "ein mann fährt fahr@@ rad .\nzwei hunde\nunbekanntes@@ wort\n"
     proc = run_cli("translate", "--checkpoint", str(tmp_path / "v" / "checkpoint_last.pt"), "--beam", "2",
                    "--max-len-b", "5", "--remove-bpe", input=src)
     lines = proc.stdout.split("\n")
     assert len(lines) == 4 and lines[-1] == "" and all("@@" not in x for x in lines)
     assert "|task:translate|model:vanilla|beam:2|" in proc.stderr
+
+
+def test_cli_resume_extends_a_finished_run(run, tmp_path):
+    import shutil
+
+    root, out, _ = run
+    shutil.copytree(out, tmp_path / "run")
+    bad = run_cli("train", "--shards", str(root / "shards"), "--out", str(tmp_path / "run"), "--resume",
+                  "--preset", "tiny", check=False)
+    assert bad.returncode == 2 and "drop --config/--preset" in bad.stderr
+    run_cli("train", "--shards", str(root / "shards"), "--out", str(tmp_path / "run"), "--resume", "--epochs", "41",
+            "--no-progress")
+    recs = [json.loads(x) for x in (tmp_path / "run/metrics.jsonl").read_text().splitlines()]
+    epochs = [r["epoch"] for r in recs if "valid_loss" in r]
+    assert epochs == list(range(1, 42))
+    steps = [r["step"] for r in recs if "valid_loss" not in r]
+    assert steps == sorted(steps) and len(set(steps)) == len(steps)

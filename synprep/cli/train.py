@@ -39,10 +39,12 @@ def _device_option(f):
 @click.option("--resume", is_flag=True, help="Continue exactly from OUT/checkpoint_last.pt (its config is used).")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="Override a config field (value parsed as JSON), e.g. --set syntax=vanilla. Repeatable.")
+@click.option("--train-split", default="train", show_default=True, help="Split to train on.")
+@click.option("--valid-split", default="valid", show_default=True, help="Split to validate on.")
 @click.option("--progress/--no-progress", default=None, help="tqdm progress bars (default: when stderr is a terminal).")
 @_device_option
 def train_cmd(shards_dir, config_path, preset, out_dir, max_steps, max_epochs, max_tokens, seed, num_workers, resume,
-              sets, progress, device):
+              sets, train_split, valid_split, progress, device):
     """Train the (gated syntax-attention) Transformer on a shard folder.
 
     \b
@@ -74,7 +76,7 @@ def train_cmd(shards_dir, config_path, preset, out_dir, max_steps, max_epochs, m
         cfg = load_config(config_path) if config_path else load_preset(preset)
         cfg = with_overrides(cfg, overrides) if overrides else cfg
     summary = train(shards_dir, out, cfg, device=device, resume=resume, overrides=overrides if resume else None,
-                    progress=progress)
+                    progress=progress, train_split=train_split, valid_split=valid_split)
     if int(os.environ.get("RANK", 0)) == 0:
         log.info("done: %d updates, %d epochs, best valid loss %.3f", summary["step"], summary["epoch"],
                  summary["best_valid_loss"])

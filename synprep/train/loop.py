@@ -444,8 +444,9 @@ class Trainer:
 
 
 def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None = None, *, device: str | None = None,
-          resume: bool = False, overrides: dict[str, Any] | None = None, progress: bool | None = None) -> dict[str, Any]:
-    """Train on the ``train`` split of a shard folder, validating on its ``valid`` split.
+          resume: bool = False, overrides: dict[str, Any] | None = None, progress: bool | None = None,
+          train_split: str = "train", valid_split: str = "valid") -> dict[str, Any]:
+    """Train on one split of a shard folder (``train``), validating on another (``valid``).
 
     Joins the ``torchrun`` process group when launched by it (``WORLD_SIZE > 1``).
 
@@ -457,6 +458,8 @@ def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None =
         resume: continue exactly from ``out_dir/checkpoint_last.pt``.
         overrides: with ``resume``: new ``max_steps``/``max_epochs``/… (see RESUME_OVERRIDABLE).
         progress: tqdm bars (None: when stderr is a terminal).
+        train_split, valid_split: split names (the same split for both makes a smoke run on a
+            folder holding only a test split).
 
     Returns:
         summary: ``step``, ``epoch``, ``best_valid_loss``, ``signature``, ….
@@ -468,8 +471,8 @@ def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None =
 
     env, dev = init_distributed(device)
     try:
-        train_ds = ShardDataset(shards_dir, "train")
-        valid_ds = ShardDataset(shards_dir, "valid")
+        train_ds = ShardDataset(shards_dir, train_split)
+        valid_ds = ShardDataset(shards_dir, valid_split)
         symbols = load_symbols(shards_dir, train_ds.attrs)
         trainer = Trainer(cfg, train_ds, valid_ds, symbols, out_dir, dev, env, resume=resume, overrides=overrides,
                           progress=progress, data_signature=train_ds.attrs.get("signature"))
