@@ -80,19 +80,23 @@ def beam_search(model: Seq2Seq, batch: Batch, beam: int = 5, lenpen: float = 1.0
     scores[:, 1:] = float("-inf")  # all beams start identical: keep one
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(B)]
     done = [False] * B
-    V = None
+    limit_t = torch.tensor(limits, device=dev).repeat_interleave(k)  # (B*k,)
     for step in range(max(limits)):
         lp = _lprobs(model, tokens, enc, cache)  # (B*k, V)
         V = lp.shape[1]
-        for b in range(B):
-            if step + 1 >= limits[b] or done[b]:  # force </s> at the limit (and in finished sentences)
-                rows = lp[b * k:(b + 1) * k]
-                eos = rows[:, EOS_ID].clone()
-                rows.fill_(float("-inf"))
-                rows[:, EOS_ID] = eos
-        cand = (scores[:, :, None] + lp.view(B, k, V)).view(B, k * V)
-        top_s, top_i = cand.topk(2 * k, dim=1)
-        top_beam, top_tok = (top_i // V).tolist(), (top_i % V).tolist()
+        # force </s> at the length limit and in finished sentences (vectorised over rows)
+        forced = (limit_t <= step + 1) | torch.tensor(done, device=dev).repeat_interleave(k)
+        if bool(forced.any()):
+            eos = lp[:, EOS_ID].clone()
+            lp[forced] = float("-inf")
+            lp[forced, EOS_ID] = eos[forced]
+        # the best 2k continuations of a sentence are among the best 2k of each of its beams
+        row_s, row_i = lp.topk(min(2 * k, V), dim=1)  # (B*k, 2k)
+        cand = (scores.view(B * k, 1) + row_s).view(B, -1)  # (B, k*2k)
+        top_s, top_j = cand.topk(2 * k, dim=1)
+        width = row_s.shape[1]
+        top_beam = (top_j // width).tolist()
+        top_tok = row_i.view(B, -1).gather(1, top_j).tolist()
         top_sl = top_s.tolist()
         new_rows, new_tok, new_scores = [], [], []
         for b in range(B):
