@@ -123,10 +123,11 @@ def iter_pairs(src: PathLike, tgt: PathLike, **kw) -> Iterator[tuple[str, str]]:
         )
 
 
-def _umask() -> int:
+def file_mode() -> int:
+    """The mode a newly created ordinary file gets (``0o666`` less the umask); mkstemp gives 0600."""
     mask = os.umask(0)
     os.umask(mask)
-    return mask
+    return 0o666 & ~mask
 
 
 @contextlib.contextmanager
@@ -148,7 +149,7 @@ def atomic_write(path: PathLike, mode: str = "w", encoding: str | None = "utf-8"
             yield f
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, file_mode())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

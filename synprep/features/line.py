@@ -92,7 +92,7 @@ def _sentence_gaps(s: ParsedSentence) -> tuple[np.ndarray, np.ndarray]:
 
 
 def line_features(parsed: ParsedLine, pieces: Sequence[str], line: int, *, path: str | None = None,
-                  ldd_threshold: float = 0.0) -> LineFeatures:
+                  ldd_threshold: float = 0.0, compare_words: Sequence[str] | None = None) -> LineFeatures:
     """Source-side syntax features of one line (SPEC.md §1–4, docs/FORMAT.md).
 
     Args:
@@ -100,7 +100,9 @@ def line_features(parsed: ParsedLine, pieces: Sequence[str], line: int, *, path:
         pieces: ``(T,)`` the line's BPE pieces (``line.split()``; Moses-escaped, ``@@`` markers).
         line: 1-based line number, for error messages.
         path: the source file, for error messages.
-        ldd_threshold: drop LDD entries below this probability.
+        ldd_threshold: drop LDD entries below this probability (each word keeps its best entry).
+        compare_words: the words the pieces must rebuild, when they are not ``parsed.words``
+            themselves (a corpus lowercased after parsing: the lowercased parsed words).
 
     Returns:
         :class:`LineFeatures`.
@@ -114,7 +116,8 @@ def line_features(parsed: ParsedLine, pieces: Sequence[str], line: int, *, path:
         raise InputError(f"the parser failed on this line: {parsed.error}", path, line)
     if not parsed.sentences:
         raise InputError("the parse has no sentences", path, line)
-    word_index = align(pieces, parsed.words, line=line, path=path)
+    words = parsed.words if compare_words is None else list(compare_words)
+    word_index = align(pieces, words, line=line, path=path)
 
     cnf: list[np.ndarray] = []
     nary: list[np.ndarray] = []

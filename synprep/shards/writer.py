@@ -42,6 +42,7 @@ from synprep.shards.schema import (
     ids_dtype,
     smallest_unsigned,
 )
+from synprep.textio import file_mode
 from synprep.types import DEPRELS, UPOS_TAGS, PairRecord
 
 #: float16's smallest positive value (2**-24): smaller LDD probabilities are stored as this,
@@ -263,6 +264,7 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
                 digest.update(chunk)
             os.fsync(fh.fileno())
         size = tmp.stat().st_size
+        os.chmod(tmp, file_mode())  # mkstemp makes 0600; a shard is an ordinary file
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -1,0 +1,291 @@
+"""The annotation stage: BPE'd parallel text + word-level parses → syntax features → HDF5 shards.
+
+This is the part of the pipeline after text preparation (SPEC.md §1): for every pair, the source
+words are parsed (stanza / CoreNLP, or a CoNLL-U parse the user already has), the parse is checked
+against the BPE pieces (:func:`synprep.align.align`; a mismatch is an error naming the line), the
+features are computed (:func:`synprep.features.line.line_features`), and pairs are written into
+shards of ``shard_size`` input pairs (:func:`synprep.shards.write_shard`) with the manifest updated
+after each shard.
+
+Resume and determinism: shard ``k`` of a split always holds the pairs ``k*shard_size ..
+(k+1)*shard_size - 1`` of the (cleaned) input, a shard whose file matches its manifest entry is
+skipped, and every shard is parsed as one block (:func:`synprep.parse.run.parse_block`) whose
+batches depend only on the input and the cache's content at the block's start, never on timing,
+``--jobs`` or the backend. So a run killed at any point and started again writes byte-identical
+shards, and so does a run with another number of workers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from synprep.errors import ConfigError, InputError
+from synprep.features.line import line_features, tree_source
+from synprep.parallel import chunked
+from synprep.shards import Manifest, shard_name, write_shard
+from synprep.types import DEPRELS, UPOS_TAGS, PairRecord, ParsedLine
+from synprep.vocab import Vocab
+
+log = logging.getLogger(__name__)
+
+#: pairs per shard unless told otherwise
+DEFAULT_SHARD_SIZE = 10000
+
+#: drop reasons the annotation stage can record (the text stage adds ``clean:*``)
+PARSE_REASONS = ("parse:empty", "parse:too_long", "parse:failed", "annotate:empty_target")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One pair entering the annotation stage.
+
+    Attributes:
+        line: 1-based line number of the pair in the split's original input.
+        words: the source words as the parser sees them (Moses tokens, unescaped).
+        src: source BPE pieces (Moses-escaped, ``@@`` markers); ``src`` rebuilds ``words``.
+        tgt: target BPE pieces.
+        parse: an imported parse (CoNLL-U), or None to run the parser.
+    """
+
+    line: int
+    words: list[str]
+    src: list[str]
+    tgt: list[str]
+    parse: ParsedLine | None = None
+
+
+@dataclass
+class ParseOptions:
+    """How the source side is parsed (everything here is part of the shards' configuration).
+
+    Attributes:
+        parser: ``stanza``, ``corenlp`` or ``conllu`` (imported parses carried by the items).
+        spec: the :class:`synprep.parse.base.ParserSpec` for stanza / CoreNLP.
+        ssplit: split a line into sentences on its words (SPEC.md §1); False = one sentence.
+        batch_size: sentences per work item sent to a worker.
+        cache: the parse cache file, or None for no cache.
+        lowercase: the BPE side was lowercased after the parse (parsed words are compared
+            lowercased with the pieces).
+    """
+
+    parser: str = "stanza"
+    spec: Any = None
+    ssplit: bool = True
+    batch_size: int = 64
+    cache: str | None = None
+    lowercase: bool = False
+
+    def identity(self) -> str:
+        if self.parser == "conllu":
+            return "conllu-import"
+        from synprep.parse.run import parser_identity
+
+        return parser_identity(self.spec)
+
+    def config(self) -> dict[str, Any]:
+        """The JSON-able part of the configuration that determines the parses."""
+        out: dict[str, Any] = {"name": self.parser, "ssplit": self.ssplit}
+        if self.parser != "conllu":
+            spec = dataclasses.asdict(self.spec)
+            spec.pop("device", None)
+            spec.pop("timeout", None)
+            spec.pop("corenlp_endpoint", None)
+            spec.pop("dir", None)
+            out.update(spec)
+            out["identity"] = self.identity()
+            out["batch_size"] = self.batch_size
+        return out
+
+
+@dataclass
+class Parallel:
+    """Where the work runs (not part of the configuration: it never changes the output)."""
+
+    jobs: int = 1
+    backend: str = "loky"
+    scheduler: str | None = None
+
+
+@dataclass
+class SplitResult:
+    """What :func:`annotate_split` did: pairs written, shards written or skipped, drops by reason."""
+
+    pairs: int = 0
+    written: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    dropped: dict[str, int] = field(default_factory=dict)
+
+
+def drop_reason(error: str) -> str:
+    """The manifest reason for a parser error message (``parse:empty|too_long|failed``)."""
+    if error == "empty line":
+        return "parse:empty"
+    if "max_words" in error:
+        return "parse:too_long"
+    return "parse:failed"
+
+
+def _parse_block(items: list[Item], opts: ParseOptions, par: Parallel, cache) -> list[ParsedLine]:
+    if opts.parser == "conllu":
+        out = []
+        for it in items:
+            if it.parse is None:
+                raise InputError("no CoNLL-U parse for this line", None, it.line)
+            if it.parse.line != it.line:
+                raise InputError(f"the CoNLL-U parse of line {it.parse.line} was given for line {it.line}",
+                                 None, it.line)
+            out.append(it.parse)
+        return out
+    from synprep.parse.run import parse_block
+
+    return parse_block([it.words for it in items], opts.spec, cache=cache, jobs=par.jobs, backend=par.backend,
+                       scheduler=par.scheduler, ssplit=opts.ssplit, batch_size=opts.batch_size,
+                       first_line=1)
+
+
+def _lowercased(parsed: ParsedLine) -> ParsedLine:
+    from synprep.text.tokenize import moses_lowercase
+
+    return dataclasses.replace(parsed, sentences=[
+        dataclasses.replace(s, words=[moses_lowercase(w) for w in s.words]) for s in parsed.sentences])
+
+
+def build_records(items: list[Item], parses: list[ParsedLine], vocab: Vocab, *, ldd_threshold: float,
+                  lowercase: bool, path: str | None) -> tuple[list[PairRecord], list[tuple[int, str, str]], set[str]]:
+    """Turn parsed items into shard records; returns ``(records, drops, tree sources)``.
+
+    Raises:
+        InputError: the parse does not match the pieces (names the line), or is malformed.
+    """
+    records: list[PairRecord] = []
+    drops: list[tuple[int, str, str]] = []
+    sources: set[str] = set()
+    for it, parsed in zip(items, parses, strict=True):
+        if parsed.error is not None:
+            drops.append((it.line, drop_reason(parsed.error), parsed.error))
+            continue
+        if not it.tgt:
+            drops.append((it.line, "annotate:empty_target", "the target side is empty"))
+            continue
+        # a lowercased corpus: the parser saw the cased words; compare the lowercased ones
+        feats = line_features(parsed, it.src, it.line, path=path, ldd_threshold=ldd_threshold,
+                              compare_words=_lowercased(parsed).words if lowercase else None)
+        sources.add(tree_source(parsed))
+        records.append(PairRecord(line=it.line, src_ids=vocab.encode(it.src), tgt_ids=vocab.encode(it.tgt),
+                                  **feats.as_dict()))
+    return records, drops, sources
+
+
+def _merged_source(sources: set[str]) -> str:
+    if not sources:
+        return "constituency"
+    return sources.pop() if len(sources) == 1 else "mixed"
+
+
+def annotate_split(
+    out: str | os.PathLike,
+    split: str,
+    items: Iterable[Item],
+    *,
+    vocab: Vocab,
+    manifest: Manifest,
+    opts: ParseOptions,
+    par: Parallel,
+    src_lang: str,
+    tgt_lang: str,
+    signature: str,
+    config: dict[str, Any],
+    ldd_threshold: float,
+    shard_size: int = DEFAULT_SHARD_SIZE,
+    source_name: str | None = None,
+) -> SplitResult:
+    """Parse, annotate and shard one split, skipping shards already finished.
+
+    Args:
+        out: the output folder (shards, ``dict.txt`` and ``manifest.json`` live there).
+        split: the split's name (``train``, ``valid``, ``test``, …).
+        items: the split's pairs in input order (streamed: one shard's worth is held at a time).
+        vocab: the joint vocabulary (already saved as ``OUT/dict.txt``).
+        manifest: the folder's manifest; updated and saved after every shard.
+        opts, par: how to parse, and where the work runs.
+        signature, config: the signature line and configuration stored in every shard.
+        ldd_threshold: LDD entries under this are dropped (each word keeps its best entry).
+        shard_size: input pairs per shard (the last shard of a split may hold fewer).
+        source_name: the source file, for error messages.
+
+    Returns:
+        :class:`SplitResult`.
+
+    Raises:
+        InputError: a parse that does not match its pieces, malformed input; ConfigError: bad options.
+    """
+    if shard_size < 1:
+        raise ConfigError(f"--shard-size must be >= 1, got {shard_size}")
+    out = Path(out)
+    result = SplitResult()
+    manifest.declare_reasons(split, list(PARSE_REASONS))
+    cache = None
+    if opts.cache and opts.parser != "conllu":
+        from synprep.parse.cache import ParseCache
+
+        cache = ParseCache(opts.cache)
+    try:
+        for k, block in enumerate(chunked(items, shard_size)):
+            name = shard_name(split, k)
+            if manifest.is_done(out, name):
+                result.skipped.append(name)
+                continue
+            parses = _parse_block(block, opts, par, cache)
+            records, drops, sources = build_records(block, parses, vocab, ldd_threshold=ldd_threshold,
+                                                    lowercase=opts.lowercase, path=source_name)
+            manifest.record_drops(split, drops)
+            if records:
+                attrs = {
+                    "split": split, "shard_index": k, "src_lang": src_lang, "tgt_lang": tgt_lang,
+                    "signature": signature, "config": config, "tree_source": _merged_source(sources),
+                    "ldd_threshold": ldd_threshold, "vocab_path": "dict.txt", "vocab_sha256": vocab.sha256,
+                    "deprel_labels": list(DEPRELS), "upos_labels": list(UPOS_TAGS),
+                }
+                info = write_shard(out / name, records, attrs)
+                manifest.add_shard(split, info)
+                result.written.append(name)
+            manifest.save(out)
+            log.info("%s: %d pairs, %d dropped", name, len(records), len(drops))
+    finally:
+        if cache is not None:
+            cache.close()
+    entry = manifest.split(split)
+    result.pairs = entry.pairs
+    result.dropped = {k: v for k, v in entry.dropped.items() if v}
+    return result
+
+
+def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iterator[int],
+                     words: Iterator[list[str]] | None = None,
+                     parses: Iterator[ParsedLine] | None = None) -> Iterator[Item]:
+    """Zip the per-line streams of a split into :class:`Item` s.
+
+    Args:
+        bpe_src, bpe_tgt: BPE'd lines. lines: each pair's original 1-based line number.
+        words: the parser's words per line (default: the source pieces' words, unescaped).
+        parses: imported parses, one per pair, in order.
+    """
+    from synprep.align import bpe_words
+    from synprep.text.escape import unescape_tokens
+
+    parse_it = iter(parses) if parses is not None else None
+    word_it = iter(words) if words is not None else None
+    for s, t, n in zip(bpe_src, bpe_tgt, lines, strict=True):
+        src = s.split()
+        if word_it is not None:
+            w = next(word_it)
+        else:
+            w = unescape_tokens(bpe_words(src, line=n)[0])
+        p = next(parse_it) if parse_it is not None else None
+        yield Item(line=n, words=w, src=src, tgt=t.split(), parse=p)

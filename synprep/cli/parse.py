@@ -1,0 +1,177 @@
+"""``synprep parse`` (Moses-tokenized lines → CoNLL-U) and ``synprep models`` (stanza resources)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterator
+
+import click
+
+from synprep.cli.common import input_option, jobs_options, output_option
+from synprep.errors import ConfigError
+
+log = logging.getLogger("synprep.parse")
+
+
+def _visible_gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+@click.command("parse")
+@click.option("-l", "--lang", required=True, help="Language code of the input (en, de, ...).")
+@click.option("--parser", "parser_name", type=click.Choice(["stanza", "corenlp"]), default="stanza", show_default=True,
+              help="Parser backend (corenlp needs CORENLP_HOME).")
+@click.option("--trees", "trees_path", default=None, metavar="FILE",
+              help="Your bracketed trees, one line per input line (several trees on a line = its sentences), "
+                   "used instead of the constituency model; leaves must equal the words.")
+@jobs_options
+@click.option("--stanza-dir", default=None, metavar="DIR", help="stanza resource directory (default: stanza's own).")
+@click.option("--stanza-package", default=None, metavar="NAME", help="stanza package (default: stanza's default).")
+@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
+              help="cuda: one worker per visible GPU unless --jobs is given.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True,
+              help="Sentences per parser call sent to a worker (more on a GPU).")
+@click.option("--no-ssplit", is_flag=True, help="Treat every line as one sentence (no sentence splitting).")
+@click.option("--cache", "cache_path", default=None, metavar="PATH",
+              help="Parse cache (sqlite). Default: $SYNPREP_CACHE or ~/.cache/synprep/parse.sqlite.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the parse cache.")
+@click.option("--max-words", type=click.IntRange(min=1), default=250, show_default=True,
+              help="Longer sentences are recorded as failed lines, not parsed.")
+@click.option("--ldd-threshold", type=click.FloatRange(0.0, 1.0), default=0.01, show_default=True,
+              help="Drop LDD entries below this probability.")
+@click.option("--corenlp-endpoint", default="http://localhost:9000", show_default=True, help="CoreNLP server URL.")
+@click.option("--timeout", type=click.FloatRange(min=1.0), default=60.0, show_default=True,
+              help="Seconds a CoreNLP request may take.")
+@input_option(help="Moses-tokenized input, one sentence line per line (default: stdin).")
+@output_option(help="CoNLL-U output (default: stdout).")
+@click.pass_context
+def parse_cmd(ctx: click.Context, lang: str, parser_name: str, trees_path: str | None, jobs: int, backend: str,
+              scheduler: str | None, stanza_dir: str | None, stanza_package: str | None, device: str,
+              batch_size: int, no_ssplit: bool, cache_path: str | None, no_cache: bool, max_words: int,
+              ldd_threshold: float, corenlp_endpoint: str, timeout: float, input_path: str,
+              output_path: str) -> None:
+    """Parse Moses-tokenized lines into CoNLL-U, one block per input line, in order.
+
+    Words are Moses tokens (escapes like &apos; are undone for the parser); lines may hold several
+    sentences (split on . ! ? ...). Each sentence block carries '# line = N', the constituency tree
+    as '# constituency = ...' where there is one, and the labeled dependency distribution as
+    '# ldd = DEP,HEAD,REL,PROB ...'. An empty or failed line gives a block with '# line = N' and
+    '# error = REASON' — no line is ever dropped. See docs/parse.md.
+    """
+    from click.core import ParameterSource
+
+    from synprep.parse import (
+        ParseCache,
+        ParserSpec,
+        ParseStats,
+        default_cache_path,
+        parse_lines,
+        write_conllu,
+    )
+    from synprep.parse.run import parser_identity
+    from synprep.parse.stanza_parser import short_identity
+    from synprep.parse.trees import read_tree_lines
+    from synprep.signature import signature
+    from synprep.text.escape import unescape_tokens
+    from synprep.textio import display_name, iter_lines, open_output
+
+    if device == "cuda":
+        n_gpus = _visible_gpus()
+        if n_gpus == 0:
+            raise ConfigError("--device cuda but torch sees no GPU")
+        if ctx.get_parameter_source("jobs") == ParameterSource.DEFAULT:
+            jobs = n_gpus
+        elif jobs > n_gpus:
+            log.warning("%d workers share %d GPUs", jobs, n_gpus)
+    spec = ParserSpec(name=parser_name, lang=lang, dir=stanza_dir, package=stanza_package, device=device,
+                      constituency=trees_path is None, max_words=max_words, ldd_threshold=ldd_threshold,
+                      corenlp_endpoint=corenlp_endpoint, timeout=timeout)
+    identity = parser_identity(spec)
+    cache = None
+    if not no_cache:
+        cache = ParseCache(cache_path or default_cache_path())
+        log.info("parse cache: %s", cache.path)
+
+    def words() -> Iterator[list[str]]:
+        for text in iter_lines(input_path):
+            yield unescape_tokens(text.split())
+
+    trees = None
+    if trees_path is not None:
+        trees = (t for _, t in read_tree_lines(trees_path))
+    stats = ParseStats()
+    lines = parse_lines(words(), spec, cache=cache, jobs=jobs, backend=backend, scheduler=scheduler,
+                        ssplit=not no_ssplit, trees=trees, trees_name=display_name(trees_path) if trees_path else None,
+                        batch_size=batch_size, identity=identity, stats=stats)
+    try:
+        with open_output(output_path) as out:
+            write_conllu(_progress(lines), out)
+    finally:
+        if cache is not None:
+            cache.close()
+    log.info("%d lines: %d sentences parsed (%d from the cache, %d by the parser), %d failed lines",
+             stats.lines, stats.sentences, stats.cache_hits, stats.parsed, stats.failed_lines)
+    for reason, count in sorted(stats.reasons.items()):
+        log.info("  failed: %s: %d", reason, count)
+    click.echo(signature(parser=short_identity(identity), lang=lang, ssplit=not no_ssplit and trees_path is None,
+                         trees="user" if trees_path else None, ldd=ldd_threshold if parser_name == "stanza" else None),
+               err=True)
+
+
+def _progress(lines):
+    if not sys.stderr.isatty():
+        yield from lines
+        return
+    from tqdm import tqdm
+
+    yield from tqdm(lines, unit=" lines", file=sys.stderr, leave=False)
+
+
+@click.group("models")
+def models_group() -> None:
+    """stanza models: download them, or show what synprep would load."""
+
+
+@models_group.command("download")
+@click.argument("lang")
+@click.option("--dir", "model_dir", default=None, metavar="DIR", help="Resource directory (default: stanza's own).")
+@click.option("--package", default=None, metavar="NAME", help="Package (default: stanza's default).")
+def download_cmd(lang: str, model_dir: str | None, package: str | None) -> None:
+    """Download the stanza models synprep uses for LANG (pos, lemma, depparse, constituency)."""
+    import stanza
+    from stanza.resources.common import DEFAULT_MODEL_DIR
+
+    processors = "tokenize,pos,lemma,depparse,constituency"
+    try:
+        stanza.download(lang, model_dir=model_dir or DEFAULT_MODEL_DIR, package=package or "default",
+                        processors=processors)
+    except Exception as e:  # stanza raises many kinds of errors (network, unknown language/package)
+        raise ConfigError(f"stanza.download({lang!r}, package={package or 'default'!r}) failed: {e}") from None
+    click.echo(f"synprep: stanza models for {lang} are in {model_dir or DEFAULT_MODEL_DIR}", err=True)
+
+
+@models_group.command("info")
+@click.argument("lang")
+@click.option("--dir", "model_dir", default=None, metavar="DIR", help="Resource directory (default: stanza's own).")
+@click.option("--package", default=None, metavar="NAME", help="Package (default: stanza's default).")
+@click.option("--ldd-threshold", type=click.FloatRange(0.0, 1.0), default=0.01, show_default=True)
+def info_cmd(lang: str, model_dir: str | None, package: str | None, ldd_threshold: float) -> None:
+    """Show the processors and model files synprep would load for LANG, and the parser identity."""
+    from synprep.parse import ParserSpec
+    from synprep.parse.stanza_parser import resolve_resources, short_identity, stanza_identity
+
+    spec = ParserSpec(lang=lang, dir=model_dir, package=package, ldd_threshold=ldd_threshold)
+    res = resolve_resources(spec)
+    click.echo(f"dir\t{res.dir}")
+    click.echo(f"lang\t{res.lang}")
+    click.echo(f"package\t{res.package}")
+    click.echo(f"processors\t{','.join(res.processors)}")
+    click.echo(f"constituency\t{'yes' if res.has_constituency else 'no (trees derived from dependencies)'}")
+    for key, path in res.files:
+        click.echo(f"file\t{key}\t{path}")
+    identity = stanza_identity(spec)
+    click.echo(f"identity\t{identity}")
+    click.echo(f"signature\t{short_identity(identity)}")

@@ -1,0 +1,198 @@
+"""The parse cache: each unique sentence is parsed once per parser identity (SPEC.md §1).
+
+One sqlite3 database (stdlib, WAL journal) shared by every run, BPE setting and translation
+direction. Key: ``sha256(parser identity + "\\n" + JSON list of the words)`` — JSON makes the word
+boundaries unambiguous whatever the words contain, and the identity (parser, version, language,
+package, model file hashes, processors, LDD threshold; see
+:func:`synprep.parse.stanza_parser.stanza_identity`) changes whenever a parse could change.
+Value: the :class:`~synprep.types.ParsedSentence` as zlib-compressed JSON (words, upos, heads,
+deprels, tree, tree_source, ldd); float32 probabilities are stored as the floats they are and
+read back to identical float32 values.
+
+Durability: every batch of puts is one transaction, and sqlite's journal makes a transaction
+all-or-nothing, so a writer killed at any point (``kill -9``) leaves each entry either complete
+or absent. A value that still fails to decode (disk damage) is treated as a miss, logged, and
+overwritten by the next put. Failures are **not** cached: a failure may be transient (out of
+memory, a killed worker) and the length limit is checked before parsing anyway, so a later run
+simply tries again. Only the main process opens the cache; workers only parse.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from synprep.errors import ConfigError
+from synprep.types import ParsedSentence, SparseLDD
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+#: environment variable naming the default cache file
+CACHE_ENV = "SYNPREP_CACHE"
+
+
+def default_cache_path() -> Path:
+    """``$SYNPREP_CACHE``, else ``$XDG_CACHE_HOME/synprep/parse.sqlite`` (``~/.cache/...``)."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "synprep" / "parse.sqlite"
+
+
+def cache_key(identity: str, words: Sequence[str]) -> bytes:
+    """sha256 digest (32 bytes) of the parser identity and the sentence's words."""
+    text = identity + "\n" + json.dumps(list(words), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+def sentence_to_json(sent: ParsedSentence) -> dict:
+    """A JSON-able dict of a :class:`ParsedSentence` (inverse: :func:`sentence_from_json`)."""
+    d: dict = {
+        "words": list(sent.words),
+        "upos": list(sent.upos),
+        "heads": [int(h) for h in sent.heads],
+        "deprels": list(sent.deprels),
+        "tree": sent.tree,
+        "tree_source": sent.tree_source,
+        "ldd": None,
+    }
+    if sent.ldd is not None:
+        d["ldd"] = {
+            "dep": sent.ldd.dep.astype(int).tolist(),
+            "head": sent.ldd.head.astype(int).tolist(),
+            "rel": list(sent.ldd.rel),
+            "prob": np.asarray(sent.ldd.prob, dtype=np.float32).astype(float).tolist(),
+            "threshold": float(sent.ldd.threshold),
+        }
+    return d
+
+
+def sentence_from_json(d: dict) -> ParsedSentence:
+    """Rebuild a :class:`ParsedSentence` from :func:`sentence_to_json`'s dict."""
+    ldd = None
+    if d.get("ldd") is not None:
+        x = d["ldd"]
+        ldd = SparseLDD(
+            dep=np.asarray(x["dep"], dtype=np.int32),
+            head=np.asarray(x["head"], dtype=np.int32),
+            rel=list(x["rel"]),
+            prob=np.asarray(x["prob"], dtype=np.float32),
+            threshold=float(x["threshold"]),
+        )
+    return ParsedSentence(
+        words=list(d["words"]),
+        upos=list(d["upos"]),
+        heads=[int(h) for h in d["heads"]],
+        deprels=list(d["deprels"]),
+        tree=d.get("tree"),
+        tree_source=d.get("tree_source"),
+        ldd=ldd,
+    )
+
+
+def encode(sent: ParsedSentence) -> bytes:
+    return zlib.compress(json.dumps(sentence_to_json(sent), ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def decode(blob: bytes) -> ParsedSentence:
+    return sentence_from_json(json.loads(zlib.decompress(blob).decode("utf-8")))
+
+
+class ParseCache:
+    """A persistent map ``(parser identity, words) -> ParsedSentence`` in one sqlite file.
+
+    Args:
+        path: the database file (created with its folder when missing).
+        timeout: seconds to wait for another process's write lock.
+
+    Raises:
+        ConfigError: the file cannot be opened as a synprep cache.
+    """
+
+    def __init__(self, path: str | os.PathLike, timeout: float = 60.0):
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # check_same_thread=False: parse_lines looks up from joblib's dispatch thread (serialized by its lock)
+            self._db = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS parses (key BLOB PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID"
+            )
+            row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            if row is None:
+                self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            elif row[0] != str(SCHEMA_VERSION):
+                raise ConfigError(f"parse cache {self.path} has schema {row[0]}, this synprep writes {SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as e:
+            raise ConfigError(f"cannot use {self.path} as a parse cache: {e}") from None
+        self.hits = 0
+        self.misses = 0
+
+    def get_many(self, identity: str, sentences: Iterable[Sequence[str]]) -> list[ParsedSentence | None]:
+        """Look up sentences (word lists); ``None`` where not cached. One read transaction."""
+        keys = [cache_key(identity, words) for words in sentences]
+        found: dict[bytes, bytes] = {}
+        for i in range(0, len(keys), 500):
+            part = keys[i : i + 500]
+            q = f"SELECT key, value FROM parses WHERE key IN ({','.join('?' * len(part))})"
+            found.update(self._db.execute(q, part).fetchall())
+        out: list[ParsedSentence | None] = []
+        for k in keys:
+            blob = found.get(k)
+            sent = None
+            if blob is not None:
+                try:
+                    sent = decode(blob)
+                except (zlib.error, ValueError, KeyError, TypeError) as e:
+                    log.warning("parse cache %s: unreadable entry ignored (%s)", self.path, e)
+            if sent is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+            out.append(sent)
+        return out
+
+    def put_many(self, identity: str, items: Iterable[tuple[Sequence[str], ParsedSentence]]) -> int:
+        """Store ``(words, parse)`` pairs in one transaction; returns the number stored."""
+        rows = [(cache_key(identity, words), encode(sent)) for words, sent in items]
+        if not rows:
+            return 0
+        with self._transaction():
+            self._db.executemany("INSERT OR REPLACE INTO parses (key, value) VALUES (?, ?)", rows)
+        return len(rows)
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[None]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def __len__(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM parses").fetchone()[0])
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> ParseCache:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,343 @@
+"""Parse lines of words, streaming and in order: sentence splitting, the cache, parallel workers.
+
+:func:`parse_block` parses a bounded block of lines (the pipeline's unit: one shard);
+:func:`parse_lines` streams any input through blocks. The main process splits each line into
+sentences (:mod:`synprep.parse.ssplit`, or the user's trees), checks lengths, looks every unique
+sentence of the block up in the cache (:mod:`synprep.parse.cache`) and sends only the misses, in
+batches fixed before any work starts, to the workers (:func:`synprep.parallel.parallel_map`). Each worker process loads one
+parser, kept in a module-level global so it is loaded once per process, with torch limited to
+one thread; with ``device="cuda"`` each worker takes one visible GPU. Results come back in input
+order; the main process stores them in the cache and yields one :class:`ParsedLine` per input
+line — never dropping one: an empty line, a too-long sentence or a parser failure gives a
+``ParsedLine`` with ``error`` set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import fcntl
+import itertools
+import logging
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
+
+from nltk import Tree
+
+from synprep.errors import InputError
+from synprep.parallel import chunked, limit_threads, parallel_map
+from synprep.parse.base import ParserSpec, ParseStats, parse_isolated
+from synprep.parse.cache import ParseCache
+from synprep.parse.ssplit import split_sentences
+from synprep.parse.trees import match_leaves, tree_to_str
+from synprep.types import ParsedLine, ParsedSentence
+
+log = logging.getLogger(__name__)
+
+#: sentences per work item sent to a worker (one parser call)
+DEFAULT_BATCH_SIZE = 64
+#: lines parsed as one deterministic block by :func:`parse_lines`
+DEFAULT_BLOCK_LINES = 2048
+
+# --- worker side --------------------------------------------------------------------------------
+
+_PARSER: tuple[ParserSpec, Any] | None = None
+_GPU_LOCK: IO | None = None
+#: number of sentences this process has given to a parser (tests count parser calls with it)
+PARSER_CALLS = 0
+
+
+def make_parser(spec: ParserSpec, device: str | None = None):
+    """Load the parser a spec names (:class:`StanzaParser` or :class:`CoreNLPParser`)."""
+    if spec.name == "stanza":
+        from synprep.parse.stanza_parser import StanzaParser
+
+        return StanzaParser(spec, device=device)
+    from synprep.parse.corenlp import CoreNLPParser
+
+    return CoreNLPParser(spec)
+
+
+def parser_identity(spec: ParserSpec) -> str:
+    """The identity string of a spec's parser (cache key prefix, signature); loads no model.
+
+    Raises:
+        ConfigError: models or CoreNLP missing.
+    """
+    if spec.name == "stanza":
+        from synprep.parse.stanza_parser import stanza_identity
+
+        return stanza_identity(spec)
+    from synprep.parse.corenlp import corenlp_identity
+
+    return corenlp_identity(spec)
+
+
+def _claim_gpu(slot_dir: str | None) -> str:
+    """Pick this worker's GPU: the first free slot (a lock file held for the process's life)."""
+    global _GPU_LOCK
+    import torch
+
+    n = torch.cuda.device_count()
+    if n == 0:
+        raise RuntimeError("--device cuda but no GPU is visible")
+    if slot_dir is None:
+        return "cuda:0"
+    for k in range(n):
+        f = open(os.path.join(slot_dir, f"gpu{k}.lock"), "w")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.close()
+            continue
+        _GPU_LOCK = f
+        return f"cuda:{k}"
+    return f"cuda:{os.getpid() % n}"  # more workers than GPUs: share
+
+
+def worker_parser(spec: ParserSpec, slot_dir: str | None = None):
+    """This process's parser for ``spec`` (loaded on first use, then reused)."""
+    global _PARSER
+    if _PARSER is not None and _PARSER[0] == spec:
+        return _PARSER[1]
+    _PARSER = None
+    limit_threads(1)
+    if logging.getLogger("stanza").getEffectiveLevel() < logging.WARNING and not log.isEnabledFor(logging.DEBUG):
+        logging.getLogger("stanza").setLevel(logging.WARNING)
+    device = _claim_gpu(slot_dir) if spec.device == "cuda" else "cpu"
+    if spec.device == "cuda":
+        log.info("parser worker %d uses %s", os.getpid(), device)
+    parser = make_parser(spec, device=device)
+    _PARSER = (spec, parser)
+    return parser
+
+
+def parse_work(item: tuple[ParserSpec, str | None, list[list[str]]]) -> list[ParsedSentence | str]:
+    """Worker entry point: parse a batch of sentences, isolating failures (see :func:`parse_isolated`)."""
+    global PARSER_CALLS
+    spec, slot_dir, sentences = item
+    if not sentences:
+        return []
+    PARSER_CALLS += len(sentences)
+    return parse_isolated(worker_parser(spec, slot_dir), sentences)
+
+
+# --- main process -------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Line:
+    line: int
+    error: str | None = None
+    sentences: list[tuple[str, ...]] = dataclasses.field(default_factory=list)
+    trees: list[str] | None = None
+
+
+def _prepare_line(
+    lineno: int, words: list[str], trees: list[Tree] | None, spec: ParserSpec, ssplit: bool, trees_name: str | None
+) -> _Line:
+    if trees is not None and (words or trees):
+        if not trees:
+            raise InputError("no tree for a non-empty line", trees_name, lineno)
+        n_leaves = sum(len(t.leaves()) for t in trees)
+        if n_leaves != len(words):
+            raise InputError(f"the tree(s) have {n_leaves} leaves but line {lineno} has {len(words)} words", trees_name, lineno)
+        spans, start, strs = [], 0, []
+        for t in trees:
+            k = len(t.leaves())
+            match_leaves(t, words[start : start + k], trees_name, lineno)
+            spans.append((start, start + k))
+            strs.append(tree_to_str(t))
+            start += k
+        rec = _Line(lineno, trees=strs)
+    else:
+        spans = split_sentences(words, enabled=ssplit)
+        rec = _Line(lineno)
+    if not words:
+        rec.error = "empty line"
+        return rec
+    rec.sentences = [tuple(words[a:b]) for a, b in spans]
+    for k, s in enumerate(rec.sentences, 1):
+        if len(s) > spec.max_words:
+            rec.error = f"sentence {k} has {len(s)} words (more than max_words={spec.max_words})"
+            rec.sentences = []
+            break
+    return rec
+
+
+def _assemble(rec: _Line, parses: dict[tuple[str, ...], ParsedSentence | str]) -> ParsedLine:
+    if rec.error is not None:
+        return ParsedLine(line=rec.line, error=rec.error)
+    out = []
+    for k, s in enumerate(rec.sentences, 1):
+        p = parses[s]
+        if isinstance(p, str):
+            where = f"sentence {k}: " if len(rec.sentences) > 1 else ""
+            return ParsedLine(line=rec.line, error=f"parser failed: {where}{p}")
+        p = copy.deepcopy(p)  # a sentence repeated in a batch must not share its lists
+        if rec.trees is not None:
+            p.tree, p.tree_source = rec.trees[k - 1], "constituency"
+        out.append(p)
+    return ParsedLine(line=rec.line, sentences=out)
+
+
+def _error_kind(reason: str) -> str:
+    if reason.startswith("parser failed"):
+        return "parser failed"
+    if reason.startswith("sentence") and "max_words" in reason:
+        return "too long"
+    return reason.split(":")[0]
+
+
+def parse_block(
+    word_lines: list[list[str]],
+    spec: ParserSpec,
+    *,
+    cache: ParseCache | None = None,
+    jobs: int = 1,
+    backend: str = "loky",
+    scheduler: str | None = None,
+    ssplit: bool = True,
+    trees: list[list[Tree]] | None = None,
+    trees_name: str | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    first_line: int = 1,
+    identity: str | None = None,
+    stats: ParseStats | None = None,
+) -> list[ParsedLine]:
+    """Parse a bounded block of lines as one unit, with batches that never depend on timing.
+
+    stanza's probabilities depend (in the 7th digit) on which sentences share a batch, so the
+    batches are fixed before any work starts: the block's unique sentences that are not in the
+    cache *at the block's start*, in order of first occurrence, cut every ``batch_size``
+    sentences. Results are stored in the cache in one transaction when the whole block is done.
+    So the same block parsed again — after a crash, with another ``jobs`` or backend — gives
+    identical parses, and a block that was committed is read back whole from the cache.
+
+    Args:
+        word_lines: each line's words (Moses tokens, unescaped).
+        batch_size: sentences per work item (one stanza document).
+        others: as :func:`parse_lines`.
+
+    Returns:
+        One :class:`ParsedLine` per input line (``line = first_line + index``).
+
+    Raises:
+        InputError: trees that do not match the words. ConfigError: missing models.
+    """
+    if trees is not None and spec.constituency:
+        spec = dataclasses.replace(spec, constituency=False)
+    if identity is None and cache is not None:
+        identity = parser_identity(spec)
+    stats = stats if stats is not None else ParseStats()
+    if trees is not None and len(trees) != len(word_lines):
+        raise InputError(f"{len(trees)} lines of trees for {len(word_lines)} input lines", trees_name)
+    recs = [_prepare_line(first_line + i, list(w), trees[i] if trees is not None else None, spec, ssplit, trees_name)
+            for i, w in enumerate(word_lines)]
+    unique = list(dict.fromkeys(s for r in recs for s in r.sentences))
+    parses: dict[tuple[str, ...], ParsedSentence | str] = {}
+    if cache is not None and unique:
+        assert identity is not None
+        found = cache.get_many(identity, unique)
+        parses.update({s: p for s, p in zip(unique, found, strict=True) if p is not None})
+    cached = set(parses)
+    misses = [s for s in unique if s not in cached]
+    if misses:
+        with contextlib.ExitStack() as stack:
+            slot_dir = None
+            if spec.device == "cuda" and jobs > 1:
+                slot_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="synprep-gpu-"))
+            batches = list(chunked(misses, batch_size))
+            work = ((spec, slot_dir, [list(s) for s in b]) for b in batches)
+            fresh = []
+            for batch, result in zip(batches, parallel_map(parse_work, work, jobs=min(jobs, len(batches)),
+                                                            backend=backend, scheduler=scheduler), strict=True):
+                for s, p in zip(batch, result, strict=True):
+                    parses[s] = p
+                    if not isinstance(p, str):
+                        fresh.append((s, p))
+        if cache is not None and fresh:
+            assert identity is not None
+            cache.put_many(identity, fresh)
+    stats.parsed += len(misses)
+    out = []
+    for rec in recs:
+        stats.cache_hits += sum(1 for s in rec.sentences if s in cached)
+        pl = _assemble(rec, parses)
+        stats.lines += 1
+        if pl.error is not None:
+            stats.failed_lines += 1
+            stats.reasons[_error_kind(pl.error)] += 1
+        else:
+            stats.sentences += len(pl.sentences)
+        out.append(pl)
+    return out
+
+
+def parse_lines(
+    word_lines: Iterable[list[str]],
+    spec: ParserSpec,
+    *,
+    cache: ParseCache | None = None,
+    jobs: int = 1,
+    backend: str = "loky",
+    scheduler: str | None = None,
+    ssplit: bool = True,
+    trees: Iterable[list[Tree]] | None = None,
+    trees_name: str | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    block_lines: int = DEFAULT_BLOCK_LINES,
+    first_line: int = 1,
+    identity: str | None = None,
+    stats: ParseStats | None = None,
+) -> Iterator[ParsedLine]:
+    """Parse lines of words into :class:`ParsedLine`, one per input line, in order, streaming.
+
+    The input is cut into blocks of ``block_lines`` lines, each parsed by :func:`parse_block`
+    (deterministic batches; memory holds one block).
+
+    Args:
+        word_lines: each line's words: Moses tokens, *unescaped* (:func:`synprep.text.escape.unescape_tokens`).
+        spec: the parser (:class:`ParserSpec`); with ``trees`` its constituency model is not run.
+        cache: a :class:`ParseCache`, or None to parse everything.
+        jobs: worker processes (``device="cuda"``: each takes one visible GPU).
+        backend, scheduler: see :func:`synprep.parallel.parallel_map`.
+        ssplit: split lines into sentences on sentence-final punctuation (SPEC.md §1); False
+            treats each line as one sentence. Ignored when ``trees`` are given.
+        trees: per line, the user's normalized trees (``[]`` for an empty line); each tree is one
+            sentence of the line and its leaves must be the words.
+        trees_name: the trees file's name, for error messages.
+        batch_size: sentences per work item (one parser call).
+        block_lines: lines parsed as one block (the unit of determinism and of caching).
+        first_line: number of the first line (1-based).
+        identity: the parser identity if already computed (:func:`parser_identity`).
+        stats: a :class:`ParseStats` to fill.
+
+    Yields:
+        :class:`ParsedLine` with ``line = first_line + index``; sentences in order, each with
+        sentence-relative 1-based heads; or ``error`` ("empty line", "sentence 2 has 300 words
+        (more than max_words=250)", "parser failed: ...").
+
+    Raises:
+        InputError: trees that do not match the words (naming ``trees_name`` and the line).
+        ConfigError: the parser's models cannot be found.
+    """
+    if identity is None and cache is not None:
+        identity = parser_identity(spec)
+    tree_it = iter(trees) if trees is not None else None
+    line = first_line
+    for block in chunked(word_lines, block_lines):
+        block_trees = None
+        if tree_it is not None:
+            block_trees = list(itertools.islice(tree_it, len(block)))
+            if len(block_trees) < len(block):
+                raise InputError(f"the trees file ends before input line {line + len(block_trees)}", trees_name)
+        yield from parse_block(block, spec, cache=cache, jobs=jobs, backend=backend, scheduler=scheduler,
+                               ssplit=ssplit, trees=block_trees, trees_name=trees_name, batch_size=batch_size,
+                               first_line=line, identity=identity, stats=stats)
+        line += len(block)
+    if tree_it is not None and next(tree_it, None) is not None:
+        raise InputError("the trees file has more lines than the input", trees_name)

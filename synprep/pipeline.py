@@ -1,0 +1,419 @@
+"""The main job: raw (or already prepared) parallel text → checked syntax-annotated shards.
+
+``synprep pipeline`` (:func:`run_pipeline`): tokenize (sacremoses) → clean (clean-corpus-n.perl
+rules; the train split only, unless told) → lowercase (optional) → joint BPE (learned on the
+train split or given) → vocabulary → parse → features → shards → ``synprep check``.
+``synprep annotate`` (:func:`run_annotate`): the same from already tokenized and BPE'd text
+(fairseq's prepared ``train/valid/test.{de,en}``).
+
+Everything is written under ``OUT`` (README "Output folder"):
+
+``OUT/text/SPLIT.tok.L``      tokenized, cased, Moses-escaped (one line per input line)
+``OUT/text/SPLIT.clean.L``    the kept pairs, lowercased if asked (the BPE input; fairseq's tmp/)
+``OUT/text/SPLIT.words.SRC``  the kept source lines, cased: what the parser reads (``--lowercase`` only)
+``OUT/text/SPLIT.lines``      the original 1-based line number of every kept pair
+``OUT/text/SPLIT.dropped.tsv`` every pair cleaning dropped, with its reason
+``OUT/text/SPLIT.bpe.L``      BPE pieces
+``OUT/code``, ``OUT/dict.txt``, ``OUT/SPLIT.NNNNN.h5``, ``OUT/manifest.json``, ``OUT/pipeline.json``
+
+Every file is written atomically, so a step whose output exists is complete and is skipped when
+the command runs again (after a crash, or for the next split). ``OUT/pipeline.json`` records the
+configuration: running into the same folder with another configuration is an error, never a
+silent mix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import logging
+import math
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from synprep.annotate import DEFAULT_SHARD_SIZE, Item, Parallel, ParseOptions, annotate_split
+from synprep.constants import MANIFEST_NAME, SHARD_FORMAT_VERSION, VOCAB_NAME
+from synprep.errors import ConfigError, InputError
+from synprep.shards import Manifest, check_dir
+from synprep.signature import file_sha256, package_version, signature
+from synprep.textio import atomic_write, count_lines, display_name, iter_lines, iter_pairs
+from synprep.vocab import Vocab
+
+log = logging.getLogger(__name__)
+
+CONFIG_NAME = "pipeline.json"
+CODES_NAME = "code"
+TRAIN = "train"
+FEATURES = "cnf+nary+ldd"
+
+
+@dataclass
+class TextOptions:
+    """Text preparation settings (part of the configuration).
+
+    Attributes:
+        lowercase: lowercase after tokenizing (the parser still sees the cased words).
+        fairseq_compat: the old perl tokenizer's final-period rule (``synprep tokenize --fairseq-compat``).
+        clean: clean this split (None: the train split only, as fairseq's recipes do; other splits
+            only lose pairs with an empty side).
+        ratio, min_len, max_len: clean-corpus-n.perl bounds.
+        merges: BPE merge operations when the codes are learned.
+    """
+
+    lowercase: bool = False
+    fairseq_compat: bool = False
+    clean: bool | None = None
+    ratio: float = 1.5
+    min_len: int = 1
+    max_len: int = 175
+    merges: int = 10000
+
+
+# --- configuration guard --------------------------------------------------------------------------
+
+
+def _check_config(out: Path, shared: dict[str, Any]) -> None:
+    """Record the folder's shared configuration, or refuse a different one."""
+    path = out / CONFIG_NAME
+    if path.exists():
+        old = json.loads(path.read_text(encoding="utf-8"))
+        diff = sorted(k for k in set(old) | set(shared) if old.get(k) != shared.get(k))
+        if diff:
+            raise ConfigError(
+                f"{out} was made with another configuration ({', '.join(diff)} differ): "
+                f"use a new --out, or delete {out}")
+        return
+    with atomic_write(path) as f:
+        f.write(json.dumps(shared, indent=2, sort_keys=True) + "\n")
+
+
+def _remove_stale_temps(out: Path) -> None:
+    """Temporary files a killed run left behind (``.NAME.XXXX.tmp``) are removed before a re-run."""
+    for d in (out, out / "text"):
+        if d.is_dir():
+            for p in d.glob(".*.tmp"):
+                log.debug("removing stale %s", p)
+                p.unlink()
+
+
+# --- text stage -------------------------------------------------------------------------------
+
+
+def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Parallel) -> None:
+    from synprep.text.tokenize import tokenize_stream
+
+    if out_path.exists():
+        return
+    log.info("tokenize %s → %s", display_name(inp), out_path)
+    with atomic_write(out_path) as f:
+        for line in tokenize_stream(iter_lines(inp), lang, fairseq_compat=opts.fairseq_compat, jobs=par.jobs,
+                                    backend=par.backend, scheduler=par.scheduler):
+            f.write(line + "\n")
+
+
+def _clean(split: str, text: Path, src_lang: str, tgt_lang: str, opts: TextOptions) -> None:
+    """Clean the tokenized pair into SPLIT.clean.L (+ words, lines, dropped.tsv), all or nothing."""
+    from synprep.text.clean import clean_pairs, report_header, report_row
+    from synprep.text.tokenize import moses_lowercase
+
+    outputs = {
+        "src": text / f"{split}.clean.{src_lang}", "tgt": text / f"{split}.clean.{tgt_lang}",
+        "lines": text / f"{split}.lines", "report": text / f"{split}.dropped.tsv",
+    }
+    if opts.lowercase:
+        outputs["words"] = text / f"{split}.words.{src_lang}"
+    if all(p.exists() for p in outputs.values()):
+        return
+    do_clean = opts.clean if opts.clean is not None else split == TRAIN
+    bounds: dict[str, Any] = (
+        {"ratio": opts.ratio, "min_len": opts.min_len, "max_len": opts.max_len} if do_clean
+        else {"ratio": math.inf, "min_len": 1, "max_len": 1 << 62, "max_word_length": 1 << 30})
+    tok_src, tok_tgt = text / f"{split}.tok.{src_lang}", text / f"{split}.tok.{tgt_lang}"
+    with contextlib.ExitStack() as stack:
+        f = {k: stack.enter_context(atomic_write(p)) for k, p in outputs.items()}
+        f["report"].write(report_header() + "\n")
+        for r in clean_pairs(iter_pairs(tok_src, tok_tgt), names=(str(tok_src), str(tok_tgt)), **bounds):
+            if not r.kept:
+                f["report"].write(report_row(r) + "\n")
+                continue
+            src, tgt = (moses_lowercase(r.src), moses_lowercase(r.tgt)) if opts.lowercase else (r.src, r.tgt)
+            f["src"].write(src + "\n")
+            f["tgt"].write(tgt + "\n")
+            f["lines"].write(f"{r.line}\n")
+            if opts.lowercase:
+                f["words"].write(r.src + "\n")
+
+
+def _codes(out: Path, split: str, text: Path, src_lang: str, tgt_lang: str, codes: str | None,
+           opts: TextOptions) -> Path:
+    from synprep.text.bpe import learn_bpe
+
+    target = out / CODES_NAME
+    if codes is not None:
+        if not os.path.isfile(codes):
+            raise InputError("no such file (--codes)", codes)
+        if target.exists() and file_sha256(target) != file_sha256(codes):
+            raise ConfigError(f"{target} holds other BPE codes than --codes {codes}: use a new --out")
+        if not target.exists():
+            with atomic_write(target, "wb") as f, open(codes, "rb") as g:
+                shutil.copyfileobj(g, f)
+        return target
+    if target.exists():
+        return target
+    if split != TRAIN:
+        raise ConfigError(f"no BPE codes in {out}: run the train split first, or give --codes")
+    log.info("learn BPE (%d merges) on %s.clean.{%s,%s}", opts.merges, split, src_lang, tgt_lang)
+    learn_bpe([text / f"{split}.clean.{src_lang}", text / f"{split}.clean.{tgt_lang}"], opts.merges, target)
+    return target
+
+
+def _apply_bpe(inp: Path, out_path: Path, codes: Path, par: Parallel) -> None:
+    from synprep.text.bpe import apply_bpe_stream
+
+    if out_path.exists():
+        return
+    with atomic_write(out_path) as f:
+        for line in apply_bpe_stream(iter_lines(inp), codes, jobs=par.jobs, backend=par.backend,
+                                     scheduler=par.scheduler):
+            f.write(line + "\n")
+
+
+def load_or_build_vocab(out: Path, split: str, bpe_files: list[Path], vocab: str | None) -> Vocab:
+    """``OUT/dict.txt``: copied from ``vocab``, reused, or built jointly from the split's BPE files.
+
+    The vocabulary is built from the train split; a folder whose first split is another one
+    builds it from that split (logged), so that a test-only folder can still be annotated.
+    """
+    target = out / VOCAB_NAME
+    if vocab is not None:
+        v = Vocab.load(vocab)
+        if target.exists() and Vocab.load(target).sha256 != v.sha256:
+            raise ConfigError(f"{target} differs from --vocab {vocab}: use a new --out")
+    elif target.exists():
+        return Vocab.load(target)
+    else:
+        if split != TRAIN:
+            log.warning("no %s in %s yet: building the vocabulary from the %s split", VOCAB_NAME, out, split)
+        v = Vocab.build(bpe_files)
+    v.save(target)
+    return v
+
+
+# --- the two commands ---------------------------------------------------------------------------
+
+
+def _signature(tok: str, lowercase: bool, codes_sha: str | None, opts: ParseOptions) -> str:
+    parser = opts.parser
+    if opts.parser != "conllu":
+        spec = opts.spec
+        parser = f"{spec.name}-{package_version('stanza') if spec.name == 'stanza' else 'corenlp'}" \
+                 f"/{spec.lang}/{spec.package or 'default'}"
+    return signature(tok=tok, lc=lowercase, bpe=codes_sha[:8] if codes_sha else None, parser=parser,
+                     feat=FEATURES, shard=f"v{SHARD_FORMAT_VERSION}")
+
+
+def _finish(out: Path, manifest: Manifest, split: str) -> None:
+    manifest.save(out)
+    report = check_dir(out)
+    report.raise_if_failed()
+    entry = manifest.split(split)
+    dropped = ", ".join(f"{k} {v}" for k, v in sorted(entry.dropped.items()) if v) or "none"
+    log.info("%s: %d input lines, %d pairs in %d shard(s), dropped: %s", split, entry.input_lines, entry.pairs,
+             len(entry.shards), dropped)
+    log.info("%s", report.summary())
+
+
+def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang: str, tgt_lang: str,
+                 split: str = TRAIN, text: TextOptions, parse: ParseOptions, par: Parallel,
+                 codes: str | None = None, vocab: str | None = None, conllu: str | None = None,
+                 ldd_threshold: float = 0.01, shard_size: int = DEFAULT_SHARD_SIZE) -> Manifest:
+    """Raw parallel text of one split → shards in ``out`` (module docstring).
+
+    Args:
+        src, tgt: raw (untokenized) source and target files of the split. With ``parse.parser ==
+            "conllu"`` the source tokens are the CoNLL-U surface tokens of ``conllu`` and ``src``
+            may be None (when given, its line count must match).
+        out: the output folder, shared by every split of a corpus.
+        split: the split's name; the train split learns the BPE codes and the vocabulary.
+        codes: BPE codes to apply instead of learning them. vocab: a fairseq dict to use.
+        conllu: the parses to import (``--parser conllu``).
+
+    Returns:
+        The folder's manifest after the split was added.
+
+    Raises:
+        InputError: bad input (named with file and line); ConfigError: bad options, or a folder
+            made with another configuration.
+    """
+    out = Path(out)
+    work = out / "text"
+    work.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temps(out)
+    from synprep.text.escape import escape
+    from synprep.text.tokenize import tokenizer_signature
+
+    # the inputs first: a missing file or sides of different lengths fail before anything else
+    if not os.path.exists(tgt):
+        raise InputError("no such file", tgt)
+    if parse.parser == "conllu":
+        if conllu is None:
+            raise ConfigError("--parser conllu needs --conllu FILE")
+        if not os.path.exists(conllu):
+            raise InputError("no such file", conllu)
+    elif src is None:
+        raise ConfigError("--src is required unless --parser conllu")
+    elif not os.path.exists(src):
+        raise InputError("no such file", src)
+    n_tgt = count_lines(tgt)
+    if src is not None and count_lines(src) != n_tgt:
+        raise InputError(f"line counts differ: {src} has {count_lines(src)} lines, {tgt} has {n_tgt}", tgt)
+
+    tok_sig = tokenizer_signature(src_lang, lowercase=text.lowercase, escape=True, fairseq_compat=text.fairseq_compat)
+    shared = {"mode": "pipeline", "src_lang": src_lang, "tgt_lang": tgt_lang, "tokenizer": tok_sig["tok"],
+              "lowercase": text.lowercase, "fairseq_compat": text.fairseq_compat, "merges": text.merges,
+              "parser": parse.config(), "ldd_threshold": ldd_threshold, "shard_size": shard_size}
+    _check_config(out, shared)
+
+    # 1. tokenize (the source side comes from the CoNLL-U file when importing parses)
+    src_tok = work / f"{split}.tok.{src_lang}"
+    if parse.parser == "conllu":
+        from synprep.parse.conllu_io import read_conllu
+
+        n_src = 0
+        if not src_tok.exists():
+            with atomic_write(src_tok) as f:
+                for p in read_conllu(str(conllu)):
+                    n_src += 1
+                    if p.line != n_src:
+                        raise InputError(f"expected line {n_src}, found '# line = {p.line}'", conllu)
+                    f.write(" ".join(escape(w) for w in p.words) + "\n")
+        n_src = count_lines(src_tok)
+    else:
+        assert src is not None
+        n_src = n_tgt
+        _tokenize(src, src_tok, src_lang, text, par)
+    if n_src != n_tgt:
+        raise InputError(f"line counts differ: {conllu} has {n_src} lines, {tgt} has {n_tgt}", tgt)
+    _tokenize(tgt, work / f"{split}.tok.{tgt_lang}", tgt_lang, text, par)
+
+    # 2. clean (+ lowercase), 3. BPE
+    _clean(split, work, src_lang, tgt_lang, text)
+    code_path = _codes(out, split, work, src_lang, tgt_lang, codes, text)
+    for lang in (src_lang, tgt_lang):
+        _apply_bpe(work / f"{split}.clean.{lang}", work / f"{split}.bpe.{lang}", code_path, par)
+    bpe_src, bpe_tgt = work / f"{split}.bpe.{src_lang}", work / f"{split}.bpe.{tgt_lang}"
+    v = load_or_build_vocab(out, split, [bpe_src, bpe_tgt], vocab)
+
+    # 4. parse, features, shards
+    codes_sha = file_sha256(code_path)
+    sig = _signature(str(tok_sig["tok"]), text.lowercase, codes_sha, parse)
+    config = {**shared, "split": split, "bpe_codes_sha256": codes_sha, "vocab_sha256": v.sha256,
+              "clean": text.clean if text.clean is not None else split == TRAIN,
+              "clean_bounds": [text.ratio, text.min_len, text.max_len]}
+    manifest = _manifest(out, sig, shared, v)
+    manifest.set_input_lines(split, n_src)
+    _record_clean_drops(manifest, split, work / f"{split}.dropped.tsv")
+
+    from synprep.text.escape import unescape_tokens
+
+    lines = [int(x) for x in iter_lines(work / f"{split}.lines")] if parse.parser == "conllu" else None
+    words_file = work / f"{split}.words.{src_lang}" if text.lowercase else work / f"{split}.clean.{src_lang}"
+    rows = zip(iter_lines(work / f"{split}.lines"), iter_lines(words_file), iter_lines(bpe_src),
+               iter_lines(bpe_tgt), strict=True)
+    items = (Item(line=int(n), words=unescape_tokens(w.split()), src=s.split(), tgt=t.split(), parse=p)
+             for (n, w, s, t), p in zip(rows, _parses_for(conllu, lines), strict=False))
+    parse.lowercase = text.lowercase
+    annotate_split(out, split, items, vocab=v, manifest=manifest, opts=parse, par=par, src_lang=src_lang,
+                   tgt_lang=tgt_lang, signature=sig, config=config, ldd_threshold=ldd_threshold,
+                   shard_size=shard_size, source_name=str(src or conllu))
+    _finish(out, manifest, split)
+    return manifest
+
+
+def _parses_for(conllu: str | None, lines: list[int] | None) -> Iterator:
+    """The imported parses of the kept lines, in order (streaming); None forever without import."""
+    if conllu is None or lines is None:
+        yield from itertools.repeat(None)
+        return
+    from synprep.parse.conllu_io import read_conllu
+
+    reader = read_conllu(conllu)
+    for n in lines:
+        for p in reader:
+            if p.line == n:
+                yield p
+                break
+        else:
+            raise InputError(f"no parse for line {n}", conllu)
+
+
+def _manifest(out: Path, sig: str, shared: dict[str, Any], v: Vocab) -> Manifest:
+    manifest = Manifest.load_or_new(out, signature=sig, config=shared)
+    if manifest.signature != sig:
+        raise ConfigError(f"{out / MANIFEST_NAME} has signature {manifest.signature}, this run {sig}: use a new --out")
+    manifest.set_vocab(VOCAB_NAME, v.sha256, len(v))
+    return manifest
+
+
+def _record_clean_drops(manifest: Manifest, split: str, report: Path) -> None:
+    from synprep.text.clean import REASONS
+
+    manifest.declare_reasons(split, [f"clean:{r}" for r in REASONS])
+    drops = []
+    for i, row in enumerate(iter_lines(report)):
+        if i == 0:
+            continue  # header
+        line, reason, n_src, n_tgt = row.split("\t")
+        drops.append((int(line), f"clean:{reason}", f"{n_src} source / {n_tgt} target tokens"))
+    manifest.record_drops(split, drops)
+
+
+def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, tgt_lang: str,
+                 split: str = TRAIN, parse: ParseOptions, par: Parallel, vocab: str | None = None,
+                 conllu: str | None = None, ldd_threshold: float = 0.01,
+                 shard_size: int = DEFAULT_SHARD_SIZE) -> Manifest:
+    """Already tokenized and BPE'd parallel text of one split → shards in ``out``.
+
+    ``src``/``tgt`` hold BPE pieces (``@@ `` markers, Moses escapes), one pair per line, such as
+    fairseq's prepared ``test.de``/``test.en``. The parser reads the source words rebuilt from the
+    pieces (unescaped); with ``--parser conllu`` the parses come from ``conllu`` (one CoNLL-U
+    sentence per line, or ``# line = N`` groups) and must match the pieces' words.
+    A pair with an empty side is dropped (``parse:empty`` / ``annotate:empty_target``).
+
+    Raises:
+        InputError: bad input, line counts that differ (both named), a parse that does not match.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temps(out)
+    n_src, n_tgt = count_lines(src), count_lines(tgt)
+    if n_src != n_tgt:
+        raise InputError(f"line counts differ: {src} has {n_src} lines, {tgt} has {n_tgt}", tgt)
+    shared = {"mode": "annotate", "src_lang": src_lang, "tgt_lang": tgt_lang, "parser": parse.config(),
+              "ldd_threshold": ldd_threshold, "shard_size": shard_size}
+    _check_config(out, shared)
+    v = load_or_build_vocab(out, split, [Path(src), Path(tgt)], vocab)
+    sig = _signature("given", False, None, parse)
+    config = {**shared, "split": split, "vocab_sha256": v.sha256, "src_sha256": file_sha256(src)}
+    manifest = _manifest(out, sig, shared, v)
+    manifest.set_input_lines(split, n_src)
+    parses = None
+    if parse.parser == "conllu":
+        if conllu is None:
+            raise ConfigError("--parser conllu needs --conllu FILE")
+        from synprep.parse.conllu_io import read_conllu
+
+        parses = read_conllu(conllu)
+    from synprep.annotate import items_from_files
+
+    items = items_from_files(iter_lines(src), iter_lines(tgt), iter(range(1, n_src + 1)), parses=parses)
+    annotate_split(out, split, items, vocab=v, manifest=manifest, opts=parse, par=par, src_lang=src_lang,
+                   tgt_lang=tgt_lang, signature=sig, config=config, ldd_threshold=ldd_threshold,
+                   shard_size=shard_size, source_name=src)
+    _finish(out, manifest, split)
+    return manifest

@@ -1,0 +1,136 @@
+"""The parse cache: exact round trip, reuse across runs, survival of a killed writer."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from synprep.parse import ParseCache, ParserSpec, ParseStats, parse_lines
+from synprep.parse import run as parse_run
+from synprep.parse.cache import cache_key, decode, encode, sentence_to_json
+from synprep.types import ParsedSentence, SparseLDD
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def sentence(words: list[str]) -> ParsedSentence:
+    n = len(words)
+    return ParsedSentence(
+        words=words, upos=["X"] * n, heads=[0] + [1] * (n - 1), deprels=["root"] + ["dep"] * (n - 1),
+        tree="(ROOT " + " ".join(f"(X {w})" for w in words) + ")", tree_source="constituency",
+        ldd=SparseLDD(dep=np.arange(1, n + 1, dtype=np.int32), head=np.zeros(n, np.int32), rel=["root"] * n,
+                      prob=np.float32(np.linspace(0.01, 1, n)), threshold=0.01),
+    )  # fmt: skip
+
+
+def test_value_round_trip_is_exact() -> None:
+    s = sentence(["über", "&", "\"x\"", "."])
+    back = decode(encode(s))
+    assert sentence_to_json(back) == sentence_to_json(s)
+    assert back.ldd.prob.tobytes() == s.ldd.prob.tobytes() and back.ldd.prob.dtype == np.float32
+    assert back.ldd.dep.dtype == np.int32
+
+
+def test_keys_separate_identities_and_word_boundaries() -> None:
+    assert cache_key("p", ["a b"]) != cache_key("p", ["a", "b"])
+    assert cache_key("p", ["a"]) != cache_key("q", ["a"])
+    assert len(cache_key("p", ["a"])) == 32
+
+
+def test_get_and_put(tmp_path: Path) -> None:
+    with ParseCache(tmp_path / "c.sqlite") as cache:
+        a, b = ["hello", "."], ["bye", "."]
+        assert cache.get_many("id", [a, b]) == [None, None]
+        assert cache.put_many("id", [(a, sentence(a))]) == 1
+        got = cache.get_many("id", [a, b])
+        assert got[1] is None and sentence_to_json(got[0]) == sentence_to_json(sentence(a))
+        assert cache.get_many("other id", [a]) == [None]
+        assert (cache.hits, cache.misses, len(cache)) == (1, 4, 1)
+
+
+def test_cache_hit_avoids_reparsing(tmp_path: Path, stanza_dir: Path) -> None:
+    spec = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep")
+    lines = [
+        "das ist gut .".split(), [], "hallo . das ist gut .".split(), "wir sehen uns morgen .".split(),
+    ]  # fmt: skip
+    path = tmp_path / "parse.sqlite"
+    with ParseCache(path) as cache:
+        before = parse_run.PARSER_CALLS
+        first = list(parse_lines(lines, spec, cache=cache))
+        # 3 unique sentences ("das ist gut ." twice) went to the parser
+        assert parse_run.PARSER_CALLS - before == 3
+        assert len(cache) == 3
+    with ParseCache(path) as cache:  # a later run
+        before = parse_run.PARSER_CALLS
+        stats = ParseStats()
+        second = list(parse_lines(lines, spec, cache=cache, stats=stats))
+        assert parse_run.PARSER_CALLS == before
+        assert (stats.parsed, stats.cache_hits) == (0, 4)
+    dump = [[sentence_to_json(s) for s in pl.sentences] for pl in first]
+    assert [[sentence_to_json(s) for s in pl.sentences] for pl in second] == dump
+    assert second[1].error == "empty line"
+    # another parser identity (here: another LDD threshold) does not reuse them
+    with ParseCache(path) as cache:
+        before = parse_run.PARSER_CALLS
+        list(parse_lines(lines[:1], ParserSpec(lang="de", dir=str(stanza_dir), package="synprep", ldd_threshold=0.1),
+                         cache=cache))
+        assert parse_run.PARSER_CALLS - before == 1
+
+
+WRITER = """
+import sys
+from synprep.parse.cache import ParseCache
+from synprep.types import ParsedSentence
+cache = ParseCache(sys.argv[1])
+k = 0
+while True:
+    batch = []
+    for _ in range(400):
+        words = ["w%d" % k, "x" * 200, "."]
+        batch.append((words, ParsedSentence(words, ["X"] * 3, [0, 1, 1], ["root", "dep", "dep"])))
+        k += 1
+    cache.put_many("writer", batch)
+    print(k, flush=True)
+"""
+
+
+def test_killed_writer_leaves_no_corrupt_entry(tmp_path: Path) -> None:
+    path = tmp_path / "parse.sqlite"
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        for _ in range(3):  # let it commit a few transactions, then kill it in the middle of work
+            assert proc.stdout.readline(), "writer died"
+        time.sleep(0.05)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    n = db.execute("SELECT COUNT(*) FROM parses").fetchone()[0]
+    db.close()
+    assert n >= 1200 and n % 400 == 0  # whole transactions only
+    with ParseCache(path) as cache:
+        got = cache.get_many("writer", [[f"w{k}", "x" * 200, "."] for k in range(n + 400)])
+        assert all(s is not None and s.heads == [0, 1, 1] for s in got[:n])
+        assert all(s is None for s in got[n:])
+        cache.put_many("writer", [(["new"], ParsedSentence(["new"], ["X"], [0], ["root"]))])
+        assert len(cache) == n + 1
+
+
+def test_not_a_cache_is_a_clear_error(tmp_path: Path) -> None:
+    from synprep.errors import ConfigError
+
+    bad = tmp_path / "bad.sqlite"
+    bad.write_text("this is not sqlite\n" * 100)
+    with pytest.raises(ConfigError, match="cannot use .* as a parse cache"):
+        ParseCache(bad)

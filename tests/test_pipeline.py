@@ -1,0 +1,223 @@
+"""The main job end to end on real input: sample_data, fairseq's prepared IWSLT14 test, PUD.
+
+Every run goes through a real stanza parse (the offline models in ../shared/data) or a real
+CoNLL-U import, writes shards, and must pass ``synprep check``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from synprep.annotate import Parallel, ParseOptions
+from synprep.errors import ConfigError, InputError
+from synprep.parse.base import ParserSpec
+from synprep.parse.conllu_io import read_conllu
+from synprep.pipeline import TextOptions, run_annotate, run_pipeline
+from synprep.shards import check_dir, open_split
+from synprep.vocab import Vocab
+from tests.conftest import ROOT, run_cli
+
+SAMPLE = ROOT / "sample_data"
+
+
+def stanza_opts(stanza_dir, lang: str, cache) -> ParseOptions:
+    spec = ParserSpec(lang=lang, dir=str(stanza_dir), package="synprep")
+    return ParseOptions(parser="stanza", spec=spec, cache=str(cache))
+
+
+@pytest.fixture(scope="module")
+def sample_run(tmp_path_factory, stanza_dir):
+    """sample_data train (de→en) through the CLI, lowercased, shards of 100 pairs."""
+    tmp = tmp_path_factory.mktemp("sample")
+    out = tmp / "out"
+    args = ["pipeline", "--src", str(SAMPLE / "train.de"), "--tgt", str(SAMPLE / "train.en"), "-s", "de", "-t", "en",
+            "--out", str(out), "--lowercase", "--merges", "1000", "--shard-size", "100",
+            "--stanza-dir", str(stanza_dir), "--stanza-package", "synprep", "--cache", str(tmp / "cache.sqlite")]
+    proc = run_cli(*args)
+    return out, args, proc
+
+
+def test_sample_main_job_passes_check_and_accounts_for_every_line(sample_run):
+    out, _, proc = sample_run
+    assert check_dir(out).ok
+    manifest = json.loads((out / "manifest.json").read_text())
+    train = manifest["splits"]["train"]
+    assert train["input_lines"] == 300
+    assert train["pairs"] == 294
+    assert train["input_lines"] == train["pairs"] + sum(train["dropped"].values())
+    assert [(line, reason) for line, reason, _ in train["dropped_lines"]] == [
+        (38, "clean:empty"), (82, "clean:empty"), (141, "clean:ratio"), (200, "clean:ratio"), (231, "clean:ratio"),
+        (269, "clean:too_long")]
+    assert [s["file"] for s in train["shards"]] == ["train.00000.h5", "train.00001.h5", "train.00002.h5"]
+    # the signature is printed at the end and stored in every shard
+    assert manifest["signature"] in proc.stderr
+    assert "parser:stanza-" in manifest["signature"] and "lc:yes" in manifest["signature"]
+
+
+def test_sample_shards_hold_the_right_pairs(sample_run):
+    out, _, _ = sample_run
+    vocab = Vocab.load(out / "dict.txt")
+    readers = open_split(out, "train")
+    lines = np.concatenate([r.lines for r in readers])
+    dropped = {38, 82, 141, 200, 231, 269}
+    assert lines.tolist() == [n for n in range(1, 301) if n not in dropped]
+    bpe = (out / "text" / "train.bpe.de").read_text().splitlines()
+    first = readers[0][0]
+    assert vocab.decode(first.src_ids) == bpe[0].split()
+    # German has no constituency model here: dependency-derived trees, recorded as such
+    assert readers[0].attrs["tree_source"] == "dependency"
+    assert "tau" not in readers[0].attrs["config"]
+
+
+def test_rerun_skips_finished_shards_and_changes_nothing(sample_run):
+    out, args, _ = sample_run
+    before = {p.name: p.read_bytes() for p in out.glob("*.h5")}
+    manifest = (out / "manifest.json").read_bytes()
+    proc = run_cli(*args)
+    assert "train.00000.h5: " not in proc.stderr  # nothing re-written
+    assert {p.name: p.read_bytes() for p in out.glob("*.h5")} == before
+    assert (out / "manifest.json").read_bytes() == manifest
+
+
+def test_other_configuration_into_same_folder_is_refused(sample_run):
+    out, args, _ = sample_run
+    changed = [a for a in args if a != "--lowercase"]
+    proc = run_cli(*changed, check=False)
+    assert proc.returncode == 2
+    assert "another configuration (lowercase differ)" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_valid_split_reuses_codes_and_vocab(sample_run, stanza_dir, tmp_path):
+    out, args, _ = sample_run
+    vocab = (out / "dict.txt").read_bytes()
+    valid = [a.replace("train.", "valid.") for a in args] + ["--split", "valid"]
+    run_cli(*valid)
+    assert (out / "dict.txt").read_bytes() == vocab
+    report = check_dir(out)
+    assert report.ok, report.violation
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["splits"]["valid"]["pairs"] == 40  # valid is not cleaned by default
+
+
+def test_annotate_fairseq_prepared_test(shared_data, stanza_dir, tmp_path):
+    """The researcher's usual start: fairseq's prepared (tokenized, lowercased, BPE'd) data."""
+    prep = shared_data / "iwslt14_de-en" / "fairseq_prepared"
+    src, tgt = tmp_path / "test.de", tmp_path / "test.en"
+    src.write_text("".join((prep / "test.de").read_text().splitlines(keepends=True)[:150]))
+    tgt.write_text("".join((prep / "test.en").read_text().splitlines(keepends=True)[:150]))
+    out = tmp_path / "out"
+    m = run_annotate(str(src), str(tgt), out, src_lang="de", tgt_lang="en", split="test",
+                     parse=stanza_opts(stanza_dir, "de", tmp_path / "c.sqlite"), par=Parallel(), shard_size=64)
+    assert check_dir(out).ok
+    assert m.split("test").pairs == 150
+    rec = open_split(out, "test")[0][0]
+    assert Vocab.load(out / "dict.txt").decode(rec.src_ids) == src.read_text().splitlines()[0].split()
+    # German dev/test lines often hold several sentences: sentence starts are recorded, and the
+    # piece-level gaps carry 999 exactly between them
+    multi = [r for shard in open_split(out, "test") for r in shard if len(r.sent_start) > 1]
+    assert multi
+    r = multi[0]
+    boundary_words = set(r.sent_start[1:].tolist())
+    at = np.flatnonzero(r.gaps_cnf == 999)
+    assert {int(r.word_index[i + 1]) for i in at} == boundary_words
+
+
+def _pud_texts(conllu_path, n):
+    texts = [line[len("# text = "):] for line in conllu_path.read_text().splitlines() if line.startswith("# text = ")]
+    return texts[:n]
+
+
+def _head_n_sentences(path, out, n):
+    blocks = path.read_text().split("\n\n")
+    out.write_text("\n\n".join(blocks[:n]) + "\n\n")
+    return out
+
+
+@pytest.mark.parametrize("src_lang,tgt_lang", [("en", "de"), ("de", "en")])
+def test_pud_through_conllu_import(shared_data, tmp_path, src_lang, tgt_lang):
+    """Gold PUD trees imported: the source tokens are the CoNLL-U surface tokens (MWT units)."""
+    n = 60
+    gold = _head_n_sentences(shared_data / "ud" / f"{src_lang}_pud-ud-test.conllu", tmp_path / "gold.conllu", n)
+    tgt = tmp_path / f"pud.{tgt_lang}"
+    tgt.write_text("\n".join(_pud_texts(shared_data / "ud" / f"{tgt_lang}_pud-ud-test.conllu", n)) + "\n")
+    out = tmp_path / "out"
+    m = run_pipeline(None, str(tgt), out, src_lang=src_lang, tgt_lang=tgt_lang, split="test",
+                     text=TextOptions(), parse=ParseOptions(parser="conllu"), par=Parallel(),
+                     codes=_learn_codes(tmp_path, gold, tgt), conllu=str(gold), shard_size=25)
+    report = check_dir(out)
+    assert report.ok, report.violation
+    assert m.split("test").pairs == n
+    # gold heads survive unchanged (the import maps multiword tokens to their surface token)
+    parsed = list(read_conllu(gold))
+    recs = [r for shard in open_split(out, "test") for r in shard]
+    for p, r in zip(parsed, recs, strict=True):
+        assert r.heads.tolist() == [h for s in p.sentences for h in s.heads]
+        assert np.all(r.ldd_prob == 1.0)  # gold parses: one-hot LDD
+
+
+def _learn_codes(tmp_path, gold, tgt):
+    """A small joint BPE on the PUD text itself (the test split has no train split to learn from)."""
+    from synprep.text.bpe import learn_bpe
+
+    words = tmp_path / "words.txt"
+    words.write_text("\n".join(" ".join(s.words) for s in read_conllu(gold)) + "\n")
+    codes = tmp_path / "codes"
+    learn_bpe([words, tgt], 500, codes)
+    return str(codes)
+
+
+def test_pud_english_through_stanza(shared_data, stanza_dir, tmp_path):
+    """English PUD raw text → Moses → stanza (with constituency trees) → shards."""
+    n = 40
+    src, tgt = tmp_path / "pud.en", tmp_path / "pud.de"
+    src.write_text("\n".join(_pud_texts(shared_data / "ud" / "en_pud-ud-test.conllu", n)) + "\n")
+    tgt.write_text("\n".join(_pud_texts(shared_data / "ud" / "de_pud-ud-test.conllu", n)) + "\n")
+    out = tmp_path / "out"
+    m = run_pipeline(str(src), str(tgt), out, src_lang="en", tgt_lang="de", split="train",
+                     text=TextOptions(merges=300), parse=stanza_opts(stanza_dir, "en", tmp_path / "c.sqlite"),
+                     par=Parallel(), shard_size=20)
+    assert check_dir(out).ok
+    entry = m.split("train")
+    assert entry.input_lines == n == entry.pairs + sum(entry.dropped.values())
+    shard = open_split(out, "train")[0]
+    assert shard.attrs["tree_source"] == "constituency"
+    assert shard.attrs["ldd_threshold"] == pytest.approx(0.01)
+    # real parser scores: probabilities below 1, and each word keeps at least one entry
+    rec = shard[0]
+    assert (rec.ldd_prob < 1.0).any()
+    assert set(np.unique(rec.ldd_dep).tolist()) == set(range(1, len(rec.heads) + 1))
+
+
+def test_conllu_words_must_match_the_pieces(shared_data, tmp_path):
+    """A parse whose words differ from the BPE'd source is an error naming the line (SPEC §1)."""
+    gold = _head_n_sentences(shared_data / "ud" / "en_pud-ud-test.conllu", tmp_path / "g.conllu", 3)
+    words = [" ".join(s.words) for s in read_conllu(gold)]
+    words[1] = words[1].replace(words[1].split()[0], "Changed", 1)
+    src, tgt = tmp_path / "s.en", tmp_path / "t.de"
+    src.write_text("\n".join(words) + "\n")
+    tgt.write_text("a\nb\nc\n")
+    with pytest.raises(InputError, match=r":2: .*"):
+        run_annotate(str(src), str(tgt), tmp_path / "out", src_lang="en", tgt_lang="de",
+                     parse=ParseOptions(parser="conllu"), par=Parallel(), conllu=str(gold))
+    assert not list((tmp_path / "out").glob("*.h5"))
+
+
+def test_mismatched_sides_name_both_counts(tmp_path):
+    src, tgt = tmp_path / "a.de", tmp_path / "a.en"
+    src.write_text("eins\nzwei\ndrei\n")
+    tgt.write_text("one\ntwo\n")
+    with pytest.raises(InputError, match="has 3 lines, .* has 2"):
+        run_pipeline(str(src), str(tgt), tmp_path / "out", src_lang="de", tgt_lang="en", text=TextOptions(),
+                     parse=ParseOptions(parser="stanza", spec=ParserSpec(lang="de")), par=Parallel())
+
+
+def test_conllu_parser_needs_a_file(tmp_path):
+    tgt = tmp_path / "t.en"
+    tgt.write_text("x\n")
+    with pytest.raises(ConfigError, match="--conllu"):
+        run_pipeline(None, str(tgt), tmp_path / "out", src_lang="en", tgt_lang="de", text=TextOptions(),
+                     parse=ParseOptions(parser="conllu"), par=Parallel())
