@@ -130,6 +130,8 @@ def test_bleu_on_real_iwslt_references(shared_data):
     assert res["tok_bleu"] == round(sacrebleu.corpus_bleu(hyps, [refs], tokenize="none", force=True).score, 2)
     assert 40 < res["tok_bleu"] < 100 and 40 < res["bleu"] < 100
     assert res["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+    upper = bleu_scores([h.upper() for h in hyps], refs, "en", lowercase=True)
+    assert upper["tok_bleu"] == res["tok_bleu"] and "case:lc" in upper["bleu_signature"]
 
 
 def test_evaluate_cli_with_ref_lines(shared_data, tmp_path):

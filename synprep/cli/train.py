@@ -191,8 +191,9 @@ def translate_cmd(checkpoint, shards_dir, split, input_path, output_path, beam, 
 @click.option("--ref-lines", default=None, metavar="FILE",
               help="Score only these 1-based lines of --ref (translate --lines-out), in this order.")
 @click.option("--keep-bpe", is_flag=True, help="Do not remove '@@ ' before scoring.")
+@click.option("--lowercase", is_flag=True, help="Case-insensitive BLEU (e.g. a lowercased model against cased references).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
-def evaluate_cmd(hyp_path, ref_path, lang, ref_lines, keep_bpe, as_json):
+def evaluate_cmd(hyp_path, ref_path, lang, ref_lines, keep_bpe, lowercase, as_json):
     """BLEU of hypotheses: detokenized sacrebleu (13a) and the tokenized BLEU fairseq prints.
 
     Both inputs are Moses-tokenized text (BPE pieces are joined first unless --keep-bpe); the
@@ -214,7 +215,7 @@ def evaluate_cmd(hyp_path, ref_path, lang, ref_lines, keep_bpe, as_json):
     if not keep_bpe:
         hyps = [remove_bpe(h) for h in hyps]
         refs = [remove_bpe(r) for r in refs]
-    res = bleu_scores(hyps, refs, lang)
+    res = bleu_scores(hyps, refs, lang, lowercase=lowercase)
     res["sentences"] = len(hyps)
     if as_json:
         click.echo(json.dumps(res))
@@ -223,4 +224,4 @@ def evaluate_cmd(hyp_path, ref_path, lang, ref_lines, keep_bpe, as_json):
         click.echo(f"tokenized:   {res['tok_bleu_text']}")
     from synprep.signature import signature
 
-    click.echo(signature(task="evaluate", lang=lang, bpe="kept" if keep_bpe else "removed"), err=True)
+    click.echo(signature(task="evaluate", lang=lang, bpe="kept" if keep_bpe else "removed", lc=lowercase), err=True)

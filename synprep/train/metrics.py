@@ -38,12 +38,13 @@ def detokenize(lines: Sequence[str], lang: str) -> list[str]:
     return [md.detokenize(line.split(), unescape=True) for line in lines]
 
 
-def bleu_scores(hyps: Sequence[str], refs: Sequence[str], lang: str = "en") -> dict[str, Any]:
+def bleu_scores(hyps: Sequence[str], refs: Sequence[str], lang: str = "en", lowercase: bool = False) -> dict[str, Any]:
     """Tokenized and detokenized BLEU of tokenized (BPE-removed) hypotheses against references.
 
     Args:
         hyps, refs: one tokenized line per sentence (Moses tokens, BPE removed), same count.
         lang: target language for the Moses detokenizer.
+        lowercase: case-insensitive BLEU (sacrebleu ``-lc``; the signature says ``case:lc``).
 
     Returns:
         ``{"bleu": detok BLEU, "bleu_signature": sacrebleu signature, "bleu_text": sacrebleu's line,
@@ -56,9 +57,9 @@ def bleu_scores(hyps: Sequence[str], refs: Sequence[str], lang: str = "en") -> d
 
     if len(hyps) != len(refs):
         raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references")
-    tok = BLEU(tokenize="none", force=True)
+    tok = BLEU(tokenize="none", force=True, lowercase=lowercase)
     tok_score = tok.corpus_score(list(hyps), [list(refs)])
-    detok = BLEU()
+    detok = BLEU(lowercase=lowercase)
     d_h, d_r = detokenize(hyps, lang), detokenize(refs, lang)
     score = detok.corpus_score(d_h, [d_r])
     return {"bleu": round(score.score, 2), "bleu_signature": str(detok.get_signature()),
