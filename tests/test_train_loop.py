@@ -90,3 +90,15 @@ def test_variants_train_and_log_their_gates(tmp_path, data, variant, expected):
     else:  # learned gates in layer 2 only, means over the validation set strictly inside (0, 1)
         assert last["gates"][0] == [0.0] * 4 and all(0 < g < 1 for g in last["gates"][1])
     assert (tmp_path / "gates.png").is_file()
+
+
+def test_metrics_log_drops_records_written_after_the_checkpoint(tmp_path):
+    from synprep.train.metrics import MetricsLog
+
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps({"step": s, "train_loss": 1.0}) + "\n" for s in (1, 2, 3, 4, 5)))
+    log = MetricsLog(path, resume_step=3)
+    log.write({"step": 4, "train_loss": 0.5})
+    assert [(r["step"], r["train_loss"]) for r in MetricsLog.read(path)] == [(1, 1.0), (2, 1.0), (3, 1.0), (4, 0.5)]
+    MetricsLog(path)  # a new run starts an empty log
+    assert MetricsLog.read(path) == []

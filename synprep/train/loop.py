@@ -225,6 +225,9 @@ class Trainer:
             self.optimizer.load_state_dict(ck["optimizer"])
             self.scheduler.load_state_dict(ck["scheduler"])
             self.state = TrainState(**ck["state"])
+            if ck.get("world_size", 1) != self.env.world_size and self.state.batch_in_epoch:
+                raise ConfigError(f"this checkpoint stopped inside an epoch with {ck.get('world_size', 1)} process(es): "
+                                  f"resume it with as many (now {self.env.world_size})")
             rngs = ck["rng"]
             set_rng_state(rngs[self.env.rank % len(rngs)])
         if self.env.enabled:
