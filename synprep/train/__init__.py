@@ -1,1 +1,17 @@
-"""synprep.train"""
+"""synprep.train — the gated syntax-attention Transformer and its trainer (SPEC.md §6, docs/train.md).
+
+One module per concept:
+
+* :mod:`~synprep.train.config` — :class:`TrainConfig` (every hyperparameter), presets, overrides.
+* :mod:`~synprep.train.data` — shard dataset, length-bucketed batch sampler (DDP-aware), collate.
+* :mod:`~synprep.train.masks` — SLR log-mask, PASCAL Gaussian weights, LDD weights (torch).
+* :mod:`~synprep.train.attention` — plain and gated syntactic multi-head attention (SDPA).
+* :mod:`~synprep.train.gate` — the per-layer gate network.
+* :mod:`~synprep.train.model` — the encoder-decoder.
+* :mod:`~synprep.train.loss` — fairseq's label-smoothed cross-entropy.
+* :mod:`~synprep.train.loop` — :func:`train` / :class:`Trainer`: updates, validation, checkpoints, DDP.
+* :mod:`~synprep.train.checkpoint` — exact-resume checkpoints.
+* :mod:`~synprep.train.decode` — greedy and beam search, translating a dataset.
+* :mod:`~synprep.train.metrics` — BLEU (sacrebleu), gate heatmap, metrics.jsonl.
+* :mod:`~synprep.train.toydata` — well-formed records from plain words (tests, benchmarks).
+"""

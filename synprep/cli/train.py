@@ -1,0 +1,227 @@
+"""``synprep train``, ``synprep translate``, ``synprep evaluate``: thin wrappers over synprep.train."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+import click
+
+from synprep.errors import ConfigError, InputError
+from synprep.textio import open_output, read_lines, write_lines
+
+log = logging.getLogger("synprep.train")
+
+
+def _device_option(f):
+    return click.option("--device", default=None, metavar="D",
+                        help="cpu, cuda, cuda:1, … (default: CUDA when available, else the CPU).")(f)
+
+
+# --------------------------------------------------------------------------------------------
+# train
+# --------------------------------------------------------------------------------------------
+@click.command("train")
+@click.option("--shards", "shards_dir", required=True, type=click.Path(file_okay=False),
+              help="Shard folder of the pipeline (dict.txt, train.*.h5, valid.*.h5).")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+              help="Config JSON (keys of synprep.train.config.TrainConfig; missing keys take defaults).")
+@click.option("--preset", default=None, help="A shipped preset: iwslt14_de_en, tiny.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Run folder: metrics.jsonl, gates.png, config.json, checkpoint_{last,best}.pt.")
+@click.option("--max-steps", type=click.IntRange(min=0), default=None, help="Stop after N updates (0: no limit).")
+@click.option("--epochs", "max_epochs", type=click.IntRange(min=0), default=None, help="Stop after N epochs (0: no limit).")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Tokens per batch (padding included).")
+@click.option("--seed", type=int, default=None, help="Random seed (batch order, initialisation, dropout).")
+@click.option("--num-workers", type=click.IntRange(min=0), default=None, help="DataLoader worker processes.")
+@click.option("--resume", is_flag=True, help="Continue exactly from OUT/checkpoint_last.pt (its config is used).")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+              help="Override a config field (value parsed as JSON), e.g. --set syntax=vanilla. Repeatable.")
+@click.option("--train-split", default="train", show_default=True, help="Split to train on.")
+@click.option("--valid-split", default="valid", show_default=True, help="Split to validate on.")
+@click.option("--progress/--no-progress", default=None, help="tqdm progress bars (default: when stderr is a terminal).")
+@_device_option
+def train_cmd(shards_dir, config_path, preset, out_dir, max_steps, max_epochs, max_tokens, seed, num_workers, resume,
+              sets, train_split, valid_split, progress, device):
+    """Train the (gated syntax-attention) Transformer on a shard folder.
+
+    \b
+    One GPU or CPU:  synprep train --shards build/iwslt14/shards --preset iwslt14_de_en --out runs/gated
+    Several GPUs:    torchrun --nproc_per_node 4 -m synprep train --shards ... --preset ... --out ...
+    Vanilla baseline: add --set syntax=vanilla.
+    """
+    from synprep.train.checkpoint import LAST
+    from synprep.train.config import load_config, load_preset, parse_override, with_overrides
+    from synprep.train.loop import train
+
+    overrides = dict(parse_override(s) for s in sets)
+    for key, value in (("max_steps", max_steps), ("max_epochs", max_epochs), ("max_tokens", max_tokens),
+                       ("seed", seed), ("num_workers", num_workers)):
+        if value is not None:
+            overrides[key] = value
+    out = Path(out_dir)
+    if resume:
+        if config_path or preset:
+            raise ConfigError("--resume takes the configuration from the checkpoint: drop --config/--preset")
+        if not (out / LAST).is_file():
+            raise InputError(f"nothing to resume: no {LAST}", str(out))
+        cfg = None
+    else:
+        if bool(config_path) == bool(preset):
+            raise ConfigError("give exactly one of --config FILE and --preset NAME")
+        if (out / LAST).exists():
+            raise ConfigError(f"{out} already holds {LAST}: pass --resume to continue it, or choose another --out")
+        cfg = load_config(config_path) if config_path else load_preset(preset)
+        cfg = with_overrides(cfg, overrides) if overrides else cfg
+    summary = train(shards_dir, out, cfg, device=device, resume=resume, overrides=overrides if resume else None,
+                    progress=progress, train_split=train_split, valid_split=valid_split)
+    if int(os.environ.get("RANK", 0)) == 0:
+        log.info("done: %d updates, %d epochs, best valid loss %.3f", summary["step"], summary["epoch"],
+                 summary["best_valid_loss"])
+        click.echo(summary["signature"], err=True)
+
+
+# --------------------------------------------------------------------------------------------
+# translate
+# --------------------------------------------------------------------------------------------
+def _postprocess(pieces: list[str], remove_bpe: bool) -> str:
+    from synprep.train.metrics import remove_bpe as _rb
+
+    line = " ".join(pieces)
+    return _rb(line) if remove_bpe else line
+
+
+@click.command("translate")
+@click.option("--checkpoint", "checkpoint", required=True, type=click.Path(dir_okay=False),
+              help="checkpoint_best.pt / checkpoint_last.pt of synprep train.")
+@click.option("--shards", "shards_dir", default=None, type=click.Path(file_okay=False),
+              help="Translate a split of a shard folder (carries the source parses): the real path.")
+@click.option("--split", default="test", show_default=True, help="Split to translate with --shards.")
+@click.option("-i", "--input", "input_path", default="-", metavar="FILE",
+              help="BPE'd source text, one sentence per line (vanilla models only; default: stdin).")
+@click.option("-o", "--output", "output_path", default="-", metavar="FILE", help="Hypotheses (default: stdout).")
+@click.option("--beam", type=click.IntRange(min=1), default=None, help="Beam size (1 = greedy; default: config's).")
+@click.option("--lenpen", type=float, default=None, help="Length penalty (default: config's).")
+@click.option("--max-len-a", type=float, default=None, help="Max length = a · source length + b.")
+@click.option("--max-len-b", type=int, default=None, help="See --max-len-a.")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=4096, show_default=True,
+              help="Source tokens per batch.")
+@click.option("--remove-bpe", is_flag=True, help="Join BPE pieces (drop '@@ ') in the output.")
+@click.option("--detok", "detok_lang", default=None, metavar="LANG",
+              help="Moses-detokenize the output for LANG (implies --remove-bpe).")
+@click.option("--ref-out", default=None, metavar="FILE",
+              help="With --shards: also write the split's target side (same postprocessing), aligned.")
+@click.option("--lines-out", default=None, metavar="FILE",
+              help="With --shards: also write the original 1-based line number of every pair.")
+@click.option("--progress/--no-progress", default=None, help="tqdm progress bar.")
+@_device_option
+def translate_cmd(checkpoint, shards_dir, split, input_path, output_path, beam, lenpen, max_len_a, max_len_b,
+                  max_tokens, remove_bpe, detok_lang, ref_out, lines_out, progress, device):
+    """Translate with a trained model (beam search).
+
+    \b
+    A syntax-aware model needs the source parses, so translate a shard split:
+        synprep translate --checkpoint runs/gated/checkpoint_best.pt --shards SHARDS --split test > hyp.bpe
+    Plain BPE'd text on stdin works for vanilla models only (any other model stops with an error).
+    Output: BPE'd hypotheses in the split's order (--remove-bpe / --detok LANG to postprocess).
+    """
+    import numpy as np
+    import torch
+
+    from synprep.constants import UNK_ID
+    from synprep.train.data import RecordDataset, ShardDataset
+    from synprep.train.decode import load_model, translate_dataset
+    from synprep.types import PairRecord
+
+    dev = torch.device(device) if device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model, cfg, symbols = load_model(checkpoint, dev)
+    if shards_dir is None:
+        if cfg.uses_syntax:
+            raise ConfigError(f"this model's encoder uses source syntax ({cfg.describe()}): plain text has no parse; "
+                              f"translate a shard split instead (--shards DIR --split {split})")
+        index = {s: i for i, s in enumerate(symbols)}
+        empty = np.zeros(0, dtype=np.int64)
+        recs = []
+        for n, line in enumerate(read_lines(input_path), 1):
+            ids = np.array([index.get(p, UNK_ID) for p in line.split()], dtype=np.int64)
+            recs.append(PairRecord(line=n, src_ids=ids, tgt_ids=empty, word_index=empty, heads=empty, deprel=empty,
+                                   upos=empty, sent_start=empty, gaps_cnf=empty, gaps_nary=empty, ldd_dep=empty,
+                                   ldd_head=empty, ldd_rel=empty, ldd_prob=empty))
+        dataset = RecordDataset(recs)
+    else:
+        dataset = ShardDataset(shards_dir, split)
+    hyps = translate_dataset(model, dataset, beam=beam or cfg.beam, lenpen=cfg.lenpen if lenpen is None else lenpen,
+                             max_len_a=cfg.max_len_a if max_len_a is None else max_len_a,
+                             max_len_b=cfg.max_len_b if max_len_b is None else max_len_b, max_tokens=max_tokens,
+                             device=dev, progress=progress)
+    rb = remove_bpe or detok_lang is not None
+
+    def post(lines: list[str]) -> list[str]:
+        if detok_lang:
+            from synprep.train.metrics import detokenize
+
+            return detokenize(lines, detok_lang)
+        return lines
+
+    with open_output(output_path) as f:
+        write_lines(f, post([_postprocess([symbols[i] for i in h], rb) for h in hyps]))
+    if shards_dir is not None and ref_out:
+        with open_output(ref_out) as f:
+            write_lines(f, post([_postprocess([symbols[i] for i in dataset[i][1].tgt_ids], rb)
+                                 for i in range(len(dataset))]))
+    if shards_dir is not None and lines_out:
+        with open_output(lines_out) as f:
+            write_lines(f, (str(dataset.line(i)) for i in range(len(dataset))))
+    from synprep.signature import signature
+
+    click.echo(signature(task="translate", model=cfg.describe(), beam=beam or cfg.beam,
+                         lenpen=cfg.lenpen if lenpen is None else lenpen,
+                         post="detok" if detok_lang else ("nobpe" if rb else "bpe")), err=True)
+
+
+# --------------------------------------------------------------------------------------------
+# evaluate
+# --------------------------------------------------------------------------------------------
+@click.command("evaluate")
+@click.option("--hyp", "hyp_path", required=True, metavar="FILE", help="Hypotheses, tokenized (BPE'd is fine).")
+@click.option("--ref", "ref_path", required=True, metavar="FILE", help="References, tokenized (BPE'd is fine).")
+@click.option("--lang", default="en", show_default=True, help="Target language (Moses detokenizer).")
+@click.option("--ref-lines", default=None, metavar="FILE",
+              help="Score only these 1-based lines of --ref (translate --lines-out), in this order.")
+@click.option("--keep-bpe", is_flag=True, help="Do not remove '@@ ' before scoring.")
+@click.option("--lowercase", is_flag=True, help="Case-insensitive BLEU (e.g. a lowercased model against cased references).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+def evaluate_cmd(hyp_path, ref_path, lang, ref_lines, keep_bpe, lowercase, as_json):
+    """BLEU of hypotheses: detokenized sacrebleu (13a) and the tokenized BLEU fairseq prints.
+
+    Both inputs are Moses-tokenized text (BPE pieces are joined first unless --keep-bpe); the
+    detokenized score Moses-detokenizes both sides for --lang. The sacrebleu signature line is
+    printed with each score.
+    """
+    from synprep.train.metrics import bleu_scores, remove_bpe
+
+    hyps = read_lines(hyp_path)
+    refs = read_lines(ref_path)
+    if ref_lines:
+        picks = [int(x) for x in read_lines(ref_lines) if x.strip()]
+        bad = [n for n in picks if not 1 <= n <= len(refs)]
+        if bad:
+            raise InputError(f"line {bad[0]} is outside the {len(refs)} references", ref_lines)
+        refs = [refs[n - 1] for n in picks]
+    if len(hyps) != len(refs):
+        raise InputError(f"{len(hyps)} hypotheses but {len(refs)} references", hyp_path)
+    if not keep_bpe:
+        hyps = [remove_bpe(h) for h in hyps]
+        refs = [remove_bpe(r) for r in refs]
+    res = bleu_scores(hyps, refs, lang, lowercase=lowercase)
+    res["sentences"] = len(hyps)
+    if as_json:
+        click.echo(json.dumps(res))
+    else:
+        click.echo(f"detokenized: {res['bleu_text']}")
+        click.echo(f"tokenized:   {res['tok_bleu_text']}")
+    from synprep.signature import signature
+
+    click.echo(signature(task="evaluate", lang=lang, bpe="kept" if keep_bpe else "removed", lc=lowercase), err=True)

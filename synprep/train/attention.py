@@ -1,0 +1,291 @@
+"""Multi-head attention: plain (decoder, cross, vanilla encoder) and gated syntactic (encoder).
+
+Gated syntactic self-attention (gated-syntax-attention eq. 7–11, SPEC.md §6), per head i::
+
+    A_raw = softmax(s + pad)                     s = Q Kᵀ / √d_k   (B, H, T, T)
+    A_syn = softmax(s + log M + pad)             SLR heads
+          = softmax(s ⊙ W + pad)                 PASCAL / LDD heads (W multiplies the scores)
+    A     = G_i · A_syn + (1 − G_i) · A_raw
+    out   = A V = G_i · (A_syn V) + (1 − G_i) · (A_raw V)
+
+The last line is how it is computed: two attention calls mixed per head by G, never an explicit
+A. SLR heads and the raw heads go through ``F.scaled_dot_product_attention``; PASCAL/LDD heads
+need the scores themselves (a product with s is not an additive bias), so they take an explicit
+softmax. Heads whose G is constant skip the call they do not need (G ≡ 1: no raw call; plain
+heads: no syntactic call).
+
+Dropout. Attention dropout (rate a) applies inside each call. Syntax ignoring (rate p, paper
+§4.5 "vanilla Dropout on the syntactic attention") is a second, independent dropout on A_syn.
+Two independent inverted-dropout masks multiply to one mask with keep probability
+(1−a)(1−p) and scale 1/((1−a)(1−p)), so the syntactic call uses ``dropout_p = 1 − (1−a)(1−p)``:
+exactly "attention dropout, then syntax dropout" on A_syn. The one difference from dropping the
+mixed A with a single mask is that A_syn and A_raw get independent masks (same expectation).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from synprep.train.masks import ignore_rows
+
+
+def _like(mask: torch.Tensor | None, q: torch.Tensor) -> torch.Tensor | None:
+    """An additive mask in the query's dtype (SDPA wants them equal, e.g. under bf16 autocast)."""
+    return mask if mask is None or mask.dtype == q.dtype else mask.to(q.dtype)
+
+
+def _split(x: torch.Tensor, heads: int) -> torch.Tensor:
+    B, T, D = x.shape
+    return x.view(B, T, heads, D // heads).transpose(1, 2)  # (B, H, T, dh)
+
+
+def _merge(x: torch.Tensor) -> torch.Tensor:
+    B, H, T, dh = x.shape
+    return x.transpose(1, 2).reshape(B, T, H * dh)  # (B, T, D)
+
+
+class MultiheadAttention(nn.Module):
+    """Plain multi-head attention through SDPA, with an optional key/value cache for decoding.
+
+    Args:
+        d_model: model width D. heads: H. dropout: attention dropout rate.
+    """
+
+    def __init__(self, d_model: int, heads: int, dropout: float = 0.0):
+        super().__init__()
+        self.heads = heads
+        self.dropout = dropout
+        self.q_proj = nn.Linear(d_model, d_model)
+        self.k_proj = nn.Linear(d_model, d_model)
+        self.v_proj = nn.Linear(d_model, d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+        for lin in (self.q_proj, self.k_proj, self.v_proj):  # fairseq's initialisation
+            nn.init.xavier_uniform_(lin.weight, gain=1 / math.sqrt(2))
+        nn.init.xavier_uniform_(self.out_proj.weight)
+        nn.init.zeros_(self.out_proj.bias)
+
+    def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(B, T, D) → q, k, v each (B, H, T, dh)."""
+        return _split(self.q_proj(x), self.heads), _split(self.k_proj(x), self.heads), _split(self.v_proj(x), self.heads)
+
+    def forward(self, query: torch.Tensor, memory: torch.Tensor | None = None, *, bias: torch.Tensor | None = None,
+                causal: bool = False, cache: dict | None = None, static_kv: bool = False) -> torch.Tensor:
+        """Attend from ``query`` to ``memory`` (self-attention when None).
+
+        Args:
+            query: (B, Tq, D). memory: (B, Tk, D) or None.
+            bias: additive mask broadcastable to (B, H, Tq, Tk) (e.g. key padding), or None.
+            causal: mask future keys (self-attention over a whole target prefix).
+            cache: dict kept between incremental decoding steps; self-attention appends this step's
+                k/v, cross-attention (``static_kv``) computes k/v from ``memory`` once.
+
+        Returns:
+            (B, Tq, D).
+        """
+        q = _split(self.q_proj(query), self.heads)
+        if cache is not None and static_kv and "k" in cache:
+            k, v = cache["k"], cache["v"]
+        else:
+            src = query if memory is None else memory
+            k, v = _split(self.k_proj(src), self.heads), _split(self.v_proj(src), self.heads)
+            if cache is not None:
+                if not static_kv and "k" in cache:
+                    k = torch.cat([cache["k"], k], dim=2)
+                    v = torch.cat([cache["v"], v], dim=2)
+                cache["k"], cache["v"] = k, v
+        p = self.dropout if self.training else 0.0
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=_like(bias, q), dropout_p=p,
+                                             is_causal=causal and bias is None)
+        return self.out_proj(_merge(out))
+
+
+class SyntacticSelfAttention(MultiheadAttention):
+    """Encoder self-attention whose heads mix syntactic and raw attention by a gate.
+
+    Args:
+        d_model, heads, dropout: as :class:`MultiheadAttention` (dropout = attention dropout a).
+        sources: per head ``"slr"``, ``"pascal"``, ``"ldd"`` or None (plain head, G ≡ 0).
+        gate_value: None for a learned gate (G passed to :meth:`forward`), else the constant G of
+            every syntactic head (0.5 "avg", 1.0 "pure"/"hard").
+        syntax_dropout: syntax ignoring rate p on A_syn (paper §4.5).
+        parent_ignore: PASCAL parent ignoring rate (per head and query row, training only).
+    """
+
+    def __init__(self, d_model: int, heads: int, dropout: float, sources: list[str | None],
+                 gate_value: float | None = None, syntax_dropout: float = 0.0, parent_ignore: float = 0.0):
+        super().__init__(d_model, heads, dropout)
+        if len(sources) != heads:
+            raise ValueError(f"sources needs one entry per head ({heads}), got {len(sources)}")
+        self.sources = list(sources)
+        self.gate_value = gate_value
+        self.syntax_dropout = syntax_dropout
+        self.parent_ignore = parent_ignore
+        self.slr_heads = [h for h, s in enumerate(sources) if s == "slr"]
+        self.scale_heads = [h for h, s in enumerate(sources) if s in ("pascal", "ldd")]
+        syn = set(self.slr_heads) | set(self.scale_heads)
+        # heads that need the raw call: all but the syntactic heads whose G is fixed at 1
+        self.raw_heads = [h for h in range(heads) if not (h in syn and gate_value == 1.0)]
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, *, bias: torch.Tensor | None = None,
+                causal: bool = False, cache: dict | None = None, static_kv: bool = False,
+                gate: torch.Tensor | None = None, feats: dict | None = None) -> torch.Tensor:  # type: ignore[override]
+        """Gated syntactic self-attention.
+
+        Args:
+            x: (B, T, D). bias: (B, 1, 1, T) key-padding bias (0 / -inf).
+            gate: (B, H) learned G in (0, 1) when ``gate_value`` is None.
+            feats: the batch's syntactic inputs (:meth:`synprep.train.model.Encoder.syntax_inputs`):
+                ``"slr"`` (B, 1, T, T) bias with padding, ``"pascal"`` (B, 1, T, T) weights,
+                ``"ldd"`` (B, H, T, T) weights (channel h for head h).
+
+        Returns:
+            (B, T, D).
+        """
+        q, k, v = self.project(x)
+        out = gated_heads(q, k, v, sources=self.sources, raw_heads=self.raw_heads, gate=gate,
+                          gate_value=self.gate_value, pad_bias=bias, feats=feats or {},
+                          attn_dropout=self.dropout if self.training else 0.0,
+                          syntax_dropout=self.syntax_dropout if self.training else 0.0,
+                          parent_ignore=self.parent_ignore if self.training else 0.0)
+        return self.out_proj(_merge(out))
+
+
+def _take(t: torch.Tensor, idx: list[int], H: int) -> torch.Tensor:
+    """Heads ``idx`` of a (B, H|1, ...) tensor (no copy when idx is every head or t broadcasts)."""
+    if t.shape[1] == 1 or len(idx) == H:
+        return t
+    return t[:, idx]
+
+
+def scaled_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, weights: torch.Tensor,
+                     pad_bias: torch.Tensor | None, dropout_p: float) -> torch.Tensor:
+    """``softmax(s ⊙ W + pad) V`` with ``s = QKᵀ/√d`` (PASCAL / LDD heads, SPEC.md §4).
+
+    Args:
+        q, k, v: (B, H, T, dh). weights: broadcastable to (B, H, T, T). pad_bias: (B, 1, 1, T) or None.
+
+    Returns:
+        (B, H, T, dh).
+    """
+    s = torch.matmul(q, k.transpose(-1, -2)) * (q.shape[-1] ** -0.5)  # (B, H, T, T)
+    s = s * weights
+    if pad_bias is not None:
+        s = s + pad_bias
+    a = torch.softmax(s, dim=-1)
+    if dropout_p > 0:
+        a = F.dropout(a, dropout_p)
+    return torch.matmul(a, v)
+
+
+def gated_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, sources: list[str | None],
+                raw_heads: list[int] | None = None, gate: torch.Tensor | None, gate_value: float | None,
+                pad_bias: torch.Tensor | None, feats: dict, attn_dropout: float = 0.0,
+                syntax_dropout: float = 0.0, parent_ignore: float = 0.0) -> torch.Tensor:
+    """Per-head ``G·(A_syn V) + (1−G)·(A_raw V)`` (paper eq. 10–11; see the module docstring).
+
+    Args:
+        q, k, v: (B, H, T, dh).
+        sources: per head ``"slr"`` / ``"pascal"`` / ``"ldd"`` / None (plain head: raw only).
+        raw_heads: heads that need the raw call (default: every head unless ``gate_value == 1``
+            makes a syntactic head purely syntactic).
+        gate: (B, H) G when ``gate_value`` is None. gate_value: constant G of syntactic heads.
+        pad_bias: (B, 1, 1, T) key padding (0 / -inf) or None.
+        feats: ``"slr"`` (B, 1, T, T) bias including padding; ``"pascal"`` (B, 1, T, T);
+            ``"ldd"`` (B, H, T, T).
+        attn_dropout: a. syntax_dropout: p (A_syn gets ``1 − (1−a)(1−p)``). parent_ignore: PASCAL rate.
+
+    Returns:
+        (B, H, T, dh) per-head outputs A V.
+    """
+    B, H, T, _ = q.shape
+    syn_heads = [h for h, s in enumerate(sources) if s is not None]
+    if raw_heads is None:
+        raw_heads = [h for h in range(H) if not (sources[h] is not None and gate_value == 1.0)]
+    p_syn = 1.0 - (1.0 - attn_dropout) * (1.0 - syntax_dropout)
+
+    raw = None
+    if raw_heads:
+        raw = F.scaled_dot_product_attention(_take(q, raw_heads, H), _take(k, raw_heads, H), _take(v, raw_heads, H),
+                                             attn_mask=_like(pad_bias, q), dropout_p=attn_dropout)  # (B, R, T, dh)
+    raw_pos = {h: i for i, h in enumerate(raw_heads)}
+
+    # syntactic calls, one per kind: (heads, A_syn V)
+    groups: list[tuple[list[int], torch.Tensor]] = []
+    slr = [h for h in syn_heads if sources[h] == "slr"]
+    if slr:
+        groups.append((slr, F.scaled_dot_product_attention(_take(q, slr, H), _take(k, slr, H), _take(v, slr, H),
+                                                           attn_mask=_like(feats["slr"], q), dropout_p=p_syn)))
+    scale = [h for h in syn_heads if sources[h] in ("pascal", "ldd")]
+    if scale:
+        parts = []
+        for h in scale:
+            if sources[h] == "pascal":
+                w = feats["pascal"]  # (B, 1, T, T)
+                parts.append(w if parent_ignore == 0 else ignore_rows(w, parent_ignore))
+            else:
+                parts.append(feats["ldd"][:, h:h + 1])
+        shared = parent_ignore == 0 and all(sources[h] == "pascal" for h in scale)
+        w = parts[0] if len(parts) == 1 or shared else torch.cat(parts, dim=1)  # (B, 1|Hs, T, T)
+        groups.append((scale, scaled_attention(_take(q, scale, H), _take(k, scale, H), _take(v, scale, H),
+                                               w, pad_bias, p_syn)))
+
+    # mix per head, out of place (SDPA kernels may keep their output for backward)
+    pieces: list[tuple[list[int], torch.Tensor]] = []
+    for heads, syn in groups:
+        if gate_value == 1.0:
+            pieces.append((heads, syn))
+            continue
+        assert raw is not None
+        r = raw if len(heads) == len(raw_heads) == H else raw[:, [raw_pos[h] for h in heads]]
+        if gate_value is None:
+            assert gate is not None, "a learned gate needs G"
+            g = gate[:, heads][:, :, None, None].to(syn.dtype)  # (B, Hs, 1, 1)
+        else:
+            g = torch.full((), gate_value, dtype=syn.dtype, device=syn.device)
+        pieces.append((heads, g * syn + (1.0 - g) * r))
+    plain = [h for h in range(H) if sources[h] is None]
+    if plain:
+        assert raw is not None
+        pieces.append((plain, raw if len(plain) == H else raw[:, [raw_pos[h] for h in plain]]))
+    if len(pieces) == 1:
+        return pieces[0][1]  # every head in one piece, in order
+    order = [h for heads, _ in pieces for h in heads]
+    inverse = [order.index(h) for h in range(H)]
+    return torch.cat([t for _, t in pieces], dim=1)[:, inverse]
+
+
+def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, gate: torch.Tensor,
+                        mask: torch.Tensor | None = None, weights: torch.Tensor | None = None,
+                        pad: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The gated attention written out with explicit matrices (for tests and readers; no dropout).
+
+    ``A_raw = softmax(s)``, ``A_syn[i,j] = M[i,j] e^{s[i,j]} / Σ_k M[i,k] e^{s[i,k]}`` (paper eq. 9;
+    SLR) or ``softmax(s ⊙ W)`` (PASCAL/LDD), ``A = G A_syn + (1−G) A_raw`` (eq. 10), padding keys
+    excluded.
+
+    Args:
+        q, k, v: (B, H, T, dh). gate: (B, H). mask: (B, 1|H, T, T) probabilities M (SLR), or
+        weights: (B, 1|H, T, T) score multipliers. pad: (B, T) bool, True at padding.
+
+    Returns:
+        (A V of shape (B, H, T, dh), A of shape (B, H, T, T)).
+    """
+    s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    keep = torch.ones_like(s) if pad is None else (~pad)[:, None, None, :].to(s.dtype).expand_as(s)
+    e = torch.exp(s - s.amax(-1, keepdim=True)) * keep
+    a_raw = e / e.sum(-1, keepdim=True)
+    if mask is not None:
+        m = mask * keep
+        e_syn = m * torch.exp(s - s.amax(-1, keepdim=True))
+    else:
+        assert weights is not None
+        sw = s * weights
+        e_syn = torch.exp(sw - sw.amax(-1, keepdim=True)) * keep
+    a_syn = e_syn / e_syn.sum(-1, keepdim=True)
+    g = gate[:, :, None, None]
+    a = g * a_syn + (1 - g) * a_raw
+    return torch.matmul(a, v), a

@@ -1,0 +1,305 @@
+"""The trainer's configuration: one typed dataclass, every default visible in one block.
+
+A configuration is a flat JSON object whose keys are the fields of :class:`TrainConfig`; it is
+saved beside every checkpoint (``OUT/config.json``) and inside it. Presets ship as package data
+(``synprep/presets/NAME.json``): ``iwslt14_de_en`` (the paper's IWSLT14 De→En setup,
+gated-syntax-attention §5.1 and Table 2) and ``tiny`` (trains in seconds on a CPU).
+
+Variants (SPEC.md §6), selected by ``syntax``:
+
+========== =====================================================================================
+vanilla    plain Transformer (G ≡ 0 everywhere; no syntax features are read)
+gated      ``A = G·A_syn + (1−G)·A_raw``, G from the gate network (paper eq. 4–10)
+avg        ablation "Avg": G ≡ 0.5 (paper Table 6)
+pure       ablation "Pure": G ≡ 1 (paper Table 6)
+hard       hard placement: G ≡ 1 on ``syntax_heads`` of ``syntax_layers``, plain heads elsewhere
+========== =====================================================================================
+
+``syntax_source`` picks the syntactic attention of each syntactic head: ``slr`` (SPEC §3, the
+log-mask enters SDPA), ``pascal`` (SPEC §4, Gaussian weights multiply the scaled scores) or
+``ldd`` (SPEC §4, LDD weights of the head's label multiply the scaled scores). It is one name for
+every syntactic head, or a list with one entry per syntactic layer, each a name or a list with
+one name per head.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from synprep.errors import ConfigError
+from synprep.types import DEPRELS
+
+SYNTAX_MODES = ("vanilla", "gated", "avg", "pure", "hard")
+SYNTAX_SOURCES = ("slr", "pascal", "ldd")
+SLR_GAPS = ("cnf", "nary")
+SLR_HARD = ("strict", "nonstrict")
+
+#: fields that may change when a run is resumed (they do not change the model or the data order)
+RESUME_OVERRIDABLE = frozenset({"max_steps", "max_epochs", "num_workers", "log_interval", "threads",
+                                "save_interval_updates", "beam", "lenpen", "max_len_a", "max_len_b"})
+
+
+@dataclass
+class TrainConfig:
+    """Every hyperparameter of a training run (defaults = the paper's IWSLT14 De→En setup).
+
+    Sources: gated-syntax-attention §5.1 and Table 2; fairseq's ``transformer_iwslt_de_en``
+    architecture and IWSLT recipe for what the paper leaves out (marked "fairseq").
+    """
+
+    # --- model (paper §5.1; fairseq transformer_iwslt_de_en) ---------------------------------
+    d_model: int = 512
+    ffn_dim: int = 1024
+    heads: int = 4
+    encoder_layers: int = 6
+    decoder_layers: int = 6
+    dropout: float = 0.3
+    attention_dropout: float = 0.2
+    activation_dropout: float = 0.0  # fairseq default
+    share_embeddings: bool = True  # one matrix: encoder input, decoder input, output projection
+    normalize_before: bool = False  # fairseq default: post-norm
+    max_positions: int = 1024  # pairs longer than this (pieces + </s>) are skipped, counted
+
+    # --- syntax (SPEC.md §3, §4, §6) ----------------------------------------------------------
+    syntax: str = "gated"  # vanilla | gated | avg | pure | hard
+    syntax_layers: list[int] | None = None  # 0-based encoder layers; None = all (hard: [0])
+    syntax_heads: list[int] | None = None  # 0-based heads of those layers; None = all
+    syntax_source: Any = "slr"  # slr | pascal | ldd, or one per syntax layer (name or list per head)
+    slr_gaps: str = "cnf"  # cnf | nary (which stored gaps build the SLR mask)
+    slr_tau: float = 10.0  # soft SLR temperature τ
+    slr_hard: str | None = None  # None = soft; strict | nonstrict = hard SLR (SPEC §3)
+    pascal_sigma: float = 1.0  # Gaussian σ of PASCAL weights (SPEC §4)
+    parent_ignore: float = 0.0  # PASCAL parent ignoring: per query row, weights := 1 with prob p
+    ldd_labels: list[str] = field(default_factory=lambda: ["nsubj", "obj", "amod", "det"])  # per head
+    syntax_dropout: float = 0.4  # syntax ignoring: dropout on A_syn (paper Table 2 "ignore rate")
+    gate_hidden: int = 256  # d' of the gate network (not given in the paper; d/2)
+    gate_freeze_epochs: int = 80  # pre-warmup: gate network frozen for the first K epochs
+
+    # --- optimisation (paper §5.1) ------------------------------------------------------------
+    lr: float = 7e-3
+    warmup_init_lr: float = 1e-3
+    warmup_updates: int = 4000
+    adam_betas: list[float] = field(default_factory=lambda: [0.9, 0.98])
+    adam_eps: float = 1e-8
+    weight_decay: float = 1e-4  # decoupled (AdamW), as fairseq's Adam applies it
+    label_smoothing: float = 0.1
+    clip_norm: float = 0.0  # 0 = no clipping (fairseq IWSLT recipe)
+    max_tokens: int = 4096  # per batch, padding included (fairseq --max-tokens)
+    update_freq: int = 1  # batches per update (fairseq --update-freq)
+    max_epochs: int = 100  # 0 = no limit (then max_steps must be set)
+    max_steps: int = 0  # 0 = no limit
+    seed: int = 1
+    bf16: bool = False  # bf16 autocast (CUDA or CPU)
+
+    # --- bookkeeping ----------------------------------------------------------------------------
+    num_workers: int = 0  # DataLoader workers (each opens its own HDF5 handles)
+    threads: int = 0  # torch intra-op threads in the training process; 0 = torch's default
+    log_interval: int = 100  # updates between metrics.jsonl step records
+    save_interval_updates: int = 0  # also save checkpoint_last.pt every N updates; 0 = per epoch
+
+    # --- decoding (paper §5.1 Evaluation; fairseq generate defaults) ---------------------------
+    beam: int = 5
+    lenpen: float = 1.0
+    max_len_a: float = 0.0
+    max_len_b: int = 200
+
+    # ------------------------------------------------------------------------------------------
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Check every field; raise :class:`ConfigError` naming the first bad one."""
+        if self.syntax not in SYNTAX_MODES:
+            raise ConfigError(f"syntax must be one of {', '.join(SYNTAX_MODES)}, got {self.syntax!r}")
+        if self.d_model % self.heads:
+            raise ConfigError(f"d_model ({self.d_model}) must be divisible by heads ({self.heads})")
+        for name in ("dropout", "attention_dropout", "activation_dropout", "syntax_dropout",
+                     "parent_ignore", "label_smoothing"):
+            v = getattr(self, name)
+            if not 0.0 <= v < 1.0:
+                raise ConfigError(f"{name} must be in [0, 1), got {v}")
+        for name in ("d_model", "ffn_dim", "heads", "encoder_layers", "decoder_layers", "max_tokens",
+                     "update_freq", "gate_hidden", "max_positions", "beam"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.slr_gaps not in SLR_GAPS:
+            raise ConfigError(f"slr_gaps must be one of {', '.join(SLR_GAPS)}, got {self.slr_gaps!r}")
+        if self.slr_hard is not None and self.slr_hard not in SLR_HARD:
+            raise ConfigError(f"slr_hard must be null, strict or nonstrict, got {self.slr_hard!r}")
+        if self.slr_tau <= 0 or self.pascal_sigma <= 0:
+            raise ConfigError("slr_tau and pascal_sigma must be > 0")
+        if self.max_epochs < 0 or self.max_steps < 0:
+            raise ConfigError("max_epochs and max_steps must be >= 0")
+        if len(self.adam_betas) != 2:
+            raise ConfigError(f"adam_betas must be two numbers, got {self.adam_betas}")
+        for label in self.ldd_labels:
+            if label not in DEPRELS:
+                raise ConfigError(f"ldd_labels: {label!r} is not a UD relation ({', '.join(DEPRELS)})")
+        for name, limit in (("syntax_layers", self.encoder_layers), ("syntax_heads", self.heads)):
+            vals = getattr(self, name)
+            if vals is not None and (not vals or any(not 0 <= v < limit for v in vals) or len(set(vals)) != len(vals)):
+                raise ConfigError(f"{name} must be distinct 0-based indices below {limit}, got {vals}")
+        self.head_sources()  # validates syntax_source and ldd_labels length
+
+    # ------------------------------------------------------------------------------------------
+    @property
+    def uses_syntax(self) -> bool:
+        return self.syntax != "vanilla"
+
+    def layers_with_syntax(self) -> list[int]:
+        """0-based encoder layers that have syntactic heads (empty for vanilla)."""
+        if not self.uses_syntax:
+            return []
+        if self.syntax_layers is not None:
+            return list(self.syntax_layers)
+        return [0] if self.syntax == "hard" else list(range(self.encoder_layers))
+
+    def head_sources(self) -> dict[int, list[str | None]]:
+        """Syntactic source of every head of every syntactic layer.
+
+        Returns:
+            ``{layer: [source or None per head]}`` (0-based layers, ``heads`` entries each); None
+            marks a plain head (G ≡ 0).
+
+        Raises:
+            ConfigError: unknown source, wrong list lengths, or ``ldd`` heads without a label.
+        """
+        layers = self.layers_with_syntax()
+        heads = list(range(self.heads)) if self.syntax_heads is None else list(self.syntax_heads)
+        src = self.syntax_source
+        if isinstance(src, str) or src is None:
+            per_layer = [src] * len(layers)
+        elif isinstance(src, list) and len(src) == len(layers):
+            per_layer = src
+        else:
+            raise ConfigError(f"syntax_source must be a name or a list with one entry per syntax layer "
+                              f"({len(layers)}: {layers}), got {src!r}")
+        out: dict[int, list[str | None]] = {}
+        for layer, entry in zip(layers, per_layer, strict=True):
+            if isinstance(entry, str):
+                names = [entry] * len(heads)
+            elif isinstance(entry, list) and len(entry) == len(heads):
+                names = entry
+            else:
+                raise ConfigError(f"syntax_source for layer {layer}: a name or one name per syntax head "
+                                  f"({len(heads)}), got {entry!r}")
+            row: list[str | None] = [None] * self.heads
+            for h, name in zip(heads, names, strict=True):
+                if name not in SYNTAX_SOURCES:
+                    raise ConfigError(f"syntax_source: {name!r} is not one of {', '.join(SYNTAX_SOURCES)}")
+                row[h] = name
+            out[layer] = row
+        if any(s == "ldd" for row in out.values() for s in row) and len(self.ldd_labels) != self.heads:
+            raise ConfigError(f"ldd_labels needs one UD relation per head ({self.heads}), got {self.ldd_labels}")
+        return out
+
+    def sources_used(self) -> set[str]:
+        """The syntactic sources any head uses (decides which features the collate builds)."""
+        return {s for row in self.head_sources().values() for s in row if s is not None}
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"
+
+    def describe(self) -> str:
+        """Short text for the signature line, e.g. ``gated/slr-cnf-tau10`` or ``vanilla``."""
+        if not self.uses_syntax:
+            return "vanilla"
+        parts = []
+        for s in sorted(self.sources_used()):
+            if s == "slr":
+                kind = f"hard-{self.slr_hard}" if self.slr_hard else f"tau{self.slr_tau:g}"
+                parts.append(f"slr-{self.slr_gaps}-{kind}")
+            elif s == "pascal":
+                parts.append(f"pascal-s{self.pascal_sigma:g}")
+            else:
+                parts.append("ldd")
+        return f"{self.syntax}/{'+'.join(parts)}"
+
+
+FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
+
+
+def config_from_dict(data: dict[str, Any], where: str = "config") -> TrainConfig:
+    """Build a config from a JSON object; unknown keys are an error (typos must not pass silently).
+
+    Raises:
+        ConfigError: an unknown key or a bad value (the message names ``where``).
+    """
+    unknown = sorted(set(data) - set(FIELDS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    try:
+        return TrainConfig(**data)
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from None
+    except TypeError as e:  # pragma: no cover - dataclass signature errors
+        raise ConfigError(f"{where}: {e}") from None
+
+
+def preset_names() -> list[str]:
+    """Names of the shipped presets."""
+    return sorted(p.name[:-5] for p in resources.files("synprep.presets").iterdir() if p.name.endswith(".json"))
+
+
+def load_preset(name: str) -> TrainConfig:
+    """Load a shipped preset (``synprep/presets/NAME.json``).
+
+    Raises:
+        ConfigError: no such preset (the message lists the known ones).
+    """
+    res = resources.files("synprep.presets") / f"{name}.json"
+    if not res.is_file():
+        raise ConfigError(f"no preset {name!r}; known: {', '.join(preset_names())}")
+    return config_from_dict(json.loads(res.read_text("utf-8")), f"preset {name}")
+
+
+def load_config(path: str | Path) -> TrainConfig:
+    """Load a config JSON file (any subset of the fields; the rest take the defaults).
+
+    Raises:
+        ConfigError: missing file, invalid JSON, unknown key or bad value.
+    """
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text("utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: no such config file") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{p}:{e.lineno}: invalid JSON: {e.msg}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: a config is a JSON object")
+    return config_from_dict(data, str(p))
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """Parse ``key=value`` (value as JSON, else as a plain string).
+
+    Raises:
+        ConfigError: no ``=`` or an unknown key.
+    """
+    if "=" not in item:
+        raise ConfigError(f"--set expects key=value, got {item!r}")
+    key, raw = item.split("=", 1)
+    key = key.strip()
+    if key not in FIELDS:
+        raise ConfigError(f"--set: unknown key {key!r}")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return key, value
+
+
+def with_overrides(cfg: TrainConfig, overrides: dict[str, Any]) -> TrainConfig:
+    """A copy of ``cfg`` with fields replaced (validated again)."""
+    data = cfg.to_dict()
+    data.update(overrides)
+    return config_from_dict(data, "overrides")

@@ -1,0 +1,313 @@
+"""Data for the trainer: datasets over shards, length-bucketed batches, and the collate.
+
+* :class:`ShardDataset` — pairs of one split read from HDF5 shards (docs/FORMAT.md). Each process
+  (every DataLoader worker included) opens its own h5py handles on first use.
+* :class:`RecordDataset` — the same over in-memory :class:`~synprep.types.PairRecord` (tests,
+  benchmarks).
+* :class:`BucketBatchSampler` — fairseq-style batches: pairs sorted by length, cut so that
+  ``batch size × longest pair ≤ max_tokens`` (padding included), batch order shuffled per epoch
+  from ``(seed, epoch)``; under DDP every rank takes every ``world``-th batch (the list is padded
+  with its own first batches so all ranks make the same number of steps). Deterministic, and
+  resumable at any batch (``set_epoch(epoch, start)``).
+* :class:`Collater` — pads and builds the features the model's syntactic heads need: ``</s>``
+  appended to the source with gap 2000 (``GAP_EOS``), PASCAL parent positions (``</s>`` and
+  padding point at the sentence's ``</s>``), word indices and LDD entries. Masks themselves are
+  built on the training device (:mod:`synprep.train.masks`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset, Sampler
+
+from synprep.constants import EOS_ID, GAP_EOS, PAD_ID, VOCAB_NAME
+from synprep.errors import InputError
+from synprep.features.parents import parent_positions
+from synprep.types import PairRecord
+
+
+# --------------------------------------------------------------------------------------------
+# batches
+# --------------------------------------------------------------------------------------------
+@dataclass
+class Batch:
+    """A padded batch (B sentences; T = longest source + ``</s>``; U = longest target + 1).
+
+    Attributes:
+        ids: (B,) long, dataset indices of the pairs.
+        src_tokens: (B, T) long, source ids then ``</s>``, right-padded with ``<pad>``.
+        src_lengths: (B,) long, source length including ``</s>``.
+        prev_tokens: (B, U) long, decoder input ``</s> y_1 … y_n`` (fairseq convention).
+        target: (B, U) long, ``y_1 … y_n </s>``, padded with ``<pad>`` (ignored by the loss).
+        ntokens: number of target tokens (``</s>`` included, padding excluded).
+        gaps: (B, T-1) float32 gaps with ``GAP_EOS`` appended (0 under padding) or None.
+        parents: (B, T) float32 PASCAL parent positions or None.
+        word_index: (B, T) long, 0-based word of each piece, -1 for ``</s>``/padding, or None.
+        n_words: largest word count in the batch.
+        ldd: (batch, dep, head, rel, prob) tensors of shape (K,): 0-based dependent word, 0-based
+            head word (-1 = root), relation id, probability; or None.
+    """
+
+    ids: torch.Tensor
+    src_tokens: torch.Tensor
+    src_lengths: torch.Tensor
+    prev_tokens: torch.Tensor
+    target: torch.Tensor
+    ntokens: int
+    gaps: torch.Tensor | None = None
+    parents: torch.Tensor | None = None
+    word_index: torch.Tensor | None = None
+    n_words: int = 0
+    ldd: tuple[torch.Tensor, ...] | None = None
+
+    def _map(self, fn) -> Batch:
+        kw = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, torch.Tensor):
+                v = fn(v)
+            elif isinstance(v, tuple):
+                v = tuple(fn(t) for t in v)
+            kw[f.name] = v
+        return Batch(**kw)
+
+    def to(self, device: torch.device | str) -> Batch:
+        """Every tensor moved to ``device`` (non-blocking from pinned memory)."""
+        return self._map(lambda t: t.to(device, non_blocking=True))
+
+    def pin_memory(self) -> Batch:  # called by DataLoader(pin_memory=True)
+        return self._map(lambda t: t.pin_memory())
+
+    @property
+    def size(self) -> int:
+        return int(self.src_tokens.shape[0])
+
+
+class Collater:
+    """Turn a list of ``(index, PairRecord)`` into a :class:`Batch`.
+
+    Args:
+        features: which syntactic inputs to build: any of ``"slr"``, ``"pascal"``, ``"ldd"``
+            (:meth:`synprep.train.config.TrainConfig.sources_used`).
+        slr_gaps: ``"cnf"`` or ``"nary"`` — which stored gaps feed SLR.
+        ldd_labels: relation ids some LDD head uses (other entries are dropped here).
+    """
+
+    def __init__(self, features: Iterable[str] = (), slr_gaps: str = "cnf", ldd_labels: Iterable[int] = ()):
+        self.features = set(features)
+        self.slr_gaps = slr_gaps
+        self.ldd_labels = np.asarray(sorted(set(ldd_labels)), dtype=np.int64)
+
+    def __call__(self, items: list[tuple[int, PairRecord]]) -> Batch:
+        B = len(items)
+        recs = [r for _, r in items]
+        src_len = np.array([len(r.src_ids) + 1 for r in recs])
+        tgt_len = np.array([len(r.tgt_ids) + 1 for r in recs])
+        T, U = int(src_len.max()), int(tgt_len.max())
+        src = np.full((B, T), PAD_ID, dtype=np.int64)
+        prev = np.full((B, U), PAD_ID, dtype=np.int64)
+        tgt = np.full((B, U), PAD_ID, dtype=np.int64)
+        for b, r in enumerate(recs):
+            n, m = len(r.src_ids), len(r.tgt_ids)
+            src[b, :n] = r.src_ids
+            src[b, n] = EOS_ID
+            prev[b, 0] = EOS_ID
+            prev[b, 1:m + 1] = r.tgt_ids
+            tgt[b, :m] = r.tgt_ids
+            tgt[b, m] = EOS_ID
+        batch = Batch(ids=torch.as_tensor([i for i, _ in items], dtype=torch.long),
+                      src_tokens=torch.from_numpy(src), src_lengths=torch.from_numpy(src_len.astype(np.int64)),
+                      prev_tokens=torch.from_numpy(prev), target=torch.from_numpy(tgt), ntokens=int(tgt_len.sum()))
+        if "slr" in self.features:
+            gaps = np.zeros((B, max(T - 1, 0)), dtype=np.float32)
+            for b, r in enumerate(recs):
+                g = r.gaps_cnf if self.slr_gaps == "cnf" else r.gaps_nary
+                n = len(r.src_ids)
+                if n:
+                    gaps[b, : n - 1] = g
+                    gaps[b, n - 1] = GAP_EOS  # gap between the last piece and </s>
+            batch.gaps = torch.from_numpy(gaps)
+        if "pascal" in self.features:
+            # </s> and padding point at the sentence's </s> (SPEC.md §4)
+            par = np.stack([parent_positions(r.heads, r.word_index, eos=True, length=T) for r in recs])
+            batch.parents = torch.from_numpy(par.astype(np.float32))
+        if "ldd" in self.features:
+            wi = np.full((B, T), -1, dtype=np.int64)
+            parts: list[list[np.ndarray]] = [[], [], [], [], []]
+            for b, r in enumerate(recs):
+                wi[b, : len(r.src_ids)] = r.word_index
+                keep = np.isin(r.ldd_rel.astype(np.int64), self.ldd_labels)
+                k = int(keep.sum())
+                parts[0].append(np.full(k, b, dtype=np.int64))
+                parts[1].append(r.ldd_dep[keep].astype(np.int64) - 1)
+                parts[2].append(r.ldd_head[keep].astype(np.int64) - 1)
+                parts[3].append(r.ldd_rel[keep].astype(np.int64))
+                parts[4].append(r.ldd_prob[keep].astype(np.float32))
+            batch.word_index = torch.from_numpy(wi)
+            batch.n_words = max(len(r.heads) for r in recs)
+            batch.ldd = tuple(torch.from_numpy(np.concatenate(p)) for p in parts)
+        return batch
+
+
+# --------------------------------------------------------------------------------------------
+# datasets
+# --------------------------------------------------------------------------------------------
+class RecordDataset(Dataset):
+    """In-memory pairs. ``dataset[i]`` → ``(i, PairRecord)``."""
+
+    def __init__(self, records: Sequence[PairRecord]):
+        self.records = list(records)
+        self.src_lengths = np.array([len(r.src_ids) for r in self.records], dtype=np.int64)
+        self.tgt_lengths = np.array([len(r.tgt_ids) for r in self.records], dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __getitem__(self, i: int) -> tuple[int, PairRecord]:
+        return i, self.records[i]
+
+    def line(self, i: int) -> int:
+        return int(self.records[i].line)
+
+
+class ShardDataset(Dataset):
+    """Pairs of one split across its shards (``SPLIT.NNNNN.h5``). ``dataset[i]`` → ``(i, PairRecord)``.
+
+    A thin view over :class:`synprep.shards.SplitReader`: readers pickle as their paths, so every
+    DataLoader worker opens its own h5py handles.
+
+    Args:
+        shards_dir: the output folder of ``synprep pipeline`` / ``synprep shard``.
+        split: ``train``, ``valid``, ``test``, …
+
+    Attributes:
+        src_lengths, tgt_lengths: (N,) int64 piece counts (no ``</s>``). attrs: the first shard's
+        root attributes (``signature``, ``vocab_path``, ``vocab_sha256``, …).
+
+    Raises:
+        InputError: no such folder or split, or a shard of an unknown format.
+    """
+
+    def __init__(self, shards_dir: str | Path, split: str):
+        from synprep.shards import SplitReader, open_split
+
+        readers = open_split(shards_dir, split)
+        if not readers:
+            raise InputError(f"no shards of split {split!r} (expected {split}.00000.h5, …)", str(shards_dir))
+        self.split = split
+        self.reader = SplitReader(readers)
+        self.attrs: dict = dict(readers[0].attrs)
+        self.src_lengths = np.asarray(self.reader.src_lengths, dtype=np.int64)
+        self.tgt_lengths = np.asarray(self.reader.tgt_lengths, dtype=np.int64)
+        self.lines = np.asarray(self.reader.lines, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.reader)
+
+    def __getitem__(self, i: int) -> tuple[int, PairRecord]:
+        return i, self.reader[i]
+
+    def line(self, i: int) -> int:
+        return int(self.lines[i])
+
+
+def load_symbols(shards_dir: str | Path, attrs: dict) -> list[str]:
+    """The vocabulary (id → piece) a split's shards were written with, checked against its sha256.
+
+    Raises:
+        InputError: ``dict.txt`` missing or not the one the shards name (sha256 differs).
+    """
+    from synprep.vocab import Vocab
+
+    path = Path(shards_dir) / attrs.get("vocab_path", VOCAB_NAME)
+    vocab = Vocab.load(path)
+    want = attrs.get("vocab_sha256")
+    if want and vocab.sha256 != want:
+        raise InputError(f"vocabulary sha256 {vocab.sha256[:12]}… differs from the shards' {want[:12]}…", str(path))
+    return list(vocab.symbols)
+
+
+# --------------------------------------------------------------------------------------------
+# batching
+# --------------------------------------------------------------------------------------------
+class BucketBatchSampler(Sampler[list[int]]):
+    """Length-bucketed batches of at most ``max_tokens`` (padding included), fairseq-style.
+
+    A pair's size is ``max(source + 1, target + 1)`` (``</s>`` included); pairs larger than
+    ``min(max_tokens, max_positions)`` are skipped and counted in :attr:`skipped`.
+
+    Args:
+        src_lengths, tgt_lengths: (N,) piece counts without ``</s>``.
+        max_tokens: bound on ``batch size × largest size`` per batch.
+        shuffle: shuffle pairs (ties) and batch order per epoch (training); else a fixed order.
+        seed: with the epoch, seeds the shuffle (``numpy.random.default_rng([seed, epoch])``).
+        rank, world_size: DDP shard of the batch list (rank takes batches ``rank::world_size``).
+        max_positions: model limit on a sequence's length.
+    """
+
+    def __init__(self, src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: int, *, shuffle: bool = True,
+                 seed: int = 1, rank: int = 0, world_size: int = 1, max_positions: int | None = None):
+        self.sizes = np.maximum(np.asarray(src_lengths) + 1, np.asarray(tgt_lengths) + 1).astype(np.int64)
+        self.src_sizes = np.asarray(src_lengths, dtype=np.int64) + 1
+        self.tgt_sizes = np.asarray(tgt_lengths, dtype=np.int64) + 1
+        limit = max_tokens if max_positions is None else min(max_tokens, max_positions)
+        self.valid = np.flatnonzero(self.sizes <= limit)
+        self.skipped = int(len(self.sizes) - len(self.valid))
+        self.max_tokens = max_tokens
+        self.shuffle = shuffle
+        self.seed = seed
+        self.rank, self.world_size = rank, world_size
+        self.epoch, self.start = 0, 0
+        self._cache: tuple[int, list[list[int]]] | None = None
+
+    def set_epoch(self, epoch: int, start: int = 0) -> None:
+        """Select the epoch (0-based) and the first batch of this rank to yield (resume)."""
+        self.epoch, self.start = epoch, start
+
+    def global_batches(self, epoch: int) -> list[list[int]]:
+        """Every batch of an epoch, before the DDP split (identical on all ranks)."""
+        idx = self.valid
+        rng = np.random.default_rng([self.seed, epoch]) if self.shuffle else None
+        if rng is not None:
+            idx = idx[rng.permutation(len(idx))]
+        # sort by (target size, source size); the stable sort keeps the shuffled order among ties
+        idx = idx[np.lexsort((self.src_sizes[idx], self.tgt_sizes[idx]), axis=0)] if len(idx) else idx
+        batches: list[list[int]] = []
+        cur: list[int] = []
+        longest = 0
+        for i in idx.tolist():
+            s = int(self.sizes[i])
+            if cur and max(longest, s) * (len(cur) + 1) > self.max_tokens:
+                batches.append(cur)
+                cur, longest = [], 0
+            cur.append(i)
+            longest = max(longest, s)
+        if cur:
+            batches.append(cur)
+        if rng is not None:
+            batches = [batches[j] for j in rng.permutation(len(batches))]
+        return batches
+
+    def rank_batches(self, epoch: int) -> list[list[int]]:
+        """The batches this rank yields in ``epoch`` (cached for the last epoch asked)."""
+        if self._cache is not None and self._cache[0] == epoch:
+            return self._cache[1]
+        batches = self.global_batches(epoch)
+        if self.world_size > 1:
+            if self.shuffle and batches and len(batches) % self.world_size:
+                short = self.world_size - len(batches) % self.world_size
+                batches = batches + [batches[j % len(batches)] for j in range(short)]
+            batches = batches[self.rank :: self.world_size]
+        self._cache = (epoch, batches)
+        return batches
+
+    def __iter__(self) -> Iterator[list[int]]:
+        yield from self.rank_batches(self.epoch)[self.start :]
+
+    def __len__(self) -> int:
+        return max(len(self.rank_batches(self.epoch)) - self.start, 0)

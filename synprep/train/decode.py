@@ -1,0 +1,198 @@
+"""Greedy and beam search decoding with an incremental (key/value cached) decoder.
+
+Beam search follows fairseq's ``SequenceGenerator``: at each step the 2·beam best continuations
+of a sentence are ranked; a continuation ending in ``</s>`` among the first ``beam`` of them is
+finished with score ``Σ log p / len^lenpen`` (``len`` counts the ``</s>``); the first ``beam``
+others continue; a sentence stops once it has ``beam`` finished hypotheses; at the length limit
+``</s>`` is forced. The limit is ``max_len_a · src_len + max_len_b`` (``src_len`` with ``</s>``),
+capped by the model's positions. ``<pad>`` and ``<s>`` are never produced.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from synprep.constants import BOS_ID, EOS_ID, PAD_ID
+from synprep.train.data import Batch
+from synprep.train.model import Seq2Seq
+
+
+def _max_lens(model: Seq2Seq, batch: Batch, max_len_a: float, max_len_b: int) -> list[int]:
+    cap = model.cfg.max_positions - 1
+    return [max(1, min(int(max_len_a * int(n) + max_len_b), cap)) for n in batch.src_lengths.tolist()]
+
+
+def _lprobs(model: Seq2Seq, tokens: torch.Tensor, enc, cache) -> torch.Tensor:
+    logits = model.decode(tokens, enc, cache)[:, -1].float()
+    lp = torch.log_softmax(logits, dim=-1)
+    lp[:, PAD_ID] = float("-inf")
+    lp[:, BOS_ID] = float("-inf")
+    return lp
+
+
+@torch.no_grad()
+def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 0.0, max_len_b: int = 200) -> list[list[int]]:
+    """Greedy decoding.
+
+    Args:
+        model: in eval mode. batch: source side (``src_tokens``, ``src_lengths``, syntax features).
+
+    Returns:
+        B token id lists (no ``</s>``), in batch order.
+    """
+    B = batch.size
+    dev = batch.src_tokens.device
+    enc = model.encode(batch)
+    limits = _max_lens(model, batch, max_len_a, max_len_b)
+    cache = model.new_cache()
+    tokens = torch.full((B, 1), EOS_ID, dtype=torch.long, device=dev)
+    out: list[list[int] | None] = [None] * B
+    for step in range(max(limits)):
+        lp = _lprobs(model, tokens, enc, cache)
+        nxt = lp.argmax(dim=-1)
+        for b in range(B):
+            if step + 1 >= limits[b]:
+                nxt[b] = EOS_ID
+        tokens = torch.cat([tokens, nxt[:, None]], dim=1)
+        for b, t in enumerate(nxt.tolist()):
+            if out[b] is None and t == EOS_ID:
+                out[b] = tokens[b, 1:-1].tolist()
+        if all(o is not None for o in out):
+            break
+    return [o if o is not None else tokens[b, 1:].tolist() for b, o in enumerate(out)]
+
+
+@torch.no_grad()
+def beam_search(model: Seq2Seq, batch: Batch, beam: int = 5, lenpen: float = 1.0, max_len_a: float = 0.0,
+                max_len_b: int = 200) -> list[list[int]]:
+    """Beam search (see the module docstring).
+
+    Returns:
+        B token id lists (no ``</s>``): the best finished hypothesis of each sentence.
+    """
+    B, k = batch.size, beam
+    dev = batch.src_tokens.device
+    enc = model.encode(batch).index_select(torch.arange(B, device=dev).repeat_interleave(k))
+    limits = _max_lens(model, batch, max_len_a, max_len_b)
+    cache = model.new_cache()
+    tokens = torch.full((B * k, 1), EOS_ID, dtype=torch.long, device=dev)
+    scores = torch.zeros(B, k, device=dev)
+    scores[:, 1:] = float("-inf")  # all beams start identical: keep one
+    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(B)]
+    done = [False] * B
+    limit_t = torch.tensor(limits, device=dev).repeat_interleave(k)  # (B*k,)
+    for step in range(max(limits)):
+        lp = _lprobs(model, tokens, enc, cache)  # (B*k, V)
+        V = lp.shape[1]
+        # force </s> at the length limit and in finished sentences (vectorised over rows)
+        forced = (limit_t <= step + 1) | torch.tensor(done, device=dev).repeat_interleave(k)
+        if bool(forced.any()):
+            eos = lp[:, EOS_ID].clone()
+            lp[forced] = float("-inf")
+            lp[forced, EOS_ID] = eos[forced]
+        # the best 2k continuations of a sentence are among the best 2k of each of its beams
+        row_s, row_i = lp.topk(min(2 * k, V), dim=1)  # (B*k, 2k)
+        cand = (scores.view(B * k, 1) + row_s).view(B, -1)  # (B, k*2k)
+        top_s, top_j = cand.topk(2 * k, dim=1)
+        width = row_s.shape[1]
+        top_beam = (top_j // width).tolist()
+        top_tok = row_i.view(B, -1).gather(1, top_j).tolist()
+        top_sl = top_s.tolist()
+        new_rows, new_tok, new_scores = [], [], []
+        for b in range(B):
+            keep: list[tuple[int, int, float]] = []
+            for j in range(2 * k):
+                s, bi, t = top_sl[b][j], top_beam[b][j], top_tok[b][j]
+                if s == float("-inf"):
+                    break
+                if t == EOS_ID:
+                    if j < k and not done[b]:
+                        hyp = tokens[b * k + bi, 1:].tolist()
+                        finished[b].append((s / (step + 1) ** lenpen, hyp))
+                elif len(keep) < k:
+                    keep.append((bi, t, s))
+            if len(finished[b]) >= k or step + 1 >= limits[b]:
+                done[b] = True
+            while len(keep) < k:  # a finished sentence (or one with too few live beams): dead beams
+                keep.append((0, EOS_ID, float("-inf")))
+            for bi, t, s in keep:
+                new_rows.append(b * k + bi)
+                new_tok.append(t)
+                new_scores.append(s)
+        if all(done):
+            break
+        order = torch.tensor(new_rows, device=dev)
+        model.reorder_cache(cache, order)
+        tokens = torch.cat([tokens.index_select(0, order), torch.tensor(new_tok, device=dev)[:, None]], dim=1)
+        scores = torch.tensor(new_scores, device=dev).view(B, k)
+    return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
+
+
+def load_model(path, device: torch.device | str = "cpu"):
+    """Model, config and vocabulary of a checkpoint, in eval mode on ``device``.
+
+    Returns:
+        (Seq2Seq, TrainConfig, symbols).
+
+    Raises:
+        InputError: see :func:`synprep.train.checkpoint.load_checkpoint`.
+    """
+    from synprep.train.checkpoint import load_checkpoint
+    from synprep.train.config import config_from_dict
+
+    ck = load_checkpoint(path, map_location="cpu")
+    cfg = config_from_dict(ck["config"], str(path))
+    symbols = list(ck["symbols"])
+    model = Seq2Seq(cfg, len(symbols))
+    model.load_state_dict(ck["model"])
+    return model.to(device).eval(), cfg, symbols
+
+
+@torch.no_grad()
+def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float = 1.0, max_len_a: float = 0.0,
+                      max_len_b: int = 200, max_tokens: int = 4096, device: torch.device | str = "cpu",
+                      progress: bool | None = None) -> list[list[int]]:
+    """Translate every pair of a dataset (its source side), batched by source length.
+
+    Args:
+        model: in eval mode. dataset: yields ``(index, PairRecord)``, has ``src_lengths``.
+        beam: 1 = greedy search. max_tokens: source tokens per batch (padding included).
+
+    Returns:
+        hypotheses (token ids, no ``</s>``) in dataset order.
+
+    Raises:
+        InputError: a source longer than the model's ``max_positions`` (the message names its line).
+    """
+    import sys
+
+    import numpy as np
+    from tqdm import tqdm
+
+    from synprep.errors import InputError
+    from synprep.train.data import BucketBatchSampler, Collater
+    from synprep.types import DEPRELS
+
+    cfg = model.cfg
+    src = np.asarray(dataset.src_lengths)
+    too_long = np.flatnonzero(src + 1 > cfg.max_positions)
+    if len(too_long):
+        i = int(too_long[0])
+        line = dataset.line(i) if hasattr(dataset, "line") else i + 1
+        raise InputError(f"source of {int(src[i])} pieces exceeds the model's max_positions={cfg.max_positions}",
+                         None, line)
+    sampler = BucketBatchSampler(src, src, max(max_tokens, int(src.max(initial=0)) + 1), shuffle=False)
+    collate = Collater(cfg.sources_used(), cfg.slr_gaps, sorted({DEPRELS.index(x) for x in cfg.ldd_labels}))
+    out: list[list[int]] = [[] for _ in range(len(dataset))]
+    show = sys.stderr.isatty() if progress is None else progress
+    with tqdm(total=len(dataset), desc="translate", unit="sent", file=sys.stderr, disable=not show, leave=False) as bar:
+        for idx in sampler:
+            batch = collate([dataset[i] for i in idx]).to(device)
+            if beam == 1:
+                hyps = greedy_search(model, batch, max_len_a, max_len_b)
+            else:
+                hyps = beam_search(model, batch, beam, lenpen, max_len_a, max_len_b)
+            for i, h in zip(batch.ids.tolist(), hyps, strict=True):
+                out[i] = h
+            bar.update(len(idx))
+    return out

@@ -1,0 +1,489 @@
+"""The training loop: one process, or one per device under ``torchrun`` (DDP).
+
+What one update does (fairseq's semantics): ``update_freq`` batches are forwarded, the summed
+label-smoothed loss divided by the number of target tokens of all of them (across ranks) is
+back-propagated, gradients are clipped (``clip_norm > 0``), then Adam (decoupled weight decay)
+steps and the inverse-sqrt schedule advances. While the gate networks are frozen (pre-warmup,
+the first ``gate_freeze_epochs`` epochs) their gradients are dropped before the step, so Adam
+neither moves them nor accumulates state for them.
+
+After every epoch (and when ``max_steps`` stops a run mid-epoch) the validation split is scored,
+the mean gate of every encoder layer and head over it is logged and drawn (``gates.png``), and
+``checkpoint_last.pt`` is written (``checkpoint_best.pt`` too when the validation loss improved).
+A checkpoint holds everything needed to continue *exactly*: model, optimizer, scheduler, the
+position inside the epoch and every rank's RNG state; batch order is a pure function of
+``(seed, epoch)``, and the DataLoader gets its own generator so it never draws from the global one.
+
+Losses in metrics.jsonl are per target token in base 2 (bits), like fairseq's logs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, Dataset
+
+from synprep.constants import PAD_ID
+from synprep.errors import ConfigError, InputError
+from synprep.parallel import limit_threads
+from synprep.signature import signature
+from synprep.train.checkpoint import (
+    BEST,
+    LAST,
+    copy_checkpoint,
+    load_checkpoint,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
+from synprep.train.config import RESUME_OVERRIDABLE, TrainConfig, config_from_dict
+from synprep.train.data import Batch, BucketBatchSampler, Collater
+from synprep.train.loss import label_smoothed_nll_loss
+from synprep.train.metrics import MetricsLog, draw_gate_heatmap
+from synprep.train.model import Seq2Seq
+from synprep.types import DEPRELS
+
+log = logging.getLogger("synprep.train")
+LN2 = math.log(2.0)
+
+
+# --------------------------------------------------------------------------------------------
+# pieces
+# --------------------------------------------------------------------------------------------
+@dataclass
+class TrainState:
+    """Where a run is. ``epoch`` is 0-based; ``batch_in_epoch`` counts this rank's batches done."""
+
+    epoch: int = 0
+    batch_in_epoch: int = 0
+    step: int = 0
+    best_valid: float = math.inf
+    epoch_loss: float = 0.0  # running sums over the current epoch (natural log)
+    epoch_nll: float = 0.0
+    epoch_tokens: int = 0
+
+
+@dataclass
+class DistEnv:
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+
+def init_distributed(device: str | None) -> tuple[DistEnv, torch.device]:
+    """Join the ``torchrun`` process group when ``WORLD_SIZE > 1`` and pick this process's device.
+
+    Device: ``device`` when given; else ``cuda:LOCAL_RANK`` when CUDA is available; else CPU
+    (with a log line). Backend: NCCL on CUDA, gloo on CPU.
+
+    Raises:
+        ConfigError: a CUDA device was asked for but CUDA is not available.
+    """
+    env = DistEnv(int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)),
+                  int(os.environ.get("LOCAL_RANK", 0)))
+    if device is None or device == "auto":
+        dev = torch.device(f"cuda:{env.local_rank}" if torch.cuda.is_available() else "cpu")
+        if dev.type == "cpu" and env.rank == 0:
+            log.info("CUDA not available: training on the CPU")
+    else:
+        dev = torch.device(device)
+        if dev.type == "cuda" and not torch.cuda.is_available():
+            raise ConfigError(f"--device {device}: CUDA is not available on this machine (use --device cpu)")
+        if dev.type == "cuda" and dev.index is None:
+            dev = torch.device(f"cuda:{env.local_rank}")
+    if dev.type == "cuda":
+        torch.cuda.set_device(dev)
+    if env.enabled and not dist.is_initialized():
+        dist.init_process_group(backend="nccl" if dev.type == "cuda" else "gloo")
+    return env, dev
+
+
+def inverse_sqrt(cfg: TrainConfig):
+    """fairseq's ``inverse_sqrt`` schedule as a LambdaLR factor of ``cfg.lr``.
+
+    Linear warm-up from ``warmup_init_lr`` to ``lr`` over ``warmup_updates`` updates, then
+    ``lr · sqrt(warmup_updates / step)`` (paper §5.1: 1e-3 → 7e-3 over 4000 updates).
+    """
+    w = max(cfg.warmup_updates, 1)
+
+    def factor(step: int) -> float:
+        if step < w:
+            return (cfg.warmup_init_lr + step * (cfg.lr - cfg.warmup_init_lr) / w) / cfg.lr
+        return math.sqrt(w / step)
+
+    return factor
+
+
+def effective_gates(cfg: TrainConfig, learned: dict[int, list[float]] | None = None) -> list[list[float]]:
+    """(encoder_layers, heads) matrix of the G every head applies: the learned mean for gated
+    heads, the constant for avg/pure/hard heads, 0 for plain heads and vanilla layers."""
+    const = {"gated": None, "avg": 0.5, "pure": 1.0, "hard": 1.0, "vanilla": 0.0}[cfg.syntax]
+    sources = cfg.head_sources()
+    out = []
+    for layer in range(cfg.encoder_layers):
+        row = []
+        for h in range(cfg.heads):
+            src = sources.get(layer, [None] * cfg.heads)[h]
+            if src is None:
+                row.append(0.0)
+            elif const is not None:
+                row.append(const)
+            else:
+                row.append(float(learned[layer][h]) if learned and layer in learned else float("nan"))
+        out.append(row)
+    return out
+
+
+def train_signature(cfg: TrainConfig, data_signature: str | None = None, world_size: int = 1) -> str:
+    """Signature line of a training run (model, syntax variant, data, seed, torch)."""
+    from synprep.signature import package_version
+
+    data = None
+    if data_signature:
+        import hashlib
+
+        data = hashlib.sha256(data_signature.encode("utf-8")).hexdigest()[:8]
+    return signature(task="train", model=f"d{cfg.d_model}-ffn{cfg.ffn_dim}-h{cfg.heads}-L{cfg.encoder_layers}+{cfg.decoder_layers}",
+                     syntax=cfg.describe(), data=data, seed=cfg.seed, world=world_size if world_size > 1 else None,
+                     torch=package_version("torch"))
+
+
+# --------------------------------------------------------------------------------------------
+# the trainer
+# --------------------------------------------------------------------------------------------
+class Trainer:
+    """Runs updates, validation and checkpoints for one process (see the module docstring).
+
+    Args:
+        cfg: configuration (None when resuming: the checkpoint's is used). train_ds, valid_ds: datasets yielding ``(index, PairRecord)`` with
+            ``src_lengths``/``tgt_lengths`` arrays. symbols: the vocabulary (id → piece).
+        out_dir: where metrics.jsonl, gates.png, config.json and checkpoints go.
+        device: training device. dist_env: DDP position. resume: continue from
+            ``out_dir/checkpoint_last.pt``. overrides: with ``resume``, new values of the fields
+            in :data:`~synprep.train.config.RESUME_OVERRIDABLE` (others must not change). progress: tqdm bars (None = when stderr is a terminal).
+        data_signature: the shards' signature, recorded in checkpoints.
+    """
+
+    def __init__(self, cfg: TrainConfig | None, train_ds: Dataset, valid_ds: Dataset, symbols: list[str], out_dir: str | Path,
+                 device: torch.device, dist_env: DistEnv | None = None, resume: bool = False,
+                 overrides: dict[str, Any] | None = None, progress: bool | None = None,
+                 data_signature: str | None = None):
+        self.env = dist_env or DistEnv()
+        self.out = Path(out_dir)
+        self.device = device
+        self.symbols = list(symbols)
+        self.progress = progress
+        self.data_signature = data_signature
+        ck = None
+        if resume:
+            ck = load_checkpoint(self.out / LAST, map_location="cpu")
+            data = dict(ck["config"])
+            bad = sorted(k for k, v in (overrides or {}).items() if k not in RESUME_OVERRIDABLE and data.get(k) != v)
+            if bad:
+                raise ConfigError(f"cannot change {', '.join(bad)} when resuming (only {', '.join(sorted(RESUME_OVERRIDABLE))})")
+            data.update({k: v for k, v in (overrides or {}).items() if k in RESUME_OVERRIDABLE})
+            cfg = config_from_dict(data, f"{self.out / LAST}")
+            if list(ck["symbols"]) != self.symbols:
+                raise InputError("the shards' vocabulary differs from the checkpoint's", str(self.out / LAST))
+        if cfg is None:
+            raise ConfigError("a configuration (--config or --preset) is needed for a new run")
+        if cfg.max_epochs == 0 and cfg.max_steps == 0:
+            raise ConfigError("set max_epochs or max_steps (both are 0: the run would never end)")
+        self.cfg = cfg
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+
+        torch.manual_seed(cfg.seed)
+        self.model = Seq2Seq(cfg, len(self.symbols)).to(device)
+        self.gate_params = self.model.gate_parameters()
+        self.ddp: torch.nn.Module = self.model
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=(cfg.adam_betas[0], cfg.adam_betas[1]),
+                                           eps=cfg.adam_eps, weight_decay=cfg.weight_decay)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, inverse_sqrt(cfg))
+        self.state = TrainState()
+        torch.manual_seed(cfg.seed + self.env.rank)  # dropout streams differ per rank
+        if ck is not None:
+            self.model.load_state_dict(ck["model"])
+            self.optimizer.load_state_dict(ck["optimizer"])
+            self.scheduler.load_state_dict(ck["scheduler"])
+            self.state = TrainState(**ck["state"])
+            if ck.get("world_size", 1) != self.env.world_size and self.state.batch_in_epoch:
+                raise ConfigError(f"this checkpoint stopped inside an epoch with {ck.get('world_size', 1)} process(es): "
+                                  f"resume it with as many (now {self.env.world_size})")
+            rngs = ck["rng"]
+            set_rng_state(rngs[self.env.rank % len(rngs)])
+        if self.env.enabled:
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            self.ddp = DDP(self.model, device_ids=[device.index] if device.type == "cuda" else None)
+
+        ldd_ids = sorted({DEPRELS.index(lab) for lab in cfg.ldd_labels}) if "ldd" in cfg.sources_used() else []
+        collate = Collater(cfg.sources_used(), cfg.slr_gaps, ldd_ids)
+        self.train_sampler = BucketBatchSampler(train_ds.src_lengths, train_ds.tgt_lengths, cfg.max_tokens,  # type: ignore[attr-defined]
+                                                shuffle=True, seed=cfg.seed, rank=self.env.rank,
+                                                world_size=self.env.world_size, max_positions=cfg.max_positions)
+        self.valid_sampler = BucketBatchSampler(valid_ds.src_lengths, valid_ds.tgt_lengths, cfg.max_tokens,  # type: ignore[attr-defined]
+                                                shuffle=False, rank=self.env.rank, world_size=self.env.world_size,
+                                                max_positions=cfg.max_positions)
+        if self.train_sampler.skipped and self.env.is_main:
+            log.info("skipping %d training pairs longer than %d tokens", self.train_sampler.skipped,
+                     min(cfg.max_tokens, cfg.max_positions))
+        if not len(self.train_sampler.valid):
+            raise InputError("no training pair fits max_tokens / max_positions")
+        loader_kw: dict[str, Any] = dict(collate_fn=collate, num_workers=cfg.num_workers,
+                                         pin_memory=device.type == "cuda", generator=torch.Generator(),
+                                         worker_init_fn=_worker_init if cfg.num_workers else None)
+        self.train_loader = DataLoader(train_ds, batch_sampler=self.train_sampler, **loader_kw)
+        self.valid_loader = DataLoader(valid_ds, batch_sampler=self.valid_sampler, **loader_kw)
+        self.autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=cfg.bf16)
+
+        self.signature = train_signature(cfg, data_signature, self.env.world_size)
+        if self.env.is_main:
+            self.out.mkdir(parents=True, exist_ok=True)
+            from synprep.textio import atomic_write
+
+            with atomic_write(self.out / "config.json") as f:
+                f.write(cfg.to_json())
+            self.metrics = MetricsLog(self.out / "metrics.jsonl", resume_step=self.state.step if ck else None)
+        self.gates: list[list[float]] = effective_gates(cfg)
+
+    # --- one update --------------------------------------------------------------------------
+    def _frozen(self) -> bool:
+        return bool(self.gate_params) and self.state.epoch < self.cfg.gate_freeze_epochs
+
+    def _all_reduce(self, values: list[float]) -> list[float]:
+        if not self.env.enabled:
+            return values
+        t = torch.tensor(values, dtype=torch.float64, device=self.device)
+        dist.all_reduce(t)
+        return t.tolist()
+
+    def train_step(self, group: list[Batch]) -> dict[str, float]:
+        """One update on ``group`` (``update_freq`` batches). Returns summed loss/nll/tokens (nats)."""
+        self.ddp.train()
+        ntok = self._all_reduce([float(sum(b.ntokens for b in group))])[0]
+        scale = self.env.world_size / max(ntok, 1.0)  # DDP averages over ranks: grads = Σ loss / ntok
+        loss_sum = nll_sum = 0.0
+        for i, batch in enumerate(group):
+            batch = batch.to(self.device)
+            sync = contextlib.nullcontext()
+            if self.env.enabled and i < len(group) - 1:
+                sync = self.ddp.no_sync()  # type: ignore[operator]
+            with sync:
+                with self.autocast:
+                    logits, _ = self.ddp(batch)  # (N, V): real target positions only
+                lprobs = torch.log_softmax(logits.float(), dim=-1)
+                loss, nll = label_smoothed_nll_loss(lprobs, batch.target[batch.target.ne(PAD_ID)],
+                                                    self.cfg.label_smoothing)
+                (loss * scale).backward()
+            loss_sum += float(loss.detach())
+            nll_sum += float(nll.detach())
+        if self._frozen():
+            for p in self.gate_params:
+                p.grad = None
+        max_norm = self.cfg.clip_norm if self.cfg.clip_norm > 0 else math.inf
+        gnorm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm))
+        if math.isfinite(gnorm):
+            self.optimizer.step()
+        else:
+            log.warning("step %d: non-finite gradient norm, update skipped", self.state.step + 1)
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss_sum, nll_sum = self._all_reduce([loss_sum, nll_sum])
+        return {"loss": loss_sum, "nll": nll_sum, "ntokens": ntok, "gnorm": gnorm}
+
+    # --- validation --------------------------------------------------------------------------
+    @torch.no_grad()
+    def validate(self) -> dict[str, Any]:
+        """Validation loss (bits per token) and mean gate per encoder layer and head."""
+        self.ddp.eval()
+        H = self.cfg.heads
+        loss = nll = tok = n_sent = 0.0
+        gate_sums: dict[int, torch.Tensor] = {}
+        for batch in self.valid_loader:
+            batch = batch.to(self.device)
+            with self.autocast:
+                logits, enc = self.model(batch)
+            lprobs = torch.log_softmax(logits.float(), dim=-1)
+            ls, ns = label_smoothed_nll_loss(lprobs, batch.target[batch.target.ne(PAD_ID)], self.cfg.label_smoothing)
+            loss += float(ls)
+            nll += float(ns)
+            tok += batch.ntokens
+            n_sent += batch.size
+            for layer, g in enc.gates.items():
+                gate_sums[layer] = gate_sums.get(layer, torch.zeros(H, dtype=torch.float64, device=self.device)) \
+                    + g.double().sum(0)
+        layers = sorted(self.model.head_sources) if self.gate_params else []
+        flat = [loss, nll, tok, n_sent] + [float(x) for layer in layers
+                                           for x in gate_sums.get(layer, torch.zeros(H, dtype=torch.float64)).tolist()]
+        flat = self._all_reduce(flat)
+        loss, nll, tok, n_sent = flat[:4]
+        learned = {layer: [flat[4 + i * H + h] / max(n_sent, 1.0) for h in range(H)] for i, layer in enumerate(layers)}
+        self.gates = effective_gates(self.cfg, learned)
+        return {"valid_loss": loss / max(tok, 1.0) / LN2, "valid_nll_loss": nll / max(tok, 1.0) / LN2,
+                "valid_ppl": 2 ** (nll / max(tok, 1.0) / LN2), "valid_tokens": int(tok)}
+
+    # --- checkpoints ---------------------------------------------------------------------------
+    def save(self, is_best: bool) -> None:
+        """Write checkpoint_last.pt (and checkpoint_best.pt); every rank takes part (RNG gather)."""
+        rngs = [rng_state()]
+        if self.env.enabled:
+            gathered: list[Any] = [None] * self.env.world_size
+            dist.all_gather_object(gathered, rngs[0])
+            rngs = gathered
+        if not self.env.is_main:
+            return
+        save_checkpoint(self.out / LAST, {
+            "config": self.cfg.to_dict(), "symbols": self.symbols, "signature": self.signature,
+            "data_signature": self.data_signature, "world_size": self.env.world_size,
+            "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(), "state": asdict(self.state), "rng": rngs})
+        if is_best:
+            copy_checkpoint(self.out / LAST, self.out / BEST)
+
+    def _draw(self) -> None:
+        title = f"{self.cfg.describe()} — epoch {self.state.epoch}, step {self.state.step}"
+        draw_gate_heatmap(self.gates, self.out / "gates.png", title)
+
+    # --- the run -----------------------------------------------------------------------------
+    def _end_of_period(self, record: dict[str, Any], final: bool) -> None:
+        v = self.validate()
+        is_best = v["valid_loss"] < self.state.best_valid
+        if is_best:
+            self.state.best_valid = v["valid_loss"]
+        if self.env.is_main:
+            rec = {**record, **v, "best_valid_loss": self.state.best_valid, "gates": self.gates}
+            self.metrics.write(rec)
+            if final or self.state.epoch % 10 == 0:  # matplotlib is slow next to a tiny model's epoch
+                self._draw()
+            log.info("epoch %d step %d | valid loss %.3f | nll %.3f | ppl %.2f%s", record["epoch"], self.state.step,
+                     v["valid_loss"], v["valid_nll_loss"], v["valid_ppl"], " | best" if is_best else "")
+        self.save(is_best)
+
+    def run(self) -> dict[str, Any]:
+        """Train until ``max_epochs`` or ``max_steps``; returns a summary."""
+        cfg, st = self.cfg, self.state
+        from tqdm import tqdm
+
+        interval = {"loss": 0.0, "nll": 0.0, "ntokens": 0.0, "gnorm": 0.0, "n": 0, "t0": time.perf_counter()}
+        stopped = bool(cfg.max_steps and st.step >= cfg.max_steps)
+        last_valid: dict[str, Any] = {}
+        while not stopped and (cfg.max_epochs == 0 or st.epoch < cfg.max_epochs):
+            self.train_sampler.set_epoch(st.epoch, st.batch_in_epoch)
+            n_batches = len(self.train_sampler.rank_batches(st.epoch))
+            show = self.env.is_main and (sys.stderr.isatty() if self.progress is None else self.progress)
+            bar = tqdm(total=n_batches, initial=st.batch_in_epoch, desc=f"epoch {st.epoch + 1}", leave=False,
+                       file=sys.stderr, disable=not show, unit="batch")
+            it = iter(self.train_loader)
+            while not (cfg.max_steps and st.step >= cfg.max_steps):
+                group = [b for _, b in zip(range(cfg.update_freq), it, strict=False)]
+                if not group:
+                    break
+                out = self.train_step(group)
+                st.step += 1
+                st.batch_in_epoch += len(group)
+                st.epoch_loss += out["loss"]
+                st.epoch_nll += out["nll"]
+                st.epoch_tokens += int(out["ntokens"])
+                for key in ("loss", "nll", "ntokens", "gnorm"):
+                    interval[key] += out[key]
+                interval["n"] += 1
+                bar.update(len(group))
+                if st.step % cfg.log_interval == 0:
+                    self._log_interval(interval, bar)
+                if cfg.save_interval_updates and st.step % cfg.save_interval_updates == 0:
+                    self.save(False)
+            stopped = bool(cfg.max_steps and st.step >= cfg.max_steps)
+            bar.close()
+            epoch_done = st.batch_in_epoch >= n_batches
+            record = {"step": st.step, "epoch": st.epoch + 1, "epoch_done": epoch_done,
+                      "train_loss": st.epoch_loss / max(st.epoch_tokens, 1) / LN2,
+                      "train_nll_loss": st.epoch_nll / max(st.epoch_tokens, 1) / LN2,
+                      "lr": self.optimizer.param_groups[0]["lr"], "gates_frozen": self._frozen()}
+            if epoch_done:
+                st.epoch += 1
+                st.batch_in_epoch = 0
+                st.epoch_loss = st.epoch_nll = 0.0
+                st.epoch_tokens = 0
+            final = stopped or (cfg.max_epochs != 0 and st.epoch >= cfg.max_epochs)
+            self._end_of_period(record, final)
+            last_valid = record
+        return {"step": st.step, "epoch": st.epoch, "best_valid_loss": st.best_valid,
+                "last": last_valid, "out": str(self.out), "signature": self.signature}
+
+    def _log_interval(self, iv: dict[str, Any], bar) -> None:
+        dt = max(time.perf_counter() - iv["t0"], 1e-9)
+        tok = max(iv["ntokens"], 1.0)
+        rec = {"step": self.state.step, "epoch": self.state.epoch + 1, "train_loss": iv["loss"] / tok / LN2,
+               "train_nll_loss": iv["nll"] / tok / LN2, "lr": self.optimizer.param_groups[0]["lr"],
+               "gnorm": iv["gnorm"] / max(iv["n"], 1), "ntokens": int(iv["ntokens"]),
+               "tokens_per_s": round(iv["ntokens"] / dt, 1)}
+        if self.env.is_main:
+            self.metrics.write(rec)
+            bar.set_postfix(loss=f"{rec['train_loss']:.3f}", lr=f"{rec['lr']:.2e}")
+            if bar.disable:
+                log.info("epoch %d step %d | loss %.3f | nll %.3f | lr %.3g | gnorm %.2f | %.0f tok/s", rec["epoch"],
+                         rec["step"], rec["train_loss"], rec["train_nll_loss"], rec["lr"], rec["gnorm"],
+                         rec["tokens_per_s"])
+        iv.update({"loss": 0.0, "nll": 0.0, "ntokens": 0.0, "gnorm": 0.0, "n": 0, "t0": time.perf_counter()})
+
+
+def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None = None, *, device: str | None = None,
+          resume: bool = False, overrides: dict[str, Any] | None = None, progress: bool | None = None,
+          train_split: str = "train", valid_split: str = "valid") -> dict[str, Any]:
+    """Train on one split of a shard folder (``train``), validating on another (``valid``).
+
+    Joins the ``torchrun`` process group when launched by it (``WORLD_SIZE > 1``).
+
+    Args:
+        shards_dir: output folder of the pipeline (``dict.txt``, ``train.*.h5``, ``valid.*.h5``).
+        out_dir: run folder (``metrics.jsonl``, ``gates.png``, ``config.json``, checkpoints).
+        cfg: configuration of a new run (None with ``resume``).
+        device: ``cpu``, ``cuda``, ``cuda:1``, … or None (CUDA when available, else CPU).
+        resume: continue exactly from ``out_dir/checkpoint_last.pt``.
+        overrides: with ``resume``: new ``max_steps``/``max_epochs``/… (see RESUME_OVERRIDABLE).
+        progress: tqdm bars (None: when stderr is a terminal).
+        train_split, valid_split: split names (the same split for both makes a smoke run on a
+            folder holding only a test split).
+
+    Returns:
+        summary: ``step``, ``epoch``, ``best_valid_loss``, ``signature``, ….
+
+    Raises:
+        InputError: missing shards, splits or vocabulary; ConfigError: bad configuration.
+    """
+    from synprep.train.data import ShardDataset, load_symbols
+
+    env, dev = init_distributed(device)
+    try:
+        train_ds = ShardDataset(shards_dir, train_split)
+        valid_ds = ShardDataset(shards_dir, valid_split)
+        symbols = load_symbols(shards_dir, train_ds.attrs)
+        trainer = Trainer(cfg, train_ds, valid_ds, symbols, out_dir, dev, env, resume=resume, overrides=overrides,
+                          progress=progress, data_signature=train_ds.attrs.get("signature"))
+        return trainer.run()
+    finally:
+        if env.enabled and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _worker_init(_: int) -> None:
+    limit_threads(1)

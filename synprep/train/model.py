@@ -1,0 +1,273 @@
+"""Transformer encoder-decoder with gated syntactic self-attention in the encoder (SPEC.md §6).
+
+The architecture is fairseq's ``transformer_iwslt_de_en`` (post-norm by default, sinusoidal
+positions, embeddings scaled by √d, ReLU FFN, shared embeddings) with the encoder self-attention
+of chosen layers replaced by :class:`~synprep.train.attention.SyntacticSelfAttention` and, for
+``syntax = "gated"``, one :class:`~synprep.train.gate.GateNetwork` per such layer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from synprep.constants import PAD_ID
+from synprep.train.attention import MultiheadAttention, SyntacticSelfAttention
+from synprep.train.config import TrainConfig
+from synprep.train.data import Batch
+from synprep.train.gate import GateNetwork
+from synprep.train.masks import ldd_weights, padding_bias, pascal_weights, slr_bias
+from synprep.types import DEPRELS
+
+
+def sinusoidal_positions(n: int, d: int) -> torch.Tensor:
+    """(n, d) sinusoidal position table (fairseq layout: sines in the first half, cosines after)."""
+    half = d // 2
+    freq = torch.exp(torch.arange(half, dtype=torch.float32) * -(math.log(10000.0) / max(half - 1, 1)))
+    ang = torch.arange(n, dtype=torch.float32)[:, None] * freq[None, :]
+    table = torch.cat([torch.sin(ang), torch.cos(ang)], dim=1)
+    if d % 2:
+        table = torch.cat([table, torch.zeros(n, 1)], dim=1)
+    return table
+
+
+class FeedForward(nn.Module):
+    def __init__(self, d: int, ffn: int, activation_dropout: float):
+        super().__init__()
+        self.fc1 = nn.Linear(d, ffn)
+        self.fc2 = nn.Linear(ffn, d)
+        self.activation_dropout = activation_dropout
+        for lin in (self.fc1, self.fc2):
+            nn.init.xavier_uniform_(lin.weight)
+            nn.init.zeros_(lin.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(F.dropout(F.relu(self.fc1(x)), self.activation_dropout, self.training))
+
+
+class EncoderLayer(nn.Module):
+    """One encoder layer; syntactic when ``sources`` names a source for some head."""
+
+    def __init__(self, cfg: TrainConfig, sources: list[str | None] | None):
+        super().__init__()
+        self.normalize_before = cfg.normalize_before
+        self.dropout = cfg.dropout
+        self.gate: GateNetwork | None = None
+        if sources is None:
+            self.self_attn: MultiheadAttention = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attention_dropout)
+        else:
+            gate_value = {"gated": None, "avg": 0.5, "pure": 1.0, "hard": 1.0}[cfg.syntax]
+            self.self_attn = SyntacticSelfAttention(cfg.d_model, cfg.heads, cfg.attention_dropout, sources,
+                                                    gate_value=gate_value, syntax_dropout=cfg.syntax_dropout,
+                                                    parent_ignore=cfg.parent_ignore)
+            if gate_value is None:
+                self.gate = GateNetwork(cfg.d_model, cfg.gate_hidden, cfg.heads)
+        self.attn_norm = nn.LayerNorm(cfg.d_model)
+        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation_dropout)
+        self.ffn_norm = nn.LayerNorm(cfg.d_model)
+
+    def forward(self, x: torch.Tensor, pad: torch.Tensor, pad_bias: torch.Tensor,
+                feats: dict) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x: (B, T, D) → ((B, T, D), G of shape (B, H) or None)."""
+        g = self.gate(x, pad) if self.gate is not None else None  # gate reads the layer's input H^l
+        res = x
+        h = self.attn_norm(x) if self.normalize_before else x
+        if isinstance(self.self_attn, SyntacticSelfAttention):
+            h = self.self_attn(h, bias=pad_bias, gate=g, feats=feats)
+        else:
+            h = self.self_attn(h, bias=pad_bias)
+        x = res + F.dropout(h, self.dropout, self.training)
+        if not self.normalize_before:
+            x = self.attn_norm(x)
+        res = x
+        h = self.ffn_norm(x) if self.normalize_before else x
+        x = res + F.dropout(self.ffn(h), self.dropout, self.training)
+        if not self.normalize_before:
+            x = self.ffn_norm(x)
+        return x, g
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: TrainConfig):
+        super().__init__()
+        self.normalize_before = cfg.normalize_before
+        self.dropout = cfg.dropout
+        self.self_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attention_dropout)
+        self.self_norm = nn.LayerNorm(cfg.d_model)
+        self.cross_attn = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attention_dropout)
+        self.cross_norm = nn.LayerNorm(cfg.d_model)
+        self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation_dropout)
+        self.ffn_norm = nn.LayerNorm(cfg.d_model)
+
+    def _block(self, x, norm, fn):
+        h = norm(x) if self.normalize_before else x
+        x = x + F.dropout(fn(h), self.dropout, self.training)
+        return x if self.normalize_before else norm(x)
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, mem_bias: torch.Tensor,
+                cache: dict | None = None) -> torch.Tensor:
+        """x: (B, U, D) target states; memory: (B, T, D); mem_bias: (B, 1, 1, T)."""
+        self_cache = cache["self"] if cache is not None else None
+        cross_cache = cache["cross"] if cache is not None else None
+        x = self._block(x, self.self_norm, lambda h: self.self_attn(h, causal=cache is None, cache=self_cache))
+        x = self._block(x, self.cross_norm, lambda h: self.cross_attn(
+            h, memory, bias=mem_bias, cache=cross_cache, static_kv=True))
+        return self._block(x, self.ffn_norm, self.ffn)
+
+
+@dataclass
+class EncoderOut:
+    """Encoder output. x: (B, T, D); pad: (B, T) bool; bias: (B, 1, 1, T); gates: {layer: (B, H)}."""
+
+    x: torch.Tensor
+    pad: torch.Tensor
+    bias: torch.Tensor
+    gates: dict[int, torch.Tensor] = field(default_factory=dict)
+
+    def index_select(self, order: torch.Tensor) -> EncoderOut:
+        """Reorder / repeat sentences (beam search)."""
+        return EncoderOut(self.x.index_select(0, order), self.pad.index_select(0, order),
+                          self.bias.index_select(0, order), {k: g.index_select(0, order) for k, g in self.gates.items()})
+
+
+class Seq2Seq(nn.Module):
+    """The encoder-decoder.
+
+    Args:
+        cfg: the configuration (architecture and syntax variant).
+        vocab_size: V, size of the joint dictionary (``dict.txt`` + fairseq's 4 specials).
+    """
+
+    def __init__(self, cfg: TrainConfig, vocab_size: int):
+        super().__init__()
+        self.cfg = cfg
+        d = cfg.d_model
+        self.embed_scale = math.sqrt(d)
+        self.embed = nn.Embedding(vocab_size, d, padding_idx=PAD_ID)
+        nn.init.normal_(self.embed.weight, mean=0.0, std=d ** -0.5)
+        nn.init.zeros_(self.embed.weight[PAD_ID])
+        if cfg.share_embeddings:
+            self.dec_embed = self.embed
+        else:
+            self.dec_embed = nn.Embedding(vocab_size, d, padding_idx=PAD_ID)
+            nn.init.normal_(self.dec_embed.weight, mean=0.0, std=d ** -0.5)
+            nn.init.zeros_(self.dec_embed.weight[PAD_ID])
+        self.positions: torch.Tensor
+        self.register_buffer("positions", sinusoidal_positions(cfg.max_positions + 2, d), persistent=False)
+        self.head_sources = cfg.head_sources()
+        self.sources_used = cfg.sources_used()
+        self.ldd_label_ids = [DEPRELS.index(lab) for lab in cfg.ldd_labels]
+        self.encoder = nn.ModuleList(EncoderLayer(cfg, self.head_sources.get(i)) for i in range(cfg.encoder_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.decoder_layers))
+        self.enc_final_norm = nn.LayerNorm(d) if cfg.normalize_before else None
+        self.dec_final_norm = nn.LayerNorm(d) if cfg.normalize_before else None
+
+    # --- parameters --------------------------------------------------------------------------
+    def gate_parameters(self) -> list[nn.Parameter]:
+        """Parameters of every gate network (frozen during pre-warmup)."""
+        gates = [getattr(layer, "gate", None) for layer in self.encoder]
+        return [p for g in gates if g is not None for p in g.parameters()]
+
+    # --- encoder -----------------------------------------------------------------------------
+    def syntax_inputs(self, batch: Batch, pad: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Build the batch's syntactic inputs on its device (see :mod:`synprep.train.masks`).
+
+        Returns:
+            ``"slr"`` (B, 1, T, T) SDPA bias (log M + padding); ``"pascal"`` (B, 1, T, T) weights;
+            ``"ldd"`` (B, H, T, T) weights, channel h = ``LDD^{ldd_labels[h]}``. Only the sources
+            some head uses are built.
+        """
+        cfg = self.cfg
+        feats: dict[str, torch.Tensor] = {}
+        if "slr" in self.sources_used:
+            if batch.gaps is None:
+                raise ValueError("an SLR model needs gaps in the batch (collate with the model's config)")
+            feats["slr"] = slr_bias(batch.gaps, pad, cfg.slr_tau, cfg.slr_hard)
+        if "pascal" in self.sources_used:
+            if batch.parents is None:
+                raise ValueError("a PASCAL model needs parent positions in the batch")
+            feats["pascal"] = pascal_weights(batch.parents, cfg.pascal_sigma)
+        if "ldd" in self.sources_used:
+            if batch.word_index is None or batch.ldd is None:
+                raise ValueError("an LDD model needs word indices and LDD entries in the batch")
+            b, dep, head, rel, prob = batch.ldd
+            feats["ldd"] = ldd_weights(batch.word_index, batch.n_words, b, dep, head, rel, prob, self.ldd_label_ids)
+        return feats
+
+    def encode(self, batch: Batch) -> EncoderOut:
+        """Encode ``batch.src_tokens`` (B, T) → :class:`EncoderOut`."""
+        tokens = batch.src_tokens
+        pad = tokens.eq(PAD_ID)  # (B, T)
+        T = tokens.shape[1]
+        if T > self.positions.shape[0]:
+            raise ValueError(f"source of {T} tokens exceeds max_positions={self.cfg.max_positions}")
+        x = self.embed(tokens) * self.embed_scale + self.positions[:T]
+        x = F.dropout(x, self.cfg.dropout, self.training)
+        bias = padding_bias(pad, x.dtype)
+        feats = self.syntax_inputs(batch, pad) if self.sources_used else {}
+        gates: dict[int, torch.Tensor] = {}
+        for i, layer in enumerate(self.encoder):
+            x, g = layer(x, pad, bias, feats)
+            if g is not None:
+                gates[i] = g
+        if self.enc_final_norm is not None:
+            x = self.enc_final_norm(x)
+        return EncoderOut(x, pad, bias, gates)
+
+    # --- decoder -----------------------------------------------------------------------------
+    def decode(self, prev_tokens: torch.Tensor, enc: EncoderOut, cache: list[dict] | None = None,
+               project: bool = True) -> torch.Tensor:
+        """Next-token logits.
+
+        Args:
+            prev_tokens: (B, U) decoder input (``</s>`` then the target), right-padded; with a
+                ``cache`` only the newest token (B, 1) is read.
+            enc: the encoder output. cache: :meth:`new_cache` state for incremental decoding.
+            project: False returns the final hidden states (B, U, D) instead of logits.
+
+        Returns:
+            (B, U, V) logits (U = 1 with a cache).
+        """
+        if cache is not None:
+            step = cache[0]["self"]["k"].shape[2] if "k" in cache[0]["self"] else 0
+            tokens = prev_tokens[:, -1:]
+            pos = self.positions[step:step + 1]
+        else:
+            tokens = prev_tokens
+            pos = self.positions[: tokens.shape[1]]
+        x = self.dec_embed(tokens) * self.embed_scale + pos
+        x = F.dropout(x, self.cfg.dropout, self.training)
+        for i, layer in enumerate(self.decoder):
+            x = layer(x, enc.x, enc.bias, cache[i] if cache is not None else None)
+        if self.dec_final_norm is not None:
+            x = self.dec_final_norm(x)
+        return F.linear(x, self.dec_embed.weight) if project else x
+
+    def new_cache(self) -> list[dict]:
+        return [{"self": {}, "cross": {}} for _ in self.decoder]
+
+    @staticmethod
+    def reorder_cache(cache: list[dict], order: torch.Tensor) -> None:
+        """Reorder every cached key/value along the batch dimension (beam search), in place."""
+        for layer in cache:
+            for part in layer.values():
+                for key in ("k", "v"):
+                    if key in part:
+                        part[key] = part[key].index_select(0, order)
+
+    def forward(self, batch: Batch) -> tuple[torch.Tensor, EncoderOut]:
+        """Teacher-forced logits of the real (non-padding) target positions.
+
+        Returns:
+            (logits (N, V) for the N positions where ``batch.target != <pad>``, in row-major order,
+            i.e. aligned with ``batch.target[batch.target != <pad>]``; the encoder output). Padding
+            rows never reach the output projection, the costliest matrix product of a small model.
+        """
+        enc = self.encode(batch)
+        hidden = self.decode(batch.prev_tokens, enc, project=False)  # (B, U, D)
+        keep = batch.target.ne(PAD_ID)
+        return F.linear(hidden[keep], self.dec_embed.weight), enc

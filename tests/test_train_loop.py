@@ -1,0 +1,104 @@
+"""Exact resume: N updates straight == N/2 updates + resume + N/2 updates (losses and weights equal)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from synprep.errors import ConfigError
+from synprep.train.checkpoint import LAST, load_checkpoint
+from synprep.train.config import load_preset, with_overrides
+from synprep.train.data import RecordDataset
+from synprep.train.loop import Trainer
+from synprep.train.toydata import build_vocab, make_record, read_pairs
+
+
+@pytest.fixture(scope="module")
+def data(shared_data):
+    pairs = read_pairs(shared_data / "multi30k/train.de.gz", shared_data / "multi30k/train.en.gz", 48, "de", "en")
+    symbols = build_vocab([p for pair in pairs for p in pair], split_len=6).symbols
+    rng = np.random.default_rng(0)
+    recs = [make_record(i + 1, [s], t, symbols, rng, split_len=6) for i, (s, t) in enumerate(pairs)]
+    return RecordDataset(recs[:40]), RecordDataset(recs[40:]), symbols
+
+
+def _losses(out):
+    recs = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    return [(r["step"], r["train_loss"]) for r in recs if "valid_loss" not in r]
+
+
+@pytest.mark.parametrize("source", ["slr", "pascal"])
+def test_resume_continues_exactly(tmp_path, data, source):
+    train, valid, symbols = data
+    # dropout, syntax dropout / parent ignoring and the gate unfreezing after epoch 1 all draw
+    # from RNG or change with the epoch: the resumed run must reproduce every one of them
+    cfg = with_overrides(load_preset("tiny"), {
+        "syntax_source": source, "max_tokens": 256, "max_steps": 8, "log_interval": 1, "gate_freeze_epochs": 1,
+        "parent_ignore": 0.3 if source == "pascal" else 0.0, "threads": 1})
+    n_batches = len(Trainer(cfg, train, valid, symbols, tmp_path / "probe", torch.device("cpu"),
+                            progress=False).train_sampler.rank_batches(0))
+    assert 2 < n_batches < 8  # the split point (4) is inside epoch 1 or 2, and the run crosses an epoch end
+
+    straight = Trainer(cfg, train, valid, symbols, tmp_path / "a", torch.device("cpu"), progress=False)
+    straight.run()
+    first = Trainer(with_overrides(cfg, {"max_steps": 4}), train, valid, symbols, tmp_path / "b",
+                    torch.device("cpu"), progress=False)
+    first.run()
+    resumed = Trainer(None, train, valid, symbols, tmp_path / "b", torch.device("cpu"), resume=True,
+                      overrides={"max_steps": 8}, progress=False)
+    assert resumed.state.step == 4
+    resumed.run()
+
+    a, b = _losses(tmp_path / "a"), _losses(tmp_path / "b")
+    assert [s for s, _ in a] == list(range(1, 9)) and a == b  # exactly equal, step by step
+    wa = load_checkpoint(tmp_path / "a" / LAST)["model"]
+    wb = load_checkpoint(tmp_path / "b" / LAST)["model"]
+    for k in wa:
+        assert torch.equal(wa[k], wb[k]), k
+    # the gates were frozen in epoch 1 and learned afterwards
+    frozen = [json.loads(x)["gates_frozen"] for x in (tmp_path / "b/metrics.jsonl").read_text().splitlines()
+              if "valid_loss" in x]
+    assert frozen[0] is True and frozen[-1] is False
+
+
+def test_resume_refuses_model_changes(tmp_path, data):
+    train, valid, symbols = data
+    cfg = with_overrides(load_preset("tiny"), {"max_steps": 1, "max_tokens": 256, "threads": 1})
+    Trainer(cfg, train, valid, symbols, tmp_path, torch.device("cpu"), progress=False).run()
+    with pytest.raises(ConfigError, match="d_model"):
+        Trainer(None, train, valid, symbols, tmp_path, torch.device("cpu"), resume=True, overrides={"d_model": 32})
+
+
+@pytest.mark.parametrize(("variant", "expected"), [
+    ({"syntax": "vanilla"}, [[0.0] * 4] * 2),
+    ({"syntax": "avg"}, [[0.5] * 4] * 2),
+    ({"syntax": "pure", "syntax_source": "ldd"}, [[1.0] * 4] * 2),
+    ({"syntax": "hard", "syntax_heads": [0, 1], "syntax_source": "pascal"}, [[1.0, 1.0, 0.0, 0.0], [0.0] * 4]),
+    ({"syntax": "gated", "syntax_layers": [1], "bf16": True}, None),
+])
+def test_variants_train_and_log_their_gates(tmp_path, data, variant, expected):
+    train, valid, symbols = data
+    cfg = with_overrides(load_preset("tiny"), {"max_steps": 2, "max_tokens": 256, "threads": 1, **variant})
+    Trainer(cfg, train, valid, symbols, tmp_path, torch.device("cpu"), progress=False).run()
+    last = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[-1])
+    assert np.isfinite(last["valid_loss"]) and np.isfinite(last["train_loss"])
+    if expected is not None:
+        assert last["gates"] == expected
+    else:  # learned gates in layer 2 only, means over the validation set strictly inside (0, 1)
+        assert last["gates"][0] == [0.0] * 4 and all(0 < g < 1 for g in last["gates"][1])
+    assert (tmp_path / "gates.png").is_file()
+
+
+def test_metrics_log_drops_records_written_after_the_checkpoint(tmp_path):
+    from synprep.train.metrics import MetricsLog
+
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps({"step": s, "train_loss": 1.0}) + "\n" for s in (1, 2, 3, 4, 5)))
+    log = MetricsLog(path, resume_step=3)
+    log.write({"step": 4, "train_loss": 0.5})
+    assert [(r["step"], r["train_loss"]) for r in MetricsLog.read(path)] == [(1, 1.0), (2, 1.0), (3, 1.0), (4, 0.5)]
+    MetricsLog(path)  # a new run starts an empty log
+    assert MetricsLog.read(path) == []
