@@ -42,6 +42,7 @@ test: lint typecheck
 include pipelines/sample.mk
 include pipelines/iwslt14.mk
 include pipelines/pud.mk
+include pipelines/multi30k.mk
 
 clean:
 	rm -rf build

@@ -79,3 +79,15 @@ def test_apply_keeps_line_count_and_empty_lines(tmp_path):
     c.write_text("#version: 0.2\nl o\nlo w</w>\n", encoding="utf-8")
     lines = ["low lower", "", "slow"]
     assert list(apply_bpe_stream(lines, c)) == ["low lo@@ w@@ e@@ r", "", "s@@ low"]
+
+
+def test_learn_on_single_character_words_is_a_clear_error(tmp_path):
+    """subword-nmt fails with max() of an empty sequence when no word has two symbols."""
+    from synprep.errors import InputError
+    from synprep.text.bpe import learn_bpe
+
+    corpus = tmp_path / "chars.txt"
+    corpus.write_text("a b c d a b\nb c d e\n")
+    with pytest.raises(InputError, match="no word has two symbols"):
+        learn_bpe([corpus], 5, tmp_path / "codes")
+    assert not (tmp_path / "codes").exists()

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache, partial
 from typing import IO
 
+import subword_nmt.learn_bpe as _subword_learn_module
 from subword_nmt.apply_bpe import BPE
 from subword_nmt.learn_bpe import learn_bpe as _subword_learn_bpe
 
@@ -24,6 +25,10 @@ from synprep.signature import file_sha256, package_version
 from synprep.textio import PathLike, atomic_write, display_name, iter_lines
 
 log = logging.getLogger(__name__)
+
+# subword-nmt draws a tqdm bar on stderr even into a log file; show it on a terminal only
+if getattr(_subword_learn_module, "tqdm", None) is not None and hasattr(_subword_learn_module.tqdm, "__mro__"):
+    _subword_learn_module.tqdm = partial(_subword_learn_module.tqdm, disable=None)  # type: ignore[attr-defined]
 
 #: lines per work item for ``--jobs``
 CHUNK_LINES = 2000
@@ -85,10 +90,10 @@ def learn_bpe(files: Sequence[PathLike], n_merges: int, out_codes: PathLike | IO
                 _subword_learn_bpe(source, counter, n_merges, min_frequency=min_frequency)
     except ValueError:
         # subword-nmt fails with max() of an empty sequence when there is nothing to learn from
+        names = ", ".join(display_name(p) for p in files)
         if source.tokens == 0:
-            raise InputError(f"no tokens to learn BPE from ({source.lines} lines)",
-                             ", ".join(display_name(p) for p in files)) from None
-        raise
+            raise InputError(f"no tokens to learn BPE from ({source.lines} lines)", names) from None
+        raise InputError("nothing to learn BPE merges from: no word has two symbols", names) from None
     return counter.merges
 
 
