@@ -3,7 +3,7 @@
 # for both, and the gate heatmap (build/multi30k/gated/gates.png). See README "Multi30k".
 M30K_DIR   ?= $(SHARED)/data/multi30k
 M30K_OUT   ?= build/multi30k
-M30K_STEPS ?= 2000
+M30K_STEPS ?= 1500
 M30K_ARGS  ?= --lowercase --merges 4000 --stanza-dir $(SHARED)/data/stanza_resources --stanza-package synprep -j $(JOBS)
 M30K_TRAIN ?= --preset cpu_small --max-steps $(M30K_STEPS)
 
