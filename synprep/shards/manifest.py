@@ -54,9 +54,29 @@ class SplitEntry:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SplitEntry:
+        """Build from the parsed JSON.
+
+        Raises:
+            ValueError / TypeError / AttributeError: a malformed entry (a shard entry whose fields
+                are missing, unknown or of the wrong JSON type; a count that is not an integer).
+        """
         return cls(input_lines=int(d.get("input_lines", 0)), dropped=dict(d.get("dropped", {})),
                    dropped_lines=[list(x) for x in d.get("dropped_lines", [])],
-                   shards=[ShardInfo(**s) for s in d.get("shards", [])])
+                   shards=[_shard_info(s) for s in d.get("shards", [])])
+
+
+_SHARD_FIELDS = {"file": str, "pairs": int, "first_line": int, "last_line": int, "sha256": str, "bytes": int}
+
+
+def _shard_info(d: Any) -> ShardInfo:
+    """A shard entry of the JSON as :class:`ShardInfo`, its fields checked (JSON has no types to trust)."""
+    if not isinstance(d, dict) or set(d) != set(_SHARD_FIELDS):
+        raise ValueError(f"a shard entry must be an object with the fields {', '.join(_SHARD_FIELDS)}")
+    for key, kind in _SHARD_FIELDS.items():
+        value = d[key]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ValueError(f"shard entry field {key} is {value!r}, expected a JSON {kind.__name__}")
+    return ShardInfo(**d)
 
 
 class Manifest:
@@ -105,7 +125,7 @@ class Manifest:
         m.vocab = d.get("vocab")
         try:
             m.splits = {k: SplitEntry.from_dict(v) for k, v in (d.get("splits") or {}).items()}
-        except (TypeError, ValueError, AttributeError) as e:
+        except (TypeError, ValueError, AttributeError, OverflowError) as e:  # int(Infinity): OverflowError
             raise InputError(f"malformed manifest entry: {e}", name) from None
         return m
 
