@@ -263,6 +263,7 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
                 digest.update(chunk)
             os.fsync(fh.fileno())
         size = tmp.stat().st_size
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a shard gets the usual permissions
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -271,6 +272,12 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
     _fsync_dir(path.parent)
     return ShardInfo(file=path.name, pairs=n, first_line=buf.lines[0], last_line=buf.lines[-1],
                      sha256=digest.hexdigest(), bytes=size)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _fsync_dir(folder: Path) -> None:
