@@ -118,9 +118,14 @@ class Manifest:
         Raises:
             InputError: unknown format or version, or a malformed entry.
         """
-        if d.get("format") != SHARD_FORMAT or d.get("format_version") != SHARD_FORMAT_VERSION:
-            raise InputError(f"manifest format {d.get('format')!r} version {d.get('format_version')!r} "
+        version = d.get("format_version")
+        if d.get("format") != SHARD_FORMAT or type(version) is not int or version != SHARD_FORMAT_VERSION:
+            raise InputError(f"manifest format {d.get('format')!r} version {version!r} "
                              f"is not {SHARD_FORMAT!r} version {SHARD_FORMAT_VERSION}", name)
+        for key, kinds in (("signature", (str,)), ("config", (dict,)), ("vocab", (dict, type(None)))):
+            if key in d and not isinstance(d[key], kinds):
+                raise InputError(f"malformed manifest: {key} is {type(d[key]).__name__}, expected "
+                                 f"{' or '.join('null' if k is type(None) else k.__name__ for k in kinds)}", name)
         m = cls(signature=d.get("signature", ""), config=d.get("config") or {})
         m.vocab = d.get("vocab")
         try:
