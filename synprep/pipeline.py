@@ -288,6 +288,8 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
         if not os.path.exists(src):
             raise InputError("no such file", src)
         n_src = count_lines(src)
+        if n_src != n_tgt:  # before tokenizing a whole side for nothing
+            raise InputError(f"line counts differ: {src} has {n_src} lines, {tgt} has {n_tgt}", tgt)
         _tokenize(src, src_tok, src_lang, text, par)
     if n_src != n_tgt:
         raise InputError(f"line counts differ: {conllu or src} has {n_src} lines, {tgt} has {n_tgt}", tgt)
