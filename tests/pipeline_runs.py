@@ -34,6 +34,20 @@ def pipeline_args(out: Path, cache: Path | None, stanza_dir: Path, *extra: str, 
             *cache_args, "--stanza-dir", str(stanza_dir), "--stanza-package", "synprep", *extra]
 
 
+_REFERENCE: dict[str, tuple[Path, Path]] = {}
+
+
+def reference_run(tmp_path_factory, stanza_dir: Path) -> tuple[Path, Path]:
+    """``(out, cache)`` of one uninterrupted -j 1 run with a fresh cache, made once per test session
+    (test_resume.py and test_hostile.py compare against the same bytes)."""
+    if "ref" not in _REFERENCE:
+        d = tmp_path_factory.mktemp("reference")
+        out, cache = d / "out", d / "cache.sqlite"
+        run_ok(pipeline_args(out, cache, stanza_dir, "-j", "1"))
+        _REFERENCE["ref"] = (out, cache)
+    return _REFERENCE["ref"]
+
+
 def env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT)}
 

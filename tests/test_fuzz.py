@@ -66,7 +66,7 @@ def test_unmutated_blocks_read_back(ud_blocks, tmp_path):
     assert check_conllu_bytes(data.encode("utf-8"), tmp_path / "x.conllu") == 100  # 50 in each word mode
 
 
-@settings(FUZZ, max_examples=3000)
+@settings(FUZZ, max_examples=2000)
 @given(data=st.data())
 def test_conllu_reader(ud_blocks, scratch, data):
     raw = data.draw(st.one_of(conllu_bytes(ud_blocks), st.binary(max_size=300)), label="bytes")
@@ -94,7 +94,7 @@ def valid_folder(tmp_path_factory) -> Path:
     return base
 
 
-@settings(FUZZ, max_examples=600)
+@settings(FUZZ, max_examples=400)
 @given(data=st.data())
 def test_check_on_damaged_folders(valid_folder, scratch, data):
     with no_hang():

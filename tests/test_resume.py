@@ -22,6 +22,7 @@ from pipeline_runs import (
     kill_when,
     manifest_shards,
     pipeline_args,
+    reference_run,
     run_ok,
     sqlite_integrity,
     start,
@@ -36,9 +37,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory, stanza_dir) -> tuple[Path, Path]:
     """An uninterrupted -j 1 run (fresh cache): the bytes every other run must reproduce."""
-    d = tmp_path_factory.mktemp("reference")
-    out, cache = d / "out", d / "cache.sqlite"
-    run_ok(pipeline_args(out, cache, stanza_dir, "-j", "1"))
+    out, cache = reference_run(tmp_path_factory, stanza_dir)
     assert run_cli("check", str(out)).returncode == 0
     assert len(manifest_shards(out)) == 6  # 294 kept pairs in shards of 50: the kills below land mid-run
     return out, cache
