@@ -54,9 +54,9 @@ def env() -> dict[str, str]:
 
 def start(args: list[str], log: Path) -> subprocess.Popen:
     """Start ``python -m synprep ARGS`` in its own process group (so a test can clean up its workers)."""
-    err = open(log, "wb")  # noqa: SIM115 - closed by finish()
-    return subprocess.Popen([sys.executable, "-m", "synprep", *args], stdout=subprocess.DEVNULL, stderr=err,
-                            env=env(), cwd=ROOT, start_new_session=True)
+    with open(log, "wb") as err:  # the child has its own copy of the descriptor
+        return subprocess.Popen([sys.executable, "-m", "synprep", *args], stdout=subprocess.DEVNULL, stderr=err,
+                                env=env(), cwd=ROOT, start_new_session=True)
 
 
 def kill_group(proc: subprocess.Popen) -> None:
