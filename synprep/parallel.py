@@ -10,8 +10,10 @@ Each worker caps its BLAS/torch threads at one (``inner_max_num_threads=1`` and
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import itertools
+import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
@@ -45,6 +47,77 @@ def limit_threads(n: int = 1) -> None:
         torch.set_num_threads(n)
 
 
+_LOCAL: tuple[int, Any, Any] | None = None
+
+
+def _local_client(jobs: int) -> Any:
+    """A client of this process's own local dask cluster of ``jobs`` worker processes.
+
+    Started once and kept until the process exits (like loky's reusable executor), so the
+    workers keep their loaded parser from one block to the next.
+    """
+    global _LOCAL
+    if _LOCAL is not None and _LOCAL[0] == jobs:
+        return _LOCAL[1]
+    from dask.distributed import Client, LocalCluster
+
+    _close_local()
+    _quiet_dask()
+    cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, host="127.0.0.1",
+                           dashboard_address=None)
+    client = Client(cluster, set_as_default=False)
+    _LOCAL = (jobs, client, cluster)
+    atexit.register(_close_local)
+    return client
+
+
+def _close_local() -> None:
+    global _LOCAL
+    if _LOCAL is not None:
+        _, client, cluster = _LOCAL
+        _LOCAL = None
+        with contextlib.suppress(Exception):
+            client.close()
+            cluster.close()
+
+
+def _quiet_dask() -> None:
+    """dask configures its ``distributed`` logger at INFO when imported: keep its warnings only
+    (unless synprep logs at DEBUG)."""
+    if not logging.getLogger("synprep").isEnabledFor(logging.DEBUG):
+        logging.getLogger("distributed").setLevel(logging.WARNING)
+
+
+def cluster_synprep_version() -> str:
+    """The synprep version where this runs (on a dask scheduler or worker: importing it is the check)."""
+    from synprep import __version__
+
+    return __version__
+
+
+def _check_cluster(client: Any, address: str) -> None:
+    """Refuse a dask cluster whose scheduler or workers cannot run this synprep.
+
+    Without this, a task graph the scheduler cannot unpickle (synprep missing there) is logged on
+    the scheduler, and joblib waits for its results forever.
+
+    Raises:
+        ConfigError: synprep cannot be imported on the scheduler or a worker, or its version differs.
+    """
+    from synprep import __version__
+
+    try:
+        found = {"scheduler": client.run_on_scheduler(cluster_synprep_version),
+                 **client.run(cluster_synprep_version)}
+    except Exception as e:  # e.g. ModuleNotFoundError("No module named 'synprep'") from a worker
+        raise ConfigError(f"the dask cluster at {address} cannot run synprep ({e}): install synprep "
+                          f"{__version__} on its scheduler and workers") from None
+    other = {k: v for k, v in found.items() if v != __version__}
+    if other:
+        raise ConfigError(f"the dask cluster at {address} runs another synprep version "
+                          f"({', '.join(f'{k}: {v}' for k, v in sorted(other.items()))}); this is {__version__}")
+
+
 @contextlib.contextmanager
 def _backend(backend: str, jobs: int, scheduler: str | None):
     from joblib import parallel_config
@@ -54,12 +127,21 @@ def _backend(backend: str, jobs: int, scheduler: str | None):
             from dask.distributed import Client
         except ImportError as e:  # pragma: no cover
             raise ConfigError("--backend dask needs dask[distributed]: pip install 'synprep[dask]'") from e
-        client = Client(scheduler) if scheduler else Client(processes=True, n_workers=jobs, threads_per_worker=1)
-        try:
-            with parallel_config(backend="dask", n_jobs=-1 if scheduler else jobs):
+        _quiet_dask()
+        if scheduler:
+            try:
+                client = Client(scheduler)
+            except OSError as e:  # refused, or timed out (dask's distributed.comm.timeouts.connect)
+                raise ConfigError(f"cannot connect to the dask scheduler at {scheduler}: {e}") from None
+            try:
+                _check_cluster(client, scheduler)
+                with parallel_config(backend="dask", n_jobs=-1, client=client):
+                    yield
+            finally:
+                client.close()
+        else:
+            with parallel_config(backend="dask", n_jobs=jobs, client=_local_client(jobs)):
                 yield
-        finally:
-            client.close()
     elif backend in ("loky", "threading"):
         with parallel_config(backend=backend, n_jobs=jobs, inner_max_num_threads=1 if backend == "loky" else None):
             yield

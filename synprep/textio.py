@@ -136,8 +136,16 @@ def atomic_write(path: PathLike, mode: str = "w", encoding: str | None = "utf-8"
 
     On any exception the temporary file is removed and ``path`` is left untouched.
     Text mode writes ``\\n`` line ends whatever the platform.
+
+    A ``path`` that is a symbolic link or not a regular file (``-o /dev/null``, ``/dev/stdout``,
+    a FIFO) is written in place: renaming over it would replace the device node or the link
+    itself (for root, ``/dev/null`` would become a regular file).
     """
     path = Path(path)
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        with open(path, mode, encoding=None if "b" in mode else encoding, newline=None if "b" in mode else "\n") as f:
+            yield f
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

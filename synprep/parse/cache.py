@@ -20,6 +20,7 @@ simply tries again. Only the main process opens the cache; workers only parse.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import logging
@@ -109,6 +110,13 @@ def decode(blob: bytes) -> ParsedSentence:
     return sentence_from_json(json.loads(zlib.decompress(blob).decode("utf-8")))
 
 
+def _storage_error(path: Path, e: sqlite3.Error) -> Exception:
+    """The error to raise for a failed sqlite call: a full disk is ENOSPC (one line in the CLI)."""
+    if getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "full" in str(e):
+        return OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)} (parse cache: {e})", str(path))
+    return ConfigError(f"parse cache {path}: {e}")
+
+
 class ParseCache:
     """A persistent map ``(parser identity, words) -> ParsedSentence`` in one sqlite file.
 
@@ -146,10 +154,13 @@ class ParseCache:
         """Look up sentences (word lists); ``None`` where not cached. One read transaction."""
         keys = [cache_key(identity, words) for words in sentences]
         found: dict[bytes, bytes] = {}
-        for i in range(0, len(keys), 500):
-            part = keys[i : i + 500]
-            q = f"SELECT key, value FROM parses WHERE key IN ({','.join('?' * len(part))})"
-            found.update(self._db.execute(q, part).fetchall())
+        try:
+            for i in range(0, len(keys), 500):
+                part = keys[i : i + 500]
+                q = f"SELECT key, value FROM parses WHERE key IN ({','.join('?' * len(part))})"
+                found.update(self._db.execute(q, part).fetchall())
+        except sqlite3.Error as e:
+            raise _storage_error(self.path, e) from None
         out: list[ParsedSentence | None] = []
         for k in keys:
             blob = found.get(k)
@@ -167,12 +178,20 @@ class ParseCache:
         return out
 
     def put_many(self, identity: str, items: Iterable[tuple[Sequence[str], ParsedSentence]]) -> int:
-        """Store ``(words, parse)`` pairs in one transaction; returns the number stored."""
+        """Store ``(words, parse)`` pairs in one transaction; returns the number stored.
+
+        Raises:
+            OSError: ENOSPC, the disk holding the cache is full (nothing of this batch is stored).
+            ConfigError: another sqlite failure (locked longer than the timeout, a damaged file).
+        """
         rows = [(cache_key(identity, words), encode(sent)) for words, sent in items]
         if not rows:
             return 0
-        with self._transaction():
-            self._db.executemany("INSERT OR REPLACE INTO parses (key, value) VALUES (?, ?)", rows)
+        try:
+            with self._transaction():
+                self._db.executemany("INSERT OR REPLACE INTO parses (key, value) VALUES (?, ?)", rows)
+        except sqlite3.Error as e:
+            raise _storage_error(self.path, e) from None
         return len(rows)
 
     @contextlib.contextmanager
@@ -180,10 +199,11 @@ class ParseCache:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             yield
+            self._db.execute("COMMIT")  # a full disk fails here: roll back below
         except BaseException:
-            self._db.execute("ROLLBACK")
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
 
     def __len__(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM parses").fetchone()[0])

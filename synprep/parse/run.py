@@ -112,7 +112,24 @@ def worker_parser(spec: ParserSpec, slot_dir: str | None = None):
         log.info("parser worker %d uses %s", os.getpid(), device)
     parser = make_parser(spec, device=device)
     _PARSER = (spec, parser)
+    _keep_loky_worker()
     return parser
+
+
+def _keep_loky_worker() -> None:
+    """Stop loky from restarting this worker because the parser's model made it grow.
+
+    A loky worker measures its memory after its first task and exits ("A worker stopped while
+    some jobs were given to the executor ... memory leak") once it has grown by 300 MB: exactly
+    what loading a stanza model into a worker that first ran a text stage looks like. The
+    replacement worker would load the model again. The model is the memory we mean to keep, so
+    this worker's limit is lifted (a module global of loky, read by the worker loop at each check).
+    """
+    try:
+        from joblib.externals.loky import process_executor
+    except ImportError:  # pragma: no cover - joblib vendors loky
+        return
+    process_executor._MAX_MEMORY_LEAK_SIZE = max(process_executor._MAX_MEMORY_LEAK_SIZE, 1 << 62)
 
 
 def parse_work(item: tuple[ParserSpec, str | None, list[list[str]]]) -> list[ParsedSentence | str]:

@@ -589,8 +589,10 @@ def _check_split_counts(split: str, raw: dict[str, Any], lines: np.ndarray) -> N
         if tally.get(reason, 0) != dropped.get(reason, 0):
             raise fail(f"dropped[{reason!r}] is {dropped.get(reason, 0)} but dropped_lines lists "
                        f"{tally.get(reason, 0)} such lines")
+    if any(not 1 <= x[0] <= inp for x in dl):  # before numpy: a JSON integer may not fit int64
+        raise fail(f"dropped_lines must be strictly increasing line numbers in [1, input_lines = {inp}]")
     dlines = np.array([x[0] for x in dl], dtype=np.int64)
-    if len(dlines) and (np.any(np.diff(dlines) <= 0) or dlines[0] < 1 or dlines[-1] > inp):
+    if len(dlines) and np.any(np.diff(dlines) <= 0):
         raise fail(f"dropped_lines must be strictly increasing line numbers in [1, input_lines = {inp}]")
     if len(lines) and lines[-1] > inp:
         raise fail(f"a shard holds line {lines[-1]} but input_lines is {inp}")

@@ -54,9 +54,29 @@ class SplitEntry:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SplitEntry:
+        """Build from the parsed JSON.
+
+        Raises:
+            ValueError / TypeError / AttributeError: a malformed entry (a shard entry whose fields
+                are missing, unknown or of the wrong JSON type; a count that is not an integer).
+        """
         return cls(input_lines=int(d.get("input_lines", 0)), dropped=dict(d.get("dropped", {})),
                    dropped_lines=[list(x) for x in d.get("dropped_lines", [])],
-                   shards=[ShardInfo(**s) for s in d.get("shards", [])])
+                   shards=[_shard_info(s) for s in d.get("shards", [])])
+
+
+_SHARD_FIELDS = {"file": str, "pairs": int, "first_line": int, "last_line": int, "sha256": str, "bytes": int}
+
+
+def _shard_info(d: Any) -> ShardInfo:
+    """A shard entry of the JSON as :class:`ShardInfo`, its fields checked (JSON has no types to trust)."""
+    if not isinstance(d, dict) or set(d) != set(_SHARD_FIELDS):
+        raise ValueError(f"a shard entry must be an object with the fields {', '.join(_SHARD_FIELDS)}")
+    for key, kind in _SHARD_FIELDS.items():
+        value = d[key]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ValueError(f"shard entry field {key} is {value!r}, expected a JSON {kind.__name__}")
+    return ShardInfo(**d)
 
 
 class Manifest:
@@ -98,14 +118,19 @@ class Manifest:
         Raises:
             InputError: unknown format or version, or a malformed entry.
         """
-        if d.get("format") != SHARD_FORMAT or d.get("format_version") != SHARD_FORMAT_VERSION:
-            raise InputError(f"manifest format {d.get('format')!r} version {d.get('format_version')!r} "
+        version = d.get("format_version")
+        if d.get("format") != SHARD_FORMAT or type(version) is not int or version != SHARD_FORMAT_VERSION:
+            raise InputError(f"manifest format {d.get('format')!r} version {version!r} "
                              f"is not {SHARD_FORMAT!r} version {SHARD_FORMAT_VERSION}", name)
+        for key, kinds in (("signature", (str,)), ("config", (dict,)), ("vocab", (dict, type(None)))):
+            if key in d and not isinstance(d[key], kinds):
+                raise InputError(f"malformed manifest: {key} is {type(d[key]).__name__}, expected "
+                                 f"{' or '.join('null' if k is type(None) else k.__name__ for k in kinds)}", name)
         m = cls(signature=d.get("signature", ""), config=d.get("config") or {})
         m.vocab = d.get("vocab")
         try:
             m.splits = {k: SplitEntry.from_dict(v) for k, v in (d.get("splits") or {}).items()}
-        except (TypeError, ValueError, AttributeError) as e:
+        except (TypeError, ValueError, AttributeError, OverflowError) as e:  # int(Infinity): OverflowError
             raise InputError(f"malformed manifest entry: {e}", name) from None
         return m
 

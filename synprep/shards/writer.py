@@ -7,6 +7,9 @@ Determinism: the same records and attributes give byte-identical files, in any p
 dataset is created with ``track_times=False`` in a fixed order, attributes are written in sorted
 order, JSON attributes are canonical (sorted keys), and the HDF5 format bounds are pinned
 (``libver=("v110", "v110")``), so the bytes do not depend on the HDF5 library's defaults.
+
+Full disk: the file is built in memory (HDF5's core driver) and written with plain file I/O, so
+running out of space is one ``OSError`` naming the shard, with nothing left on disk.
 """
 
 from __future__ import annotations
@@ -244,35 +247,41 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
         np.cumsum(buf.lengths[axis], out=off[1:])
         offsets[axis] = off
 
+    # The file is built in memory (HDF5's core driver, the same bytes as on disk) and written with
+    # plain file I/O: a full disk is then one OSError here, never an HDF5 write failure (which
+    # floods stderr from h5py's destructors and can end in a segmentation fault).
+    with h5py.File(f"{path}.in-memory", "w", driver="core", backing_store=False, libver=LIBVER) as f:
+        for key in sorted(root):
+            f.attrs[key] = root[key]
+        f.create_dataset(LINE, data=np.asarray(buf.lines, dtype=LINE_DTYPE), track_times=False)
+        group = f.create_group(OFFSETS_GROUP)
+        for axis in AXES:
+            _create(group, axis, offsets[axis], compressed=False)
+        for field in FIELDS:
+            _create(f, field.name, packed[field.name], compressed=True)
+        f.flush()
+        image = f.id.get_file_image()
+    del packed
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
     tmp = Path(tmp_name)
     try:
-        with h5py.File(tmp, "w", libver=LIBVER) as f:
-            for key in sorted(root):
-                f.attrs[key] = root[key]
-            f.create_dataset(LINE, data=np.asarray(buf.lines, dtype=LINE_DTYPE), track_times=False)
-            group = f.create_group(OFFSETS_GROUP)
-            for axis in AXES:
-                _create(group, axis, offsets[axis], compressed=False)
-            for field in FIELDS:
-                _create(f, field.name, packed[field.name], compressed=True)
-        digest = hashlib.sha256()
-        with open(tmp, "rb") as fh:
-            while chunk := fh.read(1 << 20):
-                digest.update(chunk)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(image)
+            fh.flush()
             os.fsync(fh.fileno())
-        size = tmp.stat().st_size
         os.chmod(tmp, file_mode())  # mkstemp makes 0600; a shard is an ordinary file
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
+        if isinstance(e, OSError) and e.filename is None:  # ENOSPC from write(): name the shard
+            raise OSError(e.errno, e.strerror or str(e), str(path)) from None
         raise
     _fsync_dir(path.parent)
     return ShardInfo(file=path.name, pairs=n, first_line=buf.lines[0], last_line=buf.lines[-1],
-                     sha256=digest.hexdigest(), bytes=size)
+                     sha256=hashlib.sha256(image).hexdigest(), bytes=len(image))
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -1,0 +1,124 @@
+"""A long fuzzing campaign over the tree and CoNLL-U readers and ``synprep check`` (issue 5, must-show 3).
+
+    python benchmarks/fuzz.py [--seconds 600] [--round 500] [--targets trees,mrg,conllu,check]
+
+The same inputs and properties as tests/test_fuzz.py (defined in tests/fuzz_strategies.py), run
+in rounds of ``--round`` hypothesis examples per target, round after round, until ``--seconds``
+have passed. Property: only synprep's own errors (``SynprepError`` subclasses) or a
+``CheckReport`` with a violation — never another exception type, never a hang (60 s per input).
+CoNLL-U seeds are real UD sentence blocks from ``../shared/data/ud`` (``$SYNPREP_SHARED/data``).
+
+Prints one JSON object: inputs tried per target and in all, the seconds spent, and every failure
+(target, exception, the shrunk input as hypothesis reports it). Exit status 1 when one failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the strategies live with the tests that use them
+
+from fuzz_strategies import (  # noqa: E402
+    check_conllu_bytes,
+    check_damaged_folder,
+    check_mrg_bytes,
+    check_tree_text,
+    conllu_bytes,
+    no_hang,
+    read_blocks,
+    tree_texts,
+)
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from synprep.shards.synthetic import write_folder  # noqa: E402
+
+SHARED = Path(os.environ.get("SYNPREP_SHARED", ROOT.parent / "shared")).resolve()
+TARGETS = ("trees", "mrg", "conllu", "check")
+
+
+def make_targets(scratch: Path, n: int) -> dict:
+    """target name → a hypothesis test running ``n`` examples; each input tried bumps ``counts``."""
+    counts = dict.fromkeys(TARGETS, 0)
+    opts = settings(max_examples=n, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    blocks = (read_blocks(SHARED / "data/ud/de_gsd-ud-dev.conllu", 800)
+              + read_blocks(SHARED / "data/ud/en_ewt-ud-dev.conllu", 800)
+              + read_blocks(SHARED / "data/ud/de_pud-ud-test.conllu", 400))
+    base = scratch / "valid"
+    write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=4)
+
+    @opts
+    @given(text=tree_texts)
+    def trees(text):
+        counts["trees"] += 1
+        with no_hang():
+            check_tree_text(text)
+
+    @opts
+    @given(data=st.binary(max_size=400) | tree_texts.map(lambda t: t.replace(" (", "\n (").encode("utf-8", "replace")))
+    def mrg(data):
+        counts["mrg"] += 1
+        with no_hang():
+            check_mrg_bytes(data, scratch / "f.mrg")
+
+    @opts
+    @given(raw=conllu_bytes(blocks) | st.binary(max_size=600))
+    def conllu(raw):
+        counts["conllu"] += 1
+        with no_hang():
+            check_conllu_bytes(raw, scratch / "f.conllu")
+
+    @opts
+    @given(data=st.data())
+    def check(data):
+        counts["check"] += 1
+        with no_hang():
+            check_damaged_folder(base, scratch / "damaged", data)
+
+    return {"trees": trees, "mrg": mrg, "conllu": conllu, "check": check}, counts
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=600.0, help="time budget of the whole campaign")
+    ap.add_argument("--round", type=int, default=500, help="hypothesis examples per target per round")
+    ap.add_argument("--targets", default=",".join(TARGETS), help="comma-separated subset of " + ",".join(TARGETS))
+    args = ap.parse_args()
+    chosen = [t for t in args.targets.split(",") if t]
+    unknown = set(chosen) - set(TARGETS)
+    if unknown:
+        ap.error(f"unknown targets {sorted(unknown)}")
+    failures: list[dict] = []
+    t0 = time.perf_counter()
+    rounds = 0
+    with tempfile.TemporaryDirectory(prefix="synprep-fuzz-") as tmp:
+        fns, counts = make_targets(Path(tmp), args.round)
+        while time.perf_counter() - t0 < args.seconds and chosen:
+            for name in list(chosen):
+                try:
+                    fns[name]()
+                except BaseException as e:  # a property failed: report it, stop fuzzing that target
+                    if isinstance(e, KeyboardInterrupt):
+                        raise
+                    failures.append({"target": name, "error": f"{type(e).__name__}: {e}"[:4000],
+                                      "traceback": traceback.format_exc()[-4000:]})
+                    chosen.remove(name)
+                if time.perf_counter() - t0 >= args.seconds:
+                    break
+            rounds += 1
+    print(json.dumps({"inputs": counts, "total_inputs": sum(counts.values()), "rounds": rounds,
+                      "seconds": round(time.perf_counter() - t0, 1), "failures": failures}, indent=2))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
