@@ -102,7 +102,8 @@ def _check_cluster(client: Any, address: str) -> None:
     the scheduler, and joblib waits for its results forever.
 
     Raises:
-        ConfigError: synprep cannot be imported on the scheduler or a worker, or its version differs.
+        ConfigError: synprep cannot be imported on the scheduler or a worker, or its version
+            differs, or the cluster has no worker.
     """
     from synprep import __version__
 
@@ -112,6 +113,9 @@ def _check_cluster(client: Any, address: str) -> None:
     except Exception as e:  # e.g. ModuleNotFoundError("No module named 'synprep'") from a worker
         raise ConfigError(f"the dask cluster at {address} cannot run synprep ({e}): install synprep "
                           f"{__version__} on its scheduler and workers") from None
+    if len(found) == 1:  # only the scheduler answered
+        raise ConfigError(f"the dask cluster at {address} has no workers: start some with "
+                          f"`dask worker {address} --nthreads 1`")
     other = {k: v for k, v in found.items() if v != __version__}
     if other:
         raise ConfigError(f"the dask cluster at {address} runs another synprep version "

@@ -253,8 +253,6 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     """
     out = Path(out)
     work = out / "text"
-    work.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temps(out)
     from synprep.text.escape import escape
     from synprep.text.tokenize import tokenizer_signature
 
@@ -278,6 +276,8 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     shared = {"mode": "pipeline", "src_lang": src_lang, "tgt_lang": tgt_lang, "tokenizer": tok_sig["tok"],
               "lowercase": text.lowercase, "fairseq_compat": text.fairseq_compat, "merges": text.merges,
               "parser": parse.config(), "ldd_threshold": ldd_threshold, "shard_size": shard_size}
+    work.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temps(out)
     _check_config(out, shared)
 
     # 1. tokenize (the source side comes from the CoNLL-U file when importing parses)

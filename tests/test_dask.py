@@ -69,8 +69,12 @@ def test_a_cluster_without_synprep_is_a_clear_error_not_a_hang(sixty_lines, tmp_
     """A scheduler that cannot import synprep used to leave joblib waiting forever."""
     src, _ = sixty_lines
     info = tmp_path / "scheduler.json"
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    # started outside the checkout, so synprep is not importable there
+    # a scheduler where `import synprep` fails, however synprep is installed here (an editable
+    # install in .venv, or PYTHONPATH): a package of that name on its path that refuses to import
+    fake = tmp_path / "fake-site" / "synprep"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('raise ImportError("synprep is not installed on this machine")\n')
+    env = {**os.environ, "PYTHONPATH": str(fake.parent)}
     sched = subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
                               "--port", "0", "--no-dashboard", "--scheduler-file", str(info)],
                              cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -88,4 +92,18 @@ def test_a_cluster_without_synprep_is_a_clear_error_not_a_hang(sixty_lines, tmp_
     assert proc.returncode == 2, proc.stderr
     assert f"synprep: error: the dask cluster at {address} cannot run synprep" in proc.stderr
     assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "tok.de").exists()
+
+
+def test_a_cluster_without_workers_is_a_clear_error(sixty_lines, tmp_path):
+    """A scheduler with no worker: joblib would wait and then fail with a TimeoutError."""
+    from distributed import LocalCluster
+
+    src, _ = sixty_lines
+    with LocalCluster(n_workers=0, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        proc = run(["tokenize", "-l", "de", "-i", str(src), "-o", str(tmp_path / "tok.de"), "-j", "2",
+                    "--backend", "dask", "--scheduler", cluster.scheduler_address], timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "has no workers" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "tok.de").exists()
