@@ -14,12 +14,13 @@ Everything is written under ``OUT`` (README "Output folder"):
 ``OUT/text/SPLIT.lines``      the original 1-based line number of every kept pair
 ``OUT/text/SPLIT.dropped.tsv`` every pair cleaning dropped, with its reason
 ``OUT/text/SPLIT.bpe.L``      BPE pieces
-``OUT/code``, ``OUT/dict.txt``, ``OUT/SPLIT.NNNNN.h5``, ``OUT/manifest.json``, ``OUT/pipeline.json``
+``OUT/code``, ``OUT/dict.txt``, ``OUT/SPLIT.NNNNN.h5``, ``OUT/manifest.json``, ``OUT/pipeline.json``,
+``OUT/inputs.json`` (the sha256 of every split's input files)
 
 Every file is written atomically, so a step whose output exists is complete and is skipped when
 the command runs again (after a crash, or for the next split). ``OUT/pipeline.json`` records the
-configuration: running into the same folder with another configuration is an error, never a
-silent mix.
+configuration and ``OUT/inputs.json`` the inputs: running into the same folder with another
+configuration, or resuming a split whose input files changed, is an error, never a silent mix.
 """
 
 from __future__ import annotations
@@ -91,6 +92,32 @@ def _check_config(out: Path, shared: dict[str, Any]) -> None:
         return
     with atomic_write(path) as f:
         f.write(json.dumps(shared, indent=2, sort_keys=True) + "\n")
+
+
+INPUTS_NAME = "inputs.json"
+
+
+def _check_inputs(out: Path, split: str, files: dict[str, str | None]) -> None:
+    """Record the split's input files (sha256), or refuse to resume from inputs that changed.
+
+    A resumed run reuses every finished step; had an input been edited in between, the folder
+    would mix old and new data. ``OUT/inputs.json`` maps each split to its inputs' hashes.
+    """
+    path = out / INPUTS_NAME
+    known = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    now = {role: {"path": str(f), "sha256": file_sha256(f)} for role, f in files.items() if f is not None}
+    old = known.get(split)
+    if old is not None:
+        changed = [role for role in sorted(set(old) | set(now))
+                   if (old.get(role) or {}).get("sha256") != (now.get(role) or {}).get("sha256")]
+        if changed:
+            names = ", ".join(str((now.get(r) or old.get(r))["path"]) for r in changed)
+            raise ConfigError(f"the {split} split of {out} was made from other input ({names} changed): "
+                              f"use a new --out, or delete {out}")
+        return
+    known[split] = now
+    with atomic_write(path) as f:
+        f.write(json.dumps(known, indent=2, sort_keys=True) + "\n")
 
 
 def _remove_stale_temps(out: Path) -> None:
@@ -279,6 +306,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     work.mkdir(parents=True, exist_ok=True)
     _remove_stale_temps(out)
     _check_config(out, shared)
+    _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu})
 
     # 1. tokenize (the source side comes from the CoNLL-U file when importing parses)
     src_tok = work / f"{split}.tok.{src_lang}"
@@ -431,6 +459,7 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
     if parse.lowercase:  # only when set: folders made before the option keep their configuration
         shared["lowercase"] = True
     _check_config(out, shared)
+    _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu})
     v = load_or_build_vocab(out, split, [Path(src), Path(tgt)], vocab)
     sig = _signature("given", parse.lowercase, None, parse)
     config = {**shared, "split": split, "vocab_sha256": v.sha256, "src_sha256": file_sha256(src)}

@@ -15,6 +15,7 @@ Conventions (documented in README "Input handling"):
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
 import sys
@@ -159,9 +160,11 @@ def atomic_write(path: PathLike, mode: str = "w", encoding: str | None = "utf-8"
             os.fsync(f.fileno())
         os.chmod(tmp, file_mode())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT) and e.filename is None:
+            raise OSError(e.errno, e.strerror, str(path)) from None  # name the file the disk could not hold
         raise
 
 

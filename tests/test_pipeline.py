@@ -221,3 +221,14 @@ def test_conllu_parser_needs_a_file(tmp_path):
     with pytest.raises(ConfigError, match="--conllu"):
         run_pipeline(None, str(tgt), tmp_path / "out", src_lang="en", tgt_lang="de", text=TextOptions(),
                      parse=ParseOptions(parser="conllu"), par=Parallel())
+
+
+def test_resuming_from_edited_input_is_refused(sample_run, tmp_path):
+    """A resumed split reuses finished steps: an input edited in between must not be mixed in."""
+    out, args, _ = sample_run
+    edited = tmp_path / "train.en"
+    edited.write_text((SAMPLE / "train.en").read_text().replace("the", "a", 1))
+    changed = [str(edited) if a == str(SAMPLE / "train.en") else a for a in args]
+    proc = run_cli(*changed, check=False)
+    assert proc.returncode == 2
+    assert f"made from other input ({edited} changed)" in proc.stderr
