@@ -20,49 +20,19 @@ import json
 import logging
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
-import psutil
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _rss import PeakRSS  # noqa: E402
 
 from synprep.parse import ParserSpec, parse_lines  # noqa: E402
 from synprep.parse import run as parse_run  # noqa: E402
 from synprep.parse.stanza_parser import short_identity, stanza_identity  # noqa: E402
 from synprep.text.escape import unescape_tokens  # noqa: E402
-
-
-class PeakRSS:
-    """Peak summed RSS of this process and its children, sampled in a thread."""
-
-    def __init__(self, interval: float = 0.1):
-        self.interval = interval
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        me = psutil.Process()
-        while not self._stop.is_set():
-            total = 0
-            for p in [me, *me.children(recursive=True)]:
-                try:
-                    total += p.memory_info().rss
-                except psutil.Error:
-                    pass
-            self.peak = max(self.peak, total)
-            time.sleep(self.interval)
-
-    def __enter__(self) -> PeakRSS:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def run_one(args: argparse.Namespace, lang: str, jobs: int) -> dict:

@@ -35,54 +35,17 @@ import platform
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-import psutil
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _rss import PeakRSS  # noqa: E402
+
 SHARED = Path(os.environ.get("SYNPREP_SHARED", ROOT.parent / "shared")).resolve() / "data"
 PREPARED = SHARED / "iwslt14_de-en" / "fairseq_prepared"
-
-
-class PeakRSS:
-    """Peak summed RSS of a process and all its descendants, sampled in a thread."""
-
-    def __init__(self, pid: int | None = None, interval: float = 0.05):
-        self.pid = pid or os.getpid()
-        self.interval = interval
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        try:
-            root = psutil.Process(self.pid)
-        except psutil.Error:
-            return
-        while not self._stop.is_set():
-            total = 0
-            try:
-                procs = [root, *root.children(recursive=True)]
-            except psutil.Error:
-                break
-            for p in procs:
-                try:
-                    total += p.memory_info().rss
-                except psutil.Error:
-                    pass
-            self.peak = max(self.peak, total)
-            time.sleep(self.interval)
-
-    def __enter__(self) -> PeakRSS:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def _inputs(lines: int, folder: Path, repeat: int = 1) -> tuple[Path, Path]:
