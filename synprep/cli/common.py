@@ -33,3 +33,31 @@ def input_option(name: str = "--input", help: str = "Input file (default: stdin)
 
 def output_option(name: str = "--output", help: str = "Output file (default: stdout).") -> Callable[[Any], Any]:
     return click.option("-o", name, "output_path", default="-", show_default=False, metavar="FILE", help=help)
+
+
+def stanza_options(f):
+    """Options of the parser stage shared by ``parse``, ``pipeline``, ``annotate`` and ``shard``.
+
+    ``--stanza-dir``, ``--stanza-package``, ``--device``, ``--batch-size``, ``--no-ssplit``,
+    ``--max-words``, ``--ldd-threshold``, ``--cache``, ``--no-cache`` (docs/parse.md).
+    """
+
+    @click.option("--stanza-dir", default=None, metavar="DIR", help="stanza resource directory (default: stanza's own).")
+    @click.option("--stanza-package", default=None, metavar="NAME", help="stanza package (default: stanza's default).")
+    @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
+                  help="Where the parser runs (cuda: one worker per visible GPU unless --jobs is given).")
+    @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True,
+                  help="Sentences per parser call sent to a worker (more on a GPU).")
+    @click.option("--no-ssplit", is_flag=True, help="Treat every line as one sentence (no sentence splitting).")
+    @click.option("--max-words", type=click.IntRange(min=1), default=250, show_default=True,
+                  help="Longer sentences are recorded as failed lines, never parsed.")
+    @click.option("--ldd-threshold", type=click.FloatRange(0.0, 1.0), default=0.01, show_default=True,
+                  help="Drop LDD entries below this probability (each word keeps its best one).")
+    @click.option("--cache", "cache_path", default=None, metavar="PATH",
+                  help="Parse cache (sqlite). Default: $SYNPREP_CACHE or ~/.cache/synprep/parse.sqlite.")
+    @click.option("--no-cache", is_flag=True, help="Neither read nor write the parse cache.")
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        return f(*args, **kwargs)
+
+    return wrapper

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import click
 
-from synprep.cli.common import input_option, jobs_options, output_option
+from synprep.cli.common import input_option, jobs_options, output_option, stanza_options
 from synprep.errors import ConfigError
 
 log = logging.getLogger("synprep.parse")
@@ -28,20 +28,7 @@ def _visible_gpus() -> int:
               help="Your bracketed trees, one line per input line (several trees on a line = its sentences), "
                    "used instead of the constituency model; leaves must equal the words.")
 @jobs_options
-@click.option("--stanza-dir", default=None, metavar="DIR", help="stanza resource directory (default: stanza's own).")
-@click.option("--stanza-package", default=None, metavar="NAME", help="stanza package (default: stanza's default).")
-@click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
-              help="cuda: one worker per visible GPU unless --jobs is given.")
-@click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True,
-              help="Sentences per parser call sent to a worker (more on a GPU).")
-@click.option("--no-ssplit", is_flag=True, help="Treat every line as one sentence (no sentence splitting).")
-@click.option("--cache", "cache_path", default=None, metavar="PATH",
-              help="Parse cache (sqlite). Default: $SYNPREP_CACHE or ~/.cache/synprep/parse.sqlite.")
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the parse cache.")
-@click.option("--max-words", type=click.IntRange(min=1), default=250, show_default=True,
-              help="Longer sentences are recorded as failed lines, not parsed.")
-@click.option("--ldd-threshold", type=click.FloatRange(0.0, 1.0), default=0.01, show_default=True,
-              help="Drop LDD entries below this probability.")
+@stanza_options
 @click.option("--corenlp-endpoint", default="http://localhost:9000", show_default=True, help="CoreNLP server URL.")
 @click.option("--timeout", type=click.FloatRange(min=1.0), default=60.0, show_default=True,
               help="Seconds a CoreNLP request may take.")

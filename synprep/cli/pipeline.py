@@ -11,7 +11,7 @@ import logging
 
 import click
 
-from synprep.cli.common import jobs_options
+from synprep.cli.common import jobs_options, stanza_options
 
 log = logging.getLogger("synprep")
 
@@ -24,22 +24,9 @@ def parser_options(f):
     @click.option("--conllu", "conllu_path", default=None, metavar="FILE",
                   help="CoNLL-U parses of the source (--parser conllu): one sentence per line, or '# line = N'"
                        " groups as `synprep parse` writes them.")
-    @click.option("--stanza-dir", default=None, metavar="DIR", help="stanza resource directory (default: stanza's own).")
-    @click.option("--stanza-package", default=None, metavar="NAME", help="stanza package (default: stanza's default).")
-    @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
-                  help="Where the parser runs (cuda: one worker per visible GPU).")
-    @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True,
-                  help="Sentences per parser call (more on a GPU).")
-    @click.option("--no-ssplit", is_flag=True, help="Treat every source line as one sentence.")
-    @click.option("--max-words", type=click.IntRange(min=1), default=250, show_default=True,
-                  help="Longer sentences are recorded as dropped (parse:too_long), never parsed.")
-    @click.option("--ldd-threshold", type=click.FloatRange(0.0, 1.0), default=0.01, show_default=True,
-                  help="Drop LDD entries below this probability (each word keeps its best one).")
-    @click.option("--cache", "cache_path", default=None, metavar="PATH",
-                  help="Parse cache (sqlite). Default: $SYNPREP_CACHE or ~/.cache/synprep/parse.sqlite.")
-    @click.option("--no-cache", is_flag=True, help="Neither read nor write the parse cache.")
     @click.option("--shard-size", type=click.IntRange(min=1), default=10000, show_default=True,
                   help="Input pairs per shard (the unit of resume).")
+    @stanza_options
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
         return f(*args, **kwargs)

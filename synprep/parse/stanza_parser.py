@@ -343,7 +343,8 @@ def sentence_ldd(
         rel_logp: (L, L, R) float: log-softmax over relations for every (dependent, head) arc.
         n: number of words.
         relations: (R,) relation names of the R label columns.
-        threshold: keep entries with probability >= threshold.
+        threshold: keep entries with probability >= threshold, and each word's most probable
+            entry whatever its probability (so no word is left without one).
 
     Returns:
         SparseLDD with 1-based ``dep``, ``head`` (0 = root), sorted by dep then head then relation.
@@ -352,7 +353,10 @@ def sentence_ldd(
     h = h - np.logaddexp.reduce(h, axis=1, keepdims=True)
     joint = h[:, :, None] + np.asarray(rel_logp[1 : n + 1, : n + 1, :], dtype=np.float64)  # (n, n+1, R)
     logt = np.log(threshold) if threshold > 0 else -np.inf
-    dep, head, rel = np.nonzero(joint >= logt) if threshold > 0 else np.nonzero(np.isfinite(joint))
+    keep = joint >= logt if threshold > 0 else np.isfinite(joint)
+    best = joint.reshape(n, -1).argmax(axis=1)  # each word's most probable (head, relation)
+    keep.reshape(n, -1)[np.arange(n), best] = True
+    dep, head, rel = np.nonzero(keep)
     prob = np.exp(joint[dep, head, rel]).astype(np.float32)
     return SparseLDD(
         dep=(dep + 1).astype(np.int32),
