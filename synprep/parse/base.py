@@ -19,6 +19,9 @@ DEVICES = ("cpu", "cuda")
 DEFAULT_MAX_WORDS = 250
 #: LDD entries with P(head, rel) below this are dropped (SPEC.md §4)
 DEFAULT_LDD_THRESHOLD = 0.01
+#: part of every parser identity (so of every cache key): bump it whenever synprep's conversion
+#: of a parser's output changes, so that no cache entry made the old way is reused
+PARSE_SCHEMA = 2
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 
 from synprep.errors import ConfigError
-from synprep.parse.base import ParserSpec
+from synprep.parse.base import PARSE_SCHEMA, ParserSpec
 from synprep.parse.trees import leaf_to_word, match_leaves, parse_tree, tree_to_str
 from synprep.signature import package_version
 from synprep.types import ParsedSentence
@@ -183,7 +183,8 @@ def corenlp_identity(spec: ParserSpec) -> str:
     home = corenlp_home()
     jars = sorted(home.glob("*.jar"))
     h = hashlib.sha256("\n".join(f"{j.name}:{j.stat().st_size}" for j in jars).encode()).hexdigest()[:16]
-    return "|".join(["corenlp", package_version("stanza"), f"lang={spec.lang}", f"annotators={ANNOTATORS}", f"jars={h}"])
+    return "|".join(["corenlp", package_version("stanza"), f"lang={spec.lang}", f"annotators={ANNOTATORS}", f"jars={h}",
+                     f"schema={PARSE_SCHEMA}"])
 
 
 class CoreNLPParser:

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from synprep.errors import ConfigError
-from synprep.parse.base import ParserSpec
+from synprep.parse.base import PARSE_SCHEMA, ParserSpec
 from synprep.parse.trees import match_leaves, parse_tree, tree_to_str
 from synprep.signature import package_version
 from synprep.types import ParsedSentence, SparseLDD
@@ -171,6 +171,7 @@ def stanza_identity(spec: ParserSpec) -> str:
         f"package={res.package}",
         "processors=" + ",".join(p for p in res.processors if p in MODEL_PROCESSORS),
         f"ldd={spec.ldd_threshold!r}",
+        f"schema={PARSE_SCHEMA}",
     ]
     parts += [f"{key}={file_hash(path)}" for key, path in res.files]
     return "|".join(parts)
