@@ -390,6 +390,15 @@ def _read(conllu_path: str):
     return read_conllu(conllu_path)
 
 
+def _line_items(conllu_path: str, bpe_path: str | None, lowercase: bool):
+    """The name errors should cite and the :func:`line_inputs` of a CoNLL-U file (+ its BPE file)."""
+    name = display_name(bpe_path) if bpe_path else display_name(conllu_path)
+    items = line_inputs(_read(conllu_path), iter_lines(bpe_path) if bpe_path else None,
+                        path=display_name(bpe_path) if bpe_path else None, conllu_name=display_name(conllu_path),
+                        lowercase=lowercase)
+    return name, items
+
+
 @click.command("parents")
 @_conllu_option
 @_bpe_option(True, "the pieces whose parents are wanted; its words must be the CoNLL-U surface tokens")
@@ -481,10 +490,7 @@ def relations_cmd(conllu_path: str, bpe_path: str | None, what: str, as_json: bo
     0 1 2 3 2 | 1 0 1 2 1 | 2 1 0 1 2 | 3 2 1 0 1 | 2 1 2 1 0
     """
     skipped = _Skipped()
-    name = display_name(bpe_path) if bpe_path else display_name(conllu_path)
-    items = line_inputs(_read(conllu_path), iter_lines(bpe_path) if bpe_path else None,
-                        path=display_name(bpe_path) if bpe_path else None, conllu_name=display_name(conllu_path),
-                        lowercase=lowercase)
+    name, items = _line_items(conllu_path, bpe_path, lowercase)
     with open_output(output_path) as out:
         n = write_lines(out, relations_lines(items, what, as_json=as_json, path=name, skipped=skipped))
     skipped.report(n)
@@ -588,10 +594,7 @@ def ldd_cmd(conllu_path: str, bpe_path: str | None, labels: str | None, threshol
     if as_json and label_list is not None:
         raise click.UsageError("--json is for the sparse entries; with --labels the output is JSON already")
     skipped = _Skipped()
-    name = display_name(bpe_path) if bpe_path else display_name(conllu_path)
-    items = line_inputs(_read(conllu_path), iter_lines(bpe_path) if bpe_path else None,
-                        path=display_name(bpe_path) if bpe_path else None, conllu_name=display_name(conllu_path),
-                        lowercase=lowercase)
+    name, items = _line_items(conllu_path, bpe_path, lowercase)
     with open_output(output_path) as out:
         n = write_lines(out, ldd_lines(items, threshold=threshold, labels=label_list, root=root, as_json=as_json,
                                        path=name, skipped=skipped))
