@@ -14,7 +14,6 @@ line — never dropping one: an empty line, a too-long sentence or a parser fail
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import fcntl
@@ -76,8 +75,34 @@ def parser_identity(spec: ParserSpec) -> str:
     return corenlp_identity(spec)
 
 
+_SLOT_DIR: tempfile.TemporaryDirectory | None = None
+
+
+def gpu_slot_dir() -> str:
+    """The folder of GPU slot locks shared by this run's parser workers (one per main process).
+
+    It lives as long as the main process, not one block: workers keep their parser — and the GPU
+    they claimed — from block to block, so a worker started for a later block must see their locks.
+    """
+    global _SLOT_DIR
+    if _SLOT_DIR is None:
+        _SLOT_DIR = tempfile.TemporaryDirectory(prefix="synprep-gpu-")
+    return _SLOT_DIR.name
+
+
 def _claim_gpu(slot_dir: str | None) -> str:
-    """Pick this worker's GPU: the first free slot (a lock file held for the process's life)."""
+    """Pick this worker's GPU: the first free slot (a lock file held for the process's life).
+
+    Args:
+        slot_dir: :func:`gpu_slot_dir` of the main process, or None (one worker: ``cuda:0``).
+
+    Returns:
+        ``cuda:K`` for the first of the visible GPUs no other live worker holds; with more workers
+        than GPUs, a GPU chosen by process id (shared).
+
+    Raises:
+        RuntimeError: no GPU visible.
+    """
     global _GPU_LOCK
     import torch
 
@@ -263,19 +288,16 @@ def parse_block(
     cached = set(parses)
     misses = [s for s in unique if s not in cached]
     if misses:
-        with contextlib.ExitStack() as stack:
-            slot_dir = None
-            if spec.device == "cuda" and jobs > 1:
-                slot_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="synprep-gpu-"))
-            batches = list(chunked(misses, batch_size))
-            work = ((spec, slot_dir, [list(s) for s in b]) for b in batches)
-            fresh = []
-            for batch, result in zip(batches, parallel_map(parse_work, work, jobs=min(jobs, len(batches)),
-                                                            backend=backend, scheduler=scheduler), strict=True):
-                for s, p in zip(batch, result, strict=True):
-                    parses[s] = p
-                    if not isinstance(p, str):
-                        fresh.append((s, p))
+        slot_dir = gpu_slot_dir() if spec.device == "cuda" and jobs > 1 else None
+        batches = list(chunked(misses, batch_size))
+        work = ((spec, slot_dir, [list(s) for s in b]) for b in batches)
+        fresh = []
+        for batch, result in zip(batches, parallel_map(parse_work, work, jobs=min(jobs, len(batches)),
+                                                        backend=backend, scheduler=scheduler), strict=True):
+            for s, p in zip(batch, result, strict=True):
+                parses[s] = p
+                if not isinstance(p, str):
+                    fresh.append((s, p))
         if cache is not None and fresh:
             assert identity is not None
             cache.put_many(identity, fresh)

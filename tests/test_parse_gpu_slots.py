@@ -1,0 +1,69 @@
+"""GPU placement for parse workers (issue 5): one worker per visible GPU, through lock files.
+
+No GPU is visible here, so torch's device count is set by the test; the locks are real
+``flock`` locks taken by real forked processes, as loky's workers take them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+
+import pytest
+import torch
+
+from synprep.parse import run
+
+
+def _claim_and_hold(slot_dir, results, ready, release):
+    results.put(run._claim_gpu(slot_dir))
+    ready.wait()  # hold the lock (module global) until every worker has claimed
+    release.wait()
+
+
+@pytest.fixture
+def two_gpus(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+
+
+def _claims(n: int, slot_dir: str) -> list[str]:
+    ctx = mp.get_context("fork")
+    results, release = ctx.Queue(), ctx.Event()
+    ready = ctx.Barrier(n)
+    procs = []
+    for _ in range(n):  # one after another, as a pool starts its workers
+        p = ctx.Process(target=_claim_and_hold, args=(slot_dir, results, ready, release))
+        p.start()
+        procs.append(p)
+    got = [results.get(timeout=30) for _ in range(n)]
+    release.set()
+    for p in procs:
+        p.join(timeout=30)
+        assert p.exitcode == 0
+    return got
+
+
+def test_each_worker_takes_its_own_gpu(two_gpus, tmp_path):
+    got = _claims(2, str(tmp_path))
+    assert sorted(got) == ["cuda:0", "cuda:1"]
+
+
+def test_more_workers_than_gpus_share_them(two_gpus, tmp_path):
+    got = _claims(3, str(tmp_path))
+    assert {"cuda:0", "cuda:1"} <= set(got) and set(got) <= {"cuda:0", "cuda:1"}
+
+
+def test_a_lock_is_freed_when_its_worker_exits(two_gpus, tmp_path):
+    assert _claims(1, str(tmp_path)) == ["cuda:0"]
+    assert _claims(1, str(tmp_path)) == ["cuda:0"]  # the first worker is gone: slot 0 is free again
+
+
+def test_one_worker_uses_the_first_gpu_and_none_is_an_error(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert run._claim_gpu(None) == "cuda:0"
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    with pytest.raises(RuntimeError, match="no GPU is visible"):
+        run._claim_gpu(None)
+
+
+def test_the_slot_folder_outlives_a_block():
+    assert run.gpu_slot_dir() == run.gpu_slot_dir()
