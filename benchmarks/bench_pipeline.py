@@ -20,6 +20,9 @@ unless said.
     lines once and reads the other 9×N from the cache, so it measures that memory does not grow
     with the number of lines streamed through features and shards, not the parser on 10× text.
     ``--rss-no-cache`` adds the same pair without a cache (10× the parsing time).
+    ``non_parse_ms_per_line`` = (wall of 10×N − wall of N) / 9N: what a line costs in every
+    stage but the parser (text, cache read, features, shards, check), set against the parser's
+    ms/line from (a) in ``non_parse_vs_parse``.
 
 Prints one JSON object. Timings on the shared, loaded machine are noisy: compare numbers from
 one run, and say so when reporting them.
@@ -165,6 +168,14 @@ def main() -> None:
             summary["rss"] = rss
             summary["rss_growth_10x"] = [round(rss[i + 1]["peak_rss_mb"] / rss[i]["peak_rss_mb"], 3)
                                          for i in range(0, len(rss), 2)]
+            # the 9×N extra lines of the cached 10× run pass through every stage but the parser
+            extra_ms = (rss[1]["wall_s"] - rss[0]["wall_s"]) / (9 * args.rss_lines) * 1000
+            summary["non_parse_ms_per_line"] = round(extra_ms, 2)
+            if summary.get("parse"):
+                p1 = summary["parse"][0]
+                parse_ms = p1["parse_s"] / p1["lines"] * 1000
+                summary["non_parse_vs_parse"] = {"jobs": p1["jobs"], "parse_ms_per_line": round(parse_ms, 2),
+                                                 "ratio": round(extra_ms / parse_ms, 3)}
     summary["machine"]["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(summary, indent=2))
 
