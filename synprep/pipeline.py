@@ -26,18 +26,17 @@ configuration, or resuming a split whose input files changed, is an error, never
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import logging
 import math
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from synprep.annotate import DEFAULT_SHARD_SIZE, Item, Parallel, ParseOptions, annotate_split
+from synprep.annotate import DEFAULT_SHARD_SIZE, Parallel, ParseOptions, annotate_split, items_from_files
 from synprep.constants import MANIFEST_NAME, SHARD_FORMAT_VERSION, VOCAB_NAME
 from synprep.errors import ConfigError, InputError
 from synprep.shards import Manifest, check_dir
@@ -97,11 +96,14 @@ def _check_config(out: Path, shared: dict[str, Any]) -> None:
 INPUTS_NAME = "inputs.json"
 
 
-def _check_inputs(out: Path, split: str, files: dict[str, str | None]) -> None:
+def _check_inputs(out: Path, split: str, files: dict[str, str | None]) -> dict[str, str]:
     """Record the split's input files (sha256), or refuse to resume from inputs that changed.
 
     A resumed run reuses every finished step; had an input been edited in between, the folder
     would mix old and new data. ``OUT/inputs.json`` maps each split to its inputs' hashes.
+
+    Returns:
+        The sha256 (hex) of each given file, by role.
     """
     path = out / INPUTS_NAME
     known = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
@@ -114,10 +116,11 @@ def _check_inputs(out: Path, split: str, files: dict[str, str | None]) -> None:
             names = ", ".join(str((now.get(r) or old.get(r))["path"]) for r in changed)
             raise ConfigError(f"the {split} split of {out} was made from other input ({names} changed): "
                               f"use a new --out, or delete {out}")
-        return
-    known[split] = now
-    with atomic_write(path) as f:
-        f.write(json.dumps(known, indent=2, sort_keys=True) + "\n")
+    else:
+        known[split] = now
+        with atomic_write(path) as f:
+            f.write(json.dumps(known, indent=2, sort_keys=True) + "\n")
+    return {role: entry["sha256"] for role, entry in now.items()}
 
 
 def _remove_stale_temps(out: Path) -> None:
@@ -350,12 +353,13 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
 
     from synprep.text.escape import unescape_tokens
 
-    lines = [int(x) for x in iter_lines(work / f"{split}.lines")] if parse.parser == "conllu" else None
+    def line_numbers() -> Iterator[int]:
+        return (int(n) for n in iter_lines(work / f"{split}.lines"))
+
     words_file = work / f"{split}.words.{src_lang}" if text.lowercase else work / f"{split}.clean.{src_lang}"
-    rows = zip(iter_lines(work / f"{split}.lines"), iter_lines(words_file), iter_lines(bpe_src),
-               iter_lines(bpe_tgt), strict=True)
-    items = (Item(line=int(n), words=unescape_tokens(w.split()), src=s.split(), tgt=t.split(), parse=p)
-             for (n, w, s, t), p in zip(rows, _parses_for(conllu, lines), strict=False))
+    items = items_from_files(iter_lines(bpe_src), iter_lines(bpe_tgt), line_numbers(),
+                             words=(unescape_tokens(w.split()) for w in iter_lines(words_file)),
+                             parses=_parses_for(str(conllu), line_numbers()) if parse.parser == "conllu" else None)
     parse.lowercase = text.lowercase
     annotate_split(out, split, items, vocab=v, manifest=manifest, opts=parse, par=par, src_lang=src_lang,
                    tgt_lang=tgt_lang, signature=sig, config=config, ldd_threshold=ldd_threshold,
@@ -364,11 +368,12 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     return manifest
 
 
-def _parses_for(conllu: str | None, lines: list[int] | None) -> Iterator:
-    """The imported parses of the kept lines, in order (streaming); None forever without import."""
-    if conllu is None or lines is None:
-        yield from itertools.repeat(None)
-        return
+def _parses_for(conllu: str, lines: Iterable[int]) -> Iterator[ParsedLine]:
+    """The imported parses of the kept lines (1-based, increasing), in order, streaming.
+
+    Raises:
+        InputError: no parse for a kept line.
+    """
     from synprep.parse.conllu_io import read_conllu
 
     reader = read_conllu(conllu)
@@ -459,10 +464,10 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
     if parse.lowercase:  # only when set: folders made before the option keep their configuration
         shared["lowercase"] = True
     _check_config(out, shared)
-    _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu})
+    input_sha = _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu})
     v = load_or_build_vocab(out, split, [Path(src), Path(tgt)], vocab)
     sig = _signature("given", parse.lowercase, None, parse)
-    config = {**shared, "split": split, "vocab_sha256": v.sha256, "src_sha256": file_sha256(src)}
+    config = {**shared, "split": split, "vocab_sha256": v.sha256, "src_sha256": input_sha["src"]}
     manifest = _manifest(out, sig, shared, v)
     manifest.set_input_lines(split, n_src)
     parses = None
@@ -470,8 +475,6 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
         if conllu is None:
             raise ConfigError("--parser conllu needs --conllu FILE")
         parses = numbered_parses(conllu, n_src)
-    from synprep.annotate import items_from_files
-
     items = items_from_files(iter_lines(src), iter_lines(tgt), iter(range(1, n_src + 1)), parses=parses)
     annotate_split(out, split, items, vocab=v, manifest=manifest, opts=parse, par=par, src_lang=src_lang,
                    tgt_lang=tgt_lang, signature=sig, config=config, ldd_threshold=ldd_threshold,
