@@ -453,6 +453,8 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
     Raises:
         InputError: bad input, line counts that differ (both named), a parse that does not match.
     """
+    if parse.parser == "conllu" and conllu is None:  # before anything is written into OUT
+        raise ConfigError("--parser conllu needs --conllu FILE")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     _remove_stale_temps(out)
@@ -470,11 +472,7 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
     config = {**shared, "split": split, "vocab_sha256": v.sha256, "src_sha256": input_sha["src"]}
     manifest = _manifest(out, sig, shared, v)
     manifest.set_input_lines(split, n_src)
-    parses = None
-    if parse.parser == "conllu":
-        if conllu is None:
-            raise ConfigError("--parser conllu needs --conllu FILE")
-        parses = numbered_parses(conllu, n_src)
+    parses = numbered_parses(conllu, n_src) if conllu is not None and parse.parser == "conllu" else None
     items = items_from_files(iter_lines(src), iter_lines(tgt), iter(range(1, n_src + 1)), parses=parses)
     annotate_split(out, split, items, vocab=v, manifest=manifest, opts=parse, par=par, src_lang=src_lang,
                    tgt_lang=tgt_lang, signature=sig, config=config, ldd_threshold=ldd_threshold,

@@ -221,6 +221,18 @@ def test_conllu_parser_needs_a_file(tmp_path):
     with pytest.raises(ConfigError, match="--conllu"):
         run_pipeline(None, str(tgt), tmp_path / "out", src_lang="en", tgt_lang="de", text=TextOptions(),
                      parse=ParseOptions(parser="conllu"), par=Parallel())
+    assert not (tmp_path / "out").exists()
+
+
+def test_annotate_conllu_parser_needs_a_file_and_writes_nothing(tmp_path):
+    """The missing --conllu is refused before OUT exists: the corrected command then runs there."""
+    src, tgt = tmp_path / "s.en", tmp_path / "t.de"
+    src.write_text("x\n")
+    tgt.write_text("y\n")
+    with pytest.raises(ConfigError, match="--conllu"):
+        run_annotate(str(src), str(tgt), tmp_path / "out", src_lang="en", tgt_lang="de",
+                     parse=ParseOptions(parser="conllu"), par=Parallel())
+    assert not (tmp_path / "out").exists()
 
 
 def test_resuming_from_edited_input_is_refused(sample_run, tmp_path):
