@@ -35,6 +35,19 @@ def output_option(name: str = "--output", help: str = "Output file (default: std
     return click.option("-o", name, "output_path", default="-", show_default=False, metavar="FILE", help=help)
 
 
+#: ``--shard-size`` of ``pipeline``, ``annotate`` and ``shard``
+shard_size_option = click.option("--shard-size", type=click.IntRange(min=1), default=10000, show_default=True,
+                                 help="Input pairs per shard (the unit of resume).")
+#: ``--ldd-threshold`` of the parser stage and of ``shard``
+ldd_threshold_option = click.option("--ldd-threshold", type=click.FloatRange(0.0, 1.0), default=0.01,
+                                    show_default=True,
+                                    help="Drop LDD entries below this probability (each word keeps its best one).")
+#: ``--lowercase`` of the commands that read a parse beside BPE text
+lowercase_option = click.option(
+    "--lowercase", is_flag=True,
+    help="The BPE text was lowercased after parsing (the parse has the cased words): compare lowercased.")
+
+
 def stanza_options(f):
     """Options of the parser stage shared by ``parse``, ``pipeline``, ``annotate`` and ``shard``.
 
@@ -51,8 +64,7 @@ def stanza_options(f):
     @click.option("--no-ssplit", is_flag=True, help="Treat every line as one sentence (no sentence splitting).")
     @click.option("--max-words", type=click.IntRange(min=1), default=250, show_default=True,
                   help="Longer sentences are recorded as failed lines, never parsed.")
-    @click.option("--ldd-threshold", type=click.FloatRange(0.0, 1.0), default=0.01, show_default=True,
-                  help="Drop LDD entries below this probability (each word keeps its best one).")
+    @ldd_threshold_option
     @click.option("--cache", "cache_path", default=None, metavar="PATH",
                   help="Parse cache (sqlite). Default: $SYNPREP_CACHE or ~/.cache/synprep/parse.sqlite.")
     @click.option("--no-cache", is_flag=True, help="Neither read nor write the parse cache.")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import click
 import numpy as np
 
-from synprep.cli.common import input_option, output_option
+from synprep.cli.common import input_option, lowercase_option, output_option
 from synprep.errors import InputError
 from synprep.features.slr import DEFAULT_TAU, HARD_MODES, hard_slr_mask, soft_slr_mask
 from synprep.signature import package_version, signature
@@ -379,10 +379,6 @@ def _bpe_option(required: bool, what: str):
                         help=f"BPE'd source text, one line per parsed line (@@ pieces, Moses escapes): {what}.")
 
 
-_lowercase_option = click.option(
-    "--lowercase", is_flag=True,
-    help="The BPE text was lowercased after parsing (the parse has the cased words): compare lowercased.")
-
 
 def _read(conllu_path: str):
     from synprep.parse.conllu_io import read_conllu
@@ -405,7 +401,7 @@ def _line_items(conllu_path: str, bpe_path: str | None, lowercase: bool):
 @click.option("--mode", type=click.Choice(("mean", "first")), default="mean", show_default=True,
               help="mean: PASCAL, the mean position of the head word's pieces; first: LISA, its first piece.")
 @click.option("--eos", is_flag=True, help="Append the </s> position T (pointing at itself), as the trainer sees it.")
-@_lowercase_option
+@lowercase_option
 @output_option()
 def parents_cmd(conllu_path: str, bpe_path: str, mode: str, eos: bool, lowercase: bool, output_path: str) -> None:
     """Dependency-parent position of every BPE piece (SPEC.md §4), one line per source line.
@@ -475,7 +471,7 @@ def relations_lines(items: Iterable[LineInput], what: str, *, as_json: bool = Fa
                    "(tree distance); up/down: arcs from i up to LCA(i,j) / from there down to j; subtree: 1 "
                    "where j is in the subtree of i (i included).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON array per line instead of text.")
-@_lowercase_option
+@lowercase_option
 @output_option()
 def relations_cmd(conllu_path: str, bpe_path: str | None, what: str, as_json: bool, lowercase: bool,
                   output_path: str) -> None:
@@ -573,7 +569,7 @@ def ldd_lines(items: Iterable[LineInput], *, threshold: float = 0.0, labels: lis
 @click.option("--root", type=click.Choice(("self", "drop")), default="self", show_default=True,
               help="Dense: the probability of 'head = root' goes to the word's own pieces (self) or is left out.")
 @click.option("--json", "as_json", is_flag=True, help="Sparse entries as one JSON array per line.")
-@_lowercase_option
+@lowercase_option
 @output_option()
 def ldd_cmd(conllu_path: str, bpe_path: str | None, labels: str | None, threshold: float, root: str,
             as_json: bool, lowercase: bool, output_path: str) -> None:

@@ -11,7 +11,7 @@ import logging
 
 import click
 
-from synprep.cli.common import jobs_options, stanza_options
+from synprep.cli.common import jobs_options, shard_size_option, stanza_options
 
 log = logging.getLogger("synprep")
 
@@ -24,8 +24,7 @@ def parser_options(f):
     @click.option("--conllu", "conllu_path", default=None, metavar="FILE",
                   help="CoNLL-U parses of the source (--parser conllu): one sentence per line, or '# line = N'"
                        " groups as `synprep parse` writes them.")
-    @click.option("--shard-size", type=click.IntRange(min=1), default=10000, show_default=True,
-                  help="Input pairs per shard (the unit of resume).")
+    @shard_size_option
     @stanza_options
     @functools.wraps(f)
     def wrapper(*args, **kwargs):

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from synprep.cli.common import ldd_threshold_option, lowercase_option, shard_size_option
 from synprep.constants import SHARD_FORMAT_VERSION
 from synprep.signature import signature
 
@@ -48,12 +49,9 @@ def check_cmd(folder: str) -> None:
 @click.option("--split", default="train", show_default=True, help="Split name.")
 @click.option("--vocab", default=None, metavar="FILE",
               help="fairseq dict to use (default: OUT/dict.txt, else built from this split's --src and --tgt).")
-@click.option("--shard-size", type=click.IntRange(min=1), default=10000, show_default=True,
-              help="Input pairs per shard (the unit of resume).")
-@click.option("--ldd-threshold", type=click.FloatRange(0.0, 1.0), default=0.01, show_default=True,
-              help="Drop LDD entries below this probability (each word keeps its best one).")
-@click.option("--lowercase", is_flag=True,
-              help="The BPE text was lowercased after parsing (the parse has the cased words): compare lowercased.")
+@shard_size_option
+@ldd_threshold_option
+@lowercase_option
 def shard_cmd(src: str, tgt: str, conllu_path: str, src_lang: str, tgt_lang: str, out: str, split: str,
               vocab: str | None, shard_size: int, ldd_threshold: float, lowercase: bool) -> None:
     """The shard stage on its own: BPE'd parallel text + CoNLL-U parses → features → shards → check.
