@@ -248,14 +248,19 @@ def _signature(tok: str, lowercase: bool, codes_sha: str | None, opts: ParseOpti
                      feat=FEATURES, shard=f"v{SHARD_FORMAT_VERSION}")
 
 
+def split_summary(manifest: Manifest, split: str) -> str:
+    """One line on a split: ``train: 8 input lines, 7 pairs in 3 shard(s); dropped: parse:too_long 1``."""
+    entry = manifest.split(split)
+    dropped = ", ".join(f"{k} {v}" for k, v in sorted(entry.dropped.items()) if v) or "none"
+    return (f"{split}: {entry.input_lines} input lines, {entry.pairs} pairs in {len(entry.shards)} shard(s); "
+            f"dropped: {dropped}")
+
+
 def _finish(out: Path, manifest: Manifest, split: str) -> None:
     manifest.save(out)
     report = check_dir(out)
     report.raise_if_failed()
-    entry = manifest.split(split)
-    dropped = ", ".join(f"{k} {v}" for k, v in sorted(entry.dropped.items()) if v) or "none"
-    log.info("%s: %d input lines, %d pairs in %d shard(s), dropped: %s", split, entry.input_lines, entry.pairs,
-             len(entry.shards), dropped)
+    log.info("%s", split_summary(manifest, split))
     log.info("%s", report.summary())
 
 

@@ -61,10 +61,9 @@ def _jobs_for_device(device: str, jobs: int) -> int:
 
 
 def _report(manifest, split: str) -> None:
-    entry = manifest.split(split)
-    dropped = ", ".join(f"{k} {v}" for k, v in sorted(entry.dropped.items()) if v) or "none"
-    click.echo(f"{split}: {entry.input_lines} input lines, {entry.pairs} pairs in {len(entry.shards)} shard(s); "
-               f"dropped: {dropped}", err=True)
+    from synprep.pipeline import split_summary
+
+    click.echo(split_summary(manifest, split), err=True)
     click.echo(manifest.signature, err=True)
 
 
