@@ -43,7 +43,7 @@ from functools import partial
 from pathlib import Path
 
 from synprep.errors import ConfigError, InputError
-from synprep.text.bpe import apply_bpe_stream, learn_bpe
+from synprep.text.bpe import apply_bpe_stream, count_merges, learn_bpe
 from synprep.text.clean import CleanStats, clean_pairs, report_header, report_row
 from synprep.text.tokenize import moses_lowercase, tokenize_stream
 from synprep.textio import PathLike, atomic_write, iter_lines, iter_pairs, write_lines
@@ -329,7 +329,7 @@ def _run(src: _Orig, need: dict[str, str], work: Path, splits: tuple[str, ...], 
         report.codes_learned = True
     else:
         shutil.copyfile(codes, code)
-        report.merges = sum(1 for x in iter_lines(code) if not x.startswith("#version:"))
+        report.merges = count_merges(code)
     for split in splits:
         for lang in LANGS:
             p = final / f"{split}.{lang}"
