@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterable, Iterator
 
 import click
 
@@ -20,19 +19,6 @@ from synprep.signature import signature
 from synprep.textio import display_name, iter_lines, iter_pairs, open_output, write_lines
 
 log = logging.getLogger("synprep")
-
-
-class _Counter:
-    """Pass lines through, counting them."""
-
-    def __init__(self, lines: Iterable[str]):
-        self.lines = lines
-        self.n = 0
-
-    def __iter__(self) -> Iterator[str]:
-        for line in self.lines:
-            self.n += 1
-            yield line
 
 
 def _warn_if_empty(n: int, path: str) -> None:
@@ -67,13 +53,12 @@ def tokenize_cmd(lang: str, lowercase: bool, no_escape: bool, fairseq_compat: bo
     from synprep.text.tokenize import tokenize_stream, tokenizer_signature
 
     check_outputs(output_path)
-    src = _Counter(iter_lines(input_path))
-    with open_output(output_path) as out:
-        write_lines(out, tokenize_stream(src, lang, lowercase=lowercase, escape=not no_escape,
-                                         fairseq_compat=fairseq_compat, jobs=jobs, backend=backend,
-                                         scheduler=scheduler))
-    _warn_if_empty(src.n, input_path)
-    log.info("tokenize: %d lines", src.n)
+    with open_output(output_path) as out:  # one line out per line in: the count is the input's
+        n = write_lines(out, tokenize_stream(iter_lines(input_path), lang, lowercase=lowercase, escape=not no_escape,
+                                             fairseq_compat=fairseq_compat, jobs=jobs, backend=backend,
+                                             scheduler=scheduler))
+    _warn_if_empty(n, input_path)
+    log.info("tokenize: %d lines", n)
     _sig(**tokenizer_signature(lang, lowercase=lowercase, escape=not no_escape, fairseq_compat=fairseq_compat))
 
 
@@ -187,10 +172,9 @@ def bpe_apply_cmd(codes: str, input_path: str, output_path: str, jobs: int, back
     from synprep.text.bpe import apply_bpe_stream, bpe_signature
 
     check_outputs(output_path)
-    src = _Counter(iter_lines(input_path))
-    stream = apply_bpe_stream(src, codes, jobs=jobs, backend=backend, scheduler=scheduler)
-    with open_output(output_path) as out:
-        write_lines(out, stream)
-    _warn_if_empty(src.n, input_path)
-    log.info("bpe apply: %d lines", src.n)
+    stream = apply_bpe_stream(iter_lines(input_path), codes, jobs=jobs, backend=backend, scheduler=scheduler)
+    with open_output(output_path) as out:  # one line out per line in: the count is the input's
+        n = write_lines(out, stream)
+    _warn_if_empty(n, input_path)
+    log.info("bpe apply: %d lines", n)
     _sig(**bpe_signature(codes))
