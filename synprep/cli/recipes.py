@@ -27,8 +27,9 @@ def iwslt14_cmd(orig: str, out: str, splits: str, codes: str | None, jobs: int, 
 
     Writes OUT/tmp/{split}.{de,en} (tokenized, lowercased), OUT/{split}.{de,en} (BPE) and OUT/code.
     """
-    from synprep.recipes.iwslt14 import parse_splits, prepare
+    from synprep.recipes.iwslt14 import CLEAN, parse_splits, prepare
     from synprep.text.bpe import bpe_signature
+    from synprep.text.clean import clean_signature
     from synprep.text.tokenize import tokenizer_signature
 
     report = prepare(orig, out, parse_splits(splits), codes=codes, jobs=jobs, backend=backend,
@@ -41,5 +42,5 @@ def iwslt14_cmd(orig: str, out: str, splits: str, codes: str | None, jobs: int, 
         if "/" not in name:
             log.info("iwslt14: %s/%s: %d lines", out, name, n)
     tok = tokenizer_signature("de-en", lowercase=True, escape=True, fairseq_compat=True)
-    click.echo(signature(recipe="iwslt14", **tok, clean="ratio1.5-len1-175",
-                         **bpe_signature(f"{out}/code")), err=True)
+    clean = clean_signature(CLEAN["ratio"], int(CLEAN["min_len"]), int(CLEAN["max_len"]))
+    click.echo(signature(recipe="iwslt14", **tok, clean=clean, **bpe_signature(f"{out}/code")), err=True)

@@ -91,7 +91,7 @@ def clean_cmd(src: str, tgt: str, ratio: float, min_len: int, max_len: int, max_
 
     Reasons: empty, too_long, too_short, ratio, word_too_long (docs/text.md).
     """
-    from synprep.text.clean import CleanStats, clean_pairs, report_header, report_row
+    from synprep.text.clean import CleanStats, clean_pairs, clean_signature, report_header, report_row
 
     if out_prefix is not None:
         if out_src or out_tgt:
@@ -129,7 +129,7 @@ def clean_cmd(src: str, tgt: str, ratio: float, min_len: int, max_len: int, max_
         if stats.input == 0:
             raise InputError("empty input: no sentence pairs to clean", display_name(src))
     log.info("clean: %s", stats.summary())
-    _sig(clean=f"ratio{ratio:g}-len{min_len}-{max_len}")
+    _sig(clean=clean_signature(ratio, min_len, max_len))
 
 
 @click.group("bpe")

@@ -152,6 +152,11 @@ def clean_pairs(pairs: Iterable[tuple[str, str]], *, ratio: float = 1.5, min_len
         yield CleanResult(lineno, f, e, fc, ec, reason)
 
 
+def clean_signature(ratio: float, min_len: int, max_len: int) -> str:
+    """The ``clean`` field of a signature line: ``ratio1.5-len1-175``."""
+    return f"ratio{ratio:g}-len{min_len}-{max_len}"
+
+
 def report_header() -> str:
     """Header line of the TSV drop report: ``line  reason  src_tokens  tgt_tokens``."""
     return "line\treason\tsrc_tokens\ttgt_tokens"
