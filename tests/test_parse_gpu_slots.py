@@ -67,3 +67,37 @@ def test_one_worker_uses_the_first_gpu_and_none_is_an_error(monkeypatch):
 
 def test_the_slot_folder_outlives_a_block():
     assert run.gpu_slot_dir() == run.gpu_slot_dir()
+
+
+def _jobs_cmd():
+    import click
+
+    from synprep.cli.common import jobs_options, parser_jobs
+
+    @click.command()
+    @click.option("--device", default="cuda")
+    @jobs_options
+    def cmd(device, jobs, backend, scheduler):
+        click.echo(parser_jobs(device, jobs))
+
+    return cmd
+
+
+@pytest.mark.parametrize(("args", "expected"), [([], "2"), (["-j", "1"], "1"), (["-j", "3"], "3"),
+                                                (["--device", "cpu"], "1")])
+def test_parser_jobs_one_worker_per_gpu_unless_jobs_is_given(two_gpus, monkeypatch, args, expected):
+    from click.testing import CliRunner
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    res = CliRunner().invoke(_jobs_cmd(), args)
+    assert res.exit_code == 0, res.output
+    assert res.output.strip() == expected
+
+
+def test_parser_jobs_without_a_gpu_is_a_config_error():
+    from click.testing import CliRunner
+
+    from synprep.errors import ConfigError
+
+    res = CliRunner().invoke(_jobs_cmd(), [])
+    assert isinstance(res.exception, ConfigError) and "sees no GPU" in str(res.exception)

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
+from synprep.errors import ConfigError
 from synprep.parallel import BACKENDS
+
+log = logging.getLogger("synprep")
 
 
 def jobs_options(f):
@@ -25,6 +30,29 @@ def jobs_options(f):
         return f(*args, **kwargs)
 
     return wrapper
+
+
+def parser_jobs(device: str, jobs: int) -> int:
+    """The parser's worker count: with ``--device cuda``, one per visible GPU unless ``--jobs`` was given.
+
+    Reads the current click context (was ``--jobs`` on the command line?); more workers than GPUs
+    share them, with a warning.
+
+    Raises:
+        ConfigError: ``--device cuda`` and torch sees no GPU.
+    """
+    if device != "cuda":
+        return jobs
+    import torch
+
+    n_gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if n_gpus == 0:
+        raise ConfigError("--device cuda but torch sees no GPU")
+    if click.get_current_context().get_parameter_source("jobs") == ParameterSource.DEFAULT:
+        return n_gpus
+    if jobs > n_gpus:
+        log.warning("%d workers share %d GPUs", jobs, n_gpus)
+    return jobs
 
 
 def input_option(name: str = "--input", help: str = "Input file (default: stdin).") -> Callable[[Any], Any]:

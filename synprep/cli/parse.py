@@ -8,16 +8,10 @@ from collections.abc import Iterator
 
 import click
 
-from synprep.cli.common import input_option, jobs_options, output_option, stanza_options
+from synprep.cli.common import input_option, jobs_options, output_option, parser_jobs, stanza_options
 from synprep.errors import ConfigError
 
 log = logging.getLogger("synprep.parse")
-
-
-def _visible_gpus() -> int:
-    import torch
-
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 @click.command("parse")
@@ -34,8 +28,7 @@ def _visible_gpus() -> int:
               help="Seconds a CoreNLP request may take.")
 @input_option(help="Moses-tokenized input, one sentence line per line (default: stdin).")
 @output_option(help="CoNLL-U output (default: stdout).")
-@click.pass_context
-def parse_cmd(ctx: click.Context, lang: str, parser_name: str, trees_path: str | None, jobs: int, backend: str,
+def parse_cmd(lang: str, parser_name: str, trees_path: str | None, jobs: int, backend: str,
               scheduler: str | None, stanza_dir: str | None, stanza_package: str | None, device: str,
               batch_size: int, no_ssplit: bool, cache_path: str | None, no_cache: bool, max_words: int,
               ldd_threshold: float, corenlp_endpoint: str, timeout: float, input_path: str,
@@ -48,8 +41,6 @@ def parse_cmd(ctx: click.Context, lang: str, parser_name: str, trees_path: str |
     '# ldd = DEP,HEAD,REL,PROB ...'. An empty or failed line gives a block with '# line = N' and
     '# error = REASON' — no line is ever dropped. See docs/parse.md.
     """
-    from click.core import ParameterSource
-
     from synprep.parse import (
         ParseCache,
         ParserSpec,
@@ -65,14 +56,7 @@ def parse_cmd(ctx: click.Context, lang: str, parser_name: str, trees_path: str |
     from synprep.text.escape import unescape_tokens
     from synprep.textio import display_name, iter_lines, open_output
 
-    if device == "cuda":
-        n_gpus = _visible_gpus()
-        if n_gpus == 0:
-            raise ConfigError("--device cuda but torch sees no GPU")
-        if ctx.get_parameter_source("jobs") == ParameterSource.DEFAULT:
-            jobs = n_gpus
-        elif jobs > n_gpus:
-            log.warning("%d workers share %d GPUs", jobs, n_gpus)
+    jobs = parser_jobs(device, jobs)
     spec = ParserSpec(name=parser_name, lang=lang, dir=stanza_dir, package=stanza_package, device=device,
                       constituency=trees_path is None, max_words=max_words, ldd_threshold=ldd_threshold,
                       corenlp_endpoint=corenlp_endpoint, timeout=timeout)

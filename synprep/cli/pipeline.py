@@ -11,7 +11,7 @@ import logging
 
 import click
 
-from synprep.cli.common import jobs_options, shard_size_option, stanza_options
+from synprep.cli.common import jobs_options, parser_jobs, shard_size_option, stanza_options
 
 log = logging.getLogger("synprep")
 
@@ -45,19 +45,6 @@ def _parse_options(src_lang: str, parser_name: str, stanza_dir, stanza_package, 
                           max_words=max_words, ldd_threshold=ldd_threshold)
     cache = None if no_cache else str(cache_path or default_cache_path())
     return ParseOptions(parser=parser_name, spec=spec, ssplit=not no_ssplit, batch_size=batch_size, cache=cache)
-
-
-def _jobs_for_device(device: str, jobs: int) -> int:
-    if device != "cuda":
-        return jobs
-    import torch
-
-    n = torch.cuda.device_count()
-    if n == 0:
-        from synprep.errors import ConfigError
-
-        raise ConfigError("--device cuda but torch sees no GPU")
-    return max(jobs, n) if jobs == 1 else jobs
 
 
 def _report(manifest, split: str) -> None:
@@ -103,7 +90,7 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
                           max_words, ldd_threshold, cache_path, no_cache)
     text = TextOptions(lowercase=lowercase, fairseq_compat=fairseq_compat, clean=clean, ratio=ratio,
                        min_len=min_len, max_len=max_len, merges=merges)
-    par = Parallel(jobs=_jobs_for_device(device, jobs), backend=backend, scheduler=scheduler)
+    par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
     manifest = run_pipeline(src, tgt, out, src_lang=src_lang, tgt_lang=tgt_lang, split=split, text=text,
                             parse=opts, par=par, codes=codes, vocab=vocab, conllu=conllu_path,
                             ldd_threshold=ldd_threshold, shard_size=shard_size)
@@ -134,7 +121,7 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, parser_name, c
 
     opts = _parse_options(src_lang, parser_name, stanza_dir, stanza_package, device, batch_size, no_ssplit,
                           max_words, ldd_threshold, cache_path, no_cache)
-    par = Parallel(jobs=_jobs_for_device(device, jobs), backend=backend, scheduler=scheduler)
+    par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
     manifest = run_annotate(src, tgt, out, src_lang=src_lang, tgt_lang=tgt_lang, split=split, parse=opts, par=par,
                             vocab=vocab, conllu=conllu_path, ldd_threshold=ldd_threshold, shard_size=shard_size)
     _report(manifest, split)
