@@ -304,8 +304,8 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     elif not os.path.exists(src):
         raise InputError("no such file", src)
     n_tgt = count_lines(tgt)
-    if src is not None and count_lines(src) != n_tgt:
-        raise InputError(f"line counts differ: {src} has {count_lines(src)} lines, {tgt} has {n_tgt}", tgt)
+    if src is not None and (n_raw := count_lines(src)) != n_tgt:
+        raise InputError(f"line counts differ: {src} has {n_raw} lines, {tgt} has {n_tgt}", tgt)
 
     tok_sig = tokenizer_signature(src_lang, lowercase=text.lowercase, escape=True, fairseq_compat=text.fairseq_compat)
     shared = {"mode": "pipeline", "src_lang": src_lang, "tgt_lang": tgt_lang, "tokenizer": tok_sig["tok"],
