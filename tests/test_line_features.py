@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from synprep.errors import InputError
-from synprep.features.line import LineFeatures, line_features, smallest_uint, tree_source
+from synprep.features.line import LineFeatures, line_features, tree_source
+from synprep.shards.schema import smallest_unsigned
 from synprep.types import DEPRELS, UPOS_TAGS, PairRecord, ParsedLine, ParsedSentence, SparseLDD
 
 SWIM_TREE = "(ROOT (S (NP (PRP i)) (VP (VBP swim) (PP (IN across) (NP (DT the) (NN river)))) (. .)))"
@@ -66,7 +67,8 @@ def test_long_line_gets_wider_index_type():
     sent = ParsedSentence(words, ["X"] * n, [0] + [1] * (n - 1), ["root"] + ["dep"] * (n - 1))
     f = line_features(ParsedLine(1, [sent]), words, 1)
     assert f.word_index.dtype == f.heads.dtype == np.uint16
-    assert smallest_uint(255) is np.uint8 and smallest_uint(256) is np.uint16 and smallest_uint(70000) is np.uint32
+    assert smallest_unsigned(255) == np.uint8 and smallest_unsigned(256) == np.uint16
+    assert smallest_unsigned(70000) == np.uint32
 
 
 def test_dependency_derived_trees_when_no_constituency():

@@ -23,15 +23,8 @@ from synprep.features.deptree import dependency_tree
 from synprep.features.distance import both_gaps, leaf_mismatch, line_word_gaps, parse_tree, spread_gaps
 from synprep.features.ldd import line_ldd
 from synprep.features.parents import check_heads
+from synprep.shards.schema import smallest_unsigned
 from synprep.types import ParsedLine, ParsedSentence, deprel_id, upos_id
-
-
-def smallest_uint(max_value: int) -> type[np.unsignedinteger]:
-    """The smallest numpy unsigned integer type that holds ``0 .. max_value`` (docs/FORMAT.md)."""
-    for dt in (np.uint8, np.uint16, np.uint32):
-        if max_value <= np.iinfo(dt).max:
-            return dt
-    return np.uint64
 
 
 @dataclass
@@ -147,7 +140,7 @@ def line_features(parsed: ParsedLine, pieces: Sequence[str], line: int, *, path:
         ldd_dep, ldd_head, ldd_rel, ldd_prob = line_ldd(parsed.sentences, ldd_threshold)
     except ValueError as e:
         raise InputError(f"LDD: {e}", path, line) from None
-    u = smallest_uint(n_words)
+    u = smallest_unsigned(n_words)
     return LineFeatures(
         word_index=word_index.astype(u),
         heads=np.concatenate(heads).astype(u),
