@@ -49,10 +49,12 @@ from synprep.shards.reader import read_attrs
 from synprep.shards.schema import (
     AXES,
     FIELDS,
+    INT_ATTRS,
     LINE,
     OFFSETS_GROUP,
     OPTIONAL_ATTRS,
     REQUIRED_ATTRS,
+    STR_ATTRS,
     TREE_SOURCES,
     WRITER_ATTRS,
     parse_shard_name,
@@ -345,10 +347,10 @@ def _read_shard(f: h5py.File, name: str) -> tuple[dict[str, Any], dict[str, np.n
     for key in (*REQUIRED_ATTRS, *OPTIONAL_ATTRS, *WRITER_ATTRS):
         if key not in attrs:
             raise _Fail(Violation(name, f"root attribute {key} is missing"))
-    for key in ("split", "src_lang", "tgt_lang", "signature", "tree_source", "vocab_path", "vocab_sha256", "format"):
+    for key in (*STR_ATTRS, "format"):
         if not isinstance(attrs[key], str):
             raise _Fail(Violation(name, f"root attribute {key} is not a string"))
-    for key in ("shard_index", "n_pairs", "format_version"):
+    for key in INT_ATTRS:
         if not isinstance(attrs[key], int):
             raise _Fail(Violation(name, f"root attribute {key} is not an integer"))
     if not isinstance(attrs["ldd_threshold"], float | int):
