@@ -115,6 +115,13 @@ def test_escapes_and_bracket_leaves():
      "sentence 1: heads contain a cycle"),
     (ParsedLine(5, [ParsedSentence(["a", "b"], ["X", "X"], [0, 3], ["root", "dep"])]), ["a", "b"],
      r"sentence 1: heads must lie in \[0, 2\]"),
+    # with a constituency tree the heads are not read by the gaps, but they go into the shard
+    (ParsedLine(5, [hello(), dataclasses.replace(swim(), heads=[2, 3, 2, 5, 2, 2])]), PIECES,
+     r"sentence 2: heads contain a cycle \(word 1 never reaches the root\)"),
+    (ParsedLine(5, [hello(), dataclasses.replace(swim(), heads=[2, 0, 5, 5, 0, 2])]), PIECES,
+     r"sentence 2: 2 roots \(words 2, 5 have head 0\); exactly 1 expected"),
+    (ParsedLine(5, [dataclasses.replace(swim(tree=None), heads=[2, 0, 5, 5, 0, 2])]), "i swim across the river .".split(),
+     r"sentence 1: 2 roots \(words 2, 5 have head 0\); exactly 1 expected"),
 ])
 def test_bad_input_names_the_line(line, pieces, match):
     with pytest.raises(InputError, match=match) as e:
