@@ -188,13 +188,14 @@ def leaf_mismatch(tree: Tree, words: Sequence[str]) -> tuple[int, str, str] | No
     Returns:
         ``(i, leaf, word)`` with ``i`` 0-based; a missing token reads ``"<end>"``.
     """
-    leaves = tree.leaves()
-    for i in range(max(len(leaves), len(words))):
-        leaf = leaves[i] if i < len(leaves) else "<end>"
-        word = words[i] if i < len(words) else "<end>"
-        if leaf != word and PTB_BRACKETS.get(leaf) != word:
-            return i, leaf, word
-    return None
+    # imported here: synprep.align loads sacremoses, which the trainer's import of this module does not need
+    from synprep.align import first_difference
+
+    return first_difference(tree.leaves(), words, same=_leaf_matches)
+
+
+def _leaf_matches(leaf: str, word: str) -> bool:
+    return leaf == word or PTB_BRACKETS.get(leaf) == word
 
 
 def line_word_gaps(sentence_gaps: Sequence[np.ndarray]) -> np.ndarray:
