@@ -76,7 +76,6 @@ def _split_values(tree: Tree) -> np.ndarray:
     gaps: list[int] = []
     # frame: [node, next child index, max child value, gap slots of this node]
     stack: list[list] = [[tree, 0, 0, []]]
-    n_leaves = 0
     last_value = 0
     while stack:
         frame = stack[-1]
@@ -101,7 +100,6 @@ def _split_values(tree: Tree) -> np.ndarray:
         if isinstance(child, Tree):
             stack.append([child, 0, 0, []])
         else:
-            n_leaves += 1
             last_value = 0
     return np.asarray(gaps, dtype=np.int64)
 

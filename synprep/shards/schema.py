@@ -46,7 +46,6 @@ FIELDS = (
     Field("ldd_rel", "ldd", "uint8"),
     Field("ldd_prob", "ldd", "float16"),
 )
-FIELD_BY_NAME = {f.name: f for f in FIELDS}
 #: the per-pair (not ragged) dataset: 1-based original line number, uint32
 LINE = "line"
 LINE_DTYPE = np.dtype(np.uint32)
