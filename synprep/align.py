@@ -12,7 +12,7 @@ off the end of the line) and is refused.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -60,12 +60,16 @@ def bpe_words(pieces: Sequence[str], *, line: int | None = None, path: str | Non
     return words, index
 
 
-def first_difference(a: Sequence[str], b: Sequence[str]) -> tuple[int, str, str] | None:
-    """First 0-based position where two token lists differ, with both tokens (``"<end>"`` past an end)."""
+def first_difference(a: Sequence[str], b: Sequence[str], *,
+                     same: Callable[[str, str], bool] | None = None) -> tuple[int, str, str] | None:
+    """First 0-based position where two token lists differ, with both tokens (``"<end>"`` past an end).
+
+    ``same(x, y)`` says when token ``x`` of ``a`` matches token ``y`` of ``b`` (default ``x == y``).
+    """
     for i in range(max(len(a), len(b))):
         x = a[i] if i < len(a) else "<end>"
         y = b[i] if i < len(b) else "<end>"
-        if x != y:
+        if (x != y) if same is None else not same(x, y):
             return i, x, y
     return None
 

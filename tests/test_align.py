@@ -52,6 +52,14 @@ def test_malformed_bpe():
     assert first_difference(["a"], ["a"]) is None
 
 
+def test_first_difference_with_a_match_predicate():
+    assert first_difference(["a", "b"], ["a"]) == (1, "b", "<end>")
+    same = lambda x, y: x.lower() == y.lower()  # noqa: E731
+    assert first_difference(["A", "b"], ["a", "B"], same=same) is None
+    assert first_difference(["A", "b"], ["a", "c", "d"], same=same) == (1, "b", "c")
+    assert first_difference(["A"], ["a", "d"], same=same) == (1, "<end>", "d")
+
+
 def test_real_iwslt14_pieces_rebuild_the_tokenized_text(shared_data):
     # fairseq's prepare-iwslt14.sh: subword-nmt apply-bpe on tmp/test.L gives test.L; joining the
     # pieces must give the tokenized text back byte for byte, every line

@@ -65,6 +65,8 @@ def test_errors():
         dependency_tree(["a", "b"], [0])
     with pytest.raises(ValueError, match="cycle"):
         dependency_tree(["a", "b", "c"], [0, 3, 2])
+    with pytest.raises(ValueError, match=r"ancestors has shape \(2, 2\) for 3 words"):
+        dependency_tree(["a", "b", "c"], [0, 1, 1], ancestors=np.eye(2, dtype=bool))
 
 
 def _is_projective(heads: np.ndarray) -> bool:
@@ -96,6 +98,7 @@ def test_random_heads_give_trees_over_the_words(heads):
         assert lifted[d] == 0 or anc[h[d] - 1, lifted[d] - 1]
     t = dependency_tree(words, heads)
     assert t.leaves() == words
+    assert dependency_tree(words, h, ancestors=anc) == t  # a caller's ancestor mask gives the same tree
     c, a = both_gaps(t)
     assert c.shape == a.shape == (h.size - 1,)
     assert (c >= 1).all() and (a >= 1).all()

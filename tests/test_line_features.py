@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from synprep.errors import InputError
-from synprep.features.line import LineFeatures, line_features, smallest_uint, tree_source
+from synprep.features.line import LineFeatures, line_features, tree_source
+from synprep.shards.schema import smallest_unsigned
 from synprep.types import DEPRELS, UPOS_TAGS, PairRecord, ParsedLine, ParsedSentence, SparseLDD
 
 SWIM_TREE = "(ROOT (S (NP (PRP i)) (VP (VBP swim) (PP (IN across) (NP (DT the) (NN river)))) (. .)))"
@@ -66,7 +67,8 @@ def test_long_line_gets_wider_index_type():
     sent = ParsedSentence(words, ["X"] * n, [0] + [1] * (n - 1), ["root"] + ["dep"] * (n - 1))
     f = line_features(ParsedLine(1, [sent]), words, 1)
     assert f.word_index.dtype == f.heads.dtype == np.uint16
-    assert smallest_uint(255) is np.uint8 and smallest_uint(256) is np.uint16 and smallest_uint(70000) is np.uint32
+    assert smallest_unsigned(255) == np.uint8 and smallest_unsigned(256) == np.uint16
+    assert smallest_unsigned(70000) == np.uint32
 
 
 def test_dependency_derived_trees_when_no_constituency():
@@ -113,6 +115,13 @@ def test_escapes_and_bracket_leaves():
      "sentence 1: heads contain a cycle"),
     (ParsedLine(5, [ParsedSentence(["a", "b"], ["X", "X"], [0, 3], ["root", "dep"])]), ["a", "b"],
      r"sentence 1: heads must lie in \[0, 2\]"),
+    # with a constituency tree the heads are not read by the gaps, but they go into the shard
+    (ParsedLine(5, [hello(), dataclasses.replace(swim(), heads=[2, 3, 2, 5, 2, 2])]), PIECES,
+     r"sentence 2: heads contain a cycle \(word 1 never reaches the root\)"),
+    (ParsedLine(5, [hello(), dataclasses.replace(swim(), heads=[2, 0, 5, 5, 0, 2])]), PIECES,
+     r"sentence 2: 2 roots \(words 2, 5 have head 0\); exactly 1 expected"),
+    (ParsedLine(5, [dataclasses.replace(swim(tree=None), heads=[2, 0, 5, 5, 0, 2])]), "i swim across the river .".split(),
+     r"sentence 1: 2 roots \(words 2, 5 have head 0\); exactly 1 expected"),
 ])
 def test_bad_input_names_the_line(line, pieces, match):
     with pytest.raises(InputError, match=match) as e:

@@ -48,7 +48,11 @@ def nonprojective_arcs(heads: np.ndarray) -> np.ndarray:
         ValueError: bad heads or a cycle.
     """
     h = np.asarray(heads, dtype=np.int64)
-    anc = ancestor_mask(h)
+    return _nonprojective_arcs(h, ancestor_mask(h))
+
+
+def _nonprojective_arcs(h: np.ndarray, anc: np.ndarray) -> np.ndarray:
+    """:func:`nonprojective_arcs` of checked ``int64`` heads ``h`` whose ``ancestor_mask`` is ``anc``."""
     w = h.size
     if w == 0:
         return np.zeros(0, dtype=np.int64)
@@ -78,21 +82,29 @@ def projectivize(heads: np.ndarray) -> tuple[np.ndarray, int]:
     Raises:
         ValueError: bad heads or a cycle.
     """
-    h = np.asarray(heads, dtype=np.int64).copy()
+    h = np.array(heads, dtype=np.int64)
+    h, lifts, _ = _projectivize(h, ancestor_mask(h))
+    return h, lifts
+
+
+def _projectivize(h: np.ndarray, anc: np.ndarray) -> tuple[np.ndarray, int, np.ndarray]:
+    """:func:`projectivize` in place on checked ``int64`` heads ``h`` whose ``ancestor_mask`` is
+    ``anc``; also returns the ancestor mask of the projective heads."""
     lifts = 0
     while True:
-        bad = nonprojective_arcs(h)
+        bad = _nonprojective_arcs(h, anc)
         if bad.size == 0:
-            return h, lifts
+            return h, lifts, anc
         lengths = np.abs(h[bad] - 1 - bad)
         d = int(bad[np.argmin(lengths)])  # argmin takes the first (leftmost) of equal lengths
         head = int(h[d])
         h[d] = h[head - 1]
         lifts += 1
+        anc = ancestor_mask(h)
 
 
-def dependency_tree(words: Sequence[str], heads: Sequence[int], upos: Sequence[str] | None = None,
-                    deprels: Sequence[str] | None = None) -> Tree:
+def dependency_tree(words: Sequence[str], heads: Sequence[int] | np.ndarray, upos: Sequence[str] | None = None,
+                    deprels: Sequence[str] | None = None, *, ancestors: np.ndarray | None = None) -> Tree:
     """The constituency tree read off a dependency tree (SPEC.md §4; module docstring for the shape).
 
     Args:
@@ -100,6 +112,8 @@ def dependency_tree(words: Sequence[str], heads: Sequence[int], upos: Sequence[s
         heads: ``(W,)`` 1-based sentence-relative heads, 0 = root (non-projective allowed).
         upos: ``(W,)`` preterminal labels (default ``X``).
         deprels: ``(W,)`` phrase labels of the words that head a constituent (default ``dep``).
+        ancestors: ``ancestor_mask(heads)`` when the caller has already computed it (it is taken
+            as given, not recomputed: the heads are then not checked again).
 
     Returns:
         an :class:`nltk.Tree` with ``leaves() == list(words)``; :func:`~synprep.features.distance.cnf_gaps`
@@ -114,8 +128,13 @@ def dependency_tree(words: Sequence[str], heads: Sequence[int], upos: Sequence[s
     for name, seq in (("heads", heads), ("upos", upos), ("deprels", deprels)):
         if seq is not None and len(seq) != w:
             raise ValueError(f"{name} has {len(seq)} entries for {w} words")
-    h, _ = projectivize(np.asarray(heads, dtype=np.int64))
-    depth = ancestor_mask(h).sum(axis=1)
+    h = np.array(heads, dtype=np.int64)
+    if ancestors is None:
+        ancestors = ancestor_mask(h)
+    elif ancestors.shape != (w, w):
+        raise ValueError(f"ancestors has shape {ancestors.shape} for {w} words")
+    h, _, anc = _projectivize(h, ancestors)
+    depth = anc.sum(axis=1)
     deps: list[list[int]] = [[] for _ in range(w + 1)]  # deps[0]: roots
     for d in range(w):
         deps[h[d]].append(d)

@@ -76,7 +76,6 @@ def _split_values(tree: Tree) -> np.ndarray:
     gaps: list[int] = []
     # frame: [node, next child index, max child value, gap slots of this node]
     stack: list[list] = [[tree, 0, 0, []]]
-    n_leaves = 0
     last_value = 0
     while stack:
         frame = stack[-1]
@@ -101,7 +100,6 @@ def _split_values(tree: Tree) -> np.ndarray:
         if isinstance(child, Tree):
             stack.append([child, 0, 0, []])
         else:
-            n_leaves += 1
             last_value = 0
     return np.asarray(gaps, dtype=np.int64)
 
@@ -188,13 +186,14 @@ def leaf_mismatch(tree: Tree, words: Sequence[str]) -> tuple[int, str, str] | No
     Returns:
         ``(i, leaf, word)`` with ``i`` 0-based; a missing token reads ``"<end>"``.
     """
-    leaves = tree.leaves()
-    for i in range(max(len(leaves), len(words))):
-        leaf = leaves[i] if i < len(leaves) else "<end>"
-        word = words[i] if i < len(words) else "<end>"
-        if leaf != word and PTB_BRACKETS.get(leaf) != word:
-            return i, leaf, word
-    return None
+    # imported here: synprep.align loads sacremoses, which the trainer's import of this module does not need
+    from synprep.align import first_difference
+
+    return first_difference(tree.leaves(), words, same=_leaf_matches)
+
+
+def _leaf_matches(leaf: str, word: str) -> bool:
+    return leaf == word or PTB_BRACKETS.get(leaf) == word
 
 
 def line_word_gaps(sentence_gaps: Sequence[np.ndarray]) -> np.ndarray:

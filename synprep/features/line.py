@@ -23,15 +23,9 @@ from synprep.features.deptree import dependency_tree
 from synprep.features.distance import both_gaps, leaf_mismatch, line_word_gaps, parse_tree, spread_gaps
 from synprep.features.ldd import line_ldd
 from synprep.features.parents import check_heads
+from synprep.features.relations import ancestor_mask
+from synprep.shards.schema import smallest_unsigned
 from synprep.types import ParsedLine, ParsedSentence, deprel_id, upos_id
-
-
-def smallest_uint(max_value: int) -> type[np.unsignedinteger]:
-    """The smallest numpy unsigned integer type that holds ``0 .. max_value`` (docs/FORMAT.md)."""
-    for dt in (np.uint8, np.uint16, np.uint32):
-        if max_value <= np.iinfo(dt).max:
-            return dt
-    return np.uint64
 
 
 @dataclass
@@ -78,8 +72,24 @@ def tree_source(parsed: ParsedLine) -> str:
     return kinds.pop() if len(kinds) == 1 else "mixed"
 
 
-def _sentence_gaps(s: ParsedSentence) -> tuple[np.ndarray, np.ndarray]:
-    """``(cnf, nary)`` word gaps of one sentence; ValueError with a reason on bad input."""
+def _sentence_heads(heads: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """``(heads as int64, their ancestor_mask)`` of one sentence: one tree, as ``synprep check`` wants.
+
+    Raises:
+        ValueError: a head out of range, a self-loop, a cycle, or more than one root.
+    """
+    h = check_heads(np.asarray(heads))
+    anc = ancestor_mask(h)  # raises on a cycle; acyclic heads have >= 1 root
+    roots = np.flatnonzero(h == 0)
+    if roots.size > 1:
+        words = ", ".join(str(r + 1) for r in roots)
+        raise ValueError(f"{roots.size} roots (words {words} have head 0); exactly 1 expected")
+    return h, anc
+
+
+def _sentence_gaps(s: ParsedSentence, h: np.ndarray, anc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(cnf, nary)`` word gaps of one sentence with checked heads ``h`` (ancestor mask ``anc``);
+    ValueError with a reason on bad input."""
     if s.tree is not None:
         tree: Tree = parse_tree(s.tree)
         bad = leaf_mismatch(tree, s.words)
@@ -87,7 +97,7 @@ def _sentence_gaps(s: ParsedSentence) -> tuple[np.ndarray, np.ndarray]:
             i, leaf, word = bad
             raise ValueError(f"tree leaves differ from the words at word {i + 1}: leaf {leaf!r} vs word {word!r}")
     else:
-        tree = dependency_tree(s.words, s.heads, s.upos, s.deprels)
+        tree = dependency_tree(s.words, h, s.upos, s.deprels, ancestors=anc)
     return both_gaps(tree, inplace=True)
 
 
@@ -109,8 +119,9 @@ def line_features(parsed: ParsedLine, pieces: Sequence[str], line: int, *, path:
 
     Raises:
         InputError: the parse failed or is empty, the pieces do not rebuild the parsed words, a
-            sentence's annotations disagree in length, heads are out of range or cyclic, a tree
-            is malformed or its leaves are not the words. The message names the sentence.
+            sentence's annotations disagree in length, heads are out of range or cyclic or give a
+            sentence more than one root, a tree is malformed or its leaves are not the words. The
+            message names the sentence.
     """
     if parsed.error is not None:
         raise InputError(f"the parser failed on this line: {parsed.error}", path, line)
@@ -132,8 +143,8 @@ def line_features(parsed: ParsedLine, pieces: Sequence[str], line: int, *, path:
             if not (len(s.upos) == len(s.heads) == len(s.deprels) == n):
                 raise ValueError(f"{n} words but {len(s.upos)} UPOS, {len(s.heads)} heads, "
                                  f"{len(s.deprels)} deprels")
-            h = check_heads(np.asarray(s.heads))
-            c, a = _sentence_gaps(s)
+            h, anc = _sentence_heads(s.heads)
+            c, a = _sentence_gaps(s, h, anc)
         except ValueError as e:
             raise InputError(f"sentence {k + 1}: {e}", path, line) from None
         cnf.append(c)
@@ -147,7 +158,7 @@ def line_features(parsed: ParsedLine, pieces: Sequence[str], line: int, *, path:
         ldd_dep, ldd_head, ldd_rel, ldd_prob = line_ldd(parsed.sentences, ldd_threshold)
     except ValueError as e:
         raise InputError(f"LDD: {e}", path, line) from None
-    u = smallest_uint(n_words)
+    u = smallest_unsigned(n_words)
     return LineFeatures(
         word_index=word_index.astype(u),
         heads=np.concatenate(heads).astype(u),

@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-DEFAULT_TAU = 10.0
+from synprep.features.slr import DEFAULT_TAU, HARD_MODES
 
 
 def _range_sums(right_terms: torch.Tensor, left_terms: torch.Tensor) -> torch.Tensor:
@@ -97,6 +97,6 @@ def slr_log_mask(gaps: torch.Tensor, *, tau: float | None = DEFAULT_TAU, hard: s
     """
     if hard is None:
         return soft_slr_log_mask(gaps, DEFAULT_TAU if tau is None else tau)
-    if hard not in ("strict", "nonstrict"):
+    if hard not in HARD_MODES:
         raise ValueError(f"unknown hard mode {hard!r}; choose strict or nonstrict")
     return hard_slr_log_mask(gaps, strict=hard == "strict")

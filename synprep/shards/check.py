@@ -49,10 +49,12 @@ from synprep.shards.reader import read_attrs
 from synprep.shards.schema import (
     AXES,
     FIELDS,
+    INT_ATTRS,
     LINE,
     OFFSETS_GROUP,
     OPTIONAL_ATTRS,
     REQUIRED_ATTRS,
+    STR_ATTRS,
     TREE_SOURCES,
     WRITER_ATTRS,
     parse_shard_name,
@@ -345,10 +347,10 @@ def _read_shard(f: h5py.File, name: str) -> tuple[dict[str, Any], dict[str, np.n
     for key in (*REQUIRED_ATTRS, *OPTIONAL_ATTRS, *WRITER_ATTRS):
         if key not in attrs:
             raise _Fail(Violation(name, f"root attribute {key} is missing"))
-    for key in ("split", "src_lang", "tgt_lang", "signature", "tree_source", "vocab_path", "vocab_sha256", "format"):
+    for key in (*STR_ATTRS, "format"):
         if not isinstance(attrs[key], str):
             raise _Fail(Violation(name, f"root attribute {key} is not a string"))
-    for key in ("shard_index", "n_pairs", "format_version"):
+    for key in INT_ATTRS:
         if not isinstance(attrs[key], int):
             raise _Fail(Violation(name, f"root attribute {key} is not an integer"))
     if not isinstance(attrs["ldd_threshold"], float | int):
@@ -500,7 +502,8 @@ def _manifest(folder: Path) -> tuple[dict[str, Any], Manifest]:
     return raw, m
 
 
-def _check_vocab(folder: Path, m: Manifest) -> int:
+def _check_vocab(folder: Path, m: Manifest) -> tuple[int, dict[str, Any]]:
+    """``(size, the manifest's vocab entry)`` once the entry and ``dict.txt`` agree."""
     v = m.vocab
     if not isinstance(v, dict) or not {"path", "sha256", "size"} <= set(v):
         raise _Fail(Violation(MANIFEST_NAME, "vocab entry {path, sha256, size} is missing"))
@@ -516,12 +519,12 @@ def _check_vocab(folder: Path, m: Manifest) -> int:
         raise _Fail(Violation(str(v["path"]), str(e))) from None
     if size != v["size"]:
         raise _Fail(Violation(str(v["path"]), f"{size} symbols but the manifest says {v['size']}"))
-    return size
+    return size, v
 
 
 def _check_dir(folder: Path, report: CheckReport) -> None:
     raw, m = _manifest(folder)
-    vocab_size = _check_vocab(folder, m)
+    vocab_size, vocab = _check_vocab(folder, m)
     listed = {s.file: split for split, e in m.splits.items() for s in e.shards}
     for p in sorted(folder.iterdir()):
         if p.name.endswith(".tmp"):
@@ -551,10 +554,10 @@ def _check_dir(folder: Path, report: CheckReport) -> None:
                 raise _Fail(violation)
             assert attrs is not None and lines is not None
             for key, want in (("split", split), ("shard_index", i), ("signature", m.signature),
-                              ("vocab_sha256", m.vocab["sha256"] if m.vocab else None)):
+                              ("vocab_sha256", vocab["sha256"])):
                 if attrs[key] != want:
                     raise _Fail(Violation(info.file, f"attribute {key} is {attrs[key]!r}, expected {want!r}"))
-            if (folder / attrs["vocab_path"]).resolve() != (folder / str(m.vocab["path"] if m.vocab else "")).resolve():
+            if (folder / attrs["vocab_path"]).resolve() != (folder / str(vocab["path"])).resolve():
                 raise _Fail(Violation(info.file, f"vocab_path {attrs['vocab_path']!r} is not the manifest's "
                                                  "vocabulary"))
             got = (len(lines), int(lines[0]), int(lines[-1]))

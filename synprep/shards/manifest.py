@@ -191,15 +191,7 @@ class Manifest:
         Idempotent per line: recording a line again replaces its earlier reason (a re-run does
         not count a line twice).
         """
-        entry = self.split(split)
-        kept = [x for x in entry.dropped_lines if x[0] != line]
-        if len(kept) != len(entry.dropped_lines):
-            old = next(x for x in entry.dropped_lines if x[0] == line)
-            entry.dropped[old[1]] -= 1
-        kept.append([int(line), reason, detail])
-        kept.sort(key=lambda x: x[0])
-        entry.dropped_lines = kept
-        entry.dropped[reason] = entry.dropped.get(reason, 0) + 1
+        self.record_drops(split, [(line, reason, detail)])
 
     def record_drops(self, split: str, drops: list[tuple[int, str, str]]) -> None:
         """Record many drops at once (``(line, reason, detail)``; same rules as :meth:`record_drop`)."""
@@ -209,7 +201,8 @@ class Manifest:
             by_line[int(line)] = [int(line), reason, detail]
         entry.dropped_lines = [by_line[k] for k in sorted(by_line)]
         counts = Counter(x[1] for x in entry.dropped_lines)
-        entry.dropped = {r: counts.get(r, 0) for r in set(entry.dropped) | set(counts)}
+        # known reasons keep their place (0 counts too), new ones follow
+        entry.dropped = {r: counts.get(r, 0) for r in {**entry.dropped, **counts}}
 
     # --- queries ----------------------------------------------------------------------------
     def shard_entry(self, file: str) -> ShardInfo | None:

@@ -46,7 +46,6 @@ FIELDS = (
     Field("ldd_rel", "ldd", "uint8"),
     Field("ldd_prob", "ldd", "float16"),
 )
-FIELD_BY_NAME = {f.name: f for f in FIELDS}
 #: the per-pair (not ragged) dataset: 1-based original line number, uint32
 LINE = "line"
 LINE_DTYPE = np.dtype(np.uint32)
@@ -60,6 +59,10 @@ REQUIRED_ATTRS = ("split", "shard_index", "src_lang", "tgt_lang", "signature", "
 OPTIONAL_ATTRS = ("deprel_labels", "upos_labels")
 #: root attributes the writer sets itself
 WRITER_ATTRS = ("format", "format_version", "n_pairs")
+#: root attributes stored as text: the caller's (the writer checks their type); the writer adds ``format``
+STR_ATTRS = ("split", "src_lang", "tgt_lang", "signature", "tree_source", "vocab_path", "vocab_sha256")
+#: root attributes stored as int64
+INT_ATTRS = ("shard_index", "n_pairs", "format_version")
 #: attributes stored as JSON text
 JSON_ATTRS = ("config", "deprel_labels", "upos_labels")
 TREE_SOURCES = ("constituency", "dependency", "mixed")

@@ -41,6 +41,7 @@ from synprep.shards.schema import (
     OFFSETS_GROUP,
     OPTIONAL_ATTRS,
     REQUIRED_ATTRS,
+    STR_ATTRS,
     TREE_SOURCES,
     ids_dtype,
     smallest_unsigned,
@@ -84,7 +85,7 @@ def _root_attrs(attrs: Mapping[str, Any], n_pairs: int) -> dict[str, Any]:
     if missing or unknown:
         raise ValueError(f"shard attributes: missing {missing}, unknown {unknown} (docs/FORMAT.md)")
     out: dict[str, Any] = {}
-    for key in ("split", "src_lang", "tgt_lang", "signature", "tree_source", "vocab_path", "vocab_sha256"):
+    for key in STR_ATTRS:
         if not isinstance(attrs[key], str):
             raise ValueError(f"shard attribute {key} must be a str, got {type(attrs[key]).__name__}")
         out[key] = attrs[key]
