@@ -16,6 +16,7 @@ import pytest
 from synprep.parse import ParseCache, ParserSpec, ParseStats, parse_lines
 from synprep.parse import run as parse_run
 from synprep.parse.cache import cache_key, decode, encode, sentence_to_json
+from synprep.parse.trees import parse_tree, tree_to_str, tree_words
 from synprep.types import ParsedSentence, SparseLDD
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,6 +84,25 @@ def test_cache_hit_avoids_reparsing(tmp_path: Path, stanza_dir: Path) -> None:
         list(parse_lines(lines[:1], ParserSpec(lang="de", dir=str(stanza_dir), package="synprep", ldd_threshold=0.1),
                          cache=cache))
         assert parse_run.PARSER_CALLS - before == 1
+
+
+
+def test_user_trees_do_not_fill_the_cache_of_the_constituency_parser(tmp_path: Path, stanza_dir: Path) -> None:
+    # with the user's trees the constituency model is not run: those parses must be cached under the
+    # identity of the parser without it, not under the one a later run without trees looks up
+    spec = ParserSpec(lang="en", dir=str(stanza_dir), package="synprep")  # English has a constituency model
+    words = ["it is good .".split()]
+    user = [[parse_tree("(ROOT (S (NP (PRP it)) (VP (VBZ is) (ADJP (JJ good))) (. .)))")]]
+    with ParseCache(tmp_path / "parse.sqlite") as cache:
+        with_trees = list(parse_lines(words, spec, cache=cache, trees=user))
+        assert with_trees[0].sentences[0].tree == tree_to_str(user[0][0])
+        before = parse_run.PARSER_CALLS
+        stats = ParseStats()
+        plain = list(parse_lines(words, spec, cache=cache, stats=stats))
+    assert parse_run.PARSER_CALLS - before == 1 and stats.cache_hits == 0
+    sent = plain[0].sentences[0]
+    assert sent.tree is not None and sent.tree_source == "constituency"
+    assert tree_words(parse_tree(sent.tree)) == words[0]
 
 
 WRITER = """

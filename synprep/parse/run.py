@@ -234,6 +234,21 @@ def _error_kind(reason: str) -> str:
     return reason.split(":")[0]
 
 
+def _run_spec(spec: ParserSpec, with_trees: bool, identity: str | None,
+              cache: ParseCache | None) -> tuple[ParserSpec, str | None]:
+    """The spec the parser really runs with, and its identity (computed when a cache needs one).
+
+    With the user's trees the constituency model is not run, so the parses must be cached under the
+    identity of the spec without it — never under the identity of the spec as given, which a later
+    run without trees looks up and would then get parses without a tree.
+    """
+    if with_trees and spec.constituency:
+        spec = dataclasses.replace(spec, constituency=False)
+    if identity is None and cache is not None:
+        identity = parser_identity(spec)
+    return spec, identity
+
+
 def parse_block(
     word_lines: list[list[str]],
     spec: ParserSpec,
@@ -270,10 +285,7 @@ def parse_block(
     Raises:
         InputError: trees that do not match the words. ConfigError: missing models.
     """
-    if trees is not None and spec.constituency:
-        spec = dataclasses.replace(spec, constituency=False)
-    if identity is None and cache is not None:
-        identity = parser_identity(spec)
+    spec, identity = _run_spec(spec, trees is not None, identity, cache)
     stats = stats if stats is not None else ParseStats()
     if trees is not None and len(trees) != len(word_lines):
         raise InputError(f"{len(trees)} lines of trees for {len(word_lines)} input lines", trees_name)
@@ -352,7 +364,8 @@ def parse_lines(
         batch_size: sentences per work item (one parser call).
         block_lines: lines parsed as one block (the unit of determinism and of caching).
         first_line: number of the first line (1-based).
-        identity: the parser identity if already computed (:func:`parser_identity`).
+        identity: the parser identity if already computed (:func:`parser_identity` of ``spec``,
+            with ``constituency=False`` when ``trees`` are given).
         stats: a :class:`ParseStats` to fill.
 
     Yields:
@@ -364,8 +377,7 @@ def parse_lines(
         InputError: trees that do not match the words (naming ``trees_name`` and the line).
         ConfigError: the parser's models cannot be found.
     """
-    if identity is None and cache is not None:
-        identity = parser_identity(spec)
+    spec, identity = _run_spec(spec, trees is not None, identity, cache)
     tree_it = iter(trees) if trees is not None else None
     line = first_line
     for block in chunked(word_lines, block_lines):
