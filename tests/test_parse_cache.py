@@ -105,6 +105,24 @@ def test_user_trees_do_not_fill_the_cache_of_the_constituency_parser(tmp_path: P
     assert tree_words(parse_tree(sent.tree)) == words[0]
 
 
+def test_a_repeated_sentence_gives_separate_objects(tmp_path: Path) -> None:
+    # the block's parse of a sentence is handed out once; every further use is a copy of its own
+    lines = [["a", "b", "."], ["a", "b", ".", "a", "b", "."], ["a", "b", "."]]
+    trees = [[parse_tree(f"(ROOT (S (X{k} a) (Y b) (. .)))")] for k in range(3)]
+    trees[1].insert(0, parse_tree("(ROOT (Q (Z a) (Z b) (. .)))"))
+    with ParseCache(tmp_path / "c.sqlite") as cache:
+        cache.put_many("id", [(lines[0], sentence(lines[0]))])
+        for user in (None, trees):
+            before = parse_run.PARSER_CALLS
+            out = parse_run.parse_block(lines, ParserSpec(), cache=cache, identity="id", trees=user)
+            assert parse_run.PARSER_CALLS == before
+            sents = [s for pl in out for s in pl.sentences]
+            parts = [id(x) for s in sents for x in (s, s.words, s.upos, s.heads, s.deprels, s.ldd, s.ldd.dep)]
+            assert len(sents) == 4 and len(parts) == len(set(parts))
+            expect = [tree_to_str(t) for ts in trees for t in ts] if user else [sentence(lines[0]).tree] * 4
+            assert [s.tree for s in sents] == expect
+
+
 WRITER = """
 import sys
 from synprep.parse.cache import ParseCache

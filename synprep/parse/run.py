@@ -210,7 +210,9 @@ def _prepare_line(
     return rec
 
 
-def _assemble(rec: _Line, parses: dict[tuple[str, ...], ParsedSentence | str]) -> ParsedLine:
+def _assemble(rec: _Line, parses: dict[tuple[str, ...], ParsedSentence | str],
+              used: set[tuple[str, ...]]) -> ParsedLine:
+    """The line's :class:`ParsedLine`; ``used``: the sentences of the block already handed out."""
     if rec.error is not None:
         return ParsedLine(line=rec.line, error=rec.error)
     out = []
@@ -219,7 +221,10 @@ def _assemble(rec: _Line, parses: dict[tuple[str, ...], ParsedSentence | str]) -
         if isinstance(p, str):
             where = f"sentence {k}: " if len(rec.sentences) > 1 else ""
             return ParsedLine(line=rec.line, error=f"parser failed: {where}{p}")
-        p = copy.deepcopy(p)  # a sentence repeated in a batch must not share its lists
+        if s in used:  # a sentence repeated in the block: each use gets its own object and lists
+            p = copy.deepcopy(p)
+        else:
+            used.add(s)
         if rec.trees is not None:
             p.tree, p.tree_source = rec.trees[k - 1], "constituency"
         out.append(p)
@@ -315,9 +320,10 @@ def parse_block(
             cache.put_many(identity, fresh)
     stats.parsed += len(misses)
     out = []
+    used: set[tuple[str, ...]] = set()
     for rec in recs:
         stats.cache_hits += sum(1 for s in rec.sentences if s in cached)
-        pl = _assemble(rec, parses)
+        pl = _assemble(rec, parses, used)
         stats.lines += 1
         if pl.error is not None:
             stats.failed_lines += 1
