@@ -124,11 +124,9 @@ class SplitResult:
 
 def drop_reason(error: str) -> str:
     """The manifest reason for a parser error message (``parse:empty|too_long|failed``)."""
-    if error == "empty line":
-        return "parse:empty"
-    if "max_words" in error:
-        return "parse:too_long"
-    return "parse:failed"
+    from synprep.parse.base import error_kind  # here: importing synprep.parse is not free
+
+    return f"parse:{error_kind(error)}"
 
 
 def _parse_block(items: list[Item], opts: ParseOptions, par: Parallel, cache) -> list[ParsedLine]:

@@ -28,7 +28,7 @@ from nltk import Tree
 
 from synprep.errors import InputError
 from synprep.parallel import chunked, limit_threads, parallel_map
-from synprep.parse.base import ParserSpec, ParseStats, parse_isolated
+from synprep.parse.base import ParserSpec, ParseStats, error_kind, parse_isolated
 from synprep.parse.cache import ParseCache
 from synprep.parse.ssplit import split_sentences
 from synprep.parse.trees import match_leaves, tree_to_str
@@ -231,12 +231,8 @@ def _assemble(rec: _Line, parses: dict[tuple[str, ...], ParsedSentence | str],
     return ParsedLine(line=rec.line, sentences=out)
 
 
-def _error_kind(reason: str) -> str:
-    if reason.startswith("parser failed"):
-        return "parser failed"
-    if reason.startswith("sentence") and "max_words" in reason:
-        return "too long"
-    return reason.split(":")[0]
+#: the :attr:`ParseStats.reasons` key (logged by ``synprep parse``) of each :func:`error_kind`
+_STATS_REASON = {"empty": "empty line", "too_long": "too long", "failed": "parser failed"}
 
 
 def _run_spec(spec: ParserSpec, with_trees: bool, identity: str | None,
@@ -327,7 +323,7 @@ def parse_block(
         stats.lines += 1
         if pl.error is not None:
             stats.failed_lines += 1
-            stats.reasons[_error_kind(pl.error)] += 1
+            stats.reasons[_STATS_REASON[error_kind(pl.error)]] += 1
         else:
             stats.sentences += len(pl.sentences)
         out.append(pl)
