@@ -184,12 +184,12 @@ def _prepare_line(
     if trees is not None and (words or trees):
         if not trees:
             raise InputError("no tree for a non-empty line", trees_name, lineno)
-        n_leaves = sum(len(t.leaves()) for t in trees)
+        sizes = [len(t.leaves()) for t in trees]  # leaves per tree, counted once
+        n_leaves = sum(sizes)
         if n_leaves != len(words):
             raise InputError(f"the tree(s) have {n_leaves} leaves but line {lineno} has {len(words)} words", trees_name, lineno)
         spans, start, strs = [], 0, []
-        for t in trees:
-            k = len(t.leaves())
+        for t, k in zip(trees, sizes, strict=True):
             match_leaves(t, words[start : start + k], trees_name, lineno)
             spans.append((start, start + k))
             strs.append(tree_to_str(t))
