@@ -124,14 +124,13 @@ class SplitResult:
 
 def drop_reason(error: str) -> str:
     """The manifest reason for a parser error message (``parse:empty|too_long|failed``)."""
-    if error == "empty line":
-        return "parse:empty"
-    if "max_words" in error:
-        return "parse:too_long"
-    return "parse:failed"
+    from synprep.parse.base import error_kind  # here: importing synprep.parse is not free
+
+    return f"parse:{error_kind(error)}"
 
 
-def _parse_block(items: list[Item], opts: ParseOptions, par: Parallel, cache) -> list[ParsedLine]:
+def _parse_block(items: list[Item], opts: ParseOptions, par: Parallel, cache,
+                 identity: str | None) -> list[ParsedLine]:
     if opts.parser == "conllu":
         out = []
         for it in items:
@@ -145,8 +144,7 @@ def _parse_block(items: list[Item], opts: ParseOptions, par: Parallel, cache) ->
     from synprep.parse.run import parse_block
 
     return parse_block([it.words for it in items], opts.spec, cache=cache, jobs=par.jobs, backend=par.backend,
-                       scheduler=par.scheduler, ssplit=opts.ssplit, batch_size=opts.batch_size,
-                       first_line=1)
+                       scheduler=par.scheduler, ssplit=opts.ssplit, batch_size=opts.batch_size, identity=identity)
 
 
 def _lowercased(parsed: ParsedLine) -> ParsedLine:
@@ -231,9 +229,11 @@ def annotate_split(
     result = SplitResult()
     manifest.declare_reasons(split, list(PARSE_REASONS))
     cache = None
+    identity = None  # the cache key prefix: computed once per split, not per shard
     if opts.cache and opts.parser != "conllu":
         from synprep.parse.cache import ParseCache
 
+        identity = opts.identity()
         cache = ParseCache(opts.cache)
     try:
         for k, block in enumerate(chunked(items, shard_size)):
@@ -241,7 +241,7 @@ def annotate_split(
             if manifest.is_done(out, name):
                 result.skipped.append(name)
                 continue
-            parses = _parse_block(block, opts, par, cache)
+            parses = _parse_block(block, opts, par, cache, identity)
             records, drops, sources = build_records(block, parses, vocab, ldd_threshold=ldd_threshold,
                                                     lowercase=opts.lowercase, path=source_name)
             manifest.record_drops(split, drops)

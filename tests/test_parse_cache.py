@@ -16,6 +16,7 @@ import pytest
 from synprep.parse import ParseCache, ParserSpec, ParseStats, parse_lines
 from synprep.parse import run as parse_run
 from synprep.parse.cache import cache_key, decode, encode, sentence_to_json
+from synprep.parse.trees import parse_tree, tree_to_str, tree_words
 from synprep.types import ParsedSentence, SparseLDD
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,6 +84,43 @@ def test_cache_hit_avoids_reparsing(tmp_path: Path, stanza_dir: Path) -> None:
         list(parse_lines(lines[:1], ParserSpec(lang="de", dir=str(stanza_dir), package="synprep", ldd_threshold=0.1),
                          cache=cache))
         assert parse_run.PARSER_CALLS - before == 1
+
+
+
+def test_user_trees_do_not_fill_the_cache_of_the_constituency_parser(tmp_path: Path, stanza_dir: Path) -> None:
+    # with the user's trees the constituency model is not run: those parses must be cached under the
+    # identity of the parser without it, not under the one a later run without trees looks up
+    spec = ParserSpec(lang="en", dir=str(stanza_dir), package="synprep")  # English has a constituency model
+    words = ["it is good .".split()]
+    user = [[parse_tree("(ROOT (S (NP (PRP it)) (VP (VBZ is) (ADJP (JJ good))) (. .)))")]]
+    with ParseCache(tmp_path / "parse.sqlite") as cache:
+        with_trees = list(parse_lines(words, spec, cache=cache, trees=user))
+        assert with_trees[0].sentences[0].tree == tree_to_str(user[0][0])
+        before = parse_run.PARSER_CALLS
+        stats = ParseStats()
+        plain = list(parse_lines(words, spec, cache=cache, stats=stats))
+    assert parse_run.PARSER_CALLS - before == 1 and stats.cache_hits == 0
+    sent = plain[0].sentences[0]
+    assert sent.tree is not None and sent.tree_source == "constituency"
+    assert tree_words(parse_tree(sent.tree)) == words[0]
+
+
+def test_a_repeated_sentence_gives_separate_objects(tmp_path: Path) -> None:
+    # the block's parse of a sentence is handed out once; every further use is a copy of its own
+    lines = [["a", "b", "."], ["a", "b", ".", "a", "b", "."], ["a", "b", "."]]
+    trees = [[parse_tree(f"(ROOT (S (X{k} a) (Y b) (. .)))")] for k in range(3)]
+    trees[1].insert(0, parse_tree("(ROOT (Q (Z a) (Z b) (. .)))"))
+    with ParseCache(tmp_path / "c.sqlite") as cache:
+        cache.put_many("id", [(lines[0], sentence(lines[0]))])
+        for user in (None, trees):
+            before = parse_run.PARSER_CALLS
+            out = parse_run.parse_block(lines, ParserSpec(), cache=cache, identity="id", trees=user)
+            assert parse_run.PARSER_CALLS == before
+            sents = [s for pl in out for s in pl.sentences]
+            parts = [id(x) for s in sents for x in (s, s.words, s.upos, s.heads, s.deprels, s.ldd, s.ldd.dep)]
+            assert len(sents) == 4 and len(parts) == len(set(parts))
+            expect = [tree_to_str(t) for ts in trees for t in ts] if user else [sentence(lines[0]).tree] * 4
+            assert [s.tree for s in sents] == expect
 
 
 WRITER = """

@@ -101,6 +101,24 @@ def parse_isolated(parser: Parser, sentences: list[list[str]]) -> list[ParsedSen
     return out
 
 
+#: what :func:`error_kind` returns
+ERROR_KINDS = ("empty", "too_long", "failed")
+
+
+def error_kind(reason: str) -> str:
+    """Classify a line's parse error message: ``"empty"``, ``"too_long"`` or ``"failed"``.
+
+    The messages are synprep's own (:func:`~synprep.parse.run.parse_block`: ``empty line``,
+    ``sentence 2 has 300 words (more than max_words=250)``, ``parser failed: ...``) or any
+    ``# error`` text of an imported CoNLL-U file; anything else is a failure.
+    """
+    if reason == "empty line":
+        return "empty"
+    if not reason.startswith("parser failed") and "max_words" in reason:
+        return "too_long"
+    return "failed"
+
+
 def _reason(e: BaseException) -> str:
     text = " ".join(str(e).split())
     return f"{type(e).__name__}: {text}" if text else type(e).__name__

@@ -28,7 +28,7 @@ from nltk import Tree
 
 from synprep.errors import InputError
 from synprep.parallel import chunked, limit_threads, parallel_map
-from synprep.parse.base import ParserSpec, ParseStats, parse_isolated
+from synprep.parse.base import ParserSpec, ParseStats, error_kind, parse_isolated
 from synprep.parse.cache import ParseCache
 from synprep.parse.ssplit import split_sentences
 from synprep.parse.trees import match_leaves, tree_to_str
@@ -184,12 +184,12 @@ def _prepare_line(
     if trees is not None and (words or trees):
         if not trees:
             raise InputError("no tree for a non-empty line", trees_name, lineno)
-        n_leaves = sum(len(t.leaves()) for t in trees)
+        sizes = [len(t.leaves()) for t in trees]  # leaves per tree, counted once
+        n_leaves = sum(sizes)
         if n_leaves != len(words):
             raise InputError(f"the tree(s) have {n_leaves} leaves but line {lineno} has {len(words)} words", trees_name, lineno)
         spans, start, strs = [], 0, []
-        for t in trees:
-            k = len(t.leaves())
+        for t, k in zip(trees, sizes, strict=True):
             match_leaves(t, words[start : start + k], trees_name, lineno)
             spans.append((start, start + k))
             strs.append(tree_to_str(t))
@@ -210,7 +210,9 @@ def _prepare_line(
     return rec
 
 
-def _assemble(rec: _Line, parses: dict[tuple[str, ...], ParsedSentence | str]) -> ParsedLine:
+def _assemble(rec: _Line, parses: dict[tuple[str, ...], ParsedSentence | str],
+              used: set[tuple[str, ...]]) -> ParsedLine:
+    """The line's :class:`ParsedLine`; ``used``: the sentences of the block already handed out."""
     if rec.error is not None:
         return ParsedLine(line=rec.line, error=rec.error)
     out = []
@@ -219,19 +221,33 @@ def _assemble(rec: _Line, parses: dict[tuple[str, ...], ParsedSentence | str]) -
         if isinstance(p, str):
             where = f"sentence {k}: " if len(rec.sentences) > 1 else ""
             return ParsedLine(line=rec.line, error=f"parser failed: {where}{p}")
-        p = copy.deepcopy(p)  # a sentence repeated in a batch must not share its lists
+        if s in used:  # a sentence repeated in the block: each use gets its own object and lists
+            p = copy.deepcopy(p)
+        else:
+            used.add(s)
         if rec.trees is not None:
             p.tree, p.tree_source = rec.trees[k - 1], "constituency"
         out.append(p)
     return ParsedLine(line=rec.line, sentences=out)
 
 
-def _error_kind(reason: str) -> str:
-    if reason.startswith("parser failed"):
-        return "parser failed"
-    if reason.startswith("sentence") and "max_words" in reason:
-        return "too long"
-    return reason.split(":")[0]
+#: the :attr:`ParseStats.reasons` key (logged by ``synprep parse``) of each :func:`error_kind`
+_STATS_REASON = {"empty": "empty line", "too_long": "too long", "failed": "parser failed"}
+
+
+def _run_spec(spec: ParserSpec, with_trees: bool, identity: str | None,
+              cache: ParseCache | None) -> tuple[ParserSpec, str | None]:
+    """The spec the parser really runs with, and its identity (computed when a cache needs one).
+
+    With the user's trees the constituency model is not run, so the parses must be cached under the
+    identity of the spec without it — never under the identity of the spec as given, which a later
+    run without trees looks up and would then get parses without a tree.
+    """
+    if with_trees and spec.constituency:
+        spec = dataclasses.replace(spec, constituency=False)
+    if identity is None and cache is not None:
+        identity = parser_identity(spec)
+    return spec, identity
 
 
 def parse_block(
@@ -270,10 +286,7 @@ def parse_block(
     Raises:
         InputError: trees that do not match the words. ConfigError: missing models.
     """
-    if trees is not None and spec.constituency:
-        spec = dataclasses.replace(spec, constituency=False)
-    if identity is None and cache is not None:
-        identity = parser_identity(spec)
+    spec, identity = _run_spec(spec, trees is not None, identity, cache)
     stats = stats if stats is not None else ParseStats()
     if trees is not None and len(trees) != len(word_lines):
         raise InputError(f"{len(trees)} lines of trees for {len(word_lines)} input lines", trees_name)
@@ -303,13 +316,14 @@ def parse_block(
             cache.put_many(identity, fresh)
     stats.parsed += len(misses)
     out = []
+    used: set[tuple[str, ...]] = set()
     for rec in recs:
         stats.cache_hits += sum(1 for s in rec.sentences if s in cached)
-        pl = _assemble(rec, parses)
+        pl = _assemble(rec, parses, used)
         stats.lines += 1
         if pl.error is not None:
             stats.failed_lines += 1
-            stats.reasons[_error_kind(pl.error)] += 1
+            stats.reasons[_STATS_REASON[error_kind(pl.error)]] += 1
         else:
             stats.sentences += len(pl.sentences)
         out.append(pl)
@@ -352,7 +366,8 @@ def parse_lines(
         batch_size: sentences per work item (one parser call).
         block_lines: lines parsed as one block (the unit of determinism and of caching).
         first_line: number of the first line (1-based).
-        identity: the parser identity if already computed (:func:`parser_identity`).
+        identity: the parser identity if already computed (:func:`parser_identity` of ``spec``,
+            with ``constituency=False`` when ``trees`` are given).
         stats: a :class:`ParseStats` to fill.
 
     Yields:
@@ -364,8 +379,7 @@ def parse_lines(
         InputError: trees that do not match the words (naming ``trees_name`` and the line).
         ConfigError: the parser's models cannot be found.
     """
-    if identity is None and cache is not None:
-        identity = parser_identity(spec)
+    spec, identity = _run_spec(spec, trees is not None, identity, cache)
     tree_it = iter(trees) if trees is not None else None
     line = first_line
     for block in chunked(word_lines, block_lines):

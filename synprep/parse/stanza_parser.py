@@ -30,7 +30,6 @@ import hashlib
 import logging
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -384,9 +383,3 @@ def ldd_argmax(ldd: SparseLDD, n: int) -> tuple[list[int], list[str | None]]:
             best[d - 1] = (float(p), int(h), r)
     return [b[1] for b in best], [b[2] for b in best]
 
-
-def default_resource_dir() -> Path:
-    """stanza's default resource directory (``$STANZA_RESOURCES_DIR`` or its cache folder)."""
-    from stanza.resources.common import DEFAULT_MODEL_DIR
-
-    return Path(DEFAULT_MODEL_DIR)
