@@ -147,13 +147,6 @@ def _parse_block(items: list[Item], opts: ParseOptions, par: Parallel, cache,
                        scheduler=par.scheduler, ssplit=opts.ssplit, batch_size=opts.batch_size, identity=identity)
 
 
-def _lowercased(parsed: ParsedLine) -> ParsedLine:
-    from synprep.text.tokenize import moses_lowercase
-
-    return dataclasses.replace(parsed, sentences=[
-        dataclasses.replace(s, words=[moses_lowercase(w) for w in s.words]) for s in parsed.sentences])
-
-
 def build_records(items: list[Item], parses: list[ParsedLine], vocab: Vocab, *, ldd_threshold: float,
                   lowercase: bool, path: str | None) -> tuple[list[PairRecord], list[tuple[int, str, str]], set[str]]:
     """Turn parsed items into shard records; returns ``(records, drops, tree sources)``.
@@ -161,6 +154,8 @@ def build_records(items: list[Item], parses: list[ParsedLine], vocab: Vocab, *, 
     Raises:
         InputError: the parse does not match the pieces (names the line), or is malformed.
     """
+    from synprep.text.tokenize import moses_lowercase
+
     records: list[PairRecord] = []
     drops: list[tuple[int, str, str]] = []
     sources: set[str] = set()
@@ -173,7 +168,7 @@ def build_records(items: list[Item], parses: list[ParsedLine], vocab: Vocab, *, 
             continue
         # a lowercased corpus: the parser saw the cased words; compare the lowercased ones
         feats = line_features(parsed, it.src, it.line, path=path, ldd_threshold=ldd_threshold,
-                              compare_words=_lowercased(parsed).words if lowercase else None)
+                              compare_words=[moses_lowercase(w) for w in parsed.words] if lowercase else None)
         sources.add(tree_source(parsed))
         records.append(PairRecord(line=it.line, src_ids=vocab.encode(it.src), tgt_ids=vocab.encode(it.tgt),
                                   **feats.as_dict()))
