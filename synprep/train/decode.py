@@ -171,7 +171,6 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
 
     from synprep.errors import InputError
     from synprep.train.data import BucketBatchSampler, Collater
-    from synprep.types import DEPRELS
 
     cfg = model.cfg
     src = np.asarray(dataset.src_lengths)
@@ -182,7 +181,7 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
         raise InputError(f"source of {int(src[i])} pieces exceeds the model's max_positions={cfg.max_positions}",
                          None, line)
     sampler = BucketBatchSampler(src, src, max(max_tokens, int(src.max(initial=0)) + 1), shuffle=False)
-    collate = Collater(cfg.sources_used(), cfg.slr_gaps, sorted({DEPRELS.index(x) for x in cfg.ldd_labels}))
+    collate = Collater.for_model(model)
     out: list[list[int]] = [[] for _ in range(len(dataset))]
     show = sys.stderr.isatty() if progress is None else progress
     with tqdm(total=len(dataset), desc="translate", unit="sent", file=sys.stderr, disable=not show, leave=False) as bar:

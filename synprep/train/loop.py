@@ -51,7 +51,6 @@ from synprep.train.data import Batch, BucketBatchSampler, Collater
 from synprep.train.loss import label_smoothed_nll_loss
 from synprep.train.metrics import MetricsLog, draw_gate_heatmap
 from synprep.train.model import Seq2Seq
-from synprep.types import DEPRELS
 
 log = logging.getLogger("synprep.train")
 LN2 = math.log(2.0)
@@ -235,8 +234,7 @@ class Trainer:
 
             self.ddp = DDP(self.model, device_ids=[device.index] if device.type == "cuda" else None)
 
-        ldd_ids = sorted({DEPRELS.index(lab) for lab in cfg.ldd_labels}) if "ldd" in cfg.sources_used() else []
-        collate = Collater(cfg.sources_used(), cfg.slr_gaps, ldd_ids)
+        collate = Collater.for_model(self.model)
         self.train_sampler = BucketBatchSampler(train_ds.src_lengths, train_ds.tgt_lengths, cfg.max_tokens,  # type: ignore[attr-defined]
                                                 shuffle=True, seed=cfg.seed, rank=self.env.rank,
                                                 world_size=self.env.world_size, max_positions=cfg.max_positions)
