@@ -134,7 +134,7 @@ def inverse_sqrt(cfg: TrainConfig):
 def effective_gates(cfg: TrainConfig, learned: dict[int, list[float]] | None = None) -> list[list[float]]:
     """(encoder_layers, heads) matrix of the G every head applies: the learned mean for gated
     heads, the constant for avg/pure/hard heads, 0 for plain heads and vanilla layers."""
-    const = {"gated": None, "avg": 0.5, "pure": 1.0, "hard": 1.0, "vanilla": 0.0}[cfg.syntax]
+    const = cfg.gate_value
     sources = cfg.head_sources()
     out = []
     for layer in range(cfg.encoder_layers):

@@ -60,7 +60,7 @@ class EncoderLayer(nn.Module):
         if sources is None:
             self.self_attn: MultiheadAttention = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attention_dropout)
         else:
-            gate_value = {"gated": None, "avg": 0.5, "pure": 1.0, "hard": 1.0}[cfg.syntax]
+            gate_value = cfg.gate_value
             self.self_attn = SyntacticSelfAttention(cfg.d_model, cfg.heads, cfg.attention_dropout, sources,
                                                     gate_value=gate_value, syntax_dropout=cfg.syntax_dropout,
                                                     parent_ignore=cfg.parent_ignore)
