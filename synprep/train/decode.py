@@ -47,12 +47,10 @@ def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 0.0, max_len_
     cache = model.new_cache()
     tokens = torch.full((B, 1), EOS_ID, dtype=torch.long, device=dev)
     out: list[list[int] | None] = [None] * B
+    limit_t = torch.tensor(limits, device=dev)  # (B,)
     for step in range(max(limits)):
         lp = _lprobs(model, tokens, enc, cache)
-        nxt = lp.argmax(dim=-1)
-        for b in range(B):
-            if step + 1 >= limits[b]:
-                nxt[b] = EOS_ID
+        nxt = lp.argmax(dim=-1).masked_fill_(limit_t <= step + 1, EOS_ID)  # </s> forced at the length limit
         tokens = torch.cat([tokens, nxt[:, None]], dim=1)
         for b, t in enumerate(nxt.tolist()):
             if out[b] is None and t == EOS_ID:
