@@ -137,6 +137,8 @@ def translate_cmd(checkpoint, shards_dir, split, input_path, output_path, beam, 
 
     dev = torch.device(device) if device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model, cfg, symbols = load_model(checkpoint, dev)
+    beam = beam or cfg.beam
+    lenpen = cfg.lenpen if lenpen is None else lenpen
     if shards_dir is None:
         if cfg.uses_syntax:
             raise ConfigError(f"this model's encoder uses source syntax ({cfg.describe()}): plain text has no parse; "
@@ -152,7 +154,7 @@ def translate_cmd(checkpoint, shards_dir, split, input_path, output_path, beam, 
         dataset = RecordDataset(recs)
     else:
         dataset = ShardDataset(shards_dir, split)
-    hyps = translate_dataset(model, dataset, beam=beam or cfg.beam, lenpen=cfg.lenpen if lenpen is None else lenpen,
+    hyps = translate_dataset(model, dataset, beam=beam, lenpen=lenpen,
                              max_len_a=cfg.max_len_a if max_len_a is None else max_len_a,
                              max_len_b=cfg.max_len_b if max_len_b is None else max_len_b, max_tokens=max_tokens,
                              device=dev, progress=progress)
@@ -176,8 +178,7 @@ def translate_cmd(checkpoint, shards_dir, split, input_path, output_path, beam, 
             write_lines(f, (str(dataset.line(i)) for i in range(len(dataset))))
     from synprep.signature import signature
 
-    click.echo(signature(task="translate", model=cfg.describe(), beam=beam or cfg.beam,
-                         lenpen=cfg.lenpen if lenpen is None else lenpen,
+    click.echo(signature(task="translate", model=cfg.describe(), beam=beam, lenpen=lenpen,
                          post="detok" if detok_lang else ("nobpe" if rb else "bpe")), err=True)
 
 

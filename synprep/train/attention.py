@@ -124,11 +124,6 @@ class SyntacticSelfAttention(MultiheadAttention):
         self.gate_value = gate_value
         self.syntax_dropout = syntax_dropout
         self.parent_ignore = parent_ignore
-        self.slr_heads = [h for h, s in enumerate(sources) if s == "slr"]
-        self.scale_heads = [h for h, s in enumerate(sources) if s in ("pascal", "ldd")]
-        syn = set(self.slr_heads) | set(self.scale_heads)
-        # heads that need the raw call: all but the syntactic heads whose G is fixed at 1
-        self.raw_heads = [h for h in range(heads) if not (h in syn and gate_value == 1.0)]
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, *, bias: torch.Tensor | None = None,
                 causal: bool = False, cache: dict | None = None, static_kv: bool = False,
@@ -146,7 +141,7 @@ class SyntacticSelfAttention(MultiheadAttention):
             (B, T, D).
         """
         q, k, v = self.project(x)
-        out = gated_heads(q, k, v, sources=self.sources, raw_heads=self.raw_heads, gate=gate,
+        out = gated_heads(q, k, v, sources=self.sources, gate=gate,
                           gate_value=self.gate_value, pad_bias=bias, feats=feats or {},
                           attn_dropout=self.dropout if self.training else 0.0,
                           syntax_dropout=self.syntax_dropout if self.training else 0.0,

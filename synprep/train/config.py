@@ -35,6 +35,8 @@ from synprep.errors import ConfigError
 from synprep.types import DEPRELS
 
 SYNTAX_MODES = ("vanilla", "gated", "avg", "pure", "hard")
+#: the constant G of every syntactic head per mode (None: learned by the gate networks)
+SYNTAX_GATE: dict[str, float | None] = {"vanilla": 0.0, "gated": None, "avg": 0.5, "pure": 1.0, "hard": 1.0}
 SYNTAX_SOURCES = ("slr", "pascal", "ldd")
 SLR_GAPS = ("cnf", "nary")
 SLR_HARD = ("strict", "nonstrict")
@@ -150,6 +152,11 @@ class TrainConfig:
     @property
     def uses_syntax(self) -> bool:
         return self.syntax != "vanilla"
+
+    @property
+    def gate_value(self) -> float | None:
+        """The constant G of the syntactic heads (:data:`SYNTAX_GATE`); None for learned gates."""
+        return SYNTAX_GATE[self.syntax]
 
     def layers_with_syntax(self) -> list[int]:
         """0-based encoder layers that have syntactic heads (empty for vanilla)."""

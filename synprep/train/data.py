@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -29,6 +30,9 @@ from synprep.constants import EOS_ID, GAP_EOS, PAD_ID, VOCAB_NAME
 from synprep.errors import InputError
 from synprep.features.parents import parent_positions
 from synprep.types import PairRecord
+
+if TYPE_CHECKING:
+    from synprep.train.model import Seq2Seq
 
 
 # --------------------------------------------------------------------------------------------
@@ -102,6 +106,11 @@ class Collater:
         self.features = set(features)
         self.slr_gaps = slr_gaps
         self.ldd_labels = np.asarray(sorted(set(ldd_labels)), dtype=np.int64)
+
+    @classmethod
+    def for_model(cls, model: Seq2Seq) -> Collater:
+        """The collate that builds exactly the syntactic inputs ``model`` reads."""
+        return cls(model.sources_used, model.cfg.slr_gaps, model.ldd_label_ids)
 
     def __call__(self, items: list[tuple[int, PairRecord]]) -> Batch:
         B = len(items)

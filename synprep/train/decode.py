@@ -47,12 +47,10 @@ def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 0.0, max_len_
     cache = model.new_cache()
     tokens = torch.full((B, 1), EOS_ID, dtype=torch.long, device=dev)
     out: list[list[int] | None] = [None] * B
+    limit_t = torch.tensor(limits, device=dev)  # (B,)
     for step in range(max(limits)):
         lp = _lprobs(model, tokens, enc, cache)
-        nxt = lp.argmax(dim=-1)
-        for b in range(B):
-            if step + 1 >= limits[b]:
-                nxt[b] = EOS_ID
+        nxt = lp.argmax(dim=-1).masked_fill_(limit_t <= step + 1, EOS_ID)  # </s> forced at the length limit
         tokens = torch.cat([tokens, nxt[:, None]], dim=1)
         for b, t in enumerate(nxt.tolist()):
             if out[b] is None and t == EOS_ID:
@@ -171,7 +169,6 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
 
     from synprep.errors import InputError
     from synprep.train.data import BucketBatchSampler, Collater
-    from synprep.types import DEPRELS
 
     cfg = model.cfg
     src = np.asarray(dataset.src_lengths)
@@ -182,7 +179,7 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
         raise InputError(f"source of {int(src[i])} pieces exceeds the model's max_positions={cfg.max_positions}",
                          None, line)
     sampler = BucketBatchSampler(src, src, max(max_tokens, int(src.max(initial=0)) + 1), shuffle=False)
-    collate = Collater(cfg.sources_used(), cfg.slr_gaps, sorted({DEPRELS.index(x) for x in cfg.ldd_labels}))
+    collate = Collater.for_model(model)
     out: list[list[int]] = [[] for _ in range(len(dataset))]
     show = sys.stderr.isatty() if progress is None else progress
     with tqdm(total=len(dataset), desc="translate", unit="sent", file=sys.stderr, disable=not show, leave=False) as bar:

@@ -50,8 +50,7 @@ from synprep.train.config import RESUME_OVERRIDABLE, TrainConfig, config_from_di
 from synprep.train.data import Batch, BucketBatchSampler, Collater
 from synprep.train.loss import label_smoothed_nll_loss
 from synprep.train.metrics import MetricsLog, draw_gate_heatmap
-from synprep.train.model import Seq2Seq
-from synprep.types import DEPRELS
+from synprep.train.model import EncoderOut, Seq2Seq
 
 log = logging.getLogger("synprep.train")
 LN2 = math.log(2.0)
@@ -135,7 +134,7 @@ def inverse_sqrt(cfg: TrainConfig):
 def effective_gates(cfg: TrainConfig, learned: dict[int, list[float]] | None = None) -> list[list[float]]:
     """(encoder_layers, heads) matrix of the G every head applies: the learned mean for gated
     heads, the constant for avg/pure/hard heads, 0 for plain heads and vanilla layers."""
-    const = {"gated": None, "avg": 0.5, "pure": 1.0, "hard": 1.0, "vanilla": 0.0}[cfg.syntax]
+    const = cfg.gate_value
     sources = cfg.head_sources()
     out = []
     for layer in range(cfg.encoder_layers):
@@ -235,8 +234,7 @@ class Trainer:
 
             self.ddp = DDP(self.model, device_ids=[device.index] if device.type == "cuda" else None)
 
-        ldd_ids = sorted({DEPRELS.index(lab) for lab in cfg.ldd_labels}) if "ldd" in cfg.sources_used() else []
-        collate = Collater(cfg.sources_used(), cfg.slr_gaps, ldd_ids)
+        collate = Collater.for_model(self.model)
         self.train_sampler = BucketBatchSampler(train_ds.src_lengths, train_ds.tgt_lengths, cfg.max_tokens,  # type: ignore[attr-defined]
                                                 shuffle=True, seed=cfg.seed, rank=self.env.rank,
                                                 world_size=self.env.world_size, max_positions=cfg.max_positions)
@@ -276,6 +274,15 @@ class Trainer:
         dist.all_reduce(t)
         return t.tolist()
 
+    def _loss(self, module: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor, EncoderOut]:
+        """Summed label-smoothed loss and NLL (nats) of ``batch`` through ``module`` (the model or
+        its DDP wrapper), and the encoder output. Forward under autocast, log-softmax in float32."""
+        with self.autocast:
+            logits, enc = module(batch)  # (N, V): real target positions only
+        lprobs = torch.log_softmax(logits.float(), dim=-1)
+        loss, nll = label_smoothed_nll_loss(lprobs, batch.target[batch.target.ne(PAD_ID)], self.cfg.label_smoothing)
+        return loss, nll, enc
+
     def train_step(self, group: list[Batch]) -> dict[str, float]:
         """One update on ``group`` (``update_freq`` batches). Returns summed loss/nll/tokens (nats)."""
         self.ddp.train()
@@ -288,11 +295,7 @@ class Trainer:
             if self.env.enabled and i < len(group) - 1:
                 sync = self.ddp.no_sync()  # type: ignore[operator]
             with sync:
-                with self.autocast:
-                    logits, _ = self.ddp(batch)  # (N, V): real target positions only
-                lprobs = torch.log_softmax(logits.float(), dim=-1)
-                loss, nll = label_smoothed_nll_loss(lprobs, batch.target[batch.target.ne(PAD_ID)],
-                                                    self.cfg.label_smoothing)
+                loss, nll, _ = self._loss(self.ddp, batch)
                 (loss * scale).backward()
             loss_sum += float(loss.detach())
             nll_sum += float(nll.detach())
@@ -320,10 +323,7 @@ class Trainer:
         gate_sums: dict[int, torch.Tensor] = {}
         for batch in self.valid_loader:
             batch = batch.to(self.device)
-            with self.autocast:
-                logits, enc = self.model(batch)
-            lprobs = torch.log_softmax(logits.float(), dim=-1)
-            ls, ns = label_smoothed_nll_loss(lprobs, batch.target[batch.target.ne(PAD_ID)], self.cfg.label_smoothing)
+            ls, ns, enc = self._loss(self.model, batch)
             loss += float(ls)
             nll += float(ns)
             tok += batch.ntokens

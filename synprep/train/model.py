@@ -49,7 +49,20 @@ class FeedForward(nn.Module):
         return self.fc2(F.dropout(F.relu(self.fc1(x)), self.activation_dropout, self.training))
 
 
-class EncoderLayer(nn.Module):
+class _ResidualLayer(nn.Module):
+    """Base of the encoder and decoder layers: the residual sub-layer block (no parameters of its own)."""
+
+    normalize_before: bool
+    dropout: float
+
+    def _block(self, x, norm, fn):
+        """``x + dropout(fn(norm(x)))`` (pre-norm) or ``norm(x + dropout(fn(x)))`` (post-norm)."""
+        h = norm(x) if self.normalize_before else x
+        x = x + F.dropout(fn(h), self.dropout, self.training)
+        return x if self.normalize_before else norm(x)
+
+
+class EncoderLayer(_ResidualLayer):
     """One encoder layer; syntactic when ``sources`` names a source for some head."""
 
     def __init__(self, cfg: TrainConfig, sources: list[str | None] | None):
@@ -60,7 +73,7 @@ class EncoderLayer(nn.Module):
         if sources is None:
             self.self_attn: MultiheadAttention = MultiheadAttention(cfg.d_model, cfg.heads, cfg.attention_dropout)
         else:
-            gate_value = {"gated": None, "avg": 0.5, "pure": 1.0, "hard": 1.0}[cfg.syntax]
+            gate_value = cfg.gate_value
             self.self_attn = SyntacticSelfAttention(cfg.d_model, cfg.heads, cfg.attention_dropout, sources,
                                                     gate_value=gate_value, syntax_dropout=cfg.syntax_dropout,
                                                     parent_ignore=cfg.parent_ignore)
@@ -74,24 +87,15 @@ class EncoderLayer(nn.Module):
                 feats: dict) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x: (B, T, D) → ((B, T, D), G of shape (B, H) or None)."""
         g = self.gate(x, pad) if self.gate is not None else None  # gate reads the layer's input H^l
-        res = x
-        h = self.attn_norm(x) if self.normalize_before else x
         if isinstance(self.self_attn, SyntacticSelfAttention):
-            h = self.self_attn(h, bias=pad_bias, gate=g, feats=feats)
+            attn = self.self_attn
+            x = self._block(x, self.attn_norm, lambda h: attn(h, bias=pad_bias, gate=g, feats=feats))
         else:
-            h = self.self_attn(h, bias=pad_bias)
-        x = res + F.dropout(h, self.dropout, self.training)
-        if not self.normalize_before:
-            x = self.attn_norm(x)
-        res = x
-        h = self.ffn_norm(x) if self.normalize_before else x
-        x = res + F.dropout(self.ffn(h), self.dropout, self.training)
-        if not self.normalize_before:
-            x = self.ffn_norm(x)
-        return x, g
+            x = self._block(x, self.attn_norm, lambda h: self.self_attn(h, bias=pad_bias))
+        return self._block(x, self.ffn_norm, self.ffn), g
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(_ResidualLayer):
     def __init__(self, cfg: TrainConfig):
         super().__init__()
         self.normalize_before = cfg.normalize_before
@@ -102,11 +106,6 @@ class DecoderLayer(nn.Module):
         self.cross_norm = nn.LayerNorm(cfg.d_model)
         self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation_dropout)
         self.ffn_norm = nn.LayerNorm(cfg.d_model)
-
-    def _block(self, x, norm, fn):
-        h = norm(x) if self.normalize_before else x
-        x = x + F.dropout(fn(h), self.dropout, self.training)
-        return x if self.normalize_before else norm(x)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, mem_bias: torch.Tensor,
                 cache: dict | None = None) -> torch.Tensor:
