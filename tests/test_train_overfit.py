@@ -68,6 +68,17 @@ def test_plain_text_input_needs_a_vanilla_model(run):
     assert "synprep: error:" in proc.stderr and "--shards" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the machine without CUDA")
+def test_translate_resolves_the_device_like_train(run):
+    """--device auto is the CPU here; --device cuda without CUDA is a clear error, as for train."""
+    root, out, _ = run
+    args = ["translate", "--checkpoint", str(out / "checkpoint_last.pt"), "--shards", str(root / "shards"),
+            "--split", "valid", "--max-len-b", "2"]
+    assert run_cli(*args, "--device", "auto").returncode == 0
+    proc = run_cli(*args, "--device", "cuda", check=False)
+    assert proc.returncode == 2 and "CUDA is not available" in proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_train_refuses_to_overwrite_a_run(run):
     root, out, _ = run
     proc = run_cli("train", "--shards", str(root / "shards"), "--preset", "tiny", "--out", str(out), check=False)

@@ -128,14 +128,14 @@ def translate_cmd(checkpoint, shards_dir, split, input_path, output_path, beam, 
     Output: BPE'd hypotheses in the split's order (--remove-bpe / --detok LANG to postprocess).
     """
     import numpy as np
-    import torch
 
     from synprep.constants import UNK_ID
     from synprep.train.data import RecordDataset, ShardDataset
     from synprep.train.decode import load_model, translate_dataset
+    from synprep.train.loop import resolve_device
     from synprep.types import PairRecord
 
-    dev = torch.device(device) if device else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = resolve_device(device)
     model, cfg, symbols = load_model(checkpoint, dev)
     beam = beam or cfg.beam
     lenpen = cfg.lenpen if lenpen is None else lenpen
