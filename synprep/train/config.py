@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from synprep.errors import ConfigError
+from synprep.features.slr import HARD_MODES
 from synprep.types import DEPRELS
 
 SYNTAX_MODES = ("vanilla", "gated", "avg", "pure", "hard")
@@ -39,7 +40,7 @@ SYNTAX_MODES = ("vanilla", "gated", "avg", "pure", "hard")
 SYNTAX_GATE: dict[str, float | None] = {"vanilla": 0.0, "gated": None, "avg": 0.5, "pure": 1.0, "hard": 1.0}
 SYNTAX_SOURCES = ("slr", "pascal", "ldd")
 SLR_GAPS = ("cnf", "nary")
-SLR_HARD = ("strict", "nonstrict")
+SLR_HARD = HARD_MODES
 
 #: fields that may change when a run is resumed (they do not change the model or the data order)
 RESUME_OVERRIDABLE = frozenset({"max_steps", "max_epochs", "num_workers", "log_interval", "threads",
