@@ -16,6 +16,18 @@ from synprep.parallel import BACKENDS
 log = logging.getLogger("synprep")
 
 
+def split_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Click callback of ``--split``: a valid split name (``[A-Za-z0-9_-]+``) before any file is touched."""
+    from synprep.lock import check_split_name
+
+    if value is None:
+        return value
+    try:
+        return check_split_name(value)
+    except ConfigError as e:
+        raise click.BadParameter(str(e), ctx=ctx, param=param) from None
+
+
 def jobs_options(f):
     """``-j/--jobs``, ``--backend``, ``--scheduler`` (see :mod:`synprep.parallel`)."""
 
@@ -24,9 +36,18 @@ def jobs_options(f):
     @click.option("--backend", type=click.Choice(BACKENDS), default="loky", show_default=True,
                   help="joblib backend: loky (one machine) or dask (a dask.distributed cluster).")
     @click.option("--scheduler", default=None, metavar="ADDRESS",
-                  help="dask scheduler address for --backend dask (tcp://host:8786).")
+                  help="dask scheduler address for --backend dask (tcp://host:8786, or tls://host:8786 with the "
+                       "--tls-* files). The cluster must be trusted: work travels as pickles.")
+    @click.option("--tls-ca-file", default=None, metavar="FILE", help="CA certificate of a tls:// dask cluster.")
+    @click.option("--tls-cert", default=None, metavar="FILE", help="Client certificate for a tls:// dask cluster.")
+    @click.option("--tls-key", default=None, metavar="FILE", help="Client private key for a tls:// dask cluster.")
     @functools.wraps(f)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args, tls_ca_file=None, tls_cert=None, tls_key=None, **kwargs):
+        from synprep.parallel import set_tls
+
+        if (tls_ca_file or tls_cert or tls_key) and not str(kwargs.get("scheduler") or "").startswith("tls://"):
+            raise ConfigError("--tls-ca-file/--tls-cert/--tls-key need --backend dask --scheduler tls://HOST:PORT")
+        set_tls(tls_ca_file, tls_cert, tls_key)
         return f(*args, **kwargs)
 
     return wrapper
