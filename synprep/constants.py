@@ -38,3 +38,6 @@ MOSES_ESCAPES = {
     "&#91;": "[",
     "&#93;": "]",
 }
+
+#: the most pairs one shard may hold or declare (readers refuse more: a hostile shard; docs/shards.md)
+MAX_SHARD_PAIRS = 1 << 24

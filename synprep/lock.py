@@ -6,8 +6,8 @@ run never leaves a lock behind):
 * **the split lock** ``OUT/.SPLIT.lock``, held by a writing command (``synprep pipeline``,
   ``annotate``, ``shard``) for its whole run: a second writer of the *same* split is refused with
   :class:`FolderBusy`, naming the running process (pid, host, command, start time recorded in the
-  file). Writers of *different* splits run side by side.
-* **the folder lock** ``OUT/.lock``, held for short critical sections: every write of a file at
+  file while it runs, emptied when it ends). Writers of *different* splits run side by side.
+* **the folder lock** ``OUT/.lock`` (an empty file), held for short critical sections: every write of a file at
   the folder's top level (``manifest.json``, ``pipeline.json``, ``inputs.json``, ``code``,
   ``dict.txt``, a shard with its manifest entry) and the final ``check``. A writer waits for it.
   :meth:`synprep.shards.Manifest.save` re-reads the manifest under this lock and merges the other
@@ -181,19 +181,16 @@ def folder_lock(out: str | os.PathLike) -> Iterator[None]:
         yield
         return
     try:
-        waited = 0.0
+        t0, told = time.monotonic(), False
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                if waited == 2.0:
-                    log.info("waiting for %s, held by %s", path, describe_owner(path))
+                if not told and time.monotonic() - t0 > 2.0:
+                    log.info("waiting for %s: another synprep command is writing into %s", path, out)
+                    told = True
                 time.sleep(0.05)
-                waited = round(waited + 0.05, 2)
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, _owner_record().encode("utf-8"), 0)
         with _held_guard:
             _held[key] = [fd, 1]
         try:
@@ -260,6 +257,7 @@ def writer(func: F) -> F:
             _split_locks.reset(token)
             for fd in fds:
                 with contextlib.suppress(OSError):
+                    os.ftruncate(fd, 0)  # an idle lock file is empty: finished folders compare byte for byte
                     fcntl.flock(fd, fcntl.LOCK_UN)
                 os.close(fd)
 

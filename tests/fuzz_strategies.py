@@ -295,7 +295,7 @@ def damage_folder(folder: Path, data: st.DataObject) -> bool:
         if not shards and kind not in ("flip", "delete_file"):
             kind = "manifest"
         shard = shards[data.draw(st.integers(0, len(shards) - 1), label="shard")] if shards else None
-        files = sorted(p for p in folder.iterdir() if p.is_file())
+        files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.endswith(".lock"))
         if kind in ("flip", "delete_file") and not files:
             continue
         if kind == "flip":

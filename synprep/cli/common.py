@@ -10,6 +10,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from synprep.constants import MAX_SHARD_PAIRS
 from synprep.errors import ConfigError
 from synprep.parallel import BACKENDS
 
@@ -85,8 +86,9 @@ def output_option(name: str = "--output", help: str = "Output file (default: std
 
 
 #: ``--shard-size`` of ``pipeline``, ``annotate`` and ``shard``
-shard_size_option = click.option("--shard-size", type=click.IntRange(min=1), default=10000, show_default=True,
-                                 help="Input pairs per shard (the unit of resume).")
+shard_size_option = click.option("--shard-size", type=click.IntRange(min=1, max=MAX_SHARD_PAIRS), default=10000,
+                                 show_default=True,
+                                 help="Input pairs per shard (the unit of resume; at most 2^24, what a reader accepts).")
 #: ``--ldd-threshold`` of the parser stage and of ``shard``
 ldd_threshold_option = click.option("--ldd-threshold", type=click.FloatRange(0.0, 1.0), default=0.01,
                                     show_default=True,

@@ -3,8 +3,9 @@
 What is verified (docs/shards.md lists it for users), in this order:
 
 1. ``manifest.json``: parses, format and version known; the vocabulary entry matches ``dict.txt``
-   (path, sha256, size); no stray temporary files (``.NAME.*.tmp``); no shard file the manifest
-   does not list; every listed shard exists with the listed size and sha256.
+   (path, sha256, size); no stray temporary files (``.NAME.*.tmp``; one whose writer, named by
+   the pid in it, still runs is work in progress, not stray); no shard file the manifest does not
+   list; every listed shard exists with the listed size and sha256.
 2. Each shard, split by split in shard order: it opens as HDF5; ``format``/``format_version``
    known; every root attribute present with its type, ``split``/``shard_index`` match the file
    name, ``n_pairs`` matches, ``signature`` and ``vocab_sha256`` match the manifest; every dataset

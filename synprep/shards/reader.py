@@ -32,7 +32,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from synprep.constants import SHARD_FORMAT, SHARD_FORMAT_VERSION
+from synprep.constants import MAX_SHARD_PAIRS, SHARD_FORMAT, SHARD_FORMAT_VERSION
 from synprep.errors import InputError
 from synprep.shards.schema import AXES, FIELDS, JSON_ATTRS, LINE, OFFSETS_GROUP, parse_shard_name
 from synprep.types import PairRecord
@@ -42,8 +42,6 @@ class ShardFormatError(InputError):
     """A file that is not a shard this version of synprep can read (unknown format or version)."""
 
 
-#: the most pairs one shard may declare (the writer's default is 10,000 per shard)
-MAX_SHARD_PAIRS = 1 << 24
 #: the declared data (every dataset's elements × item size) may be at most this many times the file's
 #: size, plus :data:`EXPANSION_SLACK` bytes: deflate never compresses better than 1032:1
 MAX_EXPANSION = 1100
