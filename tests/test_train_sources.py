@@ -288,3 +288,27 @@ def test_set_attention_equals_equations_1_to_3(gate):
     torch.testing.assert_close(out.permute(0, 2, 1, 3)[real], expected.permute(0, 2, 1, 3)[real], rtol=0, atol=1e-10)
     # level embeddings: depth of each piece's word; </s> and padding share the extra row
     assert batch.syntax["set"]["level"][0].tolist() == [1, 1, 1, 0, 1, 1, 1, 2]  # depths clipped at 1
+
+
+# --- the sources' presets --------------------------------------------------------------------
+SOURCE_PRESETS = ["pascal_iwslt14_de_en", "ldd_iwslt14_de_en", "ldd_parent_iwslt14_de_en", "lisa_iwslt14_de_en",
+                  "sla_iwslt14_de_en", "set_iwslt14_de_en"]
+
+
+@pytest.mark.parametrize("name", SOURCE_PRESETS)
+def test_source_presets_cite_every_value_that_differs_from_the_defaults(name):
+    import json
+    from importlib import resources
+
+    from synprep.train.config import FIELDS
+
+    data = json.loads((resources.files("synprep.presets") / f"{name}.json").read_text("utf-8"))
+    cite, fields = data["_cite"], {k: v for k, v in data.items() if not k.startswith("_")}
+    assert data["_description"] and set(cite) <= set(fields)
+    differ = {k for k, v in fields.items() if v != FIELDS[k].default and not (
+        FIELDS[k].default_factory is not dataclasses.MISSING and v == FIELDS[k].default_factory())}
+    assert differ <= set(cite), sorted(differ - set(cite))
+    cfg = load_preset(name)  # the "_" keys are metadata, not fields
+    assert cfg.syntax_source == name.split("_iwslt14")[0]
+    assert (cfg.normalize_before, cfg.max_tokens * cfg.update_freq, cfg.activation_dropout) == (True, 16384, 0.1)
+    assert cfg.syntax_dropout == 0.0  # none of these papers drops the syntactic attention
