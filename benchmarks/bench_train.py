@@ -8,6 +8,7 @@ Prints one JSON object per configuration.
 
     python benchmarks/bench_train.py                       # tiny and mid, CPU, 1 thread
     python benchmarks/bench_train.py --configs mid --steps 20 --rounds 5 --threads 2
+    python benchmarks/bench_train.py --configs mid --variants all   # every syntax source
     python benchmarks/bench_train.py --device cuda --configs iwslt --max-tokens 4096
 
 Timings on a shared machine are noisy: compare ratios measured in the same invocation.
@@ -43,6 +44,12 @@ VARIANTS = {
     "gated-slr": {"syntax": "gated", "syntax_source": "slr"},
     "gated-pascal": {"syntax": "gated", "syntax_source": "pascal", "parent_ignore": 0.1},
     "gated-ldd": {"syntax": "gated", "syntax_source": "ldd"},
+    "gated-ldd_parent": {"syntax": "gated", "syntax_source": "ldd_parent"},
+    # the new sources as their papers run them (see synprep/presets/*_iwslt14_de_en.json)
+    "hard-lisa": {"syntax": "hard", "syntax_source": "lisa", "syntax_layers": [0], "syntax_heads": [0],
+                  "syntax_dropout": None},
+    "gated-sla": {"syntax": "gated", "syntax_source": "sla", "syntax_dropout": None},
+    "pure-set": {"syntax": "pure", "syntax_source": "set", "syntax_dropout": None},
 }
 
 
@@ -100,7 +107,7 @@ def bench(name: str, variants: list[str], steps: int, rounds: int, warmup: int, 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--configs", nargs="+", default=["tiny", "mid"], choices=sorted(CONFIGS))
-    ap.add_argument("--variants", nargs="+", default=["vanilla", "gated-slr"], choices=sorted(VARIANTS))
+    ap.add_argument("--variants", nargs="+", default=["vanilla", "gated-slr"], choices=sorted(VARIANTS) + ["all"])
     ap.add_argument("--steps", type=int, default=10, help="updates per round")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (best kept)")
     ap.add_argument("--warmup", type=int, default=3)
@@ -108,6 +115,8 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
+    if "all" in args.variants:
+        args.variants = list(VARIANTS)
     for name in args.configs:
         print(json.dumps(bench(name, args.variants, args.steps, args.rounds, args.warmup, args.max_tokens,
                                args.device, args.threads)), flush=True)
