@@ -7,7 +7,8 @@ What is verified (docs/shards.md lists it for users), in this order:
    does not list; every listed shard exists with the listed size and sha256.
 2. Each shard, split by split in shard order: it opens as HDF5; ``format``/``format_version``
    known; every root attribute present with its type, ``split``/``shard_index`` match the file
-   name, ``n_pairs`` matches, ``signature`` and ``vocab_sha256`` match the manifest; every dataset
+   name, ``n_pairs`` matches, ``signature`` and ``vocab_sha256`` match the manifest, ``subword``
+   names a registered scheme (a shard without it means ``bpe``); every dataset
    present, 1-D, with its format's dtype; per axis the offsets have N+1 entries, start at 0, never
    decrease and end at the length of every dataset on that axis.
 3. Each pair (the first violating pair is reported, with its original line):
@@ -61,6 +62,7 @@ from synprep.shards.schema import (
     shard_name,
 )
 from synprep.signature import file_sha256
+from synprep.subword import SCHEMES
 from synprep.vocab import Vocab
 
 #: tolerance on the sum of a word's LDD probabilities (float16 relative rounding is 2**-11)
@@ -362,6 +364,8 @@ def _read_shard(f: h5py.File, name: str) -> tuple[dict[str, Any], dict[str, np.n
             raise _Fail(Violation(name, f"root attribute {key} is not a JSON list of strings"))
     if attrs["tree_source"] not in TREE_SOURCES:
         raise _Fail(Violation(name, f"tree_source {attrs['tree_source']!r} is not one of {', '.join(TREE_SOURCES)}"))
+    if attrs["subword"] not in SCHEMES:
+        raise _Fail(Violation(name, f"subword {attrs['subword']!r} is not one of {', '.join(SCHEMES)}"))
 
     def dataset(path: str) -> np.ndarray:
         obj = f.get(path)
