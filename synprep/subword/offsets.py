@@ -7,8 +7,8 @@ same line (:func:`locate_words`), and every piece goes to the word(s) its charac
 in :class:`AlignStats` (and so in the manifest):
 
 ``split``  a piece whose characters lie in two or more words (SentencePiece on raw text gives
-           ``,"`` ``."`` ``).`` ``2,`` in about 12 % of English lines) is split at the start of
-           each later word; the parts are stored as pieces of their own
+           ``,"`` ``."`` ``).`` ``2,`` in about 12 % of English lines) is split where each word
+           ends (a space before the next word goes with it, as its ``▁`` does); the parts are stored as pieces of their own
            (:meth:`synprep.subword.base.SubwordScheme.split_piece` names them), so every stored
            piece lies in exactly one word and every word keeps >= 1 piece.
 ``next``   a piece with no word character (a lone ``▁``, whitespace, an empty surface:
@@ -121,6 +121,11 @@ def locate_words(text: str, words: Sequence[str], *, line: int | None = None,
     for k, w in enumerate(words):
         if not w:
             raise InputError(f"word {k + 1} is empty", path, line)
+        j = text.find(w, pos)
+        if j >= 0 and (j == pos or text[pos:j].isspace() or all(_ignorable(c) for c in text[pos:j])):
+            spans.append((j, j + len(w)))  # the usual case: only whitespace before the word
+            pos = j + len(w)
+            continue
         while pos < n and _ignorable(text[pos]) and not text.startswith(w, pos):
             pos += 1
         if text.startswith(w, pos):
@@ -194,7 +199,7 @@ def align_offsets(pieces: Sequence[str], spans: Sequence[tuple[int, int]], word_
             out_words.append(lo)
             out_spans.append((a, b))
             continue
-        cuts = [ws[k] for k in range(lo + 1, hi)]
+        cuts = [we[k - 1] for k in range(lo + 1, hi)]  # whitespace before a word goes with it, like its ▁
         parts = split_piece(piece, text[a:b], [c - a for c in cuts])
         if len(parts) != hi - lo or not all(parts):
             raise ValueError(f"split_piece gave {parts!r} for {hi - lo} words")
