@@ -292,14 +292,20 @@ def annotate_split(
 
 def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iterator[int],
                      words: Iterator[list[str]] | None = None,
-                     parses: Iterator[ParsedLine] | None = None) -> Iterator[Item]:
+                     parses: Iterator[ParsedLine] | None = None,
+                     word_index: Iterator[tuple[list[int], tuple[int, ...]]] | None = None) -> Iterator[Item]:
     """Zip the per-line streams of a split into :class:`Item` s.
 
     Args:
-        bpe_src, bpe_tgt: BPE'd lines. lines: each pair's original 1-based line number.
+        bpe_src, bpe_tgt: BPE'd lines (or a scheme's pieces). lines: each pair's original 1-based line number.
         words: the parser's words per line (default: the source pieces' words, unescaped).
         parses: imported parses, one per pair, in order.
+        word_index: per line, each source piece's word and the alignment's rule counts, when a
+            scheme aligned the pieces by offsets (then ``words`` must be given).
     """
+    if word_index is not None and words is None:
+        raise ValueError("word_index needs the words it indexes")
+    index_it = iter(word_index) if word_index is not None else None
     from synprep.align import bpe_words
     from synprep.text.escape import unescape_tokens
 
@@ -312,4 +318,8 @@ def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iter
         else:
             w = unescape_tokens(bpe_words(src, line=n)[0])
         p = next(parse_it, None) if parse_it is not None else None  # a missing parse: _parse_block names it
-        yield Item(line=n, words=w, src=src, tgt=t.split(), parse=p)
+        if index_it is not None:
+            wi, counts = next(index_it)
+            yield Item(line=n, words=w, src=src, tgt=t.split(), parse=p, word_index=wi, alignment=counts)
+        else:
+            yield Item(line=n, words=w, src=src, tgt=t.split(), parse=p)

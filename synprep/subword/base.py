@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
@@ -18,7 +19,7 @@ from typing import ClassVar
 from synprep.errors import ConfigError, InputError
 from synprep.signature import file_sha256, package_version
 from synprep.subword.offsets import AlignedLine, align_offsets, locate_words
-from synprep.textio import PathLike, display_name
+from synprep.textio import PathLike, atomic_write, display_name
 
 _SPACE = re.compile(r"\s+")
 
@@ -113,6 +114,11 @@ class SubwordScheme(ABC):
     def decode(self, pieces: Sequence[str]) -> str:
         """Detokenize target pieces back to text (what ``translate`` prints)."""
         return " ".join(pieces)
+
+    def save(self, out: PathLike) -> None:
+        """Copy the model to ``out`` (atomically): a pipeline keeps its model in its output folder."""
+        with atomic_write(out, "wb", encoding=None) as f, open(self.path, "rb") as g:
+            shutil.copyfileobj(g, f)
 
 
 def check_pieces(pieces: Sequence[str], text: str, *, line: int | None = None, path: str | None = None) -> None:

@@ -80,7 +80,10 @@ class HfScheme(SubwordScheme):
         return self.tok.decode([int(i) for i in ids if i is not None])
 
     def save(self, out: PathLike) -> None:
-        """Write the tokenizer as one ``tokenizer.json`` (atomically)."""
+        """Write the tokenizer as one ``tokenizer.json`` (atomically; a directory's tokenizer as
+        serialized, whose sha256 is then this scheme's)."""
+        if not os.path.isdir(self.path):
+            return super().save(out)
         from synprep.textio import atomic_write
 
         with atomic_write(out) as f:
