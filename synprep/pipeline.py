@@ -397,6 +397,8 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
             raise ConfigError(f"--codes is for --subword bpe; --subword {scheme.name} takes {scheme.model_option}")
         if src is None:
             raise ConfigError(f"--subword {scheme.name} segments the raw source text: give --src")
+        if subword_model is None and scheme.size_option is None:
+            raise ConfigError(f"--subword {scheme.name} cannot learn a model: give {scheme.model_option}")
     elif subword_model is not None:
         raise ConfigError("a subword model option is for --subword spm or hf; --subword bpe takes --codes")
     tok_sig = tokenizer_signature(src_lang, lowercase=text.lowercase, escape=True, fairseq_compat=text.fairseq_compat)
