@@ -98,6 +98,14 @@ def test_pipeline_with_a_raw_text_scheme_passes_check_and_names_it(runs, scheme)
         assert len(wi) == len(p.split()) and wi[-1] == len(w.split()) - 1
 
 
+def test_running_again_resumes_without_rewriting(runs, tmp_path_factory, stanza_dir, data):
+    out = runs["spm"]
+    before = {p.name: p.read_bytes() for p in out.glob("*") if p.is_file()}
+    cache = tmp_path_factory.mktemp("again") / "cache.sqlite"  # an empty cache: nothing may need a parse
+    r = _run(data, out, cache, stanza_dir, "--subword", "spm", "--vocab-size", "400")
+    assert {p.name: p.read_bytes() for p in out.glob("*") if p.is_file()} == before
+
+
 def test_bpe_pipeline_shards_say_bpe(runs):
     for path in runs["bpe"].glob("train.*.h5"):
         assert ShardReader(path).attrs["subword"] == "bpe"

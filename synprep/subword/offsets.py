@@ -26,7 +26,6 @@ the line, a word without a piece, pieces out of order.
 from __future__ import annotations
 
 import unicodedata
-from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 
@@ -171,68 +170,74 @@ def align_offsets(pieces: Sequence[str], spans: Sequence[tuple[int, int]], word_
         raise ValueError(f"{len(pieces)} pieces but {len(spans)} spans")
     if not word_spans:
         raise InputError("the line has no words", path, line)
-    ws = [s for s, _ in word_spans]
-    we = [e for _, e in word_spans]
+    if not len(pieces):
+        raise InputError("the segmenter gave no piece", path, line)
+    ws = np.fromiter((s for s, _ in word_spans), dtype=np.int64, count=len(word_spans))
+    we = np.fromiter((e for _, e in word_spans), dtype=np.int64, count=len(word_spans))
+    sp = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    a0, b = sp[:, 0], sp[:, 1]
+    back = np.flatnonzero(a0[1:] < a0[:-1])
+    if len(back):
+        i = int(back[0]) + 1
+        raise InputError(f"piece {i + 1} {pieces[i]!r} starts at character {a0[i]}, before the previous piece "
+                         f"({a0[i - 1]}): offsets out of order", path, line)
     stats = AlignStats()
-    out_pieces: list[str] = []
-    out_words: list[int] = []  # -1: rule "next" (resolved below), -2: rule "overlap" (previous piece's word)
-    out_spans: list[tuple[int, int]] = []
-    prev_start, prev_end = 0, 0
-    for i, (piece, (a, b)) in enumerate(zip(pieces, spans, strict=True)):
-        if a < prev_start:
-            raise InputError(f"piece {i + 1} {piece!r} starts at character {a}, before the previous piece "
-                             f"({prev_start}): offsets out of order", path, line)
-        prev_start = a
-        overlap = a < prev_end and b > a
-        if overlap:
-            stats.pieces_overlapping += 1
-            a = min(prev_end, b)
-        prev_end = max(prev_end, b)
-        lo, hi = bisect_right(we, a), bisect_left(ws, b)  # words with start < b and end > a
-        if a >= b or lo >= hi:
-            out_pieces.append(piece)
-            out_words.append(-2 if overlap and a >= b else -1)
-            out_spans.append((a, max(a, b)))
-            continue
-        if hi - lo == 1:
-            out_pieces.append(piece)
-            out_words.append(lo)
-            out_spans.append((a, b))
-            continue
-        cuts = [we[k - 1] for k in range(lo + 1, hi)]  # whitespace before a word goes with it, like its ▁
-        parts = split_piece(piece, text[a:b], [c - a for c in cuts])
-        if len(parts) != hi - lo or not all(parts):
-            raise ValueError(f"split_piece gave {parts!r} for {hi - lo} words")
-        stats.pieces_split += 1
-        stats.parts_added += hi - lo - 1
-        bounds = [a, *cuts, b]
-        for k, part in enumerate(parts):
-            out_pieces.append(part)
-            out_words.append(lo + k)
-            out_spans.append((bounds[k], bounds[k + 1]))
-    stats.lines_with_split = int(stats.pieces_split > 0)
+    prev_end = np.concatenate([[0], np.maximum.accumulate(b)[:-1]])  # the furthest end before each piece
+    overlap = (a0 < prev_end) & (b > a0)
+    a = np.where(overlap, np.minimum(prev_end, b), a0)  # rule "overlap": clipped
+    stats.pieces_overlapping = int(overlap.sum())
+    lo = np.searchsorted(we, a, side="right")  # the words with start < b and end > a: lo .. hi-1
+    hi = np.searchsorted(ws, b, side="left")
+    has = (a < b) & (lo < hi)
+    index = np.where(has, lo, np.where(overlap & (a >= b), -2, -1))  # -1: rule "next", -2: rule "overlap"
+    out_spans = np.stack([a, np.maximum(a, b)], axis=1)
+    out_pieces = list(pieces)
+    multi = np.flatnonzero(has & (hi - lo > 1))
+    if len(multi):  # rule "split": rare, so piece by piece
+        new_pieces: list[str] = []
+        new_index: list[np.ndarray] = []
+        new_spans: list[np.ndarray] = []
+        done = 0
+        for i in multi.tolist():
+            new_pieces += out_pieces[done:i]
+            new_index.append(index[done:i])
+            new_spans.append(out_spans[done:i])
+            l0, h0, ai, bi = int(lo[i]), int(hi[i]), int(a[i]), int(b[i])
+            cuts = we[l0:h0 - 1].tolist()  # each word's end: a space before the next word goes with it, like its ▁
+            parts = split_piece(pieces[i], text[ai:bi], [c - ai for c in cuts])
+            if len(parts) != h0 - l0 or not all(parts):
+                raise ValueError(f"split_piece gave {parts!r} for {h0 - l0} words")
+            bounds = [ai, *cuts, bi]
+            new_pieces += parts
+            new_index.append(np.arange(l0, h0, dtype=np.int64))
+            new_spans.append(np.array([bounds[:-1], bounds[1:]], dtype=np.int64).T)
+            stats.pieces_split += 1
+            stats.parts_added += h0 - l0 - 1
+            done = i + 1
+        out_pieces = new_pieces + out_pieces[done:]
+        index = np.concatenate([*new_index, index[done:]])
+        out_spans = np.concatenate([*new_spans, out_spans[done:]])
+        stats.lines_with_split = 1
 
-    index = np.asarray(out_words, dtype=np.int64)
-    # rule "overlap": the previous piece's word (resolved forwards, so chains follow their head)
-    for o in np.flatnonzero(index == -2):
-        index[o] = index[o - 1] if o > 0 else -1
-    # rule "next": the next piece's word, else the previous one
-    pending = np.flatnonzero(index == -1)
-    stats.pieces_to_next_word = len(pending)
-    nxt = -1
-    for t in range(len(index) - 1, -1, -1):
-        if index[t] == -1:
-            index[t] = nxt
-        else:
-            nxt = int(index[t])
-    if (index == -1).any():
-        last = np.flatnonzero(index >= 0)
-        if len(last) == 0:
+    t = np.arange(len(index))
+    # rule "overlap": the word of the last piece before that is not itself an overlap remainder
+    ov = index == -2
+    if ov.any():
+        src = np.maximum.accumulate(np.where(ov, -1, t))
+        index = np.where(ov, np.where(src >= 0, index[np.maximum(src, 0)], -1), index)
+    # rule "next": the word of the next piece that has one, else (end of line) the previous one
+    pending = index == -1
+    stats.pieces_to_next_word = int(pending.sum())
+    if pending.any():
+        n = len(index)
+        nxt = np.minimum.accumulate(np.where(pending, n, t)[::-1])[::-1]
+        if nxt[0] == n and pending.all():
             raise InputError("no piece holds a character of a word", path, line)
-        index[index == -1] = index[last[-1]]
+        valid = np.flatnonzero(~pending)
+        fill = np.where(nxt < n, index[np.minimum(nxt, n - 1)], index[valid[-1]])
+        index = np.where(pending, fill, index)
     _check_index(index, len(word_spans), pieces=out_pieces, line=line, path=path)
-    return AlignedLine(pieces=out_pieces, word_index=index, spans=np.asarray(out_spans, dtype=np.int64).reshape(-1, 2),
-                       stats=stats)
+    return AlignedLine(pieces=out_pieces, word_index=index, spans=out_spans, stats=stats)
 
 
 def _check_index(index: np.ndarray, n_words: int, *, pieces: Sequence[str], line: int | None,
