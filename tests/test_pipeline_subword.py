@@ -102,7 +102,7 @@ def test_running_again_resumes_without_rewriting(runs, tmp_path_factory, stanza_
     out = runs["spm"]
     before = {p.name: p.read_bytes() for p in out.glob("*") if p.is_file()}
     cache = tmp_path_factory.mktemp("again") / "cache.sqlite"  # an empty cache: nothing may need a parse
-    r = _run(data, out, cache, stanza_dir, "--subword", "spm", "--vocab-size", "400")
+    _run(data, out, cache, stanza_dir, "--subword", "spm", "--vocab-size", "400")
     assert {p.name: p.read_bytes() for p in out.glob("*") if p.is_file()} == before
 
 
@@ -136,3 +136,21 @@ def test_options_of_another_scheme_are_errors(tmp_path, stanza_dir, data):
     r = _run(data, tmp_path / "c", cache, stanza_dir, "--subword", "hf", check=False)
     assert r.returncode == 2 and "cannot learn a model: give --hf-tokenizer" in r.stderr
     assert not (tmp_path / "c").exists()  # refused before anything was written
+
+
+def test_check_verifies_the_alignment_counts(runs, tmp_path):
+    import shutil
+
+    out = tmp_path / "copy"
+    shutil.copytree(runs["spm"], out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    counts = manifest["splits"]["train"]["subword_alignment"]
+    counts["total"]["pieces_to_next_word"] += 1
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    report = check_dir(out)
+    assert not report.ok and "is not the sum of its shards' counts" in report.summary()
+    counts["total"]["pieces_to_next_word"] -= 1
+    counts["shards"]["train.00099.h5"] = {"pieces_split": 0}
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    report = check_dir(out)
+    assert not report.ok and "which the split does not list" in report.summary()

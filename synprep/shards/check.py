@@ -25,7 +25,8 @@ What is verified (docs/shards.md lists it for users), in this order:
 4. Per split: the manifest's shard entries (pairs, first/last line) match the files, ``pairs`` is
    their sum, ``input_lines == pairs + sum(dropped)``, the dropped counts match ``dropped_lines``
    per reason, and every line is accounted for once: shard lines and dropped lines are disjoint
-   and within [1, input_lines].
+   and within [1, input_lines]; the subword alignment counts (``--subword spm|hf``) name listed
+   shards only and add up to their total.
 
 A corrupt file (truncated HDF5, missing dataset, wrong dtype, unreadable chunk) is a reported
 violation, never a traceback. Checks are vectorised per shard (numpy over the CSR arrays).
@@ -606,3 +607,22 @@ def _check_split_counts(split: str, raw: dict[str, Any], lines: np.ndarray) -> N
     both = np.intersect1d(lines, dlines)
     if len(both):
         raise fail(f"line {both[0]} is both stored in a shard and listed as dropped")
+    _check_alignment_counts(raw.get("subword_alignment"), {s["file"] for s in raw.get("shards", [])}, fail)
+
+
+def _check_alignment_counts(counts: Any, files: set[str], fail) -> None:
+    """``subword_alignment`` (when present): counts for listed shards only, and a total that is their sum."""
+    if counts is None:
+        return
+    if not isinstance(counts, dict) or not isinstance(counts.get("shards"), dict) \
+            or not isinstance(counts.get("total"), dict):
+        raise fail("subword_alignment must be {total: {...}, shards: {FILE: {...}}}")
+    total: Counter = Counter()
+    for file, c in counts["shards"].items():
+        if file not in files:
+            raise fail(f"subword_alignment counts shard {file!r}, which the split does not list")
+        if not isinstance(c, dict) or not all(isinstance(v, int) and v >= 0 for v in c.values()):
+            raise fail(f"subword_alignment counts of {file} must be integers >= 0")
+        total.update(c)
+    if {k: v for k, v in counts["total"].items() if v} != {k: v for k, v in total.items() if v}:
+        raise fail(f"subword_alignment total {counts['total']} is not the sum of its shards' counts")
