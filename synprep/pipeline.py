@@ -41,6 +41,8 @@ from synprep.constants import MANIFEST_NAME, SHARD_FORMAT_VERSION, VOCAB_NAME
 from synprep.errors import ConfigError, InputError
 from synprep.shards import Manifest, check_dir
 from synprep.signature import file_sha256, package_version, signature
+from synprep.subword import DEFAULT_SCHEME
+from synprep.subword.spm import DEFAULT_VOCAB_SIZE
 from synprep.textio import atomic_write, count_lines, display_name, iter_lines, iter_pairs
 from synprep.types import ParsedLine
 from synprep.vocab import Vocab
@@ -76,8 +78,8 @@ class TextOptions:
     min_len: int = 1
     max_len: int = 175
     merges: int = 10000
-    subword: str = "bpe"
-    vocab_size: int = 8000
+    subword: str = DEFAULT_SCHEME
+    vocab_size: int = DEFAULT_VOCAB_SIZE
 
 
 # --- configuration guard --------------------------------------------------------------------------

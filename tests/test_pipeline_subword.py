@@ -154,3 +154,16 @@ def test_check_verifies_the_alignment_counts(runs, tmp_path):
     (out / "manifest.json").write_text(json.dumps(manifest))
     report = check_dir(out)
     assert not report.ok and "which the split does not list" in report.summary()
+
+
+def test_a_given_spm_model_segments_like_the_learned_one(runs, tmp_path, stanza_dir, data):
+    model = tmp_path / "given.model"
+    model.write_bytes((runs["spm"] / "spm.model").read_bytes())
+    out = tmp_path / "out"
+    _run(data, out, runs["spm"].parent / "cache.sqlite", stanza_dir, "--subword", "spm", "--spm-model", str(model))
+    assert check_dir(out).ok
+    for name in ("text/train.spm.de", "text/train.spm.wi", "text/train.spm.en", "dict.txt", "spm.model"):
+        assert (out / name).read_bytes() == (runs["spm"] / name).read_bytes(), name
+    r = _run(data, tmp_path / "x", tmp_path / "c.sqlite", stanza_dir, "--subword", "spm", "--spm-model", str(model),
+             "--vocab-size", "100", check=False)
+    assert r.returncode == 2 and "--vocab-size has no effect with --spm-model" in r.stderr

@@ -15,6 +15,7 @@ from click.core import ParameterSource
 from synprep.cli.common import jobs_options, parser_jobs, shard_size_option, stanza_options
 from synprep.errors import ConfigError
 from synprep.subword import DEFAULT_SCHEME, SCHEMES
+from synprep.subword.spm import DEFAULT_VOCAB_SIZE
 
 log = logging.getLogger("synprep")
 
@@ -76,7 +77,7 @@ def _report(manifest, split: str) -> None:
               help="--subword spm: apply this SentencePiece model instead of learning one on the train split.")
 @click.option("--hf-tokenizer", default=None, metavar="FILE_OR_DIR",
               help="--subword hf: a tokenizers tokenizer.json, or a local directory holding one.")
-@click.option("--vocab-size", type=click.IntRange(min=1), default=8000, show_default=True,
+@click.option("--vocab-size", type=click.IntRange(min=1), default=DEFAULT_VOCAB_SIZE, show_default=True,
               help="--subword spm: vocabulary size of the model learned on the train split.")
 @click.option("--lowercase", is_flag=True, help="Lowercase after tokenizing (the parser still sees cased words).")
 @click.option("--fairseq-compat", is_flag=True, help="Tokenize like fairseq's old tokenizer.perl (final period).")
@@ -128,7 +129,11 @@ def _subword_model_option(subword: str, **given) -> str | None:
         if explicit and option not in (scheme.model_option, scheme.size_option):
             raise ConfigError(f"{option} has no effect with --subword {subword} (it takes {scheme.model_option}"
                               + (f" or {scheme.size_option}" if scheme.size_option else "") + ")")
-    return given.get(scheme.model_option[2:].replace("-", "_")) if scheme.reads_raw else None
+    model = given.get(scheme.model_option[2:].replace("-", "_"))
+    if model is not None and scheme.size_option is not None \
+            and ctx.get_parameter_source(scheme.size_option[2:].replace("-", "_")) != ParameterSource.DEFAULT:
+        raise ConfigError(f"{scheme.size_option} has no effect with {scheme.model_option}: the model is given")
+    return model if scheme.reads_raw else None
 
 
 @click.command("annotate")

@@ -14,6 +14,12 @@ import click
 from synprep.cli.common import input_option, output_option
 from synprep.cli.text import check_outputs
 from synprep.signature import signature
+from synprep.subword.spm import (
+    DEFAULT_CHARACTER_COVERAGE,
+    DEFAULT_MODEL_TYPE,
+    DEFAULT_VOCAB_SIZE,
+    MODEL_TYPES,
+)
 from synprep.textio import iter_lines, open_output, write_lines
 
 log = logging.getLogger("synprep")
@@ -31,10 +37,11 @@ def spm_group() -> None:
 @click.argument("files", nargs=-1, required=True, metavar="FILES...")
 @click.option("-o", "--output", "output_path", required=True, metavar="MODEL",
               help="The model file to write (SentencePiece's .model).")
-@click.option("--vocab-size", type=click.IntRange(min=1), default=8000, show_default=True, help="Vocabulary size.")
-@click.option("--model-type", type=click.Choice(["unigram", "bpe", "char", "word"]), default="unigram",
+@click.option("--vocab-size", type=click.IntRange(min=1), default=DEFAULT_VOCAB_SIZE, show_default=True,
+              help="Vocabulary size.")
+@click.option("--model-type", type=click.Choice(MODEL_TYPES), default=DEFAULT_MODEL_TYPE,
               show_default=True, help="SentencePiece's model type.")
-@click.option("--character-coverage", type=click.FloatRange(0.0, 1.0, min_open=True), default=1.0,
+@click.option("--character-coverage", type=click.FloatRange(0.0, 1.0, min_open=True), default=DEFAULT_CHARACTER_COVERAGE,
               show_default=True, help="Share of characters the model covers (0.9995 for CJK).")
 @click.option("--byte-fallback", is_flag=True, help="Unknown characters as UTF-8 byte pieces instead of <unk>.")
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,

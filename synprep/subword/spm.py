@@ -25,6 +25,7 @@ MARKER = "\u2581"
 DEFAULT_VOCAB_SIZE = 8000
 DEFAULT_MODEL_TYPE = "unigram"
 DEFAULT_CHARACTER_COVERAGE = 1.0
+MODEL_TYPES = ("unigram", "bpe", "char", "word")
 
 
 class SpmScheme(SubwordScheme):
@@ -67,7 +68,7 @@ class SpmScheme(SubwordScheme):
 
         if size < 1:
             raise ConfigError(f"the vocabulary size must be >= 1, got {size}")
-        if model_type not in ("unigram", "bpe", "char", "word"):
+        if model_type not in MODEL_TYPES:
             raise ConfigError(f"unknown SentencePiece model type {model_type!r}")
         for p in files:
             if not os.path.isfile(p):
