@@ -44,6 +44,7 @@ from synprep.parse.trees import parse_tree, parse_trees, read_mrg, tree_to_str
 from synprep.shards import Manifest, SplitReader, open_split
 from synprep.shards.check import CheckReport, check_dir
 from synprep.shards.schema import AXES as AXES_
+from synprep.shards.schema import DEFAULTED_ATTRS
 from synprep.signature import file_sha256
 
 
@@ -348,8 +349,9 @@ def _damage_h5_file(shard: Path, kind: str, data: st.DataObject) -> bool:
         f.visit(lambda n: names.append(n) if isinstance(f[n], h5py.Dataset) else None)
         attrs = sorted(f.attrs)
         if kind == "h5_attr_delete" and attrs:
-            del f.attrs[data.draw(st.sampled_from(attrs), label="attr")]
-            return True
+            attr = data.draw(st.sampled_from(attrs), label="attr")
+            del f.attrs[attr]
+            return attr not in DEFAULTED_ATTRS  # an older shard may lack it: the default applies
         if kind == "h5_attr" and attrs:
             f.attrs[data.draw(st.sampled_from(attrs), label="attr")] = data.draw(st.sampled_from(_ATTR_VALUES),
                                                                                  label="value")
