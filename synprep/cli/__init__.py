@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     # parsing
     "parse": "synprep.cli.parse:parse_cmd",
     "models": "synprep.cli.parse:models_group",
+    "trees": "synprep.cli.trees:trees_group",
     # syntax features
     "align": "synprep.cli.features:align_cmd",
     "distance": "synprep.cli.features:distance_cmd",
