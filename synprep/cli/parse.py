@@ -83,8 +83,7 @@ def parse_cmd(lang: str, parser_name: str, trees_path: str | None, jobs: int, ba
     finally:
         if cache is not None:
             cache.close()
-    log.info("%d lines: %d sentences parsed (%d from the cache, %d by the parser), %d failed lines",
-             stats.lines, stats.sentences, stats.cache_hits, stats.parsed, stats.failed_lines)
+    log.info("%s", stats.summary())
     for reason, count in sorted(stats.reasons.items()):
         log.info("  failed: %s: %d", reason, count)
     click.echo(signature(parser=short_identity(identity), lang=lang, ssplit=not no_ssplit and trees_path is None,

@@ -318,7 +318,6 @@ def parse_block(
     out = []
     used: set[tuple[str, ...]] = set()
     for rec in recs:
-        stats.cache_hits += sum(1 for s in rec.sentences if s in cached)
         pl = _assemble(rec, parses, used)
         stats.lines += 1
         if pl.error is not None:
@@ -326,8 +325,23 @@ def parse_block(
             stats.reasons[_STATS_REASON[error_kind(pl.error)]] += 1
         else:
             stats.sentences += len(pl.sentences)
+            stats.cache_hits += sum(1 for s in rec.sentences if s in cached)
         out.append(pl)
+    stats.repeats += _repeats(recs, out, cached)
     return out
+
+
+def _repeats(recs: list[_Line], lines: list[ParsedLine], cached: set[tuple[str, ...]]) -> int:
+    """Sentences of the block's parsed lines that repeat an earlier one the parser parsed (not cached)."""
+    seen: set[tuple[str, ...]] = set()
+    n = 0
+    for rec, pl in zip(recs, lines, strict=True):
+        if pl.error is None:
+            for s in rec.sentences:
+                if s not in cached:
+                    n += s in seen
+                    seen.add(s)
+    return n
 
 
 def parse_lines(
