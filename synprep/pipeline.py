@@ -198,8 +198,9 @@ def _codes(out: Path, split: str, text: Path, src_lang: str, tgt_lang: str, code
         return target
     if split != TRAIN:
         raise ConfigError(f"no BPE codes in {out}: run the train split first, or give --codes")
-    log.info("learn BPE (%d merges) on %s.clean.{%s,%s}", opts.merges, split, src_lang, tgt_lang)
-    learn_bpe([text / f"{split}.clean.{src_lang}", text / f"{split}.clean.{tgt_lang}"], opts.merges, target)
+    n = learn_bpe([text / f"{split}.clean.{src_lang}", text / f"{split}.clean.{tgt_lang}"], opts.merges, target)
+    log.info("learned %d BPE merges on %s.clean.{%s,%s}%s", n, split, src_lang, tgt_lang,
+             f" (of {opts.merges} asked: no pair occurs twice any more)" if n < opts.merges else "")
     return target
 
 
@@ -260,8 +261,7 @@ def _finish(out: Path, manifest: Manifest, split: str) -> None:
     manifest.save(out)
     report = check_dir(out)
     report.raise_if_failed()
-    log.info("%s", split_summary(manifest, split))
-    log.info("%s", report.summary())
+    log.debug("%s", report.summary())  # the command prints the split's one summary line
 
 
 def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang: str, tgt_lang: str,
@@ -349,7 +349,10 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     # 4. parse, features, shards
     codes_sha = file_sha256(code_path)
     sig = _signature(str(tok_sig["tok"]), text.lowercase, codes_sha, parse)
-    config = {**shared, "split": split, "bpe_codes_sha256": codes_sha, "vocab_sha256": v.sha256,
+    from synprep.text.bpe import count_merges
+
+    config = {**shared, "split": split, "bpe_codes_sha256": codes_sha, "bpe_merges": count_merges(code_path),
+              "vocab_sha256": v.sha256,
               "clean": text.clean if text.clean is not None else split == TRAIN,
               "clean_bounds": [text.ratio, text.min_len, text.max_len]}
     manifest = _manifest(out, sig, shared, v)

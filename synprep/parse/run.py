@@ -21,7 +21,7 @@ import itertools
 import logging
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 from nltk import Tree
@@ -265,6 +265,7 @@ def parse_block(
     first_line: int = 1,
     identity: str | None = None,
     stats: ParseStats | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[ParsedLine]:
     """Parse a bounded block of lines as one unit, with batches that never depend on timing.
 
@@ -278,6 +279,8 @@ def parse_block(
     Args:
         word_lines: each line's words (Moses tokens, unescaped).
         batch_size: sentences per work item (one stanza document).
+        progress: called as ``progress(done, total)`` after each batch, with the sentences parsed so far
+            and the block's sentences to parse (:mod:`synprep.progress`).
         others: as :func:`parse_lines`.
 
     Returns:
@@ -311,6 +314,8 @@ def parse_block(
                 parses[s] = p
                 if not isinstance(p, str):
                     fresh.append((s, p))
+            if progress is not None:
+                progress(len(parses) - len(cached), len(misses))
         if cache is not None and fresh:
             assert identity is not None
             cache.put_many(identity, fresh)
