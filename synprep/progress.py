@@ -45,19 +45,19 @@ class Progress:
         desc: what is being done (``"parse train"``).
         unit: the unit's name, plural (``"lines"``).
         file: where the bar goes (default: ``sys.stderr``); a bar is drawn only when it is a terminal.
-        every: seconds between two log lines when no bar is drawn.
+        every: seconds between two log lines when no bar is drawn (default :data:`LOG_EVERY_S`).
         clock: a monotonic clock in seconds (tests pass their own).
 
     Use as a context manager; :meth:`update_to` and :meth:`skip_to` take absolute positions.
     """
 
     def __init__(self, total: int, desc: str, unit: str = "lines", *, file: IO[str] | None = None,
-                 every: float = LOG_EVERY_S, clock: Callable[[], float] = time.monotonic):
+                 every: float | None = None, clock: Callable[[], float] = time.monotonic):
         self.total = max(int(total), 0)
         self.desc = desc
         self.unit = unit
         self.file = file if file is not None else sys.stderr
-        self.every = every
+        self.every = LOG_EVERY_S if every is None else every
         self.clock = clock
         self.n = 0.0
         self._base: float | None = None  # position and time where this run's work began

@@ -88,3 +88,35 @@ def test_log_options_after_the_subcommand_and_subword_nmt_lines(tmp_path: Path) 
     assert run_cli(*args, "-q").stderr.splitlines() == plain[-1:]
     assert run_cli("-q", *args).stderr.splitlines() == plain[-1:]
     assert run_cli(*args, "--verbose").stderr.splitlines() == plain
+
+
+CONLLU = """# text = i swim .
+1\ti\ti\tPRON\t_\t_\t2\tnsubj\t_\t_
+2\tswim\tswim\tVERB\t_\t_\t0\troot\t_\t_
+3\t.\t.\tPUNCT\t_\t_\t2\tpunct\t_\t_
+
+# text = it works .
+1\tit\tit\tPRON\t_\t_\t2\tnsubj\t_\t_
+2\tworks\twork\tVERB\t_\t_\t0\troot\t_\t_
+3\t.\t.\tPUNCT\t_\t_\t2\tpunct\t_\t_
+
+"""
+
+
+def test_annotate_reports_parse_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         caplog: pytest.LogCaptureFixture) -> None:
+    """The split's shards move the progress over the input lines (a log line when not on a terminal)."""
+    from synprep import progress
+    from synprep.annotate import Parallel, ParseOptions
+    from synprep.pipeline import run_annotate
+
+    monkeypatch.setattr(progress, "LOG_EVERY_S", 0.0)
+    src, tgt, gold = tmp_path / "s.en", tmp_path / "t.de", tmp_path / "g.conllu"
+    src.write_text("i swim .\nit works .\n")
+    tgt.write_text("ich schwimme .\nes geht .\n")
+    gold.write_text(CONLLU)
+    caplog.set_level(logging.INFO, logger="synprep")
+    run_annotate(str(src), str(tgt), tmp_path / "out", src_lang="en", tgt_lang="de", split="test",
+                 parse=ParseOptions(parser="conllu"), par=Parallel(), conllu=str(gold), shard_size=1)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("parse test: ")]
+    assert [x.split(",")[0] for x in lines] == ["parse test: 1/2 lines (50%)", "parse test: 2/2 lines (100%)"]
