@@ -79,7 +79,7 @@ def parse_cmd(lang: str, parser_name: str, trees_path: str | None, jobs: int, ba
                         batch_size=batch_size, identity=identity, stats=stats)
     try:
         with open_output(output_path) as out:
-            write_conllu(_progress(lines), out)
+            write_conllu(_progress(lines, input_path), out)
     finally:
         if cache is not None:
             cache.close()
@@ -91,7 +91,17 @@ def parse_cmd(lang: str, parser_name: str, trees_path: str | None, jobs: int, ba
                err=True)
 
 
-def _progress(lines):
+def _progress(lines, input_path: str):
+    """A bar with ETA (terminal) or a log line every 30 s for a file; a bar without total for stdin."""
+    if input_path != "-":
+        from synprep.progress import Progress
+        from synprep.textio import count_lines
+
+        with Progress(count_lines(input_path), "parse") as progress:
+            for pl in lines:
+                progress.update_to(pl.line)
+                yield pl
+        return
     if not sys.stderr.isatty():
         yield from lines
         return
