@@ -101,6 +101,18 @@ def test_convert_negra_export(tmp_path: Path) -> None:
     src = tmp_path / "negra.export"
     src.write_text(NEGRA_EXPORT, encoding="utf-8")
     assert run_cli("trees", "convert", str(src)).stdout.splitlines() == [S1]
+    # a latin-1 export (as NEGRA ships): named encoding, else an error that points to --encoding
+    latin = tmp_path / "latin.export"
+    latin.write_bytes(NEGRA_EXPORT.replace("Haus", "Häuschen").encode("latin-1"))
+    proc = run_cli("trees", "convert", str(latin), check=False)
+    assert proc.returncode == 2 and "not utf-8 at byte" in proc.stderr and "--encoding latin-1" in proc.stderr
+    out = run_cli("trees", "convert", str(latin), "--encoding", "latin-1").stdout
+    assert out.splitlines() == [S1.replace("Haus", "Häuschen")]
+    # --encoding has no effect on TIGER-XML: refused, not ignored
+    xml = tmp_path / "t.xml"
+    xml.write_text(TIGER_XML, encoding="utf-8")
+    proc = run_cli("trees", "convert", str(xml), "--encoding", "latin-1", check=False)
+    assert proc.returncode == 2 and "--encoding applies to NEGRA export only" in proc.stderr
 
 
 def test_convert_errors(tmp_path: Path) -> None:

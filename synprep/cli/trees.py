@@ -23,9 +23,12 @@ def trees_group() -> None:
 @click.option("--from", "fmt", type=click.Choice(["tigerxml", "export"]), default=None,
               help="Input format (default: from the file ending: .xml → tigerxml, .export/.negra → export).")
 @output_option(help="Bracketed trees, one sentence per line (default: stdout).")
+@click.option("--encoding", default=None, metavar="NAME",
+              help="Encoding of a NEGRA export file (default: utf-8; often latin-1). Not for TIGER-XML.")
 @click.option("--text", "text_path", type=click.Path(dir_okay=False), default=None,
               help="Also write the sentences' words, one line per tree, as the source text for --trees.")
-def convert_cmd(treebank: str, fmt: str | None, output_path: str | None, text_path: str | None) -> None:
+def convert_cmd(treebank: str, fmt: str | None, output_path: str | None, encoding: str | None,
+                text_path: str | None) -> None:
     """Convert TIGER-XML / NEGRA export (discontinuous) to one bracketed tree per line.
 
     Crossing branches are removed with the treetools library (root_attach, negra_mark_heads,
@@ -36,7 +39,7 @@ def convert_cmd(treebank: str, fmt: str | None, output_path: str | None, text_pa
 
     check_outputs(output_path, text_path)
     fmt = fmt or guess_format(treebank)
-    rows = list(convert_lines(treebank, fmt))  # a bad sentence stops before any file is written
+    rows = list(convert_lines(treebank, fmt, encoding))  # a bad sentence stops before any file is written
     with open_output(output_path) as out:
         for _, tree, _ in rows:
             out.write(tree + "\n")

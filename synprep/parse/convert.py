@@ -59,8 +59,14 @@ def _treetools() -> Any:
     return treeanalysis, treeinput, trees, transform
 
 
-def _read_tigerxml(path: Path) -> Iterator[tuple[str, Any]]:
-    """Yield ``(sentence id, treetools tree)`` for each ``<s>`` of a TIGER-XML file (streamed)."""
+def _read_tigerxml(path: Path, encoding: str | None = None) -> Iterator[tuple[str, Any]]:
+    """Yield ``(sentence id, treetools tree)`` for each ``<s>`` of a TIGER-XML file (streamed).
+
+    Raises:
+        ConfigError: an ``encoding`` (the XML declaration names the file's own).
+    """
+    if encoding is not None:
+        raise ConfigError("--encoding applies to NEGRA export only: a TIGER-XML file declares its own")
     _, treeinput, _, _ = _treetools()
     name = display_name(path)
     try:
@@ -80,23 +86,28 @@ def _read_tigerxml(path: Path) -> Iterator[tuple[str, Any]]:
         raise InputError(f"not well-formed XML at column {col + 1}: {what}", name, line) from None
 
 
-def _read_export(path: Path) -> Iterator[tuple[str, Any]]:
-    """Yield ``(#BOS number, treetools tree)`` for each sentence of a NEGRA export (format 3 or 4)."""
+def _read_export(path: Path, encoding: str | None = None) -> Iterator[tuple[str, Any]]:
+    """Yield ``(#BOS number, treetools tree)`` for each sentence of a NEGRA export (format 3 or 4).
+
+    ``encoding``: the file's (default UTF-8; NEGRA and older TIGER exports are often ``latin-1``).
+    """
     _, treeinput, _, _ = _treetools()
     name = display_name(path)
-    quiet = io.StringIO()
+    enc = encoding or "utf-8"
     try:
-        with contextlib.redirect_stderr(quiet):
-            for tree in treeinput.export(str(path), "utf-8"):
+        with contextlib.redirect_stderr(io.StringIO()):
+            for tree in treeinput.export(str(path), enc):
                 yield str(tree.data.get("sid")), tree
+    except UnicodeDecodeError as e:
+        raise InputError(f"not {enc} at byte {e.start} (another encoding? --encoding latin-1)", name) from None
     except (ValueError, IndexError, KeyError) as e:
         raise InputError(f"NEGRA export: {e or type(e).__name__}", name) from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8 at byte {e.start}", name) from None
+    except LookupError:
+        raise ConfigError(f"unknown encoding {enc!r}") from None
 
 
 #: format name → reader yielding ``(sentence id, treetools tree)``
-READERS: dict[str, Callable[[Path], Iterator[tuple[str, Any]]]] = {
+READERS: dict[str, Callable[[Path, str | None], Iterator[tuple[str, Any]]]] = {
     "tigerxml": _read_tigerxml,
     "export": _read_export,
 }
@@ -123,12 +134,14 @@ def _to_nltk(node: Any, trees: Any) -> Tree | str:
     return Tree(node.data["label"] or "", [_to_nltk(k, trees) for k in kids])
 
 
-def convert_treebank(path: PathLike, fmt: str | None = None) -> Iterator[tuple[str, Tree]]:
+def convert_treebank(path: PathLike, fmt: str | None = None, encoding: str | None = None
+                     ) -> Iterator[tuple[str, Tree]]:
     """Read a discontinuous treebank and yield its sentences as continuous, normalized trees.
 
     Args:
         path: a TIGER-XML file or a NEGRA export file (``.gz`` accepted for export).
         fmt: ``"tigerxml"`` or ``"export"`` (:data:`READERS`); None guesses it from the ending.
+        encoding: the export file's encoding (default UTF-8); an error with TIGER-XML.
 
     Yields:
         ``(sentence id, tree)`` in file order; the tree's leaves are the sentence's words in
@@ -149,7 +162,7 @@ def convert_treebank(path: PathLike, fmt: str | None = None) -> Iterator[tuple[s
     if not p.exists():
         raise InputError("no such file", display_name(p))
     name = display_name(p)
-    for sid, tt in READERS[fmt](p):
+    for sid, tt in READERS[fmt](p, encoding):
         words = [t.data["word"] for t in trees.terminals(tt)]
         try:
             for step in TRANSFORMS:
@@ -164,7 +177,8 @@ def convert_treebank(path: PathLike, fmt: str | None = None) -> Iterator[tuple[s
         yield sid, tree
 
 
-def convert_lines(path: PathLike, fmt: str | None = None) -> Iterator[tuple[str, str, str]]:
+def convert_lines(path: PathLike, fmt: str | None = None, encoding: str | None = None
+                  ) -> Iterator[tuple[str, str, str]]:
     """:func:`convert_treebank` as text: ``(sentence id, bracketed tree, words joined by spaces)``."""
-    for sid, tree in convert_treebank(path, fmt):
+    for sid, tree in convert_treebank(path, fmt, encoding):
         yield sid, tree_to_str(tree), " ".join(tree_words(tree))
