@@ -198,6 +198,7 @@ def _codes(out: Path, split: str, text: Path, src_lang: str, tgt_lang: str, code
         return target
     if split != TRAIN:
         raise ConfigError(f"no BPE codes in {out}: run the train split first, or give --codes")
+    log.info("learning BPE codes on %s.clean.{%s,%s} (at most %d merges)", split, src_lang, tgt_lang, opts.merges)
     n = learn_bpe([text / f"{split}.clean.{src_lang}", text / f"{split}.clean.{tgt_lang}"], opts.merges, target)
     log.info("learned %d BPE merges on %s.clean.{%s,%s}%s", n, split, src_lang, tgt_lang,
              f" (of {opts.merges} asked: no pair occurs twice any more)" if n < opts.merges else "")
