@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import sys
 from pathlib import Path
 
@@ -88,6 +89,9 @@ def test_convert_tiger_xml_and_read_back(tmp_path: Path) -> None:
     assert out.read_text().splitlines() == [S1, S2]
     assert text.read_text().splitlines() == ["Gekauft hat er das Haus .", "( Ja ) sagte er ."]
     assert "trees:treetools-" in proc.stderr.splitlines()[-1]
+    gz = tmp_path / "tiger.xml.gz"
+    gz.write_bytes(gzip.compress(TIGER_XML.encode("utf-8")))
+    assert run_cli("trees", "convert", str(gz)).stdout.splitlines() == [S1, S2]
     # the consumer: --trees reads the lines and matches them against the words
     got = list(read_tree_lines(out))
     for (_, (tree,)), words in zip(got, text.read_text().splitlines(), strict=True):

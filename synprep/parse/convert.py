@@ -24,6 +24,7 @@ Readers are a registry (:data:`READERS`): a new treebank format is one function 
 from __future__ import annotations
 
 import contextlib
+import gzip
 import io
 import logging
 import sys
@@ -44,7 +45,8 @@ log = logging.getLogger("synprep")
 TRANSFORMS = ("root_attach", "negra_mark_heads", "boyd_split", "raising")
 
 #: file name endings that name their format when ``--from`` is not given
-SUFFIXES = {".xml": "tigerxml", ".export": "export", ".export.gz": "export", ".negra": "export"}
+SUFFIXES = {".xml": "tigerxml", ".xml.gz": "tigerxml", ".export": "export", ".export.gz": "export",
+            ".negra": "export"}
 
 
 def _treetools() -> Any:
@@ -69,21 +71,32 @@ def _read_tigerxml(path: Path, encoding: str | None = None) -> Iterator[tuple[st
         raise ConfigError("--encoding applies to NEGRA export only: a TIGER-XML file declares its own")
     _, treeinput, _, _ = _treetools()
     name = display_name(path)
+    opener = gzip.open if str(path).endswith(".gz") else open
     try:
-        for _, elem in ET.iterparse(path, events=("end",)):
-            if elem.tag != "s":
-                continue
-            sid = elem.get("id") or "?"
-            try:
-                tree = treeinput.tigerxml_build_tree(elem)
-            except (ValueError, KeyError, AttributeError) as e:
-                raise InputError(f"TIGER-XML sentence {sid}: {e or type(e).__name__}", name) from None
-            yield sid, tree
-            elem.clear()
+        with opener(path, "rb") as f:
+            yield from _tiger_sentences(ET.iterparse(f, events=("end",)), treeinput, name)
     except ET.ParseError as e:
         line, col = e.position
         what = str(e).split(": line ")[0]
         raise InputError(f"not well-formed XML at column {col + 1}: {what}", name, line) from None
+    except (OSError, EOFError) as e:
+        if isinstance(e, FileNotFoundError):
+            raise
+        raise InputError(f"cannot read it: {e}", name) from None
+
+
+def _tiger_sentences(events: Iterator[tuple[str, Any]], treeinput: Any, name: str) -> Iterator[tuple[str, Any]]:
+    """The ``<s>`` elements of an iterparse stream as treetools trees, each element freed after use."""
+    for _, elem in events:
+        if elem.tag != "s":
+            continue
+        sid = elem.get("id") or "?"
+        try:
+            tree = treeinput.tigerxml_build_tree(elem)
+        except (ValueError, KeyError, AttributeError) as e:
+            raise InputError(f"TIGER-XML sentence {sid}: {e or type(e).__name__}", name) from None
+        yield sid, tree
+        elem.clear()
 
 
 def _read_export(path: Path, encoding: str | None = None) -> Iterator[tuple[str, Any]]:
@@ -139,7 +152,7 @@ def convert_treebank(path: PathLike, fmt: str | None = None, encoding: str | Non
     """Read a discontinuous treebank and yield its sentences as continuous, normalized trees.
 
     Args:
-        path: a TIGER-XML file or a NEGRA export file (``.gz`` accepted for export).
+        path: a TIGER-XML file or a NEGRA export file (either may be gzipped: ``.gz``).
         fmt: ``"tigerxml"`` or ``"export"`` (:data:`READERS`); None guesses it from the ending.
         encoding: the export file's encoding (default UTF-8); an error with TIGER-XML.
 
