@@ -156,7 +156,7 @@ def test_tiger_mrg_over_lines(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "text, reason",
     [
-        ("(S (NP ($( -) (NN x)", "unclosed '(' of label 'NP' opened at column 4"),
+        ("(S (NP ($( -) (NN x)", "2 unclosed '(' at the end: label 'NP' opened at column 4"),
         ('(VROOT ($( ") (NN x)))', "unbalanced ')' at column 22"),
         ("(S (NN x)) y", "text outside brackets at column 12"),
     ],
@@ -167,3 +167,17 @@ def test_broken_bracket_names_label_and_column(tmp_path: Path, text: str, reason
     with pytest.raises(InputError) as e:
         list(read_tree_lines(f))
     assert e.value.line == 1 and reason in e.value.reason
+
+
+def test_brackets_inside_a_word() -> None:
+    # stanza writes "(Applause)" as the leaf -LRB-Applause-RRB- (raw, untokenized input)
+    t = parse_tree("(ROOT (S (NP (NN -LRB-Applause-RRB-)) (SYM :-RRB-) (. .)))")
+    match_leaves(t, ["(Applause)", ":)", "."])
+    stored = tree_to_str(t)
+    assert stored == "(ROOT (S (NP (NN -LRB-Applause-RRB-)) (SYM :-RRB-) (. .)))"
+    assert tree_words(stored) == ["(Applause)", ":)", "."]
+    # the features accept the stored tree against the words
+    from synprep.features.distance import leaf_mismatch
+
+    assert leaf_mismatch(Tree.fromstring(stored), ["(Applause)", ":)", "."]) is None
+    assert leaf_mismatch(Tree.fromstring(stored), ["(Applause", ":)", "."]) == (0, "-LRB-Applause-RRB-", "(Applause")

@@ -23,8 +23,8 @@ Normalization (:func:`normalize_tree`), so that every tree synprep stores looks 
   a preterminal. Neither changes a syntactic distance (SPEC.md §2 collapses unary chains).
 
 Leaves and words: a stored tree's leaves are the line's words (Moses tokens, unescaped) with only
-``(`` and ``)`` written as ``-LRB-`` / ``-RRB-`` (stanza and the PTB do the same), so that the
-string stays parseable. :func:`tree_words` turns the leaves back into words. When a tree is matched
+``(`` and ``)`` written as ``-LRB-`` / ``-RRB-``, also inside a word (``(Applause)`` →
+``-LRB-Applause-RRB-``; stanza and the PTB do the same), so that the string stays parseable. :func:`tree_words` turns the leaves back into words. When a tree is matched
 against words (:func:`match_leaves`), a leaf matches a word when it is equal to it, or equal after
 undoing the PTB bracket escapes (``-LRB- -RRB- -LSB- -RSB- -LCB- -RCB-``) or the Moses escapes
 (``&apos;`` ...). Any other difference is an :class:`~synprep.errors.InputError` naming the line and
@@ -56,13 +56,21 @@ _TAG_SPLIT = re.compile(r"[-=]")
 
 
 def word_to_leaf(word: str) -> str:
-    """The leaf text that stands for ``word`` in a stored tree (``(`` → ``-LRB-``, ``)`` → ``-RRB-``)."""
-    return _LEAF_ESCAPES.get(word, word)
+    """The leaf text that stands for ``word`` in a stored tree: every ``(`` → ``-LRB-``, ``)`` → ``-RRB-``
+    (``(Applause)`` → ``-LRB-Applause-RRB-``, as stanza writes it), so the tree string stays readable."""
+    if "(" not in word and ")" not in word:
+        return word
+    return word.replace("(", _LEAF_ESCAPES["("]).replace(")", _LEAF_ESCAPES[")"])
 
 
 def leaf_to_word(leaf: str) -> str:
-    """Undo the PTB bracket escapes of a leaf (``-LRB-`` → ``(``); other leaves are unchanged."""
-    return PTB_ESCAPES.get(leaf, leaf)
+    """Undo the PTB bracket escapes of a leaf: a whole-leaf escape (``-LRB-`` → ``(``, ``-LSB-`` → ``[``
+    …), else ``-LRB-``/``-RRB-`` inside a word (``-LRB-Applause-RRB-`` → ``(Applause)``)."""
+    if leaf in PTB_ESCAPES:
+        return PTB_ESCAPES[leaf]
+    if "-LRB-" in leaf or "-RRB-" in leaf:
+        return leaf.replace("-LRB-", "(").replace("-RRB-", ")")
+    return leaf
 
 
 def clean_label(label: str) -> str:
