@@ -143,8 +143,8 @@ def write_own_tokens(parsed: Iterable[ParsedLine], words: list[list[str]], out: 
             failed += 1
             n = len(line_words)
             sents = [(line_words, ["X"] * n, list(range(n)), ["root"] + ["dep"] * (n - 1))] if n else []
-        for words, upos, heads, rels in sents:
-            for k, (w, u, h, r) in enumerate(zip(words, upos, heads, rels, strict=True), 1):
+        for ws, upos, heads, rels in sents:
+            for k, (w, u, h, r) in enumerate(zip(ws, upos, heads, rels, strict=True), 1):
                 out.write("\t".join([str(k), w, "_", u, "_", "_", str(h), r, "_", "_"]) + "\n")
             out.write("\n")
     return failed
