@@ -64,6 +64,8 @@ class TextOptions:
             only lose pairs with an empty side).
         ratio, min_len, max_len: clean-corpus-n.perl bounds.
         merges: BPE merge operations when the codes are learned.
+        tokenizer: ``moses`` (sacremoses) or ``parser``: the source side's words come from the parser's own
+            tokenizer (:mod:`synprep.text.parser_tokenize`; Japanese with ja_ginza); the target side stays Moses.
     """
 
     lowercase: bool = False
@@ -73,6 +75,7 @@ class TextOptions:
     min_len: int = 1
     max_len: int = 175
     merges: int = 10000
+    tokenizer: str = "moses"
 
 
 # --- configuration guard --------------------------------------------------------------------------
@@ -135,15 +138,23 @@ def _remove_stale_temps(out: Path) -> None:
 # --- text stage -------------------------------------------------------------------------------
 
 
-def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Parallel) -> None:
+def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Parallel, spec: Any = None) -> None:
+    """Tokenize one side; with ``spec`` (the source side under ``--tokenizer parser``) by that parser's tokenizer."""
     from synprep.text.tokenize import tokenize_stream
 
     if out_path.exists():
         return
     log.info("tokenize %s → %s", display_name(inp), out_path)
+    if spec is not None:
+        from synprep.text.parser_tokenize import parser_tokenize_stream
+
+        lines = parser_tokenize_stream(iter_lines(inp), spec, jobs=par.jobs, backend=par.backend,
+                                       scheduler=par.scheduler)
+    else:
+        lines = tokenize_stream(iter_lines(inp), lang, fairseq_compat=opts.fairseq_compat, jobs=par.jobs,
+                                backend=par.backend, scheduler=par.scheduler)
     with atomic_write(out_path) as f:
-        for line in tokenize_stream(iter_lines(inp), lang, fairseq_compat=opts.fairseq_compat, jobs=par.jobs,
-                                    backend=par.backend, scheduler=par.scheduler):
+        for line in lines:
             f.write(line + "\n")
 
 
@@ -307,7 +318,21 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     if src is not None and (n_raw := count_lines(src)) != n_tgt:
         raise InputError(f"line counts differ: {src} has {n_raw} lines, {tgt} has {n_tgt}", tgt)
 
-    tok_sig = tokenizer_signature(src_lang, lowercase=text.lowercase, escape=True, fairseq_compat=text.fairseq_compat)
+    tok_spec = None
+    if text.tokenizer == "parser":
+        if parse.parser == "conllu":
+            raise ConfigError("--tokenizer parser has no effect with --parser conllu (the words are the CoNLL-U's)")
+        if text.fairseq_compat:
+            raise ConfigError("--fairseq-compat is a Moses rule: it has no effect with --tokenizer parser")
+        from synprep.text.parser_tokenize import parser_tokenizer_signature
+
+        tok_spec = parse.spec
+        tok_sig = parser_tokenizer_signature(parse.identity(), lowercase=text.lowercase, escape=True)
+    elif text.tokenizer == "moses":
+        tok_sig = tokenizer_signature(src_lang, lowercase=text.lowercase, escape=True,
+                                      fairseq_compat=text.fairseq_compat)
+    else:
+        raise ConfigError(f"unknown tokenizer {text.tokenizer!r} (moses or parser)")
     shared = {"mode": "pipeline", "src_lang": src_lang, "tgt_lang": tgt_lang, "tokenizer": tok_sig["tok"],
               "lowercase": text.lowercase, "fairseq_compat": text.fairseq_compat, "merges": text.merges,
               "parser": parse.config(), "ldd_threshold": ldd_threshold, "shard_size": shard_size}
@@ -333,7 +358,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     else:
         assert src is not None
         n_src = n_tgt
-        _tokenize(src, src_tok, src_lang, text, par)
+        _tokenize(src, src_tok, src_lang, text, par, spec=tok_spec)
     if n_src != n_tgt:
         raise InputError(f"line counts differ: {conllu} has {n_src} lines, {tgt} has {n_tgt}", tgt)
     _tokenize(tgt, work / f"{split}.tok.{tgt_lang}", tgt_lang, text, par)

@@ -223,3 +223,30 @@ def test_japanese_scored_on_gold_and_on_parser_words(shared_data: Path, ja_spec:
     assert on_gold["Words"] == 100.0 and on_gold["failed"] == 0
     assert 60.0 < on_gold["UAS"] <= 100.0 and on_gold["LAS"] <= on_gold["UAS"]
     assert 50.0 < on_own["Words"] <= 100.0 and on_own["LAS"] <= on_own["UAS"]
+
+
+def test_japanese_pipeline_with_ginza_words_builds_checked_shards(shared_data: Path, tmp_path: Path) -> None:
+    texts = [line[len("# text = "):] for line in (shared_data / "ud" / "ja_gsd-ud-test.conllu")
+             .read_text(encoding="utf-8").splitlines() if line.startswith("# text = ")][:6]
+    (tmp_path / "src.ja").write_text("\n".join(texts) + "\n", encoding="utf-8")
+    (tmp_path / "tgt.en").write_text("".join(f"target sentence number {i} .\n" for i in range(6)), encoding="utf-8")
+    out = tmp_path / "out"
+    proc = run_cli("pipeline", "--src", str(tmp_path / "src.ja"), "--tgt", str(tmp_path / "tgt.en"), "-s", "ja",
+                   "-t", "en", "--out", str(out), "--parser", "spacy", "--spacy-model", "ja_ginza", "--tokenizer",
+                   "parser", "--no-clean", "--merges", "50", "--no-cache")
+    assert "tok:parser:spacy-" in proc.stderr and "parser:spacy-" in proc.stderr
+    checked = run_cli("check", str(out))
+    assert "OK" in checked.stdout + checked.stderr and "6 pairs" in checked.stdout + checked.stderr
+    tok = (out / "text" / "train.tok.ja").read_text(encoding="utf-8").splitlines()
+    assert ["".join(t.split()) for t in tok] == ["".join(t.split()) for t in texts]  # GiNZA's words, every character
+    # show --png draws the Japanese words with a CJK font where one is installed (they were boxes before)
+    import warnings
+
+    from synprep.show import _cjk_fonts, load_pair, save_png
+
+    if not _cjk_fonts():
+        return
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        save_png(load_pair(out, "train", index=0), tmp_path / "pair.png")
+    assert not [w for w in caught if "missing from font" in str(w.message)]
