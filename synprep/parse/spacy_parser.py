@@ -190,9 +190,9 @@ def _meta_parser_labels(model: SpacyModel) -> list[str] | None:
 def _requirements(model: SpacyModel) -> list[str]:
     out = []
     for req in model.meta.get("requirements", []):
-        name = re.split(r"[<>=!~ \[;]", req, maxsplit=1)[0]
-        if name and name != "spacy":
-            out.append(f"{name}-{package_version(name)}")
+        dist = re.split(r"[<>=!~ \[;]", req, maxsplit=1)[0]
+        if dist and dist != "spacy":  # spaCy's own version is a field of its own
+            out.append(f"{dist}-{package_version(dist)}")
     return out
 
 
