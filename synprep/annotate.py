@@ -73,8 +73,9 @@ class ParseOptions:
     """How the source side is parsed (everything here is part of the shards' configuration).
 
     Attributes:
-        parser: ``stanza``, ``corenlp`` or ``conllu`` (imported parses carried by the items).
-        spec: the :class:`synprep.parse.base.ParserSpec` for stanza / CoreNLP.
+        parser: a registered parser (``stanza``, ``corenlp``, ``spacy``) or ``conllu`` (imported parses
+            carried by the items).
+        spec: the :class:`synprep.parse.base.ParserSpec` of the parser.
         ssplit: split a line into sentences on its words (SPEC.md §1); False = one sentence.
         batch_size: sentences per work item sent to a worker.
         cache: the parse cache file, or None for no cache.
@@ -105,7 +106,14 @@ class ParseOptions:
             spec.pop("timeout", None)
             spec.pop("corenlp_endpoint", None)
             spec.pop("dir", None)
+            for key in ("spacy_model", "label_map"):  # newer fields: absent when unset, as before they existed
+                if spec.get(key) is None:
+                    spec.pop(key, None)
             out.update(spec)
+            from synprep.parse.registry import backend_class
+
+            if not backend_class(self.parser).has_scores:  # no arc scores: the LDD features are one-hot rows
+                out["ldd"] = "one-hot"
             out["identity"] = self.identity()
             out["batch_size"] = self.batch_size
         return out

@@ -46,7 +46,8 @@ ARC_STEP = 0.6
 #: fonts with CJK glyphs, tried in order (matplotlib falls back to them per glyph after DejaVu Sans)
 CJK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans CJK TC", "Noto Sans CJK KR", "Noto Serif CJK JP",
              "Source Han Sans", "Source Han Sans JP", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei",
-             "Droid Sans Fallback", "IPAGothic", "IPAexGothic", "Noto Sans JP", "Noto Sans SC", "Noto Sans KR")
+             "Droid Sans Fallback", "IPAexGothic", "IPAGothic", "TakaoGothic", "Noto Sans JP", "Noto Sans SC",
+             "Noto Sans KR")
 #: the Debian/Ubuntu package that provides the first of them
 CJK_FONT_PACKAGE = "fonts-noto-cjk"
 #: tree sources whose gaps come from a constituency tree (drawn by :func:`_tree_panel`)
@@ -604,3 +605,9 @@ def save_png(view: PairView, path: str | os.PathLike, *, tau: float = 10.0, mode
     with atomic_write(path, "wb") as f:
         f.write(data)
     return len(data)
+
+
+def _cjk_fonts() -> list[str]:
+    """``[cjk_font()]``, or ``[]`` without one (kept for callers of the earlier name)."""
+    font = cjk_font()
+    return [font] if font else []
