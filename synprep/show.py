@@ -387,6 +387,9 @@ def pair_figure(view: PairView, *, tau: float = 10.0, mode: str = "cnf") -> Figu
     Raises:
         ValueError: τ <= 0 or an unknown gap mode.
     """
+    from synprep.extras import require
+
+    require("matplotlib", "drawing a pair (show --png)")
     from matplotlib.figure import Figure
 
     mats = pair_matrices(view, tau=tau, mode=mode)
