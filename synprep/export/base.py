@@ -1,0 +1,311 @@
+"""The export driver: atomic, resumable, streaming; an :class:`Exporter` only says what a unit's files hold.
+
+An export reads an output folder (shards + ``manifest.json`` + ``dict.txt``) and writes ``DEST``:
+
+* the exporter's files, unit by unit. A *unit* is one shard (``per_shard = True``, e.g. one Parquet
+  file per shard) or one split (fairseq's one ``.bin``/``.idx`` per split, built by appending the
+  split's shards in order). Only one shard is in memory at a time, so memory does not grow with the
+  corpus (benchmarks/bench_export.py).
+* ``DEST/export.json``: the exporter and its format version, the source's signature line and
+  shard config, and per unit the source shards (sha256 from the source manifest) and the files
+  written (sha256, bytes, pairs). It is saved after every unit.
+
+Atomic: a unit's files are written under temporary names (``.NAME.XXXX.tmp``) and renamed into place
+only when all are complete; then ``export.json`` records the unit. Resumable: running the same
+export again skips every recorded unit whose files are intact and whose source shards are unchanged,
+and redoes the rest (stale temporary files of an interrupted run are removed). A ``DEST`` holding
+an export of another format or of another source configuration is refused (ConfigError). One
+export per ``DEST`` at a time (a lock file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, ClassVar
+
+from synprep.constants import VOCAB_NAME
+from synprep.errors import ConfigError, InputError
+from synprep.shards.manifest import Manifest
+from synprep.shards.reader import ShardReader, open_split
+from synprep.shards.writer import ShardInfo
+from synprep.signature import file_sha256
+from synprep.textio import atomic_write, file_mode
+
+log = logging.getLogger("synprep")
+
+#: name of the export's own manifest in DEST
+EXPORT_MANIFEST = "export.json"
+#: ``format`` field of export.json; its layout version
+EXPORT_FORMAT = "synprep-export"
+EXPORT_FORMAT_VERSION = 1
+LOCK_NAME = ".synprep-export.lock"
+
+
+@dataclass
+class Unit:
+    """One piece of work: a split, or one shard of it.
+
+    Attributes:
+        split: the split's name. shards: the source shards it reads, in order. key: its name in
+        export.json (``SPLIT`` or ``SPLIT.NNNNN``). index: the shard index for a per-shard unit,
+        else None. n_shards: the split's number of shards.
+    """
+
+    split: str
+    shards: list[ShardInfo]
+    key: str
+    index: int | None
+    n_shards: int
+
+
+@dataclass
+class ExportContext:
+    """What every exporter gets: the source folder, its manifest, languages, DEST."""
+
+    source: Path
+    dest: Path
+    manifest: Manifest
+    src_lang: str
+    tgt_lang: str
+    vocab_path: Path
+    splits: list[str] = field(default_factory=list)
+
+    def readers(self, unit: Unit) -> list[ShardReader]:
+        """The unit's shards, opened with :func:`open_split` (verified against the manifest)."""
+        by_name = {r.path.name: r for r in open_split(self.source, unit.split)}
+        missing = [s.file for s in unit.shards if s.file not in by_name]
+        if missing:
+            raise InputError(f"shard {missing[0]} listed in the manifest is missing", str(self.source))
+        return [by_name[s.file] for s in unit.shards]
+
+
+class UnitFiles:
+    """The temporary files of one unit; :meth:`commit` renames them all into place."""
+
+    def __init__(self, dest: Path):
+        self.dest = dest
+        self._tmp: dict[str, Path] = {}
+
+    def path(self, name: str) -> Path:
+        """A temporary path that becomes ``DEST/name`` on commit (parents created)."""
+        if name not in self._tmp:
+            target = self.dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            os.close(fd)
+            self._tmp[name] = Path(tmp)
+        return self._tmp[name]
+
+    @contextlib.contextmanager
+    def open(self, name: str, mode: str = "wb") -> Iterator[IO[Any]]:
+        """Open the temporary file of ``name`` for writing (text modes: UTF-8, ``\\n`` line ends)."""
+        path = self.path(name)
+        f = open(path, mode) if "b" in mode else open(path, mode, encoding="utf-8", newline="\n")
+        with f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+
+    def commit(self) -> dict[str, dict[str, Any]]:
+        """Rename every file into place; returns ``{name: {"sha256", "bytes"}}``."""
+        out = {}
+        for name, tmp in sorted(self._tmp.items()):
+            os.chmod(tmp, file_mode())
+            out[name] = {"sha256": file_sha256(tmp), "bytes": tmp.stat().st_size}
+        for name, tmp in sorted(self._tmp.items()):
+            os.replace(tmp, self.dest / name)
+        self._tmp.clear()
+        return out
+
+    def discard(self) -> None:
+        for tmp in self._tmp.values():
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        self._tmp.clear()
+
+
+class Exporter:
+    """Base class of an export format (registered in :data:`synprep.export.EXPORTERS`).
+
+    Subclasses set the class attributes and implement :meth:`write_unit`; :meth:`finish` writes the
+    files that describe the whole export (dataset card, dictionaries, plugin), rewritten every run.
+
+    Attributes:
+        name: the format's name. version: the layout version of what it writes (bumped when an old
+        reader would misread it). requires: the modules it imports (lazily, inside its methods;
+        :data:`synprep.extras.EXTRA_OF` names the pip extra of each). per_shard: one
+        unit per shard (True) or per split (False).
+    """
+
+    name: ClassVar[str] = ""
+    version: ClassVar[int] = 1
+    requires: ClassVar[tuple[str, ...]] = ()
+    per_shard: ClassVar[bool] = False
+
+    def __init__(self, ctx: ExportContext):
+        self.ctx = ctx
+
+    def write_unit(self, unit: Unit, files: UnitFiles) -> int:
+        """Write one unit's files through ``files``; returns the number of pairs written."""
+        raise NotImplementedError
+
+    def finish(self, record: ExportRecord) -> None:
+        """Write the whole-export files (atomically, each with :func:`synprep.textio.atomic_write`)."""
+
+    def signature(self) -> str:
+        """The source's signature line with ``|export:NAME-vVERSION`` appended."""
+        return f"{self.ctx.manifest.signature}|export:{self.name}-v{self.version}"
+
+
+@dataclass
+class ExportRecord:
+    """``DEST/export.json``."""
+
+    exporter: str
+    exporter_version: int
+    signature: str
+    config: dict[str, Any]
+    src_lang: str
+    tgt_lang: str
+    units: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        d = {"format": EXPORT_FORMAT, "format_version": EXPORT_FORMAT_VERSION, "exporter": self.exporter,
+             "exporter_version": self.exporter_version, "signature": self.signature, "config": self.config,
+             "src_lang": self.src_lang, "tgt_lang": self.tgt_lang, "units": self.units}
+        return json.dumps(d, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+    def save(self, dest: Path) -> None:
+        with atomic_write(dest / EXPORT_MANIFEST) as f:
+            f.write(self.to_json())
+
+    @classmethod
+    def load(cls, dest: Path) -> ExportRecord | None:
+        path = dest / EXPORT_MANIFEST
+        if not path.exists():
+            return None
+        try:
+            d = json.loads(path.read_text(encoding="utf-8"))
+            if d.get("format") != EXPORT_FORMAT or d.get("format_version") != EXPORT_FORMAT_VERSION:
+                raise ValueError(f"unknown format {d.get('format')!r} version {d.get('format_version')!r}")
+            return cls(exporter=d["exporter"], exporter_version=d["exporter_version"], signature=d["signature"],
+                       config=d["config"], src_lang=d["src_lang"], tgt_lang=d["tgt_lang"], units=d["units"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise InputError(f"not a synprep export manifest: {e}", str(path)) from None
+
+    def pairs(self, split: str) -> int:
+        return sum(u["pairs"] for u in self.units.values() if u["split"] == split)
+
+    def splits(self) -> list[str]:
+        return sorted({u["split"] for u in self.units.values()})
+
+
+def _unit_done(dest: Path, entry: dict[str, Any] | None, unit: Unit) -> bool:
+    if entry is None or entry.get("sources") != [s.sha256 for s in unit.shards]:
+        return False
+    for name, meta in entry.get("files", {}).items():
+        path = dest / name
+        if not path.is_file() or path.stat().st_size != meta["bytes"] or file_sha256(path) != meta["sha256"]:
+            return False
+    return True
+
+
+def _units(manifest: Manifest, split: str, per_shard: bool) -> list[Unit]:
+    shards = manifest.splits[split].shards
+    if per_shard:
+        return [Unit(split, [s], f"{split}.{i:05d}", i, len(shards)) for i, s in enumerate(shards)]
+    return [Unit(split, list(shards), split, None, len(shards))]
+
+
+@contextlib.contextmanager
+def _locked(dest: Path) -> Iterator[None]:
+    with open(dest / LOCK_NAME, "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(f"{dest} is being written by another synprep export") from None
+        yield
+
+
+def _remove_stale_tmp(dest: Path) -> None:
+    for tmp in dest.rglob(".*.tmp"):
+        if tmp.is_file():
+            tmp.unlink()
+
+
+def languages(manifest: Manifest, source: Path) -> tuple[str, str]:
+    """(source, target) language codes of a shard folder: the ``src_lang``/``tgt_lang`` attributes of its first shard."""
+    first = next(e.shards[0] for e in manifest.splits.values() if e.shards)
+    attrs = ShardReader(source / first.file).attrs
+    return str(attrs["src_lang"]), str(attrs["tgt_lang"])
+
+
+def run_export(exporter_cls: type[Exporter], source: str | os.PathLike, dest: str | os.PathLike,
+               splits: list[str] | None = None) -> ExportRecord:
+    """Export ``splits`` (default: every split with shards) of the output folder ``source`` into ``dest``.
+
+    Returns:
+        the saved :class:`ExportRecord` (pairs per split via ``.pairs(split)``).
+
+    Raises:
+        InputError: ``source`` is not an output folder, a shard is missing or corrupt.
+        ConfigError: an unknown split; ``dest`` holds another export (format, version, source
+            signature or configuration differ) or is being written by another process.
+    """
+    source, dest = Path(source), Path(dest)
+    manifest = Manifest.load(source)
+    available = [s for s, e in manifest.splits.items() if e.shards]
+    if not splits:
+        splits = sorted(available)
+    unknown = [s for s in splits if s not in available]
+    if unknown:
+        raise ConfigError(f"split {unknown[0]!r} has no shards in {source} (splits: {', '.join(sorted(available)) or 'none'})")
+    if not splits:
+        raise ConfigError(f"{source} holds no shards to export")
+    src_lang, tgt_lang = languages(manifest, source)
+    vocab_path = source / str((manifest.vocab or {}).get("path") or VOCAB_NAME)
+    if not vocab_path.is_file():
+        raise InputError("no vocabulary (dict.txt) beside the shards", str(vocab_path))
+    if dest.exists() and not dest.is_dir():
+        raise ConfigError(f"--to {dest} exists and is not a folder")
+    dest.mkdir(parents=True, exist_ok=True)
+    ctx = ExportContext(source, dest, manifest, src_lang, tgt_lang, vocab_path, list(splits))
+    exporter = exporter_cls(ctx)
+    with _locked(dest):
+        _remove_stale_tmp(dest)
+        record = ExportRecord.load(dest)
+        fresh = ExportRecord(exporter_cls.name, exporter_cls.version, exporter.signature(), manifest.config,
+                             src_lang, tgt_lang)
+        if record is None:
+            record = fresh
+        else:
+            for key in ("exporter", "exporter_version", "signature", "config", "src_lang", "tgt_lang"):
+                if getattr(record, key) != getattr(fresh, key):
+                    raise ConfigError(f"{dest} holds another export ({key}: {getattr(record, key)!r}, this one: "
+                                      f"{getattr(fresh, key)!r}); choose another --to")
+        for split in splits:
+            for unit in _units(manifest, split, exporter_cls.per_shard):
+                if _unit_done(dest, record.units.get(unit.key), unit):
+                    log.info("export: %s already done, skipped", unit.key)
+                    continue
+                files = UnitFiles(dest)
+                try:
+                    pairs = exporter.write_unit(unit, files)
+                    written = files.commit()
+                finally:
+                    files.discard()
+                record.units[unit.key] = {"split": split, "sources": [s.sha256 for s in unit.shards],
+                                          "files": written, "pairs": pairs}
+                record.save(dest)
+                log.info("export: %s: %d pairs", unit.key, pairs)
+        exporter.finish(record)
+        record.save(dest)
+    return record
