@@ -168,6 +168,26 @@ def load_pair(folder: str | os.PathLike, split: str = "train", *, index: int | N
                     upos=names(rec.upos, upos_labels), notes=notes)
 
 
+def pair_json(view: PairView) -> dict[str, Any]:
+    """The pair as JSON-ready values (``synprep show --json``).
+
+    Keys: ``split``, ``index`` (0-based in the split), ``shard``, ``position``, ``line`` (1-based),
+    ``signature``, ``tree_source``, ``src``/``tgt`` (pieces), ``words``, ``deprels``/``upos`` (names),
+    and every stored field of the record (docs/FORMAT.md index bases) as a list.
+    """
+    from synprep.shards.reader import PAIR_KEYS
+
+    rec = view.record
+    out: dict[str, Any] = {"split": view.split, "index": view.index, "shard": view.shard, "position": view.position,
+                           "signature": view.attrs.get("signature", ""), "tree_source": view.attrs.get("tree_source"),
+                           "src": view.src, "tgt": view.tgt, "words": view.words, "deprels": view.deprels,
+                           "upos_tags": view.upos, "notes": view.notes}
+    for key in PAIR_KEYS:
+        value = getattr(rec, key)
+        out[key] = value.tolist() if isinstance(value, np.ndarray) else value
+    return out
+
+
 # --- the matrices a figure shows (all with </s>, as the trainer builds them) --------------------
 
 

@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "check": "synprep.cli.shards:check_cmd",
     "show": "synprep.cli.shards:show_cmd",
     "export": "synprep.cli.export:export_cmd",
+    "info": "synprep.cli.info:info_cmd",
     # whole pipeline
     "pipeline": "synprep.cli.pipeline:pipeline_cmd",
     "annotate": "synprep.cli.pipeline:annotate_cmd",
