@@ -227,3 +227,14 @@ def test_refusals(synthetic: Path, tmp_path: Path, monkeypatch) -> None:
         get_exporter("csv")
     assert set(EXPORTERS) == {"parquet", "hf", "fairseq", "factors"}
     assert export_base.EXPORT_MANIFEST == "export.json"
+
+
+def test_vectorised_unescape_and_unbpe_equal_sacremoses_and_sed() -> None:
+    import pyarrow as pa
+
+    from synprep.export.parquet import _unbpe, _unescape
+
+    words = ["we &apos;re", "plain", "a &amp;lt; b", "&#91;x&#93; &quot;q&quot; &#124; &lt;&gt;", "&amp;amp;", ""]
+    assert _unescape(pa.array(words)).to_pylist() == [unescape(w) for w in words]
+    assert _unescape(pa.array(["no escapes"])).to_pylist() == ["no escapes"]
+    assert _unbpe(pa.array(["ri@@ ver bank@@", "a@@ @@ b", "x"])).to_pylist() == ["river bank", "ab", "x"]

@@ -26,16 +26,19 @@ import numpy as np
 
 MAGIC = b"MMIDIDX\x00\x00"
 VERSION = 1
-#: fairseq 0.12's ``_code_to_dtype`` (the codes this writer uses; 7 = np.double)
-DTYPE_CODES: dict[np.dtype, int] = {np.dtype(np.uint8): 1, np.dtype(np.int8): 2, np.dtype(np.int16): 3, np.dtype(np.int32): 4,
-               np.dtype(np.int64): 5, np.dtype(np.float64): 7, np.dtype(np.uint16): 8}
+#: fairseq 0.12's ``_code_to_dtype``, inverted as its ``_dtype_header_code`` does (float64 is 6, the
+#: first of its two float64 codes)
+DTYPE_CODES: dict[np.dtype, int] = {
+    np.dtype(np.uint8): 1, np.dtype(np.int8): 2, np.dtype(np.int16): 3, np.dtype(np.int32): 4,
+    np.dtype(np.int64): 5, np.dtype(np.float64): 6, np.dtype(np.uint16): 8, np.dtype(np.uint32): 9,
+    np.dtype(np.uint64): 10}
 #: items per chunk when the index is assembled
 CHUNK = 1 << 20
 
 
 def token_dtype(vocab_size: int) -> np.dtype:
-    """fairseq's ``best_fitting_int_dtype``: uint16 for a vocabulary under 65500 symbols, else int32."""
-    return np.dtype(np.uint16) if vocab_size < 65500 else np.dtype(np.int32)
+    """fairseq's ``best_fitting_int_dtype(len(dictionary))``: uint16 under 65500 symbols, else uint32."""
+    return np.dtype(np.uint16) if vocab_size < 65500 else np.dtype(np.uint32)
 
 
 class MMapIndexedWriter:

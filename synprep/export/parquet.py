@@ -87,13 +87,28 @@ def hf_features(src_lang: str, tgt_lang: str, deprels: list[str], upos: list[str
 
 
 def _unescape(arr: Any) -> Any:
-    """Moses escapes undone with sacremoses' own table (its regexes, applied in its order)."""
+    """Moses escapes undone with sacremoses' own table (its regexes, in its order), on the strings holding ``&`` only."""
     import pyarrow.compute as pc
     from sacremoses import MosesDetokenizer
 
+    mask = pc.match_substring(arr, "&")
+    if not pc.any(mask).as_py():
+        return arr
+    sub = arr.filter(mask)
     for regexp, substitution in MosesDetokenizer.MOSES_UNESCAPE_XML_REGEXES:
-        arr = pc.replace_substring_regex(arr, pattern=regexp.pattern, replacement=substitution)
-    return arr
+        sub = pc.replace_substring_regex(sub, pattern=regexp.pattern, replacement=substitution)
+    return pc.replace_with_mask(arr, mask, sub)
+
+
+def _unbpe(arr: Any) -> Any:
+    """subword-nmt's ``sed -r 's/(@@ )|(@@ ?$)//g'`` on each string."""
+    import pyarrow.compute as pc
+
+    arr = pc.replace_substring(arr, pattern="@@ ", replacement="")
+    mask = pc.ends_with(arr, "@@")
+    if not pc.any(mask).as_py():
+        return arr
+    return pc.replace_with_mask(arr, mask, pc.replace_substring_regex(arr.filter(mask), pattern="@@$", replacement=""))
 
 
 class ParquetExporter(Exporter):
@@ -149,8 +164,7 @@ class ParquetExporter(Exporter):
         wpo = pa.array(block.word_piece_offsets().astype(np.int32))
         words = _unescape(pc.binary_join(pa.ListArray.from_arrays(wpo, self._stripped.take(pa.array(src_ids))), ""))
         src_text = pc.binary_join(lst("word", words), " ")
-        tgt_text = _unescape(pc.replace_substring_regex(pc.binary_join(lst("tgt", tgt_pieces), " "),
-                                                        pattern="@@( |$)", replacement=""))
+        tgt_text = _unescape(_unbpe(pc.binary_join(lst("tgt", tgt_pieces), " ")))
         langs = {self.ctx.src_lang: src_text, self.ctx.tgt_lang: tgt_text}
         translation = pa.StructArray.from_arrays([langs[k] for k in sorted(langs)], names=sorted(langs))
         ldd = pa.StructArray.from_arrays(
