@@ -15,7 +15,7 @@ fairseq-venv: $(FAIRSEQ_STAMP)
 # Built in a temporary folder and renamed when complete: an interrupted build leaves no half venv behind
 # (venvs are not relocatable, so the temporary one is built at its final path under a lock instead).
 $(FAIRSEQ_STAMP): $(FAIRSEQ_REQ)
-	mkdir -p $(dir $(FAIRSEQ_VENV))
+	@mkdir -p $(dir $(FAIRSEQ_VENV))
 	exec 9> $(FAIRSEQ_VENV).lock
 	flock 9
 	if [ -f $(FAIRSEQ_STAMP) ]; then exit 0; fi

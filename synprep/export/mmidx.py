@@ -70,8 +70,8 @@ class MMapIndexedWriter:
             info = np.iinfo(self.dtype)
             if values.min() < info.min or values.max() > info.max:
                 raise ValueError(f"values in [{values.min()}, {values.max()}] do not fit {self.dtype}")
-        self._bin.write(np.ascontiguousarray(values, dtype=self.dtype.newbyteorder("<")).tobytes())
-        self._sizes.write(lengths.astype("<i4").tobytes())
+        self._bin.write(np.ascontiguousarray(values, dtype=self.dtype.newbyteorder("<")).data)
+        self._sizes.write(lengths.astype("<i4").data)
         self.count += len(lengths)
 
     def write_index(self, idx_file: IO[bytes]) -> None:
