@@ -78,3 +78,18 @@ def test_release_files() -> None:
     cite = (ROOT / "docs" / "cite.md").read_text()
     papers = sorted((ROOT.parent / "shared" / "papers").glob("*.txt"))
     assert cite.count("\n| ") >= 6 and (not papers or len(papers) == 5)
+
+
+def test_trainer_skips_gates_png_without_matplotlib(monkeypatch, caplog, tmp_path: Path) -> None:
+    import logging
+    import types
+
+    from synprep.train.loop import Trainer
+
+    monkeypatch.setattr("synprep.extras.available", lambda module: module != "matplotlib")
+    fake = types.SimpleNamespace(out=tmp_path)
+    with caplog.at_level(logging.WARNING, logger="synprep.train"):
+        Trainer._draw(fake)  # type: ignore[arg-type]
+        Trainer._draw(fake)  # type: ignore[arg-type]
+    assert caplog.text.count("gates.png not drawn") == 1 and "pip install 'synprep[plot]'" in caplog.text
+    assert not (tmp_path / "gates.png").exists()
