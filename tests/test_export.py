@@ -220,6 +220,12 @@ def test_refusals(synthetic: Path, tmp_path: Path, monkeypatch) -> None:
     proc = run_cli("export", str(tmp_path / "nothing"), "--format", "factors", "--to", str(tmp_path / "z"),
                    check=False)
     assert proc.returncode == 2 and "synprep: error:" in proc.stderr and not (tmp_path / "z").exists()
+    with pytest.raises(ConfigError, match="shard folder itself"):
+        export(str(synthetic), "factors", str(synthetic))
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="not empty and holds no export.json"):
+        export(str(synthetic), "factors", str(tmp_path / "busy"))
     monkeypatch.setattr("synprep.extras.available", lambda module: module != "pyarrow")
     with pytest.raises(ConfigError, match=r"pip install .synprep\[parquet\]."):
         get_exporter("hf")

@@ -257,8 +257,9 @@ def run_export(exporter_cls: type[Exporter], source: str | os.PathLike, dest: st
 
     Raises:
         InputError: ``source`` is not an output folder, a shard is missing or corrupt.
-        ConfigError: an unknown split; ``dest`` holds another export (format, version, source
-            signature or configuration differ) or is being written by another process.
+        ConfigError: an unknown split; ``dest`` is the source folder, or a non-empty folder that is
+            not an export, or holds another export (format, version, source signature or
+            configuration differ), or is being written by another process.
     """
     source, dest = Path(source), Path(dest)
     manifest = Manifest.load(source)
@@ -276,6 +277,13 @@ def run_export(exporter_cls: type[Exporter], source: str | os.PathLike, dest: st
         raise InputError("no vocabulary (dict.txt) beside the shards", str(vocab_path))
     if dest.exists() and not dest.is_dir():
         raise ConfigError(f"--to {dest} exists and is not a folder")
+    if dest.resolve() == source.resolve():
+        raise ConfigError(f"--to {dest} is the shard folder itself; export into another folder")
+    if dest.is_dir() and not (dest / EXPORT_MANIFEST).exists() and any(  # what a killed first run leaves is ours
+            p.is_file() and p.name != LOCK_NAME and not (p.name.startswith(".") and p.name.endswith(".tmp"))
+            for p in dest.rglob("*")):
+        raise ConfigError(f"--to {dest} is not empty and holds no {EXPORT_MANIFEST}: export into a new or empty "
+                          f"folder (or one an earlier export made)")
     dest.mkdir(parents=True, exist_ok=True)
     ctx = ExportContext(source, dest, manifest, src_lang, tgt_lang, vocab_path, list(splits))
     exporter = exporter_cls(ctx)
