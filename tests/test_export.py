@@ -8,12 +8,14 @@ pairs. The fairseq round trip through real fairseq is tests/test_export_fairseq.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 
-from synprep.errors import ConfigError
+from synprep.errors import ConfigError, InputError
 from synprep.export import EXPORTERS, export, get_exporter
 from synprep.export import base as export_base
 from synprep.export.columns import ShardBlock
@@ -220,6 +222,13 @@ def test_refusals(synthetic: Path, tmp_path: Path, monkeypatch) -> None:
     proc = run_cli("export", str(tmp_path / "nothing"), "--format", "factors", "--to", str(tmp_path / "z"),
                    check=False)
     assert proc.returncode == 2 and "synprep: error:" in proc.stderr and not (tmp_path / "z").exists()
+    changed = tmp_path / "changed"
+    shutil.copytree(synthetic, changed)
+    with h5py.File(changed / "valid.00000.h5", "r+") as f:
+        f["heads"][0] = f["heads"][0]  # rewritten: the bytes (and sha256) change, the manifest does not
+        f.attrs["tree_source"] = "dependency"
+    with pytest.raises(InputError, match="differs from its manifest entry"):
+        export(str(changed), "factors", str(tmp_path / "c"), ["valid"])
     with pytest.raises(ConfigError, match="shard folder itself"):
         export(str(synthetic), "factors", str(synthetic))
     (tmp_path / "busy").mkdir()

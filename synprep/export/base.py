@@ -4,8 +4,9 @@ An export reads an output folder (shards + ``manifest.json`` + ``dict.txt``) and
 
 * the exporter's files, unit by unit. A *unit* is one shard (``per_shard = True``, e.g. one Parquet
   file per shard) or one split (fairseq's one ``.bin``/``.idx`` per split, built by appending the
-  split's shards in order). Only one shard is in memory at a time, so memory does not grow with the
-  corpus (benchmarks/bench_export.py).
+  split's shards in order). Only one shard is open and in memory at a time, so memory does not grow
+  with the corpus (benchmarks/bench_export.py). Each shard is checked against its manifest entry
+  (size, sha256) before it is read.
 * ``DEST/export.json``: the exporter and its format version, the source's signature line and
   shard config, and per unit the source shards (sha256 from the source manifest) and the files
   written (sha256, bytes, pairs). It is saved after every unit.
@@ -34,7 +35,7 @@ from typing import IO, Any, ClassVar
 from synprep.constants import VOCAB_NAME
 from synprep.errors import ConfigError, InputError
 from synprep.shards.manifest import Manifest
-from synprep.shards.reader import ShardReader, open_split
+from synprep.shards.reader import ShardReader
 from synprep.shards.writer import ShardInfo
 from synprep.signature import file_sha256
 from synprep.textio import atomic_write, file_mode
@@ -78,13 +79,21 @@ class ExportContext:
     vocab_path: Path
     splits: list[str] = field(default_factory=list)
 
-    def readers(self, unit: Unit) -> list[ShardReader]:
-        """The unit's shards, opened with :func:`open_split` (verified against the manifest)."""
-        by_name = {r.path.name: r for r in open_split(self.source, unit.split)}
-        missing = [s.file for s in unit.shards if s.file not in by_name]
-        if missing:
-            raise InputError(f"shard {missing[0]} listed in the manifest is missing", str(self.source))
-        return [by_name[s.file] for s in unit.shards]
+    def readers(self, unit: Unit) -> Iterator[ShardReader]:
+        """The unit's shards in order, each opened only when reached (one shard's header and data in
+        memory at a time) and checked against its manifest entry (size and sha256) first.
+
+        Raises:
+            InputError: a shard is missing or differs from the manifest.
+        """
+        for info in unit.shards:
+            path = self.source / info.file
+            if not path.is_file():
+                raise InputError("shard listed in the manifest is missing", str(path))
+            if path.stat().st_size != info.bytes or file_sha256(path) != info.sha256:
+                raise InputError("shard differs from its manifest entry (size or sha256); run synprep check",
+                                 str(path))
+            yield ShardReader(path)
 
 
 class UnitFiles:

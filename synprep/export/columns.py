@@ -16,7 +16,7 @@ import numpy as np
 
 from synprep.errors import InputError
 from synprep.shards.reader import ShardReader, shard_arrays
-from synprep.shards.schema import AXES
+from synprep.shards.schema import AXES, FIELDS
 
 
 @dataclass
@@ -43,6 +43,7 @@ class ShardBlock:
         block = cls(name=reader.path.name, n=len(reader), lines=reader.lines, offsets=dict(reader.offsets),
                     data=data, attrs=dict(reader.attrs))
         reader.close()
+        check_axes(block)
         return block
 
     def lengths(self, axis: str) -> np.ndarray:
@@ -88,10 +89,10 @@ class ShardBlock:
 
 def check_axes(block: ShardBlock) -> None:
     """Every dataset has the length its axis's offsets end at (else InputError naming the shard)."""
-    from synprep.shards.schema import FIELDS
-
     for fl in FIELDS:
         if block.data[fl.name].shape[0] != int(block.offsets[fl.axis][-1]):
             raise InputError(f"dataset {fl.name} has {block.data[fl.name].shape[0]} values, offsets/{fl.axis} "
                              f"ends at {int(block.offsets[fl.axis][-1])} (run synprep check)", block.name)
-    assert set(block.offsets) == set(AXES)
+    missing = set(AXES) - set(block.offsets)
+    if missing:
+        raise InputError(f"no offsets for axis {sorted(missing)[0]}", block.name)

@@ -200,7 +200,7 @@ class ParquetExporter(Exporter):
     def write_unit(self, unit: Unit, files: UnitFiles) -> int:
         import pyarrow.parquet as pq
 
-        (reader,) = self.ctx.readers(unit)
+        (reader,) = list(self.ctx.readers(unit))
         block = ShardBlock.read(reader)
         table = self.table(block)
         with files.open(self.file_name(unit)) as f:
