@@ -172,8 +172,9 @@ def pair_json(view: PairView) -> dict[str, Any]:
     """The pair as JSON-ready values (``synprep show --json``).
 
     Keys: ``split``, ``index`` (0-based in the split), ``shard``, ``position``, ``line`` (1-based),
-    ``signature``, ``tree_source``, ``src``/``tgt`` (pieces), ``words``, ``deprels``/``upos`` (names),
-    and every stored field of the record (docs/FORMAT.md index bases) as a list.
+    ``signature``, ``tree_source``, ``src``/``tgt`` (pieces), ``words``, ``deprels``/``upos_tags`` (label
+    names), ``notes``, and every stored field of the record under its FORMAT.md name (``deprel``,
+    ``upos`` are the ids; docs/FORMAT.md index bases) as a list.
     """
     from synprep.shards.reader import PAIR_KEYS
 
