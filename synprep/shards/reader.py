@@ -331,7 +331,8 @@ def iter_pairs(folder: str | os.PathLike, split: str, *, fields: tuple[str, ...]
 
     The shards come from :func:`open_split` (the verified opener), and are read one at a time: each
     shard is loaded with one read per dataset and released before the next, so memory holds one
-    shard whatever the corpus size. Without ``shuffle`` the pairs come in stored order (shard by
+    shard's data (plus the split's per-pair offsets and lines that :func:`open_split` reads, 56 bytes
+    per pair). Without ``shuffle`` the pairs come in stored order (shard by
     shard, ascending ``line``).
 
     Args:
