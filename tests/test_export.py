@@ -68,6 +68,7 @@ def test_hf_export_loads_with_datasets_and_equals_the_shards(sample: Sample, tmp
     dest = tmp_path / "hf"
     proc = run_cli("export", str(sample.shards), "--format", "hf", "--to", str(dest))
     assert proc.stdout == f"synprep export: hf train: {N_LINES} pairs -> {dest}\n"
+    assert f"synprep: load with: datasets.load_dataset({str(dest)!r})" in proc.stderr
     files = sorted(str(p) for p in (dest / "data").glob("train-*.parquet"))
     assert [Path(f).name for f in files] == ["train-00000-of-00002.parquet", "train-00001-of-00002.parquet"]
     ds = load_dataset("parquet", data_files={"train": files}, cache_dir=str(tmp_path / "cache"))["train"]

@@ -32,4 +32,7 @@ def export_cmd(folder: str, fmt: str, dest: str, splits: tuple[str, ...]) -> Non
     record = export(folder, fmt, dest, list(splits) or None)
     for split in record.splits():
         click.echo(f"synprep export: {fmt} {split}: {record.pairs(split)} pairs -> {dest}")
+    hint = record.usage
+    if hint:
+        click.echo(f"synprep: {hint}", err=True)
     click.echo(record.signature, err=True)

@@ -169,6 +169,10 @@ class Exporter:
     def finish(self, record: ExportRecord) -> None:
         """Write the whole-export files (atomically, each with :func:`synprep.textio.atomic_write`)."""
 
+    def usage(self) -> str | None:
+        """One line telling how to use the export (printed on stderr by ``synprep export``), or None."""
+        return None
+
     def signature(self) -> str:
         """The source's signature line with ``|export:NAME-vVERSION`` appended."""
         return f"{self.ctx.manifest.signature}|export:{self.name}-v{self.version}"
@@ -185,6 +189,8 @@ class ExportRecord:
     src_lang: str
     tgt_lang: str
     units: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: how to use the export (the exporter's :meth:`Exporter.usage`; not saved)
+    usage: str | None = field(default=None, compare=False)
 
     def to_json(self) -> str:
         d = {"format": EXPORT_FORMAT, "format_version": EXPORT_FORMAT_VERSION, "exporter": self.exporter,
@@ -325,4 +331,5 @@ def run_export(exporter_cls: type[Exporter], source: str | os.PathLike, dest: st
                 log.info("export: %s: %d pairs", unit.key, pairs)
         exporter.finish(record)
         record.save(dest)
+    record.usage = exporter.usage()
     return record

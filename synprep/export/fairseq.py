@@ -108,6 +108,10 @@ class FairseqExporter(Exporter):
         self.vocab_size = len(Vocab.load(ctx.vocab_path))
         self.labels: dict[str, list[str]] = {}
 
+    def usage(self) -> str:
+        d, s, t = self.ctx.dest, self.ctx.src_lang, self.ctx.tgt_lang
+        return f"train with: fairseq-train {d} --user-dir {d / PLUGIN_DIR} --task syntax_translation -s {s} -t {t} ..."
+
     def prefix(self, split: str, lang: str) -> str:
         """``SPLIT.SRC-TGT.LANG``, fairseq's file prefix of one side of a split."""
         return f"{split}.{self.ctx.src_lang}-{self.ctx.tgt_lang}.{lang}"

@@ -129,6 +129,9 @@ class ParquetExporter(Exporter):
         self._stripped = pa.array([s[:-2] if s.endswith("@@") else s for s in symbols], pa.string())
         self._labels: tuple[list[str], list[str]] | None = None
 
+    def usage(self) -> str:
+        return f"load with: datasets.load_dataset({str(self.ctx.dest)!r})"
+
     @staticmethod
     def file_name(unit: Unit) -> str:
         return f"data/{unit.split}-{unit.index:05d}-of-{unit.n_shards:05d}.parquet"
