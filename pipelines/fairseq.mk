@@ -12,8 +12,8 @@ export SYNPREP_FAIRSEQ_VENV := $(FAIRSEQ_VENV)
 
 fairseq-venv: $(FAIRSEQ_STAMP)
 
-# Built in a temporary folder and renamed when complete: an interrupted build leaves no half venv behind
-# (venvs are not relocatable, so the temporary one is built at its final path under a lock instead).
+# Built at its final path (venvs are not relocatable) under a lock, so that two clones never build it at
+# once; the ready-stamp is written last, so an interrupted build is thrown away and redone.
 $(FAIRSEQ_STAMP): $(FAIRSEQ_REQ)
 	@mkdir -p $(dir $(FAIRSEQ_VENV))
 	exec 9> $(FAIRSEQ_VENV).lock
