@@ -192,7 +192,7 @@ def test_resume_after_a_crash_gives_the_same_files(synthetic: Path, tmp_path: Pa
         export(str(synthetic), "parquet", str(dest))
     monkeypatch.setattr(exporter, "write_unit", real)
     done = json.loads((dest / "export.json").read_text())["units"]
-    assert list(done) == ["train.00000"] and not list(dest.rglob("*.tmp"))
+    assert list(done) == ["train.00000-of-00003"] and not list(dest.rglob("*.tmp"))
     assert sorted(p.name for p in (dest / "data").iterdir()) == ["train-00000-of-00003.parquet"]
     before = (dest / "data" / "train-00000-of-00003.parquet").stat().st_mtime_ns
     record = export(str(synthetic), "parquet", str(dest))
@@ -254,3 +254,17 @@ def test_vectorised_unescape_and_unbpe_equal_sacremoses_and_sed() -> None:
     assert _unescape(pa.array(words)).to_pylist() == [unescape(w) for w in words]
     assert _unescape(pa.array(["no escapes"])).to_pylist() == ["no escapes"]
     assert _unbpe(pa.array(["ri@@ ver bank@@", "a@@ @@ b", "x"])).to_pylist() == ["river bank", "ab", "x"]
+
+
+def test_a_split_with_other_shards_replaces_the_old_files(tmp_path: Path) -> None:
+    src = tmp_path / "shards"
+    write_folder(src, {"train": 30}, shard_size=20)
+    dest = tmp_path / "pq"
+    export(str(src), "parquet", str(dest))
+    assert sorted(p.name for p in (dest / "data").iterdir()) == ["train-00000-of-00002.parquet",
+                                                                 "train-00001-of-00002.parquet"]
+    shutil.rmtree(src)
+    write_folder(src, {"train": 30}, shard_size=10)  # same config, same signature, three shards now
+    record = export(str(src), "parquet", str(dest))
+    assert sorted(p.name for p in (dest / "data").iterdir()) == [f"train-0000{i}-of-00003.parquet" for i in range(3)]
+    assert sorted(record.units) == [f"train.0000{i}-of-00003" for i in range(3)] and record.pairs("train") == 30

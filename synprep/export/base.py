@@ -56,7 +56,7 @@ class Unit:
 
     Attributes:
         split: the split's name. shards: the source shards it reads, in order. key: its name in
-        export.json (``SPLIT`` or ``SPLIT.NNNNN``). index: the shard index for a per-shard unit,
+        export.json (``SPLIT``, or ``SPLIT.NNNNN-of-MMMMM`` for shard NNNNN of MMMMM). index: the shard index for a per-shard unit,
         else None. n_shards: the split's number of shards.
     """
 
@@ -233,10 +233,22 @@ def _unit_done(dest: Path, entry: dict[str, Any] | None, unit: Unit) -> bool:
     return True
 
 
+def _drop_stale_units(dest: Path, record: ExportRecord, split: str, keys: set[str]) -> None:
+    """Forget the units of ``split`` that the source no longer has (its shard count changed) and delete
+    their files, so that no file of an older export is left for a glob such as ``data/train-*``."""
+    keep = {name for key, u in record.units.items() if key in keys for name in u["files"]}
+    for key in [k for k, u in record.units.items() if u["split"] == split and k not in keys]:
+        for name in record.units.pop(key)["files"]:
+            if name not in keep:
+                (dest / name).unlink(missing_ok=True)
+    record.save(dest)
+
+
 def _units(manifest: Manifest, split: str, per_shard: bool) -> list[Unit]:
     shards = manifest.splits[split].shards
     if per_shard:
-        return [Unit(split, [s], f"{split}.{i:05d}", i, len(shards)) for i, s in enumerate(shards)]
+        n = len(shards)  # in the key: another shard count makes every old unit (and its file) stale
+        return [Unit(split, [s], f"{split}.{i:05d}-of-{n:05d}", i, n) for i, s in enumerate(shards)]
     return [Unit(split, list(shards), split, None, len(shards))]
 
 
@@ -315,7 +327,9 @@ def run_export(exporter_cls: type[Exporter], source: str | os.PathLike, dest: st
                     raise ConfigError(f"{dest} holds another export ({key}: {getattr(record, key)!r}, this one: "
                                       f"{getattr(fresh, key)!r}); choose another --to")
         for split in splits:
-            for unit in _units(manifest, split, exporter_cls.per_shard):
+            units = _units(manifest, split, exporter_cls.per_shard)
+            _drop_stale_units(dest, record, split, {u.key for u in units})
+            for unit in units:
                 if _unit_done(dest, record.units.get(unit.key), unit):
                     log.info("export: %s already done, skipped", unit.key)
                     continue
