@@ -268,3 +268,23 @@ def test_a_split_with_other_shards_replaces_the_old_files(tmp_path: Path) -> Non
     record = export(str(src), "parquet", str(dest))
     assert sorted(p.name for p in (dest / "data").iterdir()) == [f"train-0000{i}-of-00003.parquet" for i in range(3)]
     assert sorted(record.units) == [f"train.0000{i}-of-00003" for i in range(3)] and record.pairs("train") == 30
+
+
+def test_parquet_refuses_pieces_it_cannot_turn_into_words(synthetic: Path, tmp_path: Path) -> None:
+    import dataclasses
+
+    from synprep.shards import Manifest
+    from synprep.signature import file_sha256
+
+    src = tmp_path / "spm"
+    shutil.copytree(synthetic, src)
+    shard = src / "valid.00000.h5"
+    with h5py.File(shard, "r+") as f:
+        f.attrs["subword"] = "spm"
+    m = Manifest.load(src)
+    entry = m.splits["valid"]
+    entry.shards[0] = dataclasses.replace(entry.shards[0], sha256=file_sha256(shard), bytes=shard.stat().st_size)
+    m.save(src)
+    with pytest.raises(ConfigError, match="'spm' pieces"):
+        export(str(src), "parquet", str(tmp_path / "pq"), ["valid"])
+    assert export(str(src), "factors", str(tmp_path / "f"), ["valid"]).pairs("valid") == 9

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from synprep.errors import InputError
+from synprep.errors import ConfigError, InputError
 from synprep.export.base import Exporter, ExportRecord, Unit, UnitFiles
 from synprep.export.columns import ShardBlock
 from synprep.textio import atomic_write
@@ -137,6 +137,10 @@ class ParquetExporter(Exporter):
         return f"data/{unit.split}-{unit.index:05d}-of-{unit.n_shards:05d}.parquet"
 
     def _check_labels(self, block: ShardBlock) -> tuple[list[str], list[str]]:
+        scheme = block.attrs.get("subword", "bpe")
+        if scheme != "bpe":  # words and text are rebuilt from subword-nmt pieces (``@@`` markers) only
+            raise ConfigError(f"{block.name}: the parquet/hf export rebuilds words from subword-nmt BPE pieces; "
+                              f"these are {scheme!r} pieces (export them with --format fairseq or factors)")
         labels = (list(block.attrs["deprel_labels"]), list(block.attrs["upos_labels"]))
         if self._labels is None:
             self._labels = labels
