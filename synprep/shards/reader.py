@@ -307,7 +307,6 @@ def splits_in(folder: str | os.PathLike) -> list[str]:
     return sorted({parsed[0] for p in Path(folder).iterdir() if (parsed := parse_shard_name(p.name))})
 
 
-
 # --- plain dicts of numpy arrays: the way to feed any training loop -----------------------------
 
 #: the keys of a pair dict: ``line`` then every ragged field of docs/FORMAT.md, in writing order
@@ -339,7 +338,8 @@ def iter_pairs(folder: str | os.PathLike, split: str, *, fields: tuple[str, ...]
                ) -> Iterator[dict[str, Any]]:
     """Every pair of ``split`` in ``folder`` as a plain dict of numpy arrays (see :func:`pair_dict`).
 
-    The shards come from :func:`open_split` (the verified opener), and are read one at a time: each
+    The shards come from :func:`open_split` (the split's opener, so whatever it checks applies here
+    too), and are read one at a time: each
     shard is loaded with one read per dataset and released before the next, so memory holds one
     shard's data (plus the split's per-pair offsets and lines that :func:`open_split` reads, 56 bytes
     per pair). Without ``shuffle`` the pairs come in stored order (shard by
