@@ -339,11 +339,10 @@ def iter_pairs(folder: str | os.PathLike, split: str, *, fields: tuple[str, ...]
     """Every pair of ``split`` in ``folder`` as a plain dict of numpy arrays (see :func:`pair_dict`).
 
     The shards come from :func:`open_split` (the split's opener, so whatever it checks applies here
-    too), and are read one at a time: each
-    shard is loaded with one read per dataset and released before the next, so memory holds one
-    shard's data (plus the split's per-pair offsets and lines that :func:`open_split` reads, 56 bytes
-    per pair). Without ``shuffle`` the pairs come in stored order (shard by
-    shard, ascending ``line``).
+    too) and are read one at a time: each shard is loaded with one read per dataset and released
+    before the next, so memory holds one shard's data (plus the split's per-pair offsets and lines
+    that :func:`open_split` reads, 56 bytes per pair). Without ``shuffle`` the pairs come in stored
+    order (shard by shard, ascending ``line``).
 
     Args:
         folder: an output folder (``SPLIT.NNNNN.h5`` shards).
