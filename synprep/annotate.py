@@ -28,6 +28,7 @@ from typing import Any
 from synprep.errors import ConfigError, InputError
 from synprep.features.line import line_features, tree_source
 from synprep.parallel import chunked
+from synprep.progress import Progress
 from synprep.shards import Manifest, shard_name, write_shard
 from synprep.subword import DEFAULT_SCHEME
 from synprep.subword.offsets import AlignStats
@@ -72,8 +73,9 @@ class ParseOptions:
     """How the source side is parsed (everything here is part of the shards' configuration).
 
     Attributes:
-        parser: ``stanza``, ``corenlp`` or ``conllu`` (imported parses carried by the items).
-        spec: the :class:`synprep.parse.base.ParserSpec` for stanza / CoreNLP.
+        parser: a registered parser (``stanza``, ``corenlp``, ``spacy``) or ``conllu`` (imported parses
+            carried by the items).
+        spec: the :class:`synprep.parse.base.ParserSpec` of the parser.
         ssplit: split a line into sentences on its words (SPEC.md §1); False = one sentence.
         batch_size: sentences per work item sent to a worker.
         cache: the parse cache file, or None for no cache.
@@ -104,7 +106,14 @@ class ParseOptions:
             spec.pop("timeout", None)
             spec.pop("corenlp_endpoint", None)
             spec.pop("dir", None)
+            for key in ("spacy_model", "label_map"):  # newer fields: absent when unset, as before they existed
+                if spec.get(key) is None:
+                    spec.pop(key, None)
             out.update(spec)
+            from synprep.parse.registry import backend_class
+
+            if not backend_class(self.parser).has_scores:  # no arc scores: the LDD features are one-hot rows
+                out["ldd"] = "one-hot"
             out["identity"] = self.identity()
             out["batch_size"] = self.batch_size
         return out
@@ -137,7 +146,7 @@ def drop_reason(error: str) -> str:
 
 
 def _parse_block(items: list[Item], opts: ParseOptions, par: Parallel, cache,
-                 identity: str | None) -> list[ParsedLine]:
+                 identity: str | None, progress: Progress | None = None) -> list[ParsedLine]:
     if opts.parser == "conllu":
         out = []
         for it in items:
@@ -151,7 +160,8 @@ def _parse_block(items: list[Item], opts: ParseOptions, par: Parallel, cache,
     from synprep.parse.run import parse_block
 
     return parse_block([it.words for it in items], opts.spec, cache=cache, jobs=par.jobs, backend=par.backend,
-                       scheduler=par.scheduler, ssplit=opts.ssplit, batch_size=opts.batch_size, identity=identity)
+                       scheduler=par.scheduler, ssplit=opts.ssplit, batch_size=opts.batch_size, identity=identity,
+                       progress=progress.block(items[0].line - 1, items[-1].line) if progress else None)
 
 
 def build_records(items: list[Item], parses: list[ParsedLine], vocab: Vocab, *, ldd_threshold: float,
@@ -256,13 +266,16 @@ def annotate_split(
 
         identity = opts.identity()
         cache = ParseCache(opts.cache)
+    progress = Progress(manifest.split(split).input_lines, f"parse {split}")
     try:
         for k, block in enumerate(chunked(items, shard_size)):
             name = shard_name(split, k)
             if manifest.is_done(out, name):
                 result.skipped.append(name)
+                progress.skip_to(block[-1].line)
                 continue
-            parses = _parse_block(block, opts, par, cache, identity)
+            parses = _parse_block(block, opts, par, cache, identity, progress)
+            progress.update_to(block[-1].line)
             stats = AlignStats()
             records, drops, sources = build_records(block, parses, vocab, ldd_threshold=ldd_threshold,
                                                     lowercase=opts.lowercase, path=source_name, alignment=stats)
@@ -282,6 +295,7 @@ def annotate_split(
             manifest.save(out)
             log.info("%s: %d pairs, %d dropped", name, len(records), len(drops))
     finally:
+        progress.close()
         if cache is not None:
             cache.close()
     entry = manifest.split(split)

@@ -14,7 +14,8 @@ import importlib
 from synprep.errors import ConfigError
 
 #: importable module → the extra that installs it
-EXTRA_OF = {"matplotlib": "plot", "pyarrow": "parquet", "datasets": "hf", "dask": "dask", "mkdocs": "docs"}
+EXTRA_OF = {"matplotlib": "plot", "pyarrow": "parquet", "datasets": "hf", "dask": "dask", "mkdocs": "docs",
+            "treetools": "trees", "spacy": "spacy"}
 
 
 def available(module: str) -> bool:

@@ -19,7 +19,7 @@ from synprep.signature import package_version
 OUTPUT_LIBRARIES = ("sacremoses", "subword-nmt", "stanza", "nltk", "conllu", "numpy", "h5py", "torch",
                     "sacrebleu", "sentencepiece", "tokenizers", "spacy")
 #: optional distributions (pip extras, synprep/extras.py)
-OPTIONAL_LIBRARIES = ("matplotlib", "pyarrow", "datasets", "dask", "mkdocs")
+OPTIONAL_LIBRARIES = ("matplotlib", "pyarrow", "datasets", "dask", "mkdocs", "treetools")
 
 
 def _size(path: Path) -> int | None:

@@ -40,7 +40,7 @@ from synprep.annotate import DEFAULT_SHARD_SIZE, Parallel, ParseOptions, annotat
 from synprep.constants import MANIFEST_NAME, SHARD_FORMAT_VERSION, VOCAB_NAME
 from synprep.errors import ConfigError, InputError
 from synprep.shards import Manifest, check_dir
-from synprep.signature import file_sha256, package_version, signature
+from synprep.signature import file_sha256, signature
 from synprep.subword import DEFAULT_SCHEME
 from synprep.subword.spm import DEFAULT_VOCAB_SIZE
 from synprep.textio import atomic_write, count_lines, display_name, iter_lines, iter_pairs
@@ -69,6 +69,8 @@ class TextOptions:
         subword: the subword scheme (:data:`synprep.subword.SCHEMES`): ``bpe`` segments the
             tokenized text; ``spm``/``hf`` segment the raw text and align by character offsets.
         vocab_size: the SentencePiece vocabulary size when a model is learned (``--subword spm``).
+        tokenizer: ``moses`` (sacremoses) or ``parser``: the source side's words come from the parser's own
+            tokenizer (:mod:`synprep.text.parser_tokenize`; Japanese with ja_ginza); the target side stays Moses.
     """
 
     lowercase: bool = False
@@ -80,6 +82,7 @@ class TextOptions:
     merges: int = 10000
     subword: str = DEFAULT_SCHEME
     vocab_size: int = DEFAULT_VOCAB_SIZE
+    tokenizer: str = "moses"
 
 
 # --- configuration guard --------------------------------------------------------------------------
@@ -142,15 +145,23 @@ def _remove_stale_temps(out: Path) -> None:
 # --- text stage -------------------------------------------------------------------------------
 
 
-def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Parallel) -> None:
+def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Parallel, spec: Any = None) -> None:
+    """Tokenize one side; with ``spec`` (the source side under ``--tokenizer parser``) by that parser's tokenizer."""
     from synprep.text.tokenize import tokenize_stream
 
     if out_path.exists():
         return
     log.info("tokenize %s → %s", display_name(inp), out_path)
+    if spec is not None:
+        from synprep.text.parser_tokenize import parser_tokenize_stream
+
+        lines = parser_tokenize_stream(iter_lines(inp), spec, jobs=par.jobs, backend=par.backend,
+                                       scheduler=par.scheduler)
+    else:
+        lines = tokenize_stream(iter_lines(inp), lang, fairseq_compat=opts.fairseq_compat, jobs=par.jobs,
+                                backend=par.backend, scheduler=par.scheduler)
     with atomic_write(out_path) as f:
-        for line in tokenize_stream(iter_lines(inp), lang, fairseq_compat=opts.fairseq_compat, jobs=par.jobs,
-                                    backend=par.backend, scheduler=par.scheduler):
+        for line in lines:
             f.write(line + "\n")
 
 
@@ -205,8 +216,10 @@ def _codes(out: Path, split: str, text: Path, src_lang: str, tgt_lang: str, code
         return target
     if split != TRAIN:
         raise ConfigError(f"no BPE codes in {out}: run the train split first, or give --codes")
-    log.info("learn BPE (%d merges) on %s.clean.{%s,%s}", opts.merges, split, src_lang, tgt_lang)
-    learn_bpe([text / f"{split}.clean.{src_lang}", text / f"{split}.clean.{tgt_lang}"], opts.merges, target)
+    log.info("learning BPE codes on %s.clean.{%s,%s} (at most %d merges)", split, src_lang, tgt_lang, opts.merges)
+    n = learn_bpe([text / f"{split}.clean.{src_lang}", text / f"{split}.clean.{tgt_lang}"], opts.merges, target)
+    log.info("learned %d BPE merges on %s.clean.{%s,%s}%s", n, split, src_lang, tgt_lang,
+             f" (of {opts.merges} asked: no pair occurs twice any more)" if n < opts.merges else "")
     return target
 
 
@@ -322,9 +335,9 @@ def load_or_build_vocab(out: Path, split: str, bpe_files: list[Path], vocab: str
 def _signature(tok: str, lowercase: bool, codes_sha: str | None, opts: ParseOptions, sub: str | None = None) -> str:
     parser = opts.parser
     if opts.parser != "conllu":
-        spec = opts.spec
-        parser = f"{spec.name}-{package_version('stanza') if spec.name == 'stanza' else 'corenlp'}" \
-                 f"/{spec.lang}/{spec.package or 'default'}"
+        from synprep.parse.run import parser_signature_name
+
+        parser = parser_signature_name(opts.spec)
     return signature(tok=tok, lc=lowercase, bpe=codes_sha[:8] if codes_sha else None, sub=sub, parser=parser,
                      feat=FEATURES, shard=f"v{SHARD_FORMAT_VERSION}")
 
@@ -341,8 +354,7 @@ def _finish(out: Path, manifest: Manifest, split: str) -> None:
     manifest.save(out)
     report = check_dir(out)
     report.raise_if_failed()
-    log.info("%s", split_summary(manifest, split))
-    log.info("%s", report.summary())
+    log.debug("%s", report.summary())  # the command prints the split's one summary line
 
 
 def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang: str, tgt_lang: str,
@@ -403,7 +415,21 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
             raise ConfigError(f"--subword {scheme.name} cannot learn a model: give {scheme.model_option}")
     elif subword_model is not None:
         raise ConfigError("a subword model option is for --subword spm or hf; --subword bpe takes --codes")
-    tok_sig = tokenizer_signature(src_lang, lowercase=text.lowercase, escape=True, fairseq_compat=text.fairseq_compat)
+    tok_spec = None
+    if text.tokenizer == "parser":
+        if parse.parser == "conllu":
+            raise ConfigError("--tokenizer parser has no effect with --parser conllu (the words are the CoNLL-U's)")
+        if text.fairseq_compat:
+            raise ConfigError("--fairseq-compat is a Moses rule: it has no effect with --tokenizer parser")
+        from synprep.text.parser_tokenize import parser_tokenizer_signature
+
+        tok_spec = parse.spec
+        tok_sig = parser_tokenizer_signature(parse.identity(), lowercase=text.lowercase, escape=True)
+    elif text.tokenizer == "moses":
+        tok_sig = tokenizer_signature(src_lang, lowercase=text.lowercase, escape=True,
+                                      fairseq_compat=text.fairseq_compat)
+    else:
+        raise ConfigError(f"unknown tokenizer {text.tokenizer!r} (moses or parser)")
     shared = {"mode": "pipeline", "src_lang": src_lang, "tgt_lang": tgt_lang, "tokenizer": tok_sig["tok"],
               "lowercase": text.lowercase, "fairseq_compat": text.fairseq_compat, "merges": text.merges,
               "parser": parse.config(), "ldd_threshold": ldd_threshold, "shard_size": shard_size}
@@ -434,7 +460,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     else:
         assert src is not None
         n_src = n_tgt
-        _tokenize(src, src_tok, src_lang, text, par)
+        _tokenize(src, src_tok, src_lang, text, par, spec=tok_spec)
     if n_src != n_tgt:
         raise InputError(f"line counts differ: {conllu} has {n_src} lines, {tgt} has {n_tgt}", tgt)
     _tokenize(tgt, work / f"{split}.tok.{tgt_lang}", tgt_lang, text, par)
@@ -453,14 +479,17 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
         bpe_src, bpe_tgt, index_file = _segment(split, work, src, tgt, src_lang, tgt_lang, words_file, model_path,
                                                 text, scheme.name, par)
         codes_sha, sub = None, identity
-        model_config = {"subword_identity": identity, "subword_model_sha256": file_sha256(model_path)}
+        model_config: dict[str, Any] = {"subword_identity": identity,
+                                        "subword_model_sha256": file_sha256(model_path)}
     else:
         code_path = _codes(out, split, work, src_lang, tgt_lang, codes, text)
         for lang in (src_lang, tgt_lang):
             _apply_bpe(work / f"{split}.clean.{lang}", work / f"{split}.bpe.{lang}", code_path, par)
         bpe_src, bpe_tgt = work / f"{split}.bpe.{src_lang}", work / f"{split}.bpe.{tgt_lang}"
+        from synprep.text.bpe import count_merges
+
         codes_sha, sub = file_sha256(code_path), None
-        model_config = {"bpe_codes_sha256": codes_sha}
+        model_config = {"bpe_codes_sha256": codes_sha, "bpe_merges": count_merges(code_path)}
     v = load_or_build_vocab(out, split, [bpe_src, bpe_tgt], vocab)
 
     # 4. parse, features, shards
