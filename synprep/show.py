@@ -618,9 +618,15 @@ def _text_panel(ax, view: PairView, font: str | None = None) -> None:
 
 
 def save_png(view: PairView, path: str | os.PathLike, *, tau: float = 10.0, mode: str = "cnf") -> int:
-    """Draw :func:`pair_figure` and write it as a PNG atomically; returns the file size in bytes."""
+    """Draw :func:`pair_figure` and write it as a PNG atomically; returns the file size in bytes.
+
+    Raises:
+        ConfigError: matplotlib is not installed (the message names the ``plot`` extra).
+    """
+    from synprep.extras import require
     from synprep.textio import atomic_write
 
+    require("matplotlib", "drawing a pair (show --png)")
     with _fonts(view) as font:  # the glyphs are looked up when the figure is drawn
         fig = _pair_figure(view, tau=tau, mode=mode, font=font)
         buf = io.BytesIO()
