@@ -372,6 +372,13 @@ class Trainer:
             copy_checkpoint(self.out / LAST, self.out / BEST)
 
     def _draw(self) -> None:
+        from synprep.extras import available
+
+        if not available("matplotlib"):  # the gate values are in metrics.jsonl either way
+            if not getattr(self, "_warned_no_plot", False):
+                log.warning("gates.png not drawn: matplotlib is not installed (pip install 'synprep[plot]')")
+                self._warned_no_plot = True
+            return
         title = f"{self.cfg.describe()} — epoch {self.state.epoch}, step {self.state.step}"
         draw_gate_heatmap(self.gates, self.out / "gates.png", title)
 
