@@ -1,6 +1,7 @@
-"""A long fuzzing campaign over the tree and CoNLL-U readers and ``synprep check`` (issue 5, must-show 3).
+"""A long fuzzing campaign over the tree and CoNLL-U readers, ``synprep check`` and the shard readers
+(issue 5, must-show 3; issue 10: hostile shards).
 
-    python benchmarks/fuzz.py [--seconds 600] [--round 500] [--targets trees,mrg,conllu,check]
+    python benchmarks/fuzz.py [--seconds 600] [--round 500] [--targets trees,mrg,conllu,check,shards]
 
 The same inputs and properties as tests/test_fuzz.py (defined in tests/fuzz_strategies.py), run
 in rounds of ``--round`` hypothesis examples per target, round after round, until ``--seconds``
@@ -9,7 +10,10 @@ have passed. Property: only synprep's own errors (``SynprepError`` subclasses) o
 CoNLL-U seeds are real UD sentence blocks from ``../shared/data/ud`` (``$SYNPREP_SHARED/data``).
 
 Prints one JSON object: inputs tried per target and in all, the seconds spent, and every failure
-(target, exception, the shrunk input as hypothesis reports it). Exit status 1 when one failed.
+(target, exception, the shrunk input as hypothesis reports it), and the process's peak RSS (MB)
+after the whole campaign and after each target's first round. Exit status 1 when one failed.
+The ``shards`` target reads every hostile folder as ``train`` (verified ``ShardDataset``, every
+pair, cached and not), ``show`` (``load_pair``) and ``check`` do.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -30,6 +35,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # the strategies live with the tests th
 from fuzz_strategies import (  # noqa: E402
     check_conllu_bytes,
     check_damaged_folder,
+    check_hostile_folder,
     check_mrg_bytes,
     check_tree_text,
     conllu_bytes,
@@ -43,7 +49,7 @@ from hypothesis import strategies as st  # noqa: E402
 from synprep.shards.synthetic import write_folder  # noqa: E402
 
 SHARED = Path(os.environ.get("SYNPREP_SHARED", ROOT.parent / "shared")).resolve()
-TARGETS = ("trees", "mrg", "conllu", "check")
+TARGETS = ("trees", "mrg", "conllu", "check", "shards")
 
 
 def make_targets(scratch: Path, n: int) -> dict:
@@ -84,7 +90,26 @@ def make_targets(scratch: Path, n: int) -> dict:
         with no_hang():
             check_damaged_folder(base, scratch / "damaged", data)
 
-    return {"trees": trees, "mrg": mrg, "conllu": conllu, "check": check}, counts
+    kinds: dict[str, int] = {}
+
+    @opts
+    @given(data=st.data())
+    def shards(data):
+        counts["shards"] += 1
+        with no_hang():
+            kind = check_hostile_folder(base, scratch / "hostile", data)
+        kinds[kind] = kinds.get(kind, 0) + 1
+
+    counts_by_kind["shards"] = kinds
+    return {"trees": trees, "mrg": mrg, "conllu": conllu, "check": check, "shards": shards}, counts
+
+
+counts_by_kind: dict[str, dict[str, int]] = {}
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far (Linux: ru_maxrss in KB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def main() -> int:
@@ -100,6 +125,7 @@ def main() -> int:
     failures: list[dict] = []
     t0 = time.perf_counter()
     rounds = 0
+    peaks: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="synprep-fuzz-") as tmp:
         fns, counts = make_targets(Path(tmp), args.round)
         while time.perf_counter() - t0 < args.seconds and chosen:
@@ -112,11 +138,14 @@ def main() -> int:
                     failures.append({"target": name, "error": f"{type(e).__name__}: {e}"[:4000],
                                       "traceback": traceback.format_exc()[-4000:]})
                     chosen.remove(name)
+                peaks.setdefault(name, peak_rss_mb())
                 if time.perf_counter() - t0 >= args.seconds:
                     break
             rounds += 1
     print(json.dumps({"inputs": counts, "total_inputs": sum(counts.values()), "rounds": rounds,
-                      "seconds": round(time.perf_counter() - t0, 1), "failures": failures}, indent=2))
+                      "seconds": round(time.perf_counter() - t0, 1), "hostile_shard_kinds": counts_by_kind.get("shards"),
+                      "peak_rss_mb": peak_rss_mb(), "peak_rss_mb_after_first_round": peaks,
+                      "failures": failures}, indent=2))
     return 1 if failures else 0
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from synprep.errors import ConfigError, InputError
 from synprep.features.line import line_features, tree_source
+from synprep.lock import folder_lock
 from synprep.parallel import chunked
 from synprep.progress import Progress
 from synprep.shards import Manifest, shard_name, write_shard
@@ -287,12 +288,13 @@ def annotate_split(
                     "ldd_threshold": ldd_threshold, "vocab_path": "dict.txt", "vocab_sha256": vocab.sha256,
                     "deprel_labels": list(DEPRELS), "upos_labels": list(UPOS_TAGS), "subword": subword,
                 }
-                info = write_shard(out / name, records, attrs)
-                manifest.add_shard(split, info)
-                if any(it.alignment is not None for it in block):
-                    manifest.set_alignment(split, name, stats.as_dict())
-                result.written.append(name)
-            manifest.save(out)
+            with folder_lock(out):  # the shard and its manifest entry appear together (synprep.lock)
+                if records:
+                    manifest.add_shard(split, write_shard(out / name, records, attrs))
+                    if any(it.alignment is not None for it in block):
+                        manifest.set_alignment(split, name, stats.as_dict())
+                    result.written.append(name)
+                manifest.save(out)
             log.info("%s: %d pairs, %d dropped", name, len(records), len(drops))
     finally:
         progress.close()

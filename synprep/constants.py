@@ -39,6 +39,9 @@ MOSES_ESCAPES = {
     "&#93;": "]",
 }
 
+#: the most pairs one shard may hold or declare (readers refuse more: a hostile shard; docs/shards.md)
+MAX_SHARD_PAIRS = 1 << 24
+
 # --- word segmentation ----------------------------------------------------------------------
 #: ``--tokenizer`` choices: sacremoses, or the parser's own tokenizer (synprep.text.parser_tokenize)
 TOKENIZERS = ("moses", "parser")

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 
 class SynprepError(Exception):
-    """Base class of every error synprep raises on purpose (bad input, bad configuration)."""
+    """Base class of every error synprep raises on purpose (bad input, bad configuration).
+
+    Attributes:
+        exit_status: the CLI's exit status for it: 2 (bad input or options) unless a subclass says
+            otherwise (:class:`EnvironmentProblem`: 1).
+    """
+
+    exit_status = 2
 
 
 class InputError(SynprepError):
@@ -41,3 +48,13 @@ class InputError(SynprepError):
 
 class ConfigError(SynprepError):
     """A bad option or configuration value (not tied to an input line)."""
+
+
+class EnvironmentProblem(SynprepError):
+    """The machine, not the input, is at fault: a damaged parse cache, a folder that cannot be locked.
+
+    The CLI exits with status 1, as for other environment failures (a full disk, a permission
+    denied), not 2 (bad input). The message says how to recover.
+    """
+
+    exit_status = 1

@@ -6,6 +6,13 @@ one machine, or joblib's ``dask`` backend on a ``dask.distributed`` cluster
 ``2 * jobs`` chunks are in flight, so memory does not grow with the input.
 Each worker caps its BLAS/torch threads at one (``inner_max_num_threads=1`` and
 :func:`limit_threads`), so N workers never oversubscribe N cores.
+
+A dask cluster must be trusted: work and results travel as pickles, which run code where they are
+loaded. ``tls://HOST:PORT`` encrypts and authenticates the connection with a
+``distributed.Security`` built from :func:`set_tls` (``--tls-ca-file``, ``--tls-cert``,
+``--tls-key``) or dask's own ``distributed.comm.tls.*`` configuration. Before the client is made,
+the scheduler must answer a handshake within :data:`CONNECT_TIMEOUT` seconds: an address that
+accepts TCP but never answers is an error, never a silent hang.
 """
 
 from __future__ import annotations
@@ -24,6 +31,73 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 BACKENDS = ("loky", "dask", "threading")
+#: seconds a dask scheduler has to answer the connection handshake
+CONNECT_TIMEOUT = 30.0
+
+_TLS: dict[str, str] = {}
+
+
+def set_tls(ca_file: str | None = None, cert: str | None = None, key: str | None = None) -> None:
+    """The TLS files for a ``tls://`` scheduler (``--tls-ca-file``, ``--tls-cert``, ``--tls-key``).
+
+    Raises:
+        ConfigError: a file that does not exist, or a key without a certificate.
+    """
+    _TLS.clear()
+    for name, value in (("tls_ca_file", ca_file), ("tls_client_cert", cert), ("tls_client_key", key)):
+        if value is not None:
+            if not os.path.isfile(value):
+                raise ConfigError(f"no such file: {value} (--{name.replace('_client', '').replace('_', '-')})")
+            _TLS[name] = value
+    if key is not None and cert is None:
+        raise ConfigError("--tls-key needs --tls-cert")
+
+
+def _security(scheduler: str) -> Any:
+    """The ``distributed.Security`` for ``scheduler``: TLS for ``tls://``, None for other protocols.
+
+    Raises:
+        ConfigError: TLS files given for a scheduler that is not ``tls://``, or ``tls://`` without a CA.
+    """
+    from distributed import Security
+
+    if not scheduler.startswith("tls://"):
+        if _TLS:
+            raise ConfigError(f"--tls-* options need a tls:// scheduler address, not {scheduler}")
+        return None
+    sec = Security(require_encryption=True, **_TLS)  # unset files come from dask's distributed.comm.tls config
+    if not getattr(sec, "tls_ca_file", None):
+        raise ConfigError(f"the tls:// scheduler {scheduler} needs --tls-ca-file (and --tls-cert/--tls-key when the "
+                          "cluster asks for client certificates)")
+    return sec
+
+
+def _handshake(scheduler: str, security: Any, timeout: float) -> None:
+    """Connect to the scheduler and ask for its identity, all within ``timeout`` seconds.
+
+    Raises:
+        ConfigError: refused, TLS failure, or no answer in time (naming the address).
+    """
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def probe() -> Any:
+        args = security.get_connection_args("client") if security is not None else {}
+        comm = await connect(scheduler, timeout=timeout, **args)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    try:
+        asyncio.run(asyncio.wait_for(probe(), timeout))
+    except (TimeoutError, asyncio.TimeoutError):
+        raise ConfigError(f"the dask scheduler at {scheduler} did not answer within {timeout:g} s (is it a dask "
+                          "scheduler, and does it use this protocol?)") from None
+    except (OSError, ValueError, TypeError) as e:  # refused, TLS handshake, unknown protocol
+        raise ConfigError(f"cannot connect to the dask scheduler at {scheduler}: {e}") from None
 
 
 def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -133,8 +207,10 @@ def _backend(backend: str, jobs: int, scheduler: str | None):
             raise ConfigError("--backend dask needs dask[distributed]: pip install 'synprep[dask]'") from e
         _quiet_dask()
         if scheduler:
+            security = _security(scheduler)
+            _handshake(scheduler, security, CONNECT_TIMEOUT)
             try:
-                client = Client(scheduler)
+                client = Client(scheduler, security=security, timeout=CONNECT_TIMEOUT)
             except OSError as e:  # refused, or timed out (dask's distributed.comm.timeouts.connect)
                 raise ConfigError(f"cannot connect to the dask scheduler at {scheduler}: {e}") from None
             try:
@@ -169,10 +245,12 @@ def parallel_map(
         jobs: worker processes; 1 runs in this process with no pool (fast for small inputs).
         backend: ``loky`` (default), ``dask`` (needs ``scheduler`` for a cluster; without one a
             local cluster of ``jobs`` workers is started) or ``threading``.
-        scheduler: address of a dask scheduler, e.g. ``tcp://127.0.0.1:8786``.
+        scheduler: address of a dask scheduler, e.g. ``tcp://127.0.0.1:8786`` or ``tls://…`` (with
+            :func:`set_tls`); the cluster must be trusted (module docstring).
 
     Raises:
-        ConfigError: unknown backend or jobs < 1.
+        ConfigError: unknown backend or jobs < 1; a scheduler that refuses, fails TLS, or does not
+            answer within :data:`CONNECT_TIMEOUT` seconds.
     """
     if jobs < 1:
         raise ConfigError(f"--jobs must be >= 1, got {jobs}")

@@ -39,6 +39,7 @@ from typing import Any
 from synprep.annotate import DEFAULT_SHARD_SIZE, Parallel, ParseOptions, annotate_split, items_from_files
 from synprep.constants import MANIFEST_NAME, SHARD_FORMAT_VERSION, VOCAB_NAME
 from synprep.errors import ConfigError, InputError
+from synprep.lock import folder_lock, hold_split, sweep_stale_temps, writer
 from synprep.shards import Manifest, check_dir
 from synprep.signature import file_sha256, signature
 from synprep.subword import DEFAULT_SCHEME
@@ -134,12 +135,8 @@ def _check_inputs(out: Path, split: str, files: dict[str, str | None]) -> dict[s
 
 
 def _remove_stale_temps(out: Path) -> None:
-    """Temporary files a killed run left behind (``.NAME.XXXX.tmp``) are removed before a re-run."""
-    for d in (out, out / "text"):
-        if d.is_dir():
-            for p in d.glob(".*.tmp"):
-                log.debug("removing stale %s", p)
-                p.unlink()
+    """Temporary files a killed run left behind are removed (only those whose owner is gone: synprep.lock)."""
+    sweep_stale_temps(out, out / "text")
 
 
 # --- text stage -------------------------------------------------------------------------------
@@ -319,6 +316,8 @@ def load_or_build_vocab(out: Path, split: str, bpe_files: list[Path], vocab: str
         v = Vocab.load(vocab)
         if target.exists() and Vocab.load(target).sha256 != v.sha256:
             raise ConfigError(f"{target} differs from --vocab {vocab}: use a new --out")
+        if target.exists():
+            return v  # the same vocabulary: nothing to write (a read-only folder resumes)
     elif target.exists():
         return Vocab.load(target)
     else:
@@ -351,12 +350,14 @@ def split_summary(manifest: Manifest, split: str) -> str:
 
 
 def _finish(out: Path, manifest: Manifest, split: str) -> None:
-    manifest.save(out)
-    report = check_dir(out)
+    with folder_lock(out):  # other splits may be written meanwhile: check this one, in a consistent state
+        manifest.save(out)
+        report = check_dir(out, splits=[split])
     report.raise_if_failed()
     log.debug("%s", report.summary())  # the command prints the split's one summary line
 
 
+@writer
 def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang: str, tgt_lang: str,
                  split: str = TRAIN, text: TextOptions, parse: ParseOptions, par: Parallel,
                  codes: str | None = None, vocab: str | None = None, conllu: str | None = None,
@@ -439,9 +440,15 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
         if scheme.size_option is not None:
             shared["vocab_size"] = text.vocab_size
     work.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temps(out)
-    _check_config(out, shared)
-    _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu})
+    hold_split(out, split)  # a second writer of this split is refused, naming this run (synprep.lock)
+    with folder_lock(out):
+        _check_config(out, shared)
+        _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu})
+    _remove_stale_temps(out)  # after the configuration check: a refused command leaves the folder alone
+    if parse.parser != "conllu" and parse.cache:  # a damaged cache stops the run before the text stages
+        from synprep.parse.cache import check_cache_usable
+
+        check_cache_usable(parse.cache)
 
     # 1. tokenize (the source side comes from the CoNLL-U file when importing parses)
     src_tok = work / f"{split}.tok.{src_lang}"
@@ -472,7 +479,8 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     if scheme.reads_raw:
         assert src is not None
         raw_files = [_raw_kept(split, work, src, src_lang, text), _raw_kept(split, work, tgt, tgt_lang, text)]
-        model_path = _subword_model(out, split, raw_files, subword_model, text, scheme)
+        with folder_lock(out):
+            model_path = _subword_model(out, split, raw_files, subword_model, text, scheme)
         from synprep.subword import load_scheme
 
         identity = load_scheme(scheme.name, model_path).identity()
@@ -482,7 +490,8 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
         model_config: dict[str, Any] = {"subword_identity": identity,
                                         "subword_model_sha256": file_sha256(model_path)}
     else:
-        code_path = _codes(out, split, work, src_lang, tgt_lang, codes, text)
+        with folder_lock(out):
+            code_path = _codes(out, split, work, src_lang, tgt_lang, codes, text)
         for lang in (src_lang, tgt_lang):
             _apply_bpe(work / f"{split}.clean.{lang}", work / f"{split}.bpe.{lang}", code_path, par)
         bpe_src, bpe_tgt = work / f"{split}.bpe.{src_lang}", work / f"{split}.bpe.{tgt_lang}"
@@ -490,7 +499,8 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
 
         codes_sha, sub = file_sha256(code_path), None
         model_config = {"bpe_codes_sha256": codes_sha, "bpe_merges": count_merges(code_path)}
-    v = load_or_build_vocab(out, split, [bpe_src, bpe_tgt], vocab)
+    with folder_lock(out):
+        v = load_or_build_vocab(out, split, [bpe_src, bpe_tgt], vocab)
 
     # 4. parse, features, shards
     sig = _signature(str(tok_sig["tok"]), text.lowercase, codes_sha, parse, sub)
@@ -590,6 +600,7 @@ def _record_clean_drops(manifest: Manifest, split: str, report: Path) -> None:
     manifest.record_drops(split, drops)
 
 
+@writer
 def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, tgt_lang: str,
                  split: str = TRAIN, parse: ParseOptions, par: Parallel, vocab: str | None = None,
                  conllu: str | None = None, ldd_threshold: float = 0.01,
@@ -609,7 +620,7 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
         raise ConfigError("--parser conllu needs --conllu FILE")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temps(out)
+    hold_split(out, split)  # a second writer of this split is refused, naming this run (synprep.lock)
     n_src, n_tgt = count_lines(src), count_lines(tgt)
     if n_src != n_tgt:
         raise InputError(f"line counts differ: {src} has {n_src} lines, {tgt} has {n_tgt}", tgt)
@@ -617,9 +628,15 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
               "ldd_threshold": ldd_threshold, "shard_size": shard_size}
     if parse.lowercase:  # only when set: folders made before the option keep their configuration
         shared["lowercase"] = True
-    _check_config(out, shared)
-    input_sha = _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu})
-    v = load_or_build_vocab(out, split, [Path(src), Path(tgt)], vocab)
+    with folder_lock(out):
+        _check_config(out, shared)
+        input_sha = _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu})
+        v = load_or_build_vocab(out, split, [Path(src), Path(tgt)], vocab)
+    _remove_stale_temps(out)  # after the configuration check: a refused command leaves the folder alone
+    if parse.parser != "conllu" and parse.cache:
+        from synprep.parse.cache import check_cache_usable
+
+        check_cache_usable(parse.cache)
     sig = _signature("given", parse.lowercase, None, parse)
     config = {**shared, "split": split, "vocab_sha256": v.sha256, "src_sha256": input_sha["src"]}
     manifest = _manifest(out, sig, shared, v)

@@ -147,8 +147,13 @@ def atomic_write(path: PathLike, mode: str = "w", encoding: str | None = "utf-8"
         with open(path, mode, encoding=None if "b" in mode else encoding, newline=None if "b" in mode else "\n") as f:
             yield f
         return
+    from synprep.lock import temp_prefix
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=temp_prefix(path.name), suffix=".tmp", dir=path.parent)
+    except OSError as e:  # name the target, never the temporary file
+        raise OSError(e.errno, e.strerror, str(path)) from None
     try:
         if "b" in mode:
             f = os.fdopen(fd, mode)
@@ -163,8 +168,9 @@ def atomic_write(path: PathLike, mode: str = "w", encoding: str | None = "utf-8"
     except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT) and e.filename is None:
-            raise OSError(e.errno, e.strerror, str(path)) from None  # name the file the disk could not hold
+        if isinstance(e, OSError) and (e.filename == tmp or (
+                e.filename is None and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO))):
+            raise OSError(e.errno, e.strerror, str(path)) from None  # name the target file, never the temporary one
         raise
 
 

@@ -15,7 +15,11 @@ Inputs:
   (``# line``, ``# error``, ``# ldd``), then byte-level damage (non-UTF-8, NUL, truncation);
 * output folders: a valid synthetic folder (synprep.shards.synthetic) with its files damaged —
   bytes flipped, files truncated or deleted, HDF5 datasets deleted or replaced (other dtype,
-  shape, values), attributes deleted or changed, manifest.json values replaced or removed.
+  shape, values), attributes deleted or changed, manifest.json values replaced or removed;
+* hostile shards (issue 10) read as ``train``/``show``/``check`` read them: shapes declaring up to
+  2^34 entries in a file of a few KB, ``n_pairs`` out of range, damaged attribute metadata, gzip
+  chunks that do not decode, offsets out of range, datasets of non-numeric dtypes, flipped bits —
+  with the manifest re-sealed (so only the declared shapes give the shard away) or not.
 """
 
 from __future__ import annotations
@@ -37,8 +41,10 @@ from strategies import trees
 from synprep.errors import SynprepError
 from synprep.parse.conllu_io import read_conllu
 from synprep.parse.trees import parse_tree, parse_trees, read_mrg, tree_to_str
-from synprep.shards import Manifest
+from synprep.shards import Manifest, SplitReader, open_split
 from synprep.shards.check import CheckReport, check_dir
+from synprep.shards.schema import AXES as AXES_
+from synprep.shards.schema import DEFAULTED_ATTRS
 from synprep.signature import file_sha256
 
 
@@ -290,7 +296,7 @@ def damage_folder(folder: Path, data: st.DataObject) -> bool:
         if not shards and kind not in ("flip", "delete_file"):
             kind = "manifest"
         shard = shards[data.draw(st.integers(0, len(shards) - 1), label="shard")] if shards else None
-        files = sorted(p for p in folder.iterdir() if p.is_file())
+        files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.endswith(".lock"))
         if kind in ("flip", "delete_file") and not files:
             continue
         if kind == "flip":
@@ -343,8 +349,9 @@ def _damage_h5_file(shard: Path, kind: str, data: st.DataObject) -> bool:
         f.visit(lambda n: names.append(n) if isinstance(f[n], h5py.Dataset) else None)
         attrs = sorted(f.attrs)
         if kind == "h5_attr_delete" and attrs:
-            del f.attrs[data.draw(st.sampled_from(attrs), label="attr")]
-            return True
+            attr = data.draw(st.sampled_from(attrs), label="attr")
+            del f.attrs[attr]
+            return attr not in DEFAULTED_ATTRS  # an older shard may lack it: the default applies
         if kind == "h5_attr" and attrs:
             f.attrs[data.draw(st.sampled_from(attrs), label="attr")] = data.draw(st.sampled_from(_ATTR_VALUES),
                                                                                  label="value")
@@ -415,3 +422,134 @@ def check_damaged_folder(base: Path, work: Path, data: st.DataObject) -> CheckRe
     if certain:
         assert not report.ok, "check passed a folder that was certainly broken"
     return report
+
+
+# --- hostile shards (issue 10): declared sizes, damaged metadata, undecodable chunks -------------
+
+
+def declare_huge(shard: Path, n_pairs: int, axis: str = "src") -> None:
+    """Make ``shard`` declare ``n_pairs`` pairs: ``/line`` and every offsets dataset resized (unwritten
+    chunks cost no bytes in the file) and ``n_pairs`` set, so the file stays a few KB."""
+    with h5py.File(shard, "r+") as f:
+        for name, length in [("line", n_pairs)] + [(f"offsets/{a}", n_pairs + 1) for a in AXES_]:
+            dtype = f[name].dtype
+            del f[name]
+            f.create_dataset(name, shape=(length,), dtype=dtype, chunks=(1 << 16,), compression="gzip")
+        f.attrs["n_pairs"] = np.int64(n_pairs)
+
+
+def damage_attribute_metadata(shard: Path) -> int:
+    """Flip one byte of the root attributes' metadata so that h5py's attribute iteration fails
+    (``RuntimeError: Error iterating over attributes``); returns the byte's offset."""
+    data = shard.read_bytes()
+    anchor = data.find(b"config")
+    for i in range(max(anchor - 400, 0), anchor + 40):
+        b = bytearray(data)
+        b[i] ^= 0x55
+        shard.write_bytes(bytes(b))
+        try:
+            with h5py.File(shard, "r") as f:
+                dict(f.attrs.items())
+        except RuntimeError:
+            return i
+        except Exception:
+            pass
+    shard.write_bytes(data)
+    raise AssertionError(f"no single byte flip breaks the attribute metadata of {shard}")
+
+
+def damage_gzip_chunk(shard: Path, dataset: str, at: float = 0.5) -> None:
+    """Overwrite two bytes inside the first (gzip) chunk of ``dataset``: it no longer decodes."""
+    with h5py.File(shard, "r") as f:
+        info = f[dataset].id.get_chunk_info(0)
+    b = bytearray(shard.read_bytes())
+    i = info.byte_offset + int(info.size * at)
+    b[i] ^= 0xFF
+    b[i + 1] ^= 0xFF
+    shard.write_bytes(bytes(b))
+
+
+def hostile_shard(shard: Path, data: st.DataObject) -> str:
+    """One hostile change to a valid shard, drawn by hypothesis; returns its kind."""
+    kind = data.draw(st.sampled_from(["declare", "declare_field", "n_pairs", "attr_meta", "gzip", "offsets",
+                                      "dtype", "flip"]), label="hostile")
+    if kind == "declare":
+        declare_huge(shard, data.draw(st.sampled_from([1 << 20, 1 << 24, 1 << 28, (1 << 31) - 1]), label="n"))
+    elif kind == "declare_field":
+        with h5py.File(shard, "r+") as f:
+            name = data.draw(st.sampled_from(["src_ids", "ldd_prob", "heads", "gaps_cnf"]), label="field")
+            dtype = f[name].dtype
+            del f[name]
+            f.create_dataset(name, shape=(data.draw(st.sampled_from([1 << 26, 1 << 30, 1 << 34]), label="len"),),
+                             dtype=dtype, chunks=(1 << 16,), compression="gzip")
+    elif kind == "n_pairs":
+        with h5py.File(shard, "r+") as f:
+            f.attrs["n_pairs"] = data.draw(st.sampled_from([np.int64(-1), np.int64(1 << 40), np.int64(0), "x",
+                                                            np.float64(3.0)]), label="value")
+    elif kind == "attr_meta":
+        with contextlib.suppress(AssertionError):
+            damage_attribute_metadata(shard)
+    elif kind == "gzip":
+        with contextlib.suppress(Exception):
+            damage_gzip_chunk(shard, data.draw(st.sampled_from(["src_ids", "tgt_ids", "heads", "ldd_prob"]),
+                                               label="dataset"), data.draw(st.floats(0.1, 0.9), label="at"))
+    elif kind == "offsets":
+        with h5py.File(shard, "r+") as f:
+            axis = data.draw(st.sampled_from(list(AXES_)), label="axis")
+            o = f[f"offsets/{axis}"]
+            i = data.draw(st.integers(0, len(o) - 1), label="i")
+            o[i] = data.draw(st.sampled_from([-1, 0, 1, 1 << 40, -(1 << 62)]), label="value")
+    elif kind == "dtype":
+        with h5py.File(shard, "r+") as f:
+            name = data.draw(st.sampled_from(["line", "offsets/src", "src_ids"]), label="dataset")
+            a = f[name][()]
+            del f[name]
+            f[name] = a.astype(data.draw(st.sampled_from(["S4", "f8", "u1", "c8"]), label="dtype"))
+    else:
+        b = bytearray(shard.read_bytes())
+        for _ in range(data.draw(st.integers(1, 4), label="flips")):
+            b[data.draw(st.integers(0, len(b) - 1), label="at")] ^= 1 << data.draw(st.integers(0, 7), label="bit")
+        shard.write_bytes(bytes(b))
+    return kind
+
+
+def read_everything(folder: Path) -> int:
+    """What ``train``/``show``/``check`` do with a folder: verified open, every pair read (cached and
+    not), one pair shown, the folder checked. Returns the pairs read; only SynprepError may escape."""
+    from synprep.show import load_pair
+    from synprep.train.data import ShardDataset
+
+    n = 0
+    for split in ("train", "valid"):
+        for cache in (True, False):
+            try:
+                ds = ShardDataset(folder, split) if cache else None
+                readers = ds.reader if ds is not None else SplitReader(open_split(folder, split, cache=False))
+                for i in range(len(readers)):
+                    readers[i]
+                    n += 1
+            except SynprepError:
+                pass
+        try:
+            load_pair(folder, split, index=0)
+        except SynprepError:
+            pass
+    check_dir(folder)
+    return n
+
+
+def check_hostile_folder(base: Path, work: Path, data: st.DataObject) -> str:
+    """Copy ``base``, make one shard hostile (re-sealing the manifest or not), read everything."""
+    if work.exists():
+        shutil.rmtree(work)
+    shutil.copytree(base, work)
+    shards = sorted(work.glob("*.h5"))
+    shard = shards[data.draw(st.integers(0, len(shards) - 1), label="shard")]
+    try:
+        kind = hostile_shard(shard, data)
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError):  # h5py could not make this change
+        return "none"
+    if data.draw(st.booleans(), label="reseal"):
+        reseal(work)
+    read_everything(work)
+    return kind

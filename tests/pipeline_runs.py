@@ -115,8 +115,10 @@ def manifest_shards(out: Path) -> list[str]:
 
 
 def folder_bytes(out: Path) -> dict[str, bytes]:
-    """Every file under ``out`` (relative path → bytes)."""
-    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    """Every file under ``out`` (relative path → bytes) but the lock files (``.lock``, ``.SPLIT.lock``:
+    synprep.lock; empty when no command runs, not output)."""
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
+            if p.is_file() and not p.name.endswith(".lock")}
 
 
 def assert_same_folder(got: Path, want: Path) -> None:

@@ -15,6 +15,7 @@ from conftest import run_cli
 from fuzz_strategies import (
     check_conllu_bytes,
     check_damaged_folder,
+    check_hostile_folder,
     check_mrg_bytes,
     check_tree_text,
     conllu_bytes,
@@ -111,3 +112,17 @@ def test_check_cli_on_a_damaged_folder_is_one_line(valid_folder, tmp_path):
     proc = run_cli("check", str(out), check=False)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert "manifest.json" in proc.stderr + proc.stdout
+
+
+@settings(FUZZ, max_examples=40)
+@given(data=st.data())
+def test_readers_on_hostile_shards(valid_folder, scratch, data):
+    """train/show/check on a shard with hostile declared sizes or damaged metadata: SynprepError only,
+    and the process's memory never jumps (a hostile shard used to take gigabytes)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with no_hang():
+        check_hostile_folder(valid_folder, scratch / "hostile", data)
+    grew_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grew_mb < 300, f"peak RSS grew by {grew_mb:.0f} MB"

@@ -166,9 +166,11 @@ def test_killed_writer_leaves_no_corrupt_entry(tmp_path: Path) -> None:
 
 
 def test_not_a_cache_is_a_clear_error(tmp_path: Path) -> None:
-    from synprep.errors import ConfigError
+    """A damaged cache is an environment problem (exit status 1) that says how to recover."""
+    from synprep.errors import EnvironmentProblem
 
     bad = tmp_path / "bad.sqlite"
     bad.write_text("this is not sqlite\n" * 100)
-    with pytest.raises(ConfigError, match="cannot use .* as a parse cache"):
+    with pytest.raises(EnvironmentProblem, match="cannot use .* as a parse cache .*--no-cache, or delete") as e:
         ParseCache(bad)
+    assert e.value.exit_status == 1

@@ -142,9 +142,9 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI, turning :class:`SynprepError` into ``synprep: error: ...`` (exit 2)."""
     try:
         cli.main(args=argv, prog_name="synprep", standalone_mode=False)
-    except SynprepError as e:
+    except SynprepError as e:  # exit 2: bad input or options; 1: an EnvironmentProblem (synprep.errors)
         click.echo(f"synprep: error: {e}", err=True)
-        sys.exit(2)
+        sys.exit(e.exit_status)
     except click.exceptions.Abort:
         click.echo("synprep: aborted", err=True)
         sys.exit(130)

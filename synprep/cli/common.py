@@ -10,11 +10,23 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from synprep.constants import TOKENIZERS
+from synprep.constants import MAX_SHARD_PAIRS, TOKENIZERS
 from synprep.errors import ConfigError
 from synprep.parallel import BACKENDS
 
 log = logging.getLogger("synprep")
+
+
+def split_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Click callback of ``--split``: a valid split name (``[A-Za-z0-9_-]+``) before any file is touched."""
+    from synprep.lock import check_split_name
+
+    if value is None:
+        return value
+    try:
+        return check_split_name(value)
+    except ConfigError as e:
+        raise click.BadParameter(str(e), ctx=ctx, param=param) from None
 
 
 def jobs_options(f):
@@ -25,9 +37,18 @@ def jobs_options(f):
     @click.option("--backend", type=click.Choice(BACKENDS), default="loky", show_default=True,
                   help="joblib backend: loky (one machine) or dask (a dask.distributed cluster).")
     @click.option("--scheduler", default=None, metavar="ADDRESS",
-                  help="dask scheduler address for --backend dask (tcp://host:8786).")
+                  help="dask scheduler address for --backend dask (tcp://host:8786, or tls://host:8786 with the "
+                       "--tls-* files). The cluster must be trusted: work travels as pickles.")
+    @click.option("--tls-ca-file", default=None, metavar="FILE", help="CA certificate of a tls:// dask cluster.")
+    @click.option("--tls-cert", default=None, metavar="FILE", help="Client certificate for a tls:// dask cluster.")
+    @click.option("--tls-key", default=None, metavar="FILE", help="Client private key for a tls:// dask cluster.")
     @functools.wraps(f)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args, tls_ca_file=None, tls_cert=None, tls_key=None, **kwargs):
+        from synprep.parallel import set_tls
+
+        if (tls_ca_file or tls_cert or tls_key) and not str(kwargs.get("scheduler") or "").startswith("tls://"):
+            raise ConfigError("--tls-ca-file/--tls-cert/--tls-key need --backend dask --scheduler tls://HOST:PORT")
+        set_tls(tls_ca_file, tls_cert, tls_key)
         return f(*args, **kwargs)
 
     return wrapper
@@ -65,8 +86,9 @@ def output_option(name: str = "--output", help: str = "Output file (default: std
 
 
 #: ``--shard-size`` of ``pipeline``, ``annotate`` and ``shard``
-shard_size_option = click.option("--shard-size", type=click.IntRange(min=1), default=10000, show_default=True,
-                                 help="Input pairs per shard (the unit of resume).")
+shard_size_option = click.option("--shard-size", type=click.IntRange(min=1, max=MAX_SHARD_PAIRS), default=10000,
+                                 show_default=True,
+                                 help="Input pairs per shard (the unit of resume; at most 2^24, what a reader accepts).")
 #: ``--ldd-threshold`` of the parser stage and of ``shard``
 ldd_threshold_option = click.option("--ldd-threshold", type=click.FloatRange(0.0, 1.0), default=0.01,
                                     show_default=True,

@@ -18,6 +18,7 @@ from synprep.cli.common import (
     parser_jobs,
     shard_size_option,
     spacy_options,
+    split_name,
     stanza_options,
     tokenizer_option,
 )
@@ -77,7 +78,7 @@ def _report(manifest, split: str) -> None:
 @click.option("-s", "--source-lang", "src_lang", required=True, metavar="LANG", help="Source language (parsed).")
 @click.option("-t", "--target-lang", "tgt_lang", required=True, metavar="LANG", help="Target language.")
 @click.option("--out", required=True, metavar="DIR", help="Output folder (shared by every split of a corpus).")
-@click.option("--split", default="train", show_default=True,
+@click.option("--split", callback=split_name, default="train", show_default=True,
               help="Split name; train learns the BPE codes and the vocabulary, later splits reuse them.")
 @click.option("--codes", default=None, metavar="FILE", help="Apply these BPE codes instead of learning them.")
 @click.option("--merges", type=click.IntRange(min=1), default=10000, show_default=True,
@@ -157,7 +158,7 @@ def _subword_model_option(subword: str, **given) -> str | None:
 @click.option("-s", "--source-lang", "src_lang", required=True, metavar="LANG", help="Source language (parsed).")
 @click.option("-t", "--target-lang", "tgt_lang", required=True, metavar="LANG", help="Target language.")
 @click.option("--out", required=True, metavar="DIR", help="Output folder.")
-@click.option("--split", default="train", show_default=True, help="Split name.")
+@click.option("--split", callback=split_name, default="train", show_default=True, help="Split name.")
 @click.option("--vocab", default=None, metavar="FILE",
               help="fairseq dict to use (default: OUT/dict.txt, else built from this split).")
 @parser_options

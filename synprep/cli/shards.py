@@ -8,7 +8,7 @@ import sys
 import click
 from click.core import ParameterSource
 
-from synprep.cli.common import ldd_threshold_option, lowercase_option, shard_size_option
+from synprep.cli.common import ldd_threshold_option, lowercase_option, shard_size_option, split_name
 from synprep.constants import SHARD_FORMAT_VERSION
 from synprep.signature import signature
 
@@ -64,7 +64,7 @@ def check_cmd(folder: str, as_json: bool) -> None:
 @click.option("-s", "--source-lang", "src_lang", required=True, metavar="LANG", help="Source language.")
 @click.option("-t", "--target-lang", "tgt_lang", required=True, metavar="LANG", help="Target language.")
 @click.option("--out", required=True, metavar="DIR", help="Output folder (shared by every split of a corpus).")
-@click.option("--split", default="train", show_default=True, help="Split name.")
+@click.option("--split", callback=split_name, default="train", show_default=True, help="Split name.")
 @click.option("--vocab", default=None, metavar="FILE",
               help="fairseq dict to use (default: OUT/dict.txt, else built from this split's --src and --tgt).")
 @shard_size_option
@@ -96,7 +96,7 @@ def shard_cmd(src: str, tgt: str, conllu_path: str, src_lang: str, tgt_lang: str
 
 @click.command("show")
 @click.argument("folder", metavar="DIR", type=click.Path(file_okay=False, path_type=str))
-@click.option("--split", default="train", show_default=True, help="Split name.")
+@click.option("--split", callback=split_name, default="train", show_default=True, help="Split name.")
 @click.option("--index", "index", type=int, default=None, metavar="I",
               help="0-based pair index over the split's shards (negative counts from the end).")
 @click.option("--line", "line", type=click.IntRange(min=1), default=None, metavar="N",

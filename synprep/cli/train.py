@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from synprep.cli.common import split_name
 from synprep.errors import ConfigError, InputError
 from synprep.textio import open_output, read_lines, write_lines
 
@@ -98,7 +99,7 @@ def _postprocess(pieces: list[str], remove_bpe: bool) -> str:
               help="checkpoint_best.pt / checkpoint_last.pt of synprep train.")
 @click.option("--shards", "shards_dir", default=None, type=click.Path(file_okay=False),
               help="Translate a split of a shard folder (carries the source parses): the real path.")
-@click.option("--split", default="test", show_default=True, help="Split to translate with --shards.")
+@click.option("--split", callback=split_name, default="test", show_default=True, help="Split to translate with --shards.")
 @click.option("-i", "--input", "input_path", default="-", metavar="FILE",
               help="BPE'd source text, one sentence per line (vanilla models only; default: stdin).")
 @click.option("-o", "--output", "output_path", default="-", metavar="FILE", help="Hypotheses (default: stdout).")

@@ -27,6 +27,7 @@ before (the parser stage does this for PTB ``-NONE-``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,6 +37,22 @@ from nltk.tree.transforms import chomsky_normal_form
 from synprep.constants import GAP_EOS, GAP_INTRA_WORD, GAP_SENTENCE
 
 MODES = ("cnf", "nary")
+
+
+_NLTK_ADVICE = re.compile(r"\s*Raise nltk\.tree\.tree\.MAX_TREE_DEPTH to allow it\.?")
+
+
+def depth_message(message: str) -> str:
+    """nltk's depth-limit message without its advice to raise a library constant (not a user's option).
+
+    ``... exceeds MAX_TREE_DEPTH (500); ... Raise nltk.tree.tree.MAX_TREE_DEPTH to allow it.`` →
+    ``... exceeds MAX_TREE_DEPTH (500); ...: synprep cannot use such a tree (leave the sentence out, or
+    split it)``.
+    """
+    if "MAX_TREE_DEPTH" not in message:
+        return message
+    return _NLTK_ADVICE.sub("", message).rstrip(" .") + ": synprep cannot use such a tree (leave the sentence " \
+        "out, or split it)"
 
 
 def as_tree(tree: str | Tree) -> Tree:
@@ -61,7 +78,7 @@ def parse_tree(text: str) -> Tree:
         return Tree.fromstring(text)
     except ValueError as e:
         lines = [x.strip() for x in str(e).strip().splitlines()]
-        raise ValueError("malformed tree: " + " ".join(lines[:2])) from None
+        raise ValueError("malformed tree: " + depth_message(" ".join(lines[:2]))) from None
 
 
 def _split_values(tree: Tree) -> np.ndarray:
@@ -138,7 +155,10 @@ def cnf_gaps(tree: str | Tree) -> np.ndarray:
     Example: the tree of :func:`nary_gaps` → ``[5, 3, 2, 1, 4]``.
     """
     t = as_tree(tree) if isinstance(tree, str) else as_tree(tree).copy(deep=True)
-    chomsky_normal_form(t, factor="right")
+    try:
+        chomsky_normal_form(t, factor="right")
+    except ValueError as e:
+        raise ValueError(depth_message(str(e))) from None
     return _split_values(t).astype(np.int16)
 
 

@@ -9,6 +9,11 @@ Value: the :class:`~synprep.types.ParsedSentence` as zlib-compressed JSON (words
 deprels, tree, tree_source, ldd); float32 probabilities are stored as the floats they are and
 read back to identical float32 values.
 
+A damaged file is a :class:`CacheError` (exit status 1, saying to use ``--no-cache`` or delete it),
+checked before a pipeline's text stages (:func:`check_cache_usable`); an entry that holds another
+sentence's parse is logged as a cache problem and parsed again; a cache locked by another process
+past the timeout is skipped for that block (the shard is still written).
+
 Durability: every batch of puts is one transaction, and sqlite's journal makes a transaction
 all-or-nothing, so a writer killed at any point (``kill -9``) leaves each entry either complete
 or absent. A value that still fails to decode (disk damage) is treated as a miss, logged, and
@@ -32,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from synprep.errors import ConfigError
+from synprep.errors import ConfigError, EnvironmentProblem
 from synprep.types import ParsedSentence, SparseLDD
 
 log = logging.getLogger(__name__)
@@ -110,11 +115,35 @@ def decode(blob: bytes) -> ParsedSentence:
     return sentence_from_json(json.loads(zlib.decompress(blob).decode("utf-8")))
 
 
+class CacheError(EnvironmentProblem):
+    """The parse cache file is damaged or not a synprep cache (exit status 1; the message says how to recover)."""
+
+
+def _recover(path: Path) -> str:
+    return f"run with --no-cache, or delete {path} (it is rebuilt as sentences are parsed again)"
+
+
 def _storage_error(path: Path, e: sqlite3.Error) -> Exception:
     """The error to raise for a failed sqlite call: a full disk is ENOSPC (one line in the CLI)."""
     if getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "full" in str(e):
         return OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)} (parse cache: {e})", str(path))
-    return ConfigError(f"parse cache {path}: {e}")
+    return CacheError(f"parse cache {path} cannot be used: {e}: {_recover(path)}")
+
+
+def _busy(e: sqlite3.Error) -> bool:
+    code = getattr(e, "sqlite_errorcode", None)
+    return code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in str(e)
+
+
+def check_cache_usable(path: str | os.PathLike | None) -> None:
+    """Open the cache once and read its schema, so a damaged file stops a run before the text stages.
+
+    Raises:
+        CacheError: the file is not a synprep parse cache (exit status 1; the message says to use
+            ``--no-cache`` or delete the file). Nothing happens for ``path=None``.
+    """
+    if path is not None:
+        ParseCache(path).close()
 
 
 class ParseCache:
@@ -125,7 +154,7 @@ class ParseCache:
         timeout: seconds to wait for another process's write lock.
 
     Raises:
-        ConfigError: the file cannot be opened as a synprep cache.
+        CacheError: the file cannot be opened as a synprep cache (damaged, or another schema).
     """
 
     def __init__(self, path: str | os.PathLike, timeout: float = 60.0):
@@ -144,14 +173,23 @@ class ParseCache:
             if row is None:
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
             elif row[0] != str(SCHEMA_VERSION):
-                raise ConfigError(f"parse cache {self.path} has schema {row[0]}, this synprep writes {SCHEMA_VERSION}")
+                raise CacheError(f"parse cache {self.path} has schema {row[0]}, this synprep writes {SCHEMA_VERSION}")
         except sqlite3.DatabaseError as e:
-            raise ConfigError(f"cannot use {self.path} as a parse cache: {e}") from None
+            self._db_close()
+            if _busy(e):
+                raise ConfigError(f"parse cache {self.path} is locked by another process: {e}") from None
+            raise CacheError(f"cannot use {self.path} as a parse cache ({e}): {_recover(self.path)}") from None
         self.hits = 0
         self.misses = 0
+        self.wrong = 0  # entries that held another sentence's parse (ignored, re-parsed)
+
+    def _db_close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._db.close()
 
     def get_many(self, identity: str, sentences: Iterable[Sequence[str]]) -> list[ParsedSentence | None]:
         """Look up sentences (word lists); ``None`` where not cached. One read transaction."""
+        sentences = [list(words) for words in sentences]
         keys = [cache_key(identity, words) for words in sentences]
         found: dict[bytes, bytes] = {}
         try:
@@ -162,14 +200,21 @@ class ParseCache:
         except sqlite3.Error as e:
             raise _storage_error(self.path, e) from None
         out: list[ParsedSentence | None] = []
-        for k in keys:
+        for k, words in zip(keys, sentences, strict=True):
             blob = found.get(k)
             sent = None
             if blob is not None:
                 try:
                     sent = decode(blob)
-                except (zlib.error, ValueError, KeyError, TypeError) as e:
+                except (zlib.error, ValueError, KeyError, TypeError, AttributeError) as e:
                     log.warning("parse cache %s: unreadable entry ignored (%s)", self.path, e)
+                if sent is not None and list(sent.words) != list(words):
+                    # a cache problem, not the input's: the entry holds another sentence's parse
+                    self.wrong += 1
+                    log.warning("parse cache %s: the entry of a %d-word sentence holds the parse of other words "
+                                "(a damaged or foreign cache); it is ignored and the sentence parsed again. If this "
+                                "repeats, %s", self.path, len(words), _recover(self.path))
+                    sent = None
             if sent is None:
                 self.misses += 1
             else:
@@ -180,9 +225,12 @@ class ParseCache:
     def put_many(self, identity: str, items: Iterable[tuple[Sequence[str], ParsedSentence]]) -> int:
         """Store ``(words, parse)`` pairs in one transaction; returns the number stored.
 
+        A cache still locked by another process after ``timeout`` seconds is skipped with a
+        warning (returns 0): the parses are used, only not cached.
+
         Raises:
             OSError: ENOSPC, the disk holding the cache is full (nothing of this batch is stored).
-            ConfigError: another sqlite failure (locked longer than the timeout, a damaged file).
+            CacheError: another sqlite failure (a damaged file).
         """
         rows = [(cache_key(identity, words), encode(sent)) for words, sent in items]
         if not rows:
@@ -191,6 +239,10 @@ class ParseCache:
             with self._transaction():
                 self._db.executemany("INSERT OR REPLACE INTO parses (key, value) VALUES (?, ?)", rows)
         except sqlite3.Error as e:
+            if _busy(e):  # the parses are fine: only caching them is skipped
+                log.warning("parse cache %s stayed locked by another process past the timeout: %d parses not "
+                            "cached (the run goes on)", self.path, len(rows))
+                return 0
             raise _storage_error(self.path, e) from None
         return len(rows)
 

@@ -253,7 +253,9 @@ def parse_tree(text: str, path: str | None = None, line: int | None = None) -> T
             raise ValueError(f"expected one tree, found {len(found)}")
         return normalize_tree(found[0][0])
     except ValueError as e:
-        raise InputError(f"bad bracketed tree: {e}", path, line) from None
+        from synprep.features.distance import depth_message
+
+        raise InputError(f"bad bracketed tree: {depth_message(str(e))}", path, line) from None
 
 
 def parse_trees(text: str, path: str | None = None, line: int | None = None) -> list[Tree]:

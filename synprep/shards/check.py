@@ -3,8 +3,9 @@
 What is verified (docs/shards.md lists it for users), in this order:
 
 1. ``manifest.json``: parses, format and version known; the vocabulary entry matches ``dict.txt``
-   (path, sha256, size); no stray temporary files (``.NAME.*.tmp``); no shard file the manifest
-   does not list; every listed shard exists with the listed size and sha256.
+   (path, sha256, size); no stray temporary files (``.NAME.*.tmp``; one whose writer, named by
+   the pid in it, still runs is work in progress, not stray); no shard file the manifest does not
+   list; every listed shard exists with the listed size and sha256.
 2. Each shard, split by split in shard order: it opens as HDF5; ``format``/``format_version``
    known; every root attribute present with its type, ``split``/``shard_index`` match the file
    name, ``n_pairs`` matches, ``signature`` and ``vocab_sha256`` match the manifest, ``subword``
@@ -37,6 +38,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,8 +48,9 @@ import numpy as np
 
 from synprep.constants import BOS_ID, EOS_ID, GAP_SENTENCE, MANIFEST_NAME, PAD_ID, SHARD_FORMAT
 from synprep.errors import InputError, SynprepError
+from synprep.lock import live_temp
 from synprep.shards.manifest import Manifest
-from synprep.shards.reader import read_attrs
+from synprep.shards.reader import check_declared_size, read_attrs
 from synprep.shards.schema import (
     AXES,
     FIELDS,
@@ -426,6 +429,10 @@ def _check_shard(path: Path, name: str, vocab_size: int | None, after_line: int)
     except Exception as e:
         raise _Fail(Violation(name, f"not a readable HDF5 file (truncated or corrupt?): {e}")) from None
     with f:
+        try:
+            check_declared_size(f, name, path.stat().st_size)
+        except InputError as e:
+            raise _Fail(Violation(name, e.reason)) from None
         attrs, data, offsets, lines = _read_shard(f, name)
     n = len(lines)
     if attrs["n_pairs"] != n:
@@ -467,8 +474,13 @@ def _check_shard(path: Path, name: str, vocab_size: int | None, after_line: int)
 
 
 # --- the folder --------------------------------------------------------------------------------
-def check_dir(path: str | os.PathLike) -> CheckReport:
+def check_dir(path: str | os.PathLike, *, splits: Collection[str] | None = None) -> CheckReport:
     """Verify every invariant of an output folder (the module docstring lists them).
+
+    Args:
+        path: the folder.
+        splits: verify only these splits' shards and counts (the folder-wide checks still run);
+            None: every split. A writer checks its own split while others may still be written.
 
     Returns:
         CheckReport: ``.ok`` and ``.summary()``; ``.violation`` names the first violation (file,
@@ -482,7 +494,7 @@ def check_dir(path: str | os.PathLike) -> CheckReport:
         raise InputError("no such output folder", str(folder))
     report = CheckReport(folder)
     try:
-        _check_dir(folder, report)
+        _check_dir(folder, report, splits)
     except _Fail as e:
         report.violation = e.violation
     return report
@@ -527,16 +539,18 @@ def _check_vocab(folder: Path, m: Manifest) -> tuple[int, dict[str, Any]]:
     return size, v
 
 
-def _check_dir(folder: Path, report: CheckReport) -> None:
+def _check_dir(folder: Path, report: CheckReport, only: Collection[str] | None = None) -> None:
     raw, m = _manifest(folder)
     vocab_size, vocab = _check_vocab(folder, m)
     listed = {s.file: split for split, e in m.splits.items() for s in e.shards}
     for p in sorted(folder.iterdir()):
-        if p.name.endswith(".tmp"):
+        if p.name.endswith(".tmp") and not live_temp(p):  # a live writer's temp: work in progress
             raise _Fail(Violation(p.name, "stray temporary file (an interrupted write?)"))
         if parse_shard_name(p.name) and p.name not in listed:
             raise _Fail(Violation(p.name, "shard file not listed in the manifest"))
     for split in sorted(m.splits):
+        if only is not None and split not in only:
+            continue
         entry, raw_split = m.splits[split], raw["splits"][split]
         for i, info in enumerate(entry.shards):
             if info.file != shard_name(split, i):
@@ -562,7 +576,7 @@ def _check_dir(folder: Path, report: CheckReport) -> None:
                               ("vocab_sha256", vocab["sha256"])):
                 if attrs[key] != want:
                     raise _Fail(Violation(info.file, f"attribute {key} is {attrs[key]!r}, expected {want!r}"))
-            if (folder / attrs["vocab_path"]).resolve() != (folder / str(vocab["path"])).resolve():
+            if os.path.normpath(attrs["vocab_path"]) != os.path.normpath(str(vocab["path"])):
                 raise _Fail(Violation(info.file, f"vocab_path {attrs['vocab_path']!r} is not the manifest's "
                                                  "vocabulary"))
             got = (len(lines), int(lines[0]), int(lines[-1]))

@@ -7,6 +7,12 @@ atomically with sorted keys and fixed indentation, so identical runs give identi
 
 Re-running a pipeline skips a shard when :meth:`Manifest.is_done` says it exists and its sha256
 matches its entry.
+
+Several commands may write different splits into one folder at the same time: :meth:`Manifest.save`
+holds the folder lock (:func:`synprep.lock.folder_lock`), re-reads the file and keeps the other
+writers' splits (a split this object did not change since it was loaded or last saved is taken from
+the file), and skips the write when the bytes would not change (a resumed, finished split leaves a
+read-only folder untouched).
 """
 
 from __future__ import annotations
@@ -78,6 +84,14 @@ class SplitEntry:
                    alignment={str(k): {str(r): int(n) for r, n in v.items()} for k, v in alignment.items()})
 
 
+def _inside_name(path: Any) -> bool:
+    """True for a relative path that stays inside its folder (``dict.txt``, ``sub/dict.txt``; not ``../x``)."""
+    if not isinstance(path, str) or not path or "\x00" in path:
+        return False
+    p = Path(path)
+    return not p.is_absolute() and ".." not in p.parts
+
+
 _SHARD_FIELDS = {"file": str, "pairs": int, "first_line": int, "last_line": int, "sha256": str, "bytes": int}
 
 
@@ -106,6 +120,7 @@ class Manifest:
         self.config: dict[str, Any] = dict(config or {})
         self.vocab: dict[str, Any] | None = None
         self.splits: dict[str, SplitEntry] = {}
+        self._base: dict[str, dict[str, Any]] = {}  # each split as last loaded or saved (for the merge)
 
     # --- persistence ------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -118,10 +133,32 @@ class Manifest:
         return json.dumps(self.to_dict(), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
     def save(self, folder: str | os.PathLike) -> Path:
-        """Write ``FOLDER/manifest.json`` atomically; returns its path."""
+        """Write ``FOLDER/manifest.json`` atomically, merged with the file's other splits; returns its path.
+
+        Under the folder lock: the file is re-read, and every split this object did not change
+        since it was loaded or last saved is replaced by the file's version (another process may
+        have written it); splits only the file has are added. Nothing is written when the file
+        already holds these bytes.
+
+        Raises:
+            InputError: the file on disk is not a readable manifest.
+        """
+        from synprep.lock import folder_lock
+
         path = Path(folder) / MANIFEST_NAME
-        with atomic_write(path) as f:
-            f.write(self.to_json())
+        with folder_lock(folder):
+            old_text = None
+            if path.is_file():
+                old_text = path.read_text(encoding="utf-8", errors="replace")
+                disk = Manifest.load(path)
+                for name, entry in disk.splits.items():
+                    if name not in self.splits or self.splits[name].to_dict() == self._base.get(name):
+                        self.splits[name] = entry
+            text = self.to_json()
+            if text != old_text:
+                with atomic_write(path) as f:
+                    f.write(text)
+            self._base = {name: e.to_dict() for name, e in self.splits.items()}
         return path
 
     @classmethod
@@ -141,10 +178,23 @@ class Manifest:
                                  f"{' or '.join('null' if k is type(None) else k.__name__ for k in kinds)}", name)
         m = cls(signature=d.get("signature", ""), config=d.get("config") or {})
         m.vocab = d.get("vocab")
+        from synprep.lock import SPLIT_RE
+
+        splits = d.get("splits") or {}
+        if not isinstance(splits, dict):
+            raise InputError(f"malformed manifest: splits is {type(splits).__name__}, expected object", name)
+        for key in splits:
+            if not SPLIT_RE.match(key):
+                raise InputError(f"malformed manifest: split name {key!r} is not valid (letters, digits, '_' "
+                                 "and '-' only)", name)
+        if isinstance(m.vocab, dict) and not _inside_name(m.vocab.get("path")):
+            raise InputError(f"malformed manifest: vocab path {m.vocab.get('path')!r} is not a file name inside "
+                             "the folder", name)
         try:
             m.splits = {k: SplitEntry.from_dict(v) for k, v in (d.get("splits") or {}).items()}
         except (TypeError, ValueError, AttributeError, OverflowError) as e:  # int(Infinity): OverflowError
             raise InputError(f"malformed manifest entry: {e}", name) from None
+        m._base = {k: e.to_dict() for k, e in m.splits.items()}
         return m
 
     @classmethod

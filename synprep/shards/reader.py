@@ -10,6 +10,14 @@ torch DataLoader worker opens its own file; a handle inherited through ``fork`` 
 
 Whatever the stored dtypes (chosen per shard), a :class:`~synprep.types.PairRecord` read back
 has int64 integer arrays and float32 ``ldd_prob``, so records of different shards collate.
+
+Hostile files: before any dataset is read, every declared shape is compared with the header
+(``n_pairs``, at most :data:`MAX_SHARD_PAIRS`) and the offsets, and the data a shard declares may not
+exceed what its file size can hold (:data:`MAX_EXPANSION` × bytes, deflate's bound), so a small file
+declaring 2^28 entries is a one-line :class:`~synprep.errors.InputError`, never gigabytes of memory.
+:func:`open_split` (``verify=True``, what ``train``, ``translate``, ``show`` and ``export`` use) also
+checks every shard against ``manifest.json`` — list, size, sha256 (hashed once per process) —
+and refuses the split naming the shard.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from synprep.constants import SHARD_FORMAT, SHARD_FORMAT_VERSION
+from synprep.constants import MAX_SHARD_PAIRS, SHARD_FORMAT, SHARD_FORMAT_VERSION
 from synprep.errors import InputError
 from synprep.shards.schema import (
     AXES,
@@ -40,6 +48,77 @@ from synprep.types import PairRecord
 
 class ShardFormatError(InputError):
     """A file that is not a shard this version of synprep can read (unknown format or version)."""
+
+
+#: the declared data (every dataset's elements × item size) may be at most this many times the file's
+#: size, plus :data:`EXPANSION_SLACK` bytes: deflate never compresses better than 1032:1
+MAX_EXPANSION = 1100
+EXPANSION_SLACK = 1 << 24
+
+
+def check_declared_size(f: h5py.File, name: str, file_size: int) -> None:
+    """Refuse a shard whose datasets declare more data than its file can hold (before reading any).
+
+    Raises:
+        InputError: the declared bytes exceed :data:`MAX_EXPANSION` × ``file_size`` + :data:`EXPANSION_SLACK`.
+    """
+    total = 0
+    for path in (LINE, *(f"{OFFSETS_GROUP}/{axis}" for axis in AXES), *(fl.name for fl in FIELDS)):
+        obj = f.get(path)
+        if isinstance(obj, h5py.Dataset):
+            total += int(np.prod(obj.shape, dtype=np.float64)) * obj.dtype.itemsize if obj.shape else 0
+    if total > MAX_EXPANSION * file_size + EXPANSION_SLACK:
+        raise InputError(f"declares {total} bytes of data in a file of {file_size} bytes (a hostile or corrupt "
+                         "shard)", name)
+
+
+def check_layout(f: h5py.File, name: str, file_size: int) -> int:
+    """Compare every declared shape with the header before reading data; returns N (pairs).
+
+    Reads only ``n_pairs``, the shapes and dtypes, and the ``(N+1,)`` offsets once N is bounded.
+    Verifies: ``n_pairs`` in [0, :data:`MAX_SHARD_PAIRS`]; ``/line`` is ``(N,)``; every
+    ``/offsets/AXIS`` is ``(N+1,)`` integers starting at 0, never decreasing, ending at the length
+    of every dataset on that axis; every dataset is 1-D numeric; the declared bytes fit the file
+    (:data:`MAX_EXPANSION`).
+
+    Raises:
+        InputError: the first shape or offset that does not hold (naming the shard and dataset).
+    """
+    n = f.attrs.get("n_pairs")
+    if isinstance(n, np.generic):
+        n = n.item()
+    if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= MAX_SHARD_PAIRS:
+        raise InputError(f"n_pairs attribute {n!r} is not an integer in [0, {MAX_SHARD_PAIRS}]", name)
+
+    def dataset(path: str, length: int | None) -> h5py.Dataset:
+        obj = f.get(path)
+        if not isinstance(obj, h5py.Dataset):
+            raise InputError(f"dataset /{path} is missing", name)
+        if obj.ndim != 1 or obj.dtype.kind not in "iuf":
+            raise InputError(f"dataset /{path} has shape {obj.shape} and dtype {obj.dtype}, expected 1-D numbers",
+                             name)
+        if length is not None and obj.shape[0] != length:
+            raise InputError(f"dataset /{path} declares {obj.shape[0]} entries, expected {length} "
+                             f"(n_pairs = {n})", name)
+        return obj
+
+    declared = [dataset(LINE, n)] + [dataset(f"{OFFSETS_GROUP}/{axis}", n + 1) for axis in AXES]
+    fields = {fl.name: dataset(fl.name, None) for fl in FIELDS}
+    check_declared_size(f, name, file_size)
+    for axis, d in zip(AXES, declared[1:], strict=True):
+        o = d[()]
+        where = f"/{OFFSETS_GROUP}/{axis}"
+        if o.dtype.kind not in "iu":
+            raise InputError(f"dataset {where} has dtype {o.dtype}, expected integers", name)
+        if o[0] != 0:
+            raise InputError(f"{where}[0] = {o[0]}, expected 0", name)
+        if np.any(np.diff(o.astype(np.int64)) < 0):
+            raise InputError(f"{where} decreases", name)
+        for fl in FIELDS:
+            if fl.axis == axis and int(o[-1]) != fields[fl.name].shape[0]:
+                raise InputError(f"{where} ends at {o[-1]} but /{fl.name} declares {fields[fl.name].shape[0]} "
+                                 "entries", name)
+    return n
 
 
 def _decode_attr(value: Any) -> Any:
@@ -106,14 +185,18 @@ class ShardReader:
         self._data: dict[str, np.ndarray] | None = None
         name = str(self.path)
         try:
+            size = self.path.stat().st_size
             with h5py.File(self.path, "r") as f:
                 self.attrs = read_attrs(f, name)
+                check_layout(f, name, size)
                 self.offsets = {axis: f[OFFSETS_GROUP][axis][()].astype(np.int64) for axis in AXES}
                 self.lines = f[LINE][()].astype(np.int64)
         except FileNotFoundError:
             raise InputError("no such shard", name) from None
-        except (OSError, KeyError) as e:
-            raise InputError(f"cannot read shard: {e}", name) from None
+        except InputError:
+            raise
+        except Exception as e:  # damaged HDF5 metadata (RuntimeError, OSError, KeyError, ...): one line
+            raise InputError(f"cannot read shard (damaged HDF5): {type(e).__name__}: {e}", name) from None
 
     def __getstate__(self) -> dict[str, Any]:
         return {"path": self.path, "cache": self.cache}
@@ -133,8 +216,16 @@ class ShardReader:
     def load(self) -> ShardReader:
         """Read every dataset into memory now (one read each); returns self."""
         if self._data is None:
-            with h5py.File(self.path, "r") as f:
-                self._data = {fl.name: f[fl.name][()] for fl in FIELDS}
+            try:
+                with h5py.File(self.path, "r") as f:
+                    data = {}
+                    for fl in FIELDS:
+                        data[fl.name] = _read(f, fl.name, self.path)
+            except InputError:
+                raise
+            except Exception as e:
+                raise InputError(f"cannot read shard (damaged HDF5): {type(e).__name__}: {e}", str(self.path)) from None
+            self._data = data
         return self
 
     def close(self) -> None:
@@ -183,7 +274,8 @@ class ShardReader:
         values = {}
         for fl in FIELDS:
             off = self.offsets[fl.axis]
-            a = source[fl.name][off[i]:off[i + 1]]
+            a = source[fl.name][off[i]:off[i + 1]] if self.cache else _read(source, fl.name, self.path,
+                                                                             slice(off[i], off[i + 1]))
             values[fl.name] = a.astype(np.float32 if fl.kind == "float16" else np.int64)
         return PairRecord(line=int(self.lines[i]), **values)
 
@@ -193,6 +285,15 @@ class ShardReader:
 
     def __repr__(self) -> str:
         return f"ShardReader({str(self.path)!r}, pairs={len(self)})"
+
+
+def _read(f: h5py.File, name: str, path: Path, sel: Any = ()) -> np.ndarray:
+    """``f[name][sel]``; a chunk that does not decode (gzip, checksum) is an InputError naming the shard."""
+    try:
+        return f[name][sel]
+    except Exception as e:
+        raise InputError(f"dataset /{name} cannot be read (damaged chunk?): {type(e).__name__}: {e}",
+                         str(path)) from None
 
 
 class SplitReader:
@@ -291,15 +392,93 @@ def split_files(folder: str | os.PathLike, split: str) -> list[Path]:
     return [p for _, p in found]
 
 
-def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True) -> list[ShardReader]:
+#: shards whose sha256 this process already verified: (resolved path, size, mtime_ns, sha256)
+_VERIFIED: set[tuple[str, int, int, str]] = set()
+
+
+def _verify_file(path: Path, size: int, sha256: str) -> None:
+    from synprep.signature import file_sha256
+
+    st = path.stat()
+    if st.st_size != size:
+        raise InputError(f"{st.st_size} bytes, manifest.json says {size} (damaged or replaced; "
+                         "`synprep check` tells more)", str(path))
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, sha256)
+    if key in _VERIFIED:
+        return
+    got = file_sha256(path)
+    if got != sha256:
+        raise InputError(f"sha256 {got[:12]}… does not match manifest.json's {sha256[:12]}… (damaged or "
+                         "replaced; `synprep check` tells more)", str(path))
+    _VERIFIED.add(key)
+
+
+def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
+               verify: bool = True) -> list[ShardReader]:
     """A :class:`ShardReader` for every shard of ``split`` in ``folder``, ordered by shard index.
 
-    Wrap the list in :class:`SplitReader` for one global index over the split.
+    This is how ``train``, ``translate``, ``show`` and ``export`` open a split. Wrap the list in
+    :class:`SplitReader` for one global index over the split.
+
+    Args:
+        folder: an output folder (``manifest.json``, ``SPLIT.NNNNN.h5``, ``dict.txt``).
+        split: the split's name (``[A-Za-z0-9_-]+``).
+        cache: see :class:`ShardReader`.
+        verify: check the shards against ``manifest.json`` first: the split's shard list, each
+            file's size and sha256 (hashed once per process and file version), ``n_pairs`` and the
+            first/last line against the entry, ``split``/``shard_index`` attributes, and that the
+            ``vocab_path`` attribute is the manifest's vocabulary. Every shard's declared shapes
+            and offsets are checked whether or not ``verify`` is set (:func:`check_layout`).
+
+    Returns:
+        The readers (an empty list when the split has no shards and the manifest does not list it).
 
     Raises:
-        InputError: see :func:`split_files`; ShardFormatError: a shard of an unknown format.
+        ConfigError: an invalid split name. InputError: see :func:`split_files`; a missing or
+            malformed manifest (``verify``), a shard that differs from its entry (named);
+            ShardFormatError: a shard of an unknown format.
     """
-    return [ShardReader(p, cache=cache) for p in split_files(folder, split)]
+    from synprep.lock import check_split_name
+
+    check_split_name(split)
+    files = split_files(folder, split)
+    if not verify:
+        return [ShardReader(p, cache=cache) for p in files]
+    from synprep.shards.manifest import Manifest
+
+    manifest = Manifest.load(folder)
+    mpath = str(Path(folder) / "manifest.json")
+    entry = manifest.splits.get(split)
+    listed = [s.file for s in entry.shards] if entry is not None else []
+    found = [p.name for p in files]
+    if listed != found:
+        extra = sorted(set(found) - set(listed))
+        missing = [f for f in listed if f not in found]
+        what = (f"{extra[0]} is not listed in manifest.json" if extra
+                else f"{missing[0]} is listed in manifest.json but missing" if missing
+                else "the shard files are not the manifest's")
+        raise InputError(f"split {split!r}: {what} (an interrupted or concurrent run? `synprep check` tells more)",
+                         mpath)
+    vocab_path = str((manifest.vocab or {}).get("path", ""))
+    readers: list[ShardReader] = []
+    assert entry is not None or not files
+    for info, p in zip(entry.shards if entry is not None else [], files, strict=True):
+        _verify_file(p, info.bytes, info.sha256)
+        r = ShardReader(p, cache=cache)
+        a = r.attrs
+        if len(r) != info.pairs or (len(r) and (int(r.lines[0]), int(r.lines[-1])) != (info.first_line,
+                                                                                         info.last_line)):
+            raise InputError(f"holds {len(r)} pairs (lines {r.lines[:1].tolist()}…{r.lines[-1:].tolist()}), "
+                             f"manifest.json says {info.pairs} (lines {info.first_line}…{info.last_line})", str(p))
+        index = len(readers)
+        if a.get("split") != split or a.get("shard_index") != index:
+            raise InputError(f"attributes split/shard_index are {a.get('split')!r}/{a.get('shard_index')!r}, "
+                             f"expected {split!r}/{index}", str(p))
+        if vocab_path and a.get("vocab_path") != vocab_path:
+            raise InputError(f"vocab_path attribute {a.get('vocab_path')!r} is not manifest.json's vocabulary "
+                             f"{vocab_path!r}", str(p))
+        readers.append(r)
+    return readers
 
 
 def splits_in(folder: str | os.PathLike) -> list[str]:

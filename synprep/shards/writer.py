@@ -269,8 +269,13 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
         image = f.id.get_file_image()
     del packed
 
+    from synprep.lock import temp_prefix
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=temp_prefix(path.name), suffix=".tmp", dir=path.parent)
+    except OSError as e:  # name the shard, never the temporary file
+        raise OSError(e.errno, e.strerror, str(path)) from None
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -282,7 +287,7 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
     except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
-        if isinstance(e, OSError) and e.filename is None:  # ENOSPC from write(): name the shard
+        if isinstance(e, OSError) and (e.filename is None or e.filename == tmp_name):  # name the shard
             raise OSError(e.errno, e.strerror or str(e), str(path)) from None
         raise
     _fsync_dir(path.parent)

@@ -1,0 +1,264 @@
+"""Locks on an output folder, so that several commands can write into one ``OUT`` safely (docs/hardening.md).
+
+Two kinds of ``fcntl.flock`` locks, both released by the kernel when their process ends (a killed
+run never leaves a lock behind):
+
+* **the split lock** ``OUT/.SPLIT.lock``, held by a writing command (``synprep pipeline``,
+  ``annotate``, ``shard``) for its whole run: a second writer of the *same* split is refused with
+  :class:`FolderBusy`, naming the running process (pid, host, command, start time recorded in the
+  file while it runs, emptied when it ends). Writers of *different* splits run side by side.
+* **the folder lock** ``OUT/.lock`` (an empty file), held for short critical sections: every write of a file at
+  the folder's top level (``manifest.json``, ``pipeline.json``, ``inputs.json``, ``code``,
+  ``dict.txt``, a shard with its manifest entry) and the final ``check``. A writer waits for it.
+  :meth:`synprep.shards.Manifest.save` re-reads the manifest under this lock and merges the other
+  writers' splits before saving, so concurrent splits never drop each other's entries.
+
+Temporary files carry their owner's pid (``.NAME.pidPID.XXXXXXXX.tmp``, :func:`temp_prefix`);
+:func:`sweep_stale_temps` removes only those whose owner is gone, so a run never deletes a live
+run's files. A folder that cannot be written (a read-only archive) is used without locks: reading
+it needs none, and any write fails with an error naming the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import functools
+import inspect
+import json
+import logging
+import os
+import re
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, TypeVar
+
+from synprep.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+FOLDER_LOCK = ".lock"
+#: the split name rule (README "Output folder"): letters, digits, ``_`` and ``-``
+SPLIT_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+#: the pid in a temporary file's name: ``.NAME.pid1234.abcd_123.tmp``
+_TEMP_RE = re.compile(r"\.pid(\d+)\.[A-Za-z0-9_]+\.tmp$")
+#: temporary files without a pid (written by synprep before 0.1.1) are swept when older than this (s)
+LEGACY_TEMP_AGE = 3600.0
+
+
+class FolderBusy(ConfigError):
+    """Another live process writes the same split into the folder (the message names it)."""
+
+
+def check_split_name(split: Any) -> str:
+    """``split`` when it is a valid split name (``[A-Za-z0-9_-]+``), checked before any file is touched.
+
+    A split name becomes part of file names (``OUT/SPLIT.NNNNN.h5``, ``OUT/text/SPLIT.tok.L``), so
+    ``../x`` or ``a/b`` would write outside the folder.
+
+    Raises:
+        ConfigError: not a string, empty, or a character outside ``A-Z a-z 0-9 _ -``.
+    """
+    if not isinstance(split, str) or not SPLIT_RE.match(split):
+        raise ConfigError(f"invalid split name {split!r}: use letters, digits, '_' and '-' only")
+    return split
+
+
+def temp_prefix(name: str) -> str:
+    """The ``mkstemp`` prefix of a temporary file for target ``name``: ``.NAME.pidPID.``."""
+    return f".{name}.pid{os.getpid()}."
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
+def live_temp(path: Path) -> bool:
+    """True when ``path`` (a ``.*.tmp`` file) names a pid (:func:`temp_prefix`) still running on this host."""
+    m = _TEMP_RE.search(path.name)
+    return m is not None and _pid_alive(int(m.group(1)))
+
+
+def _stale(path: Path) -> bool:
+    if _TEMP_RE.search(path.name) is not None:
+        return not live_temp(path)
+    try:  # no pid in the name (an older synprep): stale once old
+        return time.time() - path.stat().st_mtime >= LEGACY_TEMP_AGE
+    except FileNotFoundError:
+        return False
+
+
+def sweep_stale_temps(*folders: str | os.PathLike) -> list[Path]:
+    """Remove the temporary files (``.*.tmp``) in ``folders`` whose owner process is gone; returns them.
+
+    A temporary file without a pid in its name (an older synprep's) is removed once it is
+    :data:`LEGACY_TEMP_AGE` seconds old.
+
+    Call it only after the configuration check has accepted this run: a refused command must
+    leave the folder as it found it.
+    """
+    removed = []
+    for d in map(Path, folders):
+        if not d.is_dir():
+            continue
+        for p in d.glob(".*.tmp"):
+            if _stale(p):
+                log.debug("removing stale %s", p)
+                with contextlib.suppress(FileNotFoundError):
+                    p.unlink()
+                removed.append(p)
+    return removed
+
+
+def _owner_record(**extra: Any) -> str:
+    return json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(sys.argv),
+                       "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **extra})
+
+
+def describe_owner(path: Path) -> str:
+    """``pid 123 on host h (synprep pipeline …, since T)`` from a lock file, or a neutral phrase."""
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+        return f"pid {d['pid']} on {d['host']} ({d['command']}, since {d['started']})"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "another process"
+
+
+def _open_lock_file(path: Path) -> int | None:
+    """An fd on the lock file (created when missing), or None when the folder cannot be written."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as e:
+        if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            log.debug("cannot lock %s (%s): a read-only folder is used without locks", path, e.strerror)
+            return None
+        raise
+
+
+_held: dict[str, list[int]] = {}  # folder lock path → [fd, depth] of this process (reentrant)
+_held_guard = threading.Lock()
+
+
+@contextlib.contextmanager
+def folder_lock(out: str | os.PathLike) -> Iterator[None]:
+    """Hold ``OUT/.lock`` (exclusive, reentrant within a process) for a short critical section.
+
+    Waits while another process holds it (logging who after a few seconds). Does nothing when
+    ``out`` does not exist yet or cannot be written.
+    """
+    path = Path(out) / FOLDER_LOCK
+    key = str(path.resolve()) if Path(out).exists() else str(path)
+    with _held_guard:
+        entry = _held.get(key)
+        if entry is not None:
+            entry[1] += 1
+    if entry is not None:
+        try:
+            yield
+        finally:
+            with _held_guard:
+                entry[1] -= 1
+        return
+    if not Path(out).is_dir():
+        yield
+        return
+    fd = _open_lock_file(path)
+    if fd is None:
+        yield
+        return
+    try:
+        t0, told = time.monotonic(), False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not told and time.monotonic() - t0 > 2.0:
+                    log.info("waiting for %s: another synprep command is writing into %s", path, out)
+                    told = True
+                time.sleep(0.05)
+        with _held_guard:
+            _held[key] = [fd, 1]
+        try:
+            yield
+        finally:
+            with _held_guard:
+                del _held[key]
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+_split_locks: ContextVar[list[int] | None] = ContextVar("synprep_split_locks", default=None)
+
+
+def hold_split(out: str | os.PathLike, split: str) -> None:
+    """Take the split lock ``OUT/.SPLIT.lock`` for the rest of the current :func:`writer` call.
+
+    Outside a :func:`writer` call it is held until the process ends.
+
+    Raises:
+        FolderBusy: another live process writes this split into ``out`` (named in the message).
+        ConfigError: an invalid split name.
+    """
+    check_split_name(split)
+    path = Path(out) / f".{split}.lock"
+    fd = _open_lock_file(path)
+    if fd is None:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise FolderBusy(f"the {split} split of {out} is being written by {describe_owner(path)}: wait for it "
+                         f"to finish (running the same command afterwards resumes), or use another --out") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, _owner_record(split=split).encode("utf-8"), 0)
+    held = _split_locks.get()
+    if held is not None:
+        held.append(fd)  # released when the writer call returns; else when the process ends
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def writer(func: F) -> F:
+    """Decorate a command that writes a split into a folder (arguments ``out`` and ``split``).
+
+    The split name is validated before anything else runs; split locks taken inside with
+    :func:`hold_split` are released when the call returns.
+    """
+    sig = inspect.signature(func)
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        check_split_name(bound.arguments["split"])
+        fds: list[int] = []
+        token = _split_locks.set(fds)
+        try:
+            return func(*args, **kwargs)
+        finally:
+            _split_locks.reset(token)
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, 0)  # an idle lock file is empty: finished folders compare byte for byte
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,158 @@
+"""Hostile and damaged shards through the readers of ``train``, ``show`` and ``check`` (issue 10, items 2 and 6).
+
+Every case is one line (``InputError`` naming the shard; exit status 2 through the CLI, 1 for
+``check``'s violation), never a traceback, never memory exhaustion: a shard of a few KB that
+declares 2^28 offsets is refused from its declared shapes before anything is read (peak RSS of the
+whole command measured). The damage helpers live in tests/fuzz_strategies.py, shared with
+benchmarks/fuzz.py.
+"""
+
+from __future__ import annotations
+
+import resource
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+from conftest import ROOT
+from fuzz_strategies import damage_attribute_metadata, damage_gzip_chunk, declare_huge, reseal
+
+from synprep.errors import InputError
+from synprep.shards import SplitReader, check_dir, open_split
+from synprep.shards.synthetic import write_folder
+
+#: a synprep command on a hostile shard may use at most this much memory (the interpreter, h5py,
+#: numpy and the readers take ~150 MB; the hostile shard used to take 10 GB)
+PEAK_LIMIT_MB = 600
+
+
+@pytest.fixture(scope="module")
+def valid(tmp_path_factory) -> Path:
+    base = tmp_path_factory.mktemp("valid") / "out"
+    write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=4)
+    return base
+
+
+@pytest.fixture
+def folder(valid, tmp_path) -> Path:
+    out = tmp_path / "out"
+    shutil.copytree(valid, out)
+    return out
+
+
+def run_measured(*args: str) -> tuple[subprocess.CompletedProcess, float]:
+    """``python -m synprep ARGS`` in a child with a 3 GB address-space cap; (process, its peak RSS in MB)."""
+    code = ("import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
+            "sys.argv = ['synprep', *sys.argv[1:]]; runpy.run_module('synprep', run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # the largest child so far
+    return proc, peak
+
+
+def one_line(proc: subprocess.CompletedProcess, status: int, *parts: str) -> None:
+    assert proc.returncode == status, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    errors = [x for x in proc.stderr.splitlines() if x.startswith(("synprep: error:", "synprep check: FAILED"))]
+    assert len(errors) == 1, proc.stderr
+    for p in parts:
+        assert p in errors[0], errors[0]
+
+
+def test_a_shard_that_differs_from_the_manifest_is_refused_by_train_and_show(folder):
+    """One /offsets/tgt entry shifted: the pair's target would gain the next pair's first word."""
+    shard = folder / "train.00001.h5"
+    with h5py.File(shard, "r+") as f:
+        f["offsets/tgt"][2] += 1
+    from synprep.train.data import ShardDataset
+
+    with pytest.raises(InputError, match="sha256 .* does not match manifest.json's") as e:
+        ShardDataset(folder, "train")
+    assert e.value.path == str(shard)
+    proc, _ = run_measured("show", str(folder), "--split", "train", "--index", "0")
+    one_line(proc, 2, "train.00001.h5", "does not match manifest.json")
+
+
+def test_shard_list_must_match_the_manifest(folder):
+    shutil.copy(folder / "valid.00000.h5", folder / "valid.00001.h5")
+    with pytest.raises(InputError, match="valid.00001.h5 is not listed in manifest.json"):
+        open_split(folder, "valid")
+
+
+@pytest.mark.parametrize("n_pairs", [1 << 28, 1 << 22])
+def test_declared_sizes_are_checked_before_reading(folder, n_pairs):
+    """A shard declaring 2^28 (or, within the pairs cap, 2^22) pairs: one line, bounded memory, every reader."""
+    shard = folder / "train.00000.h5"
+    declare_huge(shard, n_pairs)
+    assert shard.stat().st_size < 100_000
+    reseal(folder)  # the manifest vouches for it: only the declared shapes give it away
+    with pytest.raises(InputError, match="train.00000.h5") as e:
+        open_split(folder, "train")
+    assert "n_pairs" in e.value.reason or "declares" in e.value.reason
+    for args, status in ((("show", str(folder), "--split", "train", "--index", "0"), 2), (("check", str(folder)), 1)):
+        proc, peak = run_measured(*args)
+        one_line(proc, status, "train.00000.h5")
+        assert peak < PEAK_LIMIT_MB, f"synprep {args[0]} peaked at {peak:.0f} MB"
+
+
+def test_damaged_attribute_metadata_is_one_line(folder):
+    shard = folder / "train.00000.h5"
+    damage_attribute_metadata(shard)
+    with pytest.raises(RuntimeError):  # what h5py itself says
+        with h5py.File(shard, "r") as f:
+            dict(f.attrs.items())
+    reseal(folder)
+    with pytest.raises(InputError, match="cannot read shard .*Error iterating over attributes") as e:
+        open_split(folder, "train")
+    assert e.value.path == str(shard)
+    proc, _ = run_measured("show", str(folder), "--split", "train", "--index", "0")
+    one_line(proc, 2, "train.00000.h5", "damaged HDF5")
+
+
+def test_a_gzip_chunk_that_does_not_decode_names_the_shard(folder):
+    shard = folder / "train.00001.h5"
+    damage_gzip_chunk(shard, "src_ids")
+    reseal(folder)
+    for cache in (True, False):
+        split = SplitReader(open_split(folder, "train", cache=cache))  # offsets and shapes are fine
+        with pytest.raises(InputError, match="dataset /src_ids cannot be read") as e:
+            list(split)
+        assert e.value.path == str(shard)
+    proc, _ = run_measured("show", str(folder), "--split", "train", "--index", "5")
+    one_line(proc, 2, "train.00001.h5", "/src_ids cannot be read")
+
+
+def test_offsets_are_checked_against_dataset_lengths(folder):
+    shard = folder / "valid.00000.h5"
+    with h5py.File(shard, "r+") as f:
+        o = f["offsets/ldd"][()]
+        del f["offsets/ldd"]
+        f["offsets/ldd"] = np.concatenate([o[:-1], [o[-1] + 5]])
+    reseal(folder)
+    with pytest.raises(InputError, match=r"/offsets/ldd ends at \d+ but /ldd_dep declares"):
+        open_split(folder, "valid")
+
+
+def test_a_shard_vocab_path_outside_the_folder_is_refused(folder):
+    shard = folder / "valid.00000.h5"
+    with h5py.File(shard, "r+") as f:
+        f.attrs["vocab_path"] = "../../etc/passwd"
+    reseal(folder)
+    with pytest.raises(InputError, match="vocab_path attribute '../../etc/passwd' is not manifest.json's"):
+        open_split(folder, "valid")
+    assert not check_dir(folder).ok
+
+
+def test_verification_hashes_each_shard_once_per_process(folder, monkeypatch):
+    import synprep.signature as signature
+
+    calls = []
+    real = signature.file_sha256
+    monkeypatch.setattr(signature, "file_sha256", lambda p: calls.append(p) or real(p))
+    open_split(folder, "valid")
+    open_split(folder, "valid")
+    assert len(calls) == 1
