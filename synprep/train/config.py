@@ -336,8 +336,8 @@ def config_from_dict(data: dict[str, Any], where: str = "config") -> TrainConfig
         raise ConfigError(f"{where}: a config is a JSON object, got {type(data).__name__}")
     data = {k: v for k, v in data.items() if not (isinstance(k, str) and k.startswith("_"))}
     unknown = sorted(str(k) for k in set(data) - set(FIELDS))
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    if unknown:  # repr: a key may hold a newline or control characters (found by benchmarks/fuzz.py)
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(k if k.isidentifier() else repr(k) for k in unknown)}")
     check_types(data, where)
     try:
         cfg = TrainConfig(**data)
