@@ -40,7 +40,9 @@ from synprep.annotate import DEFAULT_SHARD_SIZE, Parallel, ParseOptions, annotat
 from synprep.constants import MANIFEST_NAME, SHARD_FORMAT_VERSION, VOCAB_NAME
 from synprep.errors import ConfigError, InputError
 from synprep.shards import Manifest, check_dir
-from synprep.signature import file_sha256, package_version, signature
+from synprep.signature import file_sha256, signature
+from synprep.subword import DEFAULT_SCHEME
+from synprep.subword.spm import DEFAULT_VOCAB_SIZE
 from synprep.textio import atomic_write, count_lines, display_name, iter_lines, iter_pairs
 from synprep.types import ParsedLine
 from synprep.vocab import Vocab
@@ -63,7 +65,12 @@ class TextOptions:
         clean: clean this split (None: the train split only, as fairseq's recipes do; other splits
             only lose pairs with an empty side).
         ratio, min_len, max_len: clean-corpus-n.perl bounds.
-        merges: BPE merge operations when the codes are learned.
+        merges: BPE merge operations when the codes are learned (``--subword bpe``).
+        subword: the subword scheme (:data:`synprep.subword.SCHEMES`): ``bpe`` segments the
+            tokenized text; ``spm``/``hf`` segment the raw text and align by character offsets.
+        vocab_size: the SentencePiece vocabulary size when a model is learned (``--subword spm``).
+        tokenizer: ``moses`` (sacremoses) or ``parser``: the source side's words come from the parser's own
+            tokenizer (:mod:`synprep.text.parser_tokenize`; Japanese with ja_ginza); the target side stays Moses.
     """
 
     lowercase: bool = False
@@ -73,6 +80,9 @@ class TextOptions:
     min_len: int = 1
     max_len: int = 175
     merges: int = 10000
+    subword: str = DEFAULT_SCHEME
+    vocab_size: int = DEFAULT_VOCAB_SIZE
+    tokenizer: str = "moses"
 
 
 # --- configuration guard --------------------------------------------------------------------------
@@ -135,15 +145,23 @@ def _remove_stale_temps(out: Path) -> None:
 # --- text stage -------------------------------------------------------------------------------
 
 
-def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Parallel) -> None:
+def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Parallel, spec: Any = None) -> None:
+    """Tokenize one side; with ``spec`` (the source side under ``--tokenizer parser``) by that parser's tokenizer."""
     from synprep.text.tokenize import tokenize_stream
 
     if out_path.exists():
         return
     log.info("tokenize %s → %s", display_name(inp), out_path)
+    if spec is not None:
+        from synprep.text.parser_tokenize import parser_tokenize_stream
+
+        lines = parser_tokenize_stream(iter_lines(inp), spec, jobs=par.jobs, backend=par.backend,
+                                       scheduler=par.scheduler)
+    else:
+        lines = tokenize_stream(iter_lines(inp), lang, fairseq_compat=opts.fairseq_compat, jobs=par.jobs,
+                                backend=par.backend, scheduler=par.scheduler)
     with atomic_write(out_path) as f:
-        for line in tokenize_stream(iter_lines(inp), lang, fairseq_compat=opts.fairseq_compat, jobs=par.jobs,
-                                    backend=par.backend, scheduler=par.scheduler):
+        for line in lines:
             f.write(line + "\n")
 
 
@@ -203,6 +221,80 @@ def _codes(out: Path, split: str, text: Path, src_lang: str, tgt_lang: str, code
     return target
 
 
+def _subword_model(out: Path, split: str, raw_files: list[Path], model: str | None, opts: TextOptions,
+                   scheme: Any) -> Path:
+    """``OUT/<model_name>``: copied from ``model``, reused, or learned on the train split's kept raw
+    lines ``raw_files`` (both sides, joint) — :func:`_codes` for the schemes that read raw text."""
+    from synprep.subword import load_scheme
+
+    target = out / scheme.model_name
+    if model is not None:
+        given = load_scheme(scheme.name, model)
+        if target.exists() and file_sha256(target) != given.sha256:
+            raise ConfigError(f"{target} holds another {scheme.name} model than {scheme.model_option} {model}: "
+                              "use a new --out")
+        if not target.exists():
+            given.save(target)
+        return target
+    if target.exists():
+        return target
+    if split != TRAIN:
+        raise ConfigError(f"no {scheme.name} model in {out}: run the train split first, or give {scheme.model_option}")
+    log.info("learn a %s model (size %d) on %s", scheme.name, opts.vocab_size, ", ".join(map(str, raw_files)))
+    scheme.learn(raw_files, target, opts.vocab_size)
+    return target
+
+
+def _raw_kept(split: str, work: Path, raw: str, lang: str, opts: TextOptions) -> Path:
+    """``text/SPLIT.raw.L``: the raw lines of the kept pairs (lowercased with ``--lowercase``): what a
+    scheme that reads raw text segments."""
+    from synprep.text.tokenize import moses_lowercase
+
+    target = work / f"{split}.raw.{lang}"
+    if target.exists():
+        return target
+    keep = (int(n) for n in iter_lines(work / f"{split}.lines"))
+    want = next(keep, None)
+    with atomic_write(target) as f:
+        for i, line in enumerate(iter_lines(raw), 1):
+            if i == want:
+                f.write((moses_lowercase(line) if opts.lowercase else line) + "\n")
+                want = next(keep, None)
+    return target
+
+
+def _segment(split: str, work: Path, src: str, tgt: str, src_lang: str, tgt_lang: str, words_file: Path,
+             model: Path, opts: TextOptions, name: str, par: Parallel) -> tuple[Path, Path, Path]:
+    """Segment the kept raw lines: ``text/SPLIT.NAME.SRC`` (the source pieces as stored: split at word
+    boundaries), ``text/SPLIT.NAME.wi`` (each source piece's word, and the line's rule counts),
+    ``text/SPLIT.NAME.TGT``. Returns the three paths."""
+    from synprep.subword.stream import align_stream, encode_stream
+    from synprep.text.escape import unescape_tokens
+    from synprep.text.tokenize import moses_lowercase
+
+    raw_src, raw_tgt = _raw_kept(split, work, src, src_lang, opts), _raw_kept(split, work, tgt, tgt_lang, opts)
+    out_src, out_idx, out_tgt = work / f"{split}.{name}.{src_lang}", work / f"{split}.{name}.wi", \
+        work / f"{split}.{name}.{tgt_lang}"
+    if not (out_src.exists() and out_idx.exists()):
+        def source_lines() -> Iterator[tuple[int, str, list[str]]]:
+            lines = (int(n) for n in iter_lines(work / f"{split}.lines"))
+            for n, text, words in zip(lines, iter_lines(raw_src), iter_lines(words_file), strict=True):
+                w = unescape_tokens(words.split())
+                yield n, text, [moses_lowercase(x) for x in w] if opts.lowercase else w
+
+        with atomic_write(out_src) as f, atomic_write(out_idx) as g:
+            for pieces, index in align_stream(source_lines(), name, model, path=src, jobs=par.jobs,
+                                              backend=par.backend, scheduler=par.scheduler):
+                f.write(pieces + "\n")
+                g.write(index + "\n")
+    if not out_tgt.exists():
+        with atomic_write(out_tgt) as f:
+            for pieces in encode_stream(iter_lines(raw_tgt), name, model, jobs=par.jobs, backend=par.backend,
+                                        scheduler=par.scheduler):
+                f.write(pieces + "\n")
+    return out_src, out_tgt, out_idx
+
+
 def _apply_bpe(inp: Path, out_path: Path, codes: Path, par: Parallel) -> None:
     from synprep.text.bpe import apply_bpe_stream
 
@@ -238,13 +330,13 @@ def load_or_build_vocab(out: Path, split: str, bpe_files: list[Path], vocab: str
 # --- the two commands ---------------------------------------------------------------------------
 
 
-def _signature(tok: str, lowercase: bool, codes_sha: str | None, opts: ParseOptions) -> str:
+def _signature(tok: str, lowercase: bool, codes_sha: str | None, opts: ParseOptions, sub: str | None = None) -> str:
     parser = opts.parser
     if opts.parser != "conllu":
-        spec = opts.spec
-        parser = f"{spec.name}-{package_version('stanza') if spec.name == 'stanza' else 'corenlp'}" \
-                 f"/{spec.lang}/{spec.package or 'default'}"
-    return signature(tok=tok, lc=lowercase, bpe=codes_sha[:8] if codes_sha else None, parser=parser,
+        from synprep.parse.run import parser_signature_name
+
+        parser = parser_signature_name(opts.spec)
+    return signature(tok=tok, lc=lowercase, bpe=codes_sha[:8] if codes_sha else None, sub=sub, parser=parser,
                      feat=FEATURES, shard=f"v{SHARD_FORMAT_VERSION}")
 
 
@@ -267,7 +359,8 @@ def _finish(out: Path, manifest: Manifest, split: str) -> None:
 def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang: str, tgt_lang: str,
                  split: str = TRAIN, text: TextOptions, parse: ParseOptions, par: Parallel,
                  codes: str | None = None, vocab: str | None = None, conllu: str | None = None,
-                 ldd_threshold: float = 0.01, shard_size: int = DEFAULT_SHARD_SIZE) -> Manifest:
+                 ldd_threshold: float = 0.01, shard_size: int = DEFAULT_SHARD_SIZE,
+                 subword_model: str | None = None) -> Manifest:
     """Raw parallel text of one split → shards in ``out`` (module docstring).
 
     Args:
@@ -278,6 +371,8 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
         split: the split's name; the train split learns the BPE codes and the vocabulary.
         codes: BPE codes to apply instead of learning them. vocab: a fairseq dict to use.
         conllu: the parses to import (``--parser conllu``).
+        subword_model: the model of a ``text.subword`` scheme that reads raw text (``--spm-model``,
+            ``--hf-tokenizer``) instead of learning one (docs/subwords.md).
 
     Returns:
         The folder's manifest after the split was added.
@@ -307,10 +402,41 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     if src is not None and (n_raw := count_lines(src)) != n_tgt:
         raise InputError(f"line counts differ: {src} has {n_raw} lines, {tgt} has {n_tgt}", tgt)
 
-    tok_sig = tokenizer_signature(src_lang, lowercase=text.lowercase, escape=True, fairseq_compat=text.fairseq_compat)
+    from synprep.subword import scheme_class
+
+    scheme = scheme_class(text.subword)
+    if scheme.reads_raw:
+        if codes is not None:
+            raise ConfigError(f"--codes is for --subword bpe; --subword {scheme.name} takes {scheme.model_option}")
+        if src is None:
+            raise ConfigError(f"--subword {scheme.name} segments the raw source text: give --src")
+        if subword_model is None and scheme.size_option is None:
+            raise ConfigError(f"--subword {scheme.name} cannot learn a model: give {scheme.model_option}")
+    elif subword_model is not None:
+        raise ConfigError("a subword model option is for --subword spm or hf; --subword bpe takes --codes")
+    tok_spec = None
+    if text.tokenizer == "parser":
+        if parse.parser == "conllu":
+            raise ConfigError("--tokenizer parser has no effect with --parser conllu (the words are the CoNLL-U's)")
+        if text.fairseq_compat:
+            raise ConfigError("--fairseq-compat is a Moses rule: it has no effect with --tokenizer parser")
+        from synprep.text.parser_tokenize import parser_tokenizer_signature
+
+        tok_spec = parse.spec
+        tok_sig = parser_tokenizer_signature(parse.identity(), lowercase=text.lowercase, escape=True)
+    elif text.tokenizer == "moses":
+        tok_sig = tokenizer_signature(src_lang, lowercase=text.lowercase, escape=True,
+                                      fairseq_compat=text.fairseq_compat)
+    else:
+        raise ConfigError(f"unknown tokenizer {text.tokenizer!r} (moses or parser)")
     shared = {"mode": "pipeline", "src_lang": src_lang, "tgt_lang": tgt_lang, "tokenizer": tok_sig["tok"],
               "lowercase": text.lowercase, "fairseq_compat": text.fairseq_compat, "merges": text.merges,
               "parser": parse.config(), "ldd_threshold": ldd_threshold, "shard_size": shard_size}
+    if scheme.reads_raw:  # only then: folders made before schemes existed keep their configuration
+        del shared["merges"]
+        shared["subword"] = scheme.name
+        if scheme.size_option is not None:
+            shared["vocab_size"] = text.vocab_size
     work.mkdir(parents=True, exist_ok=True)
     _remove_stale_temps(out)
     _check_config(out, shared)
@@ -333,23 +459,38 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     else:
         assert src is not None
         n_src = n_tgt
-        _tokenize(src, src_tok, src_lang, text, par)
+        _tokenize(src, src_tok, src_lang, text, par, spec=tok_spec)
     if n_src != n_tgt:
         raise InputError(f"line counts differ: {conllu} has {n_src} lines, {tgt} has {n_tgt}", tgt)
     _tokenize(tgt, work / f"{split}.tok.{tgt_lang}", tgt_lang, text, par)
 
-    # 2. clean (+ lowercase), 3. BPE
+    # 2. clean (+ lowercase), 3. subwords
     _clean(split, work, src_lang, tgt_lang, text)
-    code_path = _codes(out, split, work, src_lang, tgt_lang, codes, text)
-    for lang in (src_lang, tgt_lang):
-        _apply_bpe(work / f"{split}.clean.{lang}", work / f"{split}.bpe.{lang}", code_path, par)
-    bpe_src, bpe_tgt = work / f"{split}.bpe.{src_lang}", work / f"{split}.bpe.{tgt_lang}"
+    words_file = work / f"{split}.words.{src_lang}" if text.lowercase else work / f"{split}.clean.{src_lang}"
+    index_file = None
+    if scheme.reads_raw:
+        assert src is not None
+        raw_files = [_raw_kept(split, work, src, src_lang, text), _raw_kept(split, work, tgt, tgt_lang, text)]
+        model_path = _subword_model(out, split, raw_files, subword_model, text, scheme)
+        from synprep.subword import load_scheme
+
+        identity = load_scheme(scheme.name, model_path).identity()
+        bpe_src, bpe_tgt, index_file = _segment(split, work, src, tgt, src_lang, tgt_lang, words_file, model_path,
+                                                text, scheme.name, par)
+        codes_sha, sub = None, identity
+        model_config = {"subword_identity": identity, "subword_model_sha256": file_sha256(model_path)}
+    else:
+        code_path = _codes(out, split, work, src_lang, tgt_lang, codes, text)
+        for lang in (src_lang, tgt_lang):
+            _apply_bpe(work / f"{split}.clean.{lang}", work / f"{split}.bpe.{lang}", code_path, par)
+        bpe_src, bpe_tgt = work / f"{split}.bpe.{src_lang}", work / f"{split}.bpe.{tgt_lang}"
+        codes_sha, sub = file_sha256(code_path), None
+        model_config = {"bpe_codes_sha256": codes_sha}
     v = load_or_build_vocab(out, split, [bpe_src, bpe_tgt], vocab)
 
     # 4. parse, features, shards
-    codes_sha = file_sha256(code_path)
-    sig = _signature(str(tok_sig["tok"]), text.lowercase, codes_sha, parse)
-    config = {**shared, "split": split, "bpe_codes_sha256": codes_sha, "vocab_sha256": v.sha256,
+    sig = _signature(str(tok_sig["tok"]), text.lowercase, codes_sha, parse, sub)
+    config = {**shared, "split": split, **model_config, "vocab_sha256": v.sha256,
               "clean": text.clean if text.clean is not None else split == TRAIN,
               "clean_bounds": [text.ratio, text.min_len, text.max_len]}
     manifest = _manifest(out, sig, shared, v)
@@ -361,14 +502,16 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     def line_numbers() -> Iterator[int]:
         return (int(n) for n in iter_lines(work / f"{split}.lines"))
 
-    words_file = work / f"{split}.words.{src_lang}" if text.lowercase else work / f"{split}.clean.{src_lang}"
+    from synprep.subword.stream import parse_index_line
+
     items = items_from_files(iter_lines(bpe_src), iter_lines(bpe_tgt), line_numbers(),
                              words=(unescape_tokens(w.split()) for w in iter_lines(words_file)),
-                             parses=_parses_for(str(conllu), line_numbers()) if parse.parser == "conllu" else None)
+                             parses=_parses_for(str(conllu), line_numbers()) if parse.parser == "conllu" else None,
+                             word_index=(parse_index_line(x) for x in iter_lines(index_file)) if index_file else None)
     parse.lowercase = text.lowercase
     annotate_split(out, split, items, vocab=v, manifest=manifest, opts=parse, par=par, src_lang=src_lang,
                    tgt_lang=tgt_lang, signature=sig, config=config, ldd_threshold=ldd_threshold,
-                   shard_size=shard_size, source_name=str(src or conllu))
+                   shard_size=shard_size, source_name=str(src or conllu), subword=scheme.name)
     _finish(out, manifest, split)
     return manifest
 

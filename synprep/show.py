@@ -240,7 +240,8 @@ def pair_text(view: PairView, *, ldd_top: int = 3) -> str:
     lines = [view.title(),
              f"tree source: {view.attrs.get('tree_source', '?')}; {view.attrs.get('signature', '')}",
              *view.notes,
-             f"source: {t} pieces, {w} words, {len(starts)} sentence{'s' if len(starts) != 1 else ''}",
+             f"source: {t} {view.attrs.get('subword', 'bpe')} pieces, {w} words, "
+             f"{len(starts)} sentence{'s' if len(starts) != 1 else ''}",
              "  " + " ".join(view.src), ""]
     parents = parent_positions(rec.heads, rec.word_index, mode="mean")
     rows = [["pos", "piece", "word", "gap cnf", "gap nary", "parent"]]
@@ -423,17 +424,35 @@ def _text_panel(ax, view: PairView) -> None:
     sig = textwrap.fill(str(view.attrs.get("signature", "")), 70)
     ax.text(0, 1, f"source ({len(view.src)} pieces):\n{src}\n\ntarget ({len(view.tgt)} pieces):\n{tgt}\n\n"
             f"tree source: {view.attrs.get('tree_source', '?')}\n{sig}", va="top", ha="left", fontsize=9,
-            family="monospace", transform=ax.transAxes)
+            family=["DejaVu Sans Mono", *_cjk_fonts()], transform=ax.transAxes)
 
 
 def save_png(view: PairView, path: str | os.PathLike, *, tau: float = 10.0, mode: str = "cnf") -> int:
     """Draw :func:`pair_figure` and write it as a PNG atomically; returns the file size in bytes."""
+    import matplotlib
+
     from synprep.textio import atomic_write
 
-    fig = pair_figure(view, tau=tau, mode=mode)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    # matplotlib's default fonts have no CJK glyphs (Japanese words drew as boxes): fall back, glyph by
+    # glyph, to an installed CJK font where there is one
+    with matplotlib.rc_context({"font.family": ["DejaVu Sans", *_cjk_fonts()]}):
+        fig = pair_figure(view, tau=tau, mode=mode)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png")
     data = buf.getvalue()
     with atomic_write(path, "wb") as f:
         f.write(data)
     return len(data)
+
+
+#: CJK fonts tried (in order) for glyphs the default font lacks
+CJK_FONTS = ("Noto Sans CJK JP", "Noto Serif CJK JP", "IPAexGothic", "IPAGothic", "TakaoGothic", "Source Han Sans JP",
+             "Noto Sans CJK SC", "WenQuanYi Zen Hei")
+
+
+def _cjk_fonts() -> list[str]:
+    """The installed fonts of :data:`CJK_FONTS` (matplotlib's font list; none on a machine without them)."""
+    from matplotlib import font_manager
+
+    installed = {f.name for f in font_manager.fontManager.ttflist}
+    return [f for f in CJK_FONTS if f in installed]

@@ -10,8 +10,20 @@ import functools
 import logging
 
 import click
+from click.core import ParameterSource
 
-from synprep.cli.common import jobs_options, parser_jobs, shard_size_option, stanza_options
+from synprep.cli.common import (
+    jobs_options,
+    parser_choice,
+    parser_jobs,
+    shard_size_option,
+    spacy_options,
+    stanza_options,
+    tokenizer_option,
+)
+from synprep.errors import ConfigError
+from synprep.subword import DEFAULT_SCHEME, SCHEMES
+from synprep.subword.spm import DEFAULT_VOCAB_SIZE
 
 log = logging.getLogger("synprep")
 
@@ -19,13 +31,13 @@ log = logging.getLogger("synprep")
 def parser_options(f):
     """Options that choose and configure the parser (shared by pipeline, annotate and shard)."""
 
-    @click.option("--parser", "parser_name", type=click.Choice(["stanza", "corenlp", "conllu"]), default="stanza",
-                  show_default=True, help="stanza, CoreNLP (CORENLP_HOME), or parses imported from --conllu.")
+    @parser_choice(extra=("conllu",))
     @click.option("--conllu", "conllu_path", default=None, metavar="FILE",
                   help="CoNLL-U parses of the source (--parser conllu): one sentence per line, or '# line = N'"
                        " groups as `synprep parse` writes them.")
     @shard_size_option
     @stanza_options
+    @spacy_options
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
         return f(*args, **kwargs)
@@ -34,15 +46,19 @@ def parser_options(f):
 
 
 def _parse_options(src_lang: str, parser_name: str, stanza_dir, stanza_package, device, batch_size, no_ssplit,
-                   max_words, ldd_threshold, cache_path, no_cache):
+                   max_words, ldd_threshold, cache_path, no_cache, spacy_model=None, label_map=None):
     from synprep.annotate import ParseOptions
+    from synprep.errors import ConfigError
     from synprep.parse.base import ParserSpec
     from synprep.parse.cache import default_cache_path
 
     spec = None
     if parser_name != "conllu":
         spec = ParserSpec(name=parser_name, lang=src_lang, dir=stanza_dir, package=stanza_package, device=device,
-                          max_words=max_words, ldd_threshold=ldd_threshold)
+                          max_words=max_words, ldd_threshold=ldd_threshold, spacy_model=spacy_model,
+                          label_map=label_map)
+    elif spacy_model is not None or label_map is not None:
+        raise ConfigError("--spacy-model/--label-map have no effect with --parser conllu")
     cache = None if no_cache else str(cache_path or default_cache_path())
     return ParseOptions(parser=parser_name, spec=spec, ssplit=not no_ssplit, batch_size=batch_size, cache=cache)
 
@@ -66,8 +82,18 @@ def _report(manifest, split: str) -> None:
 @click.option("--merges", type=click.IntRange(min=1), default=10000, show_default=True,
               help="BPE merge operations when learning codes (joint, on the train split).")
 @click.option("--vocab", default=None, metavar="FILE", help="Use this fairseq dict instead of building one.")
+@click.option("--subword", type=click.Choice(list(SCHEMES)), default=DEFAULT_SCHEME, show_default=True,
+              help="Subword scheme: subword-nmt BPE on the tokenized text, or SentencePiece / a HuggingFace "
+                   "tokenizer on the raw text, aligned to the words by character offsets (docs/subwords.md).")
+@click.option("--spm-model", default=None, metavar="FILE",
+              help="--subword spm: apply this SentencePiece model instead of learning one on the train split.")
+@click.option("--hf-tokenizer", default=None, metavar="FILE_OR_DIR",
+              help="--subword hf: a tokenizers tokenizer.json, or a local directory holding one.")
+@click.option("--vocab-size", type=click.IntRange(min=1), default=DEFAULT_VOCAB_SIZE, show_default=True,
+              help="--subword spm: vocabulary size of the model learned on the train split.")
 @click.option("--lowercase", is_flag=True, help="Lowercase after tokenizing (the parser still sees cased words).")
 @click.option("--fairseq-compat", is_flag=True, help="Tokenize like fairseq's old tokenizer.perl (final period).")
+@tokenizer_option
 @click.option("--clean/--no-clean", "clean", default=None,
               help="Clean this split (default: the train split only; others lose only empty pairs).")
 @click.option("--ratio", type=float, default=1.5, show_default=True, help="clean: max length ratio.")
@@ -75,9 +101,10 @@ def _report(manifest, split: str) -> None:
 @click.option("--max-len", type=int, default=175, show_default=True, help="clean: max tokens per side.")
 @parser_options
 @jobs_options
-def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, lowercase, fairseq_compat, clean,
-                 ratio, min_len, max_len, parser_name, conllu_path, stanza_dir, stanza_package, device, batch_size,
-                 no_ssplit, max_words, ldd_threshold, cache_path, no_cache, shard_size, jobs, backend, scheduler):
+def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, subword, spm_model, hf_tokenizer,
+                 vocab_size, lowercase, fairseq_compat, tokenizer, clean, ratio, min_len, max_len, parser_name,
+                 conllu_path, stanza_dir, stanza_package, device, batch_size, no_ssplit, max_words, ldd_threshold,
+                 cache_path, no_cache, spacy_model, label_map, shard_size, jobs, backend, scheduler):
     """Raw parallel text → tokenize → clean → BPE → parse → features → shards → check.
 
     Run once per split into the same --out (train first: it learns the BPE codes and the
@@ -87,14 +114,40 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
     from synprep.pipeline import TextOptions, run_pipeline
 
     opts = _parse_options(src_lang, parser_name, stanza_dir, stanza_package, device, batch_size, no_ssplit,
-                          max_words, ldd_threshold, cache_path, no_cache)
+                          max_words, ldd_threshold, cache_path, no_cache, spacy_model, label_map)
+    model = _subword_model_option(subword, codes=codes, merges=merges, spm_model=spm_model,
+                                  hf_tokenizer=hf_tokenizer, vocab_size=vocab_size)
     text = TextOptions(lowercase=lowercase, fairseq_compat=fairseq_compat, clean=clean, ratio=ratio,
-                       min_len=min_len, max_len=max_len, merges=merges)
+                       min_len=min_len, max_len=max_len, merges=merges, subword=subword, vocab_size=vocab_size,
+                       tokenizer=tokenizer)
     par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
     manifest = run_pipeline(src, tgt, out, src_lang=src_lang, tgt_lang=tgt_lang, split=split, text=text,
                             parse=opts, par=par, codes=codes, vocab=vocab, conllu=conllu_path,
-                            ldd_threshold=ldd_threshold, shard_size=shard_size)
+                            ldd_threshold=ldd_threshold, shard_size=shard_size, subword_model=model)
     _report(manifest, split)
+
+
+def _subword_model_option(subword: str, **given) -> str | None:
+    """The model option of the chosen scheme; an option given for another scheme is an error.
+
+    Raises:
+        ConfigError: e.g. ``--spm-model`` with ``--subword bpe``, ``--merges`` with ``--subword spm``.
+    """
+    from synprep.subword import scheme_class
+
+    scheme = scheme_class(subword)
+    ctx = click.get_current_context()
+    for name in given:
+        option = "--" + name.replace("_", "-")
+        explicit = ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)
+        if explicit and option not in (scheme.model_option, scheme.size_option):
+            raise ConfigError(f"{option} has no effect with --subword {subword} (it takes {scheme.model_option}"
+                              + (f" or {scheme.size_option}" if scheme.size_option else "") + ")")
+    model = given.get(scheme.model_option[2:].replace("-", "_"))
+    if model is not None and scheme.size_option is not None \
+            and ctx.get_parameter_source(scheme.size_option[2:].replace("-", "_")) != ParameterSource.DEFAULT:
+        raise ConfigError(f"{scheme.size_option} has no effect with {scheme.model_option}: the model is given")
+    return model if scheme.reads_raw else None
 
 
 @click.command("annotate")
@@ -110,7 +163,7 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
 @jobs_options
 def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, parser_name, conllu_path, stanza_dir,
                  stanza_package, device, batch_size, no_ssplit, max_words, ldd_threshold, cache_path, no_cache,
-                 shard_size, jobs, backend, scheduler):
+                 spacy_model, label_map, shard_size, jobs, backend, scheduler):
     """Already tokenized and BPE'd parallel text (e.g. fairseq's prepared data) → shards → check.
 
     The source words are rebuilt from the pieces (@@ removed, Moses escapes undone) and parsed;
@@ -120,7 +173,7 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, parser_name, c
     from synprep.pipeline import run_annotate
 
     opts = _parse_options(src_lang, parser_name, stanza_dir, stanza_package, device, batch_size, no_ssplit,
-                          max_words, ldd_threshold, cache_path, no_cache)
+                          max_words, ldd_threshold, cache_path, no_cache, spacy_model, label_map)
     par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
     manifest = run_annotate(src, tgt, out, src_lang=src_lang, tgt_lang=tgt_lang, split=split, parse=opts, par=par,
                             vocab=vocab, conllu=conllu_path, ldd_threshold=ldd_threshold, shard_size=shard_size)

@@ -195,8 +195,14 @@ def translate_cmd(checkpoint, shards_dir, split, input_path, output_path, beam, 
                                    ldd_head=empty, ldd_rel=empty, ldd_prob=empty))
         dataset = RecordDataset(recs)
     else:
+        from synprep.shards import Manifest
         from synprep.train.data import load_symbols
 
+        scheme = Manifest.load(shards_dir).config.get("subword", "bpe")
+        if scheme != "bpe" and (remove_bpe or detok_lang is not None):
+            raise ConfigError(f"--remove-bpe and --detok undo subword-nmt BPE and Moses tokenization; these shards "
+                              f"use --subword {scheme}: write the pieces and decode them with the {scheme} model "
+                              "(docs/subwords.md)")
         dataset = ShardDataset(shards_dir, split)
         shard_symbols = load_symbols(shards_dir, dataset.attrs)
         if shard_symbols != symbols:

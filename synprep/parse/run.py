@@ -28,8 +28,16 @@ from nltk import Tree
 
 from synprep.errors import InputError
 from synprep.parallel import chunked, limit_threads, parallel_map
-from synprep.parse.base import ParserSpec, ParseStats, error_kind, parse_isolated
+from synprep.parse.base import (
+    ParserBackend,
+    ParserSpec,
+    ParseStats,
+    error_kind,
+    identity_digest,
+    parse_isolated,
+)
 from synprep.parse.cache import ParseCache
+from synprep.parse.registry import backend_class, backend_for_identity
 from synprep.parse.ssplit import split_sentences
 from synprep.parse.trees import match_leaves, tree_to_str
 from synprep.types import ParsedLine, ParsedSentence
@@ -49,30 +57,36 @@ _GPU_LOCK: IO | None = None
 PARSER_CALLS = 0
 
 
-def make_parser(spec: ParserSpec, device: str | None = None):
-    """Load the parser a spec names (:class:`StanzaParser` or :class:`CoreNLPParser`)."""
-    if spec.name == "stanza":
-        from synprep.parse.stanza_parser import StanzaParser
+def make_parser(spec: ParserSpec, device: str | None = None) -> ParserBackend:
+    """Load the parser a spec names (its registered :class:`~synprep.parse.base.ParserBackend`).
 
-        return StanzaParser(spec, device=device)
-    from synprep.parse.corenlp import CoreNLPParser
-
-    return CoreNLPParser(spec)
+    Args:
+        device: this process's torch/spaCy device (``cpu``, ``cuda:1``); None follows ``spec.device``.
+    """
+    return backend_class(spec.name)(spec, device=device)
 
 
 def parser_identity(spec: ParserSpec) -> str:
     """The identity string of a spec's parser (cache key prefix, signature); loads no model.
 
     Raises:
-        ConfigError: models or CoreNLP missing.
+        ConfigError: models missing (stanza resources, spaCy package, CoreNLP).
     """
-    if spec.name == "stanza":
-        from synprep.parse.stanza_parser import stanza_identity
+    return backend_class(spec.name).identity(spec)
 
-        return stanza_identity(spec)
-    from synprep.parse.corenlp import corenlp_identity
 
-    return corenlp_identity(spec)
+def short_identity(identity: str) -> str:
+    """The signature line's compact form of a parser identity (its backend's
+    :meth:`~synprep.parse.base.ParserBackend.short_identity`; ``NAME#DIGEST`` for an unknown one)."""
+    backend = backend_for_identity(identity)
+    if backend is None:
+        return f"{identity.split('|', 1)[0]}#{identity_digest(identity)}"
+    return backend.short_identity(identity)
+
+
+def parser_signature_name(spec: ParserSpec) -> str:
+    """The pipeline signature's ``parser:`` field for a spec (no file hashed)."""
+    return backend_class(spec.name).signature_name(spec)
 
 
 _SLOT_DIR: tempfile.TemporaryDirectory | None = None
@@ -128,7 +142,9 @@ def worker_parser(spec: ParserSpec, slot_dir: str | None = None):
     global _PARSER
     if _PARSER is not None and _PARSER[0] == spec:
         return _PARSER[1]
-    _PARSER = None
+    if _PARSER is not None:
+        old, _PARSER = _PARSER[1], None
+        old.close()
     limit_threads(1)
     if logging.getLogger("stanza").getEffectiveLevel() < logging.WARNING and not log.isEnabledFor(logging.DEBUG):
         logging.getLogger("stanza").setLevel(logging.WARNING)
