@@ -28,6 +28,7 @@ from typing import Any
 from synprep.errors import ConfigError, InputError
 from synprep.features.line import line_features, tree_source
 from synprep.parallel import chunked
+from synprep.progress import Progress
 from synprep.shards import Manifest, shard_name, write_shard
 from synprep.subword import DEFAULT_SCHEME
 from synprep.subword.offsets import AlignStats
@@ -145,7 +146,7 @@ def drop_reason(error: str) -> str:
 
 
 def _parse_block(items: list[Item], opts: ParseOptions, par: Parallel, cache,
-                 identity: str | None) -> list[ParsedLine]:
+                 identity: str | None, progress: Progress | None = None) -> list[ParsedLine]:
     if opts.parser == "conllu":
         out = []
         for it in items:
@@ -159,7 +160,8 @@ def _parse_block(items: list[Item], opts: ParseOptions, par: Parallel, cache,
     from synprep.parse.run import parse_block
 
     return parse_block([it.words for it in items], opts.spec, cache=cache, jobs=par.jobs, backend=par.backend,
-                       scheduler=par.scheduler, ssplit=opts.ssplit, batch_size=opts.batch_size, identity=identity)
+                       scheduler=par.scheduler, ssplit=opts.ssplit, batch_size=opts.batch_size, identity=identity,
+                       progress=progress.block(items[0].line - 1, items[-1].line) if progress else None)
 
 
 def build_records(items: list[Item], parses: list[ParsedLine], vocab: Vocab, *, ldd_threshold: float,
@@ -264,13 +266,16 @@ def annotate_split(
 
         identity = opts.identity()
         cache = ParseCache(opts.cache)
+    progress = Progress(manifest.split(split).input_lines, f"parse {split}")
     try:
         for k, block in enumerate(chunked(items, shard_size)):
             name = shard_name(split, k)
             if manifest.is_done(out, name):
                 result.skipped.append(name)
+                progress.skip_to(block[-1].line)
                 continue
-            parses = _parse_block(block, opts, par, cache, identity)
+            parses = _parse_block(block, opts, par, cache, identity, progress)
+            progress.update_to(block[-1].line)
             stats = AlignStats()
             records, drops, sources = build_records(block, parses, vocab, ldd_threshold=ldd_threshold,
                                                     lowercase=opts.lowercase, path=source_name, alignment=stats)
@@ -290,6 +295,7 @@ def annotate_split(
             manifest.save(out)
             log.info("%s: %d pairs, %d dropped", name, len(records), len(drops))
     finally:
+        progress.close()
         if cache is not None:
             cache.close()
     entry = manifest.split(split)

@@ -216,8 +216,10 @@ def _codes(out: Path, split: str, text: Path, src_lang: str, tgt_lang: str, code
         return target
     if split != TRAIN:
         raise ConfigError(f"no BPE codes in {out}: run the train split first, or give --codes")
-    log.info("learn BPE (%d merges) on %s.clean.{%s,%s}", opts.merges, split, src_lang, tgt_lang)
-    learn_bpe([text / f"{split}.clean.{src_lang}", text / f"{split}.clean.{tgt_lang}"], opts.merges, target)
+    log.info("learning BPE codes on %s.clean.{%s,%s} (at most %d merges)", split, src_lang, tgt_lang, opts.merges)
+    n = learn_bpe([text / f"{split}.clean.{src_lang}", text / f"{split}.clean.{tgt_lang}"], opts.merges, target)
+    log.info("learned %d BPE merges on %s.clean.{%s,%s}%s", n, split, src_lang, tgt_lang,
+             f" (of {opts.merges} asked: no pair occurs twice any more)" if n < opts.merges else "")
     return target
 
 
@@ -352,8 +354,7 @@ def _finish(out: Path, manifest: Manifest, split: str) -> None:
     manifest.save(out)
     report = check_dir(out)
     report.raise_if_failed()
-    log.info("%s", split_summary(manifest, split))
-    log.info("%s", report.summary())
+    log.debug("%s", report.summary())  # the command prints the split's one summary line
 
 
 def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang: str, tgt_lang: str,
@@ -478,14 +479,17 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
         bpe_src, bpe_tgt, index_file = _segment(split, work, src, tgt, src_lang, tgt_lang, words_file, model_path,
                                                 text, scheme.name, par)
         codes_sha, sub = None, identity
-        model_config = {"subword_identity": identity, "subword_model_sha256": file_sha256(model_path)}
+        model_config: dict[str, Any] = {"subword_identity": identity,
+                                        "subword_model_sha256": file_sha256(model_path)}
     else:
         code_path = _codes(out, split, work, src_lang, tgt_lang, codes, text)
         for lang in (src_lang, tgt_lang):
             _apply_bpe(work / f"{split}.clean.{lang}", work / f"{split}.bpe.{lang}", code_path, par)
         bpe_src, bpe_tgt = work / f"{split}.bpe.{src_lang}", work / f"{split}.bpe.{tgt_lang}"
+        from synprep.text.bpe import count_merges
+
         codes_sha, sub = file_sha256(code_path), None
-        model_config = {"bpe_codes_sha256": codes_sha}
+        model_config = {"bpe_codes_sha256": codes_sha, "bpe_merges": count_merges(code_path)}
     v = load_or_build_vocab(out, split, [bpe_src, bpe_tgt], vocab)
 
     # 4. parse, features, shards

@@ -99,12 +99,11 @@ def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | Non
                         batch_size=batch_size, identity=identity, stats=stats)
     try:
         with open_output(output_path) as out:
-            write_conllu(_progress(lines), out)
+            write_conllu(_progress(lines, input_path), out)
     finally:
         if cache is not None:
             cache.close()
-    log.info("%d lines: %d sentences parsed (%d from the cache, %d by the parser), %d failed lines",
-             stats.lines, stats.sentences, stats.cache_hits, stats.parsed, stats.failed_lines)
+    log.info("%s", stats.summary())
     for reason, count in sorted(stats.reasons.items()):
         log.info("  failed: %s: %d", reason, count)
     click.echo(signature(tok="parser" if tokenizer == "parser" else None, parser=short_identity(identity), lang=lang,
@@ -113,7 +112,17 @@ def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | Non
                err=True)
 
 
-def _progress(lines):
+def _progress(lines, input_path: str):
+    """A bar with ETA (terminal) or a log line every 30 s for a file; a bar without total for stdin."""
+    if input_path != "-":
+        from synprep.progress import Progress
+        from synprep.textio import count_lines
+
+        with Progress(count_lines(input_path), "parse") as progress:
+            for pl in lines:
+                progress.update_to(pl.line)
+                yield pl
+        return
     if not sys.stderr.isatty():
         yield from lines
         return

@@ -66,7 +66,8 @@ def _parse_options(src_lang: str, parser_name: str, stanza_dir, stanza_package, 
 def _report(manifest, split: str) -> None:
     from synprep.pipeline import split_summary
 
-    click.echo(split_summary(manifest, split), err=True)
+    # the one summary line of the split (synprep check passed, or run_* had raised) and the signature
+    click.echo(f"synprep: {split_summary(manifest, split)}; check OK", err=True)
     click.echo(manifest.signature, err=True)
 
 

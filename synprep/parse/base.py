@@ -227,13 +227,29 @@ class ParseStats:
 
     Attributes:
         lines: lines yielded. sentences: sentences in successfully parsed lines.
-        cache_hits: sentences found in the cache. parsed: sentences sent to the parser.
+        cache_hits: of those, the sentences found in the cache.
+        repeats: of those, the sentences that repeat one parsed earlier in the same block (a
+            sentence is parsed once per block, however often it occurs).
+        parsed: unique sentences sent to the parser (failed lines' sentences included).
         failed_lines: lines yielded with an error. reasons: error kind → count of lines.
+
+    ``sentences == cache_hits + repeats + fresh`` (:attr:`fresh`).
     """
 
     lines: int = 0
     sentences: int = 0
     cache_hits: int = 0
+    repeats: int = 0
     parsed: int = 0
     failed_lines: int = 0
     reasons: Counter = field(default_factory=Counter)
+
+    @property
+    def fresh(self) -> int:
+        """Sentences of successfully parsed lines that the parser parsed in this run (first occurrences)."""
+        return self.sentences - self.cache_hits - self.repeats
+
+    def summary(self) -> str:
+        """``8 lines: 9 sentences (2 from the cache, 6 by the parser, 1 repeated), 1 failed line``."""
+        return (f"{self.lines} lines: {self.sentences} sentences ({self.cache_hits} from the cache, {self.fresh} by "
+                f"the parser, {self.repeats} repeated), {self.failed_lines} failed lines")

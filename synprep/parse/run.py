@@ -21,7 +21,7 @@ import itertools
 import logging
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 from nltk import Tree
@@ -281,6 +281,7 @@ def parse_block(
     first_line: int = 1,
     identity: str | None = None,
     stats: ParseStats | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[ParsedLine]:
     """Parse a bounded block of lines as one unit, with batches that never depend on timing.
 
@@ -294,6 +295,8 @@ def parse_block(
     Args:
         word_lines: each line's words (Moses tokens, unescaped).
         batch_size: sentences per work item (one stanza document).
+        progress: called as ``progress(done, total)`` after each batch, with the sentences parsed so far
+            and the block's sentences to parse (:mod:`synprep.progress`).
         others: as :func:`parse_lines`.
 
     Returns:
@@ -327,6 +330,8 @@ def parse_block(
                 parses[s] = p
                 if not isinstance(p, str):
                     fresh.append((s, p))
+            if progress is not None:
+                progress(len(parses) - len(cached), len(misses))
         if cache is not None and fresh:
             assert identity is not None
             cache.put_many(identity, fresh)
@@ -334,7 +339,6 @@ def parse_block(
     out = []
     used: set[tuple[str, ...]] = set()
     for rec in recs:
-        stats.cache_hits += sum(1 for s in rec.sentences if s in cached)
         pl = _assemble(rec, parses, used)
         stats.lines += 1
         if pl.error is not None:
@@ -342,8 +346,23 @@ def parse_block(
             stats.reasons[_STATS_REASON[error_kind(pl.error)]] += 1
         else:
             stats.sentences += len(pl.sentences)
+            stats.cache_hits += sum(1 for s in rec.sentences if s in cached)
         out.append(pl)
+    stats.repeats += _repeats(recs, out, cached)
     return out
+
+
+def _repeats(recs: list[_Line], lines: list[ParsedLine], cached: set[tuple[str, ...]]) -> int:
+    """Sentences of the block's parsed lines that repeat an earlier one the parser parsed (not cached)."""
+    seen: set[tuple[str, ...]] = set()
+    n = 0
+    for rec, pl in zip(recs, lines, strict=True):
+        if pl.error is None:
+            for s in rec.sentences:
+                if s not in cached:
+                    n += s in seen
+                    seen.add(s)
+    return n
 
 
 def parse_lines(
