@@ -251,11 +251,12 @@ class Trainer:
                 raise ConfigError(f"this checkpoint stopped inside an epoch with {ck.get('world_size', 1)} process(es): "
                                   f"resume it with as many (now {self.env.world_size})")
         st = self.state
-        if ck is not None and self.env.is_main and cfg.keep_last_epochs and st.epoch > 0 and st.batch_in_epoch == 0 \
-                and st.validated and not (self.out / epoch_checkpoint(st.epoch)).exists():
-            # killed between an epoch's checkpoint_last.pt and its epoch copy: that LAST *is* the copy
-            copy_checkpoint(self.out / LAST, self.out / epoch_checkpoint(st.epoch))
-            prune_epoch_checkpoints(self.out, cfg.keep_last_epochs)
+        if ck is not None and self.env.is_main and cfg.keep_last_epochs:
+            if st.epoch > 0 and st.batch_in_epoch == 0 and st.validated \
+                    and not (self.out / epoch_checkpoint(st.epoch)).exists():
+                # killed between an epoch's checkpoint_last.pt and its epoch copy: that LAST *is* the copy
+                copy_checkpoint(self.out / LAST, self.out / epoch_checkpoint(st.epoch))
+            prune_epoch_checkpoints(self.out, cfg.keep_last_epochs)  # killed before the pruning
         if self.env.enabled:
             from torch.nn.parallel import DistributedDataParallel as DDP
 
