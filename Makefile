@@ -36,13 +36,17 @@ lint: setup
 typecheck: setup
 	$(PY) -m mypy
 
-test: lint typecheck
+# fairseq-venv (pipelines/fairseq.mk): real fairseq for the export test, built once and reused;
+# docs and install-check (pipelines/release.mk): mkdocs --strict, pip install . / .[all] in fresh venvs.
+test: lint typecheck docs install-check fairseq-venv
 	$(PY) -m pytest
 
 include pipelines/sample.mk
 include pipelines/iwslt14.mk
 include pipelines/pud.mk
 include pipelines/multi30k.mk
+include pipelines/fairseq.mk
+include pipelines/release.mk
 
 clean:
 	rm -rf build

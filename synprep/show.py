@@ -192,6 +192,27 @@ def load_pair(folder: str | os.PathLike, split: str = "train", *, index: int | N
                     upos=names(rec.upos, upos_labels), notes=notes)
 
 
+def pair_json(view: PairView) -> dict[str, Any]:
+    """The pair as JSON-ready values (``synprep show --json``).
+
+    Keys: ``split``, ``index`` (0-based in the split), ``shard``, ``position``, ``line`` (1-based),
+    ``signature``, ``tree_source``, ``src``/``tgt`` (pieces), ``words``, ``deprels``/``upos_tags`` (label
+    names), ``notes``, and every stored field of the record under its FORMAT.md name (``deprel``,
+    ``upos`` are the ids; docs/FORMAT.md index bases) as a list.
+    """
+    from synprep.shards.reader import PAIR_KEYS
+
+    rec = view.record
+    out: dict[str, Any] = {"split": view.split, "index": view.index, "shard": view.shard, "position": view.position,
+                           "signature": view.attrs.get("signature", ""), "tree_source": view.attrs.get("tree_source"),
+                           "src": view.src, "tgt": view.tgt, "words": view.words, "deprels": view.deprels,
+                           "upos_tags": view.upos, "notes": view.notes}
+    for key in PAIR_KEYS:
+        value = getattr(rec, key)
+        out[key] = value.tolist() if isinstance(value, np.ndarray) else value
+    return out
+
+
 # --- the matrices a figure shows (all with </s>, as the trainer builds them) --------------------
 
 
@@ -541,6 +562,9 @@ def pair_figure(view: PairView, *, tau: float = 10.0, mode: str = "cnf") -> Figu
     Raises:
         ValueError: τ <= 0 or an unknown gap mode.
     """
+    from synprep.extras import require
+
+    require("matplotlib", "drawing a pair (show --png)")
     with _fonts(view) as font:
         return _pair_figure(view, tau=tau, mode=mode, font=font)
 
@@ -594,9 +618,15 @@ def _text_panel(ax, view: PairView, font: str | None = None) -> None:
 
 
 def save_png(view: PairView, path: str | os.PathLike, *, tau: float = 10.0, mode: str = "cnf") -> int:
-    """Draw :func:`pair_figure` and write it as a PNG atomically; returns the file size in bytes."""
+    """Draw :func:`pair_figure` and write it as a PNG atomically; returns the file size in bytes.
+
+    Raises:
+        ConfigError: matplotlib is not installed (the message names the ``plot`` extra).
+    """
+    from synprep.extras import require
     from synprep.textio import atomic_write
 
+    require("matplotlib", "drawing a pair (show --png)")
     with _fonts(view) as font:  # the glyphs are looked up when the figure is drawn
         fig = _pair_figure(view, tau=tau, mode=mode, font=font)
         buf = io.BytesIO()

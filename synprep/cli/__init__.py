@@ -40,6 +40,8 @@ COMMANDS: dict[str, str] = {
     "shard": "synprep.cli.shards:shard_cmd",
     "check": "synprep.cli.shards:check_cmd",
     "show": "synprep.cli.shards:show_cmd",
+    "export": "synprep.cli.export:export_cmd",
+    "info": "synprep.cli.info:info_cmd",
     # whole pipeline
     "pipeline": "synprep.cli.pipeline:pipeline_cmd",
     "annotate": "synprep.cli.pipeline:annotate_cmd",

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 import click
+from click.core import ParameterSource
 
 from synprep.cli.common import ldd_threshold_option, lowercase_option, shard_size_option
 from synprep.constants import SHARD_FORMAT_VERSION
@@ -13,17 +15,33 @@ from synprep.signature import signature
 
 @click.command("check")
 @click.argument("folder", metavar="DIR", type=click.Path(file_okay=False, path_type=str))
-def check_cmd(folder: str) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the report as one JSON object on stdout (ok, folder, pairs, shards, violation, signature).")
+def check_cmd(folder: str, as_json: bool) -> None:
     """Verify every invariant of an output folder DIR (shards, manifest, vocabulary).
 
     Prints one OK line (pairs per split) on stdout and exits 0, or names the first violation
     (file, pair index, original line, what) on stderr and exits 1. A missing DIR exits 2.
+    With --json the report is one JSON object on stdout either way (same exit statuses).
     docs/shards.md lists what is verified.
     """
     from synprep.shards.check import check_dir
     from synprep.shards.manifest import Manifest
 
     report = check_dir(folder)
+    if as_json:
+        try:
+            sig = Manifest.load(folder).signature
+        except Exception:
+            sig = ""
+        v = report.violation
+        click.echo(json.dumps({
+            "ok": report.ok, "folder": str(folder), "pairs": report.pairs, "shards": report.shards,
+            "violation": None if v is None else {"file": v.file, "pair": v.pair, "line": v.line, "what": v.what},
+            "signature": sig, "summary": report.summary()}, indent=2, sort_keys=True))
+        if not report.ok:
+            sys.exit(1)
+        return
     if report.ok:
         click.echo(f"synprep check: {report.summary()}")
         try:
@@ -91,8 +109,10 @@ def shard_cmd(src: str, tgt: str, conllu_path: str, src_lang: str, tgt_lang: str
               help="Which stored gaps the figure's SLR masks use.")
 @click.option("--ldd-top", type=click.IntRange(min=1), default=3, show_default=True,
               help="LDD entries shown per word (most probable first).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the pair as one JSON object (every stored field, decoded pieces, words, label names).")
 def show_cmd(folder: str, split: str, index: int | None, line: int | None, png_path: str | None, tau: float,
-             mode: str, ldd_top: int) -> None:
+             mode: str, ldd_top: int, as_json: bool) -> None:
     """One sentence pair of an output folder DIR, as text (and as a figure with --png).
 
     The text lists the source pieces with their word, cnf/nary gaps and PASCAL parent, the words
@@ -102,12 +122,17 @@ def show_cmd(folder: str, split: str, index: int | None, line: int | None, png_p
     \b
     synprep show build/sample --line 7 --png line7.png
     """
-    from synprep.show import load_pair, pair_text, save_png
+    from synprep.show import load_pair, pair_json, pair_text, save_png
 
     if (index is None) == (line is None):
         raise click.UsageError("give one of --index I and --line N")
+    if as_json and click.get_current_context().get_parameter_source("ldd_top") != ParameterSource.DEFAULT:
+        raise click.UsageError("--ldd-top shapes the text table; --json prints every LDD entry")
     view = load_pair(folder, split, index=index, line=line)
-    click.echo(pair_text(view, ldd_top=ldd_top), nl=False)
+    if as_json:
+        click.echo(json.dumps(pair_json(view), ensure_ascii=False))
+    else:
+        click.echo(pair_text(view, ldd_top=ldd_top), nl=False)
     if png_path is not None:
         size = save_png(view, png_path, tau=tau, mode=mode)
         click.echo(f"synprep: wrote {png_path} ({size} bytes)", err=True)

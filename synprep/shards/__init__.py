@@ -6,10 +6,14 @@
 from synprep.shards.check import CheckError, CheckReport, Violation, check_dir, check_shard
 from synprep.shards.manifest import Manifest, SplitEntry
 from synprep.shards.reader import (
+    PAIR_KEYS,
     ShardFormatError,
     ShardReader,
     SplitReader,
+    iter_pairs,
     open_split,
+    pad_batch,
+    pair_dict,
     split_files,
     splits_in,
 )
@@ -18,6 +22,6 @@ from synprep.shards.writer import ShardInfo, write_shard
 
 __all__ = [
     "CheckError", "CheckReport", "Violation", "check_dir", "check_shard",
-    "Manifest", "ShardFormatError", "ShardInfo", "ShardReader", "SplitEntry", "SplitReader", "open_split",
-    "parse_shard_name", "shard_name", "split_files", "splits_in", "write_shard",
+    "Manifest", "PAIR_KEYS", "ShardFormatError", "ShardInfo", "ShardReader", "SplitEntry", "SplitReader", "open_split",
+    "iter_pairs", "pad_batch", "pair_dict", "parse_shard_name", "shard_name", "split_files", "splits_in", "write_shard",
 ]

@@ -403,6 +403,13 @@ class Trainer:
 
     def _draw(self, epoch: int) -> None:
         """gates.png, titled with the 1-based epoch of the metrics row and log line it belongs to."""
+        from synprep.extras import available
+
+        if not available("matplotlib"):  # the gate values are in metrics.jsonl either way
+            if not getattr(self, "_warned_no_plot", False):
+                log.warning("gates.png not drawn: matplotlib is not installed (pip install 'synprep[plot]')")
+                self._warned_no_plot = True
+            return
         title = f"{self.cfg.describe()} — epoch {epoch}, step {self.state.step}"
         draw_gate_heatmap(self.gates, self.out / "gates.png", title)
 

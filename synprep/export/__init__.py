@@ -1,0 +1,47 @@
+"""Export shards to other trainers' formats (``synprep export``; docs/export.md).
+
+Each format is one :class:`~synprep.export.base.Exporter` subclass in its own module, registered in
+:data:`EXPORTERS` (name → ``"module:Class"``, imported lazily: a format's libraries are needed only
+when it is used). A new format is one module and one line here.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from synprep.errors import ConfigError
+from synprep.export.base import Exporter, ExportRecord, run_export
+from synprep.extras import require
+
+#: format name → "module:Class" of its exporter
+EXPORTERS: dict[str, str] = {
+    "parquet": "synprep.export.parquet:ParquetExporter",
+    "hf": "synprep.export.parquet:ParquetExporter",
+    "fairseq": "synprep.export.fairseq:FairseqExporter",
+    "factors": "synprep.export.factors:FactorsExporter",
+}
+
+
+def get_exporter(name: str) -> type[Exporter]:
+    """The exporter class of format ``name``.
+
+    Raises:
+        ConfigError: an unknown format, or one whose library is not installed (the message names
+            the pip extra that installs it, e.g. ``pip install 'synprep[hf]'``).
+    """
+    target = EXPORTERS.get(name)
+    if target is None:
+        raise ConfigError(f"unknown export format {name!r}; choose one of {', '.join(EXPORTERS)}")
+    module, attr = target.split(":")
+    cls: type[Exporter] = getattr(importlib.import_module(module), attr)
+    for m in cls.requires:
+        require(m, f"export format {name!r}")
+    return cls
+
+
+def export(source: str, fmt: str, dest: str, splits: list[str] | None = None) -> ExportRecord:
+    """Export the shard folder ``source`` as ``fmt`` into ``dest`` (see :func:`synprep.export.base.run_export`)."""
+    return run_export(get_exporter(fmt), source, dest, splits)
+
+
+__all__ = ["EXPORTERS", "ExportRecord", "Exporter", "export", "get_exporter", "run_export"]
