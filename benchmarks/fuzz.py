@@ -1,7 +1,8 @@
 """A long fuzzing campaign over the tree and CoNLL-U readers, ``synprep check`` and the shard readers
-(issue 5, must-show 3; issue 10: hostile shards).
+(issue 5, must-show 3; issue 10: hostile shards), and hostile trainer configs and checkpoints
+(issue 10 items 4/7: targets ``config``, ``checkpoint``).
 
-    python benchmarks/fuzz.py [--seconds 600] [--round 500] [--targets trees,mrg,conllu,check,shards]
+    python benchmarks/fuzz.py [--seconds 600] [--round 500] [--targets trees,mrg,conllu,check,shards,config,checkpoint]
 
 The same inputs and properties as tests/test_fuzz.py (defined in tests/fuzz_strategies.py), run
 in rounds of ``--round`` hypothesis examples per target, round after round, until ``--seconds``
@@ -49,12 +50,14 @@ from hypothesis import strategies as st  # noqa: E402
 from synprep.shards.synthetic import write_folder  # noqa: E402
 
 SHARED = Path(os.environ.get("SYNPREP_SHARED", ROOT.parent / "shared")).resolve()
-TARGETS = ("trees", "mrg", "conllu", "check", "shards")
+READER_TARGETS = ("trees", "mrg", "conllu", "check", "shards")
+TRAIN_TARGETS = ("config", "checkpoint")  # make_train_targets
+TARGETS = READER_TARGETS + TRAIN_TARGETS
 
 
 def make_targets(scratch: Path, n: int) -> dict:
     """target name → a hypothesis test running ``n`` examples; each input tried bumps ``counts``."""
-    counts = dict.fromkeys(TARGETS, 0)
+    counts = dict.fromkeys(READER_TARGETS, 0)
     opts = settings(max_examples=n, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     blocks = (read_blocks(SHARED / "data/ud/de_gsd-ud-dev.conllu", 800)
               + read_blocks(SHARED / "data/ud/en_ewt-ud-dev.conllu", 800)
@@ -112,6 +115,127 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+# --------------------------------------------------------------------------------------------
+# hostile trainer configs and checkpoints (issue 10 items 4 and 7)
+# --------------------------------------------------------------------------------------------
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.floats() | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12)
+
+
+def _config_values():
+    """A config object: real field names (some with plausible values, some hostile), sometimes a stray key."""
+    from synprep.train.config import FIELDS, TrainConfig
+
+    defaults = TrainConfig().to_dict()
+    plausible = {k: st.just(v) for k, v in defaults.items()}
+    for k in ("d_model", "ffn_dim", "heads", "encoder_layers", "decoder_layers", "gate_hidden", "max_tokens",
+              "max_positions", "beam", "update_freq"):
+        plausible[k] = st.integers(min_value=-2, max_value=2**40) | st.sampled_from([1, 4, 8, 64, 10**6])
+    value = st.sampled_from(sorted(FIELDS)).flatmap(lambda k: st.tuples(st.just(k), plausible[k] | _json))
+    return st.lists(value, max_size=6).map(dict) | st.dictionaries(st.text(max_size=10), _json, max_size=3)
+
+
+def check_config(data) -> None:
+    """Property: a ConfigError, or a config within the bounds that builds on the meta device."""
+    import torch
+
+    from synprep.errors import ConfigError
+    from synprep.train.config import MAX_PARAMS, config_from_dict, estimated_params
+    from synprep.train.model import Seq2Seq
+
+    try:
+        cfg = config_from_dict(data, "fuzz.json")
+    except ConfigError as e:
+        assert "\n" not in str(e), str(e)
+        return
+    assert estimated_params(cfg) <= MAX_PARAMS
+    with torch.device("meta"):
+        Seq2Seq(cfg, 16)
+
+
+def _base_checkpoint() -> dict:
+    import torch
+
+    from synprep.train.config import load_preset, with_overrides
+    from synprep.train.model import Seq2Seq
+
+    cfg = with_overrides(load_preset("tiny"), {"d_model": 16, "ffn_dim": 16, "gate_hidden": 8, "encoder_layers": 1,
+                                               "decoder_layers": 1})
+    symbols = ["<s>", "<pad>", "</s>", "<unk>"] + [f"w{i}" for i in range(12)]
+    torch.manual_seed(0)
+    return {"config": cfg.to_dict(), "symbols": symbols, "signature": "fuzz",
+            "model": Seq2Seq(cfg, len(symbols)).state_dict()}
+
+
+def check_checkpoint(base: dict, path: Path, data) -> None:
+    """Property: a damaged checkpoint (keys dropped or replaced, config values, vocabulary size,
+    tensor shapes changed, file bytes flipped or truncated) loads as a model or raises a SynprepError
+    whose message is one line; never another exception, never code execution."""
+    import copy
+
+    import torch
+
+    from synprep.errors import SynprepError
+    from synprep.train.checkpoint import save_checkpoint
+    from synprep.train.decode import load_model
+
+    ck = copy.copy(base)
+    ck["config"] = dict(base["config"])
+    ck["model"] = dict(base["model"])
+    for _ in range(data.draw(st.integers(1, 3))):
+        kind = data.draw(st.sampled_from(["drop", "replace", "config", "symbols", "tensor"]))
+        if kind == "drop":
+            ck.pop(data.draw(st.sampled_from(sorted(ck) or ["x"])), None)
+        elif kind == "replace" and ck:
+            ck[data.draw(st.sampled_from(sorted(ck)))] = data.draw(_json)
+        elif kind == "config" and isinstance(ck.get("config"), dict):
+            ck["config"].update(data.draw(_config_values()))
+        elif kind == "symbols":
+            ck["symbols"] = [f"s{i}" for i in range(data.draw(st.integers(0, 40)))]
+        elif kind == "tensor" and isinstance(ck.get("model"), dict) and ck["model"]:
+            key = data.draw(st.sampled_from(sorted(ck["model"])))
+            shape = data.draw(st.lists(st.integers(0, 9), max_size=3))
+            ck["model"][key] = torch.zeros(shape)
+    save_checkpoint(path, ck)
+    raw = path.read_bytes()
+    how = data.draw(st.sampled_from(["keep", "flip", "truncate"]))
+    if how == "flip":
+        pos = data.draw(st.integers(0, len(raw) - 1))
+        raw = raw[:pos] + bytes([raw[pos] ^ data.draw(st.integers(1, 255))]) + raw[pos + 1:]
+    elif how == "truncate":
+        raw = raw[: data.draw(st.integers(0, len(raw) - 1))]
+    path.write_bytes(raw)
+    try:
+        load_model(path)
+    except SynprepError as e:
+        assert "\n" not in str(e), str(e)
+
+
+def make_train_targets(scratch: Path, n: int) -> tuple[dict, dict]:
+    """The ``config`` and ``checkpoint`` targets (hypothesis tests of ``n`` examples) and their counts."""
+    counts = dict.fromkeys(TRAIN_TARGETS, 0)
+    opts = settings(max_examples=n, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    base = _base_checkpoint()
+
+    @opts
+    @given(data=_config_values())
+    def config(data):
+        counts["config"] += 1
+        with no_hang():
+            check_config(data)
+
+    @opts
+    @given(data=st.data())
+    def checkpoint(data):
+        counts["checkpoint"] += 1
+        with no_hang():
+            check_checkpoint(base, scratch / "c.pt", data)
+
+    return {"config": config, "checkpoint": checkpoint}, counts
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=600.0, help="time budget of the whole campaign")
@@ -127,7 +251,12 @@ def main() -> int:
     rounds = 0
     peaks: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="synprep-fuzz-") as tmp:
-        fns, counts = make_targets(Path(tmp), args.round)
+        fns, counts = make_targets(Path(tmp), args.round) if set(chosen) & set(READER_TARGETS) else ({}, {})
+        tallies = [counts]  # each target family counts into its own dict
+        if set(chosen) & set(TRAIN_TARGETS):
+            more, more_counts = make_train_targets(Path(tmp), args.round)
+            fns = {**fns, **more}
+            tallies.append(more_counts)
         while time.perf_counter() - t0 < args.seconds and chosen:
             for name in list(chosen):
                 try:
@@ -142,6 +271,7 @@ def main() -> int:
                 if time.perf_counter() - t0 >= args.seconds:
                     break
             rounds += 1
+    counts = {k: v for tally in tallies for k, v in tally.items()}
     print(json.dumps({"inputs": counts, "total_inputs": sum(counts.values()), "rounds": rounds,
                       "seconds": round(time.perf_counter() - t0, 1), "hostile_shard_kinds": counts_by_kind.get("shards"),
                       "peak_rss_mb": peak_rss_mb(), "peak_rss_mb_after_first_round": peaks,

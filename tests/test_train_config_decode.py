@@ -26,13 +26,14 @@ from tests.conftest import run_cli
 
 
 def test_iwslt_preset_is_the_papers_setup():
-    c = load_preset("iwslt14_de_en")
+    c = load_preset("gated_iwslt14_de_en")  # (the per-field check against issue 13: tests/test_presets.py)
     assert (c.d_model, c.ffn_dim, c.heads, c.encoder_layers, c.decoder_layers) == (512, 1024, 4, 6, 6)
     assert (c.dropout, c.attention_dropout, c.label_smoothing, c.weight_decay) == (0.3, 0.2, 0.1, 1e-4)
     assert (c.lr, c.warmup_init_lr, c.warmup_updates, c.adam_betas) == (7e-3, 1e-3, 4000, [0.9, 0.98])
-    assert (c.syntax_dropout, c.gate_freeze_epochs, c.slr_tau, c.beam, c.lenpen, c.max_tokens) == (0.4, 80, 10.0, 5, 1.0, 4096)
+    assert (c.syntax_dropout, c.gate_freeze_epochs, c.slr_tau, c.beam, c.lenpen) == (0.4, 80, 10.0, 5, 1.0)
+    assert c.max_tokens * c.update_freq == 16384
     assert c.share_embeddings and c.syntax == "gated" and c.head_sources() == {i: ["slr"] * 4 for i in range(6)}
-    assert {"iwslt14_de_en", "tiny"} <= set(preset_names())
+    assert {"iwslt14_de_en", "gated_iwslt14_de_en", "tiny"} <= set(preset_names())
 
 
 def test_overrides_and_errors(tmp_path):

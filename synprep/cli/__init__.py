@@ -49,6 +49,8 @@ COMMANDS: dict[str, str] = {
     "train": "synprep.cli.train:train_cmd",
     "translate": "synprep.cli.train:translate_cmd",
     "evaluate": "synprep.cli.train:evaluate_cmd",
+    "average": "synprep.cli.train:average_cmd",
+    "compare": "synprep.cli.train:compare_cmd",
 }
 
 

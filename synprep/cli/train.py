@@ -16,6 +16,12 @@ from synprep.textio import open_output, read_lines, write_lines
 log = logging.getLogger("synprep.train")
 
 
+def _preset_help() -> str:
+    from synprep.train.config import preset_names
+
+    return f"A shipped preset: {', '.join(preset_names())} (docs/train.md)."
+
+
 def _device_option(f):
     return click.option("--device", default=None, metavar="D",
                         help="cpu, cuda, cuda:1, … (default: CUDA when available, else the CPU).")(f)
@@ -25,13 +31,18 @@ def _device_option(f):
 # train
 # --------------------------------------------------------------------------------------------
 @click.command("train")
-@click.option("--shards", "shards_dir", required=True, type=click.Path(file_okay=False),
-              help="Shard folder of the pipeline (dict.txt, train.*.h5, valid.*.h5).")
+@click.option("--shards", "shards_dir", default=None, type=click.Path(file_okay=False),
+              help="Shard folder of the pipeline (dict.txt, train.*.h5, valid.*.h5). Required unless --print-config.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
-              help="Config JSON (keys of synprep.train.config.TrainConfig; missing keys take defaults).")
-@click.option("--preset", default=None, help="A shipped preset: iwslt14_de_en, tiny.")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Run folder: metrics.jsonl, gates.png, config.json, checkpoint_{last,best}.pt.")
+              help="Config JSON (keys of synprep.train.config.TrainConfig; missing keys take defaults; "
+                   "keys starting with '_' are comments).")
+@click.option("--preset", default=None, help=_preset_help())
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Run folder: metrics.jsonl, gates.png, config.json, checkpoint_{last,best}.pt. "
+                   "Required unless --print-config.")
+@click.option("--print-config", is_flag=True,
+              help="Print the resolved configuration (preset/config + overrides; with --resume the "
+                   "checkpoint's) as JSON on stdout and exit without training.")
 @click.option("--max-steps", type=click.IntRange(min=0), default=None, help="Stop after N updates (0: no limit).")
 @click.option("--epochs", "max_epochs", type=click.IntRange(min=0), default=None, help="Stop after N epochs (0: no limit).")
 @click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Tokens per batch (padding included).")
@@ -44,17 +55,24 @@ def _device_option(f):
 @click.option("--valid-split", default="valid", show_default=True, help="Split to validate on.")
 @click.option("--progress/--no-progress", default=None, help="tqdm progress bars (default: when stderr is a terminal).")
 @_device_option
-def train_cmd(shards_dir, config_path, preset, out_dir, max_steps, max_epochs, max_tokens, seed, num_workers, resume,
-              sets, train_split, valid_split, progress, device):
+def train_cmd(shards_dir, config_path, preset, out_dir, print_config, max_steps, max_epochs, max_tokens, seed,
+              num_workers, resume, sets, train_split, valid_split, progress, device):
     """Train the (gated syntax-attention) Transformer on a shard folder.
 
     \b
-    One GPU or CPU:  synprep train --shards build/iwslt14/shards --preset iwslt14_de_en --out runs/gated
+    One GPU or CPU:  synprep train --shards build/iwslt14/shards --preset gated_iwslt14_de_en --out runs/gated
     Several GPUs:    torchrun --nproc_per_node 4 -m synprep train --shards ... --preset ... --out ...
-    Vanilla baseline: add --set syntax=vanilla.
+    Vanilla baseline: --preset vanilla_iwslt14_de_en (or add --set syntax=vanilla).
+    See the resolved configuration: synprep train --preset gated_iwslt14_de_en --print-config
     """
-    from synprep.train.checkpoint import LAST
-    from synprep.train.config import load_config, load_preset, parse_override, with_overrides
+    from synprep.train.checkpoint import LAST, load_checkpoint
+    from synprep.train.config import (
+        config_from_dict,
+        load_config,
+        load_preset,
+        parse_override,
+        with_overrides,
+    )
     from synprep.train.loop import train
 
     overrides = dict(parse_override(s) for s in sets)
@@ -62,20 +80,39 @@ def train_cmd(shards_dir, config_path, preset, out_dir, max_steps, max_epochs, m
                        ("seed", seed), ("num_workers", num_workers)):
         if value is not None:
             overrides[key] = value
-    out = Path(out_dir)
+    if not print_config:
+        for name, value in (("--shards", shards_dir), ("--out", out_dir)):
+            if value is None:
+                raise click.UsageError(f"Missing option '{name}' (needed unless --print-config).")
+    elif shards_dir is not None or progress is not None or device is not None:
+        raise ConfigError("--print-config trains nothing: drop --shards, --device and --progress")
     if resume:
         if config_path or preset:
             raise ConfigError("--resume takes the configuration from the checkpoint: drop --config/--preset")
+        if out_dir is None:
+            raise click.UsageError("--resume needs --out (the run folder to continue)")
+        out = Path(out_dir)
         if not (out / LAST).is_file():
             raise InputError(f"nothing to resume: no {LAST}", str(out))
         cfg = None
+        if print_config:
+            from synprep.train.config import RESUME_OVERRIDABLE
+
+            data = dict(load_checkpoint(out / LAST)["config"])
+            data.update({k: v for k, v in overrides.items() if k in RESUME_OVERRIDABLE})
+            click.echo(config_from_dict(data, str(out / LAST)).to_json(), nl=False)
+            return
     else:
         if bool(config_path) == bool(preset):
             raise ConfigError("give exactly one of --config FILE and --preset NAME")
-        if (out / LAST).exists():
-            raise ConfigError(f"{out} already holds {LAST}: pass --resume to continue it, or choose another --out")
         cfg = load_config(config_path) if config_path else load_preset(preset)
         cfg = with_overrides(cfg, overrides) if overrides else cfg
+        if print_config:
+            click.echo(cfg.to_json(), nl=False)
+            return
+        out = Path(out_dir)
+        if (out / LAST).exists():
+            raise ConfigError(f"{out} already holds {LAST}: pass --resume to continue it, or choose another --out")
     summary = train(shards_dir, out, cfg, device=device, resume=resume, overrides=overrides if resume else None,
                     progress=progress, train_split=train_split, valid_split=valid_split)
     if int(os.environ.get("RANK", 0)) == 0:
@@ -116,10 +153,14 @@ def _postprocess(pieces: list[str], remove_bpe: bool) -> str:
               help="With --shards: also write the split's target side (same postprocessing), aligned.")
 @click.option("--lines-out", default=None, metavar="FILE",
               help="With --shards: also write the original 1-based line number of every pair.")
+@click.option("--average-last", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Translate with the mean of the last N epoch checkpoints (checkpoint{EPOCH}.pt, kept with "
+                   "keep_last_epochs) of the run folder holding --checkpoint, instead of --checkpoint itself "
+                   "(fairseq's average_checkpoints --num-epoch-checkpoints N).")
 @click.option("--progress/--no-progress", default=None, help="tqdm progress bar.")
 @_device_option
 def translate_cmd(checkpoint, shards_dir, split, input_path, output_path, beam, lenpen, max_len_a, max_len_b,
-                  max_tokens, remove_bpe, detok_lang, ref_out, lines_out, progress, device):
+                  max_tokens, remove_bpe, detok_lang, ref_out, lines_out, average_last, progress, device):
     """Translate with a trained model (beam search).
 
     \b
@@ -137,7 +178,8 @@ def translate_cmd(checkpoint, shards_dir, split, input_path, output_path, beam, 
     from synprep.types import PairRecord
 
     dev = resolve_device(device)
-    model, cfg, symbols = load_model(checkpoint, dev)
+    average = _last_epochs(Path(checkpoint).parent, average_last) if average_last else None
+    model, cfg, symbols = load_model(checkpoint, dev, average=average)
     beam = beam or cfg.beam
     lenpen = cfg.lenpen if lenpen is None else lenpen
     if shards_dir is None:
@@ -155,6 +197,7 @@ def translate_cmd(checkpoint, shards_dir, split, input_path, output_path, beam, 
         dataset = RecordDataset(recs)
     else:
         from synprep.shards import Manifest
+        from synprep.train.data import load_symbols
 
         scheme = Manifest.load(shards_dir).config.get("subword", "bpe")
         if scheme != "bpe" and (remove_bpe or detok_lang is not None):
@@ -162,6 +205,10 @@ def translate_cmd(checkpoint, shards_dir, split, input_path, output_path, beam, 
                               f"use --subword {scheme}: write the pieces and decode them with the {scheme} model "
                               "(docs/subwords.md)")
         dataset = ShardDataset(shards_dir, split)
+        shard_symbols = load_symbols(shards_dir, dataset.attrs)
+        if shard_symbols != symbols:
+            raise InputError(f"the shards' vocabulary ({len(shard_symbols)} symbols) is not the checkpoint's "
+                             f"({len(symbols)} symbols): translate the shards the model was trained on", checkpoint)
     hyps = translate_dataset(model, dataset, beam=beam, lenpen=lenpen,
                              max_len_a=cfg.max_len_a if max_len_a is None else max_len_a,
                              max_len_b=cfg.max_len_b if max_len_b is None else max_len_b, max_tokens=max_tokens,
@@ -234,3 +281,101 @@ def evaluate_cmd(hyp_path, ref_path, lang, ref_lines, keep_bpe, lowercase, as_js
     from synprep.signature import signature
 
     click.echo(signature(task="evaluate", lang=lang, bpe="kept" if keep_bpe else "removed", lc=lowercase), err=True)
+
+
+# --------------------------------------------------------------------------------------------
+# average
+# --------------------------------------------------------------------------------------------
+def _last_epochs(run_dir: Path, n: int) -> list[Path]:
+    from synprep.train.checkpoint import epoch_checkpoints
+
+    found = epoch_checkpoints(run_dir) if run_dir.is_dir() else []
+    if len(found) < n:
+        raise InputError(f"--average-last {n}: only {len(found)} epoch checkpoint(s) (checkpoint{{EPOCH}}.pt); train "
+                         f"with keep_last_epochs >= {n}", str(run_dir))
+    return found[-n:]
+
+
+@click.command("average")
+@click.argument("checkpoints", nargs=-1, type=click.Path(exists=True))
+@click.option("-o", "--output", "output_path", required=True, type=click.Path(dir_okay=False),
+              help="The averaged checkpoint (written atomically).")
+@click.option("--last", "last_n", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Average the last N epoch checkpoints (checkpoint{EPOCH}.pt) of the one run folder given.")
+def average_cmd(checkpoints, output_path, last_n):
+    """Average the parameters of checkpoints (fairseq's scripts/average_checkpoints.py).
+
+    \b
+    synprep average runs/gated/checkpoint91.pt ... runs/gated/checkpoint100.pt -o runs/gated/avg10.pt
+    synprep average runs/gated --last 10 -o runs/gated/avg10.pt      # the paper's Tables 4-6
+
+    The result is the first checkpoint with its model replaced by the element-wise mean (integer
+    buffers floor-divided); every checkpoint is loaded safely and validated, and all must describe
+    the same model and vocabulary. Translate with it like any checkpoint.
+    """
+    from synprep.train.checkpoint import average_checkpoints, save_checkpoint
+
+    if last_n is not None:
+        if len(checkpoints) != 1 or not Path(checkpoints[0]).is_dir():
+            raise ConfigError("--last N takes exactly one run folder")
+        paths = _last_epochs(Path(checkpoints[0]), last_n)
+    else:
+        if not checkpoints:
+            raise ConfigError("give the checkpoints to average, or one run folder with --last N")
+        paths = [Path(c) for c in checkpoints]
+        folders = [p for p in paths if p.is_dir()]
+        if folders:
+            raise ConfigError(f"{folders[0]} is a folder: name checkpoint files, or use --last N")
+    avg = average_checkpoints(paths)
+    avg.pop("format", None)
+    avg.pop("version", None)
+    save_checkpoint(output_path, avg)
+    log.info("averaged %d checkpoints: %s", len(paths), ", ".join(p.name for p in paths))
+
+
+# --------------------------------------------------------------------------------------------
+# compare
+# --------------------------------------------------------------------------------------------
+@click.command("compare")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True))
+@click.option("--ref", "ref_path", required=True, metavar="FILE",
+              help="Tokenized reference file of the translated split (e.g. OUT/text/test.tok.en).")
+@click.option("--lang", default="en", show_default=True, help="Target language (Moses detokenizer).")
+@click.option("--lowercase", is_flag=True, help="Case-insensitive BLEU (a lowercased model).")
+@click.option("--keep-bpe", is_flag=True, help="Do not remove '@@ ' before scoring.")
+@click.option("--hyp-name", default="test.hyp", show_default=True, help="Hypothesis file inside each run folder.")
+@click.option("--lines-name", default="test.lines", show_default=True,
+              help="Reference line numbers inside each run folder (translate --lines-out), when present.")
+@click.option("--baseline", default=None, metavar="SYSTEM", help="System the others are tested against (default: the first).")
+@click.option("--test", "tests", type=click.Choice(["bs", "ar"]), multiple=True, default=("bs", "ar"), show_default=True,
+              help="Paired test(s): bs = paired bootstrap resampling, ar = approximate randomization.")
+@click.option("-o", "--output", "output_path", default="-", metavar="FILE", help="Markdown table (default: stdout).")
+@click.option("--json", "json_path", default=None, metavar="FILE", help="Also write the full result as JSON.")
+def compare_cmd(run_dirs, ref_path, lang, lowercase, keep_bpe, hyp_name, lines_name, baseline, tests, output_path,
+                json_path):
+    """Compare systems over seeds: BLEU mean ± sd and paired significance tests.
+
+    \b
+    synprep compare runs/vanilla.seed{1,2,3} runs/gated.seed{1,2,3} --ref OUT/text/test.tok.en --lowercase
+
+    Each RUN_DIR is a training folder holding test.hyp (synprep translate -o) and test.lines
+    (--lines-out); its system is the folder name without '.seedN'. Prints, per system, detokenized
+    and tokenized BLEU (sacreBLEU signatures below the table) as mean ± sd over the seeds, and
+    sacreBLEU's paired bootstrap / approximate randomization p-values against the baseline.
+    """
+    from synprep.train.compare import compare_runs, read_run, to_markdown
+    from synprep.train.metrics import remove_bpe
+
+    runs = [read_run(d, hyp_name, lines_name, keep_bpe=keep_bpe) for d in run_dirs]
+    refs = read_lines(ref_path)
+    if not keep_bpe:
+        refs = [remove_bpe(r) for r in refs]
+    result = compare_runs(runs, refs, lang=lang, lowercase=lowercase, baseline=baseline, tests=tests)
+    md = to_markdown(result)
+    if json_path:
+        from synprep.textio import atomic_write
+
+        with atomic_write(json_path) as f:
+            f.write(json.dumps(result, indent=2) + "\n")
+    with open_output(output_path) as f:
+        f.write(md)

@@ -1,9 +1,13 @@
 """The trainer's configuration: one typed dataclass, every default visible in one block.
 
 A configuration is a flat JSON object whose keys are the fields of :class:`TrainConfig`; it is
-saved beside every checkpoint (``OUT/config.json``) and inside it. Presets ship as package data
-(``synprep/presets/NAME.json``): ``iwslt14_de_en`` (the paper's IWSLT14 De→En setup,
-gated-syntax-attention §5.1 and Table 2) and ``tiny`` (trains in seconds on a CPU).
+saved beside every checkpoint (``OUT/config.json``) and inside it. Keys starting with ``_`` are
+metadata (``_description``, ``_cite``, ``_alias``) and are skipped by the loader. Every value is
+type-checked and size-bounded on load (:data:`LIMITS`, :data:`MAX_PARAMS`), so a hostile config or
+checkpoint is a one-line error, never a terabyte allocation. Presets ship as package data
+(``synprep/presets/NAME.json``, listed by :func:`preset_names`), each citing its source for every
+value that differs from the defaults: ``gated_iwslt14_de_en``, ``vanilla_iwslt14_de_en``,
+``vanilla_iwslt14_de_en_ffn512``, ``slr_iwslt14_de_en``, ``cpu_small``, ``tiny``, … (docs/train.md).
 
 Variants (SPEC.md §6), selected by ``syntax``:
 
@@ -31,6 +35,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
+import math
+import types
+import typing
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -57,7 +65,10 @@ SLR_HARD = HARD_MODES
 
 #: fields that may change when a run is resumed (they do not change the model or the data order)
 RESUME_OVERRIDABLE = frozenset({"max_steps", "max_epochs", "num_workers", "log_interval", "threads",
-                                "save_interval_updates", "beam", "lenpen", "max_len_a", "max_len_b"})
+                                "save_interval_updates", "keep_last_epochs", "beam", "lenpen", "max_len_a",
+                                "max_len_b"})
+
+log = logging.getLogger("synprep.train")
 
 
 @dataclass
@@ -126,6 +137,7 @@ class TrainConfig:
     threads: int = 0  # torch intra-op threads in the training process; 0 = torch's default
     log_interval: int = 100  # updates between metrics.jsonl step records
     save_interval_updates: int = 0  # also save checkpoint_last.pt every N updates; 0 = per epoch
+    keep_last_epochs: int = 0  # keep checkpoint{EPOCH}.pt of the last N epochs (fairseq); 0 = none
 
     # --- decoding (paper §5.1 Evaluation; fairseq generate defaults) ---------------------------
     beam: int = 5
@@ -279,40 +291,149 @@ class TrainConfig:
 FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
 
 
-def config_from_dict(data: dict[str, Any], where: str = "config") -> TrainConfig:
-    """Build a config from a JSON object; unknown keys are an error (typos must not pass silently).
+# --------------------------------------------------------------------------------------------
+# loading: types, bounds, presets (issue 10 item 7, issue 13)
+# --------------------------------------------------------------------------------------------
+#: inclusive (low, high) bounds of numeric fields; None = unbounded on that side. The upper bounds
+#: are far above any real setup and keep a hostile config from allocating terabytes.
+LIMITS: dict[str, tuple[float | None, float | None]] = {
+    "d_model": (1, 16384), "ffn_dim": (1, 65536), "heads": (1, 256), "encoder_layers": (1, 128),
+    "decoder_layers": (1, 128), "max_positions": (1, 1 << 20), "gate_hidden": (1, 16384),
+    "gate_freeze_epochs": (0, 1 << 20), "max_tokens": (1, 1 << 24), "update_freq": (1, 4096),
+    "max_epochs": (0, 1 << 30), "max_steps": (0, 1 << 40), "seed": (0, 2**32 - 1), "warmup_updates": (0, 1 << 40),
+    "num_workers": (0, 1024), "threads": (0, 4096), "log_interval": (1, 1 << 40),
+    "save_interval_updates": (0, 1 << 40), "keep_last_epochs": (0, 1 << 20), "beam": (1, 1024),
+    "max_len_b": (0, 1 << 20), "max_len_a": (0.0, 1024.0), "lr": (0.0, None), "warmup_init_lr": (0.0, None),
+    "adam_eps": (0.0, None), "weight_decay": (0.0, None), "clip_norm": (0.0, None),
+    "sla_threshold": (0, 1 << 16), "set_max_path": (0, 1 << 16), "set_rel_dim": (1, 16384),
+    "set_max_depth": (1, 1 << 16),
+}
+#: largest model a config may describe (estimated parameters without embeddings: 8 GB in float32)
+MAX_PARAMS = 2_000_000_000
+#: list fields may hold at most this many entries
+MAX_LIST = 4096
+_HINTS = typing.get_type_hints(TrainConfig)
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def _check_value(tp: Any, value: Any) -> bool:
+    """Whether a JSON value fits the annotation ``tp`` (bool is not an int; an int is a float)."""
+    if tp is Any:
+        return True
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        return any(_check_value(a, value) for a in typing.get_args(tp))
+    if tp is type(None):
+        return value is None
+    if origin is list:
+        (item,) = typing.get_args(tp) or (Any,)
+        return isinstance(value, list) and len(value) <= MAX_LIST and all(_check_value(item, v) for v in value)
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if tp is str:
+        return isinstance(value, str) and len(value) <= 1024
+    return True  # an annotation this checker does not know: left to validate()
+
+
+def check_types(data: dict[str, Any], where: str = "config") -> None:
+    """Check every value of a config object against :class:`TrainConfig`'s annotations and
+    :data:`LIMITS` *before* anything is built.
 
     Raises:
-        ConfigError: an unknown key or a bad value (the message names ``where``).
+        ConfigError: ``WHERE: FIELD must be TYPE, got VALUE`` or ``… must be <= LIMIT``.
     """
-    unknown = sorted(set(data) - set(FIELDS))
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}")
+    for name, value in data.items():
+        tp = _HINTS.get(name, Any)
+        if value is None and name in SOURCE_DEFAULTED:  # None = the syntax source's paper default
+            continue
+        if not _check_value(tp, value):
+            shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+            raise ConfigError(f"{where}: {name} must be {_type_name(tp)}, got {shown} ({type(value).__name__})")
+        lo, hi = LIMITS.get(name, (None, None))
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if lo is not None and value < lo:
+                raise ConfigError(f"{where}: {name} must be >= {lo}, got {value}")
+            if hi is not None and value > hi:
+                raise ConfigError(f"{where}: {name} = {value} is above the limit {hi}")
+
+
+def estimated_params(cfg: TrainConfig) -> int:
+    """Parameters of the encoder and decoder stacks, embeddings left out (an upper-bound check)."""
+    d, f = cfg.d_model, cfg.ffn_dim
+    enc = cfg.encoder_layers * (4 * d * d + 2 * d * f + cfg.heads * cfg.gate_hidden * d)
+    dec = cfg.decoder_layers * (8 * d * d + 2 * d * f)
+    return enc + dec
+
+
+def config_from_dict(data: dict[str, Any], where: str = "config") -> TrainConfig:
+    """Build a config from a JSON object; unknown keys are an error (typos must not pass silently),
+    keys starting with ``_`` are metadata and skipped; values are type-checked and bounded first.
+
+    Raises:
+        ConfigError: an unknown key, a value of the wrong type, above its bound, or otherwise bad
+            (the message names ``where``).
+    """
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: a config is a JSON object, got {type(data).__name__}")
+    data = {k: v for k, v in data.items() if not (isinstance(k, str) and k.startswith("_"))}
+    unknown = sorted(str(k) for k in set(data) - set(FIELDS))
+    if unknown:  # repr: a key may hold a newline or control characters (found by benchmarks/fuzz.py)
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(k if k.isidentifier() else repr(k) for k in unknown)}")
+    check_types(data, where)
     try:
-        return TrainConfig(**data)
+        cfg = TrainConfig(**data)
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
-    except TypeError as e:  # pragma: no cover - dataclass signature errors
+    except (TypeError, ValueError) as e:  # pragma: no cover - a field check() does not know
         raise ConfigError(f"{where}: {e}") from None
+    n = estimated_params(cfg)
+    if n > MAX_PARAMS:
+        raise ConfigError(f"{where}: the model would have ~{n:.3g} parameters (limit {MAX_PARAMS:.3g}): "
+                          f"d_model, ffn_dim or the layer counts are too large")
+    return cfg
 
 
 def preset_names() -> list[str]:
-    """Names of the shipped presets."""
+    """Names of the shipped presets (aliases included)."""
     return sorted(p.name[:-5] for p in resources.files("synprep.presets").iterdir() if p.name.endswith(".json"))
 
 
-def load_preset(name: str) -> TrainConfig:
-    """Load a shipped preset (``synprep/presets/NAME.json``).
+def preset_data(name: str) -> dict[str, Any]:
+    """The raw JSON object of a shipped preset, metadata keys included (an alias is not followed).
 
     Raises:
         ConfigError: no such preset (the message lists the known ones).
     """
     res = resources.files("synprep.presets") / f"{name}.json"
-    if not res.is_file():
+    if not name.replace("_", "").isalnum() or not res.is_file():
         raise ConfigError(f"no preset {name!r}; known: {', '.join(preset_names())}")
     data = json.loads(res.read_text("utf-8"))
-    # keys starting with "_" are the preset's metadata ("_description", "_cite"), not fields
-    return config_from_dict({k: v for k, v in data.items() if not k.startswith("_")}, f"preset {name}")
+    if not isinstance(data, dict):  # pragma: no cover - shipped files are tested
+        raise ConfigError(f"preset {name}: not a JSON object")
+    return data
+
+
+def load_preset(name: str) -> TrainConfig:
+    """Load a shipped preset (``synprep/presets/NAME.json``); an alias (``"_alias": TARGET``)
+    logs a warning and loads its target.
+
+    Raises:
+        ConfigError: no such preset (the message lists the known ones).
+    """
+    data = preset_data(name)
+    target = data.get("_alias")
+    if target:
+        log.warning("preset %s is an old name: loading %s (%s)", name, target,
+                    data.get("_description", "see docs/train.md"))
+        return load_preset(target)
+    return config_from_dict(data, f"preset {name}")
 
 
 def load_config(path: str | Path) -> TrainConfig:
@@ -328,6 +449,8 @@ def load_config(path: str | Path) -> TrainConfig:
         raise ConfigError(f"{p}: no such config file") from None
     except json.JSONDecodeError as e:
         raise ConfigError(f"{p}:{e.lineno}: invalid JSON: {e.msg}") from None
+    except (UnicodeDecodeError, RecursionError) as e:
+        raise ConfigError(f"{p}: not a readable JSON config ({type(e).__name__})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: a config is a JSON object")
     return config_from_dict(data, str(p))

@@ -126,20 +126,26 @@ def beam_search(model: Seq2Seq, batch: Batch, beam: int = 5, lenpen: float = 1.0
     return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
 
 
-def load_model(path, device: torch.device | str = "cpu"):
+def load_model(path, device: torch.device | str = "cpu", average=None):
     """Model, config and vocabulary of a checkpoint, in eval mode on ``device``.
+
+    Args:
+        path: a synprep checkpoint (loaded with ``weights_only=True`` and validated before the
+            model is built: :func:`synprep.train.checkpoint.validate_checkpoint`).
+        average: instead of ``path`` alone, the mean of these checkpoints' parameters
+            (:func:`synprep.train.checkpoint.average_checkpoints`, fairseq's semantics).
 
     Returns:
         (Seq2Seq, TrainConfig, symbols).
 
     Raises:
-        InputError: see :func:`synprep.train.checkpoint.load_checkpoint`.
+        InputError: see :func:`~synprep.train.checkpoint.load_checkpoint` and
+            :func:`~synprep.train.checkpoint.validate_checkpoint`.
     """
-    from synprep.train.checkpoint import load_checkpoint
-    from synprep.train.config import config_from_dict
+    from synprep.train.checkpoint import average_checkpoints, load_checkpoint, validate_checkpoint
 
-    ck = load_checkpoint(path, map_location="cpu")
-    cfg = config_from_dict(ck["config"], str(path))
+    ck = average_checkpoints(average) if average else load_checkpoint(path, map_location="cpu")
+    cfg = validate_checkpoint(ck, path)
     symbols = list(ck["symbols"])
     model = Seq2Seq(cfg, len(symbols))
     model.load_state_dict(ck["model"])

@@ -41,10 +41,13 @@ from synprep.train.checkpoint import (
     BEST,
     LAST,
     copy_checkpoint,
+    epoch_checkpoint,
     load_checkpoint,
+    prune_epoch_checkpoints,
     rng_state,
     save_checkpoint,
     set_rng_state,
+    validate_checkpoint,
 )
 from synprep.train.config import RESUME_OVERRIDABLE, TrainConfig, config_from_dict
 from synprep.train.data import Batch, BucketBatchSampler, Collater
@@ -70,6 +73,9 @@ class TrainState:
     epoch_loss: float = 0.0  # running sums over the current epoch (natural log)
     epoch_nll: float = 0.0
     epoch_tokens: int = 0
+    validated: bool = True  # the end-of-period validation of ``step`` is done (False between an
+    #                         update and its period's end: an interval checkpoint saved then resumes
+    #                         into that validation instead of skipping it)
 
 
 @dataclass
@@ -204,6 +210,7 @@ class Trainer:
         ck = None
         if resume:
             ck = load_checkpoint(self.out / LAST, map_location="cpu")
+            validate_checkpoint(ck, self.out / LAST, resume=True)
             data = dict(ck["config"])
             bad = sorted(k for k, v in (overrides or {}).items() if k not in RESUME_OVERRIDABLE and data.get(k) != v)
             if bad:
@@ -230,15 +237,26 @@ class Trainer:
         self.state = TrainState()
         torch.manual_seed(cfg.seed + self.env.rank)  # dropout streams differ per rank
         if ck is not None:
-            self.model.load_state_dict(ck["model"])
-            self.optimizer.load_state_dict(ck["optimizer"])
-            self.scheduler.load_state_dict(ck["scheduler"])
-            self.state = TrainState(**ck["state"])
+            try:
+                self.model.load_state_dict(ck["model"])
+                self.optimizer.load_state_dict(ck["optimizer"])
+                self.scheduler.load_state_dict(ck["scheduler"])
+                self.state = TrainState(**ck["state"])
+                rngs = ck["rng"]
+                set_rng_state(rngs[self.env.rank % len(rngs)])
+            except (KeyError, TypeError, ValueError, RuntimeError, IndexError, ZeroDivisionError) as e:
+                msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise InputError(f"damaged resume state: {msg}", str(self.out / LAST)) from None
             if ck.get("world_size", 1) != self.env.world_size and self.state.batch_in_epoch:
                 raise ConfigError(f"this checkpoint stopped inside an epoch with {ck.get('world_size', 1)} process(es): "
                                   f"resume it with as many (now {self.env.world_size})")
-            rngs = ck["rng"]
-            set_rng_state(rngs[self.env.rank % len(rngs)])
+        st = self.state
+        if ck is not None and self.env.is_main and cfg.keep_last_epochs:
+            if st.epoch > 0 and st.batch_in_epoch == 0 and st.validated \
+                    and not (self.out / epoch_checkpoint(st.epoch)).exists():
+                # killed between an epoch's checkpoint_last.pt and its epoch copy: that LAST *is* the copy
+                copy_checkpoint(self.out / LAST, self.out / epoch_checkpoint(st.epoch))
+            prune_epoch_checkpoints(self.out, cfg.keep_last_epochs)  # killed before the pruning
         if self.env.enabled:
             from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -270,7 +288,8 @@ class Trainer:
 
             with atomic_write(self.out / "config.json") as f:
                 f.write(cfg.to_json())
-            self.metrics = MetricsLog(self.out / "metrics.jsonl", resume_step=self.state.step if ck else None)
+            self.metrics = MetricsLog(self.out / "metrics.jsonl", resume_step=self.state.step if ck else None,
+                                      resume_validated=self.state.validated)
         self.gates: list[list[float]] = effective_gates(cfg)
 
     # --- one update --------------------------------------------------------------------------
@@ -354,8 +373,13 @@ class Trainer:
                 "valid_ppl": 2 ** (nll / max(tok, 1.0) / LN2), "valid_tokens": int(tok)}
 
     # --- checkpoints ---------------------------------------------------------------------------
-    def save(self, is_best: bool) -> None:
-        """Write checkpoint_last.pt (and checkpoint_best.pt); every rank takes part (RNG gather)."""
+    def save(self, is_best: bool, epoch_end: bool = False) -> None:
+        """Write checkpoint_last.pt (and checkpoint_best.pt, and ``checkpoint{EPOCH}.pt`` at the end
+        of an epoch when ``keep_last_epochs``); every rank takes part (RNG gather).
+
+        Order: the best checkpoint is written first and then copied to checkpoint_last.pt, so a
+        run killed between the two resumes from the previous checkpoint_last.pt, redoes the period
+        and writes both again; killed after, both are there. Epoch copies come last."""
         rngs = [rng_state()]
         if self.env.enabled:
             gathered: list[Any] = [None] * self.env.world_size
@@ -363,15 +387,22 @@ class Trainer:
             rngs = gathered
         if not self.env.is_main:
             return
-        save_checkpoint(self.out / LAST, {
+        payload = {
             "config": self.cfg.to_dict(), "symbols": self.symbols, "signature": self.signature,
             "data_signature": self.data_signature, "world_size": self.env.world_size,
             "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(), "state": asdict(self.state), "rng": rngs})
+            "scheduler": self.scheduler.state_dict(), "state": asdict(self.state), "rng": rngs}
         if is_best:
-            copy_checkpoint(self.out / LAST, self.out / BEST)
+            save_checkpoint(self.out / BEST, payload)
+            copy_checkpoint(self.out / BEST, self.out / LAST)
+        else:
+            save_checkpoint(self.out / LAST, payload)
+        if epoch_end and self.cfg.keep_last_epochs:
+            copy_checkpoint(self.out / LAST, self.out / epoch_checkpoint(self.state.epoch))
+            prune_epoch_checkpoints(self.out, self.cfg.keep_last_epochs)
 
-    def _draw(self) -> None:
+    def _draw(self, epoch: int) -> None:
+        """gates.png, titled with the 1-based epoch of the metrics row and log line it belongs to."""
         from synprep.extras import available
 
         if not available("matplotlib"):  # the gate values are in metrics.jsonl either way
@@ -379,7 +410,7 @@ class Trainer:
                 log.warning("gates.png not drawn: matplotlib is not installed (pip install 'synprep[plot]')")
                 self._warned_no_plot = True
             return
-        title = f"{self.cfg.describe()} — epoch {self.state.epoch}, step {self.state.step}"
+        title = f"{self.cfg.describe()} — epoch {epoch}, step {self.state.step}"
         draw_gate_heatmap(self.gates, self.out / "gates.png", title)
 
     # --- the run -----------------------------------------------------------------------------
@@ -388,14 +419,15 @@ class Trainer:
         is_best = v["valid_loss"] < self.state.best_valid
         if is_best:
             self.state.best_valid = v["valid_loss"]
+        self.state.validated = True
         if self.env.is_main:
             rec = {**record, **v, "best_valid_loss": self.state.best_valid, "gates": self.gates}
             self.metrics.write(rec)
-            if final or self.state.epoch % 10 == 0:  # matplotlib is slow next to a tiny model's epoch
-                self._draw()
+            if final or (record["epoch_done"] and record["epoch"] % 10 == 0):  # matplotlib is slow
+                self._draw(record["epoch"])
             log.info("epoch %d step %d | valid loss %.3f | nll %.3f | ppl %.2f%s", record["epoch"], self.state.step,
                      v["valid_loss"], v["valid_nll_loss"], v["valid_ppl"], " | best" if is_best else "")
-        self.save(is_best)
+        self.save(is_best, epoch_end=record["epoch_done"])
 
     def run(self) -> dict[str, Any]:
         """Train until ``max_epochs`` or ``max_steps``; returns a summary."""
@@ -405,6 +437,11 @@ class Trainer:
         interval = {"loss": 0.0, "nll": 0.0, "ntokens": 0.0, "gnorm": 0.0, "n": 0, "t0": time.perf_counter()}
         stopped = bool(cfg.max_steps and st.step >= cfg.max_steps)
         last_valid: dict[str, Any] = {}
+        if stopped and not st.validated:
+            # resumed from an interval checkpoint saved at the last step, before that period's
+            # validation (issue 10 item 3): do it now, exactly as the uninterrupted run did
+            n_batches = len(self.train_sampler.rank_batches(st.epoch))
+            last_valid = self._close_period(n_batches, stopped=True)
         while not stopped and (cfg.max_epochs == 0 or st.epoch < cfg.max_epochs):
             self.train_sampler.set_epoch(st.epoch, st.batch_in_epoch)
             n_batches = len(self.train_sampler.rank_batches(st.epoch))
@@ -418,6 +455,7 @@ class Trainer:
                     break
                 out = self.train_step(group)
                 st.step += 1
+                st.validated = False
                 st.batch_in_epoch += len(group)
                 st.epoch_loss += out["loss"]
                 st.epoch_nll += out["nll"]
@@ -432,21 +470,27 @@ class Trainer:
                     self.save(False)
             stopped = bool(cfg.max_steps and st.step >= cfg.max_steps)
             bar.close()
-            epoch_done = st.batch_in_epoch >= n_batches
-            record = {"step": st.step, "epoch": st.epoch + 1, "epoch_done": epoch_done,
-                      "train_loss": st.epoch_loss / max(st.epoch_tokens, 1) / LN2,
-                      "train_nll_loss": st.epoch_nll / max(st.epoch_tokens, 1) / LN2,
-                      "lr": self.optimizer.param_groups[0]["lr"], "gates_frozen": self._frozen()}
-            if epoch_done:
-                st.epoch += 1
-                st.batch_in_epoch = 0
-                st.epoch_loss = st.epoch_nll = 0.0
-                st.epoch_tokens = 0
-            final = stopped or (cfg.max_epochs != 0 and st.epoch >= cfg.max_epochs)
-            self._end_of_period(record, final)
-            last_valid = record
+            last_valid = self._close_period(n_batches, stopped)
         return {"step": st.step, "epoch": st.epoch, "best_valid_loss": st.best_valid,
                 "last": last_valid, "out": str(self.out), "signature": self.signature}
+
+    def _close_period(self, n_batches: int, stopped: bool) -> dict[str, Any]:
+        """End of an epoch, or of the run when ``max_steps`` stops it mid-epoch: the epoch's record,
+        the epoch counters advanced, validation, metrics row, gates.png, checkpoints."""
+        cfg, st = self.cfg, self.state
+        epoch_done = st.batch_in_epoch >= n_batches
+        record = {"step": st.step, "epoch": st.epoch + 1, "epoch_done": epoch_done,
+                  "train_loss": st.epoch_loss / max(st.epoch_tokens, 1) / LN2,
+                  "train_nll_loss": st.epoch_nll / max(st.epoch_tokens, 1) / LN2,
+                  "lr": self.optimizer.param_groups[0]["lr"], "gates_frozen": self._frozen()}
+        if epoch_done:
+            st.epoch += 1
+            st.batch_in_epoch = 0
+            st.epoch_loss = st.epoch_nll = 0.0
+            st.epoch_tokens = 0
+        final = stopped or (cfg.max_epochs != 0 and st.epoch >= cfg.max_epochs)
+        self._end_of_period(record, final)
+        return record
 
     def _log_interval(self, iv: dict[str, Any], bar) -> None:
         dt = max(time.perf_counter() - iv["t0"], 1e-9)

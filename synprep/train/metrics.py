@@ -104,15 +104,24 @@ class MetricsLog:
     Args:
         path: the file. resume_step: when resuming, records after this update step (written after
             the checkpoint, by a run that did not finish) are dropped first, so the log matches
-            the checkpoint; None starts a fresh file.
+            the checkpoint; None starts a fresh file. resume_validated: False when the checkpoint
+            was saved before its step's validation (an interval save): that step's validation
+            row, written after the checkpoint, is dropped too (the resumed run writes it again).
     """
 
-    def __init__(self, path: str | os.PathLike, resume_step: int | None = None):
+    def __init__(self, path: str | os.PathLike, resume_step: int | None = None, resume_validated: bool = True):
         self.path = Path(path)
         kept: list[str] = []
         if resume_step is not None and self.path.is_file():
             for line in self.path.read_text("utf-8").splitlines():
-                if line.strip() and json.loads(line).get("step", 0) <= resume_step:
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:  # a line cut by a kill mid-write
+                    continue
+                step = rec.get("step", 0) if isinstance(rec, dict) else 0
+                if step < resume_step or (step == resume_step and (resume_validated or "valid_loss" not in rec)):
                     kept.append(line)
         with atomic_write(self.path) as f:
             f.write("".join(x + "\n" for x in kept))

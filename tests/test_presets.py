@@ -1,0 +1,128 @@
+"""Presets (issue 13): each shipped JSON matches the values the issue lists, cites a source for every
+value that differs from the defaults, and resolves through ``synprep train --print-config``; the
+old name warns; configs are type-checked and size-bounded on load (issue 10 item 7)."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from click.testing import CliRunner
+
+from synprep.cli import cli
+from synprep.errors import ConfigError
+from synprep.train.config import (
+    LIMITS,
+    TrainConfig,
+    config_from_dict,
+    load_config,
+    load_preset,
+    preset_data,
+    preset_names,
+    with_overrides,
+)
+from tests.conftest import run_cli
+
+#: what issue 13 asks of each preset (fields → values)
+EXPECTED = {
+    "gated_iwslt14_de_en": {"normalize_before": True, "activation_dropout": 0.1, "gate_freeze_epochs": 80,
+                            "syntax": "gated", "syntax_source": "slr", "syntax_dropout": 0.4, "slr_tau": 10.0,
+                            "d_model": 512, "ffn_dim": 1024, "heads": 4, "lr": 0.007, "warmup_init_lr": 0.001,
+                            "warmup_updates": 4000, "keep_last_epochs": 10},
+    "vanilla_iwslt14_de_en": {"syntax": "vanilla", "normalize_before": True, "ffn_dim": 1024,
+                              "activation_dropout": 0.1},
+    "vanilla_iwslt14_de_en_ffn512": {"syntax": "vanilla", "normalize_before": True, "ffn_dim": 512,
+                                     "activation_dropout": 0.0, "warmup_updates": 6000, "warmup_init_lr": 1e-7},
+    "slr_iwslt14_de_en": {"syntax": "hard", "syntax_layers": [0], "syntax_heads": [0, 1, 2, 3],
+                          "syntax_source": "slr", "syntax_dropout": 0.0, "slr_hard": None, "slr_tau": 10.0,
+                          "lr": 0.001, "warmup_updates": 4000, "warmup_init_lr": 1e-7, "normalize_before": True},
+}
+#: every IWSLT14 paper preset takes 16384 tokens per update (max_tokens × update_freq)
+TOKENS_PER_UPDATE = {name: 16384 for name in EXPECTED}
+
+
+def _print_config(*args: str) -> dict:
+    res = CliRunner().invoke(cli, ["train", *args, "--print-config"], catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_print_config_of_each_paper_preset_matches_the_issue(name):
+    got = _print_config("--preset", name)
+    for key, value in EXPECTED[name].items():
+        assert got[key] == value, (name, key)
+    assert got["max_tokens"] * got["update_freq"] == TOKENS_PER_UPDATE[name]
+    assert set(got) == set(TrainConfig().to_dict())  # the full resolved config, metadata left out
+    assert config_from_dict(got).to_dict() == got  # and it loads back as a --config file
+
+
+def test_slr_preset_places_syntax_in_layer_0_only():
+    assert load_preset("slr_iwslt14_de_en").head_sources() == {0: ["slr"] * 4}
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_every_changed_value_cites_its_source(name):
+    data = preset_data(name)
+    if "_alias" in data:
+        return
+    defaults = TrainConfig().to_dict()
+    changed = {k for k, v in data.items() if not k.startswith("_") and defaults[k] != v}
+    cite = data.get("_cite", {})
+    assert changed <= set(cite), sorted(changed - set(cite))
+    assert set(cite) <= set(defaults), sorted(set(cite) - set(defaults))  # no cite for a non-field
+    assert all(isinstance(v, str) and len(v) > 10 for v in cite.values())
+    assert data.get("_description")
+
+
+def test_old_name_is_an_alias_that_warns(caplog):
+    with caplog.at_level(logging.WARNING, logger="synprep.train"):
+        old = load_preset("iwslt14_de_en")
+    assert old == load_preset("gated_iwslt14_de_en")
+    assert "old name" in caplog.text and "gated_iwslt14_de_en" in caplog.text
+
+
+def test_print_config_applies_overrides_and_train_help_lists_every_preset():
+    got = _print_config("--preset", "cpu_small", "--set", "syntax=vanilla", "--seed", "7")
+    assert (got["syntax"], got["seed"], got["d_model"]) == ("vanilla", 7, 128)
+    help_text = CliRunner().invoke(cli, ["train", "--help"], terminal_width=500).output
+    for name in preset_names():
+        assert name in help_text
+
+
+def test_config_files_may_carry_metadata_keys(tmp_path):
+    (tmp_path / "c.json").write_text('{"_description": "mine", "_cite": {"heads": "me"}, "heads": 8}')
+    assert load_config(tmp_path / "c.json").heads == 8
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"d_model": 1000000}, "d_model = 1000000 is above the limit"),
+    ({"heads": "4"}, "heads must be int, got '4' (str)"),
+    ({"dropout": "0.1"}, "dropout must be float"),
+    ({"share_embeddings": 1}, "share_embeddings must be bool"),
+    ({"d_model": True}, "d_model must be int"),
+    ({"lr": float("nan")}, "lr must be float"),
+    ({"syntax_layers": [0, "1"]}, "syntax_layers must be list[int] | None"),
+    ({"max_tokens": 0}, "max_tokens must be >= 1"),
+    ({"log_interval": 0}, "log_interval must be >= 1"),
+    ({"seed": -1}, "seed must be >= 0"),
+    ({"d_model": 16384, "ffn_dim": 65536, "encoder_layers": 128}, "parameters (limit"),
+    ({"syntax": ["gated"]}, "syntax must be str"),
+])
+def test_hostile_configs_are_one_line_errors(tmp_path, data, message):
+    with pytest.raises(ConfigError) as e:
+        config_from_dict(data, "c.json")
+    assert message in str(e.value) and str(e.value).startswith("c.json: ") and "\n" not in str(e.value)
+    with pytest.raises(ConfigError, match="above the limit|must be"):
+        with_overrides(load_preset("tiny"), {"d_model": 10**9})
+
+
+def test_cli_rejects_a_huge_config_with_exit_2(tmp_path):
+    (tmp_path / "c.json").write_text(json.dumps({"d_model": 1000000, "ffn_dim": 4000000}))
+    proc = run_cli("train", "--shards", str(tmp_path), "--config", str(tmp_path / "c.json"),
+                   "--out", str(tmp_path / "o"), check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == f"synprep: error: {tmp_path / 'c.json'}: d_model = 1000000 is above the limit " \
+                                  f"{LIMITS['d_model'][1]}"
+    assert not (tmp_path / "o").exists()
