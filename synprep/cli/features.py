@@ -112,6 +112,8 @@ def detect_tree_format(trees_path: str) -> str:
                 first_lines = [raw.decode("utf-8", "replace") for raw, _ in zip(f, range(1000), strict=False)]
         except OSError:
             return "lines"  # iter_lines names the missing file
+    if first_lines:
+        first_lines[0] = first_lines[0].removeprefix("\ufeff")  # a byte-order mark (iter_lines removes it too)
     for text in first_lines:
         if text.strip():
             try:

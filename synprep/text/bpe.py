@@ -8,6 +8,7 @@ then one merge ``a b`` per line); pieces carry the ``@@`` continuation marker (`
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -143,8 +144,8 @@ def _load_bpe(path: str, _mtime: int, _size: int, merges: int, separator: str) -
         if len(line.strip("\r\n ").split(" ")) != 2:
             raise InputError("not a BPE codes file: a merge line must hold two units separated by a space",
                              path, i)
-    with open(path, encoding="utf-8") as f:
-        return BPE(f, merges=merges, separator=separator)
+    # subword-nmt reads the lines synprep read (a byte-order mark removed, gzip decompressed, CRLF as LF)
+    return BPE(io.StringIO("".join(line + "\n" for line in lines)), merges=merges, separator=separator)
 
 
 def apply_bpe_line(bpe: BPE, line: str) -> str:
