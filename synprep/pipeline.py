@@ -17,6 +17,10 @@ Everything is written under ``OUT`` (README "Output folder"):
 ``OUT/code``, ``OUT/dict.txt``, ``OUT/SPLIT.NNNNN.h5``, ``OUT/manifest.json``, ``OUT/pipeline.json``,
 ``OUT/inputs.json`` (the sha256 of every split's input files)
 
+``L`` is the side's language. When both sides have the same language (``-s en -t en``:
+paraphrase, simplification, post-editing) the side is named too, ``SPLIT.tok.src.en`` and
+``SPLIT.tok.tgt.en`` (:class:`TextFiles`), so the two sides never overwrite each other.
+
 Every file is written atomically, so a step whose output exists is complete and is skipped when
 the command runs again (after a crash, or for the next split). ``OUT/pipeline.json`` records the
 configuration and ``OUT/inputs.json`` the inputs: running into the same folder with another
@@ -58,6 +62,8 @@ class TextOptions:
     """Text preparation settings (part of the configuration).
 
     Attributes:
+        tokenized: the input is already Moses-tokenized and escaped (``pipeline --tokenized``): it
+            is used as it is (escapes kept for BPE and the shards; the parser sees the unescaped words).
         lowercase: lowercase after tokenizing (the parser still sees the cased words).
         fairseq_compat: the old perl tokenizer's final-period rule (``synprep tokenize --fairseq-compat``).
         clean: clean this split (None: the train split only, as fairseq's recipes do; other splits
@@ -66,6 +72,7 @@ class TextOptions:
         merges: BPE merge operations when the codes are learned.
     """
 
+    tokenized: bool = False
     lowercase: bool = False
     fairseq_compat: bool = False
     clean: bool | None = None
@@ -73,6 +80,45 @@ class TextOptions:
     min_len: int = 1
     max_len: int = 175
     merges: int = 10000
+
+
+@dataclass(frozen=True)
+class TextFiles:
+    """The names of one split's intermediate text files in ``OUT/text`` (module docstring).
+
+    A file of one side is ``SPLIT.STAGE.L``; with the same language on both sides it is
+    ``SPLIT.STAGE.SIDE.L`` (``SIDE`` = ``src`` / ``tgt``). Folders of differing languages keep the
+    layout of earlier versions, so they resume unchanged.
+    """
+
+    work: Path
+    split: str
+    src_lang: str
+    tgt_lang: str
+
+    def side(self, stage: str, side: str) -> Path:
+        """``stage`` = ``tok`` | ``clean`` | ``bpe`` | ``words``; ``side`` = ``src`` | ``tgt``."""
+        lang = self.src_lang if side == "src" else self.tgt_lang
+        infix = f"{side}." if self.src_lang == self.tgt_lang else ""
+        return self.work / f"{self.split}.{stage}.{infix}{lang}"
+
+    @property
+    def lines(self) -> Path:
+        return self.work / f"{self.split}.lines"
+
+    @property
+    def dropped(self) -> Path:
+        return self.work / f"{self.split}.dropped.tsv"
+
+
+def _refuse_overwritten_same_language(work: Path, lang: str) -> None:
+    """A same-language folder of the old layout holds targets that are copies of their sources."""
+    old = sorted(p.name for p in work.glob(f"*.tok.{lang}")) if work.is_dir() else []
+    if old:
+        raise ConfigError(
+            f"{work} holds {old[0]}: it was written by an earlier synprep that named the text files by language "
+            f"only, so with both sides in '{lang}' the target files overwrote the source files (or the reverse) "
+            f"and its shards hold wrong pairs; delete {work.parent} and run again")
 
 
 # --- configuration guard --------------------------------------------------------------------------
@@ -134,11 +180,47 @@ def _remove_stale_temps(out: Path) -> None:
 
 # --- text stage -------------------------------------------------------------------------------
 
+#: raw input with Moses escapes (``&quot;``) on more lines than this is refused as already tokenized
+ESCAPED_LINES_LIMIT = 5
+
+
+def refuse_tokenized(path: str, limit: int = ESCAPED_LINES_LIMIT) -> None:
+    """Stop when raw input looks already Moses-tokenized (escapes on more than ``limit`` lines).
+
+    Tokenizing such text again escapes the escapes (``&amp;quot;``): the parser would see the
+    words ``&``, ``quot``, ``;`` and BPE would learn them.
+
+    Raises:
+        InputError: naming the first line that holds an escape, pointing at ``--tokenized``.
+    """
+    from synprep.text.escape import moses_entity
+
+    first: tuple[int, str] | None = None
+    n = 0
+    for lineno, text in enumerate(iter_lines(path), 1):
+        entity = moses_entity(text)
+        if entity is None:
+            continue
+        n += 1
+        if first is None:
+            first = (lineno, entity)
+        if n > limit:
+            raise InputError(
+                f"'{first[1]}' is a Moses escape, and more than {limit} lines hold one: this input is already "
+                "tokenized; use `synprep pipeline --tokenized` (or `synprep annotate` for BPE'd text)",
+                display_name(path), first[0])
+
 
 def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Parallel) -> None:
     from synprep.text.tokenize import tokenize_stream
 
     if out_path.exists():
+        return
+    if opts.tokenized:  # used as it is: one line per line, CRLF/BOM/gzip normalized by iter_lines
+        log.info("already tokenized: %s → %s", display_name(inp), out_path)
+        with atomic_write(out_path) as f:
+            for line in iter_lines(inp):
+                f.write(" ".join(line.split()) + "\n")
         return
     log.info("tokenize %s → %s", display_name(inp), out_path)
     with atomic_write(out_path) as f:
@@ -147,24 +229,25 @@ def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Paral
             f.write(line + "\n")
 
 
-def _clean(split: str, text: Path, src_lang: str, tgt_lang: str, opts: TextOptions) -> None:
+def _clean(files: TextFiles, opts: TextOptions) -> None:
     """Clean the tokenized pair into SPLIT.clean.L (+ words, lines, dropped.tsv), all or nothing."""
     from synprep.text.clean import clean_pairs, report_header, report_row
     from synprep.text.tokenize import moses_lowercase
 
+    split = files.split
     outputs = {
-        "src": text / f"{split}.clean.{src_lang}", "tgt": text / f"{split}.clean.{tgt_lang}",
-        "lines": text / f"{split}.lines", "report": text / f"{split}.dropped.tsv",
+        "src": files.side("clean", "src"), "tgt": files.side("clean", "tgt"),
+        "lines": files.lines, "report": files.dropped,
     }
     if opts.lowercase:
-        outputs["words"] = text / f"{split}.words.{src_lang}"
+        outputs["words"] = files.side("words", "src")
     if all(p.exists() for p in outputs.values()):
         return
     do_clean = opts.clean if opts.clean is not None else split == TRAIN
     bounds: dict[str, Any] = (
         {"ratio": opts.ratio, "min_len": opts.min_len, "max_len": opts.max_len} if do_clean
         else {"ratio": math.inf, "min_len": 1, "max_len": 1 << 62, "max_word_length": 1 << 30})
-    tok_src, tok_tgt = text / f"{split}.tok.{src_lang}", text / f"{split}.tok.{tgt_lang}"
+    tok_src, tok_tgt = files.side("tok", "src"), files.side("tok", "tgt")
     with contextlib.ExitStack() as stack:
         f = {k: stack.enter_context(atomic_write(p)) for k, p in outputs.items()}
         f["report"].write(report_header() + "\n")
@@ -180,8 +263,7 @@ def _clean(split: str, text: Path, src_lang: str, tgt_lang: str, opts: TextOptio
                 f["words"].write(r.src + "\n")
 
 
-def _codes(out: Path, split: str, text: Path, src_lang: str, tgt_lang: str, codes: str | None,
-           opts: TextOptions) -> Path:
+def _codes(out: Path, files: TextFiles, codes: str | None, opts: TextOptions) -> Path:
     from synprep.text.bpe import learn_bpe
 
     target = out / CODES_NAME
@@ -196,10 +278,11 @@ def _codes(out: Path, split: str, text: Path, src_lang: str, tgt_lang: str, code
         return target
     if target.exists():
         return target
-    if split != TRAIN:
+    if files.split != TRAIN:
         raise ConfigError(f"no BPE codes in {out}: run the train split first, or give --codes")
-    log.info("learn BPE (%d merges) on %s.clean.{%s,%s}", opts.merges, split, src_lang, tgt_lang)
-    learn_bpe([text / f"{split}.clean.{src_lang}", text / f"{split}.clean.{tgt_lang}"], opts.merges, target)
+    clean = [files.side("clean", "src"), files.side("clean", "tgt")]
+    log.info("learn BPE (%d merges) on %s and %s", opts.merges, clean[0].name, clean[1].name)
+    learn_bpe(clean, opts.merges, target)
     return target
 
 
@@ -307,17 +390,27 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     if src is not None and (n_raw := count_lines(src)) != n_tgt:
         raise InputError(f"line counts differ: {src} has {n_raw} lines, {tgt} has {n_tgt}", tgt)
 
-    tok_sig = tokenizer_signature(src_lang, lowercase=text.lowercase, escape=True, fairseq_compat=text.fairseq_compat)
+    if src_lang == tgt_lang:
+        _refuse_overwritten_same_language(work, src_lang)
+    if text.tokenized and text.fairseq_compat:
+        raise ConfigError("--fairseq-compat has no effect with --tokenized (nothing is tokenized)")
+    if not text.tokenized:
+        for path in (src, tgt):
+            if path is not None:
+                refuse_tokenized(path)
+    tok_sig = ({"tok": "given"} if text.tokenized else
+               tokenizer_signature(src_lang, lowercase=text.lowercase, escape=True, fairseq_compat=text.fairseq_compat))
     shared = {"mode": "pipeline", "src_lang": src_lang, "tgt_lang": tgt_lang, "tokenizer": tok_sig["tok"],
               "lowercase": text.lowercase, "fairseq_compat": text.fairseq_compat, "merges": text.merges,
               "parser": parse.config(), "ldd_threshold": ldd_threshold, "shard_size": shard_size}
+    files = TextFiles(work, split, src_lang, tgt_lang)
     work.mkdir(parents=True, exist_ok=True)
     _remove_stale_temps(out)
     _check_config(out, shared)
     _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu})
 
     # 1. tokenize (the source side comes from the CoNLL-U file when importing parses)
-    src_tok = work / f"{split}.tok.{src_lang}"
+    src_tok = files.side("tok", "src")
     if parse.parser == "conllu":
         from synprep.parse.conllu_io import read_conllu
 
@@ -336,14 +429,14 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
         _tokenize(src, src_tok, src_lang, text, par)
     if n_src != n_tgt:
         raise InputError(f"line counts differ: {conllu} has {n_src} lines, {tgt} has {n_tgt}", tgt)
-    _tokenize(tgt, work / f"{split}.tok.{tgt_lang}", tgt_lang, text, par)
+    _tokenize(tgt, files.side("tok", "tgt"), tgt_lang, text, par)
 
     # 2. clean (+ lowercase), 3. BPE
-    _clean(split, work, src_lang, tgt_lang, text)
-    code_path = _codes(out, split, work, src_lang, tgt_lang, codes, text)
-    for lang in (src_lang, tgt_lang):
-        _apply_bpe(work / f"{split}.clean.{lang}", work / f"{split}.bpe.{lang}", code_path, par)
-    bpe_src, bpe_tgt = work / f"{split}.bpe.{src_lang}", work / f"{split}.bpe.{tgt_lang}"
+    _clean(files, text)
+    code_path = _codes(out, files, codes, text)
+    for side in ("src", "tgt"):
+        _apply_bpe(files.side("clean", side), files.side("bpe", side), code_path, par)
+    bpe_src, bpe_tgt = files.side("bpe", "src"), files.side("bpe", "tgt")
     v = load_or_build_vocab(out, split, [bpe_src, bpe_tgt], vocab)
 
     # 4. parse, features, shards
@@ -354,14 +447,14 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
               "clean_bounds": [text.ratio, text.min_len, text.max_len]}
     manifest = _manifest(out, sig, shared, v)
     manifest.set_input_lines(split, n_src)
-    _record_clean_drops(manifest, split, work / f"{split}.dropped.tsv")
+    _record_clean_drops(manifest, split, files.dropped)
 
     from synprep.text.escape import unescape_tokens
 
     def line_numbers() -> Iterator[int]:
-        return (int(n) for n in iter_lines(work / f"{split}.lines"))
+        return (int(n) for n in iter_lines(files.lines))
 
-    words_file = work / f"{split}.words.{src_lang}" if text.lowercase else work / f"{split}.clean.{src_lang}"
+    words_file = files.side("words" if text.lowercase else "clean", "src")
     items = items_from_files(iter_lines(bpe_src), iter_lines(bpe_tgt), line_numbers(),
                              words=(unescape_tokens(w.split()) for w in iter_lines(words_file)),
                              parses=_parses_for(str(conllu), line_numbers()) if parse.parser == "conllu" else None)

@@ -66,6 +66,9 @@ def _report(manifest, split: str) -> None:
 @click.option("--merges", type=click.IntRange(min=1), default=10000, show_default=True,
               help="BPE merge operations when learning codes (joint, on the train split).")
 @click.option("--vocab", default=None, metavar="FILE", help="Use this fairseq dict instead of building one.")
+@click.option("--tokenized", is_flag=True,
+              help="The input is already Moses-tokenized and escaped (&quot; &apos; ...): use it as it is "
+                   "(the parser sees the unescaped words).")
 @click.option("--lowercase", is_flag=True, help="Lowercase after tokenizing (the parser still sees cased words).")
 @click.option("--fairseq-compat", is_flag=True, help="Tokenize like fairseq's old tokenizer.perl (final period).")
 @click.option("--clean/--no-clean", "clean", default=None,
@@ -75,7 +78,8 @@ def _report(manifest, split: str) -> None:
 @click.option("--max-len", type=int, default=175, show_default=True, help="clean: max tokens per side.")
 @parser_options
 @jobs_options
-def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, lowercase, fairseq_compat, clean,
+def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, tokenized, lowercase, fairseq_compat,
+                 clean,
                  ratio, min_len, max_len, parser_name, conllu_path, stanza_dir, stanza_package, device, batch_size,
                  no_ssplit, max_words, ldd_threshold, cache_path, no_cache, shard_size, jobs, backend, scheduler):
     """Raw parallel text → tokenize → clean → BPE → parse → features → shards → check.
@@ -88,7 +92,7 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
 
     opts = _parse_options(src_lang, parser_name, stanza_dir, stanza_package, device, batch_size, no_ssplit,
                           max_words, ldd_threshold, cache_path, no_cache)
-    text = TextOptions(lowercase=lowercase, fairseq_compat=fairseq_compat, clean=clean, ratio=ratio,
+    text = TextOptions(tokenized=tokenized, lowercase=lowercase, fairseq_compat=fairseq_compat, clean=clean, ratio=ratio,
                        min_len=min_len, max_len=max_len, merges=merges)
     par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
     manifest = run_pipeline(src, tgt, out, src_lang=src_lang, tgt_lang=tgt_lang, split=split, text=text,
