@@ -416,11 +416,14 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
 
         n_src = 0
         if not src_tok.exists():
+            raw = iter_lines(src) if src is not None else None
             with atomic_write(src_tok) as f:
                 for p in read_conllu(str(conllu)):
                     n_src += 1
                     if p.line != n_src:
                         raise InputError(f"expected line {n_src}, found '# line = {p.line}'", conllu)
+                    if raw is not None:
+                        _same_text(next(raw, None), p, str(src), str(conllu))
                     f.write(" ".join(escape(w) for w in p.words) + "\n")
         n_src = count_lines(src_tok)
     else:
@@ -464,6 +467,29 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
                    shard_size=shard_size, source_name=str(src or conllu))
     _finish(out, manifest, split)
     return manifest
+
+
+def _same_text(line: str | None, parsed: ParsedLine, src: str, conllu: str) -> None:
+    """``--src`` beside ``--parser conllu``: the raw line must be the text of its parse.
+
+    The parse's surface tokens joined must equal the raw line without its spaces (tokenization
+    may differ, the characters may not). A ``# error`` block (a line without a parse) is not compared.
+
+    Raises:
+        InputError: the source ends early, or a line's characters differ (names the line and column).
+    """
+    if line is None:
+        raise InputError(f"the source ends before line {parsed.line}, the CoNLL-U file {conllu} goes on", src,
+                         parsed.line)
+    if parsed.error is not None:
+        return
+    have, want = "".join(line.split()), "".join(parsed.words)
+    if have != want:
+        k = next((i for i, (a, b) in enumerate(zip(have, want, strict=False)) if a != b), min(len(have), len(want)))
+        raise InputError(f"this line is not the text of the CoNLL-U parse of line {parsed.line} in {conllu} "
+                         f"(they differ at the {k + 1}th non-space character: {have[k:k + 12]!r} vs "
+                         f"{want[k:k + 12]!r}); --src must be the text that was parsed, or leave it out", src,
+                         parsed.line)
 
 
 def _parses_for(conllu: str, lines: Iterable[int]) -> Iterator[ParsedLine]:

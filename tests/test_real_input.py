@@ -112,3 +112,60 @@ def test_tokenized_input_keeps_its_tokens(tokenized_pair, tmp_path, stanza_dir):
     # the parser saw the unescaped words ('"', never '&', 'quot', ';')
     shown = run_cli("show", str(out), "--split", "train", "--index", "26").stdout
     assert '"' in shown and "&quot;" in shown
+
+
+# --- item 4: options that have no effect ------------------------------------------------------------
+
+
+def _pud(shared_data: Path, tmp_path: Path, n: int) -> tuple[Path, list[str]]:
+    """The first n sentences of English PUD (gold CoNLL-U) and their '# text' lines."""
+    blocks = (shared_data / "ud" / "en_pud-ud-test.conllu").read_text(encoding="utf-8").split("\n\n")[:n]
+    gold = tmp_path / "gold.conllu"
+    gold.write_text("\n\n".join(blocks) + "\n\n", encoding="utf-8")
+    texts = [line[len("# text = "):] for b in blocks for line in b.splitlines() if line.startswith("# text = ")]
+    return gold, texts
+
+
+def test_conllu_import_checks_src_against_the_parsed_words(shared_data, tmp_path):
+    """--src beside --parser conllu was accepted and ignored, even another text, while inputs.json said used."""
+    gold, texts = _pud(shared_data, tmp_path, 6)
+    tgt = head(SAMPLE / "valid.de", tmp_path / "t.de", 6)
+    other = tmp_path / "other.en"
+    other.write_text("\n".join(texts[:3] + ["This is not the parsed sentence ."] + texts[4:]) + "\n")
+    base = ["pipeline", "--parser", "conllu", "--conllu", str(gold), "--tgt", str(tgt), "-s", "en", "-t", "de",
+            "--merges", "100"]
+    proc = run_cli(*base, "--src", str(other), "--out", str(tmp_path / "bad"), check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert f"{other}:4: this line is not the text of the CoNLL-U parse of line 4" in proc.stderr
+    assert not list((tmp_path / "bad").glob("*.h5"))
+    short = head(other, tmp_path / "short.en", 3)
+    proc = run_cli(*base, "--src", str(short), "--out", str(tmp_path / "short"), check=False)
+    assert proc.returncode == 2 and "line counts differ" in proc.stderr
+    # the text that was parsed is accepted (tokenization differs from Moses', the characters do not)
+    good = tmp_path / "good.en"
+    good.write_text("\n".join(texts) + "\n")
+    run_cli(*base, "--src", str(good), "--out", str(tmp_path / "good"))
+    assert check_dir(tmp_path / "good").ok
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    (["--parser", "conllu", "--conllu", "X", "--stanza-dir", "D"], "--stanza-dir has no effect with --parser conllu"),
+    (["--parser", "conllu", "--conllu", "X", "--max-words", "9"], "--max-words has no effect with --parser conllu"),
+    (["--conllu", "X"], "--conllu has no effect with --parser stanza"),
+    (["--codes", "C", "--merges", "5"], "--merges has no effect with --codes"),
+    (["--no-cache", "--cache", "C"], "--cache has no effect with --no-cache"),
+    (["--scheduler", "tcp://h:1"], "--scheduler has no effect without --backend dask"),
+])
+def test_an_option_without_effect_is_an_error(tmp_path, args, named):
+    src = head(SAMPLE / "valid.de", tmp_path / "s.de", 2)
+    tgt = head(SAMPLE / "valid.en", tmp_path / "t.en", 2)
+    proc = run_cli("pipeline", "--src", str(src), "--tgt", str(tgt), "-s", "de", "-t", "en", "--out",
+                   str(tmp_path / "out"), *args, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert named in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_parse_refuses_options_of_the_other_parser():
+    proc = run_cli("parse", "-l", "en", "--corenlp-endpoint", "http://x:9000", input="a\n", check=False)
+    assert proc.returncode == 2 and "--corenlp-endpoint has no effect with --parser stanza" in proc.stderr

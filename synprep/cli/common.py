@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import click
@@ -27,9 +27,43 @@ def jobs_options(f):
                   help="dask scheduler address for --backend dask (tcp://host:8786).")
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
+        check_jobs_options(kwargs["backend"])
         return f(*args, **kwargs)
 
     return wrapper
+
+
+def given_options(names: Iterable[str]) -> list[str]:
+    """The options among ``names`` (parameter names) that the user set (command line or environment),
+    as they are spelled on the command line (``--stanza-dir``), in the command's order."""
+    ctx = click.get_current_context()
+    wanted = set(names)
+    out = []
+    for p in ctx.command.params:
+        if p.name in wanted and ctx.get_parameter_source(p.name) not in (None, ParameterSource.DEFAULT):
+            out.append(max(p.opts, key=len) if isinstance(p, click.Option) else p.name or "")
+    return out
+
+
+def refuse_unused(names: Iterable[str], why: str) -> None:
+    """An option that has no effect in this mode is an error, never silently ignored (README).
+
+    Args:
+        names: parameter names that have no effect here. why: the mode, in words ("with --parser conllu").
+
+    Raises:
+        ConfigError: one of them was given (exit status 2), naming it.
+    """
+    given = given_options(names)
+    if given:
+        raise ConfigError(f"{', '.join(given)} {'has' if len(given) == 1 else 'have'} no effect {why}: leave "
+                          f"{'it' if len(given) == 1 else 'them'} out")
+
+
+def check_jobs_options(backend: str) -> None:
+    """``--scheduler`` only means something with ``--backend dask``."""
+    if backend != "dask":
+        refuse_unused(["scheduler"], "without --backend dask")
 
 
 def parser_jobs(device: str, jobs: int) -> int:

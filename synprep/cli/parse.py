@@ -8,7 +8,14 @@ from collections.abc import Iterator
 
 import click
 
-from synprep.cli.common import input_option, jobs_options, output_option, parser_jobs, stanza_options
+from synprep.cli.common import (
+    input_option,
+    jobs_options,
+    output_option,
+    parser_jobs,
+    refuse_unused,
+    stanza_options,
+)
 from synprep.errors import ConfigError
 
 log = logging.getLogger("synprep.parse")
@@ -56,6 +63,12 @@ def parse_cmd(lang: str, parser_name: str, trees_path: str | None, jobs: int, ba
     from synprep.text.escape import unescape_tokens
     from synprep.textio import display_name, iter_lines, open_output
 
+    refuse_unused(["corenlp_endpoint", "timeout"] if parser_name == "stanza" else ["stanza_dir", "stanza_package"],
+                  f"with --parser {parser_name}")
+    if trees_path is not None:
+        refuse_unused(["no_ssplit"], "with --trees (each tree is one sentence)")
+    if no_cache:
+        refuse_unused(["cache_path"], "with --no-cache")
     jobs = parser_jobs(device, jobs)
     spec = ParserSpec(name=parser_name, lang=lang, dir=stanza_dir, package=stanza_package, device=device,
                       constituency=trees_path is None, max_words=max_words, ldd_threshold=ldd_threshold,

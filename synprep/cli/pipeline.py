@@ -33,6 +33,30 @@ def parser_options(f):
     return wrapper
 
 
+#: the options of the parser stage, which no parser reads when the parses are imported
+RUN_PARSER_OPTIONS = ("stanza_dir", "stanza_package", "device", "batch_size", "no_ssplit", "max_words", "cache_path",
+                      "no_cache")
+
+
+def refuse_unused_parser_options(parser_name: str, codes: str | None = None) -> None:
+    """Options that have no effect with the chosen parser (or with --codes) are errors (README)."""
+    from synprep.cli.common import refuse_unused
+
+    if parser_name == "conllu":
+        refuse_unused(RUN_PARSER_OPTIONS, "with --parser conllu (the parses are imported, no parser runs)")
+    else:
+        refuse_unused(["conllu_path"], f"with --parser {parser_name} (--conllu is read with --parser conllu only)")
+        if parser_name == "corenlp":
+            refuse_unused(["stanza_dir", "stanza_package"], "with --parser corenlp")
+    refuse_unused(["cache_path"] if _no_cache() else [], "with --no-cache")
+    if codes is not None:
+        refuse_unused(["merges"], "with --codes (no BPE codes are learned)")
+
+
+def _no_cache() -> bool:
+    return bool(click.get_current_context().params.get("no_cache"))
+
+
 def _parse_options(src_lang: str, parser_name: str, stanza_dir, stanza_package, device, batch_size, no_ssplit,
                    max_words, ldd_threshold, cache_path, no_cache):
     from synprep.annotate import ParseOptions
@@ -90,6 +114,7 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
     from synprep.annotate import Parallel
     from synprep.pipeline import TextOptions, run_pipeline
 
+    refuse_unused_parser_options(parser_name, codes)
     opts = _parse_options(src_lang, parser_name, stanza_dir, stanza_package, device, batch_size, no_ssplit,
                           max_words, ldd_threshold, cache_path, no_cache)
     text = TextOptions(tokenized=tokenized, lowercase=lowercase, fairseq_compat=fairseq_compat, clean=clean, ratio=ratio,
@@ -123,6 +148,7 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, parser_name, c
     from synprep.annotate import Parallel
     from synprep.pipeline import run_annotate
 
+    refuse_unused_parser_options(parser_name)
     opts = _parse_options(src_lang, parser_name, stanza_dir, stanza_package, device, batch_size, no_ssplit,
                           max_words, ldd_threshold, cache_path, no_cache)
     par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
