@@ -142,11 +142,17 @@ def _check_config(out: Path, shared: dict[str, Any]) -> None:
 INPUTS_NAME = "inputs.json"
 
 
-def _check_inputs(out: Path, split: str, files: dict[str, str | None]) -> dict[str, str]:
+def _check_inputs(out: Path, split: str, files: dict[str, str | None], made: list[Path]) -> dict[str, str]:
     """Record the split's input files (sha256), or refuse to resume from inputs that changed.
 
     A resumed run reuses every finished step; had an input been edited in between, the folder
     would mix old and new data. ``OUT/inputs.json`` maps each split to its inputs' hashes.
+    Changed inputs are accepted (and recorded anew) while nothing was made from the split yet:
+    a run that failed on bad input must not block its own retry once the input is fixed.
+
+    Args:
+        made: the files a run of this split writes (intermediate text, shards): when none exists
+            and the manifest knows no shard of the split, nothing was made from the old inputs.
 
     Returns:
         The sha256 (hex) of each given file, by role.
@@ -158,15 +164,45 @@ def _check_inputs(out: Path, split: str, files: dict[str, str | None]) -> dict[s
     if old is not None:
         changed = [role for role in sorted(set(old) | set(now))
                    if (old.get(role) or {}).get("sha256") != (now.get(role) or {}).get("sha256")]
-        if changed:
+        if changed and not _split_started(out, split, made):
+            log.info("the %s split's inputs changed since a run that made nothing from them: recording them anew",
+                     split)
+            old = None
+        elif changed:
             names = ", ".join(str((now.get(r) or old.get(r))["path"]) for r in changed)
             raise ConfigError(f"the {split} split of {out} was made from other input ({names} changed): "
                               f"use a new --out, or delete {out}")
-    else:
+    if old is None:
         known[split] = now
         with atomic_write(path) as f:
             f.write(json.dumps(known, indent=2, sort_keys=True) + "\n")
     return {role: entry["sha256"] for role, entry in now.items()}
+
+
+def _split_started(out: Path, split: str, made: list[Path]) -> bool:
+    """Whether anything of the split exists: one of ``made``, a shard file, or a manifest entry."""
+    if any(p.exists() for p in made) or any(out.glob(f"{split}.*.h5")):
+        return True
+    if not (out / MANIFEST_NAME).is_file():
+        return False
+    try:
+        return split in json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8")).get("splits", {})
+    except (ValueError, UnicodeDecodeError):
+        return True  # cannot tell: refuse rather than mix
+
+
+def check_output_folder(out: Path) -> None:
+    """``--out`` must be a folder, or not exist yet (it is created later, with its parents).
+
+    Raises:
+        InputError: ``out`` or one of its parents is an existing file, not a folder (exit status 2).
+    """
+    for p in (out, *out.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise InputError("is a file, not a folder (--out)" if p == out else
+                                 f"{p} is a file, not a folder (--out)", str(out))
+            return
 
 
 def _remove_stale_temps(out: Path) -> None:
@@ -370,6 +406,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
             made with another configuration.
     """
     out = Path(out)
+    check_output_folder(out)
     work = out / "text"
     from synprep.text.escape import escape
     from synprep.text.tokenize import tokenizer_signature
@@ -407,7 +444,8 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     work.mkdir(parents=True, exist_ok=True)
     _remove_stale_temps(out)
     _check_config(out, shared)
-    _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu})
+    made = [files.side(stage, side) for stage in ("tok", "clean", "bpe") for side in ("src", "tgt")]
+    _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu}, made + [files.lines, files.dropped])
 
     # 1. tokenize (the source side comes from the CoNLL-U file when importing parses)
     src_tok = files.side("tok", "src")
@@ -465,6 +503,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     annotate_split(out, split, items, vocab=v, manifest=manifest, opts=parse, par=par, src_lang=src_lang,
                    tgt_lang=tgt_lang, signature=sig, config=config, ldd_threshold=ldd_threshold,
                    shard_size=shard_size, source_name=str(src or conllu))
+    _write_drop_report(files.dropped, manifest, split)
     _finish(out, manifest, split)
     return manifest
 
@@ -557,9 +596,36 @@ def _record_clean_drops(manifest: Manifest, split: str, report: Path) -> None:
     for i, row in enumerate(iter_lines(report)):
         if i == 0:
             continue  # header
-        line, reason, n_src, n_tgt = row.split("\t")
+        line, reason, n_src, n_tgt = row.split("\t")[:4]
+        if ":" in reason:
+            continue  # a later stage's drop, added by _write_drop_report
         drops.append((int(line), f"clean:{reason}", f"{n_src} source / {n_tgt} target tokens"))
     manifest.record_drops(split, drops)
+
+
+def _write_drop_report(report: Path, manifest: Manifest, split: str) -> None:
+    """``text/SPLIT.dropped.tsv``: one record of every dropped line, the cleaning's and the later stages'.
+
+    The cleaning writes its rows (``line  reason  src_tokens  tgt_tokens``); when the split is
+    done, the drops of the parse and annotation stages are merged in by line number, with their
+    manifest reason (``parse:too_long``), ``-`` for the token counts and the detail in a fifth
+    column ``detail`` (empty for the cleaning's rows).
+    """
+    from synprep.text.clean import report_header
+
+    rows: dict[int, str] = {}
+    for i, row in enumerate(iter_lines(report)):
+        if i > 0:
+            cols = row.split("\t")
+            if ":" not in cols[1]:
+                rows[int(cols[0])] = "\t".join([*cols[:4], ""])
+    for line, reason, detail in manifest.split(split).dropped_lines:
+        if not reason.startswith("clean:"):
+            rows[int(line)] = "\t".join([str(line), reason, "-", "-", " ".join(str(detail).split())])
+    with atomic_write(report) as f:
+        f.write(report_header() + "\tdetail\n")
+        for line in sorted(rows):
+            f.write(rows[line] + "\n")
 
 
 def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, tgt_lang: str,
@@ -580,6 +646,7 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
     if parse.parser == "conllu" and conllu is None:  # before anything is written into OUT
         raise ConfigError("--parser conllu needs --conllu FILE")
     out = Path(out)
+    check_output_folder(out)
     out.mkdir(parents=True, exist_ok=True)
     _remove_stale_temps(out)
     n_src, n_tgt = count_lines(src), count_lines(tgt)
@@ -590,7 +657,9 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
     if parse.lowercase:  # only when set: folders made before the option keep their configuration
         shared["lowercase"] = True
     _check_config(out, shared)
-    input_sha = _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu})
+    first_split = not (out / MANIFEST_NAME).exists() and vocab is None  # then dict.txt is made from this split
+    input_sha = _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu},
+                              [out / VOCAB_NAME] if first_split else [])
     v = load_or_build_vocab(out, split, [Path(src), Path(tgt)], vocab)
     sig = _signature("given", parse.lowercase, None, parse)
     config = {**shared, "split": split, "vocab_sha256": v.sha256, "src_sha256": input_sha["src"]}

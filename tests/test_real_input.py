@@ -7,6 +7,7 @@ runs (the offline models in ../shared/data) on a few lines.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,62 @@ def test_an_option_without_effect_is_an_error(tmp_path, args, named):
 def test_parse_refuses_options_of_the_other_parser():
     proc = run_cli("parse", "-l", "en", "--corenlp-endpoint", "http://x:9000", input="a\n", check=False)
     assert proc.returncode == 2 and "--corenlp-endpoint has no effect with --parser stanza" in proc.stderr
+
+
+# --- items 6, 9, 10: retry after a fix, exit statuses, one record of every drop ---------------------
+
+
+def test_a_fixed_input_is_accepted_and_every_drop_is_in_dropped_tsv(tmp_path, stanza_dir):
+    """A run that failed on a bad byte is retried after the fix (it was refused as 'made from other input');
+    its parse drops are listed in text/train.dropped.tsv beside the cleaning's; check says an interrupted
+    split is incomplete and the same command resumes it."""
+    lines = (SAMPLE / "valid.de").read_text(encoding="utf-8").splitlines()[:6]
+    src, tgt = tmp_path / "s.de", head(SAMPLE / "valid.en", tmp_path / "t.en", 6)
+    src.write_bytes("\n".join(lines[:2]).encode() + b"\nkaputt \xff\n" + "\n".join(lines[3:]).encode() + b"\n")
+    out = tmp_path / "out"
+    args = ["pipeline", "--src", str(src), "--tgt", str(tgt), "-s", "de", "-t", "en", "--out", str(out),
+            "--merges", "100", "--max-words", "12", "--shard-size", "2", *stanza_args(stanza_dir, tmp_path / "c.db")]
+    proc = run_cli(*args, check=False)
+    assert proc.returncode == 2 and f"{src}:3: not valid UTF-8" in proc.stderr
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")  # fixed in place
+    run_cli(*args)
+    m = json.loads((out / "manifest.json").read_text())["splits"]["train"]
+    parse_drops = [(n, r) for n, r, _ in m["dropped_lines"] if r.startswith("parse:")]
+    assert parse_drops, "--max-words 12 drops some of these lines"
+    rows = [r.split("\t") for r in (out / "text" / "train.dropped.tsv").read_text().splitlines()]
+    assert rows[0] == ["line", "reason", "src_tokens", "tgt_tokens", "detail"]
+    listed = {(int(r[0]), r[1] if ":" in r[1] else f"clean:{r[1]}") for r in rows[1:]}
+    assert listed == {(n, r) for n, r, _ in m["dropped_lines"]}
+    # an interrupted split: the manifest has its first shard only
+    raw = json.loads((out / "manifest.json").read_text())
+    split = raw["splits"]["train"]
+    last = split["shards"].pop()
+    (out / last["file"]).unlink()
+    split["pairs"] -= last["pairs"]
+    split["dropped_lines"] = [d for d in split["dropped_lines"] if d[1].startswith("clean:") or d[0] < last["first_line"]]
+    split["dropped"] = {k: sum(1 for d in split["dropped_lines"] if d[1] == k) for k in split["dropped"]}
+    (out / "manifest.json").write_text(json.dumps(raw))
+    proc = run_cli("check", str(out), check=False)
+    assert proc.returncode != 0
+    assert "incomplete" in proc.stdout + proc.stderr and "running the same command again resumes it" in \
+        proc.stdout + proc.stderr
+    run_cli(*args)
+    assert check_dir(out).ok
+
+
+def test_input_errors_exit_with_status_2(tmp_path):
+    src = head(SAMPLE / "valid.de", tmp_path / "s.de", 2)
+    tgt = head(SAMPLE / "valid.en", tmp_path / "t.en", 2)
+    a_file = tmp_path / "file"
+    a_file.write_text("x\n")
+    for args, message in [
+        (["--src", str(tmp_path), "--tgt", str(tgt), "--out", str(tmp_path / "o1")], "is a directory"),
+        (["--src", str(src), "--tgt", str(tgt), "--out", str(a_file)], "is a file, not a folder (--out)"),
+        (["--src", str(src), "--tgt", str(tgt), "--out", str(a_file / "sub")], "is a file, not a folder"),
+    ]:
+        proc = run_cli("pipeline", *args, "-s", "de", "-t", "en", "--no-cache", check=False)
+        assert proc.returncode == 2, proc.stderr
+        assert message in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_cli("annotate", "--src", str(src), "--tgt", str(tgt), "-s", "de", "-t", "en", "--out", str(a_file),
+                   "--no-cache", check=False)
+    assert proc.returncode == 2 and "is a file, not a folder" in proc.stderr
