@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from synprep.config import DEFAULTS
 from synprep.errors import ConfigError, InputError
 from synprep.features.line import line_features, tree_source
 from synprep.parallel import chunked
@@ -34,8 +35,8 @@ from synprep.vocab import Vocab
 
 log = logging.getLogger(__name__)
 
-#: pairs per shard unless told otherwise
-DEFAULT_SHARD_SIZE = 10000
+#: pairs per shard unless told otherwise (synprep.config.DataConfig)
+DEFAULT_SHARD_SIZE = DEFAULTS.shard_size
 
 #: drop reasons the annotation stage can record (the text stage adds ``clean:*``)
 PARSE_REASONS = ("parse:empty", "parse:too_long", "parse:failed", "annotate:empty_target")
@@ -51,6 +52,7 @@ class Item:
         src: source BPE pieces (Moses-escaped, ``@@`` markers); ``src`` rebuilds ``words``.
         tgt: target BPE pieces.
         parse: an imported parse (CoNLL-U), or None to run the parser.
+        trees: the user's constituency trees of the line (``--trees``; ``[]`` for a blank line), or None.
     """
 
     line: int
@@ -58,6 +60,7 @@ class Item:
     src: list[str]
     tgt: list[str]
     parse: ParsedLine | None = None
+    trees: list[Any] | None = None
 
 
 @dataclass
@@ -72,14 +75,17 @@ class ParseOptions:
         cache: the parse cache file, or None for no cache.
         lowercase: the BPE side was lowercased after the parse (parsed words are compared
             lowercased with the pieces).
+        trees: the user's bracketed trees file (``--trees``), carried by the items; the spec then has
+            ``constituency=False`` (the parser's constituency model is not run).
     """
 
     parser: str = "stanza"
     spec: Any = None
     ssplit: bool = True
-    batch_size: int = 64
+    batch_size: int = DEFAULTS.batch_size
     cache: str | None = None
     lowercase: bool = False
+    trees: str | None = None
 
     def identity(self) -> str:
         if self.parser == "conllu":
@@ -143,8 +149,15 @@ def _parse_block(items: list[Item], opts: ParseOptions, par: Parallel, cache,
         return out
     from synprep.parse.run import parse_block
 
-    return parse_block([it.words for it in items], opts.spec, cache=cache, jobs=par.jobs, backend=par.backend,
-                       scheduler=par.scheduler, ssplit=opts.ssplit, batch_size=opts.batch_size, identity=identity)
+    trees = [it.trees if it.trees is not None else [] for it in items] if opts.trees is not None else None
+    try:
+        return parse_block([it.words for it in items], opts.spec, cache=cache, jobs=par.jobs, backend=par.backend,
+                           scheduler=par.scheduler, ssplit=opts.ssplit, batch_size=opts.batch_size,
+                           identity=identity, trees=trees, trees_name=opts.trees)
+    except InputError as e:  # parse_block numbers the block's lines 1..n: name the input line
+        if e.line is not None and 1 <= e.line <= len(items):
+            raise InputError(e.reason, e.path, items[e.line - 1].line) from None
+        raise
 
 
 def build_records(items: list[Item], parses: list[ParsedLine], vocab: Vocab, *, ldd_threshold: float,
@@ -263,19 +276,22 @@ def annotate_split(
 
 def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iterator[int],
                      words: Iterator[list[str]] | None = None,
-                     parses: Iterator[ParsedLine] | None = None) -> Iterator[Item]:
+                     parses: Iterator[ParsedLine] | None = None,
+                     trees: Iterator[list[Any]] | None = None) -> Iterator[Item]:
     """Zip the per-line streams of a split into :class:`Item` s.
 
     Args:
         bpe_src, bpe_tgt: BPE'd lines. lines: each pair's original 1-based line number.
         words: the parser's words per line (default: the source pieces' words, unescaped).
         parses: imported parses, one per pair, in order.
+        trees: the user's trees, one list per pair, in order (``--trees``).
     """
     from synprep.align import bpe_words
     from synprep.text.escape import unescape_tokens
 
     parse_it = iter(parses) if parses is not None else None
     word_it = iter(words) if words is not None else None
+    tree_it = iter(trees) if trees is not None else None
     for s, t, n in zip(bpe_src, bpe_tgt, lines, strict=True):
         src = s.split()
         if word_it is not None:
@@ -283,4 +299,5 @@ def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iter
         else:
             w = unescape_tokens(bpe_words(src, line=n)[0])
         p = next(parse_it, None) if parse_it is not None else None  # a missing parse: _parse_block names it
-        yield Item(line=n, words=w, src=src, tgt=t.split(), parse=p)
+        tr = next(tree_it, None) if tree_it is not None else None
+        yield Item(line=n, words=w, src=src, tgt=t.split(), parse=p, trees=tr)

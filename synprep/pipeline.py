@@ -30,6 +30,7 @@ configuration, or resuming a split whose input files changed, is an error, never
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import math
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from synprep.annotate import DEFAULT_SHARD_SIZE, Parallel, ParseOptions, annotate_split, items_from_files
+from synprep.config import DEFAULTS, DataConfig, differences
 from synprep.constants import MANIFEST_NAME, SHARD_FORMAT_VERSION, VOCAB_NAME
 from synprep.errors import ConfigError, InputError
 from synprep.shards import Manifest, check_dir
@@ -72,14 +74,14 @@ class TextOptions:
         merges: BPE merge operations when the codes are learned.
     """
 
-    tokenized: bool = False
-    lowercase: bool = False
-    fairseq_compat: bool = False
+    tokenized: bool = DEFAULTS.tokenized
+    lowercase: bool = DEFAULTS.lowercase
+    fairseq_compat: bool = DEFAULTS.fairseq_compat
     clean: bool | None = None
-    ratio: float = 1.5
-    min_len: int = 1
-    max_len: int = 175
-    merges: int = 10000
+    ratio: float = DEFAULTS.ratio
+    min_len: int = DEFAULTS.min_len
+    max_len: int = DEFAULTS.max_len
+    merges: int = DEFAULTS.merges
 
 
 @dataclass(frozen=True)
@@ -124,19 +126,32 @@ def _refuse_overwritten_same_language(work: Path, lang: str) -> None:
 # --- configuration guard --------------------------------------------------------------------------
 
 
-def _check_config(out: Path, shared: dict[str, Any]) -> None:
-    """Record the folder's shared configuration, or refuse a different one."""
+def data_config(mode: str, src_lang: str, tgt_lang: str, parse: ParseOptions, ldd_threshold: float,
+                shard_size: int, text: TextOptions | None = None) -> DataConfig:
+    """The :class:`~synprep.config.DataConfig` of a run given as the library's options."""
+    text = text or TextOptions()
+    spec = parse.spec
+    return DataConfig(
+        mode=mode, src_lang=src_lang, tgt_lang=tgt_lang, tokenized=text.tokenized, lowercase=text.lowercase,
+        fairseq_compat=text.fairseq_compat, merges=text.merges, ratio=text.ratio, min_len=text.min_len,
+        max_len=text.max_len, parser=parse.parser, stanza_package=spec.package if spec is not None else None,
+        ssplit=parse.ssplit, max_words=spec.max_words if spec is not None else DEFAULTS.max_words,
+        batch_size=parse.batch_size, ldd_threshold=ldd_threshold, shard_size=shard_size)
+
+
+def _check_config(out: Path, config: DataConfig) -> None:
+    """Record the folder's configuration (``OUT/pipeline.json``), or refuse a different one, naming
+    each field that differs (a folder written by an earlier version is read in its layout)."""
     path = out / CONFIG_NAME
     if path.exists():
-        old = json.loads(path.read_text(encoding="utf-8"))
-        diff = sorted(k for k in set(old) | set(shared) if old.get(k) != shared.get(k))
+        diff = differences(DataConfig.load(path), config)
         if diff:
             raise ConfigError(
-                f"{out} was made with another configuration ({', '.join(diff)} differ): "
-                f"use a new --out, or delete {out}")
+                f"{out} was made with another configuration ({'; '.join(diff)}): give the folder's values (an "
+                f"option left out is inherited from {path}), use a new --out, or delete {out}")
         return
     with atomic_write(path) as f:
-        f.write(json.dumps(shared, indent=2, sort_keys=True) + "\n")
+        f.write(config.to_json())
 
 
 INPUTS_NAME = "inputs.json"
@@ -386,7 +401,7 @@ def _finish(out: Path, manifest: Manifest, split: str) -> None:
 def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang: str, tgt_lang: str,
                  split: str = TRAIN, text: TextOptions, parse: ParseOptions, par: Parallel,
                  codes: str | None = None, vocab: str | None = None, conllu: str | None = None,
-                 ldd_threshold: float = 0.01, shard_size: int = DEFAULT_SHARD_SIZE) -> Manifest:
+                 ldd_threshold: float = DEFAULTS.ldd_threshold, shard_size: int = DEFAULT_SHARD_SIZE) -> Manifest:
     """Raw parallel text of one split → shards in ``out`` (module docstring).
 
     Args:
@@ -443,9 +458,10 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     files = TextFiles(work, split, src_lang, tgt_lang)
     work.mkdir(parents=True, exist_ok=True)
     _remove_stale_temps(out)
-    _check_config(out, shared)
+    _check_config(out, data_config("pipeline", src_lang, tgt_lang, parse, ldd_threshold, shard_size, text))
     made = [files.side(stage, side) for stage in ("tok", "clean", "bpe") for side in ("src", "tgt")]
-    _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu}, made + [files.lines, files.dropped])
+    _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu, "trees": parse.trees},
+                  made + [files.lines, files.dropped])
 
     # 1. tokenize (the source side comes from the CoNLL-U file when importing parses)
     src_tok = files.side("tok", "src")
@@ -498,14 +514,39 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     words_file = files.side("words" if text.lowercase else "clean", "src")
     items = items_from_files(iter_lines(bpe_src), iter_lines(bpe_tgt), line_numbers(),
                              words=(unescape_tokens(w.split()) for w in iter_lines(words_file)),
-                             parses=_parses_for(str(conllu), line_numbers()) if parse.parser == "conllu" else None)
-    parse.lowercase = text.lowercase
-    annotate_split(out, split, items, vocab=v, manifest=manifest, opts=parse, par=par, src_lang=src_lang,
+                             parses=_parses_for(str(conllu), line_numbers()) if parse.parser == "conllu" else None,
+                             trees=trees_for(parse.trees, line_numbers(), n_src) if parse.trees else None)
+    annotate_split(out, split, items, vocab=v, manifest=manifest, opts=dataclasses.replace(parse, lowercase=text.lowercase), par=par, src_lang=src_lang,
                    tgt_lang=tgt_lang, signature=sig, config=config, ldd_threshold=ldd_threshold,
                    shard_size=shard_size, source_name=str(src or conllu))
     _write_drop_report(files.dropped, manifest, split)
     _finish(out, manifest, split)
     return manifest
+
+
+def trees_for(path: str, lines: Iterable[int], n_lines: int) -> Iterator[list[Any]]:
+    """The user's trees (``--trees``: one line of bracketed tree(s) per input line) of the kept lines.
+
+    Args:
+        path: the trees file. lines: the kept lines' 1-based numbers, increasing. n_lines: the
+            input's line count, which the trees file must have too.
+
+    Raises:
+        InputError: a malformed tree (named by file and line), or a trees file of another length.
+    """
+    from synprep.parse.trees import read_tree_lines
+
+    name = display_name(path)
+    n_trees = count_lines(path)
+    if n_trees != n_lines:
+        raise InputError(f"line counts differ: the trees file has {n_trees} lines, the input {n_lines} (one line "
+                         "of tree(s) per input line)", name)
+    reader = read_tree_lines(path)
+    for n in lines:
+        for k, trees in reader:
+            if k == n:
+                yield trees
+                break
 
 
 def _same_text(line: str | None, parsed: ParsedLine, src: str, conllu: str) -> None:
@@ -584,6 +625,10 @@ def _manifest(out: Path, sig: str, shared: dict[str, Any], v: Vocab) -> Manifest
     manifest = Manifest.load_or_new(out, signature=sig, config=shared)
     if manifest.signature != sig:
         raise ConfigError(f"{out / MANIFEST_NAME} has signature {manifest.signature}, this run {sig}: use a new --out")
+    if manifest.config and manifest.config != shared:  # e.g. the parser's models changed (its identity)
+        diff = sorted(k for k in set(manifest.config) | set(shared) if manifest.config.get(k) != shared.get(k))
+        raise ConfigError(f"{out / MANIFEST_NAME} was made with another {', '.join(diff)} (the parser's identity "
+                          "names its models' digest): use a new --out")
     manifest.set_vocab(VOCAB_NAME, v.sha256, len(v))
     return manifest
 
@@ -630,7 +675,7 @@ def _write_drop_report(report: Path, manifest: Manifest, split: str) -> None:
 
 def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, tgt_lang: str,
                  split: str = TRAIN, parse: ParseOptions, par: Parallel, vocab: str | None = None,
-                 conllu: str | None = None, ldd_threshold: float = 0.01,
+                 conllu: str | None = None, ldd_threshold: float = DEFAULTS.ldd_threshold,
                  shard_size: int = DEFAULT_SHARD_SIZE) -> Manifest:
     """Already tokenized and BPE'd parallel text of one split → shards in ``out``.
 
@@ -656,9 +701,10 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
               "ldd_threshold": ldd_threshold, "shard_size": shard_size}
     if parse.lowercase:  # only when set: folders made before the option keep their configuration
         shared["lowercase"] = True
-    _check_config(out, shared)
+    _check_config(out, data_config("annotate", src_lang, tgt_lang, parse, ldd_threshold, shard_size,
+                                   TextOptions(lowercase=parse.lowercase)))
     first_split = not (out / MANIFEST_NAME).exists() and vocab is None  # then dict.txt is made from this split
-    input_sha = _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu},
+    input_sha = _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu, "trees": parse.trees},
                               [out / VOCAB_NAME] if first_split else [])
     v = load_or_build_vocab(out, split, [Path(src), Path(tgt)], vocab)
     sig = _signature("given", parse.lowercase, None, parse)
@@ -666,7 +712,8 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
     manifest = _manifest(out, sig, shared, v)
     manifest.set_input_lines(split, n_src)
     parses = numbered_parses(conllu, n_src) if conllu is not None and parse.parser == "conllu" else None
-    items = items_from_files(iter_lines(src), iter_lines(tgt), iter(range(1, n_src + 1)), parses=parses)
+    trees = trees_for(parse.trees, range(1, n_src + 1), n_src) if parse.trees else None
+    items = items_from_files(iter_lines(src), iter_lines(tgt), iter(range(1, n_src + 1)), parses=parses, trees=trees)
     annotate_split(out, split, items, vocab=v, manifest=manifest, opts=parse, par=par, src_lang=src_lang,
                    tgt_lang=tgt_lang, signature=sig, config=config, ldd_threshold=ldd_threshold,
                    shard_size=shard_size, source_name=src)

@@ -229,3 +229,85 @@ def test_input_errors_exit_with_status_2(tmp_path):
     proc = run_cli("annotate", "--src", str(src), "--tgt", str(tgt), "-s", "de", "-t", "en", "--out", str(a_file),
                    "--no-cache", check=False)
     assert proc.returncode == 2 and "is a file, not a folder" in proc.stderr
+
+
+# --- the data-side configuration ---------------------------------------------------------------------
+
+
+def test_config_file_reproduces_the_folder_byte_for_byte(tmp_path, stanza_dir):
+    """`synprep pipeline --config OUT/pipeline.json` with the same inputs writes the same bytes."""
+    from tests.pipeline_runs import assert_same_folder
+
+    src, tgt = head(SAMPLE / "train.de", tmp_path / "s.de", 20), head(SAMPLE / "train.en", tmp_path / "t.en", 20)
+    cache = ["--stanza-dir", str(stanza_dir), "--cache", str(tmp_path / "c.db")]
+    first, again = tmp_path / "first", tmp_path / "again"
+    run_cli("pipeline", "--src", str(src), "--tgt", str(tgt), "-s", "de", "-t", "en", "--out", str(first),
+            "--lowercase", "--merges", "150", "--shard-size", "7", "--max-words", "30", "--batch-size", "8",
+            "--ratio", "2.5", "--stanza-package", "synprep", *cache)
+    cfg = json.loads((first / "pipeline.json").read_text())
+    assert (cfg["merges"], cfg["shard_size"], cfg["max_words"], cfg["batch_size"], cfg["ratio"]) == (150, 7, 30, 8, 2.5)
+    run_cli("pipeline", "--config", str(first / "pipeline.json"), "--src", str(src), "--tgt", str(tgt),
+            "--out", str(again), *cache)
+    assert_same_folder(again, first)
+    # a value given beside the folder's configuration that differs is refused, naming the field
+    proc = run_cli("pipeline", "--src", str(src), "--tgt", str(tgt), "--out", str(first), "--batch-size", "9",
+                   *cache, check=False)
+    assert proc.returncode == 2 and "batch_size: the folder has 8, this run 9" in proc.stderr
+
+
+def test_a_pipeline_json_of_the_earlier_layout_is_read(tmp_path):
+    from synprep.config import DataConfig, differences
+
+    old = {"fairseq_compat": False, "ldd_threshold": 0.01, "lowercase": True, "merges": 1000, "mode": "pipeline",
+           "parser": {"batch_size": 16, "constituency": True, "identity": "stanza-1.15.0/de/synprep/abc",
+                      "lang": "de", "ldd_threshold": 0.01, "max_words": 250, "name": "stanza", "package": "synprep",
+                      "ssplit": True}, "shard_size": 50, "src_lang": "de", "tgt_lang": "en",
+           "tokenizer": "sacremoses-0.2.0"}
+    path = tmp_path / "pipeline.json"
+    path.write_text(json.dumps(old))
+    cfg = DataConfig.load(path)
+    assert (cfg.lowercase, cfg.merges, cfg.batch_size, cfg.stanza_package, cfg.shard_size) == (True, 1000, 16,
+                                                                                               "synprep", 50)
+    assert differences(cfg, cfg.replace(merges=2000)) == ["merges: the folder has 1000, this run 2000"]
+    path.write_text(json.dumps({"format": "synprep-data-config", "version": 99}))
+    with pytest.raises(Exception, match="newer"):
+        DataConfig.load(path)
+    path.write_text(json.dumps({"merge": 5}))
+    with pytest.raises(Exception, match="unknown field"):
+        DataConfig.load(path)
+
+
+# --- item 5 (first sentence): --trees on pipeline and annotate ---------------------------------------
+
+
+GERMAN = ["Ich schwimme .", "Der Hund läuft schnell .", "Sie liest Bücher .", "Wir lachen ."]
+TREES = ["(ROOT (S (NP (PPER Ich)) (VP (VVFIN schwimme)) (PUNCT .)))",
+         "(ROOT (S (NP (ART Der) (NN Hund)) (VP (VVFIN läuft) (ADV schnell)) (PUNCT .)))",
+         "(ROOT (S (NP (PPER Sie)) (VP (VVFIN liest) (NP (NN Bücher))) (PUNCT .)))",
+         "(ROOT (S (NP (PPER Wir)) (VP (VVFIN lachen)) (PUNCT .)))"]
+
+
+def test_own_trees_in_one_command(tmp_path, stanza_dir):
+    """The German models here have no constituency parser: the gaps come from the user's trees."""
+    src, tgt, trees = tmp_path / "s.de", tmp_path / "t.en", tmp_path / "trees.txt"
+    src.write_text("\n".join(GERMAN) + "\n")
+    tgt.write_text("I swim .\nThe dog runs fast .\nShe reads books .\nWe laugh .\n")
+    trees.write_text("\n".join(TREES) + "\n")
+    base = ["--tgt", str(tgt), "-s", "de", "-t", "en", "--no-clean", *stanza_args(stanza_dir, tmp_path / "c.db")]
+    out = tmp_path / "out"
+    run_cli("pipeline", "--src", str(src), "--out", str(out), "--merges", "20", "--trees", str(trees), *base)
+    [shard] = open_split(out, "train")
+    assert shard.attrs["tree_source"] == "constituency" and len(shard) == 4
+    # annotate: the same trees beside the BPE'd text
+    bpe = out / "text" / "train.bpe.de"
+    run_cli("annotate", "--src", str(bpe), "--tgt", str(out / "text" / "train.bpe.en"), "-s", "de", "-t", "en",
+            "--out", str(tmp_path / "ann"), "--trees", str(trees), *stanza_args(stanza_dir, tmp_path / "c.db"))
+    [ann] = open_split(tmp_path / "ann", "train")
+    assert ann.attrs["tree_source"] == "constituency"
+    assert [ann[k].gaps_cnf.tolist() for k in range(4)] == [shard[k].gaps_cnf.tolist() for k in range(4)]
+    # a tree whose leaves are not the line's words names the trees file and the line
+    bad = tmp_path / "bad.txt"
+    bad.write_text("\n".join(TREES[:2] + [TREES[2].replace("Bücher", "Zeitungen")] + TREES[3:]) + "\n")
+    proc = run_cli("pipeline", "--src", str(src), "--out", str(tmp_path / "bad"), "--merges", "20", "--trees",
+                   str(bad), *base, check=False)
+    assert proc.returncode == 2 and f"{bad}:3:" in proc.stderr, proc.stderr

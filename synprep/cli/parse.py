@@ -11,6 +11,7 @@ import click
 from synprep.cli.common import (
     input_option,
     jobs_options,
+    ldd_threshold_option,
     output_option,
     parser_jobs,
     refuse_unused,
@@ -141,7 +142,7 @@ def download_cmd(lang: str, model_dir: str | None, package: str | None) -> None:
 @click.argument("lang")
 @click.option("--dir", "model_dir", default=None, metavar="DIR", help="Resource directory (default: stanza's own).")
 @click.option("--package", default=None, metavar="NAME", help="Package (default: stanza's default).")
-@click.option("--ldd-threshold", type=click.FloatRange(0.0, 1.0), default=0.01, show_default=True)
+@ldd_threshold_option
 def info_cmd(lang: str, model_dir: str | None, package: str | None, ldd_threshold: float) -> None:
     """Show the processors and model files synprep would load for LANG, and the parser identity."""
     from synprep.parse import ParserSpec

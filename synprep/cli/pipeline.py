@@ -10,8 +10,11 @@ import functools
 import logging
 
 import click
+from click.core import ParameterSource
 
 from synprep.cli.common import jobs_options, parser_jobs, shard_size_option, stanza_options
+from synprep.config import DEFAULTS
+from synprep.errors import ConfigError
 
 log = logging.getLogger("synprep")
 
@@ -24,6 +27,10 @@ def parser_options(f):
     @click.option("--conllu", "conllu_path", default=None, metavar="FILE",
                   help="CoNLL-U parses of the source (--parser conllu): one sentence per line, or '# line = N'"
                        " groups as `synprep parse` writes them.")
+    @click.option("--trees", "trees_path", default=None, metavar="FILE",
+                  type=click.Path(exists=True, dir_okay=False),
+                  help="Your own bracketed constituency trees of the source, one line of tree(s) per input line "
+                       "(leaves = the Moses tokens): used for the syntactic distances instead of the parser's.")
     @shard_size_option
     @stanza_options
     @functools.wraps(f)
@@ -43,7 +50,8 @@ def refuse_unused_parser_options(parser_name: str, codes: str | None = None) -> 
     from synprep.cli.common import refuse_unused
 
     if parser_name == "conllu":
-        refuse_unused(RUN_PARSER_OPTIONS, "with --parser conllu (the parses are imported, no parser runs)")
+        refuse_unused(RUN_PARSER_OPTIONS + ("trees_path",),
+                      "with --parser conllu (the parses are imported, no parser runs)")
     else:
         refuse_unused(["conllu_path"], f"with --parser {parser_name} (--conllu is read with --parser conllu only)")
         if parser_name == "corenlp":
@@ -57,18 +65,68 @@ def _no_cache() -> bool:
     return bool(click.get_current_context().params.get("no_cache"))
 
 
-def _parse_options(src_lang: str, parser_name: str, stanza_dir, stanza_package, device, batch_size, no_ssplit,
-                   max_words, ldd_threshold, cache_path, no_cache):
+#: command-line parameter → :class:`synprep.config.DataConfig` field, for the folder-level settings
+CONFIG_OPTIONS = {
+    "src_lang": "src_lang", "tgt_lang": "tgt_lang", "tokenized": "tokenized", "lowercase": "lowercase",
+    "fairseq_compat": "fairseq_compat", "merges": "merges", "ratio": "ratio", "min_len": "min_len",
+    "max_len": "max_len", "parser_name": "parser", "stanza_package": "stanza_package", "no_ssplit": "ssplit",
+    "max_words": "max_words", "batch_size": "batch_size", "ldd_threshold": "ldd_threshold",
+    "shard_size": "shard_size",
+}
+
+
+def resolve_config(mode: str, out: str, config_path: str | None, params: dict):
+    """The run's :class:`~synprep.config.DataConfig`: ``--config FILE``, else the folder's
+    ``OUT/pipeline.json`` (a later split or a resume inherits it), else the defaults; then every
+    option given on the command line on top (a value that differs from the folder's is refused later,
+    naming the field).
+
+    Raises:
+        ConfigError: no source/target language anywhere; a bad configuration file.
+    """
+    from pathlib import Path
+
+    from synprep.config import DEFAULTS, DataConfig
+
+    ctx = click.get_current_context()
+    folder = Path(out) / "pipeline.json"
+    if config_path is not None:
+        base = DataConfig.load(config_path)
+    elif folder.is_file():
+        base = DataConfig.load(folder)
+    else:
+        base = DEFAULTS
+    given = {}
+    for param, field in CONFIG_OPTIONS.items():
+        if param in params and ctx.get_parameter_source(param) not in (None, ParameterSource.DEFAULT):
+            value = params[param]
+            given[field] = not value if param == "no_ssplit" else value
+    cfg = base.replace(mode=mode, **given)
+    for field, option in (("src_lang", "-s/--source-lang"), ("tgt_lang", "-t/--target-lang")):
+        if not getattr(cfg, field):
+            raise ConfigError(f"{option} is required (or --config FILE that names it)")
+    return cfg
+
+
+def _parse_options(cfg, stanza_dir, device, cache_path, no_cache, trees_path=None):
     from synprep.annotate import ParseOptions
     from synprep.parse.base import ParserSpec
     from synprep.parse.cache import default_cache_path
 
     spec = None
-    if parser_name != "conllu":
-        spec = ParserSpec(name=parser_name, lang=src_lang, dir=stanza_dir, package=stanza_package, device=device,
-                          max_words=max_words, ldd_threshold=ldd_threshold)
+    if cfg.parser != "conllu":
+        spec = ParserSpec(name=cfg.parser, lang=cfg.src_lang, dir=stanza_dir, package=cfg.stanza_package,
+                          device=device, constituency=trees_path is None, max_words=cfg.max_words,
+                          ldd_threshold=cfg.ldd_threshold)
     cache = None if no_cache else str(cache_path or default_cache_path())
-    return ParseOptions(parser=parser_name, spec=spec, ssplit=not no_ssplit, batch_size=batch_size, cache=cache)
+    return ParseOptions(parser=cfg.parser, spec=spec, ssplit=cfg.ssplit, batch_size=cfg.batch_size, cache=cache,
+                        trees=trees_path)
+
+
+config_option = click.option(
+    "--config", "config_path", default=None, metavar="FILE",
+    help="Start from this data configuration (a folder's pipeline.json, or JSON with some of its fields); "
+         "options given too override it. Default: OUT/pipeline.json when OUT exists.")
 
 
 def _report(manifest, split: str) -> None:
@@ -81,13 +139,13 @@ def _report(manifest, split: str) -> None:
 @click.command("pipeline")
 @click.option("--src", "src", default=None, metavar="FILE", help="Raw source text of the split (one pair per line).")
 @click.option("--tgt", "tgt", required=True, metavar="FILE", help="Raw target text of the split.")
-@click.option("-s", "--source-lang", "src_lang", required=True, metavar="LANG", help="Source language (parsed).")
-@click.option("-t", "--target-lang", "tgt_lang", required=True, metavar="LANG", help="Target language.")
+@click.option("-s", "--source-lang", "src_lang", default="", metavar="LANG", help="Source language (parsed).")
+@click.option("-t", "--target-lang", "tgt_lang", default="", metavar="LANG", help="Target language.")
 @click.option("--out", required=True, metavar="DIR", help="Output folder (shared by every split of a corpus).")
 @click.option("--split", default="train", show_default=True,
               help="Split name; train learns the BPE codes and the vocabulary, later splits reuse them.")
 @click.option("--codes", default=None, metavar="FILE", help="Apply these BPE codes instead of learning them.")
-@click.option("--merges", type=click.IntRange(min=1), default=10000, show_default=True,
+@click.option("--merges", type=click.IntRange(min=1), default=DEFAULTS.merges, show_default=True,
               help="BPE merge operations when learning codes (joint, on the train split).")
 @click.option("--vocab", default=None, metavar="FILE", help="Use this fairseq dict instead of building one.")
 @click.option("--tokenized", is_flag=True,
@@ -97,15 +155,20 @@ def _report(manifest, split: str) -> None:
 @click.option("--fairseq-compat", is_flag=True, help="Tokenize like fairseq's old tokenizer.perl (final period).")
 @click.option("--clean/--no-clean", "clean", default=None,
               help="Clean this split (default: the train split only; others lose only empty pairs).")
-@click.option("--ratio", type=float, default=1.5, show_default=True, help="clean: max length ratio.")
-@click.option("--min-len", type=int, default=1, show_default=True, help="clean: min tokens per side.")
-@click.option("--max-len", type=int, default=175, show_default=True, help="clean: max tokens per side.")
+@click.option("--ratio", type=click.FloatRange(min=0, min_open=True), default=DEFAULTS.ratio, show_default=True,
+              help="clean: max length ratio.")
+@click.option("--min-len", type=click.IntRange(min=0), default=DEFAULTS.min_len, show_default=True,
+              help="clean: min tokens per side.")
+@click.option("--max-len", type=click.IntRange(min=1), default=DEFAULTS.max_len, show_default=True,
+              help="clean: max tokens per side.")
+@config_option
 @parser_options
 @jobs_options
 def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, tokenized, lowercase, fairseq_compat,
-                 clean,
-                 ratio, min_len, max_len, parser_name, conllu_path, stanza_dir, stanza_package, device, batch_size,
-                 no_ssplit, max_words, ldd_threshold, cache_path, no_cache, shard_size, jobs, backend, scheduler):
+                 clean, ratio, min_len, max_len, config_path, parser_name, conllu_path, trees_path, stanza_dir,
+                 stanza_package,
+                 device, batch_size, no_ssplit, max_words, ldd_threshold, cache_path, no_cache, shard_size, jobs,
+                 backend, scheduler):
     """Raw parallel text → tokenize → clean → BPE → parse → features → shards → check.
 
     Run once per split into the same --out (train first: it learns the BPE codes and the
@@ -114,30 +177,32 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
     from synprep.annotate import Parallel
     from synprep.pipeline import TextOptions, run_pipeline
 
-    refuse_unused_parser_options(parser_name, codes)
-    opts = _parse_options(src_lang, parser_name, stanza_dir, stanza_package, device, batch_size, no_ssplit,
-                          max_words, ldd_threshold, cache_path, no_cache)
-    text = TextOptions(tokenized=tokenized, lowercase=lowercase, fairseq_compat=fairseq_compat, clean=clean, ratio=ratio,
-                       min_len=min_len, max_len=max_len, merges=merges)
+    cfg = resolve_config("pipeline", out, config_path, click.get_current_context().params)
+    refuse_unused_parser_options(cfg.parser, codes)
+    opts = _parse_options(cfg, stanza_dir, device, cache_path, no_cache, trees_path)
+    text = TextOptions(tokenized=cfg.tokenized, lowercase=cfg.lowercase, fairseq_compat=cfg.fairseq_compat, clean=clean,
+                       ratio=cfg.ratio, min_len=cfg.min_len, max_len=cfg.max_len, merges=cfg.merges)
     par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
-    manifest = run_pipeline(src, tgt, out, src_lang=src_lang, tgt_lang=tgt_lang, split=split, text=text,
+    manifest = run_pipeline(src, tgt, out, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, split=split, text=text,
                             parse=opts, par=par, codes=codes, vocab=vocab, conllu=conllu_path,
-                            ldd_threshold=ldd_threshold, shard_size=shard_size)
+                            ldd_threshold=cfg.ldd_threshold, shard_size=cfg.shard_size)
     _report(manifest, split)
 
 
 @click.command("annotate")
 @click.option("--src", "src", required=True, metavar="FILE", help="Tokenized, BPE'd source text (@@ pieces).")
 @click.option("--tgt", "tgt", required=True, metavar="FILE", help="Tokenized, BPE'd target text.")
-@click.option("-s", "--source-lang", "src_lang", required=True, metavar="LANG", help="Source language (parsed).")
-@click.option("-t", "--target-lang", "tgt_lang", required=True, metavar="LANG", help="Target language.")
+@click.option("-s", "--source-lang", "src_lang", default="", metavar="LANG", help="Source language (parsed).")
+@click.option("-t", "--target-lang", "tgt_lang", default="", metavar="LANG", help="Target language.")
 @click.option("--out", required=True, metavar="DIR", help="Output folder.")
 @click.option("--split", default="train", show_default=True, help="Split name.")
 @click.option("--vocab", default=None, metavar="FILE",
               help="fairseq dict to use (default: OUT/dict.txt, else built from this split).")
+@config_option
 @parser_options
 @jobs_options
-def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, parser_name, conllu_path, stanza_dir,
+def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, config_path, parser_name, conllu_path, trees_path,
+                 stanza_dir,
                  stanza_package, device, batch_size, no_ssplit, max_words, ldd_threshold, cache_path, no_cache,
                  shard_size, jobs, backend, scheduler):
     """Already tokenized and BPE'd parallel text (e.g. fairseq's prepared data) → shards → check.
@@ -148,10 +213,11 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, parser_name, c
     from synprep.annotate import Parallel
     from synprep.pipeline import run_annotate
 
-    refuse_unused_parser_options(parser_name)
-    opts = _parse_options(src_lang, parser_name, stanza_dir, stanza_package, device, batch_size, no_ssplit,
-                          max_words, ldd_threshold, cache_path, no_cache)
+    cfg = resolve_config("annotate", out, config_path, click.get_current_context().params)
+    refuse_unused_parser_options(cfg.parser)
+    opts = _parse_options(cfg, stanza_dir, device, cache_path, no_cache, trees_path)
     par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
-    manifest = run_annotate(src, tgt, out, src_lang=src_lang, tgt_lang=tgt_lang, split=split, parse=opts, par=par,
-                            vocab=vocab, conllu=conllu_path, ldd_threshold=ldd_threshold, shard_size=shard_size)
+    manifest = run_annotate(src, tgt, out, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, split=split, parse=opts,
+                            par=par, vocab=vocab, conllu=conllu_path, ldd_threshold=cfg.ldd_threshold,
+                            shard_size=cfg.shard_size)
     _report(manifest, split)
