@@ -466,16 +466,12 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     # 1. tokenize (the source side comes from the CoNLL-U file when importing parses)
     src_tok = files.side("tok", "src")
     if parse.parser == "conllu":
-        from synprep.parse.conllu_io import read_conllu
+        from synprep.parse.conllu_io import read_numbered
 
-        n_src = 0
         if not src_tok.exists():
             raw = iter_lines(src) if src is not None else None
             with atomic_write(src_tok) as f:
-                for p in read_conllu(str(conllu)):
-                    n_src += 1
-                    if p.line != n_src:
-                        raise InputError(f"expected line {n_src}, found '# line = {p.line}'", conllu)
+                for p in read_numbered(str(conllu)):
                     if raw is not None:
                         _same_text(next(raw, None), p, str(src), str(conllu))
                     f.write(" ".join(escape(w) for w in p.words) + "\n")
@@ -572,15 +568,23 @@ def _same_text(line: str | None, parsed: ParsedLine, src: str, conllu: str) -> N
                          parsed.line)
 
 
+#: kept for callers of earlier versions: the one numbered CoNLL-U reader is in synprep.parse.conllu_io
+def numbered_parses(conllu: str, n_lines: int) -> Iterator[ParsedLine]:
+    """:func:`synprep.parse.conllu_io.read_numbered` (the parses of lines ``1..n_lines``)."""
+    from synprep.parse.conllu_io import read_numbered
+
+    return read_numbered(conllu, n_lines)
+
+
 def _parses_for(conllu: str, lines: Iterable[int]) -> Iterator[ParsedLine]:
     """The imported parses of the kept lines (1-based, increasing), in order, streaming.
 
     Raises:
         InputError: no parse for a kept line.
     """
-    from synprep.parse.conllu_io import read_conllu
+    from synprep.parse.conllu_io import read_numbered
 
-    reader = read_conllu(conllu)
+    reader = read_numbered(conllu)
     for n in lines:
         for p in reader:
             if p.line == n:
@@ -588,37 +592,6 @@ def _parses_for(conllu: str, lines: Iterable[int]) -> Iterator[ParsedLine]:
                 break
         else:
             raise InputError(f"no parse for line {n}", conllu)
-
-
-def numbered_parses(conllu: str, n_lines: int) -> Iterator[ParsedLine]:
-    """The CoNLL-U parses of lines ``1..n_lines`` in order, for a source of ``n_lines`` lines.
-
-    Lines are numbered by ``# line = N`` (as ``synprep parse`` writes them, a failed line as an
-    ``# error`` block) or, without those comments, one sentence per line.
-
-    Raises:
-        InputError: a line without a parse (a gap in the numbering), fewer or more parsed lines
-            than ``n_lines`` (naming the CoNLL-U file), or malformed CoNLL-U.
-    """
-    from synprep.parse.conllu_io import read_conllu
-
-    name = display_name(conllu)
-    reader = read_conllu(conllu)
-    for k in range(1, n_lines + 1):
-        p = next(reader, None)
-        if p is None:
-            raise InputError(f"the parses end after line {k - 1}, the source has {n_lines} lines", name)
-        if p.line != k:
-            raise InputError(f"expected the parse of line {k}, found '# line = {p.line}' (every source line "
-                             "needs a block, as `synprep parse` writes)", name)
-        if k == n_lines:
-            extra = next(reader, None)
-            if extra is not None:
-                raise InputError(f"more parses than source lines: the source has {n_lines} lines, the parses "
-                                 f"go on with line {extra.line}", name)
-        yield p
-    if n_lines == 0 and next(reader, None) is not None:
-        raise InputError("the source is empty but the CoNLL-U file holds parses", name)
 
 
 def _manifest(out: Path, sig: str, shared: dict[str, Any], v: Vocab) -> Manifest:

@@ -383,9 +383,9 @@ def _bpe_option(required: bool, what: str):
 
 
 def _read(conllu_path: str):
-    from synprep.parse.conllu_io import read_conllu
+    from synprep.parse.conllu_io import read_numbered
 
-    return read_conllu(conllu_path)
+    return read_numbered(conllu_path)
 
 
 def _line_items(conllu_path: str, bpe_path: str | None, lowercase: bool):

@@ -587,9 +587,9 @@ def _check_split_counts(split: str, raw: dict[str, Any], lines: np.ndarray) -> N
     if not all(isinstance(v, int) and v >= 0 for v in dropped.values()):
         raise fail("dropped counts must be integers >= 0")
     if isinstance(pairs, int) and inp > pairs + sum(dropped.values()):
-        raise fail(f"incomplete: {pairs + sum(dropped.values())} of its {inp} input lines are stored or dropped "
-                   f"(pairs {pairs} + dropped {sum(dropped.values())}); the run that makes it was interrupted (or "
-                   "is still running): running the same command again resumes it")
+        raise fail(f"input_lines {inp} != pairs {pairs} + dropped {sum(dropped.values())}: the split is incomplete "
+                   f"({inp - pairs - sum(dropped.values())} input lines neither stored nor dropped yet), its run was "
+                   "interrupted (or is still running): running the same command again resumes it")
     if inp != pairs + sum(dropped.values()):
         raise fail(f"input_lines {inp} != pairs {pairs} + dropped {sum(dropped.values())}")
     if not all(isinstance(x, list) and len(x) == 3 and isinstance(x[0], int) and isinstance(x[1], str) for x in dl):
