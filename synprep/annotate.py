@@ -17,7 +17,6 @@ shards, and so does a run with another number of workers.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 from collections.abc import Iterable, Iterator
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from synprep.config import DEFAULTS
-from synprep.errors import ConfigError, InputError
+from synprep.errors import ConfigError
 from synprep.features.line import line_features, tree_source
 from synprep.parallel import chunked
 from synprep.shards import Manifest, shard_name, write_shard
@@ -87,26 +86,18 @@ class ParseOptions:
     lowercase: bool = False
     trees: str | None = None
 
-    def identity(self) -> str:
-        if self.parser == "conllu":
-            return "conllu-import"
-        from synprep.parse.run import parser_identity
+    def source(self):
+        """The :class:`synprep.parse.source.ParseSource` of :attr:`parser` (its registry)."""
+        from synprep.parse.source import source_for  # here: importing synprep.parse is not free
 
-        return parser_identity(self.spec)
+        return source_for(self)
+
+    def identity(self) -> str:
+        return str(self.source().identity())
 
     def config(self) -> dict[str, Any]:
         """The JSON-able part of the configuration that determines the parses."""
-        out: dict[str, Any] = {"name": self.parser, "ssplit": self.ssplit}
-        if self.parser != "conllu":
-            spec = dataclasses.asdict(self.spec)
-            spec.pop("device", None)
-            spec.pop("timeout", None)
-            spec.pop("corenlp_endpoint", None)
-            spec.pop("dir", None)
-            out.update(spec)
-            out["identity"] = self.identity()
-            out["batch_size"] = self.batch_size
-        return out
+        return dict(self.source().config())
 
 
 @dataclass
@@ -133,31 +124,6 @@ def drop_reason(error: str) -> str:
     from synprep.parse.base import error_kind  # here: importing synprep.parse is not free
 
     return f"parse:{error_kind(error)}"
-
-
-def _parse_block(items: list[Item], opts: ParseOptions, par: Parallel, cache,
-                 identity: str | None) -> list[ParsedLine]:
-    if opts.parser == "conllu":
-        out = []
-        for it in items:
-            if it.parse is None:
-                raise InputError("no CoNLL-U parse for this line", None, it.line)
-            if it.parse.line != it.line:
-                raise InputError(f"the CoNLL-U parse of line {it.parse.line} was given for line {it.line}",
-                                 None, it.line)
-            out.append(it.parse)
-        return out
-    from synprep.parse.run import parse_block
-
-    trees = [it.trees if it.trees is not None else [] for it in items] if opts.trees is not None else None
-    try:
-        return parse_block([it.words for it in items], opts.spec, cache=cache, jobs=par.jobs, backend=par.backend,
-                           scheduler=par.scheduler, ssplit=opts.ssplit, batch_size=opts.batch_size,
-                           identity=identity, trees=trees, trees_name=opts.trees)
-    except InputError as e:  # parse_block numbers the block's lines 1..n: name the input line
-        if e.line is not None and 1 <= e.line <= len(items):
-            raise InputError(e.reason, e.path, items[e.line - 1].line) from None
-        raise
 
 
 def build_records(items: list[Item], parses: list[ParsedLine], vocab: Vocab, *, ldd_threshold: float,
@@ -236,12 +202,13 @@ def annotate_split(
     out = Path(out)
     result = SplitResult()
     manifest.declare_reasons(split, list(PARSE_REASONS))
+    source = opts.source()
     cache = None
     identity = None  # the cache key prefix: computed once per split, not per shard
-    if opts.cache and opts.parser != "conllu":
+    if opts.cache and source.runs_parser:
         from synprep.parse.cache import ParseCache
 
-        identity = opts.identity()
+        identity = source.identity()
         cache = ParseCache(opts.cache)
     try:
         for k, block in enumerate(chunked(items, shard_size)):
@@ -249,7 +216,7 @@ def annotate_split(
             if manifest.is_done(out, name):
                 result.skipped.append(name)
                 continue
-            parses = _parse_block(block, opts, par, cache, identity)
+            parses = source.parse(block, par, cache, identity)
             records, drops, sources = build_records(block, parses, vocab, ldd_threshold=ldd_threshold,
                                                     lowercase=opts.lowercase, path=source_name)
             manifest.record_drops(split, drops)

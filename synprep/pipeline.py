@@ -46,7 +46,7 @@ from synprep.config import DEFAULTS, DataConfig, differences
 from synprep.constants import MANIFEST_NAME, SHARD_FORMAT_VERSION, VOCAB_NAME
 from synprep.errors import ConfigError, InputError
 from synprep.shards import Manifest, check_dir
-from synprep.signature import file_sha256, package_version, signature
+from synprep.signature import file_sha256, signature
 from synprep.textio import atomic_write, count_lines, display_name, iter_lines, iter_pairs
 from synprep.types import ParsedLine
 from synprep.vocab import Vocab
@@ -373,12 +373,7 @@ def load_or_build_vocab(out: Path, split: str, bpe_files: list[Path], vocab: str
 
 
 def _signature(tok: str, lowercase: bool, codes_sha: str | None, opts: ParseOptions) -> str:
-    parser = opts.parser
-    if opts.parser != "conllu":
-        spec = opts.spec
-        parser = f"{spec.name}-{package_version('stanza') if spec.name == 'stanza' else 'corenlp'}" \
-                 f"/{spec.lang}/{spec.package or 'default'}"
-    return signature(tok=tok, lc=lowercase, bpe=codes_sha[:8] if codes_sha else None, parser=parser,
+    return signature(tok=tok, lc=lowercase, bpe=codes_sha[:8] if codes_sha else None, parser=opts.source().signature(),
                      feat=FEATURES, shard=f"v{SHARD_FORMAT_VERSION}")
 
 
