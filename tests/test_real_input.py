@@ -311,3 +311,28 @@ def test_own_trees_in_one_command(tmp_path, stanza_dir):
     proc = run_cli("pipeline", "--src", str(src), "--out", str(tmp_path / "bad"), "--merges", "20", "--trees",
                    str(bad), *base, check=False)
     assert proc.returncode == 2 and f"{bad}:3:" in proc.stderr, proc.stderr
+
+
+# --- items 3 and 8 end to end: a byte-order mark, gzip input ------------------------------------------
+
+
+def test_bom_and_gzip_input_through_pipeline(tmp_path, stanza_dir):
+    """A BOM became an invisible first word (parsed, stored, in dict.txt); .gz gave 'line counts differ'."""
+    import gzip
+
+    src = tmp_path / "s.de.gz"
+    with gzip.open(src, "wb") as f:
+        f.write(b"\xef\xbb\xbf" + (SAMPLE / "valid.de").read_bytes().split(b"\n", 6)[0] + b"\n" +
+                b"\n".join((SAMPLE / "valid.de").read_bytes().split(b"\n")[1:6]) + b"\n")
+    tgt = tmp_path / "t.en"
+    tgt.write_bytes(b"\xef\xbb\xbf" + b"\n".join((SAMPLE / "valid.en").read_bytes().split(b"\n")[:6]) + b"\n")
+    out = tmp_path / "out"
+    proc = run_cli("pipeline", "--src", str(src), "--tgt", str(tgt), "-s", "de", "-t", "en", "--out", str(out),
+                   "--merges", "50", "--no-clean", *stanza_args(stanza_dir, tmp_path / "c.db"))
+    assert "byte-order mark" in proc.stderr
+    assert "\ufeff" not in (out / "dict.txt").read_text(encoding="utf-8")
+    [shard] = open_split(out, "train")
+    vocab = Vocab.load(out / "dict.txt")
+    assert len(shard) == 6
+    assert unbpe(vocab.decode(shard[0].src_ids))[0] == "Guten"
+    assert unbpe(vocab.decode(shard[0].tgt_ids))[0] == "Good"
