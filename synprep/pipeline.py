@@ -418,21 +418,13 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     out = Path(out)
     check_output_folder(out)
     work = out / "text"
-    from synprep.text.escape import escape
     from synprep.text.tokenize import tokenizer_signature
 
     # the inputs first: a missing file or sides of different lengths fail before anything else
     if not os.path.exists(tgt):
         raise InputError("no such file", tgt)
-    if parse.parser == "conllu":
-        if conllu is None:
-            raise ConfigError("--parser conllu needs --conllu FILE")
-        if not os.path.exists(conllu):
-            raise InputError("no such file", conllu)
-    elif src is None:
-        raise ConfigError("--src is required unless --parser conllu")
-    elif not os.path.exists(src):
-        raise InputError("no such file", src)
+    source = parse.source()
+    source.check_inputs(src, conllu)
     n_tgt = count_lines(tgt)
     if src is not None and (n_raw := count_lines(src)) != n_tgt:
         raise InputError(f"line counts differ: {src} has {n_raw} lines, {tgt} has {n_tgt}", tgt)
@@ -460,21 +452,15 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
 
     # 1. tokenize (the source side comes from the CoNLL-U file when importing parses)
     src_tok = files.side("tok", "src")
-    if parse.parser == "conllu":
-        from synprep.parse.conllu_io import read_numbered
-
-        if not src_tok.exists():
-            raw = iter_lines(src) if src is not None else None
-            with atomic_write(src_tok) as f:
-                for p in read_numbered(str(conllu)):
-                    if raw is not None:
-                        _same_text(next(raw, None), p, str(src), str(conllu))
-                    f.write(" ".join(escape(w) for w in p.words) + "\n")
-        n_src = count_lines(src_tok)
-    else:
+    given = source.source_tokens(src, conllu)
+    if given is None:
         assert src is not None
-        n_src = n_tgt
         _tokenize(src, src_tok, src_lang, text, par)
+    elif not src_tok.exists():
+        with atomic_write(src_tok) as f:
+            for line in given:
+                f.write(line + "\n")
+    n_src = count_lines(src_tok)
     if n_src != n_tgt:
         raise InputError(f"line counts differ: {conllu} has {n_src} lines, {tgt} has {n_tgt}", tgt)
     _tokenize(tgt, files.side("tok", "tgt"), tgt_lang, text, par)
@@ -505,7 +491,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     words_file = files.side("words" if text.lowercase else "clean", "src")
     items = items_from_files(iter_lines(bpe_src), iter_lines(bpe_tgt), line_numbers(),
                              words=(unescape_tokens(w.split()) for w in iter_lines(words_file)),
-                             parses=_parses_for(str(conllu), line_numbers()) if parse.parser == "conllu" else None,
+                             parses=source.imported(conllu, line_numbers(), n_src),
                              trees=trees_for(parse.trees, line_numbers(), n_src) if parse.trees else None)
     annotate_split(out, split, items, vocab=v, manifest=manifest, opts=dataclasses.replace(parse, lowercase=text.lowercase), par=par, src_lang=src_lang,
                    tgt_lang=tgt_lang, signature=sig, config=config, ldd_threshold=ldd_threshold,
@@ -540,53 +526,12 @@ def trees_for(path: str, lines: Iterable[int], n_lines: int) -> Iterator[list[An
                 break
 
 
-def _same_text(line: str | None, parsed: ParsedLine, src: str, conllu: str) -> None:
-    """``--src`` beside ``--parser conllu``: the raw line must be the text of its parse.
-
-    The parse's surface tokens joined must equal the raw line without its spaces (tokenization
-    may differ, the characters may not). A ``# error`` block (a line without a parse) is not compared.
-
-    Raises:
-        InputError: the source ends early, or a line's characters differ (names the line and column).
-    """
-    if line is None:
-        raise InputError(f"the source ends before line {parsed.line}, the CoNLL-U file {conllu} goes on", src,
-                         parsed.line)
-    if parsed.error is not None:
-        return
-    have, want = "".join(line.split()), "".join(parsed.words)
-    if have != want:
-        k = next((i for i, (a, b) in enumerate(zip(have, want, strict=False)) if a != b), min(len(have), len(want)))
-        raise InputError(f"this line is not the text of the CoNLL-U parse of line {parsed.line} in {conllu} "
-                         f"(they differ at the {k + 1}th non-space character: {have[k:k + 12]!r} vs "
-                         f"{want[k:k + 12]!r}); --src must be the text that was parsed, or leave it out", src,
-                         parsed.line)
-
-
-#: kept for callers of earlier versions: the one numbered CoNLL-U reader is in synprep.parse.conllu_io
 def numbered_parses(conllu: str, n_lines: int) -> Iterator[ParsedLine]:
-    """:func:`synprep.parse.conllu_io.read_numbered` (the parses of lines ``1..n_lines``)."""
+    """:func:`synprep.parse.conllu_io.read_numbered` (the parses of lines ``1..n_lines``), kept for
+    callers of earlier versions: the one numbered CoNLL-U reader is in :mod:`synprep.parse.conllu_io`."""
     from synprep.parse.conllu_io import read_numbered
 
     return read_numbered(conllu, n_lines)
-
-
-def _parses_for(conllu: str, lines: Iterable[int]) -> Iterator[ParsedLine]:
-    """The imported parses of the kept lines (1-based, increasing), in order, streaming.
-
-    Raises:
-        InputError: no parse for a kept line.
-    """
-    from synprep.parse.conllu_io import read_numbered
-
-    reader = read_numbered(conllu)
-    for n in lines:
-        for p in reader:
-            if p.line == n:
-                yield p
-                break
-        else:
-            raise InputError(f"no parse for line {n}", conllu)
 
 
 def _manifest(out: Path, sig: str, shared: dict[str, Any], v: Vocab) -> Manifest:
@@ -656,8 +601,8 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
     Raises:
         InputError: bad input, line counts that differ (both named), a parse that does not match.
     """
-    if parse.parser == "conllu" and conllu is None:  # before anything is written into OUT
-        raise ConfigError("--parser conllu needs --conllu FILE")
+    source = parse.source()
+    source.check_inputs(src, conllu)  # before anything is written into OUT
     out = Path(out)
     check_output_folder(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -679,7 +624,7 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
     config = {**shared, "split": split, "vocab_sha256": v.sha256, "src_sha256": input_sha["src"]}
     manifest = _manifest(out, sig, shared, v)
     manifest.set_input_lines(split, n_src)
-    parses = numbered_parses(conllu, n_src) if conllu is not None and parse.parser == "conllu" else None
+    parses = source.imported(conllu, range(1, n_src + 1), n_src)
     trees = trees_for(parse.trees, range(1, n_src + 1), n_src) if parse.trees else None
     items = items_from_files(iter_lines(src), iter_lines(tgt), iter(range(1, n_src + 1)), parses=parses, trees=trees)
     annotate_split(out, split, items, vocab=v, manifest=manifest, opts=parse, par=par, src_lang=src_lang,

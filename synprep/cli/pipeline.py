@@ -48,8 +48,9 @@ RUN_PARSER_OPTIONS = ("stanza_dir", "stanza_package", "device", "batch_size", "n
 def refuse_unused_parser_options(parser_name: str, codes: str | None = None) -> None:
     """Options that have no effect with the chosen parser (or with --codes) are errors (README)."""
     from synprep.cli.common import refuse_unused
+    from synprep.parse.source import source_class
 
-    if parser_name == "conllu":
+    if not source_class(parser_name).runs_parser:
         refuse_unused(RUN_PARSER_OPTIONS + ("trees_path",),
                       "with --parser conllu (the parses are imported, no parser runs)")
     else:
@@ -112,9 +113,10 @@ def _parse_options(cfg, stanza_dir, device, cache_path, no_cache, trees_path=Non
     from synprep.annotate import ParseOptions
     from synprep.parse.base import ParserSpec
     from synprep.parse.cache import default_cache_path
+    from synprep.parse.source import source_class
 
     spec = None
-    if cfg.parser != "conllu":
+    if source_class(cfg.parser).runs_parser:
         spec = ParserSpec(name=cfg.parser, lang=cfg.src_lang, dir=stanza_dir, package=cfg.stanza_package,
                           device=device, constituency=trees_path is None, max_words=cfg.max_words,
                           ldd_threshold=cfg.ldd_threshold)

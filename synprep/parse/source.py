@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from synprep.errors import ConfigError, InputError
@@ -54,6 +56,24 @@ class ParseSource:
         """The ``parser:`` field of the signature line."""
         return self.opts.parser
 
+    def check_inputs(self, src: str | None, conllu: str | None) -> None:
+        """The source-side inputs this source reads are given and exist (checked before anything is written).
+
+        Raises:
+            ConfigError: a needed option is missing. InputError: a missing file.
+        """
+        raise NotImplementedError
+
+    def source_tokens(self, src: str | None, conllu: str | None) -> Iterator[str] | None:
+        """The source side's Moses tokens (escaped), one line per input line, when this source
+        brings them (imported parses); None: ``pipeline`` tokenizes ``src``."""
+        return None
+
+    def imported(self, conllu: str | None, lines: Iterable[int], n_lines: int) -> Iterator[ParsedLine] | None:
+        """The parses this source carries for the kept ``lines`` (1-based, increasing) of an input
+        of ``n_lines`` lines, in order; None when the parser runs on the words instead."""
+        return None
+
     def parse(self, items: list[Item], par: Parallel, cache: Any, identity: str | None) -> list[ParsedLine]:
         """One :class:`ParsedLine` per item, in order (``error`` set for a line without a parse).
 
@@ -79,6 +99,12 @@ class RunParser(ParseSource):
             spec.pop(runtime, None)
         return {"name": self.opts.parser, "ssplit": self.opts.ssplit, **spec, "identity": self.identity(),
                 "batch_size": self.opts.batch_size}
+
+    def check_inputs(self, src: str | None, conllu: str | None) -> None:
+        if src is None:
+            raise ConfigError("--src is required unless --parser conllu")
+        if not os.path.exists(src):
+            raise InputError("no such file", src)
 
     def signature(self) -> str:
         from synprep.signature import package_version
@@ -111,6 +137,42 @@ class ImportConllu(ParseSource):
     def config(self) -> dict[str, Any]:
         return {"name": self.opts.parser, "ssplit": self.opts.ssplit}
 
+    def check_inputs(self, src: str | None, conllu: str | None) -> None:
+        if conllu is None:
+            raise ConfigError("--parser conllu needs --conllu FILE")
+        if not os.path.exists(conllu):
+            raise InputError("no such file", conllu)
+
+    def source_tokens(self, src: str | None, conllu: str | None) -> Iterator[str]:
+        """The CoNLL-U surface tokens, Moses-escaped; with ``src`` each raw line must be the text of its
+        parse (:func:`same_text`)."""
+        from synprep.parse.conllu_io import read_numbered
+        from synprep.text.escape import escape
+        from synprep.textio import iter_lines
+
+        assert conllu is not None
+        raw = iter_lines(src) if src is not None else None
+        for p in read_numbered(conllu):
+            if raw is not None:
+                same_text(next(raw, None), p, str(src), conllu)
+            yield " ".join(escape(w) for w in p.words)
+
+    def imported(self, conllu: str | None, lines: Iterable[int], n_lines: int) -> Iterator[ParsedLine]:
+        """Raises InputError: no parse for a kept line, or a CoNLL-U file of another length."""
+        from synprep.parse.conllu_io import read_numbered
+
+        assert conllu is not None
+        reader = read_numbered(conllu, n_lines)
+        for n in lines:
+            for p in reader:
+                if p.line == n:
+                    yield p
+                    break
+            else:
+                raise InputError(f"no parse for line {n}", conllu)
+        for _ in reader:  # to the end: more parses than lines is an error too
+            pass
+
     def parse(self, items: list[Item], par: Parallel, cache: Any, identity: str | None) -> list[ParsedLine]:
         out = []
         for it in items:
@@ -123,15 +185,51 @@ class ImportConllu(ParseSource):
         return out
 
 
-def source_for(opts: ParseOptions) -> ParseSource:
-    """The :class:`ParseSource` of ``opts.parser`` (:data:`SOURCES`).
+def same_text(line: str | None, parsed: ParsedLine, src: str, conllu: str) -> None:
+    """``--src`` beside ``--parser conllu``: the raw line must be the text of its parse.
+
+    The parse's surface tokens joined must equal the raw line without its spaces (tokenization
+    may differ, the characters may not). A ``# error`` block (a line without a parse) is not compared.
+
+    Raises:
+        InputError: the source ends early, or a line's characters differ (names the line and column).
+    """
+    if line is None:
+        raise InputError(f"the source ends before line {parsed.line}, the CoNLL-U file {conllu} goes on", src,
+                         parsed.line)
+    if parsed.error is not None:
+        return
+    have, want = "".join(line.split()), "".join(parsed.words)
+    if have != want:
+        k = next((i for i, (a, b) in enumerate(zip(have, want, strict=False)) if a != b), min(len(have), len(want)))
+        raise InputError(f"this line is not the text of the CoNLL-U parse of line {parsed.line} in {conllu} "
+                         f"(they differ at the {k + 1}th non-space character: {have[k:k + 12]!r} vs "
+                         f"{want[k:k + 12]!r}); --src must be the text that was parsed, or leave it out", src,
+                         parsed.line)
+
+
+#: kept for callers of earlier versions: the one numbered CoNLL-U reader is in synprep.parse.conllu_io
+def numbered_parses(conllu: str, n_lines: int) -> Iterator[ParsedLine]:
+    """:func:`synprep.parse.conllu_io.read_numbered` (the parses of lines ``1..n_lines``)."""
+    from synprep.parse.conllu_io import read_numbered
+
+    return read_numbered(conllu, n_lines)
+
+
+def source_class(parser: str) -> type[ParseSource]:
+    """The :class:`ParseSource` class of a ``--parser`` name (:data:`SOURCES`, imported when used).
 
     Raises:
         ConfigError: an unknown parser name.
     """
-    target = SOURCES.get(opts.parser)
+    target = SOURCES.get(parser)
     if target is None:
-        raise ConfigError(f"unknown parser {opts.parser!r}; choose one of {', '.join(SOURCES)}")
+        raise ConfigError(f"unknown parser {parser!r}; choose one of {', '.join(SOURCES)}")
     module, name = target.split(":")
     cls: type[ParseSource] = getattr(importlib.import_module(module), name)
-    return cls(opts)
+    return cls
+
+
+def source_for(opts: ParseOptions) -> ParseSource:
+    """The :class:`ParseSource` of ``opts.parser``. Raises ConfigError: an unknown parser name."""
+    return source_class(opts.parser)(opts)
