@@ -372,9 +372,14 @@ def load_or_build_vocab(out: Path, split: str, bpe_files: list[Path], vocab: str
 # --- the two commands ---------------------------------------------------------------------------
 
 
-def _signature(tok: str, lowercase: bool, codes_sha: str | None, opts: ParseOptions) -> str:
-    return signature(tok=tok, lc=lowercase, bpe=codes_sha[:8] if codes_sha else None, parser=opts.source().signature(),
-                     feat=FEATURES, shard=f"v{SHARD_FORMAT_VERSION}")
+def _signature(tok: str, lowercase: bool, codes_sha: str | None, opts: ParseOptions,
+               legacy: bool = False) -> str:
+    """The signature line; its ``parser:`` field names the parser and its models' digest, as
+    ``synprep parse`` prints it (``legacy``: without the digest, as folders of earlier versions have it)."""
+    source = opts.source()
+    return signature(tok=tok, lc=lowercase, bpe=codes_sha[:8] if codes_sha else None,
+                     parser=source.legacy_signature() if legacy else source.signature(), feat=FEATURES,
+                     shard=f"v{SHARD_FORMAT_VERSION}")
 
 
 def split_summary(manifest: Manifest, split: str) -> str:
@@ -479,7 +484,8 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     config = {**shared, "split": split, "bpe_codes_sha256": codes_sha, "vocab_sha256": v.sha256,
               "clean": text.clean if text.clean is not None else split == TRAIN,
               "clean_bounds": [text.ratio, text.min_len, text.max_len]}
-    manifest = _manifest(out, sig, shared, v)
+    manifest = _manifest(out, sig, shared, v, _signature(str(tok_sig["tok"]), text.lowercase, codes_sha, parse, True))
+    sig = manifest.signature
     manifest.set_input_lines(split, n_src)
     _record_clean_drops(manifest, split, files.dropped)
 
@@ -534,9 +540,16 @@ def numbered_parses(conllu: str, n_lines: int) -> Iterator[ParsedLine]:
     return read_numbered(conllu, n_lines)
 
 
-def _manifest(out: Path, sig: str, shared: dict[str, Any], v: Vocab) -> Manifest:
+def _manifest(out: Path, sig: str, shared: dict[str, Any], v: Vocab, legacy_sig: str) -> Manifest:
+    """The folder's manifest (new, or the one a resume or an earlier split left), checked against this run.
+
+    A folder of an earlier version, whose signature names the parser without its models' digest,
+    keeps that signature (``legacy_sig``): its shards and the rest of the split agree.
+    """
     manifest = Manifest.load_or_new(out, signature=sig, config=shared)
-    if manifest.signature != sig:
+    if manifest.signature == legacy_sig != sig:
+        log.info("%s has the signature format of an earlier version (no model digest): kept", out / MANIFEST_NAME)
+    elif manifest.signature != sig:
         raise ConfigError(f"{out / MANIFEST_NAME} has signature {manifest.signature}, this run {sig}: use a new --out")
     if manifest.config and manifest.config != shared:  # e.g. the parser's models changed (its identity)
         diff = sorted(k for k in set(manifest.config) | set(shared) if manifest.config.get(k) != shared.get(k))
@@ -622,7 +635,8 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
     v = load_or_build_vocab(out, split, [Path(src), Path(tgt)], vocab)
     sig = _signature("given", parse.lowercase, None, parse)
     config = {**shared, "split": split, "vocab_sha256": v.sha256, "src_sha256": input_sha["src"]}
-    manifest = _manifest(out, sig, shared, v)
+    manifest = _manifest(out, sig, shared, v, _signature("given", parse.lowercase, None, parse, legacy=True))
+    sig = manifest.signature
     manifest.set_input_lines(split, n_src)
     parses = source.imported(conllu, range(1, n_src + 1), n_src)
     trees = trees_for(parse.trees, range(1, n_src + 1), n_src) if parse.trees else None

@@ -336,3 +336,34 @@ def test_bom_and_gzip_input_through_pipeline(tmp_path, stanza_dir):
     assert len(shard) == 6
     assert unbpe(vocab.decode(shard[0].src_ids))[0] == "Guten"
     assert unbpe(vocab.decode(shard[0].tgt_ids))[0] == "Good"
+
+
+# --- one signature format --------------------------------------------------------------------------
+
+
+def test_pipeline_and_parse_name_the_parser_alike_with_its_model_digest(tmp_path, stanza_dir):
+    src = head(SAMPLE / "valid.de", tmp_path / "s.de", 3)
+    tgt = head(SAMPLE / "valid.en", tmp_path / "t.en", 3)
+    out = tmp_path / "out"
+    run_cli("pipeline", "--src", str(src), "--tgt", str(tgt), "-s", "de", "-t", "en", "--out", str(out),
+            "--merges", "30", "--no-clean", *stanza_args(stanza_dir, tmp_path / "c.db"))
+    fields = dict(f.split(":", 1) for f in json.loads((out / "manifest.json").read_text())["signature"].split("|"))
+    proc = run_cli("parse", "-l", "de", *stanza_args(stanza_dir, tmp_path / "c.db"), input="Guten Morgen .\n")
+    parse_fields = dict(f.split(":", 1) for f in proc.stderr.strip().splitlines()[-1].split("|"))
+    assert fields["parser"] == parse_fields["parser"] and "#" in fields["parser"]
+    [shard] = open_split(out, "train")
+    assert shard.attrs["signature"] == json.loads((out / "manifest.json").read_text())["signature"]
+
+
+def test_a_folder_with_the_earlier_signature_format_keeps_it(tmp_path):
+    from synprep.errors import ConfigError
+    from synprep.pipeline import _manifest
+    from synprep.shards import Manifest
+
+    Manifest(signature="synprep:0.1.0|parser:stanza-1.15.0/de/synprep", config={"a": 1}).save(tmp_path)
+    vocab = Vocab.build([head(SAMPLE / "valid.en", tmp_path / "v.en", 2)])
+    m = _manifest(tmp_path, "synprep:0.1.0|parser:stanza-1.15.0/synprep/de#12345678", {"a": 1}, vocab,
+                  "synprep:0.1.0|parser:stanza-1.15.0/de/synprep")
+    assert m.signature == "synprep:0.1.0|parser:stanza-1.15.0/de/synprep"
+    with pytest.raises(ConfigError, match="has signature"):
+        _manifest(tmp_path, "synprep:0.1.0|parser:other#1", {"a": 1}, vocab, "synprep:0.1.0|parser:other")

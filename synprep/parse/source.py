@@ -53,8 +53,12 @@ class ParseSource:
         raise NotImplementedError
 
     def signature(self) -> str:
-        """The ``parser:`` field of the signature line."""
+        """The ``parser:`` field of the signature line (the same as ``synprep parse`` prints)."""
         return self.opts.parser
+
+    def legacy_signature(self) -> str:
+        """The ``parser:`` field as versions before the model digest wrote it (folders made then resume)."""
+        return self.signature()
 
     def check_inputs(self, src: str | None, conllu: str | None) -> None:
         """The source-side inputs this source reads are given and exist (checked before anything is written).
@@ -107,6 +111,13 @@ class RunParser(ParseSource):
             raise InputError("no such file", src)
 
     def signature(self) -> str:
+        """``stanza-1.15.0/synprep/de#1a2b3c4d``: the parser, its package and the digest of its identity
+        (which names every model file's sha256), as ``synprep parse`` prints it."""
+        from synprep.parse.stanza_parser import short_identity
+
+        return short_identity(self.identity())
+
+    def legacy_signature(self) -> str:
         from synprep.signature import package_version
 
         spec = self.opts.spec
