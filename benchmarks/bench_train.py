@@ -8,9 +8,13 @@ Prints one JSON object per configuration.
 
     python benchmarks/bench_train.py                       # tiny and mid, CPU, 1 thread
     python benchmarks/bench_train.py --configs mid --steps 20 --rounds 5 --threads 2
+    python benchmarks/bench_train.py --configs mid --variants all   # every syntax source
     python benchmarks/bench_train.py --device cuda --configs iwslt --max-tokens 4096
 
-Timings on a shared machine are noisy: compare ratios measured in the same invocation.
+Timings on a shared machine are noisy: compare ratios measured in the same invocation. With
+``--clock cpu`` (CPU only) the time is the training process's CPU time (``time.process_time``): with
+one torch thread it equals the wall time on an idle machine and does not count the time other jobs
+take the core away, so ratios stay meaningful on a loaded machine.
 """
 
 from __future__ import annotations
@@ -43,6 +47,12 @@ VARIANTS = {
     "gated-slr": {"syntax": "gated", "syntax_source": "slr"},
     "gated-pascal": {"syntax": "gated", "syntax_source": "pascal", "parent_ignore": 0.1},
     "gated-ldd": {"syntax": "gated", "syntax_source": "ldd"},
+    "gated-ldd_parent": {"syntax": "gated", "syntax_source": "ldd_parent"},
+    # the new sources as their papers run them (see synprep/presets/*_iwslt14_de_en.json)
+    "hard-lisa": {"syntax": "hard", "syntax_source": "lisa", "syntax_layers": [0], "syntax_heads": [0],
+                  "syntax_dropout": None},
+    "gated-sla": {"syntax": "gated", "syntax_source": "sla", "syntax_dropout": None},
+    "pure-set": {"syntax": "pure", "syntax_source": "set", "syntax_dropout": None},
 }
 
 
@@ -56,7 +66,7 @@ def endless(tr: Trainer):
 
 
 def bench(name: str, variants: list[str], steps: int, rounds: int, warmup: int, max_tokens: int, device: str,
-          threads: int) -> dict:
+          threads: int, clock: str = "wall") -> dict:
     """Tokens/s of each variant: ``rounds`` interleaved rounds of ``steps`` updates, best round kept
     (interleaving and the best round make the ratios robust to other jobs on a shared machine)."""
     spec = CONFIGS[name]
@@ -64,7 +74,8 @@ def bench(name: str, variants: list[str], steps: int, rounds: int, warmup: int, 
     train = RecordDataset(list(random_records(3000, rng, vocab_size=spec["vocab"])))
     symbols = [f"p{i}" for i in range(spec["vocab"])]
     out: dict = {"config": name, "device": device, "threads": threads, "max_tokens": max_tokens, "steps": steps,
-                 "rounds": rounds, "vocab": spec["vocab"], "tokens_per_s": {}}
+                 "rounds": rounds, "vocab": spec["vocab"], "clock": clock, "tokens_per_s": {}}
+    now = time.process_time if clock == "cpu" else time.perf_counter
     tmp = tempfile.TemporaryDirectory()
     trainers, iters = {}, {}
     for variant in variants:
@@ -83,12 +94,12 @@ def bench(name: str, variants: list[str], steps: int, rounds: int, warmup: int, 
             batches = [next(it) for _ in range(steps)]  # collated before timing: loading is not measured
             if device.startswith("cuda"):
                 torch.cuda.synchronize()
-            tokens, t0 = 0.0, time.perf_counter()
+            tokens, t0 = 0.0, now()
             for b in batches:
                 tokens += tr.train_step([b])["ntokens"]
             if device.startswith("cuda"):
                 torch.cuda.synchronize()
-            best[variant] = max(best.get(variant, 0.0), tokens / (time.perf_counter() - t0))
+            best[variant] = max(best.get(variant, 0.0), tokens / (now() - t0))
     tmp.cleanup()
     out["tokens_per_s"] = {v: round(x, 1) for v, x in best.items()}
     base = best.get("vanilla")
@@ -100,17 +111,23 @@ def bench(name: str, variants: list[str], steps: int, rounds: int, warmup: int, 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--configs", nargs="+", default=["tiny", "mid"], choices=sorted(CONFIGS))
-    ap.add_argument("--variants", nargs="+", default=["vanilla", "gated-slr"], choices=sorted(VARIANTS))
+    ap.add_argument("--variants", nargs="+", default=["vanilla", "gated-slr"], choices=sorted(VARIANTS) + ["all"])
     ap.add_argument("--steps", type=int, default=10, help="updates per round")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (best kept)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--max-tokens", type=int, default=2048)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="wall time, or the process's CPU time (robust on a shared CPU; needs --device cpu)")
     args = ap.parse_args()
+    if args.clock == "cpu" and args.device != "cpu":
+        ap.error("--clock cpu measures CPU runs only")
+    if "all" in args.variants:
+        args.variants = list(VARIANTS)
     for name in args.configs:
         print(json.dumps(bench(name, args.variants, args.steps, args.rounds, args.warmup, args.max_tokens,
-                               args.device, args.threads)), flush=True)
+                               args.device, args.threads, args.clock)), flush=True)
 
 
 if __name__ == "__main__":

@@ -25,10 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from synprep.config import DEFAULTS
-from synprep.errors import ConfigError
+from synprep.errors import ConfigError, InputError
 from synprep.features.line import line_features, tree_source
 from synprep.parallel import chunked
 from synprep.shards import Manifest, shard_name, write_shard
+from synprep.subword import DEFAULT_SCHEME
+from synprep.subword.offsets import AlignStats
 from synprep.types import DEPRELS, UPOS_TAGS, PairRecord, ParsedLine
 from synprep.vocab import Vocab
 
@@ -52,6 +54,9 @@ class Item:
         tgt: target BPE pieces.
         parse: an imported parse (CoNLL-U), or None to run the parser.
         trees: the user's constituency trees of the line (``--trees``; ``[]`` for a blank line), or None.
+        word_index: the 0-based word of each source piece when a subword scheme aligned them by
+            character offsets (:mod:`synprep.subword`); None for ``@@`` BPE pieces.
+        alignment: that alignment's rule counts (``AlignStats.as_tuple()``), or None.
     """
 
     line: int
@@ -60,6 +65,8 @@ class Item:
     tgt: list[str]
     parse: ParsedLine | None = None
     trees: list[Any] | None = None
+    word_index: list[int] | None = None
+    alignment: tuple[int, ...] | None = None
 
 
 @dataclass
@@ -127,12 +134,16 @@ def drop_reason(error: str) -> str:
 
 
 def build_records(items: list[Item], parses: list[ParsedLine], vocab: Vocab, *, ldd_threshold: float,
-                  lowercase: bool, path: str | None) -> tuple[list[PairRecord], list[tuple[int, str, str]], set[str]]:
+                  lowercase: bool, path: str | None, alignment: AlignStats | None = None
+                  ) -> tuple[list[PairRecord], list[tuple[int, str, str]], set[str]]:
     """Turn parsed items into shard records; returns ``(records, drops, tree sources)``.
+
+    ``alignment``, when given, adds up the subword alignment rule counts of the stored pairs.
 
     Raises:
         InputError: the parse does not match the pieces (names the line), or is malformed.
     """
+    from synprep.align import first_difference
     from synprep.text.tokenize import moses_lowercase
 
     records: list[PairRecord] = []
@@ -145,9 +156,21 @@ def build_records(items: list[Item], parses: list[ParsedLine], vocab: Vocab, *, 
         if not it.tgt:
             drops.append((it.line, "annotate:empty_target", "the target side is empty"))
             continue
-        # a lowercased corpus: the parser saw the cased words; compare the lowercased ones
-        feats = line_features(parsed, it.src, it.line, path=path, ldd_threshold=ldd_threshold,
-                              compare_words=[moses_lowercase(w) for w in parsed.words] if lowercase else None)
+        if it.word_index is not None:
+            # aligned by offsets to it.words: the parse must be of exactly those words
+            diff = first_difference(it.words, parsed.words)
+            if diff is not None:
+                k, x, y = diff
+                raise InputError(f"the parsed words differ from the aligned words at word {k + 1}: "
+                                 f"aligned {x!r} vs parser {y!r}", path, it.line)
+            feats = line_features(parsed, it.src, it.line, path=path, ldd_threshold=ldd_threshold,
+                                  word_index=it.word_index)
+            if alignment is not None and it.alignment is not None:
+                alignment += AlignStats.from_tuple(it.alignment)
+        else:
+            # a lowercased corpus: the parser saw the cased words; compare the lowercased ones
+            feats = line_features(parsed, it.src, it.line, path=path, ldd_threshold=ldd_threshold,
+                                  compare_words=[moses_lowercase(w) for w in parsed.words] if lowercase else None)
         sources.add(tree_source(parsed))
         records.append(PairRecord(line=it.line, src_ids=vocab.encode(it.src), tgt_ids=vocab.encode(it.tgt),
                                   **feats.as_dict()))
@@ -176,6 +199,7 @@ def annotate_split(
     ldd_threshold: float,
     shard_size: int = DEFAULT_SHARD_SIZE,
     source_name: str | None = None,
+    subword: str = DEFAULT_SCHEME,
 ) -> SplitResult:
     """Parse, annotate and shard one split, skipping shards already finished.
 
@@ -190,6 +214,8 @@ def annotate_split(
         ldd_threshold: LDD entries under this are dropped (each word keeps its best entry).
         shard_size: input pairs per shard (the last shard of a split may hold fewer).
         source_name: the source file, for error messages.
+        subword: the subword scheme of the pieces (the shards' ``subword`` attribute). When the
+            items carry offset alignments, the manifest records their rule counts per shard.
 
     Returns:
         :class:`SplitResult`.
@@ -217,18 +243,21 @@ def annotate_split(
                 result.skipped.append(name)
                 continue
             parses = source.parse(block, par, cache, identity)
+            stats = AlignStats()
             records, drops, sources = build_records(block, parses, vocab, ldd_threshold=ldd_threshold,
-                                                    lowercase=opts.lowercase, path=source_name)
+                                                    lowercase=opts.lowercase, path=source_name, alignment=stats)
             manifest.record_drops(split, drops)
             if records:
                 attrs = {
                     "split": split, "shard_index": k, "src_lang": src_lang, "tgt_lang": tgt_lang,
                     "signature": signature, "config": config, "tree_source": _merged_source(sources),
                     "ldd_threshold": ldd_threshold, "vocab_path": "dict.txt", "vocab_sha256": vocab.sha256,
-                    "deprel_labels": list(DEPRELS), "upos_labels": list(UPOS_TAGS),
+                    "deprel_labels": list(DEPRELS), "upos_labels": list(UPOS_TAGS), "subword": subword,
                 }
                 info = write_shard(out / name, records, attrs)
                 manifest.add_shard(split, info)
+                if any(it.alignment is not None for it in block):
+                    manifest.set_alignment(split, name, stats.as_dict())
                 result.written.append(name)
             manifest.save(out)
             log.info("%s: %d pairs, %d dropped", name, len(records), len(drops))
@@ -244,15 +273,21 @@ def annotate_split(
 def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iterator[int],
                      words: Iterator[list[str]] | None = None,
                      parses: Iterator[ParsedLine] | None = None,
-                     trees: Iterator[list[Any]] | None = None) -> Iterator[Item]:
+                     trees: Iterator[list[Any]] | None = None,
+                     word_index: Iterator[tuple[list[int], tuple[int, ...]]] | None = None) -> Iterator[Item]:
     """Zip the per-line streams of a split into :class:`Item` s.
 
     Args:
-        bpe_src, bpe_tgt: BPE'd lines. lines: each pair's original 1-based line number.
+        bpe_src, bpe_tgt: BPE'd lines (or a scheme's pieces). lines: each pair's original 1-based line number.
         words: the parser's words per line (default: the source pieces' words, unescaped).
         parses: imported parses, one per pair, in order.
         trees: the user's trees, one list per pair, in order (``--trees``).
+        word_index: per line, each source piece's word and the alignment's rule counts, when a
+            scheme aligned the pieces by offsets (then ``words`` must be given).
     """
+    if word_index is not None and words is None:
+        raise ValueError("word_index needs the words it indexes")
+    index_it = iter(word_index) if word_index is not None else None
     from synprep.align import bpe_words
     from synprep.text.escape import unescape_tokens
 
@@ -267,4 +302,8 @@ def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iter
             w = unescape_tokens(bpe_words(src, line=n)[0])
         p = next(parse_it, None) if parse_it is not None else None  # a missing parse: _parse_block names it
         tr = next(tree_it, None) if tree_it is not None else None
-        yield Item(line=n, words=w, src=src, tgt=t.split(), parse=p, trees=tr)
+        if index_it is not None:
+            wi, counts = next(index_it)
+            yield Item(line=n, words=w, src=src, tgt=t.split(), parse=p, trees=tr, word_index=wi, alignment=counts)
+        else:
+            yield Item(line=n, words=w, src=src, tgt=t.split(), parse=p, trees=tr)

@@ -44,6 +44,8 @@ class DataConfig:
         lowercase: lowercase after tokenizing; the parser still reads the cased words.
         fairseq_compat: the old tokenizer.perl's final-period rule.
         merges: joint BPE merge operations learned on the train split (fairseq IWSLT14: 10000).
+        subword: the subword scheme (:data:`synprep.subword.SCHEMES`: ``bpe``, ``spm``, ``hf``).
+        vocab_size: the SentencePiece vocabulary size when a model is learned (``--subword spm``).
         ratio: cleaning: maximum token-count ratio either way (clean-corpus-n.perl ``-ratio``).
         min_len, max_len: cleaning: inclusive token-count bounds of each side.
         parser: ``stanza``, ``corenlp``, or ``conllu`` (imported parses).
@@ -64,6 +66,8 @@ class DataConfig:
     lowercase: bool = False
     fairseq_compat: bool = False
     merges: int = 10000
+    subword: str = "bpe"
+    vocab_size: int = 8000
     ratio: float = 1.5
     min_len: int = 1
     max_len: int = 175
@@ -78,7 +82,7 @@ class DataConfig:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        for name in ("merges", "min_len", "max_len", "max_words", "batch_size", "shard_size"):
+        for name in ("merges", "vocab_size", "min_len", "max_len", "max_words", "batch_size", "shard_size"):
             if int(getattr(self, name)) < (0 if name == "min_len" else 1):
                 raise ConfigError(f"{name} must be >= {0 if name == 'min_len' else 1}, got {getattr(self, name)}")
         if not self.ratio > 0:
@@ -174,7 +178,7 @@ def _from_v1(d: dict[str, Any]) -> dict[str, Any]:
     }
     if d.get("tokenizer") == "given" and out["mode"] == "pipeline":
         out["tokenized"] = True
-    for key in ("merges", "ldd_threshold", "shard_size"):
+    for key in ("merges", "ldd_threshold", "shard_size", "subword", "vocab_size"):
         if key in d:
             out[key] = d[key]
     for key, name in (("package", "stanza_package"), ("max_words", "max_words"), ("batch_size", "batch_size")):

@@ -71,7 +71,10 @@ class TextOptions:
         clean: clean this split (None: the train split only, as fairseq's recipes do; other splits
             only lose pairs with an empty side).
         ratio, min_len, max_len: clean-corpus-n.perl bounds.
-        merges: BPE merge operations when the codes are learned.
+        merges: BPE merge operations when the codes are learned (``--subword bpe``).
+        subword: the subword scheme (:data:`synprep.subword.SCHEMES`): ``bpe`` segments the
+            tokenized text; ``spm``/``hf`` segment the raw text and align by character offsets.
+        vocab_size: the SentencePiece vocabulary size when a model is learned (``--subword spm``).
     """
 
     tokenized: bool = DEFAULTS.tokenized
@@ -82,6 +85,8 @@ class TextOptions:
     min_len: int = DEFAULTS.min_len
     max_len: int = DEFAULTS.max_len
     merges: int = DEFAULTS.merges
+    subword: str = DEFAULTS.subword
+    vocab_size: int = DEFAULTS.vocab_size
 
 
 @dataclass(frozen=True)
@@ -134,7 +139,7 @@ def data_config(mode: str, src_lang: str, tgt_lang: str, parse: ParseOptions, ld
     return DataConfig(
         mode=mode, src_lang=src_lang, tgt_lang=tgt_lang, tokenized=text.tokenized, lowercase=text.lowercase,
         fairseq_compat=text.fairseq_compat, merges=text.merges, ratio=text.ratio, min_len=text.min_len,
-        max_len=text.max_len, parser=parse.parser, stanza_package=spec.package if spec is not None else None,
+        max_len=text.max_len, subword=text.subword, vocab_size=text.vocab_size, parser=parse.parser, stanza_package=spec.package if spec is not None else None,
         ssplit=parse.ssplit, max_words=spec.max_words if spec is not None else DEFAULTS.max_words,
         batch_size=parse.batch_size, ldd_threshold=ldd_threshold, shard_size=shard_size)
 
@@ -337,6 +342,80 @@ def _codes(out: Path, files: TextFiles, codes: str | None, opts: TextOptions) ->
     return target
 
 
+def _subword_model(out: Path, split: str, raw_files: list[Path], model: str | None, opts: TextOptions,
+                   scheme: Any) -> Path:
+    """``OUT/<model_name>``: copied from ``model``, reused, or learned on the train split's kept raw
+    lines ``raw_files`` (both sides, joint) — :func:`_codes` for the schemes that read raw text."""
+    from synprep.subword import load_scheme
+
+    target = out / scheme.model_name
+    if model is not None:
+        given = load_scheme(scheme.name, model)
+        if target.exists() and file_sha256(target) != given.sha256:
+            raise ConfigError(f"{target} holds another {scheme.name} model than {scheme.model_option} {model}: "
+                              "use a new --out")
+        if not target.exists():
+            given.save(target)
+        return target
+    if target.exists():
+        return target
+    if split != TRAIN:
+        raise ConfigError(f"no {scheme.name} model in {out}: run the train split first, or give {scheme.model_option}")
+    log.info("learn a %s model (size %d) on %s", scheme.name, opts.vocab_size, ", ".join(map(str, raw_files)))
+    scheme.learn(raw_files, target, opts.vocab_size)
+    return target
+
+
+def _raw_kept(split: str, work: Path, raw: str, lang: str, opts: TextOptions) -> Path:
+    """``text/SPLIT.raw.L``: the raw lines of the kept pairs (lowercased with ``--lowercase``): what a
+    scheme that reads raw text segments."""
+    from synprep.text.tokenize import moses_lowercase
+
+    target = work / f"{split}.raw.{lang}"
+    if target.exists():
+        return target
+    keep = (int(n) for n in iter_lines(work / f"{split}.lines"))
+    want = next(keep, None)
+    with atomic_write(target) as f:
+        for i, line in enumerate(iter_lines(raw), 1):
+            if i == want:
+                f.write((moses_lowercase(line) if opts.lowercase else line) + "\n")
+                want = next(keep, None)
+    return target
+
+
+def _segment(split: str, work: Path, src: str, tgt: str, src_lang: str, tgt_lang: str, words_file: Path,
+             model: Path, opts: TextOptions, name: str, par: Parallel) -> tuple[Path, Path, Path]:
+    """Segment the kept raw lines: ``text/SPLIT.NAME.SRC`` (the source pieces as stored: split at word
+    boundaries), ``text/SPLIT.NAME.wi`` (each source piece's word, and the line's rule counts),
+    ``text/SPLIT.NAME.TGT``. Returns the three paths."""
+    from synprep.subword.stream import align_stream, encode_stream
+    from synprep.text.escape import unescape_tokens
+    from synprep.text.tokenize import moses_lowercase
+
+    raw_src, raw_tgt = _raw_kept(split, work, src, src_lang, opts), _raw_kept(split, work, tgt, tgt_lang, opts)
+    out_src, out_idx, out_tgt = work / f"{split}.{name}.{src_lang}", work / f"{split}.{name}.wi", \
+        work / f"{split}.{name}.{tgt_lang}"
+    if not (out_src.exists() and out_idx.exists()):
+        def source_lines() -> Iterator[tuple[int, str, list[str]]]:
+            lines = (int(n) for n in iter_lines(work / f"{split}.lines"))
+            for n, text, words in zip(lines, iter_lines(raw_src), iter_lines(words_file), strict=True):
+                w = unescape_tokens(words.split())
+                yield n, text, [moses_lowercase(x) for x in w] if opts.lowercase else w
+
+        with atomic_write(out_src) as f, atomic_write(out_idx) as g:
+            for pieces, index in align_stream(source_lines(), name, model, path=src, jobs=par.jobs,
+                                              backend=par.backend, scheduler=par.scheduler):
+                f.write(pieces + "\n")
+                g.write(index + "\n")
+    if not out_tgt.exists():
+        with atomic_write(out_tgt) as f:
+            for pieces in encode_stream(iter_lines(raw_tgt), name, model, jobs=par.jobs, backend=par.backend,
+                                        scheduler=par.scheduler):
+                f.write(pieces + "\n")
+    return out_src, out_tgt, out_idx
+
+
 def _apply_bpe(inp: Path, out_path: Path, codes: Path, par: Parallel) -> None:
     from synprep.text.bpe import apply_bpe_stream
 
@@ -373,11 +452,11 @@ def load_or_build_vocab(out: Path, split: str, bpe_files: list[Path], vocab: str
 
 
 def _signature(tok: str, lowercase: bool, codes_sha: str | None, opts: ParseOptions,
-               legacy: bool = False) -> str:
+               legacy: bool = False, sub: str | None = None) -> str:
     """The signature line; its ``parser:`` field names the parser and its models' digest, as
     ``synprep parse`` prints it (``legacy``: without the digest, as folders of earlier versions have it)."""
     source = opts.source()
-    return signature(tok=tok, lc=lowercase, bpe=codes_sha[:8] if codes_sha else None,
+    return signature(tok=tok, lc=lowercase, bpe=codes_sha[:8] if codes_sha else None, sub=sub,
                      parser=source.legacy_signature() if legacy else source.signature(), feat=FEATURES,
                      shard=f"v{SHARD_FORMAT_VERSION}")
 
@@ -401,7 +480,8 @@ def _finish(out: Path, manifest: Manifest, split: str) -> None:
 def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang: str, tgt_lang: str,
                  split: str = TRAIN, text: TextOptions, parse: ParseOptions, par: Parallel,
                  codes: str | None = None, vocab: str | None = None, conllu: str | None = None,
-                 ldd_threshold: float = DEFAULTS.ldd_threshold, shard_size: int = DEFAULT_SHARD_SIZE) -> Manifest:
+                 ldd_threshold: float = DEFAULTS.ldd_threshold, shard_size: int = DEFAULT_SHARD_SIZE,
+                 subword_model: str | None = None) -> Manifest:
     """Raw parallel text of one split → shards in ``out`` (module docstring).
 
     Args:
@@ -412,6 +492,8 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
         split: the split's name; the train split learns the BPE codes and the vocabulary.
         codes: BPE codes to apply instead of learning them. vocab: a fairseq dict to use.
         conllu: the parses to import (``--parser conllu``).
+        subword_model: the model of a ``text.subword`` scheme that reads raw text (``--spm-model``,
+            ``--hf-tokenizer``) instead of learning one (docs/subwords.md).
 
     Returns:
         The folder's manifest after the split was added.
@@ -438,6 +520,18 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
         _refuse_overwritten_same_language(work, src_lang)
     if text.tokenized and text.fairseq_compat:
         raise ConfigError("--fairseq-compat has no effect with --tokenized (nothing is tokenized)")
+    from synprep.subword import scheme_class
+
+    scheme = scheme_class(text.subword)
+    if scheme.reads_raw:
+        if codes is not None:
+            raise ConfigError(f"--codes is for --subword bpe; --subword {scheme.name} takes {scheme.model_option}")
+        if src is None:
+            raise ConfigError(f"--subword {scheme.name} segments the raw source text: give --src")
+        if subword_model is None and scheme.size_option is None:
+            raise ConfigError(f"--subword {scheme.name} cannot learn a model: give {scheme.model_option}")
+    elif subword_model is not None:
+        raise ConfigError("a subword model option is for --subword spm or hf; --subword bpe takes --codes")
     if not text.tokenized:
         for path in (src, tgt):
             if path is not None:
@@ -447,6 +541,11 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     shared = {"mode": "pipeline", "src_lang": src_lang, "tgt_lang": tgt_lang, "tokenizer": tok_sig["tok"],
               "lowercase": text.lowercase, "fairseq_compat": text.fairseq_compat, "merges": text.merges,
               "parser": parse.config(), "ldd_threshold": ldd_threshold, "shard_size": shard_size}
+    if scheme.reads_raw:  # only then: folders made before schemes existed keep their configuration
+        del shared["merges"]
+        shared["subword"] = scheme.name
+        if scheme.size_option is not None:
+            shared["vocab_size"] = text.vocab_size
     files = TextFiles(work, split, src_lang, tgt_lang)
     work.mkdir(parents=True, exist_ok=True)
     _remove_stale_temps(out)
@@ -470,21 +569,37 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
         raise InputError(f"line counts differ: {conllu} has {n_src} lines, {tgt} has {n_tgt}", tgt)
     _tokenize(tgt, files.side("tok", "tgt"), tgt_lang, text, par)
 
-    # 2. clean (+ lowercase), 3. BPE
+    # 2. clean (+ lowercase), 3. subwords
     _clean(files, text)
-    code_path = _codes(out, files, codes, text)
-    for side in ("src", "tgt"):
-        _apply_bpe(files.side("clean", side), files.side("bpe", side), code_path, par)
-    bpe_src, bpe_tgt = files.side("bpe", "src"), files.side("bpe", "tgt")
+    words_file = files.side("words" if text.lowercase else "clean", "src")
+    index_file = None
+    if scheme.reads_raw:
+        assert src is not None
+        raw_files = [_raw_kept(split, work, src, src_lang, text), _raw_kept(split, work, tgt, tgt_lang, text)]
+        model_path = _subword_model(out, split, raw_files, subword_model, text, scheme)
+        from synprep.subword import load_scheme
+
+        identity = load_scheme(scheme.name, model_path).identity()
+        bpe_src, bpe_tgt, index_file = _segment(split, work, src, tgt, src_lang, tgt_lang, words_file, model_path,
+                                                text, scheme.name, par)
+        codes_sha, sub = None, identity
+        model_config = {"subword_identity": identity, "subword_model_sha256": file_sha256(model_path)}
+    else:
+        code_path = _codes(out, files, codes, text)
+        for side in ("src", "tgt"):
+            _apply_bpe(files.side("clean", side), files.side("bpe", side), code_path, par)
+        bpe_src, bpe_tgt = files.side("bpe", "src"), files.side("bpe", "tgt")
+        codes_sha, sub = file_sha256(code_path), None
+        model_config = {"bpe_codes_sha256": codes_sha}
     v = load_or_build_vocab(out, split, [bpe_src, bpe_tgt], vocab)
 
     # 4. parse, features, shards
-    codes_sha = file_sha256(code_path)
-    sig = _signature(str(tok_sig["tok"]), text.lowercase, codes_sha, parse)
-    config = {**shared, "split": split, "bpe_codes_sha256": codes_sha, "vocab_sha256": v.sha256,
+    sig = _signature(str(tok_sig["tok"]), text.lowercase, codes_sha, parse, sub=sub)
+    config = {**shared, "split": split, **model_config, "vocab_sha256": v.sha256,
               "clean": text.clean if text.clean is not None else split == TRAIN,
               "clean_bounds": [text.ratio, text.min_len, text.max_len]}
-    manifest = _manifest(out, sig, shared, v, _signature(str(tok_sig["tok"]), text.lowercase, codes_sha, parse, True))
+    manifest = _manifest(out, sig, shared, v,
+                         _signature(str(tok_sig["tok"]), text.lowercase, codes_sha, parse, legacy=True, sub=sub))
     sig = manifest.signature
     manifest.set_input_lines(split, n_src)
     _record_clean_drops(manifest, split, files.dropped)
@@ -494,14 +609,17 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     def line_numbers() -> Iterator[int]:
         return (int(n) for n in iter_lines(files.lines))
 
-    words_file = files.side("words" if text.lowercase else "clean", "src")
+    from synprep.subword.stream import parse_index_line
+
     items = items_from_files(iter_lines(bpe_src), iter_lines(bpe_tgt), line_numbers(),
                              words=(unescape_tokens(w.split()) for w in iter_lines(words_file)),
                              parses=source.imported(conllu, line_numbers(), n_src),
-                             trees=trees_for(parse.trees, line_numbers(), n_src) if parse.trees else None)
-    annotate_split(out, split, items, vocab=v, manifest=manifest, opts=dataclasses.replace(parse, lowercase=text.lowercase), par=par, src_lang=src_lang,
-                   tgt_lang=tgt_lang, signature=sig, config=config, ldd_threshold=ldd_threshold,
-                   shard_size=shard_size, source_name=str(src or conllu))
+                             trees=trees_for(parse.trees, line_numbers(), n_src) if parse.trees else None,
+                             word_index=(parse_index_line(x) for x in iter_lines(index_file)) if index_file else None)
+    annotate_split(out, split, items, vocab=v, manifest=manifest, opts=dataclasses.replace(parse, lowercase=text.lowercase),
+                   par=par, src_lang=src_lang, tgt_lang=tgt_lang, signature=sig, config=config,
+                   ldd_threshold=ldd_threshold, shard_size=shard_size, source_name=str(src or conllu),
+                   subword=scheme.name)
     _write_drop_report(files.dropped, manifest, split)
     _finish(out, manifest, split)
     return manifest

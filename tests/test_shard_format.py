@@ -86,6 +86,7 @@ def test_reader_reads_a_hand_written_v1_shard(tmp_path, cache):
     assert r.src_lengths.tolist() == [5, 3] and r.tgt_lengths.tolist() == [4, 3]
     assert r.attrs["config"] == V1_CONFIG and r.attrs["deprel_labels"][ROOT] == "root"
     assert r.attrs["src_lang"] == "en" and r.attrs["n_pairs"] == 2
+    assert r.attrs["subword"] == "bpe"  # written before the attribute existed: subword-nmt BPE
     for expected, got in zip(EXPECTED, r, strict=True):
         _records_equal(expected, got)
 
@@ -102,9 +103,33 @@ def test_writer_writes_exactly_v1(tmp_path):
             assert f[name].dtype == np.dtype(dtype), name
             assert f[name][()].tolist() == values, name
         got = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
-        assert set(got) == set(V1_ATTRS) | {"config", "deprel_labels", "upos_labels"}
+        assert set(got) == set(V1_ATTRS) | {"config", "deprel_labels", "upos_labels", "subword"}
+        assert got["subword"] == "bpe"
         for key, value in V1_ATTRS.items():
             assert got[key] == value, key
         assert json.loads(got["config"]) == V1_CONFIG
         assert json.loads(got["deprel_labels"]) == list(DEPRELS)
         assert json.loads(got["upos_labels"]) == list(UPOS_TAGS)
+
+
+def test_subword_attribute_round_trip_and_check(tmp_path):
+    """A shard names its subword scheme; an unknown one is refused by the writer."""
+    from synprep.shards.check import check_shard
+
+    attrs = {k: v for k, v in V1_ATTRS.items() if k not in ("format", "format_version", "n_pairs")}
+    path = tmp_path / "test.00000.h5"
+    write_shard(path, EXPECTED, {**attrs, "config": V1_CONFIG, "subword": "spm"})
+    assert ShardReader(path).attrs["subword"] == "spm"
+    violation, got, _ = check_shard(path)
+    assert violation is None and got is not None and got["subword"] == "spm"
+    with pytest.raises(ValueError, match="subword must be one of"):
+        write_shard(tmp_path / "test.00001.h5", EXPECTED, {**attrs, "config": V1_CONFIG, "subword": "wordpiece"})
+
+
+def test_check_accepts_a_v1_shard_without_subword(tmp_path):
+    from synprep.shards.check import check_shard
+
+    path = tmp_path / "test.00000.h5"
+    _write_v1_by_hand(path)
+    violation, got, _ = check_shard(path)
+    assert violation is None and got is not None and got["subword"] == "bpe"

@@ -38,7 +38,7 @@ def test_text_of_a_known_pair(sample: Sample, tmp_path: Path) -> None:
     out = proc.stdout
     lines = out.splitlines()
     assert lines[0] == "train pair 3 (line 4) — shards/train.00000.h5"
-    assert "source: 14 pieces, 14 words, 2 sentences" in out
+    assert "source: 14 bpe pieces, 14 words, 2 sentences" in out
     assert "  " + LINE4_SRC in lines and "  " + LINE4_TGT in lines
     assert "sentences start at words: 1 6" in out
     # the piece table: piece 4 ('.') ends sentence 1: gap 999 in both conventions

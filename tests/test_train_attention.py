@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from synprep.train.attention import (
     MultiheadAttention,
     SyntacticSelfAttention,
+    default_sources,
     gated_heads,
     reference_attention,
 )
@@ -18,6 +19,8 @@ from synprep.train.data import Collater
 from synprep.train.gate import GateNetwork
 from synprep.train.masks import ldd_weights, padding_bias, pascal_weights, slr_bias, slr_log_mask
 from synprep.train.model import Seq2Seq
+from synprep.train.sources.base import SyntaxInputs
+from synprep.train.sources.pascal import Pascal
 from synprep.train.toydata import build_vocab, make_record
 
 B, H, T, DH = 3, 4, 9, 8
@@ -124,8 +127,9 @@ def test_parent_ignoring_all_rows_is_raw_attention(qkv):
     q, k, v, pad, _ = qkv
     parents = torch.full((B, T), 2.0)
     pb = padding_bias(pad, torch.float64)
-    out = gated_heads(q, k, v, sources=["pascal"] * H, gate=None, gate_value=1.0, pad_bias=pb,
-                      feats={"pascal": pascal_weights(parents).double()}, parent_ignore=1.0 - 1e-12)
+    pascal = Pascal(TrainConfig(parent_ignore=1.0 - 1e-12))
+    out = gated_heads(q, k, v, sources=["pascal"] * H, impls={"pascal": pascal}, gate=None, gate_value=1.0,
+                      pad_bias=pb, feats={"pascal": pascal_weights(parents).double()}, training=True)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=pb), rtol=0, atol=1e-12)
 
 
@@ -138,7 +142,8 @@ def test_module_with_gate_zero_equals_plain_module():
     pad = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
     gaps = torch.tensor([[2.0, 3, 1, 2000], [2, 2000, 0, 0]])
     pb = padding_bias(pad)
-    out = syn(x, bias=pb, gate=torch.zeros(2, 4), feats={"slr": slr_bias(gaps, pad, 10.0, None)})
+    inputs = SyntaxInputs(sources=default_sources(["slr"]), feats={"slr": slr_bias(gaps, pad, 10.0, None)})
+    out = syn(x, bias=pb, gate=torch.zeros(2, 4), syntax=inputs)
     torch.testing.assert_close(out[~pad], plain(x, bias=pb)[~pad], rtol=0, atol=1e-6)
 
 
@@ -179,7 +184,7 @@ def test_encoder_sentence_alone_equals_sentence_in_padded_batch(source):
     cfg = with_overrides(load_preset("tiny"), {"syntax_source": source, "dropout": 0.0})
     torch.manual_seed(0)
     model = Seq2Seq(cfg, len(symbols)).eval()
-    collate = Collater(cfg.sources_used(), cfg.slr_gaps, [int(x) for x in range(37)])
+    collate = Collater.for_model(model)
     with torch.no_grad():
         together = model.encode(collate(list(enumerate(recs))))
         for b, r in enumerate(recs):

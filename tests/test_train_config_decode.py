@@ -107,7 +107,7 @@ def _record_of(batch, b):
     from synprep.types import PairRecord
 
     n = int(batch.src_lengths[b]) - 1
-    gaps = batch.gaps[b, : n - 1].numpy().astype(np.int64)
+    gaps = batch.syntax["slr"][b, : n - 1].numpy().astype(np.int64)
     e = np.zeros(0, dtype=np.int64)
     return PairRecord(line=1, src_ids=batch.src_tokens[b, :n].numpy(), tgt_ids=e, word_index=e, heads=e, deprel=e,
                       upos=e, sent_start=e, gaps_cnf=gaps, gaps_nary=gaps, ldd_dep=e, ldd_head=e, ldd_rel=e,

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from synprep.constants import EOS_ID, GAP_EOS, PAD_ID
+from synprep.train.config import TrainConfig
 from synprep.train.data import BucketBatchSampler, Collater
 from synprep.train.masks import pascal_weights, slr_bias
 from synprep.types import PairRecord
@@ -31,19 +32,21 @@ MONKEY = record([20, 21, 22, 23, 24, 25, 26], [0, 1, 1, 2, 3, 4, 4], [2, 3, 0, 5
 
 
 def test_collate_appends_eos_with_gap_2000_and_shifts_target():
-    b = Collater(["slr", "pascal", "ldd"], ldd_labels=[5, 26, 34])([(0, SWIM), (1, MONKEY)])
+    cfg = TrainConfig(ldd_labels=["aux", "nsubj", "root", "aux"])  # relation ids 5, 26, 34
+    b = Collater(["slr", "pascal", "ldd"], cfg)([(0, SWIM), (1, MONKEY)])
+    gaps, ldd = b.syntax["slr"], b.syntax["ldd"]
     assert b.src_tokens.shape == (2, 9)
     assert b.src_tokens[0].tolist() == [10, 11, 12, 13, 14, 15, 16, 17, EOS_ID]
     assert b.src_tokens[1].tolist() == [20, 21, 22, 23, 24, 25, 26, EOS_ID, PAD_ID]
-    assert b.gaps[0].tolist() == [6, 1, 4, 3, 2, 1, 5, GAP_EOS]  # the SPEC's </s> line
-    assert b.gaps[1, :7].tolist() == [2, 1, 3, 4, 2, 1, GAP_EOS]
+    assert gaps[0].tolist() == [6, 1, 4, 3, 2, 1, 5, GAP_EOS]  # the SPEC's </s> line
+    assert gaps[1, :7].tolist() == [2, 1, 3, 4, 2, 1, GAP_EOS]
     assert b.prev_tokens[0].tolist() == [EOS_ID, 7, 8] and b.target[0].tolist() == [7, 8, EOS_ID]
     assert b.ntokens == 6 and b.src_lengths.tolist() == [9, 8]
     # SPEC §4 parents; </s> (position 7) and padding point at </s>
-    assert b.parents[1].tolist() == [1.5, 3, 3, 3, 5.5, 3, 3, 7, 7]
-    assert b.word_index[1].tolist() == [0, 1, 1, 2, 3, 4, 4, -1, -1]
+    assert b.syntax["pascal"][1].tolist() == [1.5, 3, 3, 3, 5.5, 3, 3, 7, 7]
+    assert ldd["word_index"][1].tolist() == [0, 1, 1, 2, 3, 4, 4, -1, -1]
     # LDD entries: batch, 0-based dependent, 0-based head (-1 root), relation, probability
-    e = [t.tolist() for t in b.ldd]
+    e = [t.tolist() for t in ldd["entries"]]
     assert e[0] == [1, 1, 1] and e[1] == [0, 1, 2] and e[2] == [1, 2, -1] and e[3] == [5, 26, 34]
 
 
@@ -52,20 +55,20 @@ def test_slr_through_collate_matches_spec_known_answer():
     swim = record([10, 11, 12, 13, 14, 15], range(6), [2, 0, 2, 5, 3, 2], [6, 4, 3, 2, 5])
     b = Collater(["slr"])([(0, swim)])
     pad = b.src_tokens.eq(PAD_ID)
-    soft = slr_bias(b.gaps, pad, 10.0, None)[0, 0].exp()
+    soft = slr_bias(b.syntax["slr"], pad, 10.0, None)[0, 0].exp()
     np.testing.assert_allclose(soft[0].numpy(), [1, 1, .5987, .3865, .2667, .1466, 0], atol=5e-5)
     np.testing.assert_allclose(soft[3].numpy(), [.1595, .4502, 1, 1, 1, .3543, 0], atol=5e-5)
     hard = ["1111110", "1111100", "0111100", "0011100", "0001110", "0111111", "1111111"]
     for mode in ("strict", "nonstrict"):
-        m = slr_bias(b.gaps, pad, 10.0, mode)[0, 0].exp()
+        m = slr_bias(b.syntax["slr"], pad, 10.0, mode)[0, 0].exp()
         assert ["".join(str(int(v)) for v in row) for row in m.tolist()] == hard
 
 
 def test_slr_padding_neither_changes_real_rows_nor_leaves_empty_rows():
     b = Collater(["slr"])([(0, SWIM), (1, record([5, 6], [0, 1], [2, 0], [3]))])
     pad = b.src_tokens.eq(PAD_ID)
-    both = slr_bias(b.gaps, pad, 10.0, "strict")
-    alone = slr_bias(Collater(["slr"])([(1, b_rec := record([5, 6], [0, 1], [2, 0], [3]))]).gaps,
+    both = slr_bias(b.syntax["slr"], pad, 10.0, "strict")
+    alone = slr_bias(Collater(["slr"])([(1, b_rec := record([5, 6], [0, 1], [2, 0], [3]))]).syntax["slr"],
                      torch.zeros(1, 3, dtype=torch.bool), 10.0, "strict")
     assert b_rec.gaps_cnf.tolist() == [3]
     torch.testing.assert_close(both[1, 0, :3, :3], alone[0, 0])

@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "tokenize": "synprep.cli.text:tokenize_cmd",
     "clean": "synprep.cli.text:clean_cmd",
     "bpe": "synprep.cli.text:bpe_group",
+    "spm": "synprep.cli.subword:spm_group",
     "iwslt14": "synprep.cli.recipes:iwslt14_cmd",
     # parsing
     "parse": "synprep.cli.parse:parse_cmd",

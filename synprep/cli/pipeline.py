@@ -15,6 +15,7 @@ from click.core import ParameterSource
 from synprep.cli.common import jobs_options, parser_jobs, shard_size_option, stanza_options
 from synprep.config import DEFAULTS
 from synprep.errors import ConfigError
+from synprep.subword import SCHEMES
 
 log = logging.getLogger("synprep")
 
@@ -72,7 +73,7 @@ CONFIG_OPTIONS = {
     "fairseq_compat": "fairseq_compat", "merges": "merges", "ratio": "ratio", "min_len": "min_len",
     "max_len": "max_len", "parser_name": "parser", "stanza_package": "stanza_package", "no_ssplit": "ssplit",
     "max_words": "max_words", "batch_size": "batch_size", "ldd_threshold": "ldd_threshold",
-    "shard_size": "shard_size",
+    "shard_size": "shard_size", "subword": "subword", "vocab_size": "vocab_size",
 }
 
 
@@ -153,6 +154,15 @@ def _report(manifest, split: str) -> None:
 @click.option("--tokenized", is_flag=True,
               help="The input is already Moses-tokenized and escaped (&quot; &apos; ...): use it as it is "
                    "(the parser sees the unescaped words).")
+@click.option("--subword", type=click.Choice(list(SCHEMES)), default=DEFAULTS.subword, show_default=True,
+              help="Subword scheme: subword-nmt BPE on the tokenized text, or SentencePiece / a HuggingFace "
+                   "tokenizer on the raw text, aligned to the words by character offsets (docs/subwords.md).")
+@click.option("--spm-model", default=None, metavar="FILE",
+              help="--subword spm: apply this SentencePiece model instead of learning one on the train split.")
+@click.option("--hf-tokenizer", default=None, metavar="FILE_OR_DIR",
+              help="--subword hf: a tokenizers tokenizer.json, or a local directory holding one.")
+@click.option("--vocab-size", type=click.IntRange(min=1), default=DEFAULTS.vocab_size, show_default=True,
+              help="--subword spm: vocabulary size of the model learned on the train split.")
 @click.option("--lowercase", is_flag=True, help="Lowercase after tokenizing (the parser still sees cased words).")
 @click.option("--fairseq-compat", is_flag=True, help="Tokenize like fairseq's old tokenizer.perl (final period).")
 @click.option("--clean/--no-clean", "clean", default=None,
@@ -166,11 +176,10 @@ def _report(manifest, split: str) -> None:
 @config_option
 @parser_options
 @jobs_options
-def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, tokenized, lowercase, fairseq_compat,
-                 clean, ratio, min_len, max_len, config_path, parser_name, conllu_path, trees_path, stanza_dir,
-                 stanza_package,
-                 device, batch_size, no_ssplit, max_words, ldd_threshold, cache_path, no_cache, shard_size, jobs,
-                 backend, scheduler):
+def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, tokenized, subword, spm_model,
+                 hf_tokenizer, vocab_size, lowercase, fairseq_compat, clean, ratio, min_len, max_len, config_path,
+                 parser_name, conllu_path, trees_path, stanza_dir, stanza_package, device, batch_size, no_ssplit,
+                 max_words, ldd_threshold, cache_path, no_cache, shard_size, jobs, backend, scheduler):
     """Raw parallel text → tokenize → clean → BPE → parse → features → shards → check.
 
     Run once per split into the same --out (train first: it learns the BPE codes and the
@@ -182,13 +191,39 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
     cfg = resolve_config("pipeline", out, config_path, click.get_current_context().params)
     refuse_unused_parser_options(cfg.parser, codes)
     opts = _parse_options(cfg, stanza_dir, device, cache_path, no_cache, trees_path)
+    model = _subword_model_option(cfg.subword, codes=codes, merges=cfg.merges, spm_model=spm_model,
+                                  hf_tokenizer=hf_tokenizer, vocab_size=cfg.vocab_size)
     text = TextOptions(tokenized=cfg.tokenized, lowercase=cfg.lowercase, fairseq_compat=cfg.fairseq_compat, clean=clean,
-                       ratio=cfg.ratio, min_len=cfg.min_len, max_len=cfg.max_len, merges=cfg.merges)
+                       ratio=cfg.ratio, min_len=cfg.min_len, max_len=cfg.max_len, merges=cfg.merges,
+                       subword=cfg.subword, vocab_size=cfg.vocab_size)
     par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
     manifest = run_pipeline(src, tgt, out, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, split=split, text=text,
                             parse=opts, par=par, codes=codes, vocab=vocab, conllu=conllu_path,
-                            ldd_threshold=cfg.ldd_threshold, shard_size=cfg.shard_size)
+                            ldd_threshold=cfg.ldd_threshold, shard_size=cfg.shard_size, subword_model=model)
     _report(manifest, split)
+
+
+def _subword_model_option(subword: str, **given) -> str | None:
+    """The model option of the chosen scheme; an option given for another scheme is an error.
+
+    Raises:
+        ConfigError: e.g. ``--spm-model`` with ``--subword bpe``, ``--merges`` with ``--subword spm``.
+    """
+    from synprep.subword import scheme_class
+
+    scheme = scheme_class(subword)
+    ctx = click.get_current_context()
+    for name in given:
+        option = "--" + name.replace("_", "-")
+        explicit = ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)
+        if explicit and option not in (scheme.model_option, scheme.size_option):
+            raise ConfigError(f"{option} has no effect with --subword {subword} (it takes {scheme.model_option}"
+                              + (f" or {scheme.size_option}" if scheme.size_option else "") + ")")
+    model = given.get(scheme.model_option[2:].replace("-", "_"))
+    if model is not None and scheme.size_option is not None \
+            and ctx.get_parameter_source(scheme.size_option[2:].replace("-", "_")) != ParameterSource.DEFAULT:
+        raise ConfigError(f"{scheme.size_option} has no effect with {scheme.model_option}: the model is given")
+    return model if scheme.reads_raw else None
 
 
 @click.command("annotate")

@@ -153,6 +153,13 @@ def translate_cmd(checkpoint, shards_dir, split, input_path, output_path, beam, 
                                    ldd_head=empty, ldd_rel=empty, ldd_prob=empty))
         dataset = RecordDataset(recs)
     else:
+        from synprep.shards import Manifest
+
+        scheme = Manifest.load(shards_dir).config.get("subword", "bpe")
+        if scheme != "bpe" and (remove_bpe or detok_lang is not None):
+            raise ConfigError(f"--remove-bpe and --detok undo subword-nmt BPE and Moses tokenization; these shards "
+                              f"use --subword {scheme}: write the pieces and decode them with the {scheme} model "
+                              "(docs/subwords.md)")
         dataset = ShardDataset(shards_dir, split)
     hyps = translate_dataset(model, dataset, beam=beam, lenpen=lenpen,
                              max_len_a=cfg.max_len_a if max_len_a is None else max_len_a,

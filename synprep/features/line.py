@@ -25,6 +25,7 @@ from synprep.features.ldd import line_ldd
 from synprep.features.parents import check_heads
 from synprep.features.relations import ancestor_mask
 from synprep.shards.schema import smallest_unsigned
+from synprep.subword.offsets import check_word_index
 from synprep.types import ParsedLine, ParsedSentence, deprel_id, upos_id
 
 
@@ -102,7 +103,8 @@ def _sentence_gaps(s: ParsedSentence, h: np.ndarray, anc: np.ndarray) -> tuple[n
 
 
 def line_features(parsed: ParsedLine, pieces: Sequence[str], line: int, *, path: str | None = None,
-                  ldd_threshold: float = 0.0, compare_words: Sequence[str] | None = None) -> LineFeatures:
+                  ldd_threshold: float = 0.0, compare_words: Sequence[str] | None = None,
+                  word_index: Sequence[int] | None = None) -> LineFeatures:
     """Source-side syntax features of one line (SPEC.md §1–4, docs/FORMAT.md).
 
     Args:
@@ -113,6 +115,10 @@ def line_features(parsed: ParsedLine, pieces: Sequence[str], line: int, *, path:
         ldd_threshold: drop LDD entries below this probability (each word keeps its best entry).
         compare_words: the words the pieces must rebuild, when they are not ``parsed.words``
             themselves (a corpus lowercased after parsing: the lowercased parsed words).
+        word_index: ``(T,)`` 0-based word of each piece when a subword scheme already aligned the
+            pieces to ``parsed.words`` (:mod:`synprep.subword`); then ``pieces`` are not read
+            as BPE and the index is only checked to cover the words in order. None: BPE pieces,
+            aligned by their ``@@`` markers (:func:`synprep.align.align`).
 
     Returns:
         :class:`LineFeatures`.
@@ -128,7 +134,10 @@ def line_features(parsed: ParsedLine, pieces: Sequence[str], line: int, *, path:
     if not parsed.sentences:
         raise InputError("the parse has no sentences", path, line)
     words = parsed.words if compare_words is None else list(compare_words)
-    word_index = align(pieces, words, line=line, path=path)
+    if word_index is None:
+        index = align(pieces, words, line=line, path=path)
+    else:
+        index = check_word_index(word_index, len(pieces), len(words), line=line, path=path)
 
     cnf: list[np.ndarray] = []
     nary: list[np.ndarray] = []
@@ -160,13 +169,13 @@ def line_features(parsed: ParsedLine, pieces: Sequence[str], line: int, *, path:
         raise InputError(f"LDD: {e}", path, line) from None
     u = smallest_unsigned(n_words)
     return LineFeatures(
-        word_index=word_index.astype(u),
+        word_index=index.astype(u),
         heads=np.concatenate(heads).astype(u),
         deprel=np.array([deprel_id(r) for s in parsed.sentences for r in s.deprels], dtype=np.uint8),
         upos=np.array([upos_id(t) for s in parsed.sentences for t in s.upos], dtype=np.uint8),
         sent_start=np.asarray(starts).astype(u),
-        gaps_cnf=spread_gaps(line_word_gaps(cnf), word_index),
-        gaps_nary=spread_gaps(line_word_gaps(nary), word_index),
+        gaps_cnf=spread_gaps(line_word_gaps(cnf), index),
+        gaps_nary=spread_gaps(line_word_gaps(nary), index),
         ldd_dep=ldd_dep.astype(u),
         ldd_head=ldd_head.astype(u),
         ldd_rel=ldd_rel.astype(np.uint8),

@@ -7,7 +7,8 @@ What is verified (docs/shards.md lists it for users), in this order:
    does not list; every listed shard exists with the listed size and sha256.
 2. Each shard, split by split in shard order: it opens as HDF5; ``format``/``format_version``
    known; every root attribute present with its type, ``split``/``shard_index`` match the file
-   name, ``n_pairs`` matches, ``signature`` and ``vocab_sha256`` match the manifest; every dataset
+   name, ``n_pairs`` matches, ``signature`` and ``vocab_sha256`` match the manifest, ``subword``
+   names a registered scheme (a shard without it means ``bpe``); every dataset
    present, 1-D, with its format's dtype; per axis the offsets have N+1 entries, start at 0, never
    decrease and end at the length of every dataset on that axis.
 3. Each pair (the first violating pair is reported, with its original line):
@@ -24,7 +25,8 @@ What is verified (docs/shards.md lists it for users), in this order:
 4. Per split: the manifest's shard entries (pairs, first/last line) match the files, ``pairs`` is
    their sum, ``input_lines == pairs + sum(dropped)``, the dropped counts match ``dropped_lines``
    per reason, and every line is accounted for once: shard lines and dropped lines are disjoint
-   and within [1, input_lines].
+   and within [1, input_lines]; the subword alignment counts (``--subword spm|hf``) name listed
+   shards only and add up to their total.
 
 A corrupt file (truncated HDF5, missing dataset, wrong dtype, unreadable chunk) is a reported
 violation, never a traceback. Checks are vectorised per shard (numpy over the CSR arrays).
@@ -61,6 +63,7 @@ from synprep.shards.schema import (
     shard_name,
 )
 from synprep.signature import file_sha256
+from synprep.subword import SCHEMES
 from synprep.vocab import Vocab
 
 #: tolerance on the sum of a word's LDD probabilities (float16 relative rounding is 2**-11)
@@ -362,6 +365,8 @@ def _read_shard(f: h5py.File, name: str) -> tuple[dict[str, Any], dict[str, np.n
             raise _Fail(Violation(name, f"root attribute {key} is not a JSON list of strings"))
     if attrs["tree_source"] not in TREE_SOURCES:
         raise _Fail(Violation(name, f"tree_source {attrs['tree_source']!r} is not one of {', '.join(TREE_SOURCES)}"))
+    if attrs["subword"] not in SCHEMES:
+        raise _Fail(Violation(name, f"subword {attrs['subword']!r} is not one of {', '.join(SCHEMES)}"))
 
     def dataset(path: str) -> np.ndarray:
         obj = f.get(path)
@@ -609,3 +614,22 @@ def _check_split_counts(split: str, raw: dict[str, Any], lines: np.ndarray) -> N
     both = np.intersect1d(lines, dlines)
     if len(both):
         raise fail(f"line {both[0]} is both stored in a shard and listed as dropped")
+    _check_alignment_counts(raw.get("subword_alignment"), {s["file"] for s in raw.get("shards", [])}, fail)
+
+
+def _check_alignment_counts(counts: Any, files: set[str], fail) -> None:
+    """``subword_alignment`` (when present): counts for listed shards only, and a total that is their sum."""
+    if counts is None:
+        return
+    if not isinstance(counts, dict) or not isinstance(counts.get("shards"), dict) \
+            or not isinstance(counts.get("total"), dict):
+        raise fail("subword_alignment must be {total: {...}, shards: {FILE: {...}}}")
+    total: Counter = Counter()
+    for file, c in counts["shards"].items():
+        if file not in files:
+            raise fail(f"subword_alignment counts shard {file!r}, which the split does not list")
+        if not isinstance(c, dict) or not all(isinstance(v, int) and v >= 0 for v in c.values()):
+            raise fail(f"subword_alignment counts of {file} must be integers >= 0")
+        total.update(c)
+    if {k: v for k, v in counts["total"].items() if v} != {k: v for k, v in total.items() if v}:
+        raise fail(f"subword_alignment total {counts['total']} is not the sum of its shards' counts")

@@ -35,12 +35,16 @@ class SplitEntry:
             a reason may be listed with 0).
         dropped_lines: ``[line, reason, detail]`` for every dropped line, by line number.
         shards: the split's :class:`ShardInfo` in shard-index order.
+        alignment: shard file → how often each subword alignment rule applied to its pairs
+            (:class:`synprep.subword.offsets.AlignStats` as a dict); empty for subword-nmt BPE,
+            which needs no rule. Saved as ``subword_alignment`` with a ``total``.
     """
 
     input_lines: int = 0
     dropped: dict[str, int] = field(default_factory=dict)
     dropped_lines: list[list[Any]] = field(default_factory=list)
     shards: list[ShardInfo] = field(default_factory=list)
+    alignment: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def pairs(self) -> int:
@@ -48,9 +52,16 @@ class SplitEntry:
         return sum(s.pairs for s in self.shards)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"input_lines": self.input_lines, "pairs": self.pairs, "dropped": dict(self.dropped),
-                "dropped_lines": [list(x) for x in self.dropped_lines],
-                "shards": [asdict(s) for s in self.shards]}
+        out = {"input_lines": self.input_lines, "pairs": self.pairs, "dropped": dict(self.dropped),
+               "dropped_lines": [list(x) for x in self.dropped_lines],
+               "shards": [asdict(s) for s in self.shards]}
+        if self.alignment:
+            total: Counter = Counter()
+            for counts in self.alignment.values():
+                total.update(counts)
+            out["subword_alignment"] = {"total": {k: total[k] for k in sorted(total)},
+                                        "shards": {k: dict(v) for k, v in self.alignment.items()}}
+        return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SplitEntry:
@@ -60,9 +71,11 @@ class SplitEntry:
             ValueError / TypeError / AttributeError: a malformed entry (a shard entry whose fields
                 are missing, unknown or of the wrong JSON type; a count that is not an integer).
         """
+        alignment = (d.get("subword_alignment") or {}).get("shards", {})
         return cls(input_lines=int(d.get("input_lines", 0)), dropped=dict(d.get("dropped", {})),
                    dropped_lines=[list(x) for x in d.get("dropped_lines", [])],
-                   shards=[_shard_info(s) for s in d.get("shards", [])])
+                   shards=[_shard_info(s) for s in d.get("shards", [])],
+                   alignment={str(k): {str(r): int(n) for r, n in v.items()} for k, v in alignment.items()})
 
 
 _SHARD_FIELDS = {"file": str, "pairs": int, "first_line": int, "last_line": int, "sha256": str, "bytes": int}
@@ -179,6 +192,11 @@ class Manifest:
         """Add a shard's entry, replacing one of the same file; entries stay in file-name order."""
         entry = self.split(split)
         entry.shards = sorted([s for s in entry.shards if s.file != info.file] + [info], key=lambda s: s.file)
+
+    def set_alignment(self, split: str, file: str, counts: dict[str, int]) -> None:
+        """Record how often each subword alignment rule applied to the pairs of shard ``file``
+        (replacing an earlier record of the same shard: a re-run never counts a shard twice)."""
+        self.split(split).alignment[file] = {k: int(v) for k, v in counts.items()}
 
     def declare_reasons(self, split: str, reasons: list[str]) -> None:
         """List drop reasons with a 0 count when they have none (so the manifest shows them)."""

@@ -26,7 +26,15 @@ import numpy as np
 
 from synprep.constants import SHARD_FORMAT, SHARD_FORMAT_VERSION
 from synprep.errors import InputError
-from synprep.shards.schema import AXES, FIELDS, JSON_ATTRS, LINE, OFFSETS_GROUP, parse_shard_name
+from synprep.shards.schema import (
+    AXES,
+    DEFAULTED_ATTRS,
+    FIELDS,
+    JSON_ATTRS,
+    LINE,
+    OFFSETS_GROUP,
+    parse_shard_name,
+)
 from synprep.types import PairRecord
 
 
@@ -56,6 +64,8 @@ def read_attrs(f: h5py.File, name: str) -> dict[str, Any]:
     if version != SHARD_FORMAT_VERSION:
         raise ShardFormatError(f"shard format_version {version!r} is not supported: this synprep reads "
                                f"version {SHARD_FORMAT_VERSION} (docs/FORMAT.md)", name)
+    for key, default in DEFAULTED_ATTRS.items():
+        attrs.setdefault(key, default)  # a shard written before the attribute existed
     for key in JSON_ATTRS:
         if key in attrs:
             try:

@@ -57,10 +57,14 @@ REQUIRED_ATTRS = ("split", "shard_index", "src_lang", "tgt_lang", "signature", "
                   "ldd_threshold", "vocab_path", "vocab_sha256")
 #: root attributes with a default (the label inventories of synprep.types)
 OPTIONAL_ATTRS = ("deprel_labels", "upos_labels")
+#: root attributes added after version 1 was fixed, with the value that a shard without one means:
+#: the writer always writes them, readers fill them in (an old reader ignores them, and reads the
+#: shard right: they add information, they change no dataset)
+DEFAULTED_ATTRS = {"subword": "bpe"}
 #: root attributes the writer sets itself
 WRITER_ATTRS = ("format", "format_version", "n_pairs")
 #: root attributes stored as text: the caller's (the writer checks their type); the writer adds ``format``
-STR_ATTRS = ("split", "src_lang", "tgt_lang", "signature", "tree_source", "vocab_path", "vocab_sha256")
+STR_ATTRS = ("split", "src_lang", "tgt_lang", "signature", "tree_source", "vocab_path", "vocab_sha256", "subword")
 #: root attributes stored as int64
 INT_ATTRS = ("shard_index", "n_pairs", "format_version")
 #: attributes stored as JSON text

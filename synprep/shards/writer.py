@@ -31,6 +31,7 @@ from synprep.constants import SHARD_FORMAT, SHARD_FORMAT_VERSION
 from synprep.shards.schema import (
     AXES,
     CHUNK_ELEMS,
+    DEFAULTED_ATTRS,
     FIELDS,
     GZIP_LEVEL,
     JSON_ATTRS,
@@ -46,6 +47,7 @@ from synprep.shards.schema import (
     ids_dtype,
     smallest_unsigned,
 )
+from synprep.subword import SCHEMES
 from synprep.textio import file_mode
 from synprep.types import DEPRELS, UPOS_TAGS, PairRecord
 
@@ -81,7 +83,8 @@ def canonical_json(value: Any) -> str:
 
 def _root_attrs(attrs: Mapping[str, Any], n_pairs: int) -> dict[str, Any]:
     missing = [k for k in REQUIRED_ATTRS if k not in attrs]
-    unknown = sorted(set(attrs) - set(REQUIRED_ATTRS) - set(OPTIONAL_ATTRS))
+    unknown = sorted(set(attrs) - set(REQUIRED_ATTRS) - set(OPTIONAL_ATTRS) - set(DEFAULTED_ATTRS))
+    attrs = {**DEFAULTED_ATTRS, **attrs}
     if missing or unknown:
         raise ValueError(f"shard attributes: missing {missing}, unknown {unknown} (docs/FORMAT.md)")
     out: dict[str, Any] = {}
@@ -91,6 +94,8 @@ def _root_attrs(attrs: Mapping[str, Any], n_pairs: int) -> dict[str, Any]:
         out[key] = attrs[key]
     if out["tree_source"] not in TREE_SOURCES:
         raise ValueError(f"tree_source must be one of {TREE_SOURCES}, got {out['tree_source']!r}")
+    if out["subword"] not in SCHEMES:
+        raise ValueError(f"subword must be one of {', '.join(SCHEMES)}, got {out['subword']!r}")
     config = attrs["config"]
     if isinstance(config, str):
         config = json.loads(config)

@@ -5,6 +5,8 @@ One module per concept:
 * :mod:`~synprep.train.config` — :class:`TrainConfig` (every hyperparameter), presets, overrides.
 * :mod:`~synprep.train.data` — shard dataset, length-bucketed batch sampler (DDP-aware), collate.
 * :mod:`~synprep.train.masks` — SLR log-mask, PASCAL Gaussian weights, LDD weights (torch).
+* :mod:`~synprep.train.sources` — the syntax-source registry (SLR, PASCAL, LDD, LDD 1-best parent,
+  LISA/SISA, SLA, SET): one module per source, each with its collate, inputs and attention.
 * :mod:`~synprep.train.attention` — plain and gated syntactic multi-head attention (SDPA).
 * :mod:`~synprep.train.gate` — the per-layer gate network.
 * :mod:`~synprep.train.model` — the encoder-decoder.

@@ -3,16 +3,18 @@
 Gated syntactic self-attention (gated-syntax-attention eq. 7–11, SPEC.md §6), per head i::
 
     A_raw = softmax(s + pad)                     s = Q Kᵀ / √d_k   (B, H, T, T)
-    A_syn = softmax(s + log M + pad)             SLR heads
+    A_syn = softmax(s + log M + pad)             SLR / SLA heads (an additive bias)
           = softmax(s ⊙ W + pad)                 PASCAL / LDD heads (W multiplies the scores)
+          = the source's own attention           LISA, SET (synprep.train.sources)
     A     = G_i · A_syn + (1 − G_i) · A_raw
     out   = A V = G_i · (A_syn V) + (1 − G_i) · (A_raw V)
 
 The last line is how it is computed: two attention calls mixed per head by G, never an explicit
-A. SLR heads and the raw heads go through ``F.scaled_dot_product_attention``; PASCAL/LDD heads
-need the scores themselves (a product with s is not an additive bias), so they take an explicit
-softmax. Heads whose G is constant skip the call they do not need (G ≡ 1: no raw call; plain
-heads: no syntactic call).
+A. Each syntax source computes ``A_syn V`` of its heads in one call
+(:meth:`synprep.train.sources.base.SyntaxSource.attend`): bias sources (SLR, SLA) and the raw
+heads go through ``F.scaled_dot_product_attention``; PASCAL/LDD heads need the scores themselves
+(a product with s is not an additive bias), so they take an explicit softmax. Heads whose G is
+constant skip the call they do not need (G ≡ 1: no raw call; plain heads: no syntactic call).
 
 Dropout. Attention dropout (rate a) applies inside each call. Syntax ignoring (rate p, paper
 §4.5 "vanilla Dropout on the syntactic attention") is a second, independent dropout on A_syn.
@@ -25,12 +27,14 @@ mixed A with a single mask is that A_syn and A_raw get independent masks (same e
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from synprep.train.masks import ignore_rows
+from synprep.train.sources.base import AttendContext, SyntaxInputs, SyntaxSource
 
 
 def _like(mask: torch.Tensor | None, q: torch.Tensor) -> torch.Tensor | None:
@@ -108,44 +112,47 @@ class SyntacticSelfAttention(MultiheadAttention):
 
     Args:
         d_model, heads, dropout: as :class:`MultiheadAttention` (dropout = attention dropout a).
-        sources: per head ``"slr"``, ``"pascal"``, ``"ldd"`` or None (plain head, G ≡ 0).
+        sources: per head a syntax source name (:data:`synprep.train.sources.SOURCES`) or None
+            (plain head, G ≡ 0).
         gate_value: None for a learned gate (G passed to :meth:`forward`), else the constant G of
             every syntactic head (0.5 "avg", 1.0 "pure"/"hard").
         syntax_dropout: syntax ignoring rate p on A_syn (paper §4.5).
-        parent_ignore: PASCAL parent ignoring rate (per head and query row, training only).
+        modules: per source name, its trainable parameters of this layer
+            (:meth:`~synprep.train.sources.base.SyntaxSource.layer_module`), if any.
     """
 
     def __init__(self, d_model: int, heads: int, dropout: float, sources: list[str | None],
-                 gate_value: float | None = None, syntax_dropout: float = 0.0, parent_ignore: float = 0.0):
+                 gate_value: float | None = None, syntax_dropout: float = 0.0,
+                 modules: dict[str, nn.Module] | None = None):
         super().__init__(d_model, heads, dropout)
         if len(sources) != heads:
             raise ValueError(f"sources needs one entry per head ({heads}), got {len(sources)}")
         self.sources = list(sources)
         self.gate_value = gate_value
         self.syntax_dropout = syntax_dropout
-        self.parent_ignore = parent_ignore
+        self.syntax_modules = nn.ModuleDict(modules or {})
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, *, bias: torch.Tensor | None = None,
                 causal: bool = False, cache: dict | None = None, static_kv: bool = False,
-                gate: torch.Tensor | None = None, feats: dict | None = None) -> torch.Tensor:  # type: ignore[override]
+                gate: torch.Tensor | None = None, syntax: SyntaxInputs | None = None) -> torch.Tensor:  # type: ignore[override]
         """Gated syntactic self-attention.
 
         Args:
             x: (B, T, D). bias: (B, 1, 1, T) key-padding bias (0 / -inf).
             gate: (B, H) learned G in (0, 1) when ``gate_value`` is None.
-            feats: the batch's syntactic inputs (:meth:`synprep.train.model.Encoder.syntax_inputs`):
-                ``"slr"`` (B, 1, T, T) bias with padding, ``"pascal"`` (B, 1, T, T) weights,
-                ``"ldd"`` (B, H, T, T) weights (channel h for head h).
+            syntax: the batch's sources and their prepared inputs
+                (:meth:`synprep.train.model.Seq2Seq.syntax_inputs`).
 
         Returns:
             (B, T, D).
         """
         q, k, v = self.project(x)
-        out = gated_heads(q, k, v, sources=self.sources, gate=gate,
-                          gate_value=self.gate_value, pad_bias=bias, feats=feats or {},
+        syn = syntax or SyntaxInputs()
+        out = gated_heads(q, k, v, sources=self.sources, impls=syn.sources, gate=gate,
+                          gate_value=self.gate_value, pad_bias=bias, feats=syn.feats,
                           attn_dropout=self.dropout if self.training else 0.0,
                           syntax_dropout=self.syntax_dropout if self.training else 0.0,
-                          parent_ignore=self.parent_ignore if self.training else 0.0)
+                          training=self.training, x=x, modules=dict(self.syntax_modules.items()), aux=syn.aux)
         return self.out_proj(_merge(out))
 
 
@@ -176,28 +183,45 @@ def scaled_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, weights:
     return torch.matmul(a, v)
 
 
+def default_sources(names: list[str | None]) -> dict[str, SyntaxSource]:
+    """Source objects of ``names`` with the default configuration (tests, readers)."""
+    from synprep.train.config import TrainConfig
+    from synprep.train.sources import source_class
+
+    cfg = TrainConfig()
+    return {n: source_class(n)(cfg) for n in dict.fromkeys(names) if n is not None}
+
+
 def gated_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, sources: list[str | None],
-                raw_heads: list[int] | None = None, gate: torch.Tensor | None, gate_value: float | None,
-                pad_bias: torch.Tensor | None, feats: dict, attn_dropout: float = 0.0,
-                syntax_dropout: float = 0.0, parent_ignore: float = 0.0) -> torch.Tensor:
+                impls: Mapping[str, SyntaxSource] | None = None, raw_heads: list[int] | None = None,
+                gate: torch.Tensor | None, gate_value: float | None, pad_bias: torch.Tensor | None,
+                feats: Mapping[str, Any], attn_dropout: float = 0.0, syntax_dropout: float = 0.0,
+                training: bool = False, x: torch.Tensor | None = None,
+                modules: Mapping[str, nn.Module] | None = None, aux: list[torch.Tensor] | None = None) -> torch.Tensor:
     """Per-head ``G·(A_syn V) + (1−G)·(A_raw V)`` (paper eq. 10–11; see the module docstring).
 
     Args:
         q, k, v: (B, H, T, dh).
-        sources: per head ``"slr"`` / ``"pascal"`` / ``"ldd"`` / None (plain head: raw only).
+        sources: per head a source name or None (plain head: raw only).
+        impls: the source objects by name (default: :func:`default_sources`); each computes
+            ``A_syn V`` of its heads in one call (:meth:`~synprep.train.sources.base.SyntaxSource.attend`).
         raw_heads: heads that need the raw call (default: every head unless ``gate_value == 1``
             makes a syntactic head purely syntactic).
         gate: (B, H) G when ``gate_value`` is None. gate_value: constant G of syntactic heads.
         pad_bias: (B, 1, 1, T) key padding (0 / -inf) or None.
-        feats: ``"slr"`` (B, 1, T, T) bias including padding; ``"pascal"`` (B, 1, T, T);
-            ``"ldd"`` (B, H, T, T).
-        attn_dropout: a. syntax_dropout: p (A_syn gets ``1 − (1−a)(1−p)``). parent_ignore: PASCAL rate.
+        feats: each source's prepared inputs by name (e.g. ``"slr"`` (B, 1, T, T) bias).
+        attn_dropout: a. syntax_dropout: p (A_syn gets ``1 − (1−a)(1−p)``).
+        training: the layer's mode (source-specific regularisers such as parent ignoring).
+        x: (B, T, D) the attention's input (SET's gate). modules: per source, this layer's
+            parameters. aux: list that auxiliary losses are appended to (LISA).
 
     Returns:
         (B, H, T, dh) per-head outputs A V.
     """
     B, H, T, _ = q.shape
     syn_heads = [h for h, s in enumerate(sources) if s is not None]
+    if impls is None:
+        impls = default_sources(sources)
     if raw_heads is None:
         raw_heads = [h for h in range(H) if not (sources[h] is not None and gate_value == 1.0)]
     p_syn = 1.0 - (1.0 - attn_dropout) * (1.0 - syntax_dropout)
@@ -208,25 +232,16 @@ def gated_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, sources: l
                                              attn_mask=_like(pad_bias, q), dropout_p=attn_dropout)  # (B, R, T, dh)
     raw_pos = {h: i for i, h in enumerate(raw_heads)}
 
-    # syntactic calls, one per kind: (heads, A_syn V)
+    # syntactic calls, one per source: (heads, A_syn V)
     groups: list[tuple[list[int], torch.Tensor]] = []
-    slr = [h for h in syn_heads if sources[h] == "slr"]
-    if slr:
-        groups.append((slr, F.scaled_dot_product_attention(_take(q, slr, H), _take(k, slr, H), _take(v, slr, H),
-                                                           attn_mask=_like(feats["slr"], q), dropout_p=p_syn)))
-    scale = [h for h in syn_heads if sources[h] in ("pascal", "ldd")]
-    if scale:
-        parts = []
-        for h in scale:
-            if sources[h] == "pascal":
-                w = feats["pascal"]  # (B, 1, T, T)
-                parts.append(w if parent_ignore == 0 else ignore_rows(w, parent_ignore))
-            else:
-                parts.append(feats["ldd"][:, h:h + 1])
-        shared = parent_ignore == 0 and all(sources[h] == "pascal" for h in scale)
-        w = parts[0] if len(parts) == 1 or shared else torch.cat(parts, dim=1)  # (B, 1|Hs, T, T)
-        groups.append((scale, scaled_attention(_take(q, scale, H), _take(k, scale, H), _take(v, scale, H),
-                                               w, pad_bias, p_syn)))
+    aux_list: list[torch.Tensor] = [] if aux is None else aux
+    for name in dict.fromkeys(sources[h] for h in syn_heads):
+        assert name is not None
+        heads = [h for h in syn_heads if sources[h] == name]
+        ctx = AttendContext(pad_bias=pad_bias, dropout_p=p_syn, training=training, x=x,
+                            module=modules[name] if modules is not None and name in modules else None, aux=aux_list)
+        groups.append((heads, impls[name].attend(_take(q, heads, H), _take(k, heads, H), _take(v, heads, H),
+                                                 heads, feats[name], ctx)))
 
     # mix per head, out of place (SDPA kernels may keep their output for backward)
     pieces: list[tuple[list[int], torch.Tensor]] = []

@@ -15,11 +15,16 @@ pure       ablation "Pure": G ≡ 1 (paper Table 6)
 hard       hard placement: G ≡ 1 on ``syntax_heads`` of ``syntax_layers``, plain heads elsewhere
 ========== =====================================================================================
 
-``syntax_source`` picks the syntactic attention of each syntactic head: ``slr`` (SPEC §3, the
-log-mask enters SDPA), ``pascal`` (SPEC §4, Gaussian weights multiply the scaled scores) or
-``ldd`` (SPEC §4, LDD weights of the head's label multiply the scaled scores). It is one name for
+``syntax_source`` picks the syntactic attention of each syntactic head, by its name in the
+registry :data:`synprep.train.sources.SOURCES` (``slr``, ``pascal``, ``ldd``, ``ldd_parent``,
+``lisa``, ``sla``, ``set``; one module each under ``synprep/train/sources/``). It is one name for
 every syntactic head, or a list with one entry per syntactic layer, each a name or a list with
 one name per head.
+
+Source-dependent defaults (:data:`SOURCE_DEFAULTED`): a field left at None takes the value of the
+paper of the sources in use — each source's own paper where it runs as that paper ran it (e.g. no
+syntax dropout for SLR or PASCAL in ``hard`` mode; SLA's unregularised gate), else the gated
+paper's (:data:`GATED_PAPER_DEFAULTS`). The resolved value is what ``to_dict`` shows and saves.
 """
 
 from __future__ import annotations
@@ -33,12 +38,20 @@ from typing import Any
 
 from synprep.errors import ConfigError
 from synprep.features.slr import HARD_MODES
+from synprep.train.sources import SOURCES, source_class
 from synprep.types import DEPRELS
 
 SYNTAX_MODES = ("vanilla", "gated", "avg", "pure", "hard")
 #: the constant G of every syntactic head per mode (None: learned by the gate networks)
 SYNTAX_GATE: dict[str, float | None] = {"vanilla": 0.0, "gated": None, "avg": 0.5, "pure": 1.0, "hard": 1.0}
-SYNTAX_SOURCES = ("slr", "pascal", "ldd")
+SYNTAX_SOURCES = tuple(SOURCES)
+# --- syntax-source defaults (engineer `sources`) ----------------------------------------------
+#: the gated paper's values of the source-dependent fields (gated-syntax-attention Table 2,
+#: IWSLT14 De-En: ignore rate 0.4, locking epoch K = 80; §4.4 BatchNorm in the gate)
+GATED_PAPER_DEFAULTS: dict[str, Any] = {"syntax_dropout": 0.4, "gate_freeze_epochs": 80, "gate_batch_norm": True}
+#: fields whose default (None) is resolved from the syntax sources (see the module docstring)
+SOURCE_DEFAULTED = tuple(GATED_PAPER_DEFAULTS)
+# ----------------------------------------------------------------------------------------------
 SLR_GAPS = ("cnf", "nary")
 SLR_HARD = HARD_MODES
 
@@ -72,16 +85,25 @@ class TrainConfig:
     syntax: str = "gated"  # vanilla | gated | avg | pure | hard
     syntax_layers: list[int] | None = None  # 0-based encoder layers; None = all (hard: [0])
     syntax_heads: list[int] | None = None  # 0-based heads of those layers; None = all
-    syntax_source: Any = "slr"  # slr | pascal | ldd, or one per syntax layer (name or list per head)
+    syntax_source: Any = "slr"  # a name in sources.SOURCES, or one per syntax layer (name or list per head)
     slr_gaps: str = "cnf"  # cnf | nary (which stored gaps build the SLR mask)
     slr_tau: float = 10.0  # soft SLR temperature τ
     slr_hard: str | None = None  # None = soft; strict | nonstrict = hard SLR (SPEC §3)
     pascal_sigma: float = 1.0  # Gaussian σ of PASCAL weights (SPEC §4)
     parent_ignore: float = 0.0  # PASCAL parent ignoring: per query row, weights := 1 with prob p
     ldd_labels: list[str] = field(default_factory=lambda: ["nsubj", "obj", "amod", "det"])  # per head
-    syntax_dropout: float = 0.4  # syntax ignoring: dropout on A_syn (paper Table 2 "ignore rate")
+    # None = the sources' paper default (SOURCE_DEFAULTED), resolved when the config is built
+    syntax_dropout: float = None  # type: ignore[assignment]  # syntax ignoring: dropout on A_syn (Table 2 "ignore rate")
     gate_hidden: int = 256  # d' of the gate network (not given in the paper; d/2)
-    gate_freeze_epochs: int = 80  # pre-warmup: gate network frozen for the first K epochs
+    gate_freeze_epochs: int = None  # type: ignore[assignment]  # pre-warmup: gate network frozen for the first K epochs
+    gate_batch_norm: bool = None  # type: ignore[assignment]  # BatchNorm in the gate network (SLA: none)
+    sla_threshold: int = 3  # SLA: largest dependency path length (arcs) a query attends to
+    lisa_variant: str = "lisa"  # lisa (L2 to the parent row, gated paper) | sisa (bilinear + NLL, PASCAL paper)
+    lisa_weight: float = 1.0  # weight of LISA's auxiliary loss (summed over source pieces)
+    set_max_path: int = 3  # SET: word pairs up to this path length (arcs) get a relation
+    set_rel_dim: int = 64  # SET: d_r, size of the relation vectors
+    set_max_depth: int = 16  # SET: level embeddings for depths 0 … set_max_depth-1 (deeper clipped)
+    set_gate: str = "sigmoid"  # SET eq. 3 gate: sigmoid (the equation) | tanh (the text)
 
     # --- optimisation (paper §5.1) ------------------------------------------------------------
     lr: float = 7e-3
@@ -113,7 +135,32 @@ class TrainConfig:
 
     # ------------------------------------------------------------------------------------------
     def __post_init__(self) -> None:
+        self._defaulted: frozenset[str] = frozenset()
+        if self.syntax in SYNTAX_MODES:
+            self._resolve_source_defaults()
         self.validate()
+
+    def _resolve_source_defaults(self) -> None:
+        """Fill the :data:`SOURCE_DEFAULTED` fields left at None from the sources' papers.
+
+        Raises:
+            ConfigError: the sources in use default to different values of a field.
+        """
+        missing = [f for f in SOURCE_DEFAULTED if getattr(self, f) is None]
+        if not missing:
+            return
+        names = sorted(self.sources_used())
+        for f in missing:
+            values = set()
+            for n in names:
+                cls = source_class(n)
+                values.add(cls.defaults.get(f, GATED_PAPER_DEFAULTS[f]) if self.syntax in cls.paper_modes
+                           else GATED_PAPER_DEFAULTS[f])
+            if len(values) > 1:
+                raise ConfigError(f"{f}: the sources {', '.join(names)} default to different values "
+                                  f"({', '.join(map(str, sorted(values)))}); set {f} explicitly")
+            setattr(self, f, values.pop() if values else GATED_PAPER_DEFAULTS[f])
+        self._defaulted = frozenset(missing)
 
     def validate(self) -> None:
         """Check every field; raise :class:`ConfigError` naming the first bad one."""
@@ -136,8 +183,8 @@ class TrainConfig:
             raise ConfigError(f"slr_hard must be null, strict or nonstrict, got {self.slr_hard!r}")
         if self.slr_tau <= 0 or self.pascal_sigma <= 0:
             raise ConfigError("slr_tau and pascal_sigma must be > 0")
-        if self.max_epochs < 0 or self.max_steps < 0:
-            raise ConfigError("max_epochs and max_steps must be >= 0")
+        if self.max_epochs < 0 or self.max_steps < 0 or self.gate_freeze_epochs < 0:
+            raise ConfigError("max_epochs, max_steps and gate_freeze_epochs must be >= 0")
         if len(self.adam_betas) != 2:
             raise ConfigError(f"adam_betas must be two numbers, got {self.adam_betas}")
         for label in self.ldd_labels:
@@ -175,7 +222,8 @@ class TrainConfig:
             marks a plain head (G ≡ 0).
 
         Raises:
-            ConfigError: unknown source, wrong list lengths, or ``ldd`` heads without a label.
+            ConfigError: unknown source, wrong list lengths, a source in a mode it cannot run in,
+                or a source's own check (:meth:`~synprep.train.sources.base.SyntaxSource.check`).
         """
         layers = self.layers_with_syntax()
         heads = list(range(self.heads)) if self.syntax_heads is None else list(self.syntax_heads)
@@ -198,12 +246,16 @@ class TrainConfig:
                                   f"({len(heads)}), got {entry!r}")
             row: list[str | None] = [None] * self.heads
             for h, name in zip(heads, names, strict=True):
-                if name not in SYNTAX_SOURCES:
-                    raise ConfigError(f"syntax_source: {name!r} is not one of {', '.join(SYNTAX_SOURCES)}")
+                source_class(name)  # raises on an unknown name
                 row[h] = name
             out[layer] = row
-        if any(s == "ldd" for row in out.values() for s in row) and len(self.ldd_labels) != self.heads:
-            raise ConfigError(f"ldd_labels needs one UD relation per head ({self.heads}), got {self.ldd_labels}")
+        for name in sorted({s for row in out.values() for s in row if s is not None}):
+            cls = source_class(name)
+            if self.syntax not in cls.modes:
+                raise ConfigError(f"syntax_source {name!r} runs only with syntax = {' | '.join(cls.modes)}, "
+                                  f"got {self.syntax!r}")
+            cls.check(self, {layer: [h for h, s in enumerate(row) if s == name] for layer, row in out.items()
+                             if name in row})
         return out
 
     def sources_used(self) -> set[str]:
@@ -220,15 +272,7 @@ class TrainConfig:
         """Short text for the signature line, e.g. ``gated/slr-cnf-tau10`` or ``vanilla``."""
         if not self.uses_syntax:
             return "vanilla"
-        parts = []
-        for s in sorted(self.sources_used()):
-            if s == "slr":
-                kind = f"hard-{self.slr_hard}" if self.slr_hard else f"tau{self.slr_tau:g}"
-                parts.append(f"slr-{self.slr_gaps}-{kind}")
-            elif s == "pascal":
-                parts.append(f"pascal-s{self.pascal_sigma:g}")
-            else:
-                parts.append("ldd")
+        parts = [source_class(s).describe(self) for s in sorted(self.sources_used())]
         return f"{self.syntax}/{'+'.join(parts)}"
 
 
@@ -266,7 +310,9 @@ def load_preset(name: str) -> TrainConfig:
     res = resources.files("synprep.presets") / f"{name}.json"
     if not res.is_file():
         raise ConfigError(f"no preset {name!r}; known: {', '.join(preset_names())}")
-    return config_from_dict(json.loads(res.read_text("utf-8")), f"preset {name}")
+    data = json.loads(res.read_text("utf-8"))
+    # keys starting with "_" are the preset's metadata ("_description", "_cite"), not fields
+    return config_from_dict({k: v for k, v in data.items() if not k.startswith("_")}, f"preset {name}")
 
 
 def load_config(path: str | Path) -> TrainConfig:
@@ -307,7 +353,9 @@ def parse_override(item: str) -> tuple[str, Any]:
 
 
 def with_overrides(cfg: TrainConfig, overrides: dict[str, Any]) -> TrainConfig:
-    """A copy of ``cfg`` with fields replaced (validated again)."""
+    """A copy of ``cfg`` with fields replaced (validated again); fields ``cfg`` took from its sources'
+    defaults are resolved again for the new sources unless ``overrides`` sets them."""
     data = cfg.to_dict()
+    data.update({f: None for f in getattr(cfg, "_defaulted", ())})
     data.update(overrides)
     return config_from_dict(data, "overrides")

@@ -9,30 +9,31 @@
   from ``(seed, epoch)``; under DDP every rank takes every ``world``-th batch (the list is padded
   with its own first batches so all ranks make the same number of steps). Deterministic, and
   resumable at any batch (``set_epoch(epoch, start)``).
-* :class:`Collater` — pads and builds the features the model's syntactic heads need: ``</s>``
-  appended to the source with gap 2000 (``GAP_EOS``), PASCAL parent positions (``</s>`` and
-  padding point at the sentence's ``</s>``), word indices and LDD entries. Masks themselves are
-  built on the training device (:mod:`synprep.train.masks`).
+* :class:`Collater` — pads (``</s>`` appended to the source) and asks every syntax source the
+  model uses for its batch inputs (:meth:`synprep.train.sources.base.SyntaxSource.collate`: e.g.
+  SLR's gaps with 2000 (``GAP_EOS``) before ``</s>``, PASCAL's parent positions, LDD entries).
+  Masks themselves are built on the training device (``SyntaxSource.prepare``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
-from synprep.constants import EOS_ID, GAP_EOS, PAD_ID, VOCAB_NAME
+from synprep.constants import EOS_ID, PAD_ID, VOCAB_NAME
 from synprep.errors import InputError
-from synprep.features.parents import parent_positions
 from synprep.types import PairRecord
 
 if TYPE_CHECKING:
+    from synprep.train.config import TrainConfig
     from synprep.train.model import Seq2Seq
+    from synprep.train.sources.base import SyntaxSource
 
 
 # --------------------------------------------------------------------------------------------
@@ -49,12 +50,8 @@ class Batch:
         prev_tokens: (B, U) long, decoder input ``</s> y_1 … y_n`` (fairseq convention).
         target: (B, U) long, ``y_1 … y_n </s>``, padded with ``<pad>`` (ignored by the loss).
         ntokens: number of target tokens (``</s>`` included, padding excluded).
-        gaps: (B, T-1) float32 gaps with ``GAP_EOS`` appended (0 under padding) or None.
-        parents: (B, T) float32 PASCAL parent positions or None.
-        word_index: (B, T) long, 0-based word of each piece, -1 for ``</s>``/padding, or None.
-        n_words: largest word count in the batch.
-        ldd: (batch, dep, head, rel, prob) tensors of shape (K,): 0-based dependent word, 0-based
-            head word (-1 = root), relation id, probability; or None.
+        syntax: per syntax source name, what its ``collate`` built (tensors, or tuples / dicts of
+            them; e.g. ``syntax["slr"]`` (B, T-1) float32 gaps with ``GAP_EOS`` appended).
     """
 
     ids: torch.Tensor
@@ -63,22 +60,19 @@ class Batch:
     prev_tokens: torch.Tensor
     target: torch.Tensor
     ntokens: int
-    gaps: torch.Tensor | None = None
-    parents: torch.Tensor | None = None
-    word_index: torch.Tensor | None = None
-    n_words: int = 0
-    ldd: tuple[torch.Tensor, ...] | None = None
+    syntax: dict[str, Any] = field(default_factory=dict)
 
     def _map(self, fn) -> Batch:
-        kw = {}
-        for f in fields(self):
-            v = getattr(self, f.name)
+        def go(v: Any) -> Any:
             if isinstance(v, torch.Tensor):
-                v = fn(v)
-            elif isinstance(v, tuple):
-                v = tuple(fn(t) for t in v)
-            kw[f.name] = v
-        return Batch(**kw)
+                return fn(v)
+            if isinstance(v, tuple):
+                return tuple(go(t) for t in v)
+            if isinstance(v, dict):
+                return {k: go(t) for k, t in v.items()}
+            return v
+
+        return Batch(**{f.name: go(getattr(self, f.name)) for f in fields(self)})
 
     def to(self, device: torch.device | str) -> Batch:
         """Every tensor moved to ``device`` (non-blocking from pinned memory)."""
@@ -96,21 +90,30 @@ class Collater:
     """Turn a list of ``(index, PairRecord)`` into a :class:`Batch`.
 
     Args:
-        features: which syntactic inputs to build: any of ``"slr"``, ``"pascal"``, ``"ldd"``
-            (:meth:`synprep.train.config.TrainConfig.sources_used`).
-        slr_gaps: ``"cnf"`` or ``"nary"`` — which stored gaps feed SLR.
-        ldd_labels: relation ids some LDD head uses (other entries are dropped here).
+        sources: the syntax sources whose inputs to build (objects, or registry names built with
+            ``cfg``); none for a vanilla model.
+        cfg: the configuration names are built with (default: :class:`TrainConfig` defaults).
     """
 
-    def __init__(self, features: Iterable[str] = (), slr_gaps: str = "cnf", ldd_labels: Iterable[int] = ()):
-        self.features = set(features)
-        self.slr_gaps = slr_gaps
-        self.ldd_labels = np.asarray(sorted(set(ldd_labels)), dtype=np.int64)
+    def __init__(self, sources: Iterable[SyntaxSource | str] = (), cfg: TrainConfig | None = None):
+        from synprep.train.config import TrainConfig
+        from synprep.train.sources import source_class
+
+        conf = cfg or TrainConfig()
+        self.sources = {}
+        for s in sources:
+            obj = source_class(s)(conf) if isinstance(s, str) else s
+            self.sources[obj.name] = obj
 
     @classmethod
     def for_model(cls, model: Seq2Seq) -> Collater:
         """The collate that builds exactly the syntactic inputs ``model`` reads."""
-        return cls(model.sources_used, model.cfg.slr_gaps, model.ldd_label_ids)
+        return cls(model.sources_map().values())
+
+    @classmethod
+    def for_config(cls, cfg: TrainConfig) -> Collater:
+        """The collate of a model built from ``cfg`` (without building the model)."""
+        return cls(sorted(cfg.sources_used()), cfg)
 
     def __call__(self, items: list[tuple[int, PairRecord]]) -> Batch:
         B = len(items)
@@ -129,38 +132,11 @@ class Collater:
             prev[b, 1:m + 1] = r.tgt_ids
             tgt[b, :m] = r.tgt_ids
             tgt[b, m] = EOS_ID
-        batch = Batch(ids=torch.as_tensor([i for i, _ in items], dtype=torch.long),
-                      src_tokens=torch.from_numpy(src), src_lengths=torch.from_numpy(src_len.astype(np.int64)),
-                      prev_tokens=torch.from_numpy(prev), target=torch.from_numpy(tgt), ntokens=int(tgt_len.sum()))
-        if "slr" in self.features:
-            gaps = np.zeros((B, max(T - 1, 0)), dtype=np.float32)
-            for b, r in enumerate(recs):
-                g = r.gaps_cnf if self.slr_gaps == "cnf" else r.gaps_nary
-                n = len(r.src_ids)
-                if n:
-                    gaps[b, : n - 1] = g
-                    gaps[b, n - 1] = GAP_EOS  # gap between the last piece and </s>
-            batch.gaps = torch.from_numpy(gaps)
-        if "pascal" in self.features:
-            # </s> and padding point at the sentence's </s> (SPEC.md §4)
-            par = np.stack([parent_positions(r.heads, r.word_index, eos=True, length=T) for r in recs])
-            batch.parents = torch.from_numpy(par.astype(np.float32))
-        if "ldd" in self.features:
-            wi = np.full((B, T), -1, dtype=np.int64)
-            parts: list[list[np.ndarray]] = [[], [], [], [], []]
-            for b, r in enumerate(recs):
-                wi[b, : len(r.src_ids)] = r.word_index
-                keep = np.isin(r.ldd_rel.astype(np.int64), self.ldd_labels)
-                k = int(keep.sum())
-                parts[0].append(np.full(k, b, dtype=np.int64))
-                parts[1].append(r.ldd_dep[keep].astype(np.int64) - 1)
-                parts[2].append(r.ldd_head[keep].astype(np.int64) - 1)
-                parts[3].append(r.ldd_rel[keep].astype(np.int64))
-                parts[4].append(r.ldd_prob[keep].astype(np.float32))
-            batch.word_index = torch.from_numpy(wi)
-            batch.n_words = max(len(r.heads) for r in recs)
-            batch.ldd = tuple(torch.from_numpy(np.concatenate(p)) for p in parts)
-        return batch
+        syntax = {name: src_.collate(recs, T) for name, src_ in self.sources.items()}
+        return Batch(ids=torch.as_tensor([i for i, _ in items], dtype=torch.long),
+                     src_tokens=torch.from_numpy(src), src_lengths=torch.from_numpy(src_len.astype(np.int64)),
+                     prev_tokens=torch.from_numpy(prev), target=torch.from_numpy(tgt), ntokens=int(tgt_len.sum()),
+                     syntax=syntax)
 
 
 # --------------------------------------------------------------------------------------------

@@ -24,14 +24,16 @@ class GateNetwork(nn.Module):
     Args:
         d_model: input width d. hidden: d' (the paper does not state it; presets use d/2).
         heads: h, the number of gates.
+        batch_norm: False drops the BatchNorm (``G = σ(W2 · LayerNorm(…) + b2)``): SLA's "naive"
+            unregularised gate (gated-syntax-attention §5.2), ``gate_batch_norm`` in the config.
     """
 
-    def __init__(self, d_model: int, hidden: int, heads: int):
+    def __init__(self, d_model: int, hidden: int, heads: int, batch_norm: bool = True):
         super().__init__()
         self.fc1 = nn.Linear(d_model, hidden)
         self.norm = nn.LayerNorm(hidden)
         self.fc2 = nn.Linear(hidden, heads)
-        self.bn = nn.BatchNorm1d(heads)
+        self.bn = nn.BatchNorm1d(heads) if batch_norm else None
 
     def forward(self, x: torch.Tensor, pad: torch.Tensor) -> torch.Tensor:
         """Gates of every sentence of a batch.
@@ -45,6 +47,8 @@ class GateNetwork(nn.Module):
         """
         pooled = x.masked_fill(pad[:, :, None], float("-inf")).amax(dim=1)  # (B, d)
         o = self.fc2(self.norm(F.relu(self.fc1(pooled))))  # (B, h)
+        if self.bn is None:
+            return torch.sigmoid(o)
         if self.training and o.shape[0] == 1:
             # BatchNorm has no batch statistics for one sentence: use the running ones (no update)
             o = F.batch_norm(o, self.bn.running_mean, self.bn.running_var, self.bn.weight, self.bn.bias,

@@ -305,8 +305,10 @@ class Trainer:
             if self.env.enabled and i < len(group) - 1:
                 sync = self.ddp.no_sync()  # type: ignore[operator]
             with sync:
-                loss, nll, _ = self._loss(self.ddp, batch)
-                (loss * scale).backward()
+                loss, nll, enc = self._loss(self.ddp, batch)
+                # a source's auxiliary loss (LISA) joins the objective, not the logged loss
+                total = loss if enc.aux_loss is None else loss + enc.aux_loss.float()
+                (total * scale).backward()
             loss_sum += float(loss.detach())
             nll_sum += float(nll.detach())
         if self._frozen():

@@ -20,8 +20,9 @@ from synprep.train.attention import MultiheadAttention, SyntacticSelfAttention
 from synprep.train.config import TrainConfig
 from synprep.train.data import Batch
 from synprep.train.gate import GateNetwork
-from synprep.train.masks import ldd_weights, padding_bias, pascal_weights, slr_bias
-from synprep.types import DEPRELS
+from synprep.train.masks import padding_bias
+from synprep.train.sources import source_class
+from synprep.train.sources.base import SyntaxInputs, SyntaxSource
 
 
 def sinusoidal_positions(n: int, d: int) -> torch.Tensor:
@@ -63,9 +64,13 @@ class _ResidualLayer(nn.Module):
 
 
 class EncoderLayer(_ResidualLayer):
-    """One encoder layer; syntactic when ``sources`` names a source for some head."""
+    """One encoder layer; syntactic when ``sources`` names a source for some head.
 
-    def __init__(self, cfg: TrainConfig, sources: list[str | None] | None):
+    ``modules``: per source name, this layer's parameters of that source (or none).
+    """
+
+    def __init__(self, cfg: TrainConfig, sources: list[str | None] | None,
+                 modules: dict[str, nn.Module] | None = None):
         super().__init__()
         self.normalize_before = cfg.normalize_before
         self.dropout = cfg.dropout
@@ -76,20 +81,20 @@ class EncoderLayer(_ResidualLayer):
             gate_value = cfg.gate_value
             self.self_attn = SyntacticSelfAttention(cfg.d_model, cfg.heads, cfg.attention_dropout, sources,
                                                     gate_value=gate_value, syntax_dropout=cfg.syntax_dropout,
-                                                    parent_ignore=cfg.parent_ignore)
+                                                    modules=modules)
             if gate_value is None:
-                self.gate = GateNetwork(cfg.d_model, cfg.gate_hidden, cfg.heads)
+                self.gate = GateNetwork(cfg.d_model, cfg.gate_hidden, cfg.heads, batch_norm=bool(cfg.gate_batch_norm))
         self.attn_norm = nn.LayerNorm(cfg.d_model)
         self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation_dropout)
         self.ffn_norm = nn.LayerNorm(cfg.d_model)
 
     def forward(self, x: torch.Tensor, pad: torch.Tensor, pad_bias: torch.Tensor,
-                feats: dict) -> tuple[torch.Tensor, torch.Tensor | None]:
+                syntax: SyntaxInputs) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x: (B, T, D) → ((B, T, D), G of shape (B, H) or None)."""
         g = self.gate(x, pad) if self.gate is not None else None  # gate reads the layer's input H^l
         if isinstance(self.self_attn, SyntacticSelfAttention):
             attn = self.self_attn
-            x = self._block(x, self.attn_norm, lambda h: attn(h, bias=pad_bias, gate=g, feats=feats))
+            x = self._block(x, self.attn_norm, lambda h: attn(h, bias=pad_bias, gate=g, syntax=syntax))
         else:
             x = self._block(x, self.attn_norm, lambda h: self.self_attn(h, bias=pad_bias))
         return self._block(x, self.ffn_norm, self.ffn), g
@@ -120,12 +125,14 @@ class DecoderLayer(_ResidualLayer):
 
 @dataclass
 class EncoderOut:
-    """Encoder output. x: (B, T, D); pad: (B, T) bool; bias: (B, 1, 1, T); gates: {layer: (B, H)}."""
+    """Encoder output. x: (B, T, D); pad: (B, T) bool; bias: (B, 1, 1, T); gates: {layer: (B, H)};
+    aux_loss: scalar sum of the sources' auxiliary losses in training (LISA), else None."""
 
     x: torch.Tensor
     pad: torch.Tensor
     bias: torch.Tensor
     gates: dict[int, torch.Tensor] = field(default_factory=dict)
+    aux_loss: torch.Tensor | None = None
 
     def index_select(self, order: torch.Tensor) -> EncoderOut:
         """Reorder / repeat sentences (beam search)."""
@@ -159,8 +166,19 @@ class Seq2Seq(nn.Module):
         self.register_buffer("positions", sinusoidal_positions(cfg.max_positions + 2, d), persistent=False)
         self.head_sources = cfg.head_sources()
         self.sources_used = cfg.sources_used()
-        self.ldd_label_ids = [DEPRELS.index(lab) for lab in cfg.ldd_labels]
-        self.encoder = nn.ModuleList(EncoderLayer(cfg, self.head_sources.get(i)) for i in range(cfg.encoder_layers))
+        #: one object per syntax source the heads use (model-wide parameters live in them)
+        self.syntax_sources = nn.ModuleDict({n: source_class(n)(cfg) for n in sorted(self.sources_used)})
+        layers = []
+        for i in range(cfg.encoder_layers):
+            row = self.head_sources.get(i)
+            modules: dict[str, nn.Module] = {}
+            for name, src in self.syntax_sources.items():
+                heads = [h for h, s in enumerate(row or []) if s == name]
+                m = src.layer_module(i, heads) if heads else None  # type: ignore[operator]
+                if m is not None:
+                    modules[name] = m
+            layers.append(EncoderLayer(cfg, row, modules))
+        self.encoder = nn.ModuleList(layers)
         self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.decoder_layers))
         self.enc_final_norm = nn.LayerNorm(d) if cfg.normalize_before else None
         self.dec_final_norm = nn.LayerNorm(d) if cfg.normalize_before else None
@@ -172,30 +190,23 @@ class Seq2Seq(nn.Module):
         return [p for g in gates if g is not None for p in g.parameters()]
 
     # --- encoder -----------------------------------------------------------------------------
-    def syntax_inputs(self, batch: Batch, pad: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Build the batch's syntactic inputs on its device (see :mod:`synprep.train.masks`).
+    def syntax_inputs(self, batch: Batch, pad: torch.Tensor) -> SyntaxInputs:
+        """Prepare every source's inputs for ``batch`` on its device (once per forward).
 
-        Returns:
-            ``"slr"`` (B, 1, T, T) SDPA bias (log M + padding); ``"pascal"`` (B, 1, T, T) weights;
-            ``"ldd"`` (B, H, T, T) weights, channel h = ``LDD^{ldd_labels[h]}``. Only the sources
-            some head uses are built.
+        Raises:
+            ValueError: the batch lacks a source's collated data (collate with the model's config).
         """
-        cfg = self.cfg
-        feats: dict[str, torch.Tensor] = {}
-        if "slr" in self.sources_used:
-            if batch.gaps is None:
-                raise ValueError("an SLR model needs gaps in the batch (collate with the model's config)")
-            feats["slr"] = slr_bias(batch.gaps, pad, cfg.slr_tau, cfg.slr_hard)
-        if "pascal" in self.sources_used:
-            if batch.parents is None:
-                raise ValueError("a PASCAL model needs parent positions in the batch")
-            feats["pascal"] = pascal_weights(batch.parents, cfg.pascal_sigma)
-        if "ldd" in self.sources_used:
-            if batch.word_index is None or batch.ldd is None:
-                raise ValueError("an LDD model needs word indices and LDD entries in the batch")
-            b, dep, head, rel, prob = batch.ldd
-            feats["ldd"] = ldd_weights(batch.word_index, batch.n_words, b, dep, head, rel, prob, self.ldd_label_ids)
-        return feats
+        out = SyntaxInputs(sources=self.sources_map())
+        for name, src in out.sources.items():
+            if name not in batch.syntax:
+                raise ValueError(f"a {name!r} model needs its syntax inputs in the batch "
+                                 "(collate with Collater.for_model)")
+            out.feats[name] = src.prepare(batch.syntax[name], pad)
+        return out
+
+    def sources_map(self) -> dict[str, SyntaxSource]:
+        """The source objects by name."""
+        return {n: m for n, m in self.syntax_sources.items()}  # type: ignore[misc]
 
     def encode(self, batch: Batch) -> EncoderOut:
         """Encode ``batch.src_tokens`` (B, T) → :class:`EncoderOut`."""
@@ -205,17 +216,22 @@ class Seq2Seq(nn.Module):
         if T > self.positions.shape[0]:
             raise ValueError(f"source of {T} tokens exceeds max_positions={self.cfg.max_positions}")
         x = self.embed(tokens) * self.embed_scale + self.positions[:T]
+        syntax = self.syntax_inputs(batch, pad) if self.sources_used else SyntaxInputs()
+        for name, src in syntax.sources.items():
+            extra = src.embed(syntax.feats[name])  # e.g. SET's level embeddings (B, T, D)
+            if extra is not None:
+                x = x + extra
         x = F.dropout(x, self.cfg.dropout, self.training)
         bias = padding_bias(pad, x.dtype)
-        feats = self.syntax_inputs(batch, pad) if self.sources_used else {}
         gates: dict[int, torch.Tensor] = {}
         for i, layer in enumerate(self.encoder):
-            x, g = layer(x, pad, bias, feats)
+            x, g = layer(x, pad, bias, syntax)
             if g is not None:
                 gates[i] = g
         if self.enc_final_norm is not None:
             x = self.enc_final_norm(x)
-        return EncoderOut(x, pad, bias, gates)
+        aux = torch.stack(syntax.aux).sum() if syntax.aux else None
+        return EncoderOut(x, pad, bias, gates, aux)
 
     # --- decoder -----------------------------------------------------------------------------
     def decode(self, prev_tokens: torch.Tensor, enc: EncoderOut, cache: list[dict] | None = None,

@@ -1,0 +1,53 @@
+"""``bpe``: subword-nmt joint BPE with ``@@ `` continuation markers (:mod:`synprep.text.bpe`).
+
+It reads Moses-tokenized, escaped text and never crosses a word, so the alignment is the marker
+rule of :func:`synprep.align.align` (SPEC.md §1); no piece is ever split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from synprep.subword.base import SubwordScheme
+from synprep.subword.offsets import AlignedLine
+from synprep.textio import PathLike
+
+
+class BpeScheme(SubwordScheme):
+    """subword-nmt codes (``#version: 0.2`` then ``a b`` merges); pieces ``ri@@ ver``."""
+
+    name = "bpe"
+    library = "subword-nmt"
+    reads_raw = False
+    model_name = "code"
+    model_option = "--codes"
+    size_option = "--merges"
+
+    def __init__(self, path: PathLike):
+        super().__init__(path)
+        from synprep.text.bpe import load_bpe
+
+        self._bpe = load_bpe(self.path)
+
+    @classmethod
+    def learn(cls, files: Sequence[PathLike], out: PathLike, size: int) -> None:
+        """Joint codes with ``size`` merges (:func:`synprep.text.bpe.learn_bpe`)."""
+        from synprep.text.bpe import learn_bpe
+
+        learn_bpe(list(files), size, out)
+
+    def encode(self, text: str) -> list[str]:
+        return self._bpe.process_line(text).split()
+
+    def align_line(self, text: str, words: Sequence[str], *, line: int | None = None,
+                   path: str | None = None) -> AlignedLine:
+        """``text``: the Moses-tokenized, escaped line; ``words``: its tokens unescaped (the parser's)."""
+        from synprep.align import align
+
+        pieces = self.encode(text)
+        return AlignedLine(pieces=pieces, word_index=align(pieces, words, line=line, path=path))
+
+    def decode(self, pieces: Sequence[str]) -> str:
+        from synprep.train.metrics import remove_bpe
+
+        return remove_bpe(" ".join(pieces))

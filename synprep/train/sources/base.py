@@ -1,0 +1,202 @@
+"""The base class of a syntax source, and the helpers several sources share.
+
+A source's life in one training step:
+
+1. **collate** (CPU, in the DataLoader): ``collate(records, T)`` reads the shard fields it declares
+   in :attr:`SyntaxSource.record_fields` and returns CPU tensors (a tensor, a tuple or a dict of
+   them); the batch carries them in ``Batch.syntax[name]``. Features the shards do not hold are
+   computed here from those they do (heads, deprel ids, word_index); the shard format never changes.
+2. **prepare** (training device, once per forward): ``prepare(data, pad)`` builds what every
+   syntactic layer shares — a (B, 1, T, T) bias, weights, relation ids.
+3. **embed** (optional): a (B, T, D) term added to the encoder input (SET's level embeddings).
+4. **attend** (per layer): ``attend(q, k, v, heads, prepared, ctx)`` returns ``A_syn V`` of the
+   given heads, (B, len(heads), T, dh). The gated mixing with ``A_raw`` (SPEC.md §6) is done by
+   :func:`synprep.train.attention.gated_heads`, the same for every source. A source with trainable
+   parameters per layer returns them from :meth:`SyntaxSource.layer_module` (they reach ``attend`` as
+   ``ctx.module``); model-wide parameters are the source's own (it is an ``nn.Module``).
+5. **extra loss** (optional): ``attend`` may append a summed loss to ``ctx.aux`` (LISA); the
+   trainer adds it to the summed translation loss before dividing by the target tokens.
+
+Defaults. :attr:`SyntaxSource.defaults` holds the values the source's own paper uses for the
+fields of :data:`synprep.train.config.SOURCE_DEFAULTED` (e.g. no syntax dropout for SLR or PASCAL),
+applied when the source runs in one of its :attr:`SyntaxSource.paper_modes` (how its paper uses
+it); in other modes (e.g. a gated PASCAL head) the gated paper's values apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from synprep.types import PairRecord
+
+if TYPE_CHECKING:
+    from synprep.train.config import TrainConfig
+
+
+@dataclass
+class AttendContext:
+    """What ``attend`` gets besides q, k, v (one layer, one forward).
+
+    Attributes:
+        pad_bias: (B, 1, 1, T) key padding, 0 / -inf, or None.
+        dropout_p: dropout on A_syn (attention dropout combined with syntax dropout; 0 in eval).
+        training: the layer's training flag (PASCAL parent ignoring, …).
+        x: (B, T, D) the attention's input (the hidden states H^l entering the layer).
+        module: the layer's :meth:`SyntaxSource.layer_module`, or None.
+        aux: summed auxiliary losses of this forward (appended to by ``attend``).
+    """
+
+    pad_bias: torch.Tensor | None
+    dropout_p: float = 0.0
+    training: bool = False
+    x: torch.Tensor | None = None
+    module: nn.Module | None = None
+    aux: list[torch.Tensor] = field(default_factory=list)
+
+
+@dataclass
+class SyntaxInputs:
+    """One forward's syntactic inputs, shared by the encoder's syntactic layers.
+
+    Attributes:
+        sources: the model's source objects by name (they live in ``Seq2Seq.syntax_sources``).
+        feats: each source's :meth:`SyntaxSource.prepare` output by name.
+        aux: the auxiliary losses appended during the forward (summed into ``EncoderOut.aux_loss``).
+    """
+
+    sources: Mapping[str, SyntaxSource] = field(default_factory=dict)
+    feats: dict[str, Any] = field(default_factory=dict)
+    aux: list[torch.Tensor] = field(default_factory=list)
+
+
+class SyntaxSource(nn.Module):
+    """One kind of syntactic input of the syntactic heads (see the module docstring).
+
+    Args:
+        cfg: the run's configuration (a source reads its own fields, e.g. ``slr_tau``).
+    """
+
+    #: the registry name (the value of ``syntax_source``)
+    name: ClassVar[str] = ""
+    #: paper and section the source reproduces
+    cite: ClassVar[str] = ""
+    #: :class:`~synprep.types.PairRecord` fields the collate reads
+    record_fields: ClassVar[tuple[str, ...]] = ()
+    #: the source paper's values of fields in ``config.SOURCE_DEFAULTED``
+    defaults: ClassVar[dict[str, Any]] = {}
+    #: the ``syntax`` modes in which the source's paper uses it (its :attr:`defaults` apply there)
+    paper_modes: ClassVar[tuple[str, ...]] = ("hard",)
+    #: the ``syntax`` modes the source can run in at all
+    modes: ClassVar[tuple[str, ...]] = ("gated", "avg", "pure", "hard")
+
+    def __init__(self, cfg: TrainConfig):
+        super().__init__()
+        self.cfg = cfg
+
+    # --- configuration -------------------------------------------------------------------------
+    @classmethod
+    def check(cls, cfg: TrainConfig, placement: dict[int, list[int]]) -> None:
+        """Validate the source's fields and where it is used.
+
+        Args:
+            placement: ``{layer: [heads using this source]}`` (0-based).
+
+        Raises:
+            ConfigError: naming the bad field.
+        """
+
+    @classmethod
+    def describe(cls, cfg: TrainConfig) -> str:
+        """Short text for the signature line (e.g. ``slr-cnf-tau10``)."""
+        return cls.name
+
+    # --- data ------------------------------------------------------------------------------------
+    def collate(self, recs: Sequence[PairRecord], T: int) -> Any:
+        """CPU tensors for a batch of ``recs`` whose padded source length (``</s>`` included) is T."""
+        return None
+
+    def prepare(self, data: Any, pad: torch.Tensor) -> Any:
+        """Per-forward inputs on the device from the collated ``data``; pad: (B, T) bool."""
+        return data
+
+    def embed(self, prepared: Any) -> torch.Tensor | None:
+        """(B, T, D) added to the encoder's input embeddings, or None."""
+        return None
+
+    # --- attention -----------------------------------------------------------------------------
+    def layer_module(self, layer: int, heads: list[int]) -> nn.Module | None:
+        """Trainable parameters of one layer's heads of this source, or None."""
+        return None
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, heads: list[int], prepared: Any,
+               ctx: AttendContext) -> torch.Tensor:
+        """``A_syn V`` of ``heads``.
+
+        Args:
+            q, k, v: (B, Hs, T, dh), the heads of this source only (Hs = ``len(heads)``).
+            heads: their 0-based indices in the layer.
+
+        Returns:
+            (B, Hs, T, dh).
+        """
+        raise NotImplementedError
+
+
+# --------------------------------------------------------------------------------------------
+# shared helpers
+# --------------------------------------------------------------------------------------------
+def bias_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor,
+                   dropout_p: float) -> torch.Tensor:
+    """``softmax(s + bias) V`` through SDPA; bias (B, 1|Hs, T, T) carries the key padding too."""
+    mask = bias if bias.dtype == q.dtype else bias.to(q.dtype)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+
+
+def piece_word_index(recs: Sequence[PairRecord], T: int) -> torch.Tensor:
+    """(B, T) long: 0-based word of every piece; -1 for ``</s>`` and padding."""
+    wi = np.full((len(recs), T), -1, dtype=np.int64)
+    for b, r in enumerate(recs):
+        wi[b, : len(r.src_ids)] = r.word_index
+    return torch.from_numpy(wi)
+
+
+def stack_word_pairs(mats: Sequence[np.ndarray], fill: Any, dtype: Any) -> torch.Tensor:
+    """Pad word-level (W_b, W_b) matrices into (B, W+1, W+1), W the largest; the extra last word
+    stands for ``</s>`` and padding (see :func:`expand_word_pairs`); every padded cell is ``fill``."""
+    W = max((m.shape[0] for m in mats), default=0)
+    out = np.full((len(mats), W + 1, W + 1), fill, dtype=dtype)
+    for b, m in enumerate(mats):
+        n = m.shape[0]
+        out[b, :n, :n] = m
+    return torch.from_numpy(out)
+
+
+def expand_word_pairs(words: torch.Tensor, word_index: torch.Tensor) -> torch.Tensor:
+    """Piece-level (B, T, T) from word-level (B, W+1, W+1): piece p takes its word's row and column.
+
+    Args:
+        words: (B, W+1, W+1); index W is the ``</s>``/padding "word".
+        word_index: (B, T) long, -1 for ``</s>`` and padding (they map to index W).
+    """
+    B, W1, _ = words.shape
+    wi = torch.where(word_index < 0, W1 - 1, word_index)
+    b = torch.arange(B, device=words.device)[:, None, None]
+    return words[b, wi[:, :, None], wi[:, None, :]]
+
+
+def sentence_paths(rel: Any) -> np.ndarray:
+    """(W, W) int64 path lengths (arcs) within a sentence; -1 between words of different sentences.
+
+    Args:
+        rel: :class:`synprep.features.relations.TreeRelations` of a line's (line-level) heads. Two
+            words of different sentences meet only at the virtual root (``up[i, j] = depth[i] + 1``).
+    """
+    cross = rel.up > rel.depth[:, None]
+    return np.where(cross, -1, rel.path).astype(np.int64)

@@ -1,0 +1,214 @@
+"""SET: the Syntax-Enhanced Transformer's relation attention, as an encoder syntax source for MT.
+
+Source: set-syntax-enhanced-transformer §2 (a sentence encoder; synprep applies it to the NMT
+encoder). Per syntactic head, with ``S^e = QKᵀ/√d_k`` the self-attention scores:
+
+* **relations** (§2.1, §2.3): every word pair within ``set_max_path`` arcs of one sentence gets a
+  relation id: ``self`` (same word), a dependency label with its direction for adjacent words
+  (``i → head`` labelled with i's relation, ``i → dependent j`` with j's), or the shortest path's
+  relative tree position ``(up, down)`` (arcs up to the common ancestor, arcs down) for
+  non-adjacent ones; other pairs (farther, other sentences, ``</s>``) have none. Each id has a
+  learnable vector ``r_ij ∈ R^{d_r}`` (``d_r`` = ``set_rel_dim``, one table for the encoder);
+  eq. 1: ``S^r_ij = r_ij V_r`` with ``V_r ∈ R^{d_r}`` per head and layer.
+* **semantic gate** (§2.2, eq. 2–3): ``S_ij = (1 − g_ij) S^e_ij + g_ij S^r_ij``,
+  ``g_ij = act((h_i W_{g,e} + r_ij W_{g,r}) V_g)`` with ``W_{g,e} ∈ R^{d×d_r}``,
+  ``W_{g,r} ∈ R^{d_r×d_r}``, ``V_g ∈ R^{d_r}`` per head and layer, ``h_i`` the hidden state of the
+  query word entering the layer. Pairs without a relation keep ``S_ij = S^e_ij``.
+* **subtree masks** (§2.3): in the first half of a layer's SET heads, query i attends only to the
+  pieces of words in its own subtree (its descendants and itself).
+* **level embeddings** (§2): a learnable vector per tree depth (root word 0, depths clipped at
+  ``set_max_depth − 1``; ``</s>`` has its own) added to the input: ``h⁰ = e + p + l``.
+
+Where the paper is ambiguous, and what synprep reads:
+
+* **tanh or sigmoid.** The text says the gate applies "a tanh activation to scale the results
+  within the range g ∈ [−1, 1]"; eq. 3 writes a sigmoid. synprep follows eq. 3 (``set_gate`` =
+  ``sigmoid``): with g ∈ (0, 1), eq. 2 is a convex mix of the two scores, which its ``(1 − g)``
+  form suggests; with tanh, ``1 − g`` reaches 2 and the relation score can enter negatively.
+  ``set_gate = "tanh"`` selects the text's reading.
+* **whose hidden state.** The text says the gate uses "the key word's hidden states", eq. 3 uses
+  ``h_i`` (the query, word i attending to word j); synprep follows eq. 3.
+* **threshold, d_r, depth range, which half of the heads** are not given: ``set_max_path`` 3,
+  ``set_rel_dim`` 64, ``set_max_depth`` 16, the first half (synprep's choices).
+
+The paper prepends a ``[root]`` token as the sentence representation; a translation encoder needs
+none (its ``</s>`` plays no syntactic role and has no relation to any word).
+
+The attention is explicit (scores are mixed before the softmax). Per layer the products with
+``V_r`` and ``W_{g,r} V_g`` are taken on the relation table ((n_rel, H), not per pair) and then
+gathered by relation id, and ``h W_{g,e} V_g`` is one (B, T, H) product, so the cost beyond plain
+attention is a few (B, H, T, T) element-wise operations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from synprep.errors import ConfigError
+from synprep.features.relations import tree_relations
+from synprep.train.sources.base import (
+    AttendContext,
+    SyntaxSource,
+    expand_word_pairs,
+    piece_word_index,
+    sentence_paths,
+    stack_word_pairs,
+)
+from synprep.types import DEPRELS, PairRecord
+
+GATES = ("sigmoid", "tanh")
+NONE, SELF = 0, 1  # relation ids: no relation, same word
+LABEL0 = 2  # 2 + 2·deprel + direction (0: j is i's head, 1: j is i's dependent)
+
+
+def path_ids(max_path: int) -> dict[tuple[int, int], int]:
+    """Relation id of every relative tree position ``(up, down)`` with ``2 ≤ up + down ≤ max_path``."""
+    first = LABEL0 + 2 * len(DEPRELS)
+    pairs = [(u, n - u) for n in range(2, max_path + 1) for u in range(n, -1, -1)]
+    return {p: first + i for i, p in enumerate(pairs)}
+
+
+def n_relations(max_path: int) -> int:
+    """Size of the relation vocabulary (ids ``0 … n − 1``)."""
+    return LABEL0 + 2 * len(DEPRELS) + len(path_ids(max_path))
+
+
+def set_relations(heads: np.ndarray, deprel: np.ndarray, max_path: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Word-level SET inputs of one line.
+
+    Args:
+        heads: (W,) 1-based line-level heads, 0 = root. deprel: (W,) ids in :data:`DEPRELS`.
+        max_path: largest path length (arcs) that still has a relation.
+
+    Returns:
+        ``(rel, subtree, depth)``: rel (W, W) int64 relation ids (see the module docstring;
+        :data:`NONE` beyond ``max_path`` or across sentences), subtree (W, W) bool (j in the subtree
+        of i, i included), depth (W,) int64 (root word 0).
+
+    Example: heads ``[2, 3, 0, 5, 3]`` (The monkey eats a banana): ``rel[0, 1]`` = det going up
+    (``2 + 2·det``), ``rel[1, 0]`` = det going down (``2 + 2·det + 1``), ``rel[0, 2]`` = path (2, 0),
+    ``rel[0, 3]`` = NONE with max_path 3 (path 4).
+    """
+    tr = tree_relations(heads)
+    path = sentence_paths(tr)
+    dep = np.asarray(deprel, dtype=np.int64)
+    rel = np.full(path.shape, NONE, dtype=np.int64)
+    for (u, d), rid in path_ids(max_path).items():
+        rel[(tr.up == u) & (tr.down == d) & (path >= 0)] = rid
+    up1 = (tr.up == 1) & (tr.down == 0)  # j is the head of i: i's relation
+    down1 = (tr.up == 0) & (tr.down == 1)  # j is a dependent of i: j's relation
+    rel = np.where(up1, LABEL0 + 2 * dep[:, None], rel)
+    rel = np.where(down1, LABEL0 + 2 * dep[None, :] + 1, rel)
+    np.fill_diagonal(rel, SELF)
+    return rel, tr.subtree, tr.depth.astype(np.int64)
+
+
+class SETLayer(nn.Module):
+    """SET's per-layer, per-head parameters: ``V_r``, ``W_{g,e}``, ``W_{g,r}``, ``V_g`` (eq. 1, 3)."""
+
+    def __init__(self, heads: int, d_model: int, d_r: int):
+        super().__init__()
+        self.v_r = nn.Parameter(torch.empty(heads, d_r))
+        self.w_ge = nn.Parameter(torch.empty(heads, d_model, d_r))
+        self.w_gr = nn.Parameter(torch.empty(heads, d_r, d_r))
+        self.v_g = nn.Parameter(torch.empty(heads, d_r))
+        for p, fan_in in ((self.v_r, d_r), (self.w_ge, d_model), (self.w_gr, d_r), (self.v_g, d_r)):
+            nn.init.uniform_(p, -1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in))
+
+
+class SET(SyntaxSource):
+    name = "set"
+    cite = "set-syntax-enhanced-transformer §2 (eq. 1–3, §2.3)"
+    record_fields = ("heads", "deprel", "word_index")
+    #: the SET paper has no dropout on its relation attention
+    defaults = {"syntax_dropout": 0.0}
+    #: SET's attention replaces the self-attention of every encoder layer (G ≡ 1)
+    paper_modes = ("pure", "hard")
+
+    def __init__(self, cfg):
+        super().__init__(cfg)
+        self.n_rel = n_relations(cfg.set_max_path)
+        self.rel_embed = nn.Embedding(self.n_rel, cfg.set_rel_dim, padding_idx=NONE)
+        nn.init.normal_(self.rel_embed.weight, std=cfg.set_rel_dim ** -0.5)
+        nn.init.zeros_(self.rel_embed.weight[NONE])
+        self.level_embed = nn.Embedding(cfg.set_max_depth + 1, cfg.d_model)  # last = </s> / padding
+        nn.init.normal_(self.level_embed.weight, std=cfg.d_model ** -0.5)  # fairseq's learned positions
+
+    @classmethod
+    def check(cls, cfg, placement) -> None:
+        if cfg.set_gate not in GATES:
+            raise ConfigError(f"set_gate must be one of {', '.join(GATES)}, got {cfg.set_gate!r}")
+        for name in ("set_max_path", "set_rel_dim", "set_max_depth"):
+            if getattr(cfg, name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {getattr(cfg, name)}")
+
+    @classmethod
+    def describe(cls, cfg) -> str:
+        return f"set-p{cfg.set_max_path}-{cfg.set_gate}"
+
+    def collate(self, recs: Sequence[PairRecord], T: int) -> dict[str, torch.Tensor]:
+        """``word_index`` (B, T); ``rel`` (B, W+1, W+1) long; ``subtree`` (B, W+1, W+1) bool;
+        ``level`` (B, T) long depth ids (``set_max_depth`` for ``</s>`` and padding)."""
+        cfg = self.cfg
+        rels, subs = [], []
+        level = np.full((len(recs), T), cfg.set_max_depth, dtype=np.int64)
+        for b, r in enumerate(recs):
+            rel, sub, depth = set_relations(r.heads, r.deprel, cfg.set_max_path)
+            rels.append(rel)
+            subs.append(sub)
+            level[b, : len(r.src_ids)] = np.minimum(depth, cfg.set_max_depth - 1)[np.asarray(r.word_index)]
+        rel_t = stack_word_pairs(rels, NONE, np.int64)
+        rel_t[:, -1, -1] = SELF  # </s> with itself
+        sub_t = stack_word_pairs(subs, False, bool)
+        sub_t[:, -1, -1] = True
+        return {"word_index": piece_word_index(recs, T), "rel": rel_t, "subtree": sub_t,
+                "level": torch.from_numpy(level)}
+
+    def prepare(self, data: Any, pad: torch.Tensor) -> dict[str, torch.Tensor]:
+        """``rel`` (B, T, T) long, ``has_rel`` (B, 1, T, T) bool, ``subtree_bias`` (B, 1, T, T)
+        (0 / -inf, key padding included), ``level`` (B, T)."""
+        wi = data["word_index"]
+        rel = expand_word_pairs(data["rel"], wi)
+        sub = expand_word_pairs(data["subtree"], wi)
+        bias = torch.zeros(sub.shape, dtype=torch.float32, device=sub.device).masked_fill(~sub, float("-inf"))
+        bias = bias.masked_fill(pad[:, None, :], float("-inf"))
+        return {"rel": rel, "has_rel": rel.ne(NONE).unsqueeze(1), "subtree_bias": bias.unsqueeze(1),
+                "level": data["level"]}
+
+    def embed(self, prepared: Any) -> torch.Tensor:
+        return self.level_embed(prepared["level"])
+
+    def layer_module(self, layer: int, heads: list[int]) -> nn.Module:
+        return SETLayer(len(heads), self.cfg.d_model, self.cfg.set_rel_dim)
+
+    def attend(self, q, k, v, heads, prepared, ctx: AttendContext) -> torch.Tensor:
+        m = ctx.module
+        assert isinstance(m, SETLayer) and ctx.x is not None
+        Hs = len(heads)
+        s = torch.matmul(q, k.transpose(-1, -2)) * (q.shape[-1] ** -0.5)  # S^e (B, Hs, T, T)
+        E = self.rel_embed.weight  # (n_rel, d_r)
+        w_g = torch.einsum("hrs,hs->hr", m.w_gr, m.v_g)  # W_{g,r} V_g (Hs, d_r)
+        table = torch.matmul(E, torch.cat([m.v_r, w_g], 0).t())  # (n_rel, 2Hs): S^r and r W_{g,r} V_g
+        per_pair = table.to(s.dtype)[prepared["rel"]].permute(0, 3, 1, 2)  # (B, 2Hs, T, T)
+        s_r, g_r = per_pair[:, :Hs], per_pair[:, Hs:]
+        u = torch.einsum("hdr,hr->hd", m.w_ge, m.v_g)  # W_{g,e} V_g (Hs, d)
+        g_e = torch.matmul(ctx.x, u.t().to(ctx.x.dtype)).transpose(1, 2).unsqueeze(-1)  # (B, Hs, T, 1)
+        z = g_e.to(s.dtype) + g_r
+        g = torch.sigmoid(z) if self.cfg.set_gate == "sigmoid" else torch.tanh(z)
+        s = s + (g * (s_r - s)).masked_fill(~prepared["has_rel"], 0.0)  # eq. 2 where a relation exists
+        half = Hs // 2
+        if half:
+            s = torch.cat([s[:, :half] + prepared["subtree_bias"].to(s.dtype), s[:, half:]], dim=1)
+        if ctx.pad_bias is not None:
+            s = s + ctx.pad_bias
+        a = torch.softmax(s, dim=-1)
+        if ctx.dropout_p > 0:
+            a = F.dropout(a, ctx.dropout_p)
+        return torch.matmul(a, v)

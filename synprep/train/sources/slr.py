@@ -1,0 +1,51 @@
+"""SLR: the syntactic local range mask of constituency distances (SPEC.md §3).
+
+Hou et al. 2021 (distance-transformer-slr) §3; the gated paper's eq. 9. ``A_syn = softmax(s + log M)``:
+the mask multiplies probabilities. ``log M`` (soft with temperature ``slr_tau``, or hard
+``slr_hard`` = strict | nonstrict; gaps ``slr_gaps`` = cnf | nary) is built once per batch as a
+(B, 1, T, T) SDPA bias that also carries the key padding. The ``</s>`` gap is 2000 (``GAP_EOS``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from synprep.constants import GAP_EOS
+from synprep.train.masks import slr_bias
+from synprep.train.sources.base import AttendContext, SyntaxSource, bias_attention
+from synprep.types import PairRecord
+
+
+class SLR(SyntaxSource):
+    name = "slr"
+    cite = "distance-transformer-slr §3 (SPEC.md §3); gated-syntax-attention eq. 9"
+    record_fields = ("gaps_cnf", "gaps_nary")
+    #: the SLR paper has no dropout on the syntactic attention
+    defaults = {"syntax_dropout": 0.0}
+
+    @classmethod
+    def describe(cls, cfg) -> str:
+        kind = f"hard-{cfg.slr_hard}" if cfg.slr_hard else f"tau{cfg.slr_tau:g}"
+        return f"slr-{cfg.slr_gaps}-{kind}"
+
+    def collate(self, recs: Sequence[PairRecord], T: int) -> torch.Tensor:
+        """(B, T-1) float32 gaps, ``GAP_EOS`` between the last piece and ``</s>``, 0 under padding."""
+        gaps = np.zeros((len(recs), max(T - 1, 0)), dtype=np.float32)
+        for b, r in enumerate(recs):
+            g = r.gaps_cnf if self.cfg.slr_gaps == "cnf" else r.gaps_nary
+            n = len(r.src_ids)
+            if n:
+                gaps[b, : n - 1] = g
+                gaps[b, n - 1] = GAP_EOS  # gap between the last piece and </s>
+        return torch.from_numpy(gaps)
+
+    def prepare(self, data: Any, pad: torch.Tensor) -> torch.Tensor:
+        """(B, 1, T, T) bias: ``log M`` plus the key padding."""
+        return slr_bias(data, pad, self.cfg.slr_tau, self.cfg.slr_hard)
+
+    def attend(self, q, k, v, heads, prepared, ctx: AttendContext) -> torch.Tensor:
+        return bias_attention(q, k, v, prepared, ctx.dropout_p)

@@ -1,0 +1,169 @@
+"""``synprep pipeline --subword spm|hf`` on sample_data: shards that pass check, and word-level features
+(distances, SLR inputs, heads for PASCAL parents, LDD) identical to ``--subword bpe`` on the same words."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from conftest import SAMPLE_DATA, run_cli
+
+from synprep.shards import ShardReader
+from synprep.shards.check import check_dir
+
+FLAGS = ("--lowercase", "--shard-size", "100", "--batch-size", "32", "-j", "1")
+
+
+#: the first lines of sample_data's train split (a small parse keeps the test fast)
+N_LINES = 120
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = tmp_path_factory.mktemp("subword_data")
+    for lang in ("de", "en"):
+        lines = (SAMPLE_DATA / f"train.{lang}").read_text("utf-8").splitlines(keepends=True)[:N_LINES]
+        (d / f"train.{lang}").write_text("".join(lines), encoding="utf-8")
+    return d
+
+
+def _run(data, out, cache, stanza_dir, *extra, check=True):
+    return run_cli("pipeline", "--src", str(data / "train.de"), "--tgt", str(data / "train.en"),
+                   "-s", "de", "-t", "en", "--out", str(out), *FLAGS, "--cache", str(cache),
+                   "--stanza-dir", str(stanza_dir), "--stanza-package", "synprep", *extra, check=check)
+
+
+@pytest.fixture(scope="module")
+def hf_file(tmp_path_factory, data):
+    """A byte-level BPE tokenizer.json trained here with the tokenizers library on sample_data."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    text = [line for lang in ("de", "en") for line in (data / f"train.{lang}").read_text("utf-8").splitlines()]
+    tok.train_from_iterator(text, trainers.BpeTrainer(vocab_size=500, show_progress=False,
+                                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    path = tmp_path_factory.mktemp("hf") / "tokenizer.json"
+    tok.save(str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, stanza_dir, hf_file, data):
+    d = tmp_path_factory.mktemp("subword_runs")
+    cache = d / "cache.sqlite"  # one parse of each sentence serves all three runs
+    outs = {"bpe": d / "bpe", "spm": d / "spm", "hf": d / "hf"}
+    _run(data, outs["bpe"], cache, stanza_dir, "--merges", "500")
+    _run(data, outs["spm"], cache, stanza_dir, "--subword", "spm", "--vocab-size", "400")
+    _run(data, outs["hf"], cache, stanza_dir, "--subword", "hf", "--hf-tokenizer", str(hf_file))
+    return outs
+
+
+def _pairs(out):
+    records = {}
+    for path in sorted(out.glob("train.*.h5")):
+        r = ShardReader(path)
+        for rec in r:
+            records[rec.line] = rec
+    return records
+
+
+def _word_gaps(rec, name):
+    wi = np.asarray(rec.word_index)
+    at = np.flatnonzero(wi[1:] != wi[:-1])  # piece gaps between two words
+    return np.asarray(getattr(rec, name))[at]
+
+
+@pytest.mark.parametrize("scheme", ["spm", "hf"])
+def test_pipeline_with_a_raw_text_scheme_passes_check_and_names_it(runs, scheme):
+    out = runs[scheme]
+    report = check_dir(out)
+    assert report.ok, report.summary()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert f"|sub:{scheme}-" in manifest["signature"] and "|bpe:" not in manifest["signature"]
+    assert manifest["config"]["subword"] == scheme
+    for path in out.glob("train.*.h5"):
+        assert ShardReader(path).attrs["subword"] == scheme
+    total = manifest["splits"]["train"]["subword_alignment"]["total"]
+    assert set(total) == {"pieces_split", "parts_added", "lines_with_split", "pieces_to_next_word",
+                          "pieces_overlapping"}
+    # the stored source pieces: one word index per piece, every word of the parser covered
+    pieces = (out / "text" / f"train.{scheme}.de").read_text("utf-8").splitlines()
+    index = (out / "text" / f"train.{scheme}.wi").read_text("utf-8").splitlines()
+    words = (out / "text" / "train.words.de").read_text("utf-8").splitlines()
+    assert len(pieces) == len(index) == len(words)
+    for p, i, w in zip(pieces, index, words, strict=True):
+        wi = [int(x) for x in i.split("\t")[0].split()]
+        assert len(wi) == len(p.split()) and wi[-1] == len(w.split()) - 1
+
+
+def test_running_again_resumes_without_rewriting(runs, tmp_path_factory, stanza_dir, data):
+    out = runs["spm"]
+    before = {p.name: p.read_bytes() for p in out.glob("*") if p.is_file()}
+    cache = tmp_path_factory.mktemp("again") / "cache.sqlite"  # an empty cache: nothing may need a parse
+    _run(data, out, cache, stanza_dir, "--subword", "spm", "--vocab-size", "400")
+    assert {p.name: p.read_bytes() for p in out.glob("*") if p.is_file()} == before
+
+
+def test_bpe_pipeline_shards_say_bpe(runs):
+    for path in runs["bpe"].glob("train.*.h5"):
+        assert ShardReader(path).attrs["subword"] == "bpe"
+    assert "subword_alignment" not in json.loads((runs["bpe"] / "manifest.json").read_text())["splits"]["train"]
+
+
+@pytest.mark.parametrize("scheme", ["spm", "hf"])
+def test_word_level_features_are_the_same_whatever_the_scheme(runs, scheme):
+    bpe, other = _pairs(runs["bpe"]), _pairs(runs[scheme])
+    assert sorted(bpe) == sorted(other) and len(bpe) > 100
+    differs = 0
+    for line, a in bpe.items():
+        b = other[line]
+        for name in ("heads", "deprel", "upos", "sent_start", "ldd_dep", "ldd_head", "ldd_rel", "ldd_prob"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=f"line {line} {name}")
+        for name in ("gaps_cnf", "gaps_nary"):
+            np.testing.assert_array_equal(_word_gaps(a, name), _word_gaps(b, name), err_msg=f"line {line} {name}")
+        differs += len(a.src_ids) != len(b.src_ids)
+    assert differs > 0  # the pieces themselves do differ
+
+
+def test_options_of_another_scheme_are_errors(tmp_path, stanza_dir, data):
+    cache = tmp_path / "c.sqlite"
+    r = _run(data, tmp_path / "a", cache, stanza_dir, "--spm-model", "x.model", check=False)
+    assert r.returncode == 2 and "--spm-model has no effect with --subword bpe" in r.stderr
+    r = _run(data, tmp_path / "b", cache, stanza_dir, "--subword", "spm", "--merges", "100", check=False)
+    assert r.returncode == 2 and "--merges has no effect with --subword spm" in r.stderr
+    r = _run(data, tmp_path / "c", cache, stanza_dir, "--subword", "hf", check=False)
+    assert r.returncode == 2 and "cannot learn a model: give --hf-tokenizer" in r.stderr
+    assert not (tmp_path / "c").exists()  # refused before anything was written
+
+
+def test_check_verifies_the_alignment_counts(runs, tmp_path):
+    import shutil
+
+    out = tmp_path / "copy"
+    shutil.copytree(runs["spm"], out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    counts = manifest["splits"]["train"]["subword_alignment"]
+    counts["total"]["pieces_to_next_word"] += 1
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    report = check_dir(out)
+    assert not report.ok and "is not the sum of its shards' counts" in report.summary()
+    counts["total"]["pieces_to_next_word"] -= 1
+    counts["shards"]["train.00099.h5"] = {"pieces_split": 0}
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    report = check_dir(out)
+    assert not report.ok and "which the split does not list" in report.summary()
+
+
+def test_a_given_spm_model_segments_like_the_learned_one(runs, tmp_path, stanza_dir, data):
+    model = tmp_path / "given.model"
+    model.write_bytes((runs["spm"] / "spm.model").read_bytes())
+    out = tmp_path / "out"
+    _run(data, out, runs["spm"].parent / "cache.sqlite", stanza_dir, "--subword", "spm", "--spm-model", str(model))
+    assert check_dir(out).ok
+    for name in ("text/train.spm.de", "text/train.spm.wi", "text/train.spm.en", "dict.txt", "spm.model"):
+        assert (out / name).read_bytes() == (runs["spm"] / name).read_bytes(), name
+    r = _run(data, tmp_path / "x", tmp_path / "c.sqlite", stanza_dir, "--subword", "spm", "--spm-model", str(model),
+             "--vocab-size", "100", check=False)
+    assert r.returncode == 2 and "--vocab-size has no effect with --spm-model" in r.stderr
