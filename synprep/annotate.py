@@ -28,6 +28,7 @@ from synprep.config import DEFAULTS
 from synprep.errors import ConfigError, InputError
 from synprep.features.line import line_features, tree_source
 from synprep.parallel import chunked
+from synprep.progress import Progress
 from synprep.shards import Manifest, shard_name, write_shard
 from synprep.subword import DEFAULT_SCHEME
 from synprep.subword.offsets import AlignStats
@@ -74,8 +75,9 @@ class ParseOptions:
     """How the source side is parsed (everything here is part of the shards' configuration).
 
     Attributes:
-        parser: ``stanza``, ``corenlp`` or ``conllu`` (imported parses carried by the items).
-        spec: the :class:`synprep.parse.base.ParserSpec` for stanza / CoreNLP.
+        parser: a registered parser (``stanza``, ``corenlp``, ``spacy``) or ``conllu`` (imported parses
+            carried by the items).
+        spec: the :class:`synprep.parse.base.ParserSpec` of the parser.
         ssplit: split a line into sentences on its words (SPEC.md §1); False = one sentence.
         batch_size: sentences per work item sent to a worker.
         cache: the parse cache file, or None for no cache.
@@ -236,13 +238,16 @@ def annotate_split(
 
         identity = source.identity()
         cache = ParseCache(opts.cache)
+    progress = Progress(manifest.split(split).input_lines, f"parse {split}")
     try:
         for k, block in enumerate(chunked(items, shard_size)):
             name = shard_name(split, k)
             if manifest.is_done(out, name):
                 result.skipped.append(name)
+                progress.skip_to(block[-1].line)
                 continue
-            parses = source.parse(block, par, cache, identity)
+            parses = source.parse(block, par, cache, identity, progress)
+            progress.update_to(block[-1].line)
             stats = AlignStats()
             records, drops, sources = build_records(block, parses, vocab, ldd_threshold=ldd_threshold,
                                                     lowercase=opts.lowercase, path=source_name, alignment=stats)
@@ -262,6 +267,7 @@ def annotate_split(
             manifest.save(out)
             log.info("%s: %d pairs, %d dropped", name, len(records), len(drops))
     finally:
+        progress.close()
         if cache is not None:
             cache.close()
     entry = manifest.split(split)

@@ -38,3 +38,7 @@ MOSES_ESCAPES = {
     "&#91;": "[",
     "&#93;": "]",
 }
+
+# --- word segmentation ----------------------------------------------------------------------
+#: ``--tokenizer`` choices: sacremoses, or the parser's own tokenizer (synprep.text.parser_tokenize)
+TOKENIZERS = ("moses", "parser")

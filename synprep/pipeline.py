@@ -75,6 +75,8 @@ class TextOptions:
         subword: the subword scheme (:data:`synprep.subword.SCHEMES`): ``bpe`` segments the
             tokenized text; ``spm``/``hf`` segment the raw text and align by character offsets.
         vocab_size: the SentencePiece vocabulary size when a model is learned (``--subword spm``).
+        tokenizer: ``moses`` (sacremoses) or ``parser``: the source side's words come from the parser's own
+            tokenizer (:mod:`synprep.text.parser_tokenize`; Japanese with ja_ginza); the target side stays Moses.
     """
 
     tokenized: bool = DEFAULTS.tokenized
@@ -87,6 +89,7 @@ class TextOptions:
     merges: int = DEFAULTS.merges
     subword: str = DEFAULTS.subword
     vocab_size: int = DEFAULTS.vocab_size
+    tokenizer: str = "moses"
 
 
 @dataclass(frozen=True)
@@ -267,7 +270,8 @@ def refuse_tokenized(path: str, limit: int = ESCAPED_LINES_LIMIT) -> None:
                 display_name(path), first[0])
 
 
-def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Parallel) -> None:
+def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Parallel, spec: Any = None) -> None:
+    """Tokenize one side; with ``spec`` (the source side under ``--tokenizer parser``) by that parser's tokenizer."""
     from synprep.text.tokenize import tokenize_stream
 
     if out_path.exists():
@@ -279,9 +283,16 @@ def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Paral
                 f.write(" ".join(line.split()) + "\n")
         return
     log.info("tokenize %s → %s", display_name(inp), out_path)
+    if spec is not None:
+        from synprep.text.parser_tokenize import parser_tokenize_stream
+
+        lines = parser_tokenize_stream(iter_lines(inp), spec, jobs=par.jobs, backend=par.backend,
+                                       scheduler=par.scheduler)
+    else:
+        lines = tokenize_stream(iter_lines(inp), lang, fairseq_compat=opts.fairseq_compat, jobs=par.jobs,
+                                backend=par.backend, scheduler=par.scheduler)
     with atomic_write(out_path) as f:
-        for line in tokenize_stream(iter_lines(inp), lang, fairseq_compat=opts.fairseq_compat, jobs=par.jobs,
-                                    backend=par.backend, scheduler=par.scheduler):
+        for line in lines:
             f.write(line + "\n")
 
 
@@ -337,8 +348,10 @@ def _codes(out: Path, files: TextFiles, codes: str | None, opts: TextOptions) ->
     if files.split != TRAIN:
         raise ConfigError(f"no BPE codes in {out}: run the train split first, or give --codes")
     clean = [files.side("clean", "src"), files.side("clean", "tgt")]
-    log.info("learn BPE (%d merges) on %s and %s", opts.merges, clean[0].name, clean[1].name)
-    learn_bpe(clean, opts.merges, target)
+    log.info("learning BPE codes on %s and %s (at most %d merges)", clean[0].name, clean[1].name, opts.merges)
+    n = learn_bpe(clean, opts.merges, target)
+    log.info("learned %d BPE merges on %s and %s%s", n, clean[0].name, clean[1].name,
+             f" (of {opts.merges} asked: no pair occurs twice any more)" if n < opts.merges else "")
     return target
 
 
@@ -473,8 +486,7 @@ def _finish(out: Path, manifest: Manifest, split: str) -> None:
     manifest.save(out)
     report = check_dir(out)
     report.raise_if_failed()
-    log.info("%s", split_summary(manifest, split))
-    log.info("%s", report.summary())
+    log.debug("%s", report.summary())  # the command prints the split's one summary line
 
 
 def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang: str, tgt_lang: str,
@@ -536,8 +548,25 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
         for path in (src, tgt):
             if path is not None:
                 refuse_tokenized(path)
-    tok_sig = ({"tok": "given"} if text.tokenized else
-               tokenizer_signature(src_lang, lowercase=text.lowercase, escape=True, fairseq_compat=text.fairseq_compat))
+    tok_spec = None
+    if text.tokenized:
+        if text.tokenizer != "moses":
+            raise ConfigError("--tokenizer has no effect with --tokenized (nothing is tokenized)")
+        tok_sig: dict[str, object] = {"tok": "given"}
+    elif text.tokenizer == "parser":
+        if not source.runs_parser:
+            raise ConfigError("--tokenizer parser has no effect with --parser conllu (the words are the CoNLL-U's)")
+        if text.fairseq_compat:
+            raise ConfigError("--fairseq-compat is a Moses rule: it has no effect with --tokenizer parser")
+        from synprep.text.parser_tokenize import parser_tokenizer_signature
+
+        tok_spec = parse.spec
+        tok_sig = parser_tokenizer_signature(parse.identity(), lowercase=text.lowercase, escape=True)
+    elif text.tokenizer == "moses":
+        tok_sig = tokenizer_signature(src_lang, lowercase=text.lowercase, escape=True,
+                                      fairseq_compat=text.fairseq_compat)
+    else:
+        raise ConfigError(f"unknown tokenizer {text.tokenizer!r} (moses or parser)")
     shared = {"mode": "pipeline", "src_lang": src_lang, "tgt_lang": tgt_lang, "tokenizer": tok_sig["tok"],
               "lowercase": text.lowercase, "fairseq_compat": text.fairseq_compat, "merges": text.merges,
               "parser": parse.config(), "ldd_threshold": ldd_threshold, "shard_size": shard_size}
@@ -559,7 +588,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     given = source.source_tokens(src, conllu)
     if given is None:
         assert src is not None
-        _tokenize(src, src_tok, src_lang, text, par)
+        _tokenize(src, src_tok, src_lang, text, par, spec=tok_spec)
     elif not src_tok.exists():
         with atomic_write(src_tok) as f:
             for line in given:
@@ -583,14 +612,17 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
         bpe_src, bpe_tgt, index_file = _segment(split, work, src, tgt, src_lang, tgt_lang, words_file, model_path,
                                                 text, scheme.name, par)
         codes_sha, sub = None, identity
-        model_config = {"subword_identity": identity, "subword_model_sha256": file_sha256(model_path)}
+        model_config: dict[str, Any] = {"subword_identity": identity,
+                                        "subword_model_sha256": file_sha256(model_path)}
     else:
         code_path = _codes(out, files, codes, text)
         for side in ("src", "tgt"):
             _apply_bpe(files.side("clean", side), files.side("bpe", side), code_path, par)
         bpe_src, bpe_tgt = files.side("bpe", "src"), files.side("bpe", "tgt")
+        from synprep.text.bpe import count_merges
+
         codes_sha, sub = file_sha256(code_path), None
-        model_config = {"bpe_codes_sha256": codes_sha}
+        model_config = {"bpe_codes_sha256": codes_sha, "bpe_merges": count_merges(code_path)}
     v = load_or_build_vocab(out, split, [bpe_src, bpe_tgt], vocab)
 
     # 4. parse, features, shards

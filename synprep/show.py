@@ -4,8 +4,11 @@
 original line ``line`` (1-based) from ``DIR/SPLIT.NNNNN.h5`` and decodes its ids with the folder's
 ``dict.txt``. :func:`pair_text` lays out what the shard stores for it; :func:`pair_figure` draws it
 with matplotlib (Agg, no display needed): the dependency tree as an arc diagram over the words,
-the piece-level gaps (cnf and nary), the soft SLR mask (τ) and the hard non-strict one, and the
-PASCAL Gaussian weights. Every matrix is computed with the feature functions the trainer uses
+the constituency tree when the gaps came from one (recovered from the stored n-ary gaps:
+:func:`gap_tree`), the piece-level gaps (cnf and nary), the soft SLR mask (τ) and the hard
+non-strict one, and the PASCAL Gaussian weights. Chinese, Japanese and Korean words are drawn
+with an installed CJK font (:data:`CJK_FONTS`; Debian/Ubuntu: ``apt-get install fonts-noto-cjk``);
+without one, one warning names the package and the words are drawn as boxes. Every matrix is computed with the feature functions the trainer uses
 (:mod:`synprep.features.slr`, :mod:`synprep.features.parents`) on the stored gaps and heads, with
 ``</s>`` appended as the trainer appends it (gap 2000, parent = itself): the figures show what
 the model would see, not a re-derivation.
@@ -13,8 +16,13 @@ the model would see, not a re-derivation.
 
 from __future__ import annotations
 
+import contextlib
 import io
+import logging
 import os
+import re
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +43,22 @@ HEATMAP_MAX_SIDE = 11.0
 FIGURE_MAX_WIDTH = 26.0
 #: height of one nesting level of the dependency arcs (data units of the arc panel)
 ARC_STEP = 0.6
+#: fonts with CJK glyphs, tried in order (matplotlib falls back to them per glyph after DejaVu Sans)
+CJK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans CJK TC", "Noto Sans CJK KR", "Noto Serif CJK JP",
+             "Source Han Sans", "Source Han Sans JP", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei",
+             "Droid Sans Fallback", "IPAexGothic", "IPAGothic", "TakaoGothic", "Noto Sans JP", "Noto Sans SC",
+             "Noto Sans KR")
+#: the Debian/Ubuntu package that provides the first of them
+CJK_FONT_PACKAGE = "fonts-noto-cjk"
+#: tree sources whose gaps come from a constituency tree (drawn by :func:`_tree_panel`)
+CONSTITUENCY_SOURCES = ("constituency", "mixed")
+
+#: Hangul Jamo, CJK radicals … Kangxi, kana, CJK unified ideographs, Hangul syllables,
+#: compatibility ideographs, half/full-width forms, and the supplementary ideograph planes
+_CJK = re.compile("[\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff"
+                  "\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0003ffff]")
+
+log = logging.getLogger("synprep")
 
 
 @dataclass
@@ -264,6 +288,135 @@ def pair_text(view: PairView, *, ldd_top: int = 3) -> str:
     return "\n".join(lines) + "\n"
 
 
+# --- the constituency tree behind the gaps ------------------------------------------------------
+
+
+def word_distances(view: PairView) -> np.ndarray:
+    """``(W-1,) int64`` word-level n-ary distances read back from the stored piece gaps.
+
+    A gap between two words is ``d + 1`` (SPEC.md §2), so ``d = gap - 1``; a sentence boundary
+    keeps :data:`~synprep.constants.GAP_SENTENCE` (999).
+    """
+    rec = view.record
+    wi = rec.word_index.astype(np.int64)
+    between = np.flatnonzero(wi[1:] != wi[:-1])  # piece k ends a word
+    gaps = rec.gaps_nary.astype(np.int64)[between]
+    return np.where(gaps >= GAP_SENTENCE, GAP_SENTENCE, gaps - 1)
+
+
+#: a node of :func:`gap_tree`: ``(height, children)``; a leaf is its 0-based word index
+GapNode = tuple[int, list[Any]]
+
+
+def gap_tree(dist: Sequence[int], lo: int = 0, hi: int | None = None) -> GapNode | int:
+    """The unlabeled n-ary tree whose n-ary distances (SPEC.md §2) are ``dist``.
+
+    A node's children are cut at every gap of its span that equals the span's largest gap (the
+    node's value ``1 + max(child values)`` is the gap between each pair of its children, and
+    every gap inside a child is smaller), so the bracketing — unary chains collapsed, labels not
+    stored — is recovered exactly.
+
+    Args:
+        dist: ``(n-1,)`` word-level n-ary distances of one sentence (``>= 1``).
+        lo, hi: the word span ``[lo, hi]`` (0-based, inclusive; default the whole sentence).
+
+    Returns:
+        a word index (0-based) for one word, else ``(height, children)``.
+    """
+    hi = len(dist) if hi is None else hi
+    if lo == hi:
+        return lo
+    inner = dist[lo:hi]
+    top = max(inner)
+    cuts = [lo + k for k, d in enumerate(inner) if d == top]
+    bounds = [lo, *[c + 1 for c in cuts], hi + 1]
+    return int(top), [gap_tree(dist, a, b - 1) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _tree_layout(node: GapNode | int, segs: list[tuple[float, float, float, float]]) -> tuple[float, float]:
+    """``(x, y)`` of ``node`` (leaves at their word index, y = 0; a node at its height, centred over
+    its children), appending the node-to-child segments to ``segs``."""
+    if isinstance(node, int):
+        return float(node), 0.0
+    height, kids = node
+    pts = [_tree_layout(k, segs) for k in kids]
+    x = (pts[0][0] + pts[-1][0]) / 2
+    for cx, cy in pts:
+        segs.append((x, float(height), cx, cy))
+    return x, float(height)
+
+
+def _tree_panel(ax, view: PairView) -> None:
+    """The constituency tree(s) of the line, recovered from the n-ary gaps, over the words."""
+    dist = word_distances(view).tolist()
+    w = len(view.words)
+    segs: list[tuple[float, float, float, float]] = []
+    nodes: list[tuple[float, float]] = []
+    start = 0
+    for end in [*[k for k, d in enumerate(dist) if d >= GAP_SENTENCE], w - 1]:
+        tree = gap_tree([d for d in dist[start:end]], 0, end - start)
+        before = len(segs)
+        _tree_layout(tree, segs)
+        for i in range(before, len(segs)):
+            x0, y0, x1, y1 = segs[i]
+            segs[i] = (x0 + start, y0, x1 + start, y1)
+            nodes.append((x0 + start, y0))
+        start = end + 1
+    top = max([y for _, y in nodes], default=1.0)
+    for x0, y0, x1, y1 in segs:  # dendrogram style: across at the node's height, then down to the child
+        ax.plot([x0, x1, x1], [y0, y0, y1], color="tab:green", lw=1.0)
+    if nodes:
+        xs, ys = zip(*set(nodes), strict=True)
+        ax.plot(xs, ys, "o", color="tab:green", ms=3)
+    rotate = w > 22
+    size = float(np.clip(ax.figure.get_figwidth() * 72 / max(w, 1) * (0.9 if rotate else 0.45), 5, 9))
+    for i, word in enumerate(view.words):
+        ax.text(i, -0.15, word, ha="right" if rotate else "center", va="top", fontsize=size,
+                rotation=45 if rotate else 0, rotation_mode="anchor")
+    for s in view.record.sent_start.tolist()[1:]:
+        ax.axvline(s - 0.5, color="0.6", ls="--", lw=0.8)
+    ax.set_xlim(-0.8, w - 0.2)
+    ax.set_ylim(-1.2 if not rotate else -2.2, top + 0.4)
+    ax.set_yticks(range(1, int(top) + 1))
+    ax.set_ylabel("n-ary distance")
+    ax.set_xticks([])
+    for side in ("top", "right", "bottom"):
+        ax.spines[side].set_visible(False)
+    ax.set_title(f"constituency tree the gaps came from (tree source: {view.attrs.get('tree_source')}), "
+                 "recovered from the stored n-ary gaps: a node sits at its distance; labels are not stored",
+                 fontsize=9, loc="left")
+
+
+def needs_cjk(texts: Iterable[str]) -> bool:
+    """True when any text holds a Chinese, Japanese or Korean character."""
+    return any(_CJK.search(t) for t in texts)
+
+
+def cjk_font() -> str | None:
+    """The first of :data:`CJK_FONTS` matplotlib knows, or None."""
+    from matplotlib import font_manager
+
+    known = {f.name for f in font_manager.fontManager.ttflist}
+    return next((name for name in CJK_FONTS if name in known), None)
+
+
+@contextlib.contextmanager
+def _fonts(view: PairView) -> Iterator[str | None]:
+    """Draw inside: a CJK fallback font when the pair needs one (yields its name, else None); without
+    one, a single warning naming :data:`CJK_FONT_PACKAGE` replaces matplotlib's one per glyph."""
+    import matplotlib
+
+    texts = [*view.src, *view.tgt, *view.words]
+    font = cjk_font() if needs_cjk(texts) else None
+    if needs_cjk(texts) and font is None:
+        log.warning("warning: no CJK font found: Chinese/Japanese/Korean words are drawn as boxes "
+                    "(install one, e.g. apt-get install %s)", CJK_FONT_PACKAGE)
+    rc: dict[Any, Any] = {"font.family": ["DejaVu Sans", font]} if font else {}
+    with matplotlib.rc_context(rc), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Glyph .* missing from")
+        yield font
+
+
 # --- figure --------------------------------------------------------------------------------------
 
 
@@ -388,6 +541,11 @@ def pair_figure(view: PairView, *, tau: float = 10.0, mode: str = "cnf") -> Figu
     Raises:
         ValueError: τ <= 0 or an unknown gap mode.
     """
+    with _fonts(view) as font:
+        return _pair_figure(view, tau=tau, mode=mode, font=font)
+
+
+def _pair_figure(view: PairView, *, tau: float, mode: str, font: str | None) -> Figure:
     from matplotlib.figure import Figure
 
     mats = pair_matrices(view, tau=tau, mode=mode)
@@ -397,25 +555,33 @@ def pair_figure(view: PairView, *, tau: float = 10.0, mode: str = "cnf") -> Figu
     width = min(FIGURE_MAX_WIDTH, max(14.0, 2 * side + 3.0, 0.3 * len(view.words) + 2))
     levels = _arc_levels(view.record.heads.tolist())
     arc_h = min(7.0, 1.4 + 0.3 * max(levels.values(), default=1))
-    height = arc_h + 2.6 + 2 * side + 1.6
-    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
-    grid = fig.add_gridspec(4, 2, height_ratios=[arc_h, 2.6, side, side])
+    tree_h = 0.0
+    if view.attrs.get("tree_source") in CONSTITUENCY_SOURCES and len(view.words) > 1:
+        dist = word_distances(view)
+        tree_h = min(4.0, 1.4 + 0.25 * int(dist[dist < GAP_SENTENCE].max(initial=1)))
+    rows = [arc_h, *([tree_h] if tree_h else []), 2.6, side, side]
+    fig = Figure(figsize=(width, sum(rows) + 1.6), dpi=100, layout="constrained")
+    grid = fig.add_gridspec(len(rows), 2, height_ratios=rows)
     _arc_panel(fig.add_subplot(grid[0, :]), view)
-    _gap_panel(fig.add_subplot(grid[1, :]), view)
-    _heatmap(fig, fig.add_subplot(grid[2, 0]), mats["soft"], labels, f"soft SLR mask, τ = {tau:g} ({mode} gaps)",
-             cmap="viridis", vmin=0, vmax=1)
-    _heatmap(fig, fig.add_subplot(grid[2, 1]), mats["hard"].astype(np.float32), labels,
+    r = 1
+    if tree_h:
+        _tree_panel(fig.add_subplot(grid[1, :]), view)
+        r = 2
+    _gap_panel(fig.add_subplot(grid[r, :]), view)
+    _heatmap(fig, fig.add_subplot(grid[r + 1, 0]), mats["soft"], labels,
+             f"soft SLR mask, τ = {tau:g} ({mode} gaps)", cmap="viridis", vmin=0, vmax=1)
+    _heatmap(fig, fig.add_subplot(grid[r + 1, 1]), mats["hard"].astype(np.float32), labels,
              f"hard SLR mask, non-strict ({mode} gaps)", cmap="viridis", vmin=0, vmax=1)
-    _heatmap(fig, fig.add_subplot(grid[3, 0]), mats["pascal"], labels,
+    _heatmap(fig, fig.add_subplot(grid[r + 2, 0]), mats["pascal"], labels,
              "PASCAL weights N(j; parent(i), σ=1); × = parent position", cmap="magma", vmin=0, vmax=0.4, parents=mats["parents"])
-    ax = fig.add_subplot(grid[3, 1])
-    _text_panel(ax, view)
+    ax = fig.add_subplot(grid[r + 2, 1])
+    _text_panel(ax, view, font)
     fig.suptitle(view.title(), fontsize=12)
     return fig
 
 
-def _text_panel(ax, view: PairView) -> None:
-    """The target side and the configuration, as text."""
+def _text_panel(ax, view: PairView, font: str | None = None) -> None:
+    """The target side and the configuration, as text (monospace, with the CJK ``font`` as fallback)."""
     import textwrap
 
     ax.axis("off")
@@ -424,17 +590,24 @@ def _text_panel(ax, view: PairView) -> None:
     sig = textwrap.fill(str(view.attrs.get("signature", "")), 70)
     ax.text(0, 1, f"source ({len(view.src)} pieces):\n{src}\n\ntarget ({len(view.tgt)} pieces):\n{tgt}\n\n"
             f"tree source: {view.attrs.get('tree_source', '?')}\n{sig}", va="top", ha="left", fontsize=9,
-            family="monospace", transform=ax.transAxes)
+            family=["DejaVu Sans Mono", font] if font else "monospace", transform=ax.transAxes)
 
 
 def save_png(view: PairView, path: str | os.PathLike, *, tau: float = 10.0, mode: str = "cnf") -> int:
     """Draw :func:`pair_figure` and write it as a PNG atomically; returns the file size in bytes."""
     from synprep.textio import atomic_write
 
-    fig = pair_figure(view, tau=tau, mode=mode)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    with _fonts(view) as font:  # the glyphs are looked up when the figure is drawn
+        fig = _pair_figure(view, tau=tau, mode=mode, font=font)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png")
     data = buf.getvalue()
     with atomic_write(path, "wb") as f:
         f.write(data)
     return len(data)
+
+
+def _cjk_fonts() -> list[str]:
+    """``[cjk_font()]``, or ``[]`` without one (kept for callers of the earlier name)."""
+    font = cjk_font()
+    return [font] if font else []

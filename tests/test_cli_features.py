@@ -240,8 +240,8 @@ def test_distance_reads_mrg_files(tmp_path: Path) -> None:
     assert list(distance_lines(str(mrg), "nary", "mrg")) == ["4 3 2 1 4", "1"]
     proc = run_cli("distance", "--mode", "nary", input=MRG)  # stdin: detected from the buffered bytes
     assert proc.stdout == "4 3 2 1 4\n1\n" and "(mrg)" in proc.stderr
-    with pytest.raises(InputError, match=r"wsj_x.mrg:1: bad bracketed tree: 2 unclosed '\(' at the end "
-                                         r"\(a tree spread over lines\? use --format mrg\)"):
+    with pytest.raises(InputError, match=r"wsj_x.mrg:1: bad bracketed tree: 2 unclosed '\(' at the end: "
+                                         r"label 'S' opened at column 3 \(a tree spread over lines\? use --format mrg\)"):
         list(distance_lines(str(mrg), "cnf", "lines"))
 
 

@@ -238,8 +238,8 @@ def test_cli_distance_modes(tmp_path):
 def test_cli_distance_bad_tree_names_line(tmp_path):
     out = run_cli("distance", input=SWIM + "\n(S (NP x)\n", check=False)
     assert out.returncode == 2
-    assert out.stderr.startswith("synprep: error: <stdin>:2: bad bracketed tree: 1 unclosed '(' at the end "
-                                 "(a tree spread over lines? use --format mrg)")
+    assert out.stderr.startswith("synprep: error: <stdin>:2: bad bracketed tree: 1 unclosed '(' at the end: "
+                                 "label 'S' opened at column 1 (a tree spread over lines? use --format mrg)")
     assert "Traceback" not in out.stderr
     out = run_cli("distance", input=SWIM + "\n\n", check=False)
     assert out.returncode == 2 and "<stdin>:2: blank line" in out.stderr

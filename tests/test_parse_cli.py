@@ -33,12 +33,22 @@ def test_stdin_to_stdout_with_an_empty_line(tmp_path: Path, stanza_dir: Path) ->
         assert sum(t["head"] == 0 for t in b) == 1
     lines = list(read_conllu_text(tmp_path, out))
     assert [(pl.line, len(pl.sentences), pl.error) for pl in lines] == [(1, 2, None), (2, 0, "empty line"), (3, 1, None)]
-    assert "synprep: 3 lines: 3 sentences parsed (0 from the cache, 3 by the parser), 1 failed lines" in proc.stderr
+    assert "synprep: 3 lines: 3 sentences (0 from the cache, 3 by the parser, 0 repeated), 1 failed lines" in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("synprep:0.1.0|parser:stanza-1.15.0/synprep/en+const#")
     # the same input again: everything from the cache, the same output
     again = run_cli(*stanza_args(stanza_dir), "--cache", str(cache), input=text)
     assert again.stdout == out
-    assert "(3 from the cache, 0 by the parser)" in again.stderr
+    assert "(3 from the cache, 0 by the parser, 0 repeated)" in again.stderr
+
+
+def test_counts_add_up_with_repeated_sentences(tmp_path: Path, stanza_dir: Path) -> None:
+    # "i swim ." three times (twice on one line): parsed once, the counts still add up
+    text = "i swim . i swim .\nthe river is old .\ni swim .\nthe dog barks .\n"
+    cache = tmp_path / "cache.sqlite"
+    proc = run_cli(*stanza_args(stanza_dir), "--cache", str(cache), input=text)
+    assert "synprep: 4 lines: 5 sentences (0 from the cache, 3 by the parser, 2 repeated), 0 failed lines" in proc.stderr
+    again = run_cli(*stanza_args(stanza_dir), "--cache", str(cache), input=text)
+    assert "synprep: 4 lines: 5 sentences (5 from the cache, 0 by the parser, 0 repeated)" in again.stderr
 
 
 def read_conllu_text(tmp_path: Path, text: str):

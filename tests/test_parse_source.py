@@ -12,7 +12,7 @@ from synprep.types import ParsedLine
 
 
 def test_every_parser_name_has_a_source():
-    assert set(SOURCES) == {"stanza", "corenlp", "conllu"}
+    assert set(SOURCES) == {"conllu"}  # every parser backend runs through RunParser
     assert isinstance(source_for(ParseOptions(parser="conllu")), ImportConllu)
     assert isinstance(source_for(ParseOptions(parser="stanza", spec=ParserSpec(lang="en"))), RunParser)
     with pytest.raises(ConfigError, match="unknown parser 'udpipe'"):

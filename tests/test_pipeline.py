@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import h5py
 import numpy as np
 import pytest
 
@@ -55,6 +56,22 @@ def test_sample_main_job_passes_check_and_accounts_for_every_line(sample_run):
     # the signature is printed at the end and stored in every shard
     assert manifest["signature"] in proc.stderr
     assert "parser:stanza-" in manifest["signature"] and "lc:yes" in manifest["signature"]
+
+
+def test_one_summary_line_and_the_signature_last(sample_run):
+    out, _, proc = sample_run
+    lines = proc.stderr.strip().splitlines()
+    summaries = [line for line in lines if "300 input lines" in line]
+    assert summaries == ["synprep: train: 300 input lines, 294 pairs in 3 shard(s); dropped: clean:empty 2, "
+                         "clean:ratio 3, clean:too_long 1; check OK"]
+    assert [line for line in lines if line.startswith("synprep:0.")] == [lines[-1]]
+    # the merges learned are what is logged and stored with the shards
+    from synprep.text.bpe import count_merges
+
+    n = count_merges(out / "code")
+    assert f"synprep: learned {n} BPE merges on train.clean.{{de,en}}" in lines
+    with h5py.File(out / "train.00000.h5") as f:
+        assert json.loads(f.attrs["config"])["bpe_merges"] == n
 
 
 def test_sample_shards_hold_the_right_pairs(sample_run):

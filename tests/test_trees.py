@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from nltk import Tree
 
 from synprep.errors import InputError
 from synprep.parse.trees import (
@@ -119,3 +120,64 @@ def test_bad_trees(tmp_path: Path, text: str, reason: str) -> None:
     with pytest.raises(InputError) as e:
         list(read_tree_lines(f))
     assert e.value.line == 2 and reason in e.value.reason and e.value.path == str(f)
+
+
+# TIGER/NEGRA-derived brackets (STTS tags $( $, $. and a VROOT top), written for this test
+TIGER_LINE = '(VROOT (S ($( ") (NP (ART Das) (NN Haus)) (VVFIN steht) ($, ,) ($( ") (ADV hier) ($. .)))'
+
+
+def test_tiger_labels_with_brackets_and_punctuation() -> None:
+    (t,) = parse_trees(TIGER_LINE)
+    stored = tree_to_str(t)
+    # VROOT becomes ROOT; "$(" is spelled as treetools does, so the stored string reads with nltk
+    assert stored == (
+        '(ROOT (S ($LRB ") (NP (ART Das) (NN Haus)) (VVFIN steht) ($, ,) ($LRB ") (ADV hier) ($. .)))'
+    )
+    assert Tree.fromstring(stored).leaves() == ['"', "Das", "Haus", "steht", ",", '"', "hier", "."]
+
+
+def test_tiger_bare_bracket_leaves() -> None:
+    # an unescaped "(" / ")" word under "$(" (TIGER spells bracket words as they are)
+    t = parse_tree("(VROOT (NP ($( () (NN Haus) ($( )) ($. .)))")
+    match_leaves(t, ["(", "Haus", ")", "."])
+    assert tree_to_str(t) == "(ROOT (NP ($LRB -LRB-) (NN Haus) ($LRB -RRB-) ($. .)))"
+    assert tree_words(tree_to_str(t)) == ["(", "Haus", ")", "."]
+    # compact PTB brackets still read
+    assert tree_to_str(parse_tree("(S(NP(NN x))(VP(V y)))")) == "(ROOT (S (NP (NN x)) (VP (V y))))"
+
+
+def test_tiger_mrg_over_lines(tmp_path: Path) -> None:
+    f = tmp_path / "tiger.mrg"
+    f.write_text('(VROOT\n  (S ($( ")\n     (NN Haus) ($. .)))\n(VROOT (NP (NN Ja) ($. .)))\n')
+    got = [(n, tree_to_str(t)) for n, t in read_mrg(f)]
+    assert got == [(1, '(ROOT (S ($LRB ") (NN Haus) ($. .)))'), (4, "(ROOT (NP (NN Ja) ($. .)))")]
+
+
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("(S (NP ($( -) (NN x)", "2 unclosed '(' at the end: label 'NP' opened at column 4"),
+        ('(VROOT ($( ") (NN x)))', "unbalanced ')' at column 22"),
+        ("(S (NN x)) y", "text outside brackets at column 12"),
+    ],
+)
+def test_broken_bracket_names_label_and_column(tmp_path: Path, text: str, reason: str) -> None:
+    f = tmp_path / "trees.txt"
+    f.write_text(text + "\n")
+    with pytest.raises(InputError) as e:
+        list(read_tree_lines(f))
+    assert e.value.line == 1 and reason in e.value.reason
+
+
+def test_brackets_inside_a_word() -> None:
+    # stanza writes "(Applause)" as the leaf -LRB-Applause-RRB- (raw, untokenized input)
+    t = parse_tree("(ROOT (S (NP (NN -LRB-Applause-RRB-)) (SYM :-RRB-) (. .)))")
+    match_leaves(t, ["(Applause)", ":)", "."])
+    stored = tree_to_str(t)
+    assert stored == "(ROOT (S (NP (NN -LRB-Applause-RRB-)) (SYM :-RRB-) (. .)))"
+    assert tree_words(stored) == ["(Applause)", ":)", "."]
+    # the features accept the stored tree against the words
+    from synprep.features.distance import leaf_mismatch
+
+    assert leaf_mismatch(Tree.fromstring(stored), ["(Applause)", ":)", "."]) is None
+    assert leaf_mismatch(Tree.fromstring(stored), ["(Applause", ":)", "."]) == (0, "-LRB-Applause-RRB-", "(Applause")

@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     # parsing
     "parse": "synprep.cli.parse:parse_cmd",
     "models": "synprep.cli.parse:models_group",
+    "trees": "synprep.cli.trees:trees_group",
     # syntax features
     "align": "synprep.cli.features:align_cmd",
     "distance": "synprep.cli.features:distance_cmd",
@@ -75,7 +76,50 @@ class LazyGroup(click.Group):
             if e.name == module:
                 return None
             raise
-        return getattr(mod, attr, None)
+        cmd = getattr(mod, attr, None)
+        if cmd is not None:
+            _add_log_options(cmd)
+        return cmd
+
+
+def _add_log_options(cmd: click.Command) -> None:
+    """Accept ``-v``/``-q`` after the subcommand too (``synprep pipeline ... -v``), on every subcommand."""
+    if getattr(cmd, "_synprep_log_options", False):
+        return
+    cmd._synprep_log_options = True  # type: ignore[attr-defined]
+    names = {opt for p in cmd.params for opt in getattr(p, "opts", [])}
+    if not names & {"-v", "--verbose", "-q", "--quiet"}:
+        cmd.params.extend(_log_options())
+    if isinstance(cmd, click.Group):
+        for sub in cmd.commands.values():
+            _add_log_options(sub)
+
+
+def _log_options() -> list[click.Option]:
+    return [
+        click.Option(["-v", "--verbose", "sub_verbose"], count=True, expose_value=False, is_eager=True,
+                     callback=lambda ctx, p, v: _more_log(verbose=v), help="As `synprep -v`."),
+        click.Option(["-q", "--quiet", "sub_quiet"], is_flag=True, expose_value=False, is_eager=True,
+                     callback=lambda ctx, p, v: _more_log(quiet=v), help="As `synprep -q`."),
+    ]
+
+
+#: the -v count and -q flag given so far, before and after the subcommand
+_LOG = {"verbose": 0, "quiet": False}
+
+
+def _more_log(verbose: int = 0, quiet: bool = False) -> None:
+    _LOG["verbose"] += verbose
+    _LOG["quiet"] = bool(_LOG["quiet"] or quiet)
+    if verbose or quiet:
+        _set_log_level()
+
+
+def _set_log_level() -> None:
+    level = logging.ERROR if _LOG["quiet"] else (logging.DEBUG if _LOG["verbose"] > 1 else logging.INFO)
+    logging.getLogger().setLevel(level)
+    for noisy in ("stanza", "distributed", "urllib3"):
+        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -83,11 +127,13 @@ class LazyGroup(click.Group):
 @click.option("-v", "--verbose", count=True, help="More log output on stderr (-vv for debug).")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
 def cli(verbose: int, quiet: bool) -> None:
-    """Syntax-annotated training data for syntax-aware NMT (see README)."""
-    level = logging.ERROR if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
-    logging.basicConfig(level=level, format="synprep: %(message)s", stream=sys.stderr)
-    for noisy in ("stanza", "distributed", "urllib3"):
-        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+    """Syntax-annotated training data for syntax-aware NMT (see README).
+
+    -v/-q may also follow the subcommand (synprep pipeline ... -v).
+    """
+    _LOG.update(verbose=verbose, quiet=quiet)
+    logging.basicConfig(format="synprep: %(message)s", stream=sys.stderr)
+    _set_log_level()
 
 
 def main(argv: list[str] | None = None) -> None:

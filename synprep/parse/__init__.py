@@ -1,7 +1,9 @@
 """synprep.parse: everything that produces a parse (:class:`~synprep.types.ParsedLine`).
 
-* :func:`parse_lines` — words in, parsed lines out (stanza or CoreNLP, cache, workers);
+* :func:`parse_lines` — words in, parsed lines out (any registered backend, cache, workers);
 * :class:`ParserSpec`, :func:`make_parser`, :func:`parser_identity` — choose and load a parser;
+  :mod:`~synprep.parse.registry` — the backends by name (stanza, CoreNLP, spaCy), each a
+  :class:`~synprep.parse.base.ParserBackend`;
 * :mod:`~synprep.parse.conllu_io` — CoNLL-U import/export; :mod:`~synprep.parse.trees` —
   bracketed trees; :mod:`~synprep.parse.ssplit` — sentence splitting on Moses tokens;
   :mod:`~synprep.parse.cache` — the parse cache; :mod:`~synprep.parse.evaluate` — UAS/LAS.

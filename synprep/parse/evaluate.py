@@ -1,19 +1,22 @@
-"""Parser evaluation: UAS / LAS of a system CoNLL-U file against gold, with stanza's own scorer.
+"""Parser evaluation: UAS / LAS of a system CoNLL-U file against gold, with the CoNLL 2018 scorer.
 
-The scoring is the CoNLL 2018 shared task evaluation script as stanza ships it
-(``stanza.models.common.utils.ud_scores``, which stanza 1.15 takes from ``udtools.udeval``; older
-stanza releases had it as ``stanza.utils.conll18_ud_eval``) — not our own code. Scores are F1 × 100;
-on gold tokenization precision = recall = F1.
+The scoring is the CoNLL 2018 shared task evaluation script as the UD project maintains it on PyPI
+(``udtools.udeval``: ``load_conllu_file`` + ``evaluate``; stanza's ``ud_scores`` wraps the same
+module) — not our own code. It aligns system and gold words on their characters, so a system with
+its own tokenization is scored correctly (CoNLL 2018 semantics: UAS/LAS are F1 over aligned words).
+Scores are F1 × 100; on gold tokenization precision = recall = F1.
 
-:func:`evaluate_parser` parses the gold file's own words (UD syntactic words, one gold sentence =
-one sentence, no sentence splitting) and writes a system file with the gold file's exact token
-lines (multiword ranges, MISC) where only UPOS, HEAD and DEPREL are the parser's, so the scorer's
-tokenization alignment is trivially the identity.
+:func:`evaluate_parser` has two modes. ``tokenize="gold"``: parse the gold file's own words (UD
+syntactic words, one gold sentence = one sentence, no sentence splitting) and write a system file with
+the gold file's exact token lines (multiword ranges, MISC) where only UPOS, HEAD and DEPREL are the
+parser's, so the scorer's alignment is the identity. ``tokenize="parser"``: segment each gold
+sentence's ``# text`` with the parser's own tokenizer (``--tokenizer parser``, e.g. GiNZA's Sudachi),
+parse those words, and let the scorer align them to the gold words (the ``Words`` F1 then measures
+the segmentation).
 """
 
 from __future__ import annotations
 
-import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -35,11 +38,10 @@ def evaluate_conllu(system: PathLike, gold: PathLike) -> dict[str, float]:
     Raises:
         InputError: the scorer rejects a file (different text, malformed lines ...).
     """
-    from stanza.models.common.utils import ud_scores
-    from udtools.udeval import UDError
+    from udtools.udeval import UDError, evaluate, load_conllu_file
 
     try:
-        ev = ud_scores(str(gold), str(system))
+        ev = evaluate(load_conllu_file(str(gold)), load_conllu_file(str(system)))
     except UDError as e:
         cause = e.__cause__ or e
         raise InputError(f"CoNLL 2018 scorer: {e}: {cause}", display_name(system)) from None
@@ -103,6 +105,51 @@ def write_like_gold(gold: PathLike, parsed: Iterable[ParsedLine], out: IO[str]) 
     return failed
 
 
+def gold_texts(gold: PathLike) -> list[str]:
+    """The ``# text`` of every sentence of a CoNLL-U file, in order.
+
+    Raises:
+        InputError: ``FILE:LINE`` of a sentence without ``# text``.
+    """
+    out: list[str] = []
+    text: str | None = None
+    start = 0
+    for lineno, line in enumerate(iter_lines(gold), 1):
+        if not line.strip():
+            if start:
+                if text is None:
+                    raise InputError("sentence without '# text = ...' (needed to tokenize it)", display_name(gold), start)
+                out.append(text)
+            text, start = None, 0
+            continue
+        start = start or lineno
+        if line.startswith("# text = "):
+            text = line[len("# text = "):]
+    if start:
+        if text is None:
+            raise InputError("sentence without '# text = ...' (needed to tokenize it)", display_name(gold), start)
+        out.append(text)
+    return out
+
+
+def write_own_tokens(parsed: Iterable[ParsedLine], words: list[list[str]], out: IO[str]) -> int:
+    """Write parses as plain CoNLL-U with their own words, one sentence block per sentence; a failed line
+    as a chain of its ``words`` (word 1 = root, word i attached to i-1, ``dep``) so that it counts as
+    wrong. Returns the number of failed lines."""
+    failed = 0
+    for pl, line_words in zip(parsed, words, strict=True):
+        sents = [(s.words, s.upos, s.heads, s.deprels) for s in pl.sentences]
+        if pl.error is not None:
+            failed += 1
+            n = len(line_words)
+            sents = [(line_words, ["X"] * n, list(range(n)), ["root"] + ["dep"] * (n - 1))] if n else []
+        for ws, upos, heads, rels in sents:
+            for k, (w, u, h, r) in enumerate(zip(ws, upos, heads, rels, strict=True), 1):
+                out.write("\t".join([str(k), w, "_", u, "_", "_", str(h), r, "_", "_"]) + "\n")
+            out.write("\n")
+    return failed
+
+
 def evaluate_parser(
     spec: ParserSpec,
     gold: PathLike,
@@ -111,35 +158,49 @@ def evaluate_parser(
     cache: ParseCache | None = None,
     system_out: PathLike | None = None,
     stats: ParseStats | None = None,
+    tokenize: str = "gold",
+    limit: int | None = None,
 ) -> dict[str, float]:
-    """Parse the gold file's words with ``spec`` and score the result (see the module docstring).
+    """Parse the gold file's words (or text) with ``spec`` and score the result (see the module docstring).
 
     Args:
         spec: the parser. gold: a gold CoNLL-U file.
         jobs, cache: as in :func:`synprep.parse.parse_lines`.
         system_out: also keep the system CoNLL-U file here.
+        tokenize: ``"gold"`` (the gold words) or ``"parser"`` (the parser's tokenizer on ``# text``).
+        limit: score only the first ``limit`` sentences (a shorter gold file is written beside the system file).
 
     Returns:
         ``{"UAS", "LAS", "UPOS", "Words", "gold_words", "sentences", "failed"}``.
+
+    Raises:
+        ConfigError: an unknown ``tokenize``, or a parser without a tokenizer. InputError: see
+        :func:`evaluate_conllu`, :func:`gold_texts`.
     """
+    from synprep.errors import ConfigError
     from synprep.parse.run import parse_lines
 
-    gold_lines = list(read_conllu(gold, words="syntactic"))
-    words = [pl.words for pl in gold_lines]
-    parsed = parse_lines(words, spec, cache=cache, jobs=jobs, ssplit=False, stats=stats)
-    if system_out is not None:
-        path = Path(system_out)
+    if tokenize not in ("gold", "parser"):
+        raise ConfigError(f"tokenize must be 'gold' or 'parser', got {tokenize!r}")
+    with tempfile.TemporaryDirectory(prefix="synprep-eval-") as tmpdir:
+        if limit is not None:
+            blocks = Path(gold).read_text(encoding="utf-8").strip().split("\n\n")[:limit]
+            short = Path(tmpdir) / "gold.conllu"
+            short.write_text("\n\n".join(blocks) + "\n\n", encoding="utf-8")
+            gold = short
+        gold_lines = list(read_conllu(gold, words="syntactic"))
+        if tokenize == "gold":
+            words = [pl.words for pl in gold_lines]
+        else:
+            from synprep.parse.registry import backend_class
+
+            tok = backend_class(spec.name).tokenizer(spec)
+            words = [tok(text) for text in gold_texts(gold)]
+        parsed = parse_lines(words, spec, cache=cache, jobs=jobs, ssplit=False, stats=stats)
+        path = Path(system_out) if system_out is not None else Path(tmpdir) / "system.conllu"
         with atomic_write(path) as f:
-            failed = write_like_gold(gold, parsed, f)
+            failed = write_like_gold(gold, parsed, f) if tokenize == "gold" else write_own_tokens(parsed, words, f)
         scores = evaluate_conllu(path, gold)
-    else:
-        fd, tmp = tempfile.mkstemp(suffix=".conllu")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                failed = write_like_gold(gold, parsed, f)
-            scores = evaluate_conllu(tmp, gold)
-        finally:
-            os.unlink(tmp)
     scores["sentences"] = float(len(gold_lines))
     scores["failed"] = float(failed)
     return scores

@@ -21,7 +21,7 @@ import itertools
 import logging
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 from nltk import Tree
@@ -29,8 +29,16 @@ from nltk import Tree
 from synprep.config import DEFAULTS
 from synprep.errors import InputError
 from synprep.parallel import chunked, limit_threads, parallel_map
-from synprep.parse.base import ParserSpec, ParseStats, error_kind, parse_isolated
+from synprep.parse.base import (
+    ParserBackend,
+    ParserSpec,
+    ParseStats,
+    error_kind,
+    identity_digest,
+    parse_isolated,
+)
 from synprep.parse.cache import ParseCache
+from synprep.parse.registry import backend_class, backend_for_identity
 from synprep.parse.ssplit import split_sentences
 from synprep.parse.trees import match_leaves, tree_to_str
 from synprep.types import ParsedLine, ParsedSentence
@@ -50,30 +58,36 @@ _GPU_LOCK: IO | None = None
 PARSER_CALLS = 0
 
 
-def make_parser(spec: ParserSpec, device: str | None = None):
-    """Load the parser a spec names (:class:`StanzaParser` or :class:`CoreNLPParser`)."""
-    if spec.name == "stanza":
-        from synprep.parse.stanza_parser import StanzaParser
+def make_parser(spec: ParserSpec, device: str | None = None) -> ParserBackend:
+    """Load the parser a spec names (its registered :class:`~synprep.parse.base.ParserBackend`).
 
-        return StanzaParser(spec, device=device)
-    from synprep.parse.corenlp import CoreNLPParser
-
-    return CoreNLPParser(spec)
+    Args:
+        device: this process's torch/spaCy device (``cpu``, ``cuda:1``); None follows ``spec.device``.
+    """
+    return backend_class(spec.name)(spec, device=device)
 
 
 def parser_identity(spec: ParserSpec) -> str:
     """The identity string of a spec's parser (cache key prefix, signature); loads no model.
 
     Raises:
-        ConfigError: models or CoreNLP missing.
+        ConfigError: models missing (stanza resources, spaCy package, CoreNLP).
     """
-    if spec.name == "stanza":
-        from synprep.parse.stanza_parser import stanza_identity
+    return backend_class(spec.name).identity(spec)
 
-        return stanza_identity(spec)
-    from synprep.parse.corenlp import corenlp_identity
 
-    return corenlp_identity(spec)
+def short_identity(identity: str) -> str:
+    """The signature line's compact form of a parser identity (its backend's
+    :meth:`~synprep.parse.base.ParserBackend.short_identity`; ``NAME#DIGEST`` for an unknown one)."""
+    backend = backend_for_identity(identity)
+    if backend is None:
+        return f"{identity.split('|', 1)[0]}#{identity_digest(identity)}"
+    return backend.short_identity(identity)
+
+
+def parser_signature_name(spec: ParserSpec) -> str:
+    """The pipeline signature's ``parser:`` field for a spec (no file hashed)."""
+    return backend_class(spec.name).signature_name(spec)
 
 
 _SLOT_DIR: tempfile.TemporaryDirectory | None = None
@@ -129,7 +143,9 @@ def worker_parser(spec: ParserSpec, slot_dir: str | None = None):
     global _PARSER
     if _PARSER is not None and _PARSER[0] == spec:
         return _PARSER[1]
-    _PARSER = None
+    if _PARSER is not None:
+        old, _PARSER = _PARSER[1], None
+        old.close()
     limit_threads(1)
     if logging.getLogger("stanza").getEffectiveLevel() < logging.WARNING and not log.isEnabledFor(logging.DEBUG):
         logging.getLogger("stanza").setLevel(logging.WARNING)
@@ -266,6 +282,7 @@ def parse_block(
     first_line: int = 1,
     identity: str | None = None,
     stats: ParseStats | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[ParsedLine]:
     """Parse a bounded block of lines as one unit, with batches that never depend on timing.
 
@@ -279,6 +296,8 @@ def parse_block(
     Args:
         word_lines: each line's words (Moses tokens, unescaped).
         batch_size: sentences per work item (one stanza document).
+        progress: called as ``progress(done, total)`` after each batch, with the sentences parsed so far
+            and the block's sentences to parse (:mod:`synprep.progress`).
         others: as :func:`parse_lines`.
 
     Returns:
@@ -312,6 +331,8 @@ def parse_block(
                 parses[s] = p
                 if not isinstance(p, str):
                     fresh.append((s, p))
+            if progress is not None:
+                progress(len(parses) - len(cached), len(misses))
         if cache is not None and fresh:
             assert identity is not None
             cache.put_many(identity, fresh)
@@ -319,7 +340,6 @@ def parse_block(
     out = []
     used: set[tuple[str, ...]] = set()
     for rec in recs:
-        stats.cache_hits += sum(1 for s in rec.sentences if s in cached)
         pl = _assemble(rec, parses, used)
         stats.lines += 1
         if pl.error is not None:
@@ -327,8 +347,23 @@ def parse_block(
             stats.reasons[_STATS_REASON[error_kind(pl.error)]] += 1
         else:
             stats.sentences += len(pl.sentences)
+            stats.cache_hits += sum(1 for s in rec.sentences if s in cached)
         out.append(pl)
+    stats.repeats += _repeats(recs, out, cached)
     return out
+
+
+def _repeats(recs: list[_Line], lines: list[ParsedLine], cached: set[tuple[str, ...]]) -> int:
+    """Sentences of the block's parsed lines that repeat an earlier one the parser parsed (not cached)."""
+    seen: set[tuple[str, ...]] = set()
+    n = 0
+    for rec, pl in zip(recs, lines, strict=True):
+        if pl.error is None:
+            for s in rec.sentences:
+                if s not in cached:
+                    n += s in seen
+                    seen.add(s)
+    return n
 
 
 def parse_lines(

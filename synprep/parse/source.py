@@ -24,12 +24,12 @@ from synprep.types import ParsedLine
 if TYPE_CHECKING:
     from synprep.annotate import Item, Parallel, ParseOptions
 
-#: ``--parser`` name → ``"module:Class"`` of its :class:`ParseSource` (imported when used)
+#: ``--parser`` name → ``"module:Class"`` of its :class:`ParseSource` (imported when used); every
+#: parser backend of :data:`synprep.parse.registry.PARSER_BACKENDS` is a :class:`RunParser` besides
 SOURCES: dict[str, str] = {
-    "stanza": "synprep.parse.source:RunParser",
-    "corenlp": "synprep.parse.source:RunParser",
     "conllu": "synprep.parse.source:ImportConllu",
 }
+RUN_PARSER = "synprep.parse.source:RunParser"
 
 
 class ParseSource:
@@ -78,7 +78,8 @@ class ParseSource:
         of ``n_lines`` lines, in order; None when the parser runs on the words instead."""
         return None
 
-    def parse(self, items: list[Item], par: Parallel, cache: Any, identity: str | None) -> list[ParsedLine]:
+    def parse(self, items: list[Item], par: Parallel, cache: Any, identity: str | None,
+              progress: Any = None) -> list[ParsedLine]:
         """One :class:`ParsedLine` per item, in order (``error`` set for a line without a parse).
 
         Raises:
@@ -98,11 +99,20 @@ class RunParser(ParseSource):
         return parser_identity(self.opts.spec)
 
     def config(self) -> dict[str, Any]:
+        from synprep.parse.registry import backend_class
+
         spec = dataclasses.asdict(self.opts.spec)
         for runtime in ("device", "timeout", "corenlp_endpoint", "dir"):  # never change the output
             spec.pop(runtime, None)
-        return {"name": self.opts.parser, "ssplit": self.opts.ssplit, **spec, "identity": self.identity(),
-                "batch_size": self.opts.batch_size}
+        for key in ("spacy_model", "label_map"):  # newer fields: absent when unset, as before they existed
+            if spec.get(key) is None:
+                spec.pop(key, None)
+        out: dict[str, Any] = {"name": self.opts.parser, "ssplit": self.opts.ssplit, **spec}
+        if not backend_class(self.opts.parser).has_scores:  # no arc scores: the LDD features are one-hot rows
+            out["ldd"] = "one-hot"
+        out["identity"] = self.identity()
+        out["batch_size"] = self.opts.batch_size
+        return out
 
     def check_inputs(self, src: str | None, conllu: str | None) -> None:
         if src is None:
@@ -118,13 +128,12 @@ class RunParser(ParseSource):
         return short_identity(self.identity())
 
     def legacy_signature(self) -> str:
-        from synprep.signature import package_version
+        from synprep.parse.run import parser_signature_name
 
-        spec = self.opts.spec
-        version = package_version("stanza") if spec.name == "stanza" else "corenlp"
-        return f"{spec.name}-{version}/{spec.lang}/{spec.package or 'default'}"
+        return parser_signature_name(self.opts.spec)
 
-    def parse(self, items: list[Item], par: Parallel, cache: Any, identity: str | None) -> list[ParsedLine]:
+    def parse(self, items: list[Item], par: Parallel, cache: Any, identity: str | None,
+              progress: Any = None) -> list[ParsedLine]:
         from synprep.parse.run import parse_block
 
         opts = self.opts
@@ -132,7 +141,8 @@ class RunParser(ParseSource):
         try:
             return parse_block([it.words for it in items], opts.spec, cache=cache, jobs=par.jobs,
                                backend=par.backend, scheduler=par.scheduler, ssplit=opts.ssplit,
-                               batch_size=opts.batch_size, identity=identity, trees=trees, trees_name=opts.trees)
+                               batch_size=opts.batch_size, identity=identity, trees=trees, trees_name=opts.trees,
+                               progress=progress.block(items[0].line - 1, items[-1].line) if progress else None)
         except InputError as e:  # parse_block numbers the block's lines 1..n: name the input line
             if e.line is not None and 1 <= e.line <= len(items):
                 raise InputError(e.reason, e.path, items[e.line - 1].line) from None
@@ -184,7 +194,8 @@ class ImportConllu(ParseSource):
         for _ in reader:  # to the end: more parses than lines is an error too
             pass
 
-    def parse(self, items: list[Item], par: Parallel, cache: Any, identity: str | None) -> list[ParsedLine]:
+    def parse(self, items: list[Item], par: Parallel, cache: Any, identity: str | None,
+              progress: Any = None) -> list[ParsedLine]:
         out = []
         for it in items:
             if it.parse is None:
@@ -233,9 +244,11 @@ def source_class(parser: str) -> type[ParseSource]:
     Raises:
         ConfigError: an unknown parser name.
     """
-    target = SOURCES.get(parser)
+    from synprep.parse.registry import PARSER_BACKENDS
+
+    target = SOURCES.get(parser) or (RUN_PARSER if parser in PARSER_BACKENDS else None)
     if target is None:
-        raise ConfigError(f"unknown parser {parser!r}; choose one of {', '.join(SOURCES)}")
+        raise ConfigError(f"unknown parser {parser!r}; choose one of {', '.join([*PARSER_BACKENDS, *SOURCES])}")
     module, name = target.split(":")
     cls: type[ParseSource] = getattr(importlib.import_module(module), name)
     return cls

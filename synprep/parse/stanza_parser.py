@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from synprep.errors import ConfigError
-from synprep.parse.base import PARSE_SCHEMA, ParserSpec
+from synprep.parse.base import PARSE_SCHEMA, ParserBackend, ParserSpec, identity_digest
 from synprep.parse.trees import match_leaves, parse_tree, tree_to_str
 from synprep.signature import package_version
 from synprep.types import ParsedSentence, SparseLDD
@@ -183,15 +183,15 @@ def short_identity(identity: str) -> str:
     """
     fields = identity.split("|")
     kv = dict(f.split("=", 1) for f in fields[2:] if "=" in f)
-    digest = hashlib.sha256(identity.encode()).hexdigest()[:8]
+    digest = identity_digest(identity)
     if fields[0] != "stanza":
         return f"{fields[0]}/{kv.get('lang', '?')}#{digest}"
     const = "+const" if "constituency" in kv.get("processors", "") else ""
     return f"{fields[0]}-{fields[1]}/{kv.get('package', '?')}/{kv.get('lang', '?')}{const}#{digest}"
 
 
-class StanzaParser:
-    """A loaded stanza pipeline that returns :class:`ParsedSentence` with LDD.
+class StanzaParser(ParserBackend):
+    """A loaded stanza pipeline that returns :class:`ParsedSentence` with LDD (registry name ``stanza``).
 
     Args:
         spec: the parser specification (``name == "stanza"``).
@@ -203,11 +203,31 @@ class StanzaParser:
             model (LDD needs stanza's biaffine graph parser).
     """
 
+    name = "stanza"
+    has_scores = True
+    options = ("dir", "package")
+    devices = ("cpu", "cuda")
+
+    @classmethod
+    def identity(cls, spec: ParserSpec) -> str:
+        """:func:`stanza_identity`."""
+        return stanza_identity(spec)
+
+    @classmethod
+    def short_identity(cls, identity: str) -> str:
+        """:func:`short_identity` (``stanza-1.15.0/synprep/en+const#1a2b3c4d``)."""
+        return short_identity(identity)
+
+    @classmethod
+    def signature_name(cls, spec: ParserSpec) -> str:
+        """``stanza-VERSION/LANG/PACKAGE`` (as the pipeline signature always wrote it)."""
+        return f"stanza-{package_version('stanza')}/{spec.lang}/{spec.package or 'default'}"
+
     def __init__(self, spec: ParserSpec, device: str | None = None):
         import stanza
         from stanza.models.depparse.model import EnsembleGraphParser, GraphParser
 
-        self.spec = spec
+        super().__init__(spec, device)
         self.resources = resolve_resources(spec)
         device = device or spec.device
         self.nlp = stanza.Pipeline(

@@ -1,6 +1,9 @@
 """Bracketed constituency trees: reading, normalizing and matching their leaves to words.
 
-Accepted input (SPEC.md §1, §2): Penn-Treebank-style brackets as read by :class:`nltk.Tree`,
+Accepted input (SPEC.md §1, §2): Penn-Treebank-style brackets, read into :class:`nltk.Tree` by
+:func:`split_brackets`' scanner, which (unlike nltk's reader) also takes labels that end in a
+bracket, like TIGER/NEGRA's ``$(`` (``($( -)``, ``($( ()``), and names the column and the label of
+a broken bracket,
 
 * one or more trees per line (``--trees FILE``: line *i* holds the tree(s) of input line *i*;
   several trees on one line are the line's sentences), or
@@ -11,15 +14,17 @@ Normalization (:func:`normalize_tree`), so that every tree synprep stores looks 
 * function tags and indices are removed: ``NP-SBJ-1`` → ``NP``, ``NP=2`` → ``NP``, ``S-TPC-1`` → ``S``
   (labels that *start* with ``-``, like ``-NONE-``, ``-LRB-``, are kept whole);
 * ``-NONE-`` empty elements are removed, together with every constituent left without words;
-* the top node is ``ROOT``: an unlabeled wrapper ``( ...)`` or ``TOP`` is renamed, any other top
+* a bracket inside a label is spelled out as treetools does: TIGER's ``$(`` → ``$LRB`` (``$,``
+  and ``$.`` stay), and a bare ``(`` / ``)`` leaf becomes ``-LRB-`` / ``-RRB-``;
+* the top node is ``ROOT``: an unlabeled wrapper ``( ...)``, ``TOP`` or NEGRA/TIGER's ``VROOT`` is renamed, any other top
   label gets a ``ROOT`` above it;
 * trees without POS preterminals are accepted: a word that is a bare child of a phrase *with
   siblings* gets its own preterminal ``(X word)``; a phrase whose only child is a word is already
   a preterminal. Neither changes a syntactic distance (SPEC.md §2 collapses unary chains).
 
 Leaves and words: a stored tree's leaves are the line's words (Moses tokens, unescaped) with only
-``(`` and ``)`` written as ``-LRB-`` / ``-RRB-`` (stanza and the PTB do the same), so that the
-string stays parseable. :func:`tree_words` turns the leaves back into words. When a tree is matched
+``(`` and ``)`` written as ``-LRB-`` / ``-RRB-``, also inside a word (``(Applause)`` →
+``-LRB-Applause-RRB-``; stanza and the PTB do the same), so that the string stays parseable. :func:`tree_words` turns the leaves back into words. When a tree is matched
 against words (:func:`match_leaves`), a leaf matches a word when it is equal to it, or equal after
 undoing the PTB bracket escapes (``-LRB- -RRB- -LSB- -RSB- -LCB- -RCB-``) or the Moses escapes
 (``&apos;`` ...). Any other difference is an :class:`~synprep.errors.InputError` naming the line and
@@ -51,21 +56,32 @@ _TAG_SPLIT = re.compile(r"[-=]")
 
 
 def word_to_leaf(word: str) -> str:
-    """The leaf text that stands for ``word`` in a stored tree (``(`` → ``-LRB-``, ``)`` → ``-RRB-``)."""
-    return _LEAF_ESCAPES.get(word, word)
+    """The leaf text that stands for ``word`` in a stored tree: every ``(`` → ``-LRB-``, ``)`` → ``-RRB-``
+    (``(Applause)`` → ``-LRB-Applause-RRB-``, as stanza writes it), so the tree string stays readable."""
+    if "(" not in word and ")" not in word:
+        return word
+    return word.replace("(", _LEAF_ESCAPES["("]).replace(")", _LEAF_ESCAPES[")"])
 
 
 def leaf_to_word(leaf: str) -> str:
-    """Undo the PTB bracket escapes of a leaf (``-LRB-`` → ``(``); other leaves are unchanged."""
-    return PTB_ESCAPES.get(leaf, leaf)
+    """Undo the PTB bracket escapes of a leaf: a whole-leaf escape (``-LRB-`` → ``(``, ``-LSB-`` → ``[``
+    …), else ``-LRB-``/``-RRB-`` inside a word (``-LRB-Applause-RRB-`` → ``(Applause)``)."""
+    if leaf in PTB_ESCAPES:
+        return PTB_ESCAPES[leaf]
+    if "-LRB-" in leaf or "-RRB-" in leaf:
+        return leaf.replace("-LRB-", "(").replace("-RRB-", ")")
+    return leaf
 
 
 def clean_label(label: str) -> str:
-    """Strip function tags and indices: ``NP-SBJ-1`` → ``NP``, ``NP=2`` → ``NP``; ``-NONE-`` stays."""
-    if label.startswith("-"):
-        return label
-    base = _TAG_SPLIT.split(label, maxsplit=1)[0]
-    return base or label
+    """Strip function tags and indices: ``NP-SBJ-1`` → ``NP``, ``NP=2`` → ``NP``; ``-NONE-`` stays.
+
+    A bracket inside a label is written as treetools does (``$(`` → ``$LRB``), so that the stored
+    tree string reads with :meth:`nltk.Tree.fromstring` (it stops a label at a bracket).
+    """
+    if not label.startswith("-"):
+        label = _TAG_SPLIT.split(label, maxsplit=1)[0] or label
+    return label.replace("(", "LRB").replace(")", "RRB")
 
 
 def _strip(t: Tree) -> Tree | None:
@@ -79,7 +95,7 @@ def _strip(t: Tree) -> Tree | None:
             if c is not None:
                 kids.append(c)
         else:
-            kids.append(child)
+            kids.append(word_to_leaf(child))
     if not kids:
         return None
     if len(kids) > 1:  # a bare word beside other children gets its own preterminal
@@ -97,7 +113,7 @@ def normalize_tree(tree: Tree) -> Tree:
     stripped = _strip(tree)
     if stripped is None:
         raise ValueError("the tree has no words (only empty elements)")
-    if top_label in ("", "TOP", ROOT):
+    if top_label in ("", "TOP", "VROOT", ROOT):
         stripped.set_label(ROOT)
         return stripped
     return Tree(ROOT, [stripped])
@@ -115,31 +131,110 @@ def tree_words(tree: str | Tree) -> list[str]:
     return [leaf_to_word(leaf) for leaf in tree.leaves()]
 
 
-def split_brackets(text: str) -> list[str]:
-    """Cut a string into its top-level balanced ``( ... )`` groups.
+class BracketError(ValueError):
+    """A broken bracketed tree; ``column`` is 1-based, ``label`` the node the error concerns (or None)."""
+
+    def __init__(self, reason: str, column: int, label: str | None = None):
+        self.column = column
+        self.label = label
+        super().__init__(reason)
+
+
+def _scan(text: str, *, partial: bool = False) -> tuple[list[tuple[Tree, int, int]], bool]:
+    """Read the top-level trees of ``text`` with labels that may end in ``(`` (TIGER's ``$(``).
+
+    nltk's reader splits ``($( -)`` at the ``(`` of the label; this reader does not. Rules, from
+    the bracket conventions of the PTB and of TIGER/NEGRA-derived brackets:
+
+    * a label is the run of characters after ``(`` up to whitespace or a bracket; one trailing
+      ``(`` belongs to it when whitespace follows (``$(``), so ``(NP(NN x))`` still reads;
+    * a node whose label is followed by whitespace and which has no child yet takes a bare ``(``
+      right before ``)`` (``($( ())``) or a ``)`` followed by another ``)`` (``($( ))``) as its
+      leaf, the unescaped bracket words of TIGER-derived trees.
+
+    Args:
+        text: one or more bracketed trees.
+        partial: return ``(trees, True)`` instead of raising when the text ends inside a tree.
+
+    Returns:
+        ``([(tree, start, end), ...], incomplete)``: each tree with its 0-based character span.
 
     Raises:
-        ValueError: unbalanced brackets, or text outside every bracket.
+        BracketError: a ``)`` that closes nothing, text outside every bracket, an unclosed ``(``
+            (naming the label and column where it was opened), or an empty ``()``.
     """
-    groups = []
-    depth = 0
-    start = -1
-    for i, ch in enumerate(text):
+    # a stack of open nodes: [label, children, column of "(", whitespace after label]
+    out: list[tuple[Tree, int, int]] = []
+    stack: list[list] = []
+    n = len(text)
+    i = 0
+    start = 0
+    while i < n:
+        ch = text[i]
+        if ch.isspace():
+            if stack and not stack[-1][1]:
+                stack[-1][3] = True
+            i += 1
+            continue
+        top = stack[-1] if stack else None
+        bare_leaf = top is not None and top[0] and top[3] and not top[1]
+        if ch == "(" and bare_leaf and i + 1 < n and text[i + 1] == ")":
+            top[1].append("(")  # type: ignore[index]
+            i += 1
+            continue
+        if ch == ")" and bare_leaf and text[i + 1 :].lstrip().startswith(")"):
+            top[1].append(")")  # type: ignore[index]
+            i += 1
+            continue
         if ch == "(":
-            if depth == 0:
+            if not stack:
                 start = i
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth < 0:
-                raise ValueError(f"unbalanced ')' at character {i + 1}")
-            if depth == 0:
-                groups.append(text[start : i + 1])
-        elif depth == 0 and not ch.isspace():
-            raise ValueError(f"text outside brackets at character {i + 1}: {text[i : i + 20]!r}")
-    if depth != 0:
-        raise ValueError(f"{depth} unclosed '(' at the end")
-    return groups
+            j = i + 1
+            while j < n and not text[j].isspace() and text[j] not in "()":
+                j += 1
+            if j > i + 1 and j < n and text[j] == "(" and (j + 1 == n or text[j + 1].isspace()):
+                j += 1  # "$(": the bracket ends the label
+            stack.append([text[i + 1 : j], [], i + 1, False])
+            i = j
+            continue
+        if ch == ")":
+            if not stack:
+                raise BracketError(f"unbalanced ')' at column {i + 1} closes no bracket", i + 1)
+            label, kids, col, _ = stack.pop()
+            if not label and not kids:
+                raise BracketError(f"empty '()' at column {col}", col)
+            node = Tree(label, kids)
+            if stack:
+                stack[-1][1].append(node)
+            else:
+                out.append((node, start, i + 1))
+            i += 1
+            continue
+        if not stack:
+            raise BracketError(f"text outside brackets at column {i + 1}: {text[i : i + 20]!r}", i + 1)
+        j = i
+        while j < n and not text[j].isspace() and text[j] not in "()":
+            j += 1
+        stack[-1][1].append(text[i:j])
+        i = j
+    if stack:
+        if partial:
+            return out, True
+        label, _, col, _ = stack[-1]
+        raise BracketError(
+            f"{len(stack)} unclosed '(' at the end: label {label!r} opened at column {col}", col, label
+        )
+    return out, False
+
+
+def split_brackets(text: str) -> list[str]:
+    """Cut a string into its top-level bracketed trees (labels like ``$(`` read, see :func:`_scan`).
+
+    Raises:
+        BracketError: (a ValueError) unbalanced brackets or text outside every bracket; the message
+            names the 1-based column and the label of the unclosed node.
+    """
+    return [text[a:b] for _, a, b in _scan(text)[0]]
 
 
 def parse_tree(text: str, path: str | None = None, line: int | None = None) -> Tree:
@@ -153,10 +248,10 @@ def parse_tree(text: str, path: str | None = None, line: int | None = None) -> T
         InputError: not a single well-formed bracketed tree, or no words in it.
     """
     try:
-        groups = split_brackets(text)
-        if len(groups) != 1:
-            raise ValueError(f"expected one tree, found {len(groups)}")
-        return normalize_tree(Tree.fromstring(groups[0]))
+        found = _scan(text)[0]
+        if len(found) != 1:
+            raise ValueError(f"expected one tree, found {len(found)}")
+        return normalize_tree(found[0][0])
     except ValueError as e:
         raise InputError(f"bad bracketed tree: {e}", path, line) from None
 
@@ -168,10 +263,10 @@ def parse_trees(text: str, path: str | None = None, line: int | None = None) -> 
         InputError: unbalanced or malformed brackets, or a tree without words.
     """
     try:
-        groups = split_brackets(text)
+        found = _scan(text)[0]
+        return [normalize_tree(t) for t, _, _ in found]
     except ValueError as e:
         raise InputError(f"bad bracketed tree: {e}", path, line) from None
-    return [parse_tree(g, path, line) for g in groups]
 
 
 def match_leaves(tree: Tree, words: list[str], path: str | None = None, line: int | None = None) -> Tree:
@@ -236,12 +331,17 @@ def read_mrg(path: PathLike) -> Iterator[tuple[int, Tree]]:
                 raise InputError(f"text outside a tree: {text.strip()[:40]!r}", name, lineno)
             start = lineno
         buf.append(text)
-        depth += text.count("(") - text.count(")")
-        if depth < 0:
-            raise InputError("unbalanced ')'", name, lineno)
+        try:
+            found, open_ = _scan(" ".join(buf), partial=True)
+        except ValueError as e:
+            raise InputError(f"bad bracketed tree: {e}", name, lineno) from None
+        depth = 1 if open_ else 0
         if depth == 0:
-            for tree in parse_trees(" ".join(buf), name, start):
-                yield start, tree
+            for tree, _, _ in found:
+                try:
+                    yield start, normalize_tree(tree)
+                except ValueError as e:
+                    raise InputError(f"bad bracketed tree: {e}", name, start) from None
             buf = []
     if depth:
         raise InputError("the last tree is not closed (missing ')')", name, start)

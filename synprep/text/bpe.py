@@ -8,12 +8,14 @@ then one merge ``a b`` per line); pieces carry the ``@@`` continuation marker (`
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import os
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache, partial
-from typing import IO
+from typing import IO, Any
 
 import subword_nmt.learn_bpe as _subword_learn_module
 from subword_nmt.apply_bpe import BPE
@@ -27,9 +29,45 @@ from synprep.textio import PathLike, atomic_write, display_name, iter_lines
 
 log = logging.getLogger(__name__)
 
-# subword-nmt draws a tqdm bar on stderr even into a log file; show it on a terminal only
+# subword-nmt draws a tqdm bar on stderr even into a log file; show it on a terminal only (the real
+# stderr: while it learns, sys.stderr is the _StderrToLog below)
 if getattr(_subword_learn_module, "tqdm", None) is not None and hasattr(_subword_learn_module.tqdm, "__mro__"):
-    _subword_learn_module.tqdm = partial(_subword_learn_module.tqdm, disable=None)  # type: ignore[attr-defined]
+    _tqdm = _subword_learn_module.tqdm
+
+    def _terminal_tqdm(*args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("file", getattr(sys.stderr, "terminal", sys.stderr))
+        return _tqdm(*args, disable=None, **kwargs)
+
+    _subword_learn_module.tqdm = _terminal_tqdm  # type: ignore[attr-defined]
+
+
+class _StderrToLog(io.TextIOBase):
+    """Stands in for ``sys.stderr`` while subword-nmt learns: its lines go through synprep's log.
+
+    ``no pair has frequency >= 2. Stopping`` (it stopped early) is logged at INFO, the per-merge
+    lines of its verbose mode and its character counts at DEBUG.
+    """
+
+    def __init__(self, terminal: IO[str]):
+        self.terminal = terminal
+        self._buf = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        self._buf += text
+        *lines, self._buf = self._buf.split("\n")
+        for line in lines:
+            if line.strip():
+                level = logging.INFO if "Stopping" in line else logging.DEBUG
+                log.log(level, "subword-nmt: %s", line.strip())
+        return len(text)
+
+    def flush(self) -> None:
+        if self._buf.strip():
+            log.debug("subword-nmt: %s", self._buf.strip())
+        self._buf = ""
 
 #: lines per work item for ``--jobs``
 CHUNK_LINES = 2000
@@ -81,6 +119,17 @@ def learn_bpe(files: Sequence[PathLike], n_merges: int, out_codes: PathLike | IO
             raise InputError("no such file", display_name(path))
     source = _Counting(files)
     counter = _MergeCounter()
+    with contextlib.redirect_stderr(_StderrToLog(sys.stderr)) as err:
+        try:
+            _learn(source, counter, n_merges, out_codes, min_frequency)
+        finally:
+            err.flush()
+    return counter.merges
+
+
+def _learn(source: _Counting, counter: _MergeCounter, n_merges: int, out_codes: PathLike | IO[str],
+           min_frequency: int) -> None:
+    files = source.files
     try:
         if hasattr(out_codes, "write"):
             counter.out = out_codes  # type: ignore[assignment]
@@ -95,7 +144,6 @@ def learn_bpe(files: Sequence[PathLike], n_merges: int, out_codes: PathLike | IO
         if source.tokens == 0:
             raise InputError(f"no tokens to learn BPE from ({source.lines} lines)", names) from None
         raise InputError("nothing to learn BPE merges from: no word has two symbols", names) from None
-    return counter.merges
 
 
 class _MergeCounter:

