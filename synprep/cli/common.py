@@ -62,6 +62,19 @@ def refuse_unused(names: Iterable[str], why: str) -> None:
                           f"{'it' if len(given) == 1 else 'them'} out")
 
 
+#: options that only one parser backend reads (an error with any other ``--parser``)
+BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
+    "stanza": ("stanza_dir", "stanza_package"),
+    "corenlp": ("corenlp_endpoint", "timeout"),
+}
+
+
+def refuse_other_backends_options(parser_name: str) -> None:
+    """The options of the other parser backends have no effect with ``--parser parser_name``."""
+    refuse_unused([o for b, opts in BACKEND_OPTIONS.items() if b != parser_name for o in opts],
+                  f"with --parser {parser_name}")
+
+
 def check_jobs_options(backend: str) -> None:
     """``--scheduler`` only means something with ``--backend dask``."""
     if backend != "dask":

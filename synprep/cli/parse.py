@@ -15,6 +15,7 @@ from synprep.cli.common import (
     output_option,
     parser_choice,
     parser_jobs,
+    refuse_other_backends_options,
     refuse_unused,
     spacy_options,
     stanza_options,
@@ -71,8 +72,7 @@ def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | Non
     from synprep.text.escape import unescape_tokens
     from synprep.textio import display_name, iter_lines, open_output
 
-    refuse_unused(["corenlp_endpoint", "timeout"] if parser_name == "stanza" else ["stanza_dir", "stanza_package"],
-                  f"with --parser {parser_name}")
+    refuse_other_backends_options(parser_name)
     if trees_path is not None:
         refuse_unused(["no_ssplit"], "with --trees (each tree is one sentence)")
     if no_cache:

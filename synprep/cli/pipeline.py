@@ -56,7 +56,7 @@ RUN_PARSER_OPTIONS = ("stanza_dir", "stanza_package", "device", "batch_size", "n
 
 def refuse_unused_parser_options(parser_name: str, codes: str | None = None) -> None:
     """Options that have no effect with the chosen parser (or with --codes) are errors (README)."""
-    from synprep.cli.common import refuse_unused
+    from synprep.cli.common import refuse_other_backends_options, refuse_unused
     from synprep.parse.source import source_class
 
     if not source_class(parser_name).runs_parser:
@@ -64,8 +64,7 @@ def refuse_unused_parser_options(parser_name: str, codes: str | None = None) -> 
                       "with --parser conllu (the parses are imported, no parser runs)")
     else:
         refuse_unused(["conllu_path"], f"with --parser {parser_name} (--conllu is read with --parser conllu only)")
-        if parser_name == "corenlp":
-            refuse_unused(["stanza_dir", "stanza_package"], "with --parser corenlp")
+        refuse_other_backends_options(parser_name)
     refuse_unused(["cache_path"] if _no_cache() else [], "with --no-cache")
     if codes is not None:
         refuse_unused(["merges"], "with --codes (no BPE codes are learned)")
