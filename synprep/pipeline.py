@@ -348,9 +348,11 @@ def _codes(out: Path, files: TextFiles, codes: str | None, opts: TextOptions) ->
     if files.split != TRAIN:
         raise ConfigError(f"no BPE codes in {out}: run the train split first, or give --codes")
     clean = [files.side("clean", "src"), files.side("clean", "tgt")]
-    log.info("learning BPE codes on %s and %s (at most %d merges)", clean[0].name, clean[1].name, opts.merges)
+    split = files.split
+    names = f"{split}.clean.{{{','.join(p.name[len(split) + len('.clean.'):] for p in clean)}}}"  # train.clean.{de,en}
+    log.info("learning BPE codes on %s (at most %d merges)", names, opts.merges)
     n = learn_bpe(clean, opts.merges, target)
-    log.info("learned %d BPE merges on %s and %s%s", n, clean[0].name, clean[1].name,
+    log.info("learned %d BPE merges on %s%s", n, names,
              f" (of {opts.merges} asked: no pair occurs twice any more)" if n < opts.merges else "")
     return target
 
