@@ -3,7 +3,9 @@
 # UAS/LAS on English PUD against the gold trees (benchmarks/parse_pud.py).
 PUD_DIR  ?= $(SHARED)/data/ud
 PUD_OUT  ?= build/pud
-PUD_ARGS ?= --merges 2000 --shard-size 500 --stanza-dir $(SHARED)/data/stanza_resources --stanza-package synprep -j $(JOBS)
+PUD_ARGS ?= --merges 2000 --shard-size 500 -j $(JOBS)
+# the parser's options: an error with --parser conllu, where no parser runs
+PUD_STANZA ?= --stanza-dir $(SHARED)/data/stanza_resources --stanza-package synprep
 
 .PHONY: pud pud-text
 
@@ -17,7 +19,7 @@ pud: setup pud-text
 	for pair in en-de de-en; do
 	  s=$${pair%-*}; t=$${pair#*-}
 	  $(SYNPREP) pipeline --src $(PUD_OUT)/pud.$$s --tgt $(PUD_OUT)/pud.$$t -s $$s -t $$t \
-	    --out $(PUD_OUT)/stanza-$$pair $(PUD_ARGS)
+	    --out $(PUD_OUT)/stanza-$$pair $(PUD_ARGS) $(PUD_STANZA)
 	  $(SYNPREP) pipeline --parser conllu --conllu $(PUD_DIR)/$${s}_pud-ud-test.conllu --tgt $(PUD_OUT)/pud.$$t \
 	    -s $$s -t $$t --out $(PUD_OUT)/gold-$$pair $(PUD_ARGS)
 	done

@@ -17,7 +17,6 @@ shards, and so does a run with another number of workers.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 from collections.abc import Iterable, Iterator
@@ -25,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from synprep.config import DEFAULTS
 from synprep.errors import ConfigError, InputError
 from synprep.features.line import line_features, tree_source
 from synprep.lock import folder_lock
@@ -38,8 +38,8 @@ from synprep.vocab import Vocab
 
 log = logging.getLogger(__name__)
 
-#: pairs per shard unless told otherwise
-DEFAULT_SHARD_SIZE = 10000
+#: pairs per shard unless told otherwise (synprep.config.DataConfig)
+DEFAULT_SHARD_SIZE = DEFAULTS.shard_size
 
 #: drop reasons the annotation stage can record (the text stage adds ``clean:*``)
 PARSE_REASONS = ("parse:empty", "parse:too_long", "parse:failed", "annotate:empty_target")
@@ -55,6 +55,7 @@ class Item:
         src: source BPE pieces (Moses-escaped, ``@@`` markers); ``src`` rebuilds ``words``.
         tgt: target BPE pieces.
         parse: an imported parse (CoNLL-U), or None to run the parser.
+        trees: the user's constituency trees of the line (``--trees``; ``[]`` for a blank line), or None.
         word_index: the 0-based word of each source piece when a subword scheme aligned them by
             character offsets (:mod:`synprep.subword`); None for ``@@`` BPE pieces.
         alignment: that alignment's rule counts (``AlignStats.as_tuple()``), or None.
@@ -65,6 +66,7 @@ class Item:
     src: list[str]
     tgt: list[str]
     parse: ParsedLine | None = None
+    trees: list[Any] | None = None
     word_index: list[int] | None = None
     alignment: tuple[int, ...] | None = None
 
@@ -82,42 +84,30 @@ class ParseOptions:
         cache: the parse cache file, or None for no cache.
         lowercase: the BPE side was lowercased after the parse (parsed words are compared
             lowercased with the pieces).
+        trees: the user's bracketed trees file (``--trees``), carried by the items; the spec then has
+            ``constituency=False`` (the parser's constituency model is not run).
     """
 
     parser: str = "stanza"
     spec: Any = None
     ssplit: bool = True
-    batch_size: int = 64
+    batch_size: int = DEFAULTS.batch_size
     cache: str | None = None
     lowercase: bool = False
+    trees: str | None = None
+
+    def source(self):
+        """The :class:`synprep.parse.source.ParseSource` of :attr:`parser` (its registry)."""
+        from synprep.parse.source import source_for  # here: importing synprep.parse is not free
+
+        return source_for(self)
 
     def identity(self) -> str:
-        if self.parser == "conllu":
-            return "conllu-import"
-        from synprep.parse.run import parser_identity
-
-        return parser_identity(self.spec)
+        return str(self.source().identity())
 
     def config(self) -> dict[str, Any]:
         """The JSON-able part of the configuration that determines the parses."""
-        out: dict[str, Any] = {"name": self.parser, "ssplit": self.ssplit}
-        if self.parser != "conllu":
-            spec = dataclasses.asdict(self.spec)
-            spec.pop("device", None)
-            spec.pop("timeout", None)
-            spec.pop("corenlp_endpoint", None)
-            spec.pop("dir", None)
-            for key in ("spacy_model", "label_map"):  # newer fields: absent when unset, as before they existed
-                if spec.get(key) is None:
-                    spec.pop(key, None)
-            out.update(spec)
-            from synprep.parse.registry import backend_class
-
-            if not backend_class(self.parser).has_scores:  # no arc scores: the LDD features are one-hot rows
-                out["ldd"] = "one-hot"
-            out["identity"] = self.identity()
-            out["batch_size"] = self.batch_size
-        return out
+        return dict(self.source().config())
 
 
 @dataclass
@@ -144,25 +134,6 @@ def drop_reason(error: str) -> str:
     from synprep.parse.base import error_kind  # here: importing synprep.parse is not free
 
     return f"parse:{error_kind(error)}"
-
-
-def _parse_block(items: list[Item], opts: ParseOptions, par: Parallel, cache,
-                 identity: str | None, progress: Progress | None = None) -> list[ParsedLine]:
-    if opts.parser == "conllu":
-        out = []
-        for it in items:
-            if it.parse is None:
-                raise InputError("no CoNLL-U parse for this line", None, it.line)
-            if it.parse.line != it.line:
-                raise InputError(f"the CoNLL-U parse of line {it.parse.line} was given for line {it.line}",
-                                 None, it.line)
-            out.append(it.parse)
-        return out
-    from synprep.parse.run import parse_block
-
-    return parse_block([it.words for it in items], opts.spec, cache=cache, jobs=par.jobs, backend=par.backend,
-                       scheduler=par.scheduler, ssplit=opts.ssplit, batch_size=opts.batch_size, identity=identity,
-                       progress=progress.block(items[0].line - 1, items[-1].line) if progress else None)
 
 
 def build_records(items: list[Item], parses: list[ParsedLine], vocab: Vocab, *, ldd_threshold: float,
@@ -260,12 +231,13 @@ def annotate_split(
     out = Path(out)
     result = SplitResult()
     manifest.declare_reasons(split, list(PARSE_REASONS))
+    source = opts.source()
     cache = None
     identity = None  # the cache key prefix: computed once per split, not per shard
-    if opts.cache and opts.parser != "conllu":
+    if opts.cache and source.runs_parser:
         from synprep.parse.cache import ParseCache
 
-        identity = opts.identity()
+        identity = source.identity()
         cache = ParseCache(opts.cache)
     progress = Progress(manifest.split(split).input_lines, f"parse {split}")
     try:
@@ -275,7 +247,7 @@ def annotate_split(
                 result.skipped.append(name)
                 progress.skip_to(block[-1].line)
                 continue
-            parses = _parse_block(block, opts, par, cache, identity, progress)
+            parses = source.parse(block, par, cache, identity, progress)
             progress.update_to(block[-1].line)
             stats = AlignStats()
             records, drops, sources = build_records(block, parses, vocab, ldd_threshold=ldd_threshold,
@@ -309,6 +281,7 @@ def annotate_split(
 def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iterator[int],
                      words: Iterator[list[str]] | None = None,
                      parses: Iterator[ParsedLine] | None = None,
+                     trees: Iterator[list[Any]] | None = None,
                      word_index: Iterator[tuple[list[int], tuple[int, ...]]] | None = None) -> Iterator[Item]:
     """Zip the per-line streams of a split into :class:`Item` s.
 
@@ -316,6 +289,7 @@ def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iter
         bpe_src, bpe_tgt: BPE'd lines (or a scheme's pieces). lines: each pair's original 1-based line number.
         words: the parser's words per line (default: the source pieces' words, unescaped).
         parses: imported parses, one per pair, in order.
+        trees: the user's trees, one list per pair, in order (``--trees``).
         word_index: per line, each source piece's word and the alignment's rule counts, when a
             scheme aligned the pieces by offsets (then ``words`` must be given).
     """
@@ -327,6 +301,7 @@ def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iter
 
     parse_it = iter(parses) if parses is not None else None
     word_it = iter(words) if words is not None else None
+    tree_it = iter(trees) if trees is not None else None
     for s, t, n in zip(bpe_src, bpe_tgt, lines, strict=True):
         src = s.split()
         if word_it is not None:
@@ -334,8 +309,9 @@ def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iter
         else:
             w = unescape_tokens(bpe_words(src, line=n)[0])
         p = next(parse_it, None) if parse_it is not None else None  # a missing parse: _parse_block names it
+        tr = next(tree_it, None) if tree_it is not None else None
         if index_it is not None:
             wi, counts = next(index_it)
-            yield Item(line=n, words=w, src=src, tgt=t.split(), parse=p, word_index=wi, alignment=counts)
+            yield Item(line=n, words=w, src=src, tgt=t.split(), parse=p, trees=tr, word_index=wi, alignment=counts)
         else:
-            yield Item(line=n, words=w, src=src, tgt=t.split(), parse=p)
+            yield Item(line=n, words=w, src=src, tgt=t.split(), parse=p, trees=tr)

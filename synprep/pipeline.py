@@ -17,6 +17,10 @@ Everything is written under ``OUT`` (README "Output folder"):
 ``OUT/code``, ``OUT/dict.txt``, ``OUT/SPLIT.NNNNN.h5``, ``OUT/manifest.json``, ``OUT/pipeline.json``,
 ``OUT/inputs.json`` (the sha256 of every split's input files)
 
+``L`` is the side's language. When both sides have the same language (``-s en -t en``:
+paraphrase, simplification, post-editing) the side is named too, ``SPLIT.tok.src.en`` and
+``SPLIT.tok.tgt.en`` (:class:`TextFiles`), so the two sides never overwrite each other.
+
 Every file is written atomically, so a step whose output exists is complete and is skipped when
 the command runs again (after a crash, or for the next split). ``OUT/pipeline.json`` records the
 configuration and ``OUT/inputs.json`` the inputs: running into the same folder with another
@@ -26,6 +30,7 @@ configuration, or resuming a split whose input files changed, is an error, never
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import math
@@ -37,13 +42,12 @@ from pathlib import Path
 from typing import Any
 
 from synprep.annotate import DEFAULT_SHARD_SIZE, Parallel, ParseOptions, annotate_split, items_from_files
+from synprep.config import DEFAULTS, DataConfig, differences
 from synprep.constants import MANIFEST_NAME, SHARD_FORMAT_VERSION, VOCAB_NAME
 from synprep.errors import ConfigError, InputError
 from synprep.lock import folder_lock, hold_split, sweep_stale_temps, writer
 from synprep.shards import Manifest, check_dir
 from synprep.signature import file_sha256, signature
-from synprep.subword import DEFAULT_SCHEME
-from synprep.subword.spm import DEFAULT_VOCAB_SIZE
 from synprep.textio import atomic_write, count_lines, display_name, iter_lines, iter_pairs
 from synprep.types import ParsedLine
 from synprep.vocab import Vocab
@@ -61,6 +65,8 @@ class TextOptions:
     """Text preparation settings (part of the configuration).
 
     Attributes:
+        tokenized: the input is already Moses-tokenized and escaped (``pipeline --tokenized``): it
+            is used as it is (escapes kept for BPE and the shards; the parser sees the unescaped words).
         lowercase: lowercase after tokenizing (the parser still sees the cased words).
         fairseq_compat: the old perl tokenizer's final-period rule (``synprep tokenize --fairseq-compat``).
         clean: clean this split (None: the train split only, as fairseq's recipes do; other splits
@@ -74,44 +80,103 @@ class TextOptions:
             tokenizer (:mod:`synprep.text.parser_tokenize`; Japanese with ja_ginza); the target side stays Moses.
     """
 
-    lowercase: bool = False
-    fairseq_compat: bool = False
+    tokenized: bool = DEFAULTS.tokenized
+    lowercase: bool = DEFAULTS.lowercase
+    fairseq_compat: bool = DEFAULTS.fairseq_compat
     clean: bool | None = None
-    ratio: float = 1.5
-    min_len: int = 1
-    max_len: int = 175
-    merges: int = 10000
-    subword: str = DEFAULT_SCHEME
-    vocab_size: int = DEFAULT_VOCAB_SIZE
+    ratio: float = DEFAULTS.ratio
+    min_len: int = DEFAULTS.min_len
+    max_len: int = DEFAULTS.max_len
+    merges: int = DEFAULTS.merges
+    subword: str = DEFAULTS.subword
+    vocab_size: int = DEFAULTS.vocab_size
     tokenizer: str = "moses"
+
+
+@dataclass(frozen=True)
+class TextFiles:
+    """The names of one split's intermediate text files in ``OUT/text`` (module docstring).
+
+    A file of one side is ``SPLIT.STAGE.L``; with the same language on both sides it is
+    ``SPLIT.STAGE.SIDE.L`` (``SIDE`` = ``src`` / ``tgt``). Folders of differing languages keep the
+    layout of earlier versions, so they resume unchanged.
+    """
+
+    work: Path
+    split: str
+    src_lang: str
+    tgt_lang: str
+
+    def side(self, stage: str, side: str) -> Path:
+        """``stage`` = ``tok`` | ``clean`` | ``bpe`` | ``words``; ``side`` = ``src`` | ``tgt``."""
+        lang = self.src_lang if side == "src" else self.tgt_lang
+        infix = f"{side}." if self.src_lang == self.tgt_lang else ""
+        return self.work / f"{self.split}.{stage}.{infix}{lang}"
+
+    @property
+    def lines(self) -> Path:
+        return self.work / f"{self.split}.lines"
+
+    @property
+    def dropped(self) -> Path:
+        return self.work / f"{self.split}.dropped.tsv"
+
+
+def _refuse_overwritten_same_language(work: Path, lang: str) -> None:
+    """A same-language folder of the old layout holds targets that are copies of their sources."""
+    old = sorted(p.name for p in work.glob(f"*.tok.{lang}")) if work.is_dir() else []
+    if old:
+        raise ConfigError(
+            f"{work} holds {old[0]}: it was written by an earlier synprep that named the text files by language "
+            f"only, so with both sides in '{lang}' the target files overwrote the source files (or the reverse) "
+            f"and its shards hold wrong pairs; delete {work.parent} and run again")
 
 
 # --- configuration guard --------------------------------------------------------------------------
 
 
-def _check_config(out: Path, shared: dict[str, Any]) -> None:
-    """Record the folder's shared configuration, or refuse a different one."""
+def data_config(mode: str, src_lang: str, tgt_lang: str, parse: ParseOptions, ldd_threshold: float,
+                shard_size: int, text: TextOptions | None = None) -> DataConfig:
+    """The :class:`~synprep.config.DataConfig` of a run given as the library's options."""
+    text = text or TextOptions()
+    spec = parse.spec
+    return DataConfig(
+        mode=mode, src_lang=src_lang, tgt_lang=tgt_lang, tokenized=text.tokenized, lowercase=text.lowercase,
+        fairseq_compat=text.fairseq_compat, merges=text.merges, ratio=text.ratio, min_len=text.min_len,
+        max_len=text.max_len, subword=text.subword, vocab_size=text.vocab_size, parser=parse.parser, stanza_package=spec.package if spec is not None else None,
+        ssplit=parse.ssplit, max_words=spec.max_words if spec is not None else DEFAULTS.max_words,
+        batch_size=parse.batch_size, ldd_threshold=ldd_threshold, shard_size=shard_size)
+
+
+def _check_config(out: Path, config: DataConfig) -> None:
+    """Record the folder's configuration (``OUT/pipeline.json``), or refuse a different one, naming
+    each field that differs (a folder written by an earlier version is read in its layout)."""
     path = out / CONFIG_NAME
     if path.exists():
-        old = json.loads(path.read_text(encoding="utf-8"))
-        diff = sorted(k for k in set(old) | set(shared) if old.get(k) != shared.get(k))
+        diff = differences(DataConfig.load(path), config)
         if diff:
             raise ConfigError(
-                f"{out} was made with another configuration ({', '.join(diff)} differ): "
-                f"use a new --out, or delete {out}")
+                f"{out} was made with another configuration ({'; '.join(diff)}): give the folder's values (an "
+                f"option left out is inherited from {path}), use a new --out, or delete {out}")
         return
     with atomic_write(path) as f:
-        f.write(json.dumps(shared, indent=2, sort_keys=True) + "\n")
+        f.write(config.to_json())
 
 
 INPUTS_NAME = "inputs.json"
 
 
-def _check_inputs(out: Path, split: str, files: dict[str, str | None]) -> dict[str, str]:
+def _check_inputs(out: Path, split: str, files: dict[str, str | None], made: list[Path]) -> dict[str, str]:
     """Record the split's input files (sha256), or refuse to resume from inputs that changed.
 
     A resumed run reuses every finished step; had an input been edited in between, the folder
     would mix old and new data. ``OUT/inputs.json`` maps each split to its inputs' hashes.
+    Changed inputs are accepted (and recorded anew) while nothing was made from the split yet:
+    a run that failed on bad input must not block its own retry once the input is fixed.
+
+    Args:
+        made: the files a run of this split writes (intermediate text, shards): when none exists
+            and the manifest knows no shard of the split, nothing was made from the old inputs.
 
     Returns:
         The sha256 (hex) of each given file, by role.
@@ -123,15 +188,45 @@ def _check_inputs(out: Path, split: str, files: dict[str, str | None]) -> dict[s
     if old is not None:
         changed = [role for role in sorted(set(old) | set(now))
                    if (old.get(role) or {}).get("sha256") != (now.get(role) or {}).get("sha256")]
-        if changed:
+        if changed and not _split_started(out, split, made):
+            log.info("the %s split's inputs changed since a run that made nothing from them: recording them anew",
+                     split)
+            old = None
+        elif changed:
             names = ", ".join(str((now.get(r) or old.get(r))["path"]) for r in changed)
             raise ConfigError(f"the {split} split of {out} was made from other input ({names} changed): "
                               f"use a new --out, or delete {out}")
-    else:
+    if old is None:
         known[split] = now
         with atomic_write(path) as f:
             f.write(json.dumps(known, indent=2, sort_keys=True) + "\n")
     return {role: entry["sha256"] for role, entry in now.items()}
+
+
+def _split_started(out: Path, split: str, made: list[Path]) -> bool:
+    """Whether anything of the split exists: one of ``made``, a shard file, or a manifest entry."""
+    if any(p.exists() for p in made) or any(out.glob(f"{split}.*.h5")):
+        return True
+    if not (out / MANIFEST_NAME).is_file():
+        return False
+    try:
+        return split in json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8")).get("splits", {})
+    except (ValueError, UnicodeDecodeError):
+        return True  # cannot tell: refuse rather than mix
+
+
+def check_output_folder(out: Path) -> None:
+    """``--out`` must be a folder, or not exist yet (it is created later, with its parents).
+
+    Raises:
+        InputError: ``out`` or one of its parents is an existing file, not a folder (exit status 2).
+    """
+    for p in (out, *out.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise InputError("is a file, not a folder (--out)" if p == out else
+                                 f"{p} is a file, not a folder (--out)", str(out))
+            return
 
 
 def _remove_stale_temps(out: Path) -> None:
@@ -141,12 +236,48 @@ def _remove_stale_temps(out: Path) -> None:
 
 # --- text stage -------------------------------------------------------------------------------
 
+#: raw input with Moses escapes (``&quot;``) on more lines than this is refused as already tokenized
+ESCAPED_LINES_LIMIT = 5
+
+
+def refuse_tokenized(path: str, limit: int = ESCAPED_LINES_LIMIT) -> None:
+    """Stop when raw input looks already Moses-tokenized (escapes on more than ``limit`` lines).
+
+    Tokenizing such text again escapes the escapes (``&amp;quot;``): the parser would see the
+    words ``&``, ``quot``, ``;`` and BPE would learn them.
+
+    Raises:
+        InputError: naming the first line that holds an escape, pointing at ``--tokenized``.
+    """
+    from synprep.text.escape import moses_entity
+
+    first: tuple[int, str] | None = None
+    n = 0
+    for lineno, text in enumerate(iter_lines(path), 1):
+        entity = moses_entity(text)
+        if entity is None:
+            continue
+        n += 1
+        if first is None:
+            first = (lineno, entity)
+        if n > limit:
+            raise InputError(
+                f"'{first[1]}' is a Moses escape, and more than {limit} lines hold one: this input is already "
+                "tokenized; use `synprep pipeline --tokenized` (or `synprep annotate` for BPE'd text)",
+                display_name(path), first[0])
+
 
 def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Parallel, spec: Any = None) -> None:
     """Tokenize one side; with ``spec`` (the source side under ``--tokenizer parser``) by that parser's tokenizer."""
     from synprep.text.tokenize import tokenize_stream
 
     if out_path.exists():
+        return
+    if opts.tokenized:  # used as it is: one line per line, CRLF/BOM/gzip normalized by iter_lines
+        log.info("already tokenized: %s → %s", display_name(inp), out_path)
+        with atomic_write(out_path) as f:
+            for line in iter_lines(inp):
+                f.write(" ".join(line.split()) + "\n")
         return
     log.info("tokenize %s → %s", display_name(inp), out_path)
     if spec is not None:
@@ -162,24 +293,25 @@ def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Paral
             f.write(line + "\n")
 
 
-def _clean(split: str, text: Path, src_lang: str, tgt_lang: str, opts: TextOptions) -> None:
+def _clean(files: TextFiles, opts: TextOptions) -> None:
     """Clean the tokenized pair into SPLIT.clean.L (+ words, lines, dropped.tsv), all or nothing."""
     from synprep.text.clean import clean_pairs, report_header, report_row
     from synprep.text.tokenize import moses_lowercase
 
+    split = files.split
     outputs = {
-        "src": text / f"{split}.clean.{src_lang}", "tgt": text / f"{split}.clean.{tgt_lang}",
-        "lines": text / f"{split}.lines", "report": text / f"{split}.dropped.tsv",
+        "src": files.side("clean", "src"), "tgt": files.side("clean", "tgt"),
+        "lines": files.lines, "report": files.dropped,
     }
     if opts.lowercase:
-        outputs["words"] = text / f"{split}.words.{src_lang}"
+        outputs["words"] = files.side("words", "src")
     if all(p.exists() for p in outputs.values()):
         return
     do_clean = opts.clean if opts.clean is not None else split == TRAIN
     bounds: dict[str, Any] = (
         {"ratio": opts.ratio, "min_len": opts.min_len, "max_len": opts.max_len} if do_clean
         else {"ratio": math.inf, "min_len": 1, "max_len": 1 << 62, "max_word_length": 1 << 30})
-    tok_src, tok_tgt = text / f"{split}.tok.{src_lang}", text / f"{split}.tok.{tgt_lang}"
+    tok_src, tok_tgt = files.side("tok", "src"), files.side("tok", "tgt")
     with contextlib.ExitStack() as stack:
         f = {k: stack.enter_context(atomic_write(p)) for k, p in outputs.items()}
         f["report"].write(report_header() + "\n")
@@ -195,8 +327,7 @@ def _clean(split: str, text: Path, src_lang: str, tgt_lang: str, opts: TextOptio
                 f["words"].write(r.src + "\n")
 
 
-def _codes(out: Path, split: str, text: Path, src_lang: str, tgt_lang: str, codes: str | None,
-           opts: TextOptions) -> Path:
+def _codes(out: Path, files: TextFiles, codes: str | None, opts: TextOptions) -> Path:
     from synprep.text.bpe import learn_bpe
 
     target = out / CODES_NAME
@@ -211,11 +342,14 @@ def _codes(out: Path, split: str, text: Path, src_lang: str, tgt_lang: str, code
         return target
     if target.exists():
         return target
-    if split != TRAIN:
+    if files.split != TRAIN:
         raise ConfigError(f"no BPE codes in {out}: run the train split first, or give --codes")
-    log.info("learning BPE codes on %s.clean.{%s,%s} (at most %d merges)", split, src_lang, tgt_lang, opts.merges)
-    n = learn_bpe([text / f"{split}.clean.{src_lang}", text / f"{split}.clean.{tgt_lang}"], opts.merges, target)
-    log.info("learned %d BPE merges on %s.clean.{%s,%s}%s", n, split, src_lang, tgt_lang,
+    clean = [files.side("clean", "src"), files.side("clean", "tgt")]
+    split = files.split
+    names = f"{split}.clean.{{{','.join(p.name[len(split) + len('.clean.'):] for p in clean)}}}"  # train.clean.{de,en}
+    log.info("learning BPE codes on %s (at most %d merges)", names, opts.merges)
+    n = learn_bpe(clean, opts.merges, target)
+    log.info("learned %d BPE merges on %s%s", n, names,
              f" (of {opts.merges} asked: no pair occurs twice any more)" if n < opts.merges else "")
     return target
 
@@ -244,15 +378,16 @@ def _subword_model(out: Path, split: str, raw_files: list[Path], model: str | No
     return target
 
 
-def _raw_kept(split: str, work: Path, raw: str, lang: str, opts: TextOptions) -> Path:
-    """``text/SPLIT.raw.L``: the raw lines of the kept pairs (lowercased with ``--lowercase``): what a
+def _raw_kept(files: TextFiles, side: str, raw: str, opts: TextOptions) -> Path:
+    """``text/SPLIT.raw.L`` (named by side as well with the same language on both sides,
+    :class:`TextFiles`): the raw lines of the kept pairs (lowercased with ``--lowercase``): what a
     scheme that reads raw text segments."""
     from synprep.text.tokenize import moses_lowercase
 
-    target = work / f"{split}.raw.{lang}"
+    target = files.side("raw", side)
     if target.exists():
         return target
-    keep = (int(n) for n in iter_lines(work / f"{split}.lines"))
+    keep = (int(n) for n in iter_lines(files.lines))
     want = next(keep, None)
     with atomic_write(target) as f:
         for i, line in enumerate(iter_lines(raw), 1):
@@ -262,7 +397,7 @@ def _raw_kept(split: str, work: Path, raw: str, lang: str, opts: TextOptions) ->
     return target
 
 
-def _segment(split: str, work: Path, src: str, tgt: str, src_lang: str, tgt_lang: str, words_file: Path,
+def _segment(files: TextFiles, src: str, tgt: str, words_file: Path,
              model: Path, opts: TextOptions, name: str, par: Parallel) -> tuple[Path, Path, Path]:
     """Segment the kept raw lines: ``text/SPLIT.NAME.SRC`` (the source pieces as stored: split at word
     boundaries), ``text/SPLIT.NAME.wi`` (each source piece's word, and the line's rule counts),
@@ -271,12 +406,12 @@ def _segment(split: str, work: Path, src: str, tgt: str, src_lang: str, tgt_lang
     from synprep.text.escape import unescape_tokens
     from synprep.text.tokenize import moses_lowercase
 
-    raw_src, raw_tgt = _raw_kept(split, work, src, src_lang, opts), _raw_kept(split, work, tgt, tgt_lang, opts)
-    out_src, out_idx, out_tgt = work / f"{split}.{name}.{src_lang}", work / f"{split}.{name}.wi", \
-        work / f"{split}.{name}.{tgt_lang}"
+    raw_src, raw_tgt = _raw_kept(files, "src", src, opts), _raw_kept(files, "tgt", tgt, opts)
+    out_src, out_idx, out_tgt = files.side(name, "src"), files.work / f"{files.split}.{name}.wi", \
+        files.side(name, "tgt")
     if not (out_src.exists() and out_idx.exists()):
         def source_lines() -> Iterator[tuple[int, str, list[str]]]:
-            lines = (int(n) for n in iter_lines(work / f"{split}.lines"))
+            lines = (int(n) for n in iter_lines(files.lines))
             for n, text, words in zip(lines, iter_lines(raw_src), iter_lines(words_file), strict=True):
                 w = unescape_tokens(words.split())
                 yield n, text, [moses_lowercase(x) for x in w] if opts.lowercase else w
@@ -331,14 +466,14 @@ def load_or_build_vocab(out: Path, split: str, bpe_files: list[Path], vocab: str
 # --- the two commands ---------------------------------------------------------------------------
 
 
-def _signature(tok: str, lowercase: bool, codes_sha: str | None, opts: ParseOptions, sub: str | None = None) -> str:
-    parser = opts.parser
-    if opts.parser != "conllu":
-        from synprep.parse.run import parser_signature_name
-
-        parser = parser_signature_name(opts.spec)
-    return signature(tok=tok, lc=lowercase, bpe=codes_sha[:8] if codes_sha else None, sub=sub, parser=parser,
-                     feat=FEATURES, shard=f"v{SHARD_FORMAT_VERSION}")
+def _signature(tok: str, lowercase: bool, codes_sha: str | None, opts: ParseOptions,
+               legacy: bool = False, sub: str | None = None) -> str:
+    """The signature line; its ``parser:`` field names the parser and its models' digest, as
+    ``synprep parse`` prints it (``legacy``: without the digest, as folders of earlier versions have it)."""
+    source = opts.source()
+    return signature(tok=tok, lc=lowercase, bpe=codes_sha[:8] if codes_sha else None, sub=sub,
+                     parser=source.legacy_signature() if legacy else source.signature(), feat=FEATURES,
+                     shard=f"v{SHARD_FORMAT_VERSION}")
 
 
 def split_summary(manifest: Manifest, split: str) -> str:
@@ -361,7 +496,7 @@ def _finish(out: Path, manifest: Manifest, split: str) -> None:
 def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang: str, tgt_lang: str,
                  split: str = TRAIN, text: TextOptions, parse: ParseOptions, par: Parallel,
                  codes: str | None = None, vocab: str | None = None, conllu: str | None = None,
-                 ldd_threshold: float = 0.01, shard_size: int = DEFAULT_SHARD_SIZE,
+                 ldd_threshold: float = DEFAULTS.ldd_threshold, shard_size: int = DEFAULT_SHARD_SIZE,
                  subword_model: str | None = None) -> Manifest:
     """Raw parallel text of one split → shards in ``out`` (module docstring).
 
@@ -384,26 +519,23 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
             made with another configuration.
     """
     out = Path(out)
+    check_output_folder(out)
     work = out / "text"
-    from synprep.text.escape import escape
     from synprep.text.tokenize import tokenizer_signature
 
     # the inputs first: a missing file or sides of different lengths fail before anything else
     if not os.path.exists(tgt):
         raise InputError("no such file", tgt)
-    if parse.parser == "conllu":
-        if conllu is None:
-            raise ConfigError("--parser conllu needs --conllu FILE")
-        if not os.path.exists(conllu):
-            raise InputError("no such file", conllu)
-    elif src is None:
-        raise ConfigError("--src is required unless --parser conllu")
-    elif not os.path.exists(src):
-        raise InputError("no such file", src)
+    source = parse.source()
+    source.check_inputs(src, conllu)
     n_tgt = count_lines(tgt)
     if src is not None and (n_raw := count_lines(src)) != n_tgt:
         raise InputError(f"line counts differ: {src} has {n_raw} lines, {tgt} has {n_tgt}", tgt)
 
+    if src_lang == tgt_lang:
+        _refuse_overwritten_same_language(work, src_lang)
+    if text.tokenized and text.fairseq_compat:
+        raise ConfigError("--fairseq-compat has no effect with --tokenized (nothing is tokenized)")
     from synprep.subword import scheme_class
 
     scheme = scheme_class(text.subword)
@@ -416,9 +548,17 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
             raise ConfigError(f"--subword {scheme.name} cannot learn a model: give {scheme.model_option}")
     elif subword_model is not None:
         raise ConfigError("a subword model option is for --subword spm or hf; --subword bpe takes --codes")
+    if not text.tokenized:
+        for path in (src, tgt):
+            if path is not None:
+                refuse_tokenized(path)
     tok_spec = None
-    if text.tokenizer == "parser":
-        if parse.parser == "conllu":
+    if text.tokenized:
+        if text.tokenizer != "moses":
+            raise ConfigError("--tokenizer has no effect with --tokenized (nothing is tokenized)")
+        tok_sig: dict[str, object] = {"tok": "given"}
+    elif text.tokenizer == "parser":
+        if not source.runs_parser:
             raise ConfigError("--tokenizer parser has no effect with --parser conllu (the words are the CoNLL-U's)")
         if text.fairseq_compat:
             raise ConfigError("--fairseq-compat is a Moses rule: it has no effect with --tokenizer parser")
@@ -439,62 +579,57 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
         shared["subword"] = scheme.name
         if scheme.size_option is not None:
             shared["vocab_size"] = text.vocab_size
+    files = TextFiles(work, split, src_lang, tgt_lang)
     work.mkdir(parents=True, exist_ok=True)
     hold_split(out, split)  # a second writer of this split is refused, naming this run (synprep.lock)
     with folder_lock(out):
-        _check_config(out, shared)
-        _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu})
+        _check_config(out, data_config("pipeline", src_lang, tgt_lang, parse, ldd_threshold, shard_size, text))
+        made = [files.side(stage, side) for stage in ("tok", "clean", "bpe") for side in ("src", "tgt")]
+        _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu, "trees": parse.trees},
+                      made + [files.lines, files.dropped])
     _remove_stale_temps(out)  # after the configuration check: a refused command leaves the folder alone
-    if parse.parser != "conllu" and parse.cache:  # a damaged cache stops the run before the text stages
+    if source.runs_parser and parse.cache:  # a damaged cache stops the run before the text stages
         from synprep.parse.cache import check_cache_usable
 
         check_cache_usable(parse.cache)
 
     # 1. tokenize (the source side comes from the CoNLL-U file when importing parses)
-    src_tok = work / f"{split}.tok.{src_lang}"
-    if parse.parser == "conllu":
-        from synprep.parse.conllu_io import read_conllu
-
-        n_src = 0
-        if not src_tok.exists():
-            with atomic_write(src_tok) as f:
-                for p in read_conllu(str(conllu)):
-                    n_src += 1
-                    if p.line != n_src:
-                        raise InputError(f"expected line {n_src}, found '# line = {p.line}'", conllu)
-                    f.write(" ".join(escape(w) for w in p.words) + "\n")
-        n_src = count_lines(src_tok)
-    else:
+    src_tok = files.side("tok", "src")
+    given = source.source_tokens(src, conllu)
+    if given is None:
         assert src is not None
-        n_src = n_tgt
         _tokenize(src, src_tok, src_lang, text, par, spec=tok_spec)
+    elif not src_tok.exists():
+        with atomic_write(src_tok) as f:
+            for line in given:
+                f.write(line + "\n")
+    n_src = count_lines(src_tok)
     if n_src != n_tgt:
         raise InputError(f"line counts differ: {conllu} has {n_src} lines, {tgt} has {n_tgt}", tgt)
-    _tokenize(tgt, work / f"{split}.tok.{tgt_lang}", tgt_lang, text, par)
+    _tokenize(tgt, files.side("tok", "tgt"), tgt_lang, text, par)
 
     # 2. clean (+ lowercase), 3. subwords
-    _clean(split, work, src_lang, tgt_lang, text)
-    words_file = work / f"{split}.words.{src_lang}" if text.lowercase else work / f"{split}.clean.{src_lang}"
+    _clean(files, text)
+    words_file = files.side("words" if text.lowercase else "clean", "src")
     index_file = None
     if scheme.reads_raw:
         assert src is not None
-        raw_files = [_raw_kept(split, work, src, src_lang, text), _raw_kept(split, work, tgt, tgt_lang, text)]
+        raw_files = [_raw_kept(files, "src", src, text), _raw_kept(files, "tgt", tgt, text)]
         with folder_lock(out):
             model_path = _subword_model(out, split, raw_files, subword_model, text, scheme)
         from synprep.subword import load_scheme
 
         identity = load_scheme(scheme.name, model_path).identity()
-        bpe_src, bpe_tgt, index_file = _segment(split, work, src, tgt, src_lang, tgt_lang, words_file, model_path,
-                                                text, scheme.name, par)
+        bpe_src, bpe_tgt, index_file = _segment(files, src, tgt, words_file, model_path, text, scheme.name, par)
         codes_sha, sub = None, identity
         model_config: dict[str, Any] = {"subword_identity": identity,
                                         "subword_model_sha256": file_sha256(model_path)}
     else:
         with folder_lock(out):
-            code_path = _codes(out, split, work, src_lang, tgt_lang, codes, text)
-        for lang in (src_lang, tgt_lang):
-            _apply_bpe(work / f"{split}.clean.{lang}", work / f"{split}.bpe.{lang}", code_path, par)
-        bpe_src, bpe_tgt = work / f"{split}.bpe.{src_lang}", work / f"{split}.bpe.{tgt_lang}"
+            code_path = _codes(out, files, codes, text)
+        for side in ("src", "tgt"):
+            _apply_bpe(files.side("clean", side), files.side("bpe", side), code_path, par)
+        bpe_src, bpe_tgt = files.side("bpe", "src"), files.side("bpe", "tgt")
         from synprep.text.bpe import count_merges
 
         codes_sha, sub = file_sha256(code_path), None
@@ -503,86 +638,85 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
         v = load_or_build_vocab(out, split, [bpe_src, bpe_tgt], vocab)
 
     # 4. parse, features, shards
-    sig = _signature(str(tok_sig["tok"]), text.lowercase, codes_sha, parse, sub)
+    sig = _signature(str(tok_sig["tok"]), text.lowercase, codes_sha, parse, sub=sub)
     config = {**shared, "split": split, **model_config, "vocab_sha256": v.sha256,
               "clean": text.clean if text.clean is not None else split == TRAIN,
               "clean_bounds": [text.ratio, text.min_len, text.max_len]}
-    manifest = _manifest(out, sig, shared, v)
+    manifest = _manifest(out, sig, shared, v,
+                         _signature(str(tok_sig["tok"]), text.lowercase, codes_sha, parse, legacy=True, sub=sub))
+    sig = manifest.signature
     manifest.set_input_lines(split, n_src)
-    _record_clean_drops(manifest, split, work / f"{split}.dropped.tsv")
+    _record_clean_drops(manifest, split, files.dropped)
 
     from synprep.text.escape import unescape_tokens
 
     def line_numbers() -> Iterator[int]:
-        return (int(n) for n in iter_lines(work / f"{split}.lines"))
+        return (int(n) for n in iter_lines(files.lines))
 
     from synprep.subword.stream import parse_index_line
 
     items = items_from_files(iter_lines(bpe_src), iter_lines(bpe_tgt), line_numbers(),
                              words=(unescape_tokens(w.split()) for w in iter_lines(words_file)),
-                             parses=_parses_for(str(conllu), line_numbers()) if parse.parser == "conllu" else None,
+                             parses=source.imported(conllu, line_numbers(), n_src),
+                             trees=trees_for(parse.trees, line_numbers(), n_src) if parse.trees else None,
                              word_index=(parse_index_line(x) for x in iter_lines(index_file)) if index_file else None)
-    parse.lowercase = text.lowercase
-    annotate_split(out, split, items, vocab=v, manifest=manifest, opts=parse, par=par, src_lang=src_lang,
-                   tgt_lang=tgt_lang, signature=sig, config=config, ldd_threshold=ldd_threshold,
-                   shard_size=shard_size, source_name=str(src or conllu), subword=scheme.name)
+    annotate_split(out, split, items, vocab=v, manifest=manifest, opts=dataclasses.replace(parse, lowercase=text.lowercase),
+                   par=par, src_lang=src_lang, tgt_lang=tgt_lang, signature=sig, config=config,
+                   ldd_threshold=ldd_threshold, shard_size=shard_size, source_name=str(src or conllu),
+                   subword=scheme.name)
+    _write_drop_report(files.dropped, manifest, split)
     _finish(out, manifest, split)
     return manifest
 
 
-def _parses_for(conllu: str, lines: Iterable[int]) -> Iterator[ParsedLine]:
-    """The imported parses of the kept lines (1-based, increasing), in order, streaming.
+def trees_for(path: str, lines: Iterable[int], n_lines: int) -> Iterator[list[Any]]:
+    """The user's trees (``--trees``: one line of bracketed tree(s) per input line) of the kept lines.
+
+    Args:
+        path: the trees file. lines: the kept lines' 1-based numbers, increasing. n_lines: the
+            input's line count, which the trees file must have too.
 
     Raises:
-        InputError: no parse for a kept line.
+        InputError: a malformed tree (named by file and line), or a trees file of another length.
     """
-    from synprep.parse.conllu_io import read_conllu
+    from synprep.parse.trees import read_tree_lines
 
-    reader = read_conllu(conllu)
+    name = display_name(path)
+    n_trees = count_lines(path)
+    if n_trees != n_lines:
+        raise InputError(f"line counts differ: the trees file has {n_trees} lines, the input {n_lines} (one line "
+                         "of tree(s) per input line)", name)
+    reader = read_tree_lines(path)
     for n in lines:
-        for p in reader:
-            if p.line == n:
-                yield p
+        for k, trees in reader:
+            if k == n:
+                yield trees
                 break
-        else:
-            raise InputError(f"no parse for line {n}", conllu)
 
 
 def numbered_parses(conllu: str, n_lines: int) -> Iterator[ParsedLine]:
-    """The CoNLL-U parses of lines ``1..n_lines`` in order, for a source of ``n_lines`` lines.
+    """:func:`synprep.parse.conllu_io.read_numbered` (the parses of lines ``1..n_lines``), kept for
+    callers of earlier versions: the one numbered CoNLL-U reader is in :mod:`synprep.parse.conllu_io`."""
+    from synprep.parse.conllu_io import read_numbered
 
-    Lines are numbered by ``# line = N`` (as ``synprep parse`` writes them, a failed line as an
-    ``# error`` block) or, without those comments, one sentence per line.
+    return read_numbered(conllu, n_lines)
 
-    Raises:
-        InputError: a line without a parse (a gap in the numbering), fewer or more parsed lines
-            than ``n_lines`` (naming the CoNLL-U file), or malformed CoNLL-U.
+
+def _manifest(out: Path, sig: str, shared: dict[str, Any], v: Vocab, legacy_sig: str) -> Manifest:
+    """The folder's manifest (new, or the one a resume or an earlier split left), checked against this run.
+
+    A folder of an earlier version, whose signature names the parser without its models' digest,
+    keeps that signature (``legacy_sig``): its shards and the rest of the split agree.
     """
-    from synprep.parse.conllu_io import read_conllu
-
-    name = display_name(conllu)
-    reader = read_conllu(conllu)
-    for k in range(1, n_lines + 1):
-        p = next(reader, None)
-        if p is None:
-            raise InputError(f"the parses end after line {k - 1}, the source has {n_lines} lines", name)
-        if p.line != k:
-            raise InputError(f"expected the parse of line {k}, found '# line = {p.line}' (every source line "
-                             "needs a block, as `synprep parse` writes)", name)
-        if k == n_lines:
-            extra = next(reader, None)
-            if extra is not None:
-                raise InputError(f"more parses than source lines: the source has {n_lines} lines, the parses "
-                                 f"go on with line {extra.line}", name)
-        yield p
-    if n_lines == 0 and next(reader, None) is not None:
-        raise InputError("the source is empty but the CoNLL-U file holds parses", name)
-
-
-def _manifest(out: Path, sig: str, shared: dict[str, Any], v: Vocab) -> Manifest:
     manifest = Manifest.load_or_new(out, signature=sig, config=shared)
-    if manifest.signature != sig:
+    if manifest.signature == legacy_sig != sig:
+        log.info("%s has the signature format of an earlier version (no model digest): kept", out / MANIFEST_NAME)
+    elif manifest.signature != sig:
         raise ConfigError(f"{out / MANIFEST_NAME} has signature {manifest.signature}, this run {sig}: use a new --out")
+    if manifest.config and manifest.config != shared:  # e.g. the parser's models changed (its identity)
+        diff = sorted(k for k in set(manifest.config) | set(shared) if manifest.config.get(k) != shared.get(k))
+        raise ConfigError(f"{out / MANIFEST_NAME} was made with another {', '.join(diff)} (the parser's identity "
+                          "names its models' digest): use a new --out")
     manifest.set_vocab(VOCAB_NAME, v.sha256, len(v))
     return manifest
 
@@ -595,15 +729,42 @@ def _record_clean_drops(manifest: Manifest, split: str, report: Path) -> None:
     for i, row in enumerate(iter_lines(report)):
         if i == 0:
             continue  # header
-        line, reason, n_src, n_tgt = row.split("\t")
+        line, reason, n_src, n_tgt = row.split("\t")[:4]
+        if ":" in reason:
+            continue  # a later stage's drop, added by _write_drop_report
         drops.append((int(line), f"clean:{reason}", f"{n_src} source / {n_tgt} target tokens"))
     manifest.record_drops(split, drops)
+
+
+def _write_drop_report(report: Path, manifest: Manifest, split: str) -> None:
+    """``text/SPLIT.dropped.tsv``: one record of every dropped line, the cleaning's and the later stages'.
+
+    The cleaning writes its rows (``line  reason  src_tokens  tgt_tokens``); when the split is
+    done, the drops of the parse and annotation stages are merged in by line number, with their
+    manifest reason (``parse:too_long``), ``-`` for the token counts and the detail in a fifth
+    column ``detail`` (empty for the cleaning's rows).
+    """
+    from synprep.text.clean import report_header
+
+    rows: dict[int, str] = {}
+    for i, row in enumerate(iter_lines(report)):
+        if i > 0:
+            cols = row.split("\t")
+            if ":" not in cols[1]:
+                rows[int(cols[0])] = "\t".join([*cols[:4], ""])
+    for line, reason, detail in manifest.split(split).dropped_lines:
+        if not reason.startswith("clean:"):
+            rows[int(line)] = "\t".join([str(line), reason, "-", "-", " ".join(str(detail).split())])
+    with atomic_write(report) as f:
+        f.write(report_header() + "\tdetail\n")
+        for line in sorted(rows):
+            f.write(rows[line] + "\n")
 
 
 @writer
 def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, tgt_lang: str,
                  split: str = TRAIN, parse: ParseOptions, par: Parallel, vocab: str | None = None,
-                 conllu: str | None = None, ldd_threshold: float = 0.01,
+                 conllu: str | None = None, ldd_threshold: float = DEFAULTS.ldd_threshold,
                  shard_size: int = DEFAULT_SHARD_SIZE) -> Manifest:
     """Already tokenized and BPE'd parallel text of one split → shards in ``out``.
 
@@ -616,9 +777,10 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
     Raises:
         InputError: bad input, line counts that differ (both named), a parse that does not match.
     """
-    if parse.parser == "conllu" and conllu is None:  # before anything is written into OUT
-        raise ConfigError("--parser conllu needs --conllu FILE")
+    source = parse.source()
+    source.check_inputs(src, conllu)  # before anything is written into OUT
     out = Path(out)
+    check_output_folder(out)
     out.mkdir(parents=True, exist_ok=True)
     hold_split(out, split)  # a second writer of this split is refused, naming this run (synprep.lock)
     n_src, n_tgt = count_lines(src), count_lines(tgt)
@@ -629,20 +791,25 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
     if parse.lowercase:  # only when set: folders made before the option keep their configuration
         shared["lowercase"] = True
     with folder_lock(out):
-        _check_config(out, shared)
-        input_sha = _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu})
+        _check_config(out, data_config("annotate", src_lang, tgt_lang, parse, ldd_threshold, shard_size,
+                                       TextOptions(lowercase=parse.lowercase)))
+        first_split = not (out / MANIFEST_NAME).exists() and vocab is None  # then dict.txt is made from this split
+        input_sha = _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu, "trees": parse.trees},
+                                  [out / VOCAB_NAME] if first_split else [])
         v = load_or_build_vocab(out, split, [Path(src), Path(tgt)], vocab)
     _remove_stale_temps(out)  # after the configuration check: a refused command leaves the folder alone
-    if parse.parser != "conllu" and parse.cache:
+    if source.runs_parser and parse.cache:
         from synprep.parse.cache import check_cache_usable
 
         check_cache_usable(parse.cache)
     sig = _signature("given", parse.lowercase, None, parse)
     config = {**shared, "split": split, "vocab_sha256": v.sha256, "src_sha256": input_sha["src"]}
-    manifest = _manifest(out, sig, shared, v)
+    manifest = _manifest(out, sig, shared, v, _signature("given", parse.lowercase, None, parse, legacy=True))
+    sig = manifest.signature
     manifest.set_input_lines(split, n_src)
-    parses = numbered_parses(conllu, n_src) if conllu is not None and parse.parser == "conllu" else None
-    items = items_from_files(iter_lines(src), iter_lines(tgt), iter(range(1, n_src + 1)), parses=parses)
+    parses = source.imported(conllu, range(1, n_src + 1), n_src)
+    trees = trees_for(parse.trees, range(1, n_src + 1), n_src) if parse.trees else None
+    items = items_from_files(iter_lines(src), iter_lines(tgt), iter(range(1, n_src + 1)), parses=parses, trees=trees)
     annotate_split(out, split, items, vocab=v, manifest=manifest, opts=parse, par=par, src_lang=src_lang,
                    tgt_lang=tgt_lang, signature=sig, config=config, ldd_threshold=ldd_threshold,
                    shard_size=shard_size, source_name=src)

@@ -7,6 +7,10 @@ Conventions (documented in README "Input handling"):
 * CRLF line ends are accepted and read as LF (the ``\\r`` is removed); a lone ``\\r`` inside a
   line is kept as text. A missing newline at the end of the file is accepted.
 * A NUL byte raises :class:`InputError` (``nul="error"``) or is reported to the caller.
+* A UTF-8 byte-order mark at the start of a file is removed (and logged): it would otherwise
+  become an invisible first word (parsed, stored, counted in ``dict.txt``).
+* A gzip-compressed file (recognised by its magic bytes ``1f 8b``, whatever its name) is read
+  decompressed, transparently.
 * ``-`` means standard input / standard output.
 * Every output file is written atomically: a temporary file beside it, renamed on success and
   removed on failure, so no half-written file is ever left under the final name.
@@ -16,10 +20,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gzip
 import io
+import logging
 import os
 import sys
 import tempfile
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
@@ -27,6 +34,13 @@ from typing import IO
 from synprep.errors import InputError
 
 PathLike = str | os.PathLike
+
+log = logging.getLogger(__name__)
+
+#: the UTF-8 encoding of U+FEFF, which some editors put at the start of a file
+BOM = b"\xef\xbb\xbf"
+#: the first two bytes of every gzip file
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 def display_name(path: PathLike) -> str:
@@ -44,41 +58,67 @@ def _decode(raw: bytes, name: str, lineno: int) -> str:
         raise InputError(f"not valid UTF-8: byte 0x{bad} at byte column {e.start + 1}", name, lineno) from None
 
 
-def iter_lines(path: PathLike, *, nul: str = "error") -> Iterator[str]:
-    """Yield the lines of a UTF-8 text file without their line ends.
-
-    Args:
-        path: a file path, or ``"-"`` for standard input.
-        nul: ``"error"`` raises on a NUL byte; ``"keep"`` leaves it in the text.
-
-    Yields:
-        str: line ``i`` (1-based numbering in error messages), ``\\n`` / ``\\r\\n`` removed.
+def open_binary(path: PathLike) -> IO[bytes]:
+    """Open a file for reading bytes, decompressing it when it is gzip (magic bytes ``1f 8b``).
 
     Raises:
-        InputError: a line is not UTF-8, holds a NUL byte (``nul="error"``), or the file is missing.
+        InputError: the file is missing, or is a directory.
     """
     name = display_name(path)
-    if str(path) == "-":
-        yield from _iter_stream(sys.stdin.buffer, name, nul)
-        return
     try:
         f = open(path, "rb")
     except FileNotFoundError:
         raise InputError("no such file", name) from None
     except IsADirectoryError:
         raise InputError("is a directory, not a text file", name) from None
-    with f:
+    if f.peek(2)[:2] == GZIP_MAGIC:
+        f.close()
+        log.debug("%s: gzip-compressed, reading it decompressed", name)
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    return f
+
+
+def iter_lines(path: PathLike, *, nul: str = "error") -> Iterator[str]:
+    """Yield the lines of a UTF-8 text file (plain or gzip-compressed) without their line ends.
+
+    Args:
+        path: a file path, or ``"-"`` for standard input.
+        nul: ``"error"`` raises on a NUL byte; ``"keep"`` leaves it in the text.
+
+    Yields:
+        str: line ``i`` (1-based numbering in error messages), ``\\n`` / ``\\r\\n`` removed, a leading
+        byte-order mark removed.
+
+    Raises:
+        InputError: a line is not UTF-8, holds a NUL byte (``nul="error"``), the file is missing,
+            a directory, or a truncated/corrupt gzip file.
+    """
+    name = display_name(path)
+    if str(path) == "-":
+        stdin = sys.stdin.buffer
+        if hasattr(stdin, "peek") and stdin.peek(2)[:2] == GZIP_MAGIC:
+            stdin = gzip.GzipFile(fileobj=stdin, mode="rb")  # type: ignore[assignment]
+        yield from _iter_stream(stdin, name, nul)
+        return
+    with open_binary(path) as f:
         yield from _iter_stream(f, name, nul)
 
 
 def _iter_stream(f: IO[bytes], name: str, nul: str) -> Iterator[str]:
-    for lineno, raw in enumerate(f, 1):
-        if raw.endswith(b"\n"):
-            raw = raw[:-1]
-        if nul == "error" and b"\x00" in raw:
-            col = raw.index(b"\x00") + 1
-            raise InputError(f"NUL byte at byte column {col}", name, lineno)
-        yield _decode(raw, name, lineno)
+    lineno = 0
+    try:
+        for lineno, raw in enumerate(f, 1):
+            if raw.endswith(b"\n"):
+                raw = raw[:-1]
+            if lineno == 1 and raw.startswith(BOM):
+                raw = raw[len(BOM):]
+                log.info("%s: removed the UTF-8 byte-order mark at the start of the file", name)
+            if nul == "error" and b"\x00" in raw:
+                col = raw.index(b"\x00") + 1
+                raise InputError(f"NUL byte at byte column {col}", name, lineno)
+            yield _decode(raw, name, lineno)
+    except (gzip.BadGzipFile, EOFError, zlib.error) as e:
+        raise InputError(f"corrupt or truncated gzip data after line {lineno} ({e})", name) from None
 
 
 def read_lines(path: PathLike, **kw) -> list[str]:
@@ -87,13 +127,20 @@ def read_lines(path: PathLike, **kw) -> list[str]:
 
 
 def count_lines(path: PathLike) -> int:
-    """Number of lines (a final line without newline counts)."""
+    """Number of lines (a final line without newline counts; a gzip file is counted decompressed).
+
+    Raises:
+        InputError: the file is missing, a directory, or corrupt gzip data.
+    """
     n = 0
     last = b"\n"
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            n += chunk.count(b"\n")
-            last = chunk[-1:]
+    with open_binary(path) as f:
+        try:
+            while chunk := f.read(1 << 20):
+                n += chunk.count(b"\n")
+                last = chunk[-1:]
+        except (gzip.BadGzipFile, EOFError, zlib.error) as e:
+            raise InputError(f"corrupt or truncated gzip data ({e})", display_name(path)) from None
     return n + (last != b"\n")
 
 

@@ -101,10 +101,10 @@ def test_rerun_skips_finished_shards_and_changes_nothing(sample_run):
 
 def test_other_configuration_into_same_folder_is_refused(sample_run):
     out, args, _ = sample_run
-    changed = [a for a in args if a != "--lowercase"]
+    changed = [("2000" if a == "1000" else a) for a in args]  # --merges 1000 → 2000
     proc = run_cli(*changed, check=False)
     assert proc.returncode == 2
-    assert "another configuration (lowercase differ)" in proc.stderr
+    assert "another configuration (merges: the folder has 1000, this run 2000)" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
@@ -261,3 +261,18 @@ def test_resuming_from_edited_input_is_refused(sample_run, tmp_path):
     proc = run_cli(*changed, check=False)
     assert proc.returncode == 2
     assert f"made from other input ({edited} changed)" in proc.stderr
+
+
+def test_later_splits_inherit_the_folder_settings(sample_run, stanza_dir):
+    """Issue 9 item 7: --split valid without the train split's --merges/--lowercase/--shard-size was refused."""
+    out, args, _ = sample_run
+    cfg = json.loads((out / "pipeline.json").read_text())
+    assert cfg["merges"] == 1000 and cfg["lowercase"] is True and cfg["shard_size"] == 100
+    proc = run_cli("pipeline", "--split", "test", "--src", str(SAMPLE / "test.de"), "--tgt", str(SAMPLE / "test.en"),
+                   "--out", str(out), "--stanza-dir", str(stanza_dir), "--stanza-package", "synprep",
+                   "--cache", args[args.index("--cache") + 1])
+    assert "Traceback" not in proc.stderr
+    report = check_dir(out)
+    assert report.ok, report.violation
+    assert json.loads((out / "pipeline.json").read_text()) == cfg
+

@@ -173,4 +173,4 @@ def test_shard_into_a_folder_with_another_configuration_is_refused(sample: Sampl
     shutil.copytree(sample.shards, out)
     proc = run_cli(*shard_args(sample, sample.conllu, out, "--shard-size", "5", "--ldd-threshold", "0.2"), check=False)
     assert proc.returncode == 2
-    assert "was made with another configuration (ldd_threshold differ)" in proc.stderr
+    assert "was made with another configuration (ldd_threshold: the folder has 0.01, this run 0.2)" in proc.stderr

@@ -75,3 +75,58 @@ def test_full_disk_is_a_clear_error_not_a_traceback():
     assert proc.returncode != 0
     assert "No space left on device" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_byte_order_mark_is_removed_and_logged(tmp_path, caplog):
+    """Issue 9 item 3: a UTF-8 BOM used to become an invisible first word."""
+    p = tmp_path / "bom.en"
+    p.write_bytes(b"\xef\xbb\xbfHello world\nsecond \xef\xbb\xbf line\n")
+    with caplog.at_level("INFO", logger="synprep.textio"):
+        lines = list(iter_lines(p))
+    assert lines == ["Hello world", "second \ufeff line"]  # only a leading mark is a byte-order mark
+    assert lines[0].split()[0] == "Hello"
+    assert any("byte-order mark" in r.getMessage() and str(p) in r.getMessage() for r in caplog.records)
+
+
+def test_a_byte_order_mark_is_removed_from_conllu_and_tree_files(tmp_path):
+    from synprep.parse.conllu_io import read_conllu
+    from synprep.parse.trees import read_tree_lines
+
+    conllu = tmp_path / "bom.conllu"
+    conllu.write_bytes(b"\xef\xbb\xbf# text = I swim\n1\tI\t_\tPRON\t_\t_\t2\tnsubj\t_\t_\n"
+                       b"2\tswim\t_\tVERB\t_\t_\t0\troot\t_\t_\n\n")
+    assert [p.words for p in read_conllu(conllu)] == [["I", "swim"]]
+    trees = tmp_path / "bom.trees"
+    trees.write_bytes(b"\xef\xbb\xbf(ROOT (S (NP (PRP I)) (VP (VBP swim))))\n")
+    [(n, [t])] = list(read_tree_lines(trees))
+    assert n == 1 and t.leaves() == ["I", "swim"]
+
+
+def test_bpe_codes_with_a_byte_order_mark(tmp_path):
+    from synprep.text.bpe import apply_bpe_lines
+
+    codes = tmp_path / "codes"
+    codes.write_bytes(b"\xef\xbb\xbf#version: 0.2\nr i\nri v\ne r</w>\nriv er</w>\n")  # the header must still be read
+    assert apply_bpe_lines(["the river"], str(codes)) == ["t@@ h@@ e river"]
+
+
+def test_gzip_input_is_read_transparently(tmp_path):
+    """Issue 9 item 8: .gz input gave "line counts differ" or "NUL byte"."""
+    import gzip
+
+    p = tmp_path / "a.de.gz"
+    with gzip.open(p, "wb") as f:
+        f.write(b"\xef\xbb\xbferste Zeile\r\nzweite\ndritte")
+    assert list(iter_lines(p)) == ["erste Zeile", "zweite", "dritte"]
+    assert count_lines(p) == 3
+    bad = tmp_path / "cut.gz"
+    bad.write_bytes(p.read_bytes()[:-12])
+    with pytest.raises(InputError, match="gzip"):
+        list(iter_lines(bad))
+
+
+def test_a_directory_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match="is a directory"):
+        count_lines(tmp_path)
+    with pytest.raises(InputError, match="no such file"):
+        count_lines(tmp_path / "missing")

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import click
 from click.core import ParameterSource
 
+from synprep.config import DEFAULTS
 from synprep.constants import MAX_SHARD_PAIRS, TOKENIZERS
 from synprep.errors import ConfigError
 from synprep.parallel import BACKENDS
@@ -46,12 +47,59 @@ def jobs_options(f):
     def wrapper(*args, tls_ca_file=None, tls_cert=None, tls_key=None, **kwargs):
         from synprep.parallel import set_tls
 
+        check_jobs_options(kwargs["backend"])
         if (tls_ca_file or tls_cert or tls_key) and not str(kwargs.get("scheduler") or "").startswith("tls://"):
             raise ConfigError("--tls-ca-file/--tls-cert/--tls-key need --backend dask --scheduler tls://HOST:PORT")
         set_tls(tls_ca_file, tls_cert, tls_key)
         return f(*args, **kwargs)
 
     return wrapper
+
+
+def given_options(names: Iterable[str]) -> list[str]:
+    """The options among ``names`` (parameter names) that the user set (command line or environment),
+    as they are spelled on the command line (``--stanza-dir``), in the command's order."""
+    ctx = click.get_current_context()
+    wanted = set(names)
+    out = []
+    for p in ctx.command.params:
+        if p.name in wanted and ctx.get_parameter_source(p.name) not in (None, ParameterSource.DEFAULT):
+            out.append(max(p.opts, key=len) if isinstance(p, click.Option) else p.name or "")
+    return out
+
+
+def refuse_unused(names: Iterable[str], why: str) -> None:
+    """An option that has no effect in this mode is an error, never silently ignored (README).
+
+    Args:
+        names: parameter names that have no effect here. why: the mode, in words ("with --parser conllu").
+
+    Raises:
+        ConfigError: one of them was given (exit status 2), naming it.
+    """
+    given = given_options(names)
+    if given:
+        raise ConfigError(f"{', '.join(given)} {'has' if len(given) == 1 else 'have'} no effect {why}: leave "
+                          f"{'it' if len(given) == 1 else 'them'} out")
+
+
+#: options that only one parser backend reads (an error with any other ``--parser``)
+BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
+    "stanza": ("stanza_dir", "stanza_package"),
+    "corenlp": ("corenlp_endpoint", "timeout"),
+}
+
+
+def refuse_other_backends_options(parser_name: str) -> None:
+    """The options of the other parser backends have no effect with ``--parser parser_name``."""
+    refuse_unused([o for b, opts in BACKEND_OPTIONS.items() if b != parser_name for o in opts],
+                  f"with --parser {parser_name}")
+
+
+def check_jobs_options(backend: str) -> None:
+    """``--scheduler`` only means something with ``--backend dask``."""
+    if backend != "dask":
+        refuse_unused(["scheduler"], "without --backend dask")
 
 
 def parser_jobs(device: str, jobs: int) -> int:
@@ -86,11 +134,11 @@ def output_option(name: str = "--output", help: str = "Output file (default: std
 
 
 #: ``--shard-size`` of ``pipeline``, ``annotate`` and ``shard``
-shard_size_option = click.option("--shard-size", type=click.IntRange(min=1, max=MAX_SHARD_PAIRS), default=10000,
-                                 show_default=True,
+shard_size_option = click.option("--shard-size", type=click.IntRange(min=1, max=MAX_SHARD_PAIRS),
+                                 default=DEFAULTS.shard_size, show_default=True,
                                  help="Input pairs per shard (the unit of resume; at most 2^24, what a reader accepts).")
 #: ``--ldd-threshold`` of the parser stage and of ``shard``
-ldd_threshold_option = click.option("--ldd-threshold", type=click.FloatRange(0.0, 1.0), default=0.01,
+ldd_threshold_option = click.option("--ldd-threshold", type=click.FloatRange(0.0, 1.0), default=DEFAULTS.ldd_threshold,
                                     show_default=True,
                                     help="Drop LDD entries below this probability (each word keeps its best one).")
 #: ``--lowercase`` of the commands that read a parse beside BPE text
@@ -110,10 +158,10 @@ def stanza_options(f):
     @click.option("--stanza-package", default=None, metavar="NAME", help="stanza package (default: stanza's default).")
     @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
                   help="Where the parser runs (cuda: one worker per visible GPU unless --jobs is given).")
-    @click.option("--batch-size", type=click.IntRange(min=1), default=64, show_default=True,
+    @click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULTS.batch_size, show_default=True,
                   help="Sentences per parser call sent to a worker (more on a GPU).")
     @click.option("--no-ssplit", is_flag=True, help="Treat every line as one sentence (no sentence splitting).")
-    @click.option("--max-words", type=click.IntRange(min=1), default=250, show_default=True,
+    @click.option("--max-words", type=click.IntRange(min=1), default=DEFAULTS.max_words, show_default=True,
                   help="Longer sentences are recorded as failed lines, never parsed.")
     @ldd_threshold_option
     @click.option("--cache", "cache_path", default=None, metavar="PATH",

@@ -11,9 +11,12 @@ import click
 from synprep.cli.common import (
     input_option,
     jobs_options,
+    ldd_threshold_option,
     output_option,
     parser_choice,
     parser_jobs,
+    refuse_other_backends_options,
+    refuse_unused,
     spacy_options,
     stanza_options,
     tokenizer_option,
@@ -69,6 +72,11 @@ def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | Non
     from synprep.text.escape import unescape_tokens
     from synprep.textio import display_name, iter_lines, open_output
 
+    refuse_other_backends_options(parser_name)
+    if trees_path is not None:
+        refuse_unused(["no_ssplit"], "with --trees (each tree is one sentence)")
+    if no_cache:
+        refuse_unused(["cache_path"], "with --no-cache")
     jobs = parser_jobs(device, jobs)
     spec = ParserSpec(name=parser_name, lang=lang, dir=stanza_dir, package=stanza_package, device=device,
                       constituency=trees_path is None, max_words=max_words, ldd_threshold=ldd_threshold,
@@ -158,7 +166,7 @@ def download_cmd(lang: str, model_dir: str | None, package: str | None) -> None:
 @click.argument("lang")
 @click.option("--dir", "model_dir", default=None, metavar="DIR", help="Resource directory (default: stanza's own).")
 @click.option("--package", default=None, metavar="NAME", help="Package (default: stanza's default).")
-@click.option("--ldd-threshold", type=click.FloatRange(0.0, 1.0), default=0.01, show_default=True)
+@ldd_threshold_option
 def info_cmd(lang: str, model_dir: str | None, package: str | None, ldd_threshold: float) -> None:
     """Show the processors and model files synprep would load for LANG, and the parser identity."""
     from synprep.parse import ParserSpec

@@ -22,9 +22,9 @@ from synprep.cli.common import (
     stanza_options,
     tokenizer_option,
 )
+from synprep.config import DEFAULTS
 from synprep.errors import ConfigError
-from synprep.subword import DEFAULT_SCHEME, SCHEMES
-from synprep.subword.spm import DEFAULT_VOCAB_SIZE
+from synprep.subword import SCHEMES
 
 log = logging.getLogger("synprep")
 
@@ -36,6 +36,10 @@ def parser_options(f):
     @click.option("--conllu", "conllu_path", default=None, metavar="FILE",
                   help="CoNLL-U parses of the source (--parser conllu): one sentence per line, or '# line = N'"
                        " groups as `synprep parse` writes them.")
+    @click.option("--trees", "trees_path", default=None, metavar="FILE",
+                  type=click.Path(exists=True, dir_okay=False),
+                  help="Your own bracketed constituency trees of the source, one line of tree(s) per input line "
+                       "(leaves = the Moses tokens): used for the syntactic distances instead of the parser's.")
     @shard_size_option
     @stanza_options
     @spacy_options
@@ -46,22 +50,97 @@ def parser_options(f):
     return wrapper
 
 
-def _parse_options(src_lang: str, parser_name: str, stanza_dir, stanza_package, device, batch_size, no_ssplit,
-                   max_words, ldd_threshold, cache_path, no_cache, spacy_model=None, label_map=None):
+#: the options of the parser stage, which no parser reads when the parses are imported
+RUN_PARSER_OPTIONS = ("stanza_dir", "stanza_package", "device", "batch_size", "no_ssplit", "max_words", "cache_path",
+                      "no_cache")
+
+
+def refuse_unused_parser_options(parser_name: str, codes: str | None = None) -> None:
+    """Options that have no effect with the chosen parser (or with --codes) are errors (README)."""
+    from synprep.cli.common import refuse_other_backends_options, refuse_unused
+    from synprep.parse.source import source_class
+
+    if not source_class(parser_name).runs_parser:
+        refuse_unused(RUN_PARSER_OPTIONS + ("trees_path",),
+                      "with --parser conllu (the parses are imported, no parser runs)")
+    else:
+        refuse_unused(["conllu_path"], f"with --parser {parser_name} (--conllu is read with --parser conllu only)")
+        refuse_other_backends_options(parser_name)
+    refuse_unused(["cache_path"] if _no_cache() else [], "with --no-cache")
+    if codes is not None:
+        refuse_unused(["merges"], "with --codes (no BPE codes are learned)")
+
+
+def _no_cache() -> bool:
+    return bool(click.get_current_context().params.get("no_cache"))
+
+
+#: command-line parameter → :class:`synprep.config.DataConfig` field, for the folder-level settings
+CONFIG_OPTIONS = {
+    "src_lang": "src_lang", "tgt_lang": "tgt_lang", "tokenized": "tokenized", "lowercase": "lowercase",
+    "fairseq_compat": "fairseq_compat", "merges": "merges", "ratio": "ratio", "min_len": "min_len",
+    "max_len": "max_len", "parser_name": "parser", "stanza_package": "stanza_package", "no_ssplit": "ssplit",
+    "max_words": "max_words", "batch_size": "batch_size", "ldd_threshold": "ldd_threshold",
+    "shard_size": "shard_size", "subword": "subword", "vocab_size": "vocab_size",
+}
+
+
+def resolve_config(mode: str, out: str, config_path: str | None, params: dict):
+    """The run's :class:`~synprep.config.DataConfig`: ``--config FILE``, else the folder's
+    ``OUT/pipeline.json`` (a later split or a resume inherits it), else the defaults; then every
+    option given on the command line on top (a value that differs from the folder's is refused later,
+    naming the field).
+
+    Raises:
+        ConfigError: no source/target language anywhere; a bad configuration file.
+    """
+    from pathlib import Path
+
+    from synprep.config import DEFAULTS, DataConfig
+
+    ctx = click.get_current_context()
+    folder = Path(out) / "pipeline.json"
+    if config_path is not None:
+        base = DataConfig.load(config_path)
+    elif folder.is_file():
+        base = DataConfig.load(folder)
+    else:
+        base = DEFAULTS
+    given = {}
+    for param, field in CONFIG_OPTIONS.items():
+        if param in params and ctx.get_parameter_source(param) not in (None, ParameterSource.DEFAULT):
+            value = params[param]
+            given[field] = not value if param == "no_ssplit" else value
+    cfg = base.replace(mode=mode, **given)
+    for field, option in (("src_lang", "-s/--source-lang"), ("tgt_lang", "-t/--target-lang")):
+        if not getattr(cfg, field):
+            raise ConfigError(f"{option} is required (or --config FILE that names it)")
+    return cfg
+
+
+def _parse_options(cfg, stanza_dir, device, cache_path, no_cache, trees_path=None, spacy_model=None, label_map=None):
     from synprep.annotate import ParseOptions
     from synprep.errors import ConfigError
     from synprep.parse.base import ParserSpec
     from synprep.parse.cache import default_cache_path
+    from synprep.parse.source import source_class
 
     spec = None
-    if parser_name != "conllu":
-        spec = ParserSpec(name=parser_name, lang=src_lang, dir=stanza_dir, package=stanza_package, device=device,
-                          max_words=max_words, ldd_threshold=ldd_threshold, spacy_model=spacy_model,
-                          label_map=label_map)
+    if source_class(cfg.parser).runs_parser:
+        spec = ParserSpec(name=cfg.parser, lang=cfg.src_lang, dir=stanza_dir, package=cfg.stanza_package,
+                          device=device, constituency=trees_path is None, max_words=cfg.max_words,
+                          ldd_threshold=cfg.ldd_threshold, spacy_model=spacy_model, label_map=label_map)
     elif spacy_model is not None or label_map is not None:
         raise ConfigError("--spacy-model/--label-map have no effect with --parser conllu")
     cache = None if no_cache else str(cache_path or default_cache_path())
-    return ParseOptions(parser=parser_name, spec=spec, ssplit=not no_ssplit, batch_size=batch_size, cache=cache)
+    return ParseOptions(parser=cfg.parser, spec=spec, ssplit=cfg.ssplit, batch_size=cfg.batch_size, cache=cache,
+                        trees=trees_path)
+
+
+config_option = click.option(
+    "--config", "config_path", default=None, metavar="FILE",
+    help="Start from this data configuration (a folder's pipeline.json, or JSON with some of its fields); "
+         "options given too override it. Default: OUT/pipeline.json when OUT exists.")
 
 
 def _report(manifest, split: str) -> None:
@@ -75,38 +154,46 @@ def _report(manifest, split: str) -> None:
 @click.command("pipeline")
 @click.option("--src", "src", default=None, metavar="FILE", help="Raw source text of the split (one pair per line).")
 @click.option("--tgt", "tgt", required=True, metavar="FILE", help="Raw target text of the split.")
-@click.option("-s", "--source-lang", "src_lang", required=True, metavar="LANG", help="Source language (parsed).")
-@click.option("-t", "--target-lang", "tgt_lang", required=True, metavar="LANG", help="Target language.")
+@click.option("-s", "--source-lang", "src_lang", default="", metavar="LANG", help="Source language (parsed).")
+@click.option("-t", "--target-lang", "tgt_lang", default="", metavar="LANG", help="Target language.")
 @click.option("--out", required=True, metavar="DIR", help="Output folder (shared by every split of a corpus).")
 @click.option("--split", callback=split_name, default="train", show_default=True,
               help="Split name; train learns the BPE codes and the vocabulary, later splits reuse them.")
 @click.option("--codes", default=None, metavar="FILE", help="Apply these BPE codes instead of learning them.")
-@click.option("--merges", type=click.IntRange(min=1), default=10000, show_default=True,
+@click.option("--merges", type=click.IntRange(min=1), default=DEFAULTS.merges, show_default=True,
               help="BPE merge operations when learning codes (joint, on the train split).")
 @click.option("--vocab", default=None, metavar="FILE", help="Use this fairseq dict instead of building one.")
-@click.option("--subword", type=click.Choice(list(SCHEMES)), default=DEFAULT_SCHEME, show_default=True,
+@click.option("--tokenized", is_flag=True,
+              help="The input is already Moses-tokenized and escaped (&quot; &apos; ...): use it as it is "
+                   "(the parser sees the unescaped words).")
+@click.option("--subword", type=click.Choice(list(SCHEMES)), default=DEFAULTS.subword, show_default=True,
               help="Subword scheme: subword-nmt BPE on the tokenized text, or SentencePiece / a HuggingFace "
                    "tokenizer on the raw text, aligned to the words by character offsets (docs/subwords.md).")
 @click.option("--spm-model", default=None, metavar="FILE",
               help="--subword spm: apply this SentencePiece model instead of learning one on the train split.")
 @click.option("--hf-tokenizer", default=None, metavar="FILE_OR_DIR",
               help="--subword hf: a tokenizers tokenizer.json, or a local directory holding one.")
-@click.option("--vocab-size", type=click.IntRange(min=1), default=DEFAULT_VOCAB_SIZE, show_default=True,
+@click.option("--vocab-size", type=click.IntRange(min=1), default=DEFAULTS.vocab_size, show_default=True,
               help="--subword spm: vocabulary size of the model learned on the train split.")
 @click.option("--lowercase", is_flag=True, help="Lowercase after tokenizing (the parser still sees cased words).")
 @click.option("--fairseq-compat", is_flag=True, help="Tokenize like fairseq's old tokenizer.perl (final period).")
 @tokenizer_option
 @click.option("--clean/--no-clean", "clean", default=None,
               help="Clean this split (default: the train split only; others lose only empty pairs).")
-@click.option("--ratio", type=float, default=1.5, show_default=True, help="clean: max length ratio.")
-@click.option("--min-len", type=int, default=1, show_default=True, help="clean: min tokens per side.")
-@click.option("--max-len", type=int, default=175, show_default=True, help="clean: max tokens per side.")
+@click.option("--ratio", type=click.FloatRange(min=0, min_open=True), default=DEFAULTS.ratio, show_default=True,
+              help="clean: max length ratio.")
+@click.option("--min-len", type=click.IntRange(min=0), default=DEFAULTS.min_len, show_default=True,
+              help="clean: min tokens per side.")
+@click.option("--max-len", type=click.IntRange(min=1), default=DEFAULTS.max_len, show_default=True,
+              help="clean: max tokens per side.")
+@config_option
 @parser_options
 @jobs_options
-def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, subword, spm_model, hf_tokenizer,
-                 vocab_size, lowercase, fairseq_compat, tokenizer, clean, ratio, min_len, max_len, parser_name,
-                 conllu_path, stanza_dir, stanza_package, device, batch_size, no_ssplit, max_words, ldd_threshold,
-                 cache_path, no_cache, spacy_model, label_map, shard_size, jobs, backend, scheduler):
+def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, tokenized, subword, spm_model,
+                 hf_tokenizer, vocab_size, lowercase, fairseq_compat, tokenizer, clean, ratio, min_len, max_len,
+                 config_path, parser_name, conllu_path, trees_path, stanza_dir, stanza_package, device, batch_size,
+                 no_ssplit, max_words, ldd_threshold, cache_path, no_cache, spacy_model, label_map, shard_size, jobs,
+                 backend, scheduler):
     """Raw parallel text → tokenize → clean → BPE → parse → features → shards → check.
 
     Run once per split into the same --out (train first: it learns the BPE codes and the
@@ -115,17 +202,18 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
     from synprep.annotate import Parallel
     from synprep.pipeline import TextOptions, run_pipeline
 
-    opts = _parse_options(src_lang, parser_name, stanza_dir, stanza_package, device, batch_size, no_ssplit,
-                          max_words, ldd_threshold, cache_path, no_cache, spacy_model, label_map)
-    model = _subword_model_option(subword, codes=codes, merges=merges, spm_model=spm_model,
-                                  hf_tokenizer=hf_tokenizer, vocab_size=vocab_size)
-    text = TextOptions(lowercase=lowercase, fairseq_compat=fairseq_compat, clean=clean, ratio=ratio,
-                       min_len=min_len, max_len=max_len, merges=merges, subword=subword, vocab_size=vocab_size,
-                       tokenizer=tokenizer)
+    cfg = resolve_config("pipeline", out, config_path, click.get_current_context().params)
+    refuse_unused_parser_options(cfg.parser, codes)
+    opts = _parse_options(cfg, stanza_dir, device, cache_path, no_cache, trees_path, spacy_model, label_map)
+    model = _subword_model_option(cfg.subword, codes=codes, merges=cfg.merges, spm_model=spm_model,
+                                  hf_tokenizer=hf_tokenizer, vocab_size=cfg.vocab_size)
+    text = TextOptions(tokenized=cfg.tokenized, lowercase=cfg.lowercase, fairseq_compat=cfg.fairseq_compat, clean=clean,
+                       ratio=cfg.ratio, min_len=cfg.min_len, max_len=cfg.max_len, merges=cfg.merges,
+                       subword=cfg.subword, vocab_size=cfg.vocab_size, tokenizer=tokenizer)
     par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
-    manifest = run_pipeline(src, tgt, out, src_lang=src_lang, tgt_lang=tgt_lang, split=split, text=text,
+    manifest = run_pipeline(src, tgt, out, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, split=split, text=text,
                             parse=opts, par=par, codes=codes, vocab=vocab, conllu=conllu_path,
-                            ldd_threshold=ldd_threshold, shard_size=shard_size, subword_model=model)
+                            ldd_threshold=cfg.ldd_threshold, shard_size=cfg.shard_size, subword_model=model)
     _report(manifest, split)
 
 
@@ -155,15 +243,17 @@ def _subword_model_option(subword: str, **given) -> str | None:
 @click.command("annotate")
 @click.option("--src", "src", required=True, metavar="FILE", help="Tokenized, BPE'd source text (@@ pieces).")
 @click.option("--tgt", "tgt", required=True, metavar="FILE", help="Tokenized, BPE'd target text.")
-@click.option("-s", "--source-lang", "src_lang", required=True, metavar="LANG", help="Source language (parsed).")
-@click.option("-t", "--target-lang", "tgt_lang", required=True, metavar="LANG", help="Target language.")
+@click.option("-s", "--source-lang", "src_lang", default="", metavar="LANG", help="Source language (parsed).")
+@click.option("-t", "--target-lang", "tgt_lang", default="", metavar="LANG", help="Target language.")
 @click.option("--out", required=True, metavar="DIR", help="Output folder.")
 @click.option("--split", callback=split_name, default="train", show_default=True, help="Split name.")
 @click.option("--vocab", default=None, metavar="FILE",
               help="fairseq dict to use (default: OUT/dict.txt, else built from this split).")
+@config_option
 @parser_options
 @jobs_options
-def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, parser_name, conllu_path, stanza_dir,
+def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, config_path, parser_name, conllu_path, trees_path,
+                 stanza_dir,
                  stanza_package, device, batch_size, no_ssplit, max_words, ldd_threshold, cache_path, no_cache,
                  spacy_model, label_map, shard_size, jobs, backend, scheduler):
     """Already tokenized and BPE'd parallel text (e.g. fairseq's prepared data) → shards → check.
@@ -174,9 +264,11 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, parser_name, c
     from synprep.annotate import Parallel
     from synprep.pipeline import run_annotate
 
-    opts = _parse_options(src_lang, parser_name, stanza_dir, stanza_package, device, batch_size, no_ssplit,
-                          max_words, ldd_threshold, cache_path, no_cache, spacy_model, label_map)
+    cfg = resolve_config("annotate", out, config_path, click.get_current_context().params)
+    refuse_unused_parser_options(cfg.parser)
+    opts = _parse_options(cfg, stanza_dir, device, cache_path, no_cache, trees_path, spacy_model, label_map)
     par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
-    manifest = run_annotate(src, tgt, out, src_lang=src_lang, tgt_lang=tgt_lang, split=split, parse=opts, par=par,
-                            vocab=vocab, conllu=conllu_path, ldd_threshold=ldd_threshold, shard_size=shard_size)
+    manifest = run_annotate(src, tgt, out, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, split=split, parse=opts,
+                            par=par, vocab=vocab, conllu=conllu_path, ldd_threshold=cfg.ldd_threshold,
+                            shard_size=cfg.shard_size)
     _report(manifest, split)

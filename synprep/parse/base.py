@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import ClassVar
 
+from synprep.config import DEFAULTS
 from synprep.errors import ConfigError
 from synprep.parse.registry import backend_class, parser_names
 from synprep.types import ParsedSentence
@@ -29,10 +30,10 @@ OPTION_NAMES = {
     "timeout": "--timeout", "spacy_model": "--spacy-model", "label_map": "--label-map",
 }  # fmt: skip
 
-#: stanza is known to hang or run out of memory on sentences of 400+ words
-DEFAULT_MAX_WORDS = 250
-#: LDD entries with P(head, rel) below this are dropped (SPEC.md §4)
-DEFAULT_LDD_THRESHOLD = 0.01
+#: stanza is known to hang or run out of memory on sentences of 400+ words (synprep.config.DataConfig)
+DEFAULT_MAX_WORDS = DEFAULTS.max_words
+#: LDD entries with P(head, rel) below this are dropped (SPEC.md §4; synprep.config.DataConfig)
+DEFAULT_LDD_THRESHOLD = DEFAULTS.ldd_threshold
 #: part of every parser identity (so of every cache key): bump it whenever synprep's conversion
 #: of a parser's output changes, so that no cache entry made the old way is reused
 PARSE_SCHEMA = 2

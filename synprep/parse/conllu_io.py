@@ -346,6 +346,38 @@ def read_conllu(path: PathLike, words: str = "surface") -> Iterator[ParsedLine]:
 # --- writing ------------------------------------------------------------------------------------
 
 
+def read_numbered(path: PathLike, n_lines: int | None = None, words: str = "surface") -> Iterator[ParsedLine]:
+    """The parses of source lines ``1, 2, 3, ...`` in order: the one reader of numbered CoNLL-U.
+
+    Lines are numbered by ``# line = N`` (as ``synprep parse`` writes them, a failed line as an
+    ``# error`` block) or, without those comments, one sentence per line (:func:`read_conllu`).
+    Every source line needs a block.
+
+    Args:
+        path: the CoNLL-U file. n_lines: the source's line count, when known: exactly that many
+            lines must be parsed. words: as :func:`read_conllu`.
+
+    Raises:
+        InputError: a line without a parse (a gap in the numbering), fewer or more parsed lines
+            than ``n_lines`` (naming the CoNLL-U file), or malformed CoNLL-U.
+    """
+    name = display_name(path)
+    k = 0
+    for p in read_conllu(path, words=words):
+        k += 1
+        if p.line != k:
+            raise InputError(f"expected the parse of line {k}, found '# line = {p.line}' (every source line "
+                             "needs a block, as `synprep parse` writes)", name)
+        if n_lines is not None and k > n_lines:
+            if n_lines == 0:
+                raise InputError("the source is empty but the CoNLL-U file holds parses", name)
+            raise InputError(f"more parses than source lines: the source has {n_lines} lines, the parses "
+                             f"go on with line {p.line}", name)
+        yield p
+    if n_lines is not None and k < n_lines:
+        raise InputError(f"the parses end after line {k}, the source has {n_lines} lines", name)
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 

@@ -26,6 +26,7 @@ from typing import IO, Any
 
 from nltk import Tree
 
+from synprep.config import DEFAULTS
 from synprep.errors import InputError
 from synprep.parallel import chunked, limit_threads, parallel_map
 from synprep.parse.base import (
@@ -44,8 +45,8 @@ from synprep.types import ParsedLine, ParsedSentence
 
 log = logging.getLogger(__name__)
 
-#: sentences per work item sent to a worker (one parser call)
-DEFAULT_BATCH_SIZE = 64
+#: sentences per work item sent to a worker (one parser call; synprep.config.DataConfig)
+DEFAULT_BATCH_SIZE = DEFAULTS.batch_size
 #: lines parsed as one deterministic block by :func:`parse_lines`
 DEFAULT_BLOCK_LINES = 2048
 

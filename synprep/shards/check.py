@@ -503,6 +503,9 @@ def check_dir(path: str | os.PathLike, *, splits: Collection[str] | None = None)
 def _manifest(folder: Path) -> tuple[dict[str, Any], Manifest]:
     path = folder / MANIFEST_NAME
     if not path.is_file():
+        if (folder / "pipeline.json").is_file():  # a pipeline/annotate run stopped before its first shard
+            raise _Fail(Violation(MANIFEST_NAME, f"missing: {folder} is incomplete (its run stopped before the "
+                                                 "first shard); running the same command again resumes it"))
         raise _Fail(Violation(MANIFEST_NAME, "missing"))
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
@@ -602,6 +605,10 @@ def _check_split_counts(split: str, raw: dict[str, Any], lines: np.ndarray) -> N
         raise fail("input_lines, dropped or dropped_lines is missing or of the wrong type")
     if not all(isinstance(v, int) and v >= 0 for v in dropped.values()):
         raise fail("dropped counts must be integers >= 0")
+    if isinstance(pairs, int) and inp > pairs + sum(dropped.values()):
+        raise fail(f"input_lines {inp} != pairs {pairs} + dropped {sum(dropped.values())}: the split is incomplete "
+                   f"({inp - pairs - sum(dropped.values())} input lines neither stored nor dropped yet), its run was "
+                   "interrupted (or is still running): running the same command again resumes it")
     if inp != pairs + sum(dropped.values()):
         raise fail(f"input_lines {inp} != pairs {pairs} + dropped {sum(dropped.values())}")
     if not all(isinstance(x, list) and len(x) == 3 and isinstance(x[0], int) and isinstance(x[1], str) for x in dl):

@@ -192,8 +192,8 @@ def _load_bpe(path: str, _mtime: int, _size: int, merges: int, separator: str) -
         if len(line.strip("\r\n ").split(" ")) != 2:
             raise InputError("not a BPE codes file: a merge line must hold two units separated by a space",
                              path, i)
-    with open(path, encoding="utf-8") as f:
-        return BPE(f, merges=merges, separator=separator)
+    # subword-nmt reads the lines synprep read (a byte-order mark removed, gzip decompressed, CRLF as LF)
+    return BPE(io.StringIO("".join(line + "\n" for line in lines)), merges=merges, separator=separator)
 
 
 def apply_bpe_line(bpe: BPE, line: str) -> str:

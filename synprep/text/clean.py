@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from synprep.config import DEFAULTS
 from synprep.errors import InputError
 from synprep.text.tokenize import PERL_SPACE_CHARS as _PERL_SPACE
 
@@ -108,7 +109,8 @@ def _count(text: str) -> int:
     return text.count(" ") + 1 if text else 0
 
 
-def clean_pairs(pairs: Iterable[tuple[str, str]], *, ratio: float = 1.5, min_len: int = 1, max_len: int = 175,
+def clean_pairs(pairs: Iterable[tuple[str, str]], *, ratio: float = DEFAULTS.ratio, min_len: int = DEFAULTS.min_len,
+                max_len: int = DEFAULTS.max_len,
                 max_word_length: int = 1000, factored: bool | None = None,
                 names: tuple[str, str] | None = None) -> Iterator[CleanResult]:
     """Judge every pair like clean-corpus-n.perl (module docstring); one result per input pair.

@@ -7,6 +7,7 @@ sacremoses' own (``MosesTokenizer.escape_xml`` / ``MosesDetokenizer.unescape_xml
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from sacremoses import MosesDetokenizer, MosesTokenizer
@@ -37,3 +38,13 @@ def unescape(text: str) -> str:
 def unescape_tokens(tokens: list[str]) -> list[str]:
     """Unescape each token of a Moses-tokenized sentence; the token count never changes."""
     return [unescape(t) for t in tokens]
+
+
+#: the entities sacremoses' ``escape_xml`` writes (and the legacy ``&bar; &bra; &ket;``)
+MOSES_ENTITY = re.compile(r"&(?:amp|lt|gt|apos|quot|#124|#91|#93|bar|bra|ket);")
+
+
+def moses_entity(text: str) -> str | None:
+    """The first Moses escape in ``text`` (``"&quot;"``), or None: a sign of already tokenized text."""
+    m = MOSES_ENTITY.search(text)
+    return m.group(0) if m else None

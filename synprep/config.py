@@ -1,0 +1,193 @@
+"""The data side's one configuration: every setting that determines an output folder, and its default.
+
+:class:`DataConfig` is to ``synprep pipeline`` / ``annotate`` what :class:`synprep.train.config.TrainConfig`
+is to the trainer. Every default of the data side is written here once; the command-line options,
+:class:`synprep.pipeline.TextOptions`, :class:`synprep.annotate.ParseOptions`, the parser's
+:class:`~synprep.parse.base.ParserSpec` and the shard writer read it from here.
+
+A folder's configuration is saved as ``OUT/pipeline.json`` (:meth:`DataConfig.to_json`). A later
+run into the folder (the next split, or a resume) starts from it: an option that is not given is
+inherited (``--split valid`` needs no ``--merges``), an option given with another value is refused
+naming the field (:func:`differences`). ``synprep pipeline --config FILE`` starts from FILE
+instead (a saved ``OUT/pipeline.json``, or a JSON object of some of the fields below).
+
+What is *not* here never changes the output: where the work runs (``-j``, ``--backend``), the
+stanza resource directory, the device, the parse cache; and what is given per split (the input
+files, ``--split``, ``--clean/--no-clean``, ``--codes``, ``--vocab``, ``--conllu``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from synprep.errors import ConfigError
+
+#: the ``format`` of a saved configuration (``OUT/pipeline.json``); version 1 is the earlier
+#: layout without it (read by :meth:`DataConfig.from_dict`)
+CONFIG_FORMAT = "synprep-data-config"
+CONFIG_VERSION = 2
+MODES = ("pipeline", "annotate")
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Every setting that determines a data folder (defaults: fairseq's IWSLT14 recipe, SPEC.md §1).
+
+    Attributes:
+        mode: ``pipeline`` (raw or tokenized text) or ``annotate`` (BPE'd text).
+        src_lang, tgt_lang: language codes (the source side is parsed); may be equal.
+        tokenized: the ``pipeline`` input is already Moses-tokenized and escaped (``--tokenized``).
+        lowercase: lowercase after tokenizing; the parser still reads the cased words.
+        fairseq_compat: the old tokenizer.perl's final-period rule.
+        merges: joint BPE merge operations learned on the train split (fairseq IWSLT14: 10000).
+        subword: the subword scheme (:data:`synprep.subword.SCHEMES`: ``bpe``, ``spm``, ``hf``).
+        vocab_size: the SentencePiece vocabulary size when a model is learned (``--subword spm``).
+        ratio: cleaning: maximum token-count ratio either way (clean-corpus-n.perl ``-ratio``).
+        min_len, max_len: cleaning: inclusive token-count bounds of each side.
+        parser: ``stanza``, ``corenlp``, or ``conllu`` (imported parses).
+        stanza_package: the stanza package (None: stanza's default for the language).
+        ssplit: split lines into sentences (SPEC.md §1); False: one sentence per line.
+        max_words: longer sentences are recorded as ``parse:too_long``, never parsed (stanza hangs
+            or runs out of memory on 400+ words).
+        batch_size: sentences per parser call (stanza's scores depend, in the 7th digit, on which
+            sentences share a batch, so it is part of the output).
+        ldd_threshold: LDD entries below this probability are dropped (each word keeps its best).
+        shard_size: input pairs per shard (the unit of resume).
+    """
+
+    mode: str = "pipeline"
+    src_lang: str = ""
+    tgt_lang: str = ""
+    tokenized: bool = False
+    lowercase: bool = False
+    fairseq_compat: bool = False
+    merges: int = 10000
+    subword: str = "bpe"
+    vocab_size: int = 8000
+    ratio: float = 1.5
+    min_len: int = 1
+    max_len: int = 175
+    parser: str = "stanza"
+    stanza_package: str | None = None
+    ssplit: bool = True
+    max_words: int = 250
+    batch_size: int = 64
+    ldd_threshold: float = 0.01
+    shard_size: int = 10000
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        for name in ("merges", "vocab_size", "min_len", "max_len", "max_words", "batch_size", "shard_size"):
+            if int(getattr(self, name)) < (0 if name == "min_len" else 1):
+                raise ConfigError(f"{name} must be >= {0 if name == 'min_len' else 1}, got {getattr(self, name)}")
+        if not self.ratio > 0:
+            raise ConfigError(f"ratio must be > 0, got {self.ratio}")
+        if not 0.0 <= self.ldd_threshold <= 1.0:
+            raise ConfigError(f"ldd_threshold must be in [0, 1], got {self.ldd_threshold}")
+
+    # --- reading and writing ------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": CONFIG_FORMAT, "version": CONFIG_VERSION, **dataclasses.asdict(self)}
+
+    def to_json(self) -> str:
+        """The ``OUT/pipeline.json`` text (sorted keys, one field per line)."""
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], where: str = "configuration") -> DataConfig:
+        """Read a saved configuration: this version's, the earlier ``pipeline.json`` layout, or a
+        partial object (the fields it leaves out keep their defaults).
+
+        Raises:
+            ConfigError: an unknown field, a value of the wrong type, another format or a newer version.
+        """
+        if d.get("format", CONFIG_FORMAT) != CONFIG_FORMAT:
+            raise ConfigError(f"{where}: format {d.get('format')!r} is not a synprep data configuration")
+        if "format" not in d and isinstance(d.get("parser"), dict):
+            return cls.from_dict(_from_v1(d), where)
+        version = d.get("version", CONFIG_VERSION)
+        if not isinstance(version, int) or version > CONFIG_VERSION:
+            raise ConfigError(f"{where}: configuration version {version!r} is newer than this synprep reads "
+                              f"({CONFIG_VERSION}): update synprep")
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in d.items() if k not in ("format", "version")}
+        unknown = sorted(set(values) - set(fields))
+        if unknown:
+            raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)} (known: {', '.join(fields)})")
+        defaults = cls()
+        for k, v in values.items():
+            default = getattr(defaults, k)
+            if k == "stanza_package":
+                ok = v is None or isinstance(v, str)
+            elif isinstance(default, bool):
+                ok = isinstance(v, bool)
+            elif isinstance(default, int):
+                ok = isinstance(v, int) and not isinstance(v, bool)
+            elif isinstance(default, float):
+                ok = isinstance(v, int | float) and not isinstance(v, bool)
+                values[k] = float(v)
+            else:
+                ok = isinstance(v, str)
+            if not ok:
+                raise ConfigError(f"{where}: {k} must be of the type of its default {default!r}, got {v!r}")
+        return cls(**values)
+
+    @classmethod
+    def load(cls, path: str | Path) -> DataConfig:
+        """Read ``path`` (``OUT/pipeline.json`` or a hand-written JSON object).
+
+        Raises:
+            InputError: missing or not JSON. ConfigError: see :meth:`from_dict`.
+        """
+        from synprep.errors import InputError
+
+        p = Path(path)
+        try:
+            d = json.loads(p.read_text(encoding="utf-8-sig"))
+        except FileNotFoundError:
+            raise InputError("no such file", str(p)) from None
+        except IsADirectoryError:
+            raise InputError("is a directory, not a configuration file", str(p)) from None
+        except (ValueError, UnicodeDecodeError) as e:
+            raise InputError(f"not JSON: {e}", str(p)) from None
+        if not isinstance(d, dict):
+            raise InputError("not a JSON object", str(p))
+        return cls.from_dict(d, str(p))
+
+    def replace(self, **changes: Any) -> DataConfig:
+        return dataclasses.replace(self, **changes)
+
+
+#: the defaults, for the command-line options and the library's keyword arguments
+DEFAULTS = DataConfig()
+
+
+def _from_v1(d: dict[str, Any]) -> dict[str, Any]:
+    """The fields of an earlier ``pipeline.json`` (the manifest's ``config`` layout, no ``format``)."""
+    parser = d["parser"]
+    out: dict[str, Any] = {
+        "mode": d.get("mode", "pipeline"), "src_lang": d.get("src_lang", ""), "tgt_lang": d.get("tgt_lang", ""),
+        "lowercase": bool(d.get("lowercase", False)), "fairseq_compat": bool(d.get("fairseq_compat", False)),
+        "parser": parser.get("name", "stanza"), "ssplit": bool(parser.get("ssplit", True)),
+    }
+    if d.get("tokenizer") == "given" and out["mode"] == "pipeline":
+        out["tokenized"] = True
+    for key in ("merges", "ldd_threshold", "shard_size", "subword", "vocab_size"):
+        if key in d:
+            out[key] = d[key]
+    for key, name in (("package", "stanza_package"), ("max_words", "max_words"), ("batch_size", "batch_size")):
+        if key in parser:
+            out[name] = parser[key]
+    return out
+
+
+def differences(old: DataConfig, new: DataConfig) -> list[str]:
+    """``field: the folder has X, this run Y`` for every field that differs."""
+    return [f"{f.name}: the folder has {json.dumps(getattr(old, f.name))}, this run {json.dumps(getattr(new, f.name))}"
+            for f in dataclasses.fields(DataConfig) if getattr(old, f.name) != getattr(new, f.name)]

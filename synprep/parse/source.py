@@ -1,0 +1,259 @@
+"""Where a split's parses come from: a parser run, or parses the user already has.
+
+The annotation stage (:mod:`synprep.annotate`) asks a :class:`ParseSource` for the parses of each
+block of pairs and never branches on where they come from. A new kind is one class here (or in
+its own module) and one line in :data:`SOURCES`:
+
+* :class:`RunParser` (``stanza``, ``corenlp``): parses the items' words with
+  :func:`synprep.parse.run.parse_block` (cache, workers, the user's ``--trees``);
+* :class:`ImportConllu` (``conllu``): the parses the items carry, read from the user's CoNLL-U
+  file (:func:`synprep.parse.conllu_io.read_numbered`), checked to belong to their line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from synprep.errors import ConfigError, InputError
+from synprep.types import ParsedLine
+
+if TYPE_CHECKING:
+    from synprep.annotate import Item, Parallel, ParseOptions
+
+#: ``--parser`` name → ``"module:Class"`` of its :class:`ParseSource` (imported when used); every
+#: parser backend of :data:`synprep.parse.registry.PARSER_BACKENDS` is a :class:`RunParser` besides
+SOURCES: dict[str, str] = {
+    "conllu": "synprep.parse.source:ImportConllu",
+}
+RUN_PARSER = "synprep.parse.source:RunParser"
+
+
+class ParseSource:
+    """The parses of a split's source side.
+
+    Attributes:
+        runs_parser: whether a parser runs (then the parse cache and the parser's options apply).
+    """
+
+    runs_parser: ClassVar[bool] = False
+
+    def __init__(self, opts: ParseOptions):
+        self.opts = opts
+
+    def identity(self) -> str:
+        """What determines the parses, as one string (the cache key prefix)."""
+        raise NotImplementedError
+
+    def config(self) -> dict[str, Any]:
+        """The JSON-able part of the configuration that determines the parses (stored in every shard)."""
+        raise NotImplementedError
+
+    def signature(self) -> str:
+        """The ``parser:`` field of the signature line (the same as ``synprep parse`` prints)."""
+        return self.opts.parser
+
+    def legacy_signature(self) -> str:
+        """The ``parser:`` field as versions before the model digest wrote it (folders made then resume)."""
+        return self.signature()
+
+    def check_inputs(self, src: str | None, conllu: str | None) -> None:
+        """The source-side inputs this source reads are given and exist (checked before anything is written).
+
+        Raises:
+            ConfigError: a needed option is missing. InputError: a missing file.
+        """
+        raise NotImplementedError
+
+    def source_tokens(self, src: str | None, conllu: str | None) -> Iterator[str] | None:
+        """The source side's Moses tokens (escaped), one line per input line, when this source
+        brings them (imported parses); None: ``pipeline`` tokenizes ``src``."""
+        return None
+
+    def imported(self, conllu: str | None, lines: Iterable[int], n_lines: int) -> Iterator[ParsedLine] | None:
+        """The parses this source carries for the kept ``lines`` (1-based, increasing) of an input
+        of ``n_lines`` lines, in order; None when the parser runs on the words instead."""
+        return None
+
+    def parse(self, items: list[Item], par: Parallel, cache: Any, identity: str | None,
+              progress: Any = None) -> list[ParsedLine]:
+        """One :class:`ParsedLine` per item, in order (``error`` set for a line without a parse).
+
+        Raises:
+            InputError: a parse that does not belong to its line, or trees that do not match.
+        """
+        raise NotImplementedError
+
+
+class RunParser(ParseSource):
+    """Run stanza or CoreNLP (:class:`synprep.parse.base.ParserSpec`) on the items' words."""
+
+    runs_parser = True
+
+    def identity(self) -> str:
+        from synprep.parse.run import parser_identity
+
+        return parser_identity(self.opts.spec)
+
+    def config(self) -> dict[str, Any]:
+        from synprep.parse.registry import backend_class
+
+        spec = dataclasses.asdict(self.opts.spec)
+        for runtime in ("device", "timeout", "corenlp_endpoint", "dir"):  # never change the output
+            spec.pop(runtime, None)
+        for key in ("spacy_model", "label_map"):  # newer fields: absent when unset, as before they existed
+            if spec.get(key) is None:
+                spec.pop(key, None)
+        out: dict[str, Any] = {"name": self.opts.parser, "ssplit": self.opts.ssplit, **spec}
+        if not backend_class(self.opts.parser).has_scores:  # no arc scores: the LDD features are one-hot rows
+            out["ldd"] = "one-hot"
+        out["identity"] = self.identity()
+        out["batch_size"] = self.opts.batch_size
+        return out
+
+    def check_inputs(self, src: str | None, conllu: str | None) -> None:
+        if src is None:
+            raise ConfigError("--src is required unless --parser conllu")
+        if not os.path.exists(src):
+            raise InputError("no such file", src)
+
+    def signature(self) -> str:
+        """``stanza-1.15.0/synprep/de#1a2b3c4d``: the parser, its package and the digest of its identity
+        (which names every model file's sha256), as ``synprep parse`` prints it."""
+        from synprep.parse.stanza_parser import short_identity
+
+        return short_identity(self.identity())
+
+    def legacy_signature(self) -> str:
+        from synprep.parse.run import parser_signature_name
+
+        return parser_signature_name(self.opts.spec)
+
+    def parse(self, items: list[Item], par: Parallel, cache: Any, identity: str | None,
+              progress: Any = None) -> list[ParsedLine]:
+        from synprep.parse.run import parse_block
+
+        opts = self.opts
+        trees = [it.trees if it.trees is not None else [] for it in items] if opts.trees is not None else None
+        try:
+            return parse_block([it.words for it in items], opts.spec, cache=cache, jobs=par.jobs,
+                               backend=par.backend, scheduler=par.scheduler, ssplit=opts.ssplit,
+                               batch_size=opts.batch_size, identity=identity, trees=trees, trees_name=opts.trees,
+                               progress=progress.block(items[0].line - 1, items[-1].line) if progress else None)
+        except InputError as e:  # parse_block numbers the block's lines 1..n: name the input line
+            if e.line is not None and 1 <= e.line <= len(items):
+                raise InputError(e.reason, e.path, items[e.line - 1].line) from None
+            raise
+
+
+class ImportConllu(ParseSource):
+    """The user's CoNLL-U parses, carried by the items (gold treebanks, any parser's output)."""
+
+    def identity(self) -> str:
+        return "conllu-import"
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.opts.parser, "ssplit": self.opts.ssplit}
+
+    def check_inputs(self, src: str | None, conllu: str | None) -> None:
+        if conllu is None:
+            raise ConfigError("--parser conllu needs --conllu FILE")
+        if not os.path.exists(conllu):
+            raise InputError("no such file", conllu)
+
+    def source_tokens(self, src: str | None, conllu: str | None) -> Iterator[str]:
+        """The CoNLL-U surface tokens, Moses-escaped; with ``src`` each raw line must be the text of its
+        parse (:func:`same_text`)."""
+        from synprep.parse.conllu_io import read_numbered
+        from synprep.text.escape import escape
+        from synprep.textio import iter_lines
+
+        assert conllu is not None
+        raw = iter_lines(src) if src is not None else None
+        for p in read_numbered(conllu):
+            if raw is not None:
+                same_text(next(raw, None), p, str(src), conllu)
+            yield " ".join(escape(w) for w in p.words)
+
+    def imported(self, conllu: str | None, lines: Iterable[int], n_lines: int) -> Iterator[ParsedLine]:
+        """Raises InputError: no parse for a kept line, or a CoNLL-U file of another length."""
+        from synprep.parse.conllu_io import read_numbered
+
+        assert conllu is not None
+        reader = read_numbered(conllu, n_lines)
+        for n in lines:
+            for p in reader:
+                if p.line == n:
+                    yield p
+                    break
+            else:
+                raise InputError(f"no parse for line {n}", conllu)
+        for _ in reader:  # to the end: more parses than lines is an error too
+            pass
+
+    def parse(self, items: list[Item], par: Parallel, cache: Any, identity: str | None,
+              progress: Any = None) -> list[ParsedLine]:
+        out = []
+        for it in items:
+            if it.parse is None:
+                raise InputError("no CoNLL-U parse for this line", None, it.line)
+            if it.parse.line != it.line:
+                raise InputError(f"the CoNLL-U parse of line {it.parse.line} was given for line {it.line}",
+                                 None, it.line)
+            out.append(it.parse)
+        return out
+
+
+def same_text(line: str | None, parsed: ParsedLine, src: str, conllu: str) -> None:
+    """``--src`` beside ``--parser conllu``: the raw line must be the text of its parse.
+
+    The parse's surface tokens joined must equal the raw line without its spaces (tokenization
+    may differ, the characters may not). A ``# error`` block (a line without a parse) is not compared.
+
+    Raises:
+        InputError: the source ends early, or a line's characters differ (names the line and column).
+    """
+    if line is None:
+        raise InputError(f"the source ends before line {parsed.line}, the CoNLL-U file {conllu} goes on", src,
+                         parsed.line)
+    if parsed.error is not None:
+        return
+    have, want = "".join(line.split()), "".join(parsed.words)
+    if have != want:
+        k = next((i for i, (a, b) in enumerate(zip(have, want, strict=False)) if a != b), min(len(have), len(want)))
+        raise InputError(f"this line is not the text of the CoNLL-U parse of line {parsed.line} in {conllu} "
+                         f"(they differ at the {k + 1}th non-space character: {have[k:k + 12]!r} vs "
+                         f"{want[k:k + 12]!r}); --src must be the text that was parsed, or leave it out", src,
+                         parsed.line)
+
+
+#: kept for callers of earlier versions: the one numbered CoNLL-U reader is in synprep.parse.conllu_io
+def numbered_parses(conllu: str, n_lines: int) -> Iterator[ParsedLine]:
+    """:func:`synprep.parse.conllu_io.read_numbered` (the parses of lines ``1..n_lines``)."""
+    from synprep.parse.conllu_io import read_numbered
+
+    return read_numbered(conllu, n_lines)
+
+
+def source_class(parser: str) -> type[ParseSource]:
+    """The :class:`ParseSource` class of a ``--parser`` name (:data:`SOURCES`, imported when used).
+
+    Raises:
+        ConfigError: an unknown parser name.
+    """
+    from synprep.parse.registry import PARSER_BACKENDS
+
+    target = SOURCES.get(parser) or (RUN_PARSER if parser in PARSER_BACKENDS else None)
+    if target is None:
+        raise ConfigError(f"unknown parser {parser!r}; choose one of {', '.join([*PARSER_BACKENDS, *SOURCES])}")
+    module, name = target.split(":")
+    cls: type[ParseSource] = getattr(importlib.import_module(module), name)
+    return cls
+
+
+def source_for(opts: ParseOptions) -> ParseSource:
+    """The :class:`ParseSource` of ``opts.parser``. Raises ConfigError: an unknown parser name."""
+    return source_class(opts.parser)(opts)

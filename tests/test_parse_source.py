@@ -1,0 +1,30 @@
+"""The parse source registry: the annotation stage asks a ParseSource, never branches on the parser name."""
+
+from __future__ import annotations
+
+import pytest
+
+from synprep.annotate import Item, Parallel, ParseOptions
+from synprep.errors import ConfigError, InputError
+from synprep.parse.base import ParserSpec
+from synprep.parse.source import SOURCES, ImportConllu, RunParser, source_for
+from synprep.types import ParsedLine
+
+
+def test_every_parser_name_has_a_source():
+    assert set(SOURCES) == {"conllu"}  # every parser backend runs through RunParser
+    assert isinstance(source_for(ParseOptions(parser="conllu")), ImportConllu)
+    assert isinstance(source_for(ParseOptions(parser="stanza", spec=ParserSpec(lang="en"))), RunParser)
+    with pytest.raises(ConfigError, match="unknown parser 'udpipe'"):
+        source_for(ParseOptions(parser="udpipe"))
+
+
+def test_imported_parses_must_belong_to_their_line():
+    source = source_for(ParseOptions(parser="conllu"))
+    ok = ParsedLine(line=3, error="empty line")
+    item = Item(line=3, words=[], src=[], tgt=["x"], parse=ok)
+    assert source.parse([item], Parallel(), None, None) == [ok]
+    with pytest.raises(InputError, match="line 4: the CoNLL-U parse of line 3 was given for line 4"):
+        source.parse([Item(line=4, words=[], src=[], tgt=["x"], parse=ok)], Parallel(), None, None)
+    assert not source.runs_parser and source.config() == {"name": "conllu", "ssplit": True}
+    assert source.signature() == "conllu"
