@@ -89,7 +89,7 @@ def test_trainer_skips_gates_png_without_matplotlib(monkeypatch, caplog, tmp_pat
     monkeypatch.setattr("synprep.extras.available", lambda module: module != "matplotlib")
     fake = types.SimpleNamespace(out=tmp_path)
     with caplog.at_level(logging.WARNING, logger="synprep.train"):
-        Trainer._draw(fake)  # type: ignore[arg-type]
-        Trainer._draw(fake)  # type: ignore[arg-type]
+        Trainer._draw(fake, 1)  # type: ignore[arg-type]
+        Trainer._draw(fake, 1)  # type: ignore[arg-type]
     assert caplog.text.count("gates.png not drawn") == 1 and "pip install 'synprep[plot]'" in caplog.text
     assert not (tmp_path / "gates.png").exists()
