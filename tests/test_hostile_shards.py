@@ -9,7 +9,6 @@ benchmarks/fuzz.py.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -46,21 +45,22 @@ def folder(valid, tmp_path) -> Path:
 
 
 def run_measured(*args: str) -> tuple[subprocess.CompletedProcess, float]:
-    """``python -m synprep ARGS`` in a child with a 3 GB address-space cap; (process, its peak RSS in MB)."""
-    code = ("import resource, runpy, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
-            "sys.argv = ['synprep', *sys.argv[1:]]; runpy.run_module('synprep', run_name='__main__')")
-    argv = [sys.executable, "-c", code, *args]
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        child = subprocess.Popen(argv, stdout=out, stderr=err, text=True,
-                                 env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
-        # wait4 gives this child's own rusage (RUSAGE_CHILDREN would be the largest child of the whole
-        # test session so far, e.g. an earlier test's training run)
-        _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        proc = subprocess.CompletedProcess(argv, child.returncode, out.read(), err.read())
-    return proc, usage.ru_maxrss / 1024
+    """``python -m synprep ARGS`` in a child with a 3 GB address-space cap; (process, its peak RSS in MB).
+
+    The peak is the child's own ``VmHWM`` (read at exit from /proc/self/status): ``ru_maxrss`` of a
+    child keeps the RSS its forked copy of this (large) pytest process had before exec, and
+    ``RUSAGE_CHILDREN`` is the largest child of the whole session so far.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        peak_file = Path(tmp) / "vmhwm"
+        code = ("import atexit, resource, runpy, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
+                f"atexit.register(lambda: open({str(peak_file)!r}, 'w').write(open('/proc/self/status').read())); "
+                "sys.argv = ['synprep', *sys.argv[1:]]; runpy.run_module('synprep', run_name='__main__')")
+        proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                              env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        status = peak_file.read_text()
+    [kb] = [line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")]
+    return proc, int(kb) / 1024
 
 
 def one_line(proc: subprocess.CompletedProcess, status: int, *parts: str) -> None:
