@@ -141,8 +141,7 @@ class ParserBackend(ABC):
     @classmethod
     def short_identity(cls, identity: str) -> str:
         """Compact form for the signature line: ``NAME/LANG#DIGEST`` (digest of the whole identity)."""
-        fields_ = identity.split("|")
-        kv = dict(f.split("=", 1) for f in fields_[2:] if "=" in f)
+        fields_, kv = identity_fields(identity)
         return f"{fields_[0]}/{kv.get('lang', '?')}#{identity_digest(identity)}"
 
     @classmethod
@@ -169,6 +168,12 @@ class ParserBackend(ABC):
 
 #: the interface :func:`parse_isolated` and the workers use (kept for older imports)
 Parser = ParserBackend
+
+
+def identity_fields(identity: str) -> tuple[list[str], dict[str, str]]:
+    """An identity's ``|``-separated fields, and its ``key=value`` fields after the name and version."""
+    fields_ = identity.split("|")
+    return fields_, dict(f.split("=", 1) for f in fields_[2:] if "=" in f)
 
 
 def identity_digest(identity: str) -> str:

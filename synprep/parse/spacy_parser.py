@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from synprep.errors import ConfigError, InputError
-from synprep.parse.base import PARSE_SCHEMA, ParserBackend, ParserSpec, identity_digest
+from synprep.parse.base import PARSE_SCHEMA, ParserBackend, ParserSpec, identity_digest, identity_fields
 from synprep.signature import package_version
 from synprep.textio import display_name, iter_lines
 from synprep.types import DEPRELS, ParsedSentence
@@ -256,8 +256,7 @@ class SpacyParser(ParserBackend):
     @classmethod
     def short_identity(cls, identity: str) -> str:
         """``spacy-3.8.18/ja_ginza-5.3.0#1a2b3c4d`` (the digest covers the whole identity)."""
-        fields = identity.split("|")
-        kv = dict(f.split("=", 1) for f in fields[2:] if "=" in f)
+        fields, kv = identity_fields(identity)
         return f"spacy-{fields[1]}/{kv.get('model', '?')}-{kv.get('version', '?')}#{identity_digest(identity)}"
 
     @classmethod
