@@ -28,3 +28,18 @@ def test_imported_parses_must_belong_to_their_line():
         source.parse([Item(line=4, words=[], src=[], tgt=["x"], parse=ok)], Parallel(), None, None)
     assert not source.runs_parser and source.config() == {"name": "conllu", "ssplit": True}
     assert source.signature() == "conllu"
+
+
+def test_no_branch_on_where_parses_come_from_outside_the_sources():
+    """Issue 9: twelve ``== "conllu"`` branches were spread over the pipeline; now the pipeline asks its
+    ParseSource. A comparison with a source name anywhere else in synprep/ brings them back."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "synprep"
+    names = "|".join(map(re.escape, SOURCES))
+    pattern = re.compile(rf"""[!=]=\s*["']({names})["']|["']({names})["']\s*[!=]=|\bin\s*[(\[{{][^)\]}}]*["']({names})["']""")
+    hits = [f"{p.relative_to(root)}:{i}: {line.strip()}" for p in root.rglob("*.py") if p.name != "source.py"
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
+    assert hits == []
+    assert pattern.search('if parse.parser == "conllu":') and pattern.search("if opts.parser in ('x', 'conllu'):")
