@@ -237,7 +237,13 @@ def test_japanese_pipeline_with_ginza_words_builds_checked_shards(shared_data: P
     proc = run_cli("pipeline", "--src", str(tmp_path / "src.ja"), "--tgt", str(tmp_path / "tgt.en"), "-s", "ja",
                    "-t", "en", "--out", str(out), "--parser", "spacy", "--spacy-model", "ja_ginza", "--tokenizer",
                    "parser", "--no-clean", "--merges", "50", "--no-cache")
-    assert "tok:parser:spacy-" in proc.stderr and "parser:spacy-" in proc.stderr
+    fields = dict(f.split(":", 1) for f in proc.stderr.strip().splitlines()[-1].split("|"))
+    parsed = run_cli("parse", "-l", "ja", "--parser", "spacy", "--spacy-model", "ja_ginza", "--tokenizer", "parser",
+                     "--no-cache", input=texts[0] + "\n")
+    parse_fields = dict(f.split(":", 1) for f in parsed.stderr.strip().splitlines()[-1].split("|"))
+    # one signature format: pipeline names the parser as `synprep parse` does, model, version and digest
+    assert fields["parser"] == parse_fields["parser"] and fields["parser"].startswith("spacy-")
+    assert "/ja_ginza-5.3.0#" in fields["parser"] and fields["tok"] == "parser:" + fields["parser"]
     checked = run_cli("check", str(out))
     assert "OK" in checked.stdout + checked.stderr and "6 pairs" in checked.stdout + checked.stderr
     tok = (out / "text" / "train.tok.ja").read_text(encoding="utf-8").splitlines()

@@ -87,6 +87,22 @@ def test_installed_cjk_font_has_the_glyphs() -> None:
     assert all(face.get_char_index(ord(c)) != 0 for c in "".join(JA))
 
 
+@pytest.mark.skipif(show.cjk_font() is None, reason="no CJK font installed (.ci/run installs fonts-noto-cjk)")
+def test_a_cjk_font_installed_after_matplotlibs_font_cache_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """matplotlib caches its font list: a font installed after the first plot is not in it (seen here:
+    `apt-get install fonts-noto-cjk`, then show --png still warned and drew boxes)."""
+    from matplotlib import font_manager
+
+    cjk_files = {f.fname for f in font_manager.fontManager.ttflist if f.name in show.CJK_FONTS}
+    stale = [f for f in font_manager.fontManager.ttflist if f.fname not in cjk_files]  # as before the install
+    monkeypatch.setattr(font_manager.fontManager, "ttflist", stale)
+    show._add_system_cjk_fonts.cache_clear()
+    try:
+        assert show.cjk_font() in show.CJK_FONTS
+    finally:
+        show._add_system_cjk_fonts.cache_clear()
+
+
 def test_no_cjk_font_one_warning_naming_the_package(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                     caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(show, "cjk_font", lambda: None)
