@@ -2,6 +2,7 @@
 
     python benchmarks/bench_parse_overhead.py spacy [--model fr_core_news_sm --lang fr] [--sentences 456]
     python benchmarks/bench_parse_overhead.py stanza [--lang de] [--sentences 500] [--profile]
+    python benchmarks/bench_parse_overhead.py stanza-cli [--lang de] [--sentences 2000]
 
 spacy: the gold words of ``../shared/data/ud/{lang}_*-ud-test.conllu`` (fr: Sequoia, ja: GSD). Plain:
 ``nlp.pipe`` over ``Doc(nlp.vocab, words=...)`` in batches of ``--batch-size`` with the same loaded
@@ -14,6 +15,11 @@ tokenize_pretokenized=True, lemma_use_identity=True)`` called on the word lists 
 ``--batch-size`` sentences; synprep: :func:`~synprep.parse.parse_lines` with the same processors (its
 depparse pass also computes the LDD). Target: synprep ≤ 1.1 × plain CPU time. ``--profile`` prints the
 top functions of synprep's run (cProfile, cumulative).
+
+stanza-cli: whole commands, start-up included (the issue's measure): ``synprep parse -l LANG --no-ssplit
+--no-cache`` on the first N sentences (one per line, Moses-escaped) against a plain Python process that
+imports stanza, builds the same Pipeline and writes each doc's CoNLL-U; both with one torch thread.
+CPU time = the child's user + system time (``os.wait4``). Target: synprep ≤ 1.1 × plain.
 
 Both sides run alternately ``--repeat`` times after a warm-up; the minimum CPU time (``time.process_time``)
 of each is kept. Prints one JSON object.
@@ -50,7 +56,7 @@ def timed(fn) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("backend", choices=["spacy", "stanza"])
+    ap.add_argument("backend", choices=["spacy", "stanza", "stanza-cli"])
     ap.add_argument("--lang", default=None)
     ap.add_argument("--model", default="fr_core_news_sm")
     ap.add_argument("--sentences", type=int, default=500)
@@ -64,6 +70,9 @@ def main() -> None:
     limit_threads(1)
     shared = Path(args.shared)
     bs = args.batch_size
+    if args.backend == "stanza-cli":
+        cli_overhead(args, shared)
+        return
     if args.backend == "spacy":
         lang = args.lang or "fr"
         sents = [pl.words for pl in read_conllu(shared / "ud" / UD[lang], words="syntactic")][: args.sentences]
@@ -123,6 +132,77 @@ def main() -> None:
         prof = cProfile.Profile()
         prof.runcall(ours)
         pstats.Stats(prof, stream=sys.stderr).sort_stats("cumulative").print_stats(30)
+
+
+PLAIN = """
+import sys, torch, stanza
+torch.set_num_threads(1)
+lang, sdir, procs, path, bs = sys.argv[1:6]
+nlp = stanza.Pipeline(lang, dir=sdir, package="synprep", processors=procs, tokenize_pretokenized=True,
+                      lemma_use_identity=True, download_method=None, use_gpu=False, logging_level="WARN")
+sents = [line.split() for line in open(path, encoding="utf-8")]
+with open("/dev/null", "w") as out:
+    for i in range(0, len(sents), int(bs)):
+        out.write("{:C}".format(nlp(sents[i:i + int(bs)])) + "\\n")
+"""
+
+
+def child_cpu(cmd: list[str], stdin_path: str | None = None) -> float:
+    """Run ``cmd`` (one torch thread); its user + system CPU seconds (os.wait4)."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL  # noqa: SIM115
+    proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd[:3]} exited {proc.returncode}: {err.decode()[-2000:]}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def cli_overhead(args, shared: Path) -> None:
+    """``stanza-cli``: whole ``synprep parse`` vs a plain stanza process, start-up included."""
+    import tempfile
+
+    from synprep.parse.stanza_parser import resolve_resources
+    from synprep.text.escape import escape
+
+    lang = args.lang or "de"
+    path = shared / "iwslt14_de-en" / "fairseq_prepared" / "tmp" / f"test.{lang}"
+    sents: list[list[str]] = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            w = unescape_tokens(line.split())
+            sents += [w[a:b] for a, b in split_sentences(w)]
+            if len(sents) >= args.sentences:
+                break
+    sents = sents[: args.sentences]
+    sdir = str(shared / "stanza_resources")
+    spec = ParserSpec(lang=lang, dir=sdir, package="synprep", constituency=args.constituency)
+    procs = ",".join(resolve_resources(spec).processors)
+    with tempfile.TemporaryDirectory() as tmp:
+        moses, words = Path(tmp) / "in.tok", Path(tmp) / "in.words"
+        moses.write_text("".join(" ".join(escape(t) for t in w) + "\n" for w in sents), encoding="utf-8")
+        words.write_text("".join(" ".join(w) + "\n" for w in sents), encoding="utf-8")
+        ours = [sys.executable, "-m", "synprep", "parse", "-l", lang, "--stanza-dir", sdir, "--stanza-package",
+                "synprep", "--no-ssplit", "--no-cache", "--batch-size", str(args.batch_size)]
+        plain = [sys.executable, "-c", PLAIN, lang, sdir, procs, str(words), str(args.batch_size)]
+        t_plain, t_ours = [], []
+        for _ in range(args.repeat):
+            t_plain.append(child_cpu(plain))
+            t_ours.append(child_cpu(ours, str(moses)))
+    result = {
+        "backend": "stanza-cli", "lang": lang, "processors": procs, "sentences": len(sents),
+        "words": sum(map(len, sents)), "batch_size": args.batch_size,
+        "plain_cpu_s": round(min(t_plain), 2), "synprep_parse_cpu_s": round(min(t_ours), 2),
+        "synprep_over_plain_time": round(min(t_ours) / min(t_plain), 3),
+        "all_plain": [round(t, 2) for t in t_plain], "all_synprep": [round(t, 2) for t in t_ours],
+    }  # fmt: skip
+    print(json.dumps(result), flush=True)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from synprep.errors import InputError
 from synprep.shards import check_dir, open_split
 from synprep.vocab import Vocab
 from tests.conftest import ROOT, run_cli
@@ -115,6 +116,28 @@ def test_tokenized_input_without_the_switch_is_refused(tokenized_pair, tmp_path)
     assert f"{tgt}:{first}: '&apos;' is a Moses escape" in proc.stderr
     assert "--tokenized" in proc.stderr and "Traceback" not in proc.stderr
     assert not (out / "text").exists() or not any((out / "text").iterdir())
+
+
+def test_html_escapes_in_untokenized_text_are_not_taken_for_tokenized_input(shared_data, tmp_path, caplog):
+    """Multi30k's raw captions hold `&amp;` on 16 lines (`stone &amp; tile.`): untokenized text with HTML
+    escapes, which `make multi30k` must still run on; tokenized text is still refused."""
+    import gzip
+    import logging
+
+    from synprep.pipeline import refuse_tokenized
+
+    with gzip.open(shared_data / "multi30k" / "train.en.gz", "rt", encoding="utf-8") as f:
+        lines = [line for line in f if "&amp;" in line]
+    assert len(lines) > 5
+    raw = tmp_path / "m30k.en"
+    raw.write_text("".join(lines), encoding="utf-8")
+    caplog.set_level(logging.WARNING, logger="synprep")
+    refuse_tokenized(str(raw))
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert f"{raw}:1: '&amp;': {len(lines)} line(s)" in warning and "kept as text" in warning
+    tok = head(shared_data / "iwslt14_de-en" / "fairseq_prepared" / "tmp" / "test.en", tmp_path / "t.en", 40)
+    with pytest.raises(InputError, match="is already tokenized"):
+        refuse_tokenized(str(tok))
 
 
 def test_tokenized_input_keeps_its_tokens(tokenized_pair, tmp_path, stanza_dir):
