@@ -348,7 +348,8 @@ def average_cmd(checkpoints, output_path, last_n):
               help="Reference line numbers inside each run folder (translate --lines-out), when present.")
 @click.option("--baseline", default=None, metavar="SYSTEM", help="System the others are tested against (default: the first).")
 @click.option("--test", "tests", type=click.Choice(["bs", "ar"]), multiple=True, default=("bs", "ar"), show_default=True,
-              help="Paired test(s): bs = paired bootstrap resampling, ar = approximate randomization.")
+              help="Paired test(s), per seed and concatenated: bs = paired bootstrap resampling, "
+                   "ar = approximate randomization.")
 @click.option("-o", "--output", "output_path", default="-", metavar="FILE", help="Markdown table (default: stdout).")
 @click.option("--json", "json_path", default=None, metavar="FILE", help="Also write the full result as JSON.")
 def compare_cmd(run_dirs, ref_path, lang, lowercase, keep_bpe, hyp_name, lines_name, baseline, tests, output_path,
@@ -360,8 +361,11 @@ def compare_cmd(run_dirs, ref_path, lang, lowercase, keep_bpe, hyp_name, lines_n
 
     Each RUN_DIR is a training folder holding test.hyp (synprep translate -o) and test.lines
     (--lines-out); its system is the folder name without '.seedN'. Prints, per system, detokenized
-    and tokenized BLEU (sacreBLEU signatures below the table) as mean ± sd over the seeds, and
-    sacreBLEU's paired bootstrap / approximate randomization p-values against the baseline.
+    and tokenized BLEU (sacreBLEU signatures below the tables) as mean ± sd over the seeds and,
+    against the baseline: Welch's t-test on the per-seed BLEU scores (the test over seeds),
+    sacreBLEU's paired bootstrap / approximate randomization of each seed against the same seed of
+    the baseline ("significant in k of n seeds"), and the same paired tests once on the seed-paired
+    concatenation (test-set sampling variance only; it ignores seed variance).
     """
     from synprep.train.compare import compare_runs, read_run, to_markdown
     from synprep.train.metrics import remove_bpe
