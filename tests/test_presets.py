@@ -28,7 +28,8 @@ from tests.conftest import run_cli
 #: architecture distance_transformer_iwslt_de_en: pre-norm, ReLU dropout 0.1)
 PAPER_SETUP = {"d_model": 512, "ffn_dim": 1024, "heads": 4, "encoder_layers": 6, "decoder_layers": 6,
                "dropout": 0.3, "attention_dropout": 0.2, "activation_dropout": 0.1, "normalize_before": True,
-               "lr": 0.007, "warmup_init_lr": 0.001, "warmup_updates": 4000, "beam": 5, "lenpen": 1.0}
+               "lr": 0.007, "warmup_init_lr": 0.001, "warmup_updates": 4000, "beam": 5, "lenpen": 1.0,
+               "keep_last_epochs": 10}
 #: what issue 13 asks of each preset (fields → values)
 EXPECTED = {
     "gated_iwslt14_de_en": {"normalize_before": True, "activation_dropout": 0.1, "gate_freeze_epochs": 80,
@@ -41,7 +42,8 @@ EXPECTED = {
                                      "activation_dropout": 0.0, "warmup_updates": 6000, "warmup_init_lr": 1e-7},
     "slr_iwslt14_de_en": {"syntax": "hard", "syntax_layers": [0], "syntax_heads": [0, 1, 2, 3],
                           "syntax_source": "slr", "syntax_dropout": 0.0, "slr_hard": None, "slr_tau": 10.0,
-                          "lr": 0.001, "warmup_updates": 4000, "warmup_init_lr": 1e-7, "normalize_before": True},
+                          "lr": 0.001, "warmup_updates": 4000, "warmup_init_lr": 1e-7, "normalize_before": True,
+                          "keep_last_epochs": 10},
     # the syntax-source baselines: the gated paper's IWSLT14 setup (it re-implemented them there, §5.2
     # / Table 3: pre-norm reference architecture, ReLU dropout 0.1, §5.1 optimisation) and each
     # source placed and regularised as its own paper says
@@ -100,6 +102,15 @@ def test_print_config_of_each_paper_preset_matches_the_issue(name):
     assert got["max_tokens"] * got["update_freq"] == TOKENS_PER_UPDATE[name]
     assert set(got) == set(TrainConfig().to_dict())  # the full resolved config, metadata left out
     assert config_from_dict(got).to_dict() == got  # and it loads back as a --config file
+
+
+def test_every_iwslt14_paper_preset_keeps_the_last_10_epochs_for_averaging():
+    # gated-syntax-attention Tables 4-6 average the last 10 epochs: translate --average-last 10 needs
+    # checkpoint{EPOCH}.pt of the last 10 epochs in every run it compares, baselines included
+    names = [n for n in preset_names() if n.endswith("_iwslt14_de_en") and "_alias" not in preset_data(n)]
+    assert len(names) == 9
+    for name in names:
+        assert load_preset(name).keep_last_epochs == 10, name
 
 
 def test_slr_preset_places_syntax_in_layer_0_only():
