@@ -40,38 +40,58 @@ multi30k: multi30k-prep multi30k-train
 
 # ---------------------------------------------------------------------------------------------
 # multi30k-seeds: every system in M30K_SYSTEMS over every seed in M30K_SEEDS (the same shards,
-# steps and preset), each translated on test2016, then `synprep compare`: BLEU mean ± sd per system
-# and paired bootstrap / approximate randomization p-values against the first system (the baseline).
-# One run = one folder $(M30K_SEEDS_OUT)/SYSTEM.seedN; finished runs are skipped (make -j N runs N at once).
+# steps and preset), each translated on test2016, then `synprep compare` over exactly those runs:
+# BLEU mean ± sd per system, Welch's t-test over the seeds, per-seed and concatenated paired
+# bootstrap / approximate randomization p-values against the first system (the baseline).
+# A system name is what `synprep train --system NAME` applies on top of M30K_SEED_TRAIN: vanilla,
+# gated, a registered syntax source as its paper uses it (slr pascal ldd ldd_parent lisa sla set)
+# or gated-SOURCE; an unknown name is refused (docs/train.md). Its settings live in synprep, not here.
+# One run = one folder $(M30K_SEEDS_OUT)/SYSTEM.seedN holding make.config.json, the resolved config
+# it was started with; finished runs are skipped, and a folder whose config is not what its name
+# resolves to now (another system, preset or step count under the same name, or a run made before
+# this check) is refused, never relabelled. make -j N runs N at once.
 M30K_SEEDS      ?= 1 2 3
 M30K_SYSTEMS    ?= vanilla gated
 M30K_SEEDS_OUT  ?= $(M30K_OUT)/seeds
 M30K_SEED_STEPS ?= $(M30K_STEPS)
 M30K_SEED_TRAIN ?= --preset cpu_small --max-steps $(M30K_SEED_STEPS)
-# per-system overrides of the cpu_small preset
-M30K_SYS_vanilla ?= --set syntax=vanilla
-M30K_SYS_gated   ?=
-M30K_SYS_slr     ?= --set syntax=hard --set syntax_layers=[0] --set syntax_dropout=0.0
-M30K_SYS_pascal  ?= --set syntax_source=pascal
-M30K_SYS_ldd     ?= --set syntax_source=ldd
-M30K_RUNS := $(foreach s,$(M30K_SYSTEMS),$(foreach n,$(M30K_SEEDS),$(M30K_SEEDS_OUT)/$(s).seed$(n)/test.hyp))
+M30K_RUN_DIRS := $(foreach s,$(M30K_SYSTEMS),$(foreach n,$(M30K_SEEDS),$(M30K_SEEDS_OUT)/$(s).seed$(n)))
+M30K_RUNS := $(addsuffix /test.hyp,$(M30K_RUN_DIRS))
+M30K_CONFIGS := $(addsuffix .config.json,$(M30K_RUN_DIRS))
+m30k_system = $(firstword $(subst .seed, ,$(1)))
+m30k_seed = $(lastword $(subst .seed, ,$(1)))
 
-.PHONY: multi30k-seeds
+.PHONY: multi30k-seeds m30k-always
+.SECONDARY: $(M30K_CONFIGS)
+m30k-always:
 
-$(M30K_SEEDS_OUT)/%/test.hyp:
+# the config SYSTEM.seedN resolves to (rewritten only when it changes: a change re-checks the run)
+$(M30K_SEEDS_OUT)/%.config.json: m30k-always | setup
+	mkdir -p $(@D)
+	$(SYNPREP) train $(M30K_SEED_TRAIN) --seed $(call m30k_seed,$*) --system $(call m30k_system,$*) --print-config > $@.tmp \
+	  || { rm -f $@.tmp; exit 1; }
+	if cmp -s $@.tmp $@; then rm $@.tmp; else mv $@.tmp $@; fi
+
+$(M30K_SEEDS_OUT)/%/test.hyp: $(M30K_SEEDS_OUT)/%.config.json
 	run=$(M30K_SEEDS_OUT)/$*
-	mkdir -p $(M30K_SEEDS_OUT)
+	if [ -d $$run ] && ! cmp -s $< $$run/make.config.json; then
+	  echo "multi30k-seeds: $$run was not started with the config '$*' resolves to now ($<): delete it or set another M30K_SEEDS_OUT" >&2
+	  exit 1
+	fi
+	mkdir -p $$run
+	cp $< $$run/make.config.json
 	if [ -f $$run/checkpoint_last.pt ]; then  # an interrupted run continues exactly
 	  $(SYNPREP) train --shards $(M30K_OUT)/shards --out $$run --resume --max-steps $(M30K_SEED_STEPS) >> $$run.log 2>&1
 	else
-	  $(SYNPREP) train --shards $(M30K_OUT)/shards $(M30K_SEED_TRAIN) --seed $(lastword $(subst .seed, ,$*)) \
-	    $(M30K_SYS_$(firstword $(subst .seed, ,$*))) --out $$run > $$run.log 2>&1
+	  $(SYNPREP) train --shards $(M30K_OUT)/shards $(M30K_SEED_TRAIN) --seed $(call m30k_seed,$*) \
+	    --system $(call m30k_system,$*) --out $$run > $$run.log 2>&1
 	fi
 	$(SYNPREP) translate --checkpoint $$run/checkpoint_best.pt --shards $(M30K_OUT)/shards --split test \
 	  -o $$run/test.hyp.tmp --lines-out $$run/test.lines 2>> $$run.log
 	mv $$run/test.hyp.tmp $$run/test.hyp
 
+# only the listed systems and seeds: runs of systems no longer listed are not compared
 multi30k-seeds: setup $(M30K_RUNS)
-	$(SYNPREP) compare $(M30K_SEEDS_OUT)/*.seed*/ --ref $(M30K_OUT)/shards/text/test.tok.en --lang en --lowercase \
+	$(SYNPREP) compare $(addsuffix /,$(M30K_RUN_DIRS)) --ref $(M30K_OUT)/shards/text/test.tok.en --lang en --lowercase \
 	  --baseline $(firstword $(M30K_SYSTEMS)) --json $(M30K_SEEDS_OUT)/compare.json -o $(M30K_SEEDS_OUT)/compare.md
 	cat $(M30K_SEEDS_OUT)/compare.md

@@ -22,6 +22,15 @@ def _preset_help() -> str:
     return f"A shipped preset: {', '.join(preset_names())} (docs/train.md)."
 
 
+def _system_help() -> str:
+    from synprep.train.sources import SOURCES
+
+    return ("Apply a named system's syntax settings to the preset/config, before --set: vanilla; gated "
+            "(gated SLR in every head); a syntax source as its paper uses it, i.e. the syntax fields of its "
+            f"SOURCE_iwslt14_de_en preset ({', '.join(SOURCES)}); gated-SOURCE (that source, gated, in every "
+            "head). Names the systems of make multi30k-seeds (docs/train.md).")
+
+
 def _device_option(f):
     return click.option("--device", default=None, metavar="D",
                         help="cpu, cuda, cuda:1, … (default: CUDA when available, else the CPU).")(f)
@@ -37,6 +46,7 @@ def _device_option(f):
               help="Config JSON (keys of synprep.train.config.TrainConfig; missing keys take defaults; "
                    "keys starting with '_' are comments).")
 @click.option("--preset", default=None, help=_preset_help())
+@click.option("--system", default=None, metavar="NAME", help=_system_help())
 @click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False),
               help="Run folder: metrics.jsonl, gates.png, config.json, checkpoint_{last,best}.pt. "
                    "Required unless --print-config.")
@@ -55,7 +65,7 @@ def _device_option(f):
 @click.option("--valid-split", default="valid", show_default=True, help="Split to validate on.")
 @click.option("--progress/--no-progress", default=None, help="tqdm progress bars (default: when stderr is a terminal).")
 @_device_option
-def train_cmd(shards_dir, config_path, preset, out_dir, print_config, max_steps, max_epochs, max_tokens, seed,
+def train_cmd(shards_dir, config_path, preset, system, out_dir, print_config, max_steps, max_epochs, max_tokens, seed,
               num_workers, resume, sets, train_split, valid_split, progress, device):
     """Train the (gated syntax-attention) Transformer on a shard folder.
 
@@ -71,11 +81,13 @@ def train_cmd(shards_dir, config_path, preset, out_dir, print_config, max_steps,
         load_config,
         load_preset,
         parse_override,
+        system_overrides,
         with_overrides,
     )
     from synprep.train.loop import train
 
-    overrides = dict(parse_override(s) for s in sets)
+    overrides = dict(system_overrides(system)) if system else {}
+    overrides.update(parse_override(s) for s in sets)
     for key, value in (("max_steps", max_steps), ("max_epochs", max_epochs), ("max_tokens", max_tokens),
                        ("seed", seed), ("num_workers", num_workers)):
         if value is not None:
@@ -87,8 +99,8 @@ def train_cmd(shards_dir, config_path, preset, out_dir, print_config, max_steps,
     elif shards_dir is not None or progress is not None or device is not None:
         raise ConfigError("--print-config trains nothing: drop --shards, --device and --progress")
     if resume:
-        if config_path or preset:
-            raise ConfigError("--resume takes the configuration from the checkpoint: drop --config/--preset")
+        if config_path or preset or system:
+            raise ConfigError("--resume takes the configuration from the checkpoint: drop --config/--preset/--system")
         if out_dir is None:
             raise click.UsageError("--resume needs --out (the run folder to continue)")
         out = Path(out_dir)
@@ -348,7 +360,8 @@ def average_cmd(checkpoints, output_path, last_n):
               help="Reference line numbers inside each run folder (translate --lines-out), when present.")
 @click.option("--baseline", default=None, metavar="SYSTEM", help="System the others are tested against (default: the first).")
 @click.option("--test", "tests", type=click.Choice(["bs", "ar"]), multiple=True, default=("bs", "ar"), show_default=True,
-              help="Paired test(s): bs = paired bootstrap resampling, ar = approximate randomization.")
+              help="Paired test(s), per seed and concatenated: bs = paired bootstrap resampling, "
+                   "ar = approximate randomization.")
 @click.option("-o", "--output", "output_path", default="-", metavar="FILE", help="Markdown table (default: stdout).")
 @click.option("--json", "json_path", default=None, metavar="FILE", help="Also write the full result as JSON.")
 def compare_cmd(run_dirs, ref_path, lang, lowercase, keep_bpe, hyp_name, lines_name, baseline, tests, output_path,
@@ -360,8 +373,11 @@ def compare_cmd(run_dirs, ref_path, lang, lowercase, keep_bpe, hyp_name, lines_n
 
     Each RUN_DIR is a training folder holding test.hyp (synprep translate -o) and test.lines
     (--lines-out); its system is the folder name without '.seedN'. Prints, per system, detokenized
-    and tokenized BLEU (sacreBLEU signatures below the table) as mean ± sd over the seeds, and
-    sacreBLEU's paired bootstrap / approximate randomization p-values against the baseline.
+    and tokenized BLEU (sacreBLEU signatures below the tables) as mean ± sd over the seeds and,
+    against the baseline: Welch's t-test on the per-seed BLEU scores (the test over seeds),
+    sacreBLEU's paired bootstrap / approximate randomization of each seed against the same seed of
+    the baseline ("significant in k of n seeds"), and the same paired tests once on the seed-paired
+    concatenation (test-set sampling variance only; it ignores seed variance).
     """
     from synprep.train.compare import compare_runs, read_run, to_markdown
     from synprep.train.metrics import remove_bpe

@@ -11,13 +11,26 @@ The *system* of a run is its folder name without a trailing ``.seedN`` (``gated.
 must translate the same reference lines — otherwise the comparison is refused.
 
 Per system: detokenized and tokenized BLEU (:func:`synprep.train.metrics.bleu_scores`, each with
-its sacreBLEU signature) as mean ± sample standard deviation over the seeds. Against the baseline:
-sacreBLEU's own paired bootstrap resampling (``sacrebleu.significance.PairedTest``, ``bs``, Koehn
-2004, 1000 resamples) and approximate randomization (``ar``, Riezler & Maxwell 2005, 10 000
-trials), both two-sided, seeded by sacreBLEU (``SACREBLEU_SEED``, default 12345). With several
-seeds the test is run once on the seed-paired concatenation: the baseline's and the system's
-translations of every seed they share, in seed order, against the references repeated once per
-seed, so that one p-value covers the seeds (a per-seed test is what a single seed gives).
+its sacreBLEU signature) as mean ± sample standard deviation over the seeds. Against the baseline,
+three tests that answer different questions (:func:`compare_runs`):
+
+* **Welch's t-test over seeds** (:func:`welch_t_test`): the per-seed BLEU scores of the system vs
+  the baseline's, two-sided, unequal variances (Welch–Satterthwaite degrees of freedom), the
+  t-distribution's CDF from mpmath's regularized incomplete beta. The only test here that counts
+  the variance between training seeds — whether another seed would keep the gap; it needs ≥ 2
+  seeds per system and has little power with 3.
+* **Per-seed paired tests**: sacreBLEU's own paired bootstrap resampling
+  (``sacrebleu.significance.PairedTest``, ``bs``, Koehn 2004, 1000 resamples) and approximate
+  randomization (``ar``, Riezler & Maxwell 2005, 10 000 trials), both two-sided and seeded by
+  sacreBLEU (``SACREBLEU_SEED``, default 12345), of seed s of the system against seed s of the
+  baseline, for every seed both have; reported as the p of each seed and as "significant at
+  :data:`ALPHA` in k of n seeds".
+* **The concatenated paired test**: the same sacreBLEU tests once on the seed-paired
+  concatenation (the baseline's and the system's translations of every shared seed, in seed
+  order, against the references repeated once per seed), in the spirit of MultEval's
+  multi-replicate AR (Clark et al. 2011). It measures the *test-set sampling* variance only: it
+  treats the n × N sentences as independent although each seed's N translate the same N sources,
+  and it ignores seed variance, so a small p here says nothing about other seeds.
 """
 
 from __future__ import annotations
@@ -35,6 +48,8 @@ from synprep.errors import ConfigError, InputError
 SEED_SUFFIX = re.compile(r"\.seed\d+$")
 BS_SAMPLES = 1000
 AR_TRIALS = 10000
+#: the level at which a per-seed test counts as significant ("significant in k of n seeds")
+ALPHA = 0.05
 
 
 @dataclass
@@ -116,6 +131,32 @@ def _mean_sd(xs: Sequence[float]) -> dict[str, Any]:
             "n": len(xs), "values": list(xs)}
 
 
+def welch_t_test(baseline: Sequence[float], system: Sequence[float]) -> dict[str, Any]:
+    """Welch's two-sample t-test (unequal variances), two-sided, of ``system`` against ``baseline``.
+
+    ``t = (mean(system) − mean(baseline)) / sqrt(s_a²/n_a + s_b²/n_b)`` with sample variances s²,
+    ``df`` by Welch–Satterthwaite, and ``p = I_{df/(df+t²)}(df/2, 1/2)`` — the two tails of
+    Student's t with ``df`` degrees of freedom, through mpmath's regularized incomplete beta.
+
+    Returns:
+        ``{"t", "df", "p"}``; ``{"t": None, "df": None, "p": None, "reason"}`` when the test is not
+        possible: fewer than 2 values on a side, or no variance on either side.
+    """
+    import mpmath
+
+    na, nb = len(baseline), len(system)
+    if min(na, nb) < 2:
+        return {"t": None, "df": None, "p": None,
+                "reason": f"needs >= 2 seeds per system (baseline {na}, system {nb})"}
+    va, vb = statistics.variance(baseline) / na, statistics.variance(system) / nb
+    if va + vb == 0:
+        return {"t": None, "df": None, "p": None, "reason": "no variance over the seeds of either system"}
+    t = (statistics.fmean(system) - statistics.fmean(baseline)) / (va + vb) ** 0.5
+    df = (va + vb) ** 2 / (va ** 2 / (na - 1) + vb ** 2 / (nb - 1))
+    p = float(mpmath.betainc(df / 2, 0.5, 0, df / (df + t * t), regularized=True))
+    return {"t": t, "df": df, "p": min(1.0, max(0.0, p))}
+
+
 def _paired(named: list[tuple[str, Sequence[str]]], refs: list[str], tokenized: bool, lowercase: bool,
             test_type: str) -> tuple[float, str]:
     """p-value of the second system against the first, and the test's sacreBLEU signature."""
@@ -143,8 +184,13 @@ def compare_runs(runs: Sequence[Run], refs: Sequence[str], *, lang: str = "en", 
         tests: ``bs`` (paired bootstrap) and/or ``ar`` (approximate randomization).
 
     Returns:
-        ``{"baseline", "systems": [{"system", "seeds", "runs": [...], "bleu": {mean, sd, n, values},
-        "tok_bleu": {...}, "p": {"bleu": {"bs", "ar"}, "tok_bleu": {...}}}], "signatures": {...}}``.
+        ``{"baseline", "alpha", "systems": [...], "signatures": {...}}``; each system
+        ``{"system", "seeds", "runs": [...], "bleu": {mean, sd, n, values}, "tok_bleu": {...},
+        "welch": {"bleu": welch_t_test(...), "tok_bleu": ...}, "paired_seeds": [shared seeds],
+        "p_per_seed": {"bleu": {"bs": [p per paired seed], "ar": [...]}, "tok_bleu": {...}},
+        "significant_seeds": {"bleu": {"bs": k, "ar": k}, ...} (p < ALPHA),
+        "p_concat": {"bleu": {"bs", "ar"}, "tok_bleu": {...}}}`` (the tests None for the baseline).
+        See the module docstring for what each test measures.
 
     Raises:
         InputError: a run's lines outside the references, or a hypothesis count that does not match.
@@ -188,15 +234,28 @@ def compare_runs(runs: Sequence[Run], refs: Sequence[str], *, lang: str = "en", 
                         "bleu": _mean_sd([x["bleu"] for x in per_run]),
                         "tok_bleu": _mean_sd([x["tok_bleu"] for x in per_run])})
     base_runs = {r.seed: r for r in groups[baseline]}
+    base_entry = next(e for e in systems if e["baseline"])
     for entry in systems:
         if entry["baseline"]:
-            entry["p"] = None
+            entry.update(p_concat=None, p_per_seed=None, significant_seeds=None, welch=None, paired_seeds=None)
             continue
         shared = [s for s in entry["seeds"] if s in base_runs]
         if not shared:
             raise ConfigError(f"system {entry['system']!r} shares no seed with the baseline {baseline!r} "
                               f"({entry['seeds']} vs {sorted(base_runs)}): paired tests pair runs by seed")
         mine = {r.seed: r for r in groups[entry["system"]]}
+        entry["welch"] = {m: welch_t_test(base_entry[m]["values"], entry[m]["values"]) for m in ("bleu", "tok_bleu")}
+        per_seed: dict[str, dict[str, list[float]]] = {"bleu": {}, "tok_bleu": {}}
+        for t in tests:
+            for m in per_seed:
+                per_seed[m][t] = []
+            for s in shared:
+                tok_a, tok_b = base_runs[s].hyps, mine[s].hyps
+                p_det, _ = _paired([(baseline, detokenize(tok_a, lang)), (entry["system"], detokenize(tok_b, lang))],
+                                   sel_detok, False, lowercase, t)
+                p_tok, _ = _paired([(baseline, tok_a), (entry["system"], tok_b)], sel, True, lowercase, t)
+                per_seed["bleu"][t].append(p_det)
+                per_seed["tok_bleu"][t].append(p_tok)
         tok_a = [h for s in shared for h in base_runs[s].hyps]
         tok_b = [h for s in shared for h in mine[s].hyps]
         refs_tok = sel * len(shared)
@@ -208,9 +267,12 @@ def compare_runs(runs: Sequence[Run], refs: Sequence[str], *, lang: str = "en", 
                                                      False, lowercase, t)
             p["tok_bleu"][t], sigs[f"tok_bleu_{t}"] = _paired([(baseline, tok_a), (entry["system"], tok_b)], refs_tok,
                                                              True, lowercase, t)
-        entry["p"] = p
+        entry["p_concat"] = p
+        entry["p_per_seed"] = per_seed
+        entry["significant_seeds"] = {m: {t: sum(x < ALPHA for x in ps) for t, ps in per_seed[m].items()}
+                                      for m in per_seed}
         entry["paired_seeds"] = shared
-    return {"baseline": baseline, "sentences": len(sel), "lowercase": lowercase, "lang": lang,
+    return {"baseline": baseline, "sentences": len(sel), "lowercase": lowercase, "lang": lang, "alpha": ALPHA,
             "systems": systems, "signatures": sigs}
 
 
@@ -222,20 +284,50 @@ def _p(x: float | None) -> str:
     return "–" if x is None else (f"{x:.4f}" if x >= 1e-4 else f"{x:.1e}")
 
 
+def _per_seed(e: dict[str, Any], metric: str, test: str) -> str:
+    ps = (e["p_per_seed"] or {}).get(metric, {}).get(test)
+    if ps is None:
+        return "–"
+    k = e["significant_seeds"][metric][test]
+    return f"{', '.join(_p(x) for x in ps)} ({k}/{len(ps)})"
+
+
+def _welch(e: dict[str, Any], metric: str) -> str:
+    w = (e["welch"] or {}).get(metric)
+    if w is None:
+        return "–"
+    return "n/a" if w["p"] is None else _p(w["p"])
+
+
+METRIC_TITLES = {"bleu": "Detokenized BLEU (`bleu`)", "tok_bleu": "Tokenized BLEU (`tok_bleu`)"}
+
+
 def to_markdown(result: dict[str, Any]) -> str:
-    """The comparison as a markdown table (one row per system) with the signatures below it."""
-    rows = ["| system | seeds | BLEU detok (mean ± sd) | p bs | p ar | BLEU tok (mean ± sd) | p bs | p ar |",
-            "|---|---|---|---|---|---|---|---|"]
-    for e in result["systems"]:
-        p = e["p"] or {"bleu": {}, "tok_bleu": {}}
-        name = f"{e['system']} (baseline)" if e["baseline"] else e["system"]
-        rows.append(f"| {name} | {','.join(map(str, e['seeds']))} | {_fmt(e['bleu'])} | {_p(p['bleu'].get('bs'))} | "
-                    f"{_p(p['bleu'].get('ar'))} | {_fmt(e['tok_bleu'])} | {_p(p['tok_bleu'].get('bs'))} | "
-                    f"{_p(p['tok_bleu'].get('ar'))} |")
-    out = "\n".join(rows) + "\n\n"
-    out += (f"{result['sentences']} test sentences; p: two-sided paired test against {result['baseline']} on the "
-            f"seed-paired concatenation (bs: paired bootstrap, {BS_SAMPLES} resamples; ar: approximate "
-            f"randomization, {AR_TRIALS} trials).\n\n")
+    """The comparison as markdown: one table per BLEU (one row per system), what each p-value
+    column measures, the signatures and the per-run scores."""
+    tests = sorted({t for e in result["systems"] for t in ((e["p_concat"] or {}).get("bleu") or {})},
+                   key=["bs", "ar"].index)
+    alpha = result.get("alpha", ALPHA)
+    out = ""
+    for metric, title in METRIC_TITLES.items():
+        head = ["system", "seeds", "mean ± sd", "p Welch (seeds)"]
+        head += [f"p {t} per seed (k/n < {alpha})" for t in tests] + [f"p {t} concatenated" for t in tests]
+        rows = [f"**{title}**", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for e in result["systems"]:
+            name = f"{e['system']} (baseline)" if e["baseline"] else e["system"]
+            cells = [name, ",".join(map(str, e["seeds"])), _fmt(e[metric]), _welch(e, metric)]
+            cells += [_per_seed(e, metric, t) for t in tests]
+            cells += [_p(((e["p_concat"] or {}).get(metric) or {}).get(t)) for t in tests]
+            rows.append("| " + " | ".join(cells) + " |")
+        out += "\n".join(rows) + "\n\n"
+    out += (f"{result['sentences']} test sentences; two-sided tests against {result['baseline']}. "
+            f"**p Welch (seeds)**: Welch's t-test on the per-seed BLEU scores — the only column that counts "
+            f"the variance between training seeds (n/a: fewer than 2 seeds per system, or no variance). "
+            f"**per seed**: sacreBLEU's paired test of each seed of the system against the same seed of the "
+            f"baseline (p of each paired seed, and in how many of them p < {alpha}). **concatenated**: one paired "
+            f"test on the seed-paired concatenation of all seeds — test-set sampling variance only, it treats "
+            f"the seeds' translations of the same sentences as independent and ignores seed variance. "
+            f"bs: paired bootstrap, {BS_SAMPLES} resamples; ar: approximate randomization, {AR_TRIALS} trials.\n\n")
     for k, v in result["signatures"].items():
         out += f"- `{k}`: `{v}`\n"
     per_run = ", ".join(f"{e['system']} s{x['seed']}: {x['bleu']:.2f}/{x['tok_bleu']:.2f}"

@@ -289,6 +289,8 @@ class TrainConfig:
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
+#: the fields of TrainConfig's syntax block (``syntax`` … the last source parameter, before ``lr``)
+SYNTAX_FIELDS = tuple(list(FIELDS)[list(FIELDS).index("syntax"):list(FIELDS).index("lr")])
 
 
 # --------------------------------------------------------------------------------------------
@@ -524,3 +526,48 @@ def with_overrides(cfg: TrainConfig, overrides: dict[str, Any]) -> TrainConfig:
     data.update({f: None for f in getattr(cfg, "_defaulted", ())})
     data.update(overrides)
     return config_from_dict(data, "overrides")
+
+
+# --------------------------------------------------------------------------------------------
+# systems: named syntax settings for comparisons (make multi30k-seeds, synprep train --system)
+# --------------------------------------------------------------------------------------------
+def source_preset(source: str) -> str:
+    """The paper preset of a registered syntax source: ``SOURCE_iwslt14_de_en``."""
+    return f"{source}_iwslt14_de_en"
+
+
+def system_names() -> list[str]:
+    """Every name :func:`system_overrides` knows: vanilla, gated, each source, gated-SOURCE (for the
+    sources that can run gated)."""
+    return ["vanilla", "gated", *SOURCES, *(f"gated-{s}" for s in SOURCES if "gated" in source_class(s).modes)]
+
+
+def system_overrides(name: str) -> dict[str, Any]:
+    """The syntax settings a system name stands for, as overrides of a base config (a preset such
+    as ``cpu_small``, whose architecture and optimisation are kept).
+
+    * ``vanilla``: no syntax.
+    * ``gated``: the gated paper's model — gated SLR in every head of every layer; the base
+      config's gate settings (syntax dropout, pre-warmup K) are kept.
+    * ``gated-SOURCE``: the same with SOURCE in every head.
+    * ``SOURCE`` (every name of the registry :data:`synprep.train.sources.SOURCES`): the source as
+      its paper uses it — every syntax field its paper preset (:func:`source_preset`) sets (mode,
+      layers, heads, source parameters, syntax dropout and gate settings); the source-defaulted
+      fields the preset leaves out are resolved from the source's paper, not kept from the base.
+
+    Raises:
+        ConfigError: an unknown name (the message lists the known ones).
+    """
+    everywhere = {"syntax_layers": None, "syntax_heads": None}
+    if name == "vanilla":
+        return {"syntax": "vanilla"}
+    if name == "gated":
+        return {"syntax": "gated", "syntax_source": "slr", **everywhere}
+    if name in system_names()[2 + len(SOURCES):]:
+        return {"syntax": "gated", "syntax_source": name[len("gated-"):], **everywhere}
+    if name in SOURCES:
+        data = preset_data(source_preset(name))
+        out = {k: data[k] for k in SYNTAX_FIELDS if k in data}
+        out.update({k: None for k in SOURCE_DEFAULTED if k not in data})
+        return out
+    raise ConfigError(f"unknown system {name!r}: one of {', '.join(system_names())}")
