@@ -378,3 +378,22 @@ def test_a_shard_naming_another_vocabulary_is_refused(synthetic: Path, tmp_path:
     with pytest.raises(InputError, match="vocab_sha256 attribute ffffffffffff… is not manifest.json's") as e:
         export(str(src), "factors", str(tmp_path / "f"), ["valid"])
     assert e.value.path == str(shard) and not (tmp_path / "f").exists()
+
+
+def test_fairseq_never_copies_a_dict_replaced_during_the_export(synthetic: Path, tmp_path: Path, monkeypatch) -> None:
+    src = tmp_path / "src"
+    shutil.copytree(synthetic, src)
+    exporter = get_exporter("fairseq")
+    real = exporter.write_unit
+
+    def replace_dict_after(self, unit, files):
+        n = real(self, unit, files)
+        text = (src / "dict.txt").read_text(encoding="utf-8").splitlines(keepends=True)
+        (src / "dict.txt").write_text("".join([text[1], text[0], *text[2:]]), encoding="utf-8")
+        return n
+
+    monkeypatch.setattr(exporter, "write_unit", replace_dict_after)
+    dest = tmp_path / "fs"
+    with pytest.raises(InputError, match="changed during the export") as e:
+        export(str(src), "fairseq", str(dest), ["valid"])
+    assert e.value.path == str(src / "dict.txt") and not list(dest.glob("dict.*.txt"))
