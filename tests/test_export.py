@@ -228,7 +228,8 @@ def test_refusals(synthetic: Path, tmp_path: Path, monkeypatch) -> None:
     with h5py.File(changed / "valid.00000.h5", "r+") as f:
         f["heads"][0] = f["heads"][0]  # rewritten: the bytes (and sha256) change, the manifest does not
         f.attrs["tree_source"] = "dependency"
-    with pytest.raises(InputError, match="differs from its manifest entry"):
+    with pytest.raises(InputError, match=r"valid\.00000\.h5: .*manifest\.json says|valid\.00000\.h5: sha256 .* does "
+                                         r"not match manifest\.json's"):
         export(str(changed), "factors", str(tmp_path / "c"), ["valid"])
     with pytest.raises(ConfigError, match="shard folder itself"):
         export(str(synthetic), "factors", str(synthetic))
@@ -288,3 +289,111 @@ def test_parquet_refuses_pieces_it_cannot_turn_into_words(synthetic: Path, tmp_p
     with pytest.raises(ConfigError, match="'spm' pieces"):
         export(str(src), "parquet", str(tmp_path / "pq"), ["valid"])
     assert export(str(src), "factors", str(tmp_path / "f"), ["valid"]).pairs("valid") == 9
+
+
+# --- only verified shards and a verified dict.txt are exported (open_split, load_vocab) -------------
+
+FORMATS = sorted(EXPORTERS)
+
+
+def tree(folder: Path) -> dict[str, bytes] | None:
+    """Every file under ``folder`` with its bytes (None when there is no folder)."""
+    if not folder.exists():
+        return None
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_replaced_dict_is_refused_before_anything_is_written(synthetic: Path, tmp_path: Path, fmt: str) -> None:
+    src = tmp_path / "src"
+    shutil.copytree(synthetic, src)
+    done = tmp_path / "done"  # an export of the intact folder, to be resumed
+    export(str(src), fmt, str(done))
+    before = tree(done)
+    lines = (src / "dict.txt").read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[0], lines[1] = lines[1], lines[0]  # same symbols and size: the ids now decode to other pieces
+    (src / "dict.txt").write_text("".join(lines), encoding="utf-8")
+    dest = tmp_path / "new"
+    proc = run_cli("export", str(src), "--format", fmt, "--to", str(dest), check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"synprep: error: {src / 'dict.txt'}: vocabulary sha256 ")
+    assert proc.stderr.count("\n") == 1 and not dest.exists()
+    with pytest.raises(InputError, match="vocabulary sha256") as e:
+        export(str(src), fmt, str(done))
+    assert e.value.path == str(src / "dict.txt") and tree(done) == before
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_shard_entry_outside_the_folder_is_never_followed(synthetic: Path, tmp_path: Path, fmt: str) -> None:
+    src = tmp_path / "src"
+    shutil.copytree(synthetic, src)
+    evil = tmp_path / "evil.h5"
+    shutil.move(src / "valid.00000.h5", evil)  # the same bytes: its size and sha256 match the entry
+    raw = json.loads((src / "manifest.json").read_text(encoding="utf-8"))
+    for name in ("../evil.h5", str(evil)):
+        raw["splits"]["valid"]["shards"][0]["file"] = name
+        (src / "manifest.json").write_text(json.dumps(raw), encoding="utf-8")
+        dest = tmp_path / "out"
+        with pytest.raises(InputError, match=f"shard 0 is listed as '{name}', expected valid.00000.h5") as e:
+            export(str(src), fmt, str(dest), ["valid"])
+        assert e.value.path == str(src / "manifest.json") and not dest.exists()
+    proc = run_cli("export", str(src), "--format", fmt, "--to", str(dest), check=False)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "is listed as" in proc.stderr
+    assert not dest.exists()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_shard_changed_after_its_export_is_refused(synthetic: Path, tmp_path: Path, fmt: str) -> None:
+    src = tmp_path / "src"
+    shutil.copytree(synthetic, src)
+    dest = tmp_path / "done"
+    export(str(src), fmt, str(dest))
+    before = tree(dest)
+    victim = src / "train.00001.h5"
+    with h5py.File(victim, "r+") as f:  # every target boundary one piece later; still a valid layout
+        o = f["offsets/tgt"]
+        o[1:-1] = o[1:-1] + 1
+    for to in (dest, tmp_path / "new"):  # resumed (every unit recorded as done) and fresh
+        with pytest.raises(InputError) as e:
+            export(str(src), fmt, str(to))
+        assert e.value.path == str(victim) and "manifest.json" in e.value.reason
+    assert tree(dest) == before and not (tmp_path / "new").exists()
+
+
+def test_a_shard_naming_another_vocabulary_is_refused(synthetic: Path, tmp_path: Path) -> None:
+    import dataclasses
+
+    from synprep.shards import Manifest
+    from synprep.signature import file_sha256
+
+    src = tmp_path / "src"
+    shutil.copytree(synthetic, src)
+    shard = src / "valid.00000.h5"
+    with h5py.File(shard, "r+") as f:
+        f.attrs["vocab_sha256"] = "f" * 64
+    m = Manifest.load(src)  # the manifest lists the shard as it is now: only the vocabulary is wrong
+    entry = m.splits["valid"]
+    entry.shards[0] = dataclasses.replace(entry.shards[0], sha256=file_sha256(shard), bytes=shard.stat().st_size)
+    m.save(src)
+    with pytest.raises(InputError, match="vocab_sha256 attribute ffffffffffff… is not manifest.json's") as e:
+        export(str(src), "factors", str(tmp_path / "f"), ["valid"])
+    assert e.value.path == str(shard) and not (tmp_path / "f").exists()
+
+
+def test_fairseq_never_copies_a_dict_replaced_during_the_export(synthetic: Path, tmp_path: Path, monkeypatch) -> None:
+    src = tmp_path / "src"
+    shutil.copytree(synthetic, src)
+    exporter = get_exporter("fairseq")
+    real = exporter.write_unit
+
+    def replace_dict_after(self, unit, files):
+        n = real(self, unit, files)
+        text = (src / "dict.txt").read_text(encoding="utf-8").splitlines(keepends=True)
+        (src / "dict.txt").write_text("".join([text[1], text[0], *text[2:]]), encoding="utf-8")
+        return n
+
+    monkeypatch.setattr(exporter, "write_unit", replace_dict_after)
+    dest = tmp_path / "fs"
+    with pytest.raises(InputError, match="changed during the export") as e:
+        export(str(src), "fairseq", str(dest), ["valid"])
+    assert e.value.path == str(src / "dict.txt") and not list(dest.glob("dict.*.txt"))

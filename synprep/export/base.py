@@ -4,9 +4,13 @@ An export reads an output folder (shards + ``manifest.json`` + ``dict.txt``) and
 
 * the exporter's files, unit by unit. A *unit* is one shard (``per_shard = True``, e.g. one Parquet
   file per shard) or one split (fairseq's one ``.bin``/``.idx`` per split, built by appending the
-  split's shards in order). Only one shard is open and in memory at a time, so memory does not grow
-  with the corpus (benchmarks/bench_export.py). Each shard is checked against its manifest entry
-  (size, sha256) before it is read.
+  split's shards in order). Only one shard's data is in memory at a time, so memory grows with the
+  corpus only by the shards' headers, 56 bytes per pair (benchmarks/bench_export.py).
+* Before anything is written to ``DEST``, every exported split is opened with
+  :func:`synprep.shards.reader.open_split` (the reader ``train``, ``translate`` and ``show`` use: the
+  shard list, sizes, sha256, pair counts, line ranges and attributes against ``manifest.json``) and
+  ``dict.txt`` with :func:`synprep.shards.reader.load_vocab` (its sha256 against the one the
+  verified shards and the manifest name). Nothing reads a shard or ``dict.txt`` any other way.
 * ``DEST/export.json``: the exporter and its format version, the source's signature line and
   shard config, and per unit the source shards (sha256 from the source manifest) and the files
   written (sha256, bytes, pairs). It is saved after every unit.
@@ -30,15 +34,17 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from typing import IO, TYPE_CHECKING, Any, ClassVar
 
-from synprep.constants import VOCAB_NAME
 from synprep.errors import ConfigError, InputError
 from synprep.shards.manifest import Manifest
-from synprep.shards.reader import ShardReader
+from synprep.shards.reader import ShardReader, load_vocab, open_split
 from synprep.shards.writer import ShardInfo
 from synprep.signature import file_sha256
 from synprep.textio import atomic_write, file_mode
+
+if TYPE_CHECKING:
+    from synprep.vocab import Vocab
 
 log = logging.getLogger("synprep")
 
@@ -69,31 +75,34 @@ class Unit:
 
 @dataclass
 class ExportContext:
-    """What every exporter gets: the source folder, its manifest, languages, DEST."""
+    """What every exporter gets: the source folder, its manifest, languages, DEST, and the verified
+    shards and vocabulary (see :func:`verified_source`).
+
+    Attributes:
+        vocab: the verified ``dict.txt``. split_readers: split → its verified shards, in order
+            (headers only; a shard's data is loaded by :class:`~synprep.export.columns.ShardBlock`
+            and released after it).
+    """
 
     source: Path
     dest: Path
     manifest: Manifest
     src_lang: str
     tgt_lang: str
-    vocab_path: Path
+    vocab: Vocab
+    split_readers: dict[str, list[ShardReader]]
     splits: list[str] = field(default_factory=list)
 
-    def readers(self, unit: Unit) -> Iterator[ShardReader]:
-        """The unit's shards in order, each opened only when reached (one shard's header and data in
-        memory at a time) and checked against its manifest entry (size and sha256) first.
+    @property
+    def vocab_path(self) -> Path:
+        """The source's ``dict.txt``."""
+        assert self.vocab.path is not None
+        return self.vocab.path
 
-        Raises:
-            InputError: a shard is missing or differs from the manifest.
-        """
-        for info in unit.shards:
-            path = self.source / info.file
-            if not path.is_file():
-                raise InputError("shard listed in the manifest is missing", str(path))
-            if path.stat().st_size != info.bytes or file_sha256(path) != info.sha256:
-                raise InputError("shard differs from its manifest entry (size or sha256); run synprep check",
-                                 str(path))
-            yield ShardReader(path)
+    def readers(self, unit: Unit) -> Iterator[ShardReader]:
+        """The unit's shards in order, as :func:`verified_source` opened them."""
+        readers = self.split_readers[unit.split]
+        yield from readers if unit.index is None else [readers[unit.index]]
 
 
 class UnitFiles:
@@ -268,10 +277,21 @@ def _remove_stale_tmp(dest: Path) -> None:
             tmp.unlink()
 
 
-def languages(manifest: Manifest, source: Path) -> tuple[str, str]:
-    """(source, target) language codes of a shard folder: the ``src_lang``/``tgt_lang`` attributes of its first shard."""
-    first = next(e.shards[0] for e in manifest.splits.values() if e.shards)
-    attrs = ShardReader(source / first.file).attrs
+def verified_source(source: Path, manifest: Manifest, splits: list[str]) -> tuple[dict[str, list[ShardReader]], Vocab]:
+    """Every shard of ``splits`` opened with :func:`~synprep.shards.reader.open_split` (checked against
+    ``manifest``) and the ``dict.txt`` they name, checked with :func:`~synprep.shards.reader.load_vocab`.
+
+    Raises:
+        InputError: a shard or ``dict.txt`` that is not the manifest's (the message names the file).
+    """
+    readers = {split: open_split(source, split, manifest=manifest) for split in splits}
+    first = next(r for split in splits for r in readers[split])
+    return readers, load_vocab(source, first.attrs)
+
+
+def languages(readers: dict[str, list[ShardReader]]) -> tuple[str, str]:
+    """(source, target) language codes: the ``src_lang``/``tgt_lang`` attributes of the first verified shard."""
+    attrs = next(r for rs in readers.values() for r in rs).attrs
     return str(attrs["src_lang"]), str(attrs["tgt_lang"])
 
 
@@ -298,10 +318,8 @@ def run_export(exporter_cls: type[Exporter], source: str | os.PathLike, dest: st
         raise ConfigError(f"split {unknown[0]!r} has no shards in {source} (splits: {', '.join(sorted(available)) or 'none'})")
     if not splits:
         raise ConfigError(f"{source} holds no shards to export")
-    src_lang, tgt_lang = languages(manifest, source)
-    vocab_path = source / str((manifest.vocab or {}).get("path") or VOCAB_NAME)
-    if not vocab_path.is_file():
-        raise InputError("no vocabulary (dict.txt) beside the shards", str(vocab_path))
+    split_readers, vocab = verified_source(source, manifest, splits)
+    src_lang, tgt_lang = languages(split_readers)
     if dest.exists() and not dest.is_dir():
         raise ConfigError(f"--to {dest} exists and is not a folder")
     if dest.resolve() == source.resolve():
@@ -312,7 +330,7 @@ def run_export(exporter_cls: type[Exporter], source: str | os.PathLike, dest: st
         raise ConfigError(f"--to {dest} is not empty and holds no {EXPORT_MANIFEST}: export into a new or empty "
                           f"folder (or one an earlier export made)")
     dest.mkdir(parents=True, exist_ok=True)
-    ctx = ExportContext(source, dest, manifest, src_lang, tgt_lang, vocab_path, list(splits))
+    ctx = ExportContext(source, dest, manifest, src_lang, tgt_lang, vocab, split_readers, list(splits))
     exporter = exporter_cls(ctx)
     with _locked(dest):
         _remove_stale_tmp(dest)

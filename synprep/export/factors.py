@@ -28,7 +28,6 @@ import numpy as np
 
 from synprep.export.base import Exporter, Unit, UnitFiles
 from synprep.export.columns import ShardBlock
-from synprep.vocab import Vocab
 
 #: the layout's version
 FACTORS_FORMAT_VERSION = 1
@@ -68,7 +67,7 @@ class FactorsExporter(Exporter):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        vocab = Vocab.load(ctx.vocab_path)
+        vocab = ctx.vocab
         self.symbols = np.array([vocab[i] for i in range(len(vocab))], dtype=object)
 
     def write_unit(self, unit: Unit, files: UnitFiles) -> int:

@@ -35,6 +35,7 @@ ldd_prob   float64 K
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -49,7 +50,6 @@ from synprep.export.base import Exporter, ExportRecord, Unit, UnitFiles
 from synprep.export.columns import ShardBlock
 from synprep.export.mmidx import MMapIndexedWriter, token_dtype
 from synprep.textio import atomic_write
-from synprep.vocab import Vocab
 
 #: the layout's version (export.json ``exporter_version``)
 FAIRSEQ_FORMAT_VERSION = 1
@@ -105,7 +105,7 @@ class FairseqExporter(Exporter):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.vocab_size = len(Vocab.load(ctx.vocab_path))
+        self.vocab_size = len(ctx.vocab)
         self.labels: dict[str, list[str]] = {}
 
     def usage(self) -> str:
@@ -154,6 +154,8 @@ class FairseqExporter(Exporter):
     def finish(self, record: ExportRecord) -> None:
         dest = self.ctx.dest
         data = self.ctx.vocab_path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != self.ctx.vocab.sha256:  # replaced since the export verified it
+            raise InputError("changed during the export (run the export again)", str(self.ctx.vocab_path))
         for lang in (self.ctx.src_lang, self.ctx.tgt_lang):
             with atomic_write(dest / f"dict.{lang}.txt", "wb") as f:
                 f.write(data)
@@ -161,12 +163,8 @@ class FairseqExporter(Exporter):
         with atomic_write(dest / PLUGIN_DIR / "__init__.py") as f:
             f.write(plugin)
         shutil.rmtree(dest / PLUGIN_DIR / "__pycache__", ignore_errors=True)
-        if not self.labels:  # every unit was done by an earlier run: the labels of a shard's header
-            from synprep.shards.reader import ShardReader
-
-            first = record.splits()[0] if record.splits() else self.ctx.splits[0]
-            shard = self.ctx.manifest.splits[first].shards[0].file
-            attrs = ShardReader(self.ctx.source / shard).attrs
+        if not self.labels:  # every unit was done by an earlier run: the labels of a verified shard's header
+            attrs = self.ctx.split_readers[self.ctx.splits[0]][0].attrs
             self.labels = {"deprel": list(attrs["deprel_labels"]), "upos": list(attrs["upos_labels"])}
         with atomic_write(dest / LABELS_NAME) as f:
             f.write(json.dumps(self.labels, indent=1) + "\n")

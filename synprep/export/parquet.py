@@ -43,7 +43,6 @@ from synprep.errors import ConfigError, InputError
 from synprep.export.base import Exporter, ExportRecord, Unit, UnitFiles
 from synprep.export.columns import ShardBlock
 from synprep.textio import atomic_write
-from synprep.vocab import Vocab
 
 #: the Parquet layout's version (schema metadata ``synprep.format_version``)
 PARQUET_FORMAT_VERSION = 1
@@ -123,7 +122,7 @@ class ParquetExporter(Exporter):
         super().__init__(ctx)
         import pyarrow as pa
 
-        vocab = Vocab.load(ctx.vocab_path)
+        vocab = ctx.vocab
         symbols = [vocab[i] for i in range(len(vocab))]
         self._pieces = pa.array(symbols, pa.string())
         self._stripped = pa.array([s[:-2] if s.endswith("@@") else s for s in symbols], pa.string())

@@ -11,6 +11,7 @@ from synprep.shards.reader import (
     ShardReader,
     SplitReader,
     iter_pairs,
+    load_vocab,
     open_split,
     pad_batch,
     pair_dict,
@@ -23,5 +24,5 @@ from synprep.shards.writer import ShardInfo, write_shard
 __all__ = [
     "CheckError", "CheckReport", "Violation", "check_dir", "check_shard",
     "Manifest", "PAIR_KEYS", "ShardFormatError", "ShardInfo", "ShardReader", "SplitEntry", "SplitReader", "open_split",
-    "iter_pairs", "pad_batch", "pair_dict", "parse_shard_name", "shard_name", "split_files", "splits_in", "write_shard",
+    "iter_pairs", "load_vocab", "pad_batch", "pair_dict", "parse_shard_name", "shard_name", "split_files", "splits_in", "write_shard",
 ]

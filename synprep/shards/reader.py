@@ -17,7 +17,8 @@ exceed what its file size can hold (:data:`MAX_EXPANSION` × bytes, deflate's bo
 declaring 2^28 entries is a one-line :class:`~synprep.errors.InputError`, never gigabytes of memory.
 :func:`open_split` (``verify=True``, what ``train``, ``translate``, ``show`` and ``export`` use) also
 checks every shard against ``manifest.json`` — list, size, sha256 (hashed once per process) —
-and refuses the split naming the shard.
+and refuses the split naming the shard; :func:`load_vocab` then gives the ``dict.txt`` those
+verified shards name, its sha256 checked (``train``, ``translate`` and ``export`` decode with it).
 """
 
 from __future__ import annotations
@@ -27,12 +28,12 @@ import os
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import h5py
 import numpy as np
 
-from synprep.constants import MAX_SHARD_PAIRS, SHARD_FORMAT, SHARD_FORMAT_VERSION
+from synprep.constants import MAX_SHARD_PAIRS, SHARD_FORMAT, SHARD_FORMAT_VERSION, VOCAB_NAME
 from synprep.errors import InputError
 from synprep.shards.schema import (
     AXES,
@@ -44,6 +45,10 @@ from synprep.shards.schema import (
     parse_shard_name,
 )
 from synprep.types import PairRecord
+
+if TYPE_CHECKING:
+    from synprep.shards.manifest import Manifest
+    from synprep.vocab import Vocab
 
 
 class ShardFormatError(InputError):
@@ -414,7 +419,7 @@ def _verify_file(path: Path, size: int, sha256: str) -> None:
 
 
 def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
-               verify: bool = True) -> list[ShardReader]:
+               verify: bool = True, manifest: Manifest | None = None) -> list[ShardReader]:
     """A :class:`ShardReader` for every shard of ``split`` in ``folder``, ordered by shard index.
 
     This is how ``train``, ``translate``, ``show`` and ``export`` open a split. Wrap the list in
@@ -427,8 +432,11 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
         verify: check the shards against ``manifest.json`` first: the split's shard list, each
             file's size and sha256 (hashed once per process and file version), ``n_pairs`` and the
             first/last line against the entry, ``split``/``shard_index`` attributes, and that the
-            ``vocab_path`` attribute is the manifest's vocabulary. Every shard's declared shapes
-            and offsets are checked whether or not ``verify`` is set (:func:`check_layout`).
+            ``vocab_path`` and ``vocab_sha256`` attributes are the manifest's vocabulary entry's.
+            Every shard's declared shapes and offsets are checked whether or not ``verify`` is set
+            (:func:`check_layout`).
+        manifest: the folder's manifest, already loaded by the caller (so that what it plans from
+            and what is verified are one reading of the file); default: read ``manifest.json``.
 
     Returns:
         The readers (an empty list when the split has no shards and the manifest does not list it).
@@ -446,10 +454,15 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
         return [ShardReader(p, cache=cache) for p in files]
     from synprep.shards.manifest import Manifest
 
-    manifest = Manifest.load(folder)
+    if manifest is None:
+        manifest = Manifest.load(folder)
     mpath = str(Path(folder) / "manifest.json")
     entry = manifest.splits.get(split)
     listed = [s.file for s in entry.shards] if entry is not None else []
+    for index, name in enumerate(listed):  # a listed name is only ever compared, never opened; say which is wrong
+        if parse_shard_name(name) != (split, index):
+            raise InputError(f"split {split!r}: shard {index} is listed as {name!r}, expected "
+                             f"{split}.{index:05d}.h5", mpath)
     found = [p.name for p in files]
     if listed != found:
         extra = sorted(set(found) - set(listed))
@@ -460,6 +473,7 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
         raise InputError(f"split {split!r}: {what} (an interrupted or concurrent run? `synprep check` tells more)",
                          mpath)
     vocab_path = str((manifest.vocab or {}).get("path", ""))
+    vocab_sha256 = str((manifest.vocab or {}).get("sha256", ""))
     readers: list[ShardReader] = []
     assert entry is not None or not files
     for info, p in zip(entry.shards if entry is not None else [], files, strict=True):
@@ -477,8 +491,37 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
         if vocab_path and a.get("vocab_path") != vocab_path:
             raise InputError(f"vocab_path attribute {a.get('vocab_path')!r} is not manifest.json's vocabulary "
                              f"{vocab_path!r}", str(p))
+        if vocab_sha256 and a.get("vocab_sha256") != vocab_sha256:
+            raise InputError(f"vocab_sha256 attribute {str(a.get('vocab_sha256'))[:12]}… is not manifest.json's "
+                             f"vocabulary's {vocab_sha256[:12]}…", str(p))
         readers.append(r)
     return readers
+
+
+def load_vocab(folder: str | os.PathLike, attrs: dict[str, Any]) -> Vocab:
+    """The vocabulary (``dict.txt``) a split's shards were written with, its sha256 checked.
+
+    Args:
+        folder: the output folder.
+        attrs: a shard's root attributes (``ShardReader.attrs``): the file is
+            ``FOLDER/attrs["vocab_path"]`` (default ``dict.txt``), its sha256 must be
+            ``attrs["vocab_sha256"]``. For shards from :func:`open_split` (``verify=True``) both
+            attributes are checked against manifest.json's vocabulary entry, so this is the
+            manifest's vocabulary, byte for byte.
+
+    Raises:
+        InputError: the file is missing or not a fairseq dictionary, or its sha256 differs (a
+            damaged or replaced ``dict.txt``; the message names it).
+    """
+    from synprep.vocab import Vocab
+
+    path = Path(folder) / str(attrs.get("vocab_path") or VOCAB_NAME)
+    vocab = Vocab.load(path)
+    want = attrs.get("vocab_sha256")
+    if want and vocab.sha256 != want:
+        raise InputError(f"vocabulary sha256 {vocab.sha256[:12]}… differs from the shards' {str(want)[:12]}… "
+                         "(damaged or replaced; `synprep check` tells more)", str(path))
+    return vocab
 
 
 def splits_in(folder: str | os.PathLike) -> list[str]:

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
-from synprep.constants import EOS_ID, PAD_ID, VOCAB_NAME
+from synprep.constants import EOS_ID, PAD_ID
 from synprep.errors import InputError
 from synprep.types import PairRecord
 
@@ -202,19 +202,15 @@ class ShardDataset(Dataset):
 
 
 def load_symbols(shards_dir: str | Path, attrs: dict) -> list[str]:
-    """The vocabulary (id → piece) a split's shards were written with, checked against its sha256.
+    """The vocabulary (id → piece) a split's shards were written with, checked against its sha256
+    (:func:`synprep.shards.reader.load_vocab`).
 
     Raises:
         InputError: ``dict.txt`` missing or not the one the shards name (sha256 differs).
     """
-    from synprep.vocab import Vocab
+    from synprep.shards.reader import load_vocab
 
-    path = Path(shards_dir) / attrs.get("vocab_path", VOCAB_NAME)
-    vocab = Vocab.load(path)
-    want = attrs.get("vocab_sha256")
-    if want and vocab.sha256 != want:
-        raise InputError(f"vocabulary sha256 {vocab.sha256[:12]}… differs from the shards' {want[:12]}…", str(path))
-    return list(vocab.symbols)
+    return list(load_vocab(shards_dir, attrs).symbols)
 
 
 # --------------------------------------------------------------------------------------------
