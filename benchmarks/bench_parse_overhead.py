@@ -48,6 +48,18 @@ from synprep.text.escape import unescape_tokens  # noqa: E402
 UD = {"fr": "fr_sequoia-ud-test.conllu", "ja": "ja_gsd-ud-test.conllu", "en": "en_ewt-ud-test.conllu"}
 
 
+def iwslt_sentences(shared: Path, lang: str, n: int) -> list[list[str]]:
+    """The first ``n`` sentences of IWSLT14 ``tmp/test.{lang}`` (unescaped, split as ``synprep parse`` splits)."""
+    sents: list[list[str]] = []
+    with open(shared / "iwslt14_de-en" / "fairseq_prepared" / "tmp" / f"test.{lang}", encoding="utf-8") as f:
+        for line in f:
+            w = unescape_tokens(line.split())
+            sents += [w[a:b] for a, b in split_sentences(w)]
+            if len(sents) >= n:
+                break
+    return sents[:n]
+
+
 def timed(fn) -> float:
     t0 = time.process_time()
     fn()
@@ -89,15 +101,7 @@ def main() -> None:
         import stanza
 
         lang = args.lang or "de"
-        path = shared / "iwslt14_de-en" / "fairseq_prepared" / "tmp" / f"test.{lang}"
-        sents = []
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                w = unescape_tokens(line.split())
-                sents += [w[a:b] for a, b in split_sentences(w)]
-                if len(sents) >= args.sentences:
-                    break
-        sents = sents[: args.sentences]
+        sents = iwslt_sentences(shared, lang, args.sentences)
         spec = ParserSpec(lang=lang, dir=str(shared / "stanza_resources"), package="synprep",
                           constituency=args.constituency)
         parser = parse_run.worker_parser(spec)
@@ -172,15 +176,7 @@ def cli_overhead(args, shared: Path) -> None:
     from synprep.text.escape import escape
 
     lang = args.lang or "de"
-    path = shared / "iwslt14_de-en" / "fairseq_prepared" / "tmp" / f"test.{lang}"
-    sents: list[list[str]] = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            w = unescape_tokens(line.split())
-            sents += [w[a:b] for a, b in split_sentences(w)]
-            if len(sents) >= args.sentences:
-                break
-    sents = sents[: args.sentences]
+    sents = iwslt_sentences(shared, lang, args.sentences)
     sdir = str(shared / "stanza_resources")
     spec = ParserSpec(lang=lang, dir=sdir, package="synprep", constituency=args.constituency)
     procs = ",".join(resolve_resources(spec).processors)
