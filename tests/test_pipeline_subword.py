@@ -167,3 +167,25 @@ def test_a_given_spm_model_segments_like_the_learned_one(runs, tmp_path, stanza_
     r = _run(data, tmp_path / "x", tmp_path / "c.sqlite", stanza_dir, "--subword", "spm", "--spm-model", str(model),
              "--vocab-size", "100", check=False)
     assert r.returncode == 2 and "--vocab-size has no effect with --spm-model" in r.stderr
+
+
+def test_what_needs_bpe_markers_refuses_other_pieces(runs, tmp_path, monkeypatch):
+    """The parquet/hf export and translate --remove-bpe/--detok rebuild words from ``@@`` pieces: refused
+    for a scheme without them (its ``bpe_markers``), accepted for bpe."""
+    from types import SimpleNamespace
+
+    from click.testing import CliRunner
+
+    from synprep.cli import cli
+    from synprep.errors import ConfigError
+
+    r = run_cli("export", str(runs["spm"]), "--format", "parquet", "--to", str(tmp_path / "p"), check=False)
+    assert r.returncode == 2 and "these are 'spm' pieces" in r.stderr
+    monkeypatch.setattr("synprep.train.decode.load_model", lambda *a, **k: (None, SimpleNamespace(beam=1, lenpen=1.0), []))
+    checkpoint = tmp_path / "model.pt"
+    checkpoint.write_bytes(b"")  # load_model is replaced: the refusal comes before any decoding
+    for scheme, refused in (("spm", True), ("hf", True), ("bpe", False)):
+        res = CliRunner().invoke(cli, ["translate", "--checkpoint", str(checkpoint), "--shards", str(runs[scheme]),
+                                       "--split", "train", "--remove-bpe"])
+        said = isinstance(res.exception, ConfigError) and "--remove-bpe and --detok undo subword-nmt BPE" in str(res.exception)
+        assert said == refused, (scheme, res.exception)
