@@ -102,11 +102,9 @@ class RunParser(ParseSource):
         from synprep.parse.registry import backend_class
 
         spec = dataclasses.asdict(self.opts.spec)
-        for runtime in ("device", "timeout", "corenlp_endpoint", "dir"):  # never change the output
-            spec.pop(runtime, None)
-        for key in ("spacy_model", "label_map"):  # newer fields: absent when unset, as before they existed
-            if spec.get(key) is None:
-                spec.pop(key, None)
+        for f in dataclasses.fields(self.opts.spec):  # the field says (synprep.parse.base.backend_option)
+            if f.metadata.get("runtime") or (f.metadata.get("omit_default") and spec[f.name] == f.default):
+                del spec[f.name]  # never changes the output / newer field, absent when unset as before it existed
         out: dict[str, Any] = {"name": self.opts.parser, "ssplit": self.opts.ssplit, **spec}
         if not backend_class(self.opts.parser).has_scores:  # no arc scores: the LDD features are one-hot rows
             out["ldd"] = "one-hot"

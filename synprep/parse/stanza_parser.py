@@ -30,6 +30,7 @@ import hashlib
 import logging
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -212,6 +213,19 @@ class StanzaParser(ParserBackend):
     def identity(cls, spec: ParserSpec) -> str:
         """:func:`stanza_identity`."""
         return stanza_identity(spec)
+
+    @classmethod
+    def probe(cls) -> dict[str, Any]:
+        """The languages in stanza's resource directory ($STANZA_RESOURCES_DIR or stanza's default)."""
+        if package_version("stanza") == "?":
+            return {"installed": False}
+        from pathlib import Path
+
+        from stanza.resources.common import DEFAULT_MODEL_DIR
+
+        folder = Path(os.environ.get("STANZA_RESOURCES_DIR") or DEFAULT_MODEL_DIR)
+        langs = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+        return {"installed": True, "version": package_version("stanza"), "resources": str(folder), "languages": langs}
 
     @classmethod
     def short_identity(cls, identity: str) -> str:
