@@ -237,7 +237,14 @@ def test_japanese_pipeline_with_ginza_words_builds_checked_shards(shared_data: P
     proc = run_cli("pipeline", "--src", str(tmp_path / "src.ja"), "--tgt", str(tmp_path / "tgt.en"), "-s", "ja",
                    "-t", "en", "--out", str(out), "--parser", "spacy", "--spacy-model", "ja_ginza", "--tokenizer",
                    "parser", "--no-clean", "--merges", "50", "--no-cache")
-    assert "tok:parser:spacy-" in proc.stderr and "parser:spacy-" in proc.stderr
+    assert "tok:parser:spacy-" in proc.stderr
+    # the signature's parser field is the backend's own short identity, as `synprep parse` prints it
+    from synprep.parse.run import short_identity
+
+    identity = short_identity(parser_identity(ParserSpec(name="spacy", lang="ja", spacy_model="ja_ginza")))
+    assert identity.startswith("spacy-") and "/ja_ginza-" in identity
+    fields = proc.stderr.strip().splitlines()[-1].split("|")
+    assert f"parser:{identity}" in fields, fields
     checked = run_cli("check", str(out))
     assert "OK" in checked.stdout + checked.stderr and "6 pairs" in checked.stdout + checked.stderr
     tok = (out / "text" / "train.tok.ja").read_text(encoding="utf-8").splitlines()

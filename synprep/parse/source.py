@@ -121,7 +121,7 @@ class RunParser(ParseSource):
     def signature(self) -> str:
         """``stanza-1.15.0/synprep/de#1a2b3c4d``: the parser, its package and the digest of its identity
         (which names every model file's sha256), as ``synprep parse`` prints it."""
-        from synprep.parse.stanza_parser import short_identity
+        from synprep.parse.run import short_identity  # the backend's own (spaCy: model and version)
 
         return short_identity(self.identity())
 

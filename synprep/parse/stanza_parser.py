@@ -178,15 +178,12 @@ def stanza_identity(spec: ParserSpec) -> str:
 
 
 def short_identity(identity: str) -> str:
-    """Compact form for the signature line: ``stanza-1.15.0/synprep/en+const#1a2b3c4d``.
-
-    (``corenlp/en#1a2b3c4d`` for CoreNLP; the digest covers the whole identity.)
+    """Compact form of a stanza identity for the signature line: ``stanza-1.15.0/synprep/en+const#1a2b3c4d``
+    (the digest covers the whole identity). Any backend's: :func:`synprep.parse.run.short_identity`.
     """
     fields = identity.split("|")
     kv = dict(f.split("=", 1) for f in fields[2:] if "=" in f)
     digest = identity_digest(identity)
-    if fields[0] != "stanza":
-        return f"{fields[0]}/{kv.get('lang', '?')}#{digest}"
     const = "+const" if "constituency" in kv.get("processors", "") else ""
     return f"{fields[0]}-{fields[1]}/{kv.get('package', '?')}/{kv.get('lang', '?')}{const}#{digest}"
 
