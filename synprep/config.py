@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from synprep.errors import ConfigError
+from synprep.subword import DEFAULT_SCHEME
 
 #: the ``format`` of a saved configuration (``OUT/pipeline.json``); version 1 is the earlier
 #: layout without it (read by :meth:`DataConfig.from_dict`)
@@ -66,7 +67,7 @@ class DataConfig:
     lowercase: bool = False
     fairseq_compat: bool = False
     merges: int = 10000
-    subword: str = "bpe"
+    subword: str = DEFAULT_SCHEME
     vocab_size: int = 8000
     ratio: float = 1.5
     min_len: int = 1

@@ -3,13 +3,12 @@
 The versions of synprep and of every library that determines output (the sources of the signature
 line: sacremoses for tokenization, subword-nmt for BPE, stanza for parsing, nltk for trees, h5py and
 numpy for shards, torch for training, sacrebleu for BLEU) and of the optional ones, the parse
-cache's path and size, the GPUs torch sees, and which parsers and models are installed.
+cache's path and size, the GPUs torch sees, and which parsers and models are installed (each parser
+backend's :meth:`~synprep.parse.base.ParserBackend.probe`).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -26,37 +25,6 @@ def _size(path: Path) -> int | None:
     return path.stat().st_size if path.is_file() else None
 
 
-def _stanza_models() -> dict[str, Any]:
-    """Languages and packages in stanza's resource directory ($STANZA_RESOURCES_DIR or stanza's default)."""
-    if package_version("stanza") == "?":
-        return {"installed": False}
-    from stanza.resources.common import DEFAULT_MODEL_DIR
-
-    folder = Path(os.environ.get("STANZA_RESOURCES_DIR") or DEFAULT_MODEL_DIR)
-    langs = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
-    return {"installed": True, "version": package_version("stanza"), "resources": str(folder), "languages": langs}
-
-
-def _corenlp() -> dict[str, Any]:
-    home = os.environ.get("CORENLP_HOME")
-    jars = sorted(p.name for p in Path(home).glob("stanford-corenlp-*.jar")) if home and Path(home).is_dir() else []
-    return {"installed": bool(jars) and shutil.which("java") is not None, "CORENLP_HOME": home,
-            "jars": jars, "java": shutil.which("java")}
-
-
-def _spacy() -> dict[str, Any]:
-    if package_version("spacy") == "?":
-        return {"installed": False}
-    import spacy.util
-
-    return {"installed": True, "version": package_version("spacy"),
-            "pipelines": sorted(spacy.util.get_installed_models())}
-
-
-#: parser name → what is installed for it (parsers not listed here are reported by name only)
-PARSER_PROBES = {"stanza": _stanza_models, "corenlp": _corenlp, "spacy": _spacy}
-
-
 def _gpus() -> list[dict[str, Any]]:
     import torch
 
@@ -70,13 +38,11 @@ def _gpus() -> list[dict[str, Any]]:
 def collect() -> dict[str, Any]:
     """Everything ``synprep info`` reports, as JSON-ready values."""
     import synprep
-    from synprep.parse.base import PARSERS
     from synprep.parse.cache import default_cache_path
+    from synprep.parse.registry import backend_class, parser_names
 
     cache = default_cache_path()
-    parsers = {name: PARSER_PROBES.get(name, lambda: {"installed": None})() for name in PARSERS}
-    if "spacy" not in parsers and package_version("spacy") != "?":
-        parsers["spacy"] = _spacy()
+    parsers = {name: backend_class(name).probe() for name in parser_names()}
     return {
         "synprep": synprep.__version__,
         "libraries": {name: package_version(name) for name in OUTPUT_LIBRARIES},

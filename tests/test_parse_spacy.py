@@ -271,11 +271,68 @@ def test_models_list_and_install_refuses_a_non_name() -> None:
 
 
 def test_no_parser_name_dispatch_outside_the_registry() -> None:
+    """No comparison with a parser's name anywhere (``name == "stanza"``, ``"spacy" not in parsers``,
+    ``parser in ("stanza", "corenlp")``), and no table keyed by parser names (``{"stanza": ...}``,
+    ``probes["spacy"] = ...``) outside synprep/parse/: what differs between backends is an attribute
+    or a method of their classes. A backend's own module may say its own name."""
     import re
 
     root = Path(__file__).resolve().parent.parent / "synprep"
-    pattern = re.compile(r"""(name|parser)\s*[!=]=\s*["'](stanza|corenlp|spacy)["']""")
-    hits = [f"{p.relative_to(root)}:{i}" for p in root.rglob("*.py")
-            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
-            if pattern.search(line) and "``" not in line]  # docstrings quote specs in ``...``
+    names = "|".join(map(re.escape, PARSER_BACKENDS))
+    compare = re.compile(rf"""(?:[!=]=|\bis(?:\s+not)?|\bin)\s*["']({names})["']"""
+                         rf"""|["']({names})["']\s*(?:[!=]=|\bis\b|\bin\b|\bnot\s+in\b)"""
+                         rf"""|\bin\s*[(\[{{][^)\]}}]*["']({names})["']""")
+    table = re.compile(rf"""["']({names})["']\s*:|\[\s*["']({names})["']\s*\]\s*=|\bdict\([^)]*\b({names})\s*=""")
+    loop = re.compile(r"\bfor\s+[\w, ]+\s+in\s*[(\[{][^)\]}]*")  # iterating over names is no dispatch
+    own = {target.split(":")[0].replace(".", "/") + ".py": name for name, target in PARSER_BACKENDS.items()}
+    hits = []
+    for p in root.rglob("*.py"):
+        rel = p.relative_to(root.parent)
+        if rel.as_posix() == "synprep/extras.py":  # importable Python modules -> pip extras ("spacy": "spacy")
+            continue
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+            text = loop.sub("", line)
+            if own.get(rel.as_posix()):
+                text = re.sub(rf"""["']{own[rel.as_posix()]}["']""", "''", text)
+            if "``" not in line and (compare.search(text) or (rel.parts[1] != "parse" and table.search(text))):
+                hits.append(f"{rel}:{i}: {line.strip()}")  # docstrings quote specs in ``...``
     assert hits == []
+
+
+class _FakeBackend(ParserBackend):
+    """A backend that reads --stanza-dir: what a new module brings, nothing else in synprep changed."""
+
+    name = "fake"
+    options = ("dir",)
+
+    @classmethod
+    def identity(cls, spec: ParserSpec) -> str:
+        return f"fake|0|lang={spec.lang}|dir={spec.dir}"
+
+    @classmethod
+    def probe(cls) -> dict:
+        return {"installed": True, "what": "a fake parser"}
+
+    def parse(self, sentences):
+        raise NotImplementedError
+
+
+def test_a_registered_backend_brings_its_options_and_probe(monkeypatch) -> None:
+    from synprep.cli.common import backend_params
+    from synprep.info import collect
+    from synprep.parse.base import backend_option_fields
+
+    # every option a backend reads is a backend option field, each with its command-line option
+    fields = {f.name: f.metadata["option"] for f in backend_option_fields()}
+    for name in parser_names():
+        assert set(backend_class(name).options) <= set(fields), name
+    assert backend_params() == {"stanza_dir": "dir", "stanza_package": "package", "corenlp_endpoint":
+                                "corenlp_endpoint", "timeout": "timeout", "spacy_model": "spacy_model",
+                                "label_map": "label_map"}
+    monkeypatch.setitem(PARSER_BACKENDS, "fake", f"{__name__}:_FakeBackend")
+    assert ParserSpec(name="fake", dir="/models").dir == "/models"
+    with pytest.raises(ConfigError, match="--spacy-model has no effect with --parser fake"):
+        ParserSpec(name="fake", spacy_model="ja_ginza")
+    with pytest.raises(ConfigError, match="--stanza-package has no effect with --parser fake"):
+        ParserSpec(name="fake", package="synprep")
+    assert collect()["parsers"]["fake"] == {"installed": True, "what": "a fake parser"}

@@ -12,6 +12,7 @@ from conftest import SAMPLE_DATA, run_cli
 from synprep.shards import ShardReader
 from synprep.shards.check import check_dir
 
+SP = "\u2581"
 FLAGS = ("--lowercase", "--shard-size", "100", "--batch-size", "32", "-j", "1")
 
 
@@ -167,3 +168,185 @@ def test_a_given_spm_model_segments_like_the_learned_one(runs, tmp_path, stanza_
     r = _run(data, tmp_path / "x", tmp_path / "c.sqlite", stanza_dir, "--subword", "spm", "--spm-model", str(model),
              "--vocab-size", "100", check=False)
     assert r.returncode == 2 and "--vocab-size has no effect with --spm-model" in r.stderr
+
+
+# --- pieces that span two words: the split rule through the whole pipeline ------------------------
+#: ``."`` ``),`` ``,"`` are frequent in these lines, so SentencePiece learns them as single pieces,
+#: each over two of the parser's words (Moses splits ``."`` into ``.`` and ``"``)
+SPANNING = ('."', '),', ',"')
+
+
+def _quoted(line: str, i: int, said: str, aside: str, tail: str) -> str:
+    core = line.rstrip(".!?")
+    return f'"{core}."' if i % 2 == 0 else f'"{core}," {said} ({aside}), {tail}.'
+
+
+@pytest.fixture(scope="module")
+def quoted(tmp_path_factory):
+    """60 sample_data lines in quotes and with an aside, and a SentencePiece model (BPE type: it learns
+    the punctuation pairs on this little text, the unigram type learns ``."`` only) trained on them."""
+    import sentencepiece as spm
+
+    d = tmp_path_factory.mktemp("quoted")
+    src = (SAMPLE_DATA / "train.de").read_text("utf-8").splitlines()[:60]
+    tgt = (SAMPLE_DATA / "train.en").read_text("utf-8").splitlines()[:60]
+    src = [_quoted(x, i, "sagte sie", "leise", "und ging") for i, x in enumerate(src)]
+    tgt = [_quoted(x, i, "she said", "quietly", "and left") for i, x in enumerate(tgt)]
+    (d / "train.de").write_text("\n".join(src) + "\n", encoding="utf-8")
+    (d / "train.en").write_text("\n".join(tgt) + "\n", encoding="utf-8")
+    spm.SentencePieceTrainer.train(input=str(d / "train.de") + "," + str(d / "train.en"),
+                                   model_prefix=str(d / "spans"), vocab_size=400, model_type="bpe",
+                                   character_coverage=1.0, num_threads=1, normalization_rule_name="nmt_nfkc_cf",
+                                   minloglevel=2)  # nfkc_cf: case-folded, as --lowercase makes the raw lines
+    return d
+
+
+@pytest.fixture(scope="module")
+def split_runs(tmp_path_factory, stanza_dir, quoted):
+    d = tmp_path_factory.mktemp("split_runs")
+    cache = d / "cache.sqlite"
+    outs = {"bpe": d / "bpe", "spm": d / "spm"}
+    small = ("--shard-size", "25")  # three shards: the counts are checked per shard
+    _run(quoted, outs["bpe"], cache, stanza_dir, *small, "--merges", "500")
+    _run(quoted, outs["spm"], cache, stanza_dir, *small, "--subword", "spm", "--spm-model", str(quoted / "spans.model"))
+    return outs
+
+
+def _recount(out):
+    """Per shard, the split rule's counts recomputed from the stored data: SentencePiece's own pieces of
+    each raw line (text/train.raw.de) against the stored pieces (dict.txt symbols of src_ids) and their
+    words (word_index). A stored run of k >= 2 pieces in k different words that joins to one segmenter
+    piece is one split piece with k - 1 parts added. Also checks that every word's pieces rebuild it."""
+    import sentencepiece as spm
+
+    from synprep.text.escape import unescape_tokens
+    from synprep.vocab import Vocab
+
+    sp = spm.SentencePieceProcessor(model_file=str(out / "spm.model"))
+    vocab = Vocab.load(out / "dict.txt")
+    text = out / "text"
+    kept = [int(x) for x in (text / "train.lines").read_text("utf-8").split()]
+    raw = dict(zip(kept, (text / "train.raw.de").read_text("utf-8").splitlines(), strict=True))
+    words = dict(zip(kept, (text / "train.words.de").read_text("utf-8").splitlines(), strict=True))
+    counts, spanning = {}, set()
+    for path in sorted(out.glob("train.*.h5")):
+        c = {"pieces_split": 0, "parts_added": 0, "lines_with_split": 0}
+        for rec in ShardReader(path):
+            stored = [vocab[int(i)] for i in rec.src_ids]
+            wi = np.asarray(rec.word_index).tolist()
+            ws = unescape_tokens(words[rec.line].split())  # the parser's words (text/ keeps them Moses-escaped)
+            assert wi[-1] == len(ws) - 1
+            for k, w in enumerate(ws):  # every word's stored pieces rebuild it
+                assert "".join(p for p, j in zip(stored, wi, strict=True) if j == k).replace(SP, "") == w.lower(), \
+                    (rec.line, w)
+            j, split = 0, 0
+            for piece in sp.encode(raw[rec.line], out_type=str):
+                if stored[j] == piece:
+                    j += 1
+                    continue
+                k, joined = j, ""
+                while joined != piece:
+                    joined += stored[k]
+                    assert piece.startswith(joined), (rec.line, piece, stored[j:k + 1])
+                    k += 1
+                assert k - j >= 2 and wi[j:k] == list(range(wi[j], wi[j] + k - j)), (rec.line, piece, wi[j:k])
+                spanning.add(piece)
+                split += 1
+                c["parts_added"] += k - j - 1
+                j = k
+            assert j == len(stored)
+            c["pieces_split"] += split
+            c["lines_with_split"] += split > 0
+        counts[path.name] = c
+    return counts, spanning
+
+
+
+def test_pieces_spanning_two_words_are_split_and_counted_exactly(split_runs):
+    out = split_runs["spm"]
+    report = check_dir(out)
+    assert report.ok, report.summary()
+    recount, spanning = _recount(out)
+    assert len(recount) == 3 and all(c["pieces_split"] > 0 for c in recount.values())
+    assert set(SPANNING) <= spanning  # the data does hold pieces over two words, of each kind
+    recorded = json.loads((out / "manifest.json").read_text())["splits"]["train"]["subword_alignment"]
+    for file, c in recount.items():
+        assert {k: recorded["shards"][file][k] for k in c} == c, file
+    total = {k: sum(c[k] for c in recount.values()) for k in ("pieces_split", "parts_added", "lines_with_split")}
+    assert total["pieces_split"] >= 40 and total["lines_with_split"] >= 30  # 60 lines, >= 1 such piece in most
+    assert {k: recorded["total"][k] for k in total} == total
+
+
+def test_word_level_features_are_the_same_with_split_pieces(split_runs):
+    from synprep.constants import GAP_EOS
+    from synprep.features.parents import parent_positions
+    from synprep.features.slr import slr_mask
+
+    bpe, spm_ = _pairs(split_runs["bpe"]), _pairs(split_runs["spm"])
+    assert sorted(bpe) == sorted(spm_) and len(bpe) >= 55
+    for line, a in bpe.items():
+        b = spm_[line]
+        for name in ("heads", "deprel", "upos", "sent_start", "ldd_dep", "ldd_head", "ldd_rel", "ldd_prob"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=f"line {line} {name}")
+        heads = np.asarray(a.heads, dtype=np.int64)
+        want_parent = np.where(heads == 0, np.arange(heads.size), heads - 1)
+        for name in ("gaps_cnf", "gaps_nary"):
+            ga, gb = _word_gaps(a, name), _word_gaps(b, name)
+            np.testing.assert_array_equal(ga, gb, err_msg=f"line {line} {name}")
+            for hard in ("strict", "nonstrict", None):  # the SLR masks over the words
+                ma, mb = (slr_mask(np.append(g, GAP_EOS), hard=hard) for g in (ga, gb))
+                np.testing.assert_array_equal(ma, mb, err_msg=f"line {line} {name} SLR {hard}")
+        for mode in ("mean", "first"):  # PASCAL / LISA parents, read back as the parent word of each word
+            for rec in (a, b):
+                wi = np.asarray(rec.word_index, dtype=np.int64)
+                parents = parent_positions(heads, wi, mode=mode)
+                first = np.searchsorted(wi, np.arange(heads.size))
+                last = np.searchsorted(wi, np.arange(heads.size), side="right") - 1
+                at = first if mode == "first" else (first + last) / 2  # where each word's pieces point
+                np.testing.assert_array_equal(parents, at[want_parent][wi], err_msg=f"line {line} {mode} parents")
+                np.testing.assert_array_equal(wi[np.floor(parents[first]).astype(np.int64)], want_parent,
+                                              err_msg=f"line {line} {mode} parent words")
+    assert sum(len(a.src_ids) != len(spm_[n].src_ids) for n, a in bpe.items()) > 0
+
+
+def test_check_refuses_inconsistent_split_counts(split_runs, tmp_path):
+    import shutil
+
+    out = tmp_path / "copy"
+    shutil.copytree(split_runs["spm"], out)
+    manifest = json.loads((out / "manifest.json").read_text())
+    counts = manifest["splits"]["train"]["subword_alignment"]
+    file = next(f for f, c in counts["shards"].items() if c["pieces_split"] > 0)
+    for key, value in (("parts_added", 0), ("lines_with_split", 0), ("lines_with_split", 10**6)):
+        broken = json.loads(json.dumps(manifest))
+        c = broken["splits"]["train"]["subword_alignment"]
+        delta = value - c["shards"][file][key]
+        c["shards"][file][key] = value
+        c["total"][key] += delta  # the total still adds up: only the shard's own counts disagree
+        (out / "manifest.json").write_text(json.dumps(broken))
+        report = check_dir(out)
+        assert not report.ok and f"subword_alignment counts of {file} are inconsistent" in report.summary(), key
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    assert check_dir(out).ok
+
+
+def test_what_needs_bpe_markers_refuses_other_pieces(runs, tmp_path, monkeypatch):
+    """The parquet/hf export and translate --remove-bpe/--detok rebuild words from ``@@`` pieces: refused
+    for a scheme without them (its ``bpe_markers``), accepted for bpe."""
+    from types import SimpleNamespace
+
+    from click.testing import CliRunner
+
+    from synprep.cli import cli
+    from synprep.errors import ConfigError
+
+    r = run_cli("export", str(runs["spm"]), "--format", "parquet", "--to", str(tmp_path / "p"), check=False)
+    assert r.returncode == 2 and "these are 'spm' pieces" in r.stderr
+    monkeypatch.setattr("synprep.train.decode.load_model", lambda *a, **k: (None, SimpleNamespace(beam=1, lenpen=1.0), []))
+    checkpoint = tmp_path / "model.pt"
+    checkpoint.write_bytes(b"")  # load_model is replaced: the refusal comes before any decoding
+    for scheme, refused in (("spm", True), ("hf", True), ("bpe", False)):
+        res = CliRunner().invoke(cli, ["translate", "--checkpoint", str(checkpoint), "--shards", str(runs[scheme]),
+                                       "--split", "train", "--remove-bpe"])
+        said = isinstance(res.exception, ConfigError) and "--remove-bpe and --detok undo subword-nmt BPE" in str(res.exception)
+        assert said == refused, (scheme, res.exception)

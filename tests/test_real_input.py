@@ -200,6 +200,10 @@ def test_conllu_import_checks_src_against_the_parsed_words(shared_data, tmp_path
 @pytest.mark.parametrize(("args", "named"), [
     (["--parser", "conllu", "--conllu", "X", "--stanza-dir", "D"], "--stanza-dir has no effect with --parser conllu"),
     (["--parser", "conllu", "--conllu", "X", "--max-words", "9"], "--max-words has no effect with --parser conllu"),
+    (["--parser", "conllu", "--conllu", "X", "--label-map", "M"], "--label-map has no effect with --parser conllu"),
+    (["--spacy-model", "ja_ginza"], "--spacy-model has no effect with --parser stanza"),
+    (["--parser", "spacy", "--spacy-model", "ja_ginza", "--stanza-dir", "D"],
+     "--stanza-dir has no effect with --parser spacy"),
     (["--conllu", "X"], "--conllu has no effect with --parser stanza"),
     (["--codes", "C", "--merges", "5"], "--merges has no effect with --codes"),
     (["--no-cache", "--cache", "C"], "--cache has no effect with --no-cache"),
@@ -218,6 +222,8 @@ def test_an_option_without_effect_is_an_error(tmp_path, args, named):
 def test_parse_refuses_options_of_the_other_parser():
     proc = run_cli("parse", "-l", "en", "--corenlp-endpoint", "http://x:9000", input="a\n", check=False)
     assert proc.returncode == 2 and "--corenlp-endpoint has no effect with --parser stanza" in proc.stderr
+    proc = run_cli("parse", "-l", "en", "--parser", "corenlp", "--label-map", "M", input="a\n", check=False)
+    assert proc.returncode == 2 and "--label-map has no effect with --parser corenlp" in proc.stderr
 
 
 # --- items 6, 9, 10: retry after a fix, exit statuses, one record of every drop ---------------------

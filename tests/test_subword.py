@@ -46,6 +46,30 @@ def test_registry_names_every_scheme_and_loads_it_lazily():
         scheme_class("wordpiece")
 
 
+def test_only_subword_nmt_pieces_carry_bpe_markers():
+    # what translate --remove-bpe/--detok and the parquet export ask of a scheme, instead of its name
+    assert {name: scheme_class(name).bpe_markers for name in SCHEMES} == {"bpe": True, "spm": False, "hf": False}
+
+
+def test_no_subword_scheme_name_dispatch_outside_the_registry():
+    """A scheme's properties are class attributes: nothing outside synprep/subword/ compares a value
+    with a scheme's name (``scheme != "bpe"``, ``subword in ("spm", "hf")``)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "synprep"
+    names = "|".join(map(re.escape, SCHEMES))
+    pattern = re.compile(rf"""(?:[!=]=|\bis(?:\s+not)?|\bin)\s*["']({names})["']"""  # x == "bpe", x in "bpe"
+                         rf"""|["']({names})["']\s*(?:[!=]=|\bis\b|\bin\b|\bnot\s+in\b)"""  # "bpe" == x, "bpe" in x
+                         rf"""|\bin\s*[(\[{{][^)\]}}]*["']({names})["']""")  # x in ("spm", "hf")
+    loop = re.compile(r"\bfor\s+[\w, ]+\s+in\s*[(\[{][^)\]}]*")  # iterating over names (file stages) is no dispatch
+    hits = [f"{p.relative_to(root)}:{i}: {line.strip()}" for p in root.rglob("*.py")
+            if "subword" not in p.relative_to(root).parts[:1]
+            for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+            if pattern.search(loop.sub("", line)) and "``" not in line]  # docstrings quote examples in ``...``
+    assert hits == []
+
+
 def test_a_scheme_that_cannot_learn_says_which_option_gives_a_model(tmp_path):
     with pytest.raises(ConfigError, match="--hf-tokenizer"):
         scheme_class("hf").learn([], tmp_path / "x", 100)

@@ -83,17 +83,38 @@ def refuse_unused(names: Iterable[str], why: str) -> None:
                           f"{'it' if len(given) == 1 else 'them'} out")
 
 
-#: options that only one parser backend reads (an error with any other ``--parser``)
-BACKEND_OPTIONS: dict[str, tuple[str, ...]] = {
-    "stanza": ("stanza_dir", "stanza_package"),
-    "corenlp": ("corenlp_endpoint", "timeout"),
-}
+def backend_params() -> dict[str, str]:
+    """Click parameter → :class:`~synprep.parse.base.ParserSpec` field, for every option that only
+    some parser backends read (the fields made with :func:`~synprep.parse.base.backend_option`)."""
+    from synprep.parse.base import backend_option_fields
+
+    return {f.metadata["option"].lstrip("-").replace("-", "_"): f.name for f in backend_option_fields()}
 
 
 def refuse_other_backends_options(parser_name: str) -> None:
-    """The options of the other parser backends have no effect with ``--parser parser_name``."""
-    refuse_unused([o for b, opts in BACKEND_OPTIONS.items() if b != parser_name for o in opts],
-                  f"with --parser {parser_name}")
+    """The backend-specific options that ``--parser parser_name`` does not read (not in its backend's
+    ``options``) have no effect: an error when given."""
+    from synprep.parse.registry import backend_class
+
+    reads = backend_class(parser_name).options
+    refuse_unused([p for p, f in backend_params().items() if f not in reads], f"with --parser {parser_name}")
+
+
+def backend_options(f):
+    """Hand the command every backend-specific option (``--stanza-dir``, ``--spacy-model``, …, those of
+    :func:`backend_params` that it declares) as one keyword, ``backend_opts``: ParserSpec field →
+    value, so that ``ParserSpec(**backend_opts, ...)`` takes them, whichever backends exist.
+
+    Put it right above the command's ``def`` (below every ``click.option``).
+    """
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        kwargs["backend_opts"] = {field: kwargs.pop(param) for param, field in backend_params().items()
+                                  if param in kwargs}
+        return f(*args, **kwargs)
+
+    return wrapper
 
 
 def check_jobs_options(backend: str) -> None:

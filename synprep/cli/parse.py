@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import click
 
 from synprep.cli.common import (
+    backend_options,
     input_option,
     jobs_options,
     ldd_threshold_option,
@@ -42,11 +43,11 @@ log = logging.getLogger("synprep.parse")
 @input_option(help="Moses-tokenized input, one sentence line per line (default: stdin); raw text with "
                    "--tokenizer parser.")
 @output_option(help="CoNLL-U output (default: stdout).")
+@backend_options
 def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | None, jobs: int, backend: str,
-              scheduler: str | None, stanza_dir: str | None, stanza_package: str | None, device: str,
-              batch_size: int, no_ssplit: bool, cache_path: str | None, no_cache: bool, max_words: int,
-              ldd_threshold: float, corenlp_endpoint: str, timeout: float, spacy_model: str | None,
-              label_map: str | None, input_path: str, output_path: str) -> None:
+              scheduler: str | None, device: str, batch_size: int, no_ssplit: bool, cache_path: str | None,
+              no_cache: bool, max_words: int, ldd_threshold: float, backend_opts: dict, input_path: str,
+              output_path: str) -> None:
     """Parse Moses-tokenized lines into CoNLL-U, one block per input line, in order.
 
     Words are Moses tokens (escapes like &apos; are undone for the parser); lines may hold several
@@ -78,10 +79,8 @@ def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | Non
     if no_cache:
         refuse_unused(["cache_path"], "with --no-cache")
     jobs = parser_jobs(device, jobs)
-    spec = ParserSpec(name=parser_name, lang=lang, dir=stanza_dir, package=stanza_package, device=device,
-                      constituency=trees_path is None, max_words=max_words, ldd_threshold=ldd_threshold,
-                      corenlp_endpoint=corenlp_endpoint, timeout=timeout, spacy_model=spacy_model,
-                      label_map=label_map)
+    spec = ParserSpec(name=parser_name, lang=lang, device=device, constituency=trees_path is None,
+                      max_words=max_words, ldd_threshold=ldd_threshold, **backend_opts)
     identity = parser_identity(spec)
     has_scores = backend_class(parser_name).has_scores
     cache = None

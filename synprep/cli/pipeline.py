@@ -13,6 +13,7 @@ import click
 from click.core import ParameterSource
 
 from synprep.cli.common import (
+    backend_options,
     jobs_options,
     parser_choice,
     parser_jobs,
@@ -50,19 +51,19 @@ def parser_options(f):
     return wrapper
 
 
-#: the options of the parser stage, which no parser reads when the parses are imported
-RUN_PARSER_OPTIONS = ("stanza_dir", "stanza_package", "device", "batch_size", "no_ssplit", "max_words", "cache_path",
-                      "no_cache")
+#: the options of the parser stage, which no parser reads when the parses are imported (nor any
+#: backend's own options: :func:`synprep.cli.common.backend_params`)
+RUN_PARSER_OPTIONS = ("device", "batch_size", "no_ssplit", "max_words", "cache_path", "no_cache")
 
 
 def refuse_unused_parser_options(parser_name: str, codes: str | None = None) -> None:
     """Options that have no effect with the chosen parser (or with --codes) are errors (README)."""
-    from synprep.cli.common import refuse_other_backends_options, refuse_unused
+    from synprep.cli.common import backend_params, refuse_other_backends_options, refuse_unused
     from synprep.parse.source import source_class
 
     if not source_class(parser_name).runs_parser:
-        refuse_unused(RUN_PARSER_OPTIONS + ("trees_path",),
-                      "with --parser conllu (the parses are imported, no parser runs)")
+        refuse_unused([*backend_params(), *RUN_PARSER_OPTIONS, "trees_path"],
+                      f"with --parser {parser_name} (the parses are imported, no parser runs)")
     else:
         refuse_unused(["conllu_path"], f"with --parser {parser_name} (--conllu is read with --parser conllu only)")
         refuse_other_backends_options(parser_name)
@@ -118,20 +119,20 @@ def resolve_config(mode: str, out: str, config_path: str | None, params: dict):
     return cfg
 
 
-def _parse_options(cfg, stanza_dir, device, cache_path, no_cache, trees_path=None, spacy_model=None, label_map=None):
+def _parse_options(cfg, device, cache_path, no_cache, trees_path, backend_opts):
+    """The parser stage's options; ``backend_opts``: the backends' own options (ParserSpec field → value,
+    :func:`synprep.cli.common.backend_options`), which :func:`refuse_unused_parser_options` has checked."""
     from synprep.annotate import ParseOptions
-    from synprep.errors import ConfigError
     from synprep.parse.base import ParserSpec
     from synprep.parse.cache import default_cache_path
     from synprep.parse.source import source_class
 
     spec = None
     if source_class(cfg.parser).runs_parser:
-        spec = ParserSpec(name=cfg.parser, lang=cfg.src_lang, dir=stanza_dir, package=cfg.stanza_package,
-                          device=device, constituency=trees_path is None, max_words=cfg.max_words,
-                          ldd_threshold=cfg.ldd_threshold, spacy_model=spacy_model, label_map=label_map)
-    elif spacy_model is not None or label_map is not None:
-        raise ConfigError("--spacy-model/--label-map have no effect with --parser conllu")
+        # the stanza package is a folder setting (pipeline.json), so it comes from the configuration
+        spec = ParserSpec(name=cfg.parser, lang=cfg.src_lang, device=device, constituency=trees_path is None,
+                          max_words=cfg.max_words, ldd_threshold=cfg.ldd_threshold,
+                          **{**backend_opts, "package": cfg.stanza_package})
     cache = None if no_cache else str(cache_path or default_cache_path())
     return ParseOptions(parser=cfg.parser, spec=spec, ssplit=cfg.ssplit, batch_size=cfg.batch_size, cache=cache,
                         trees=trees_path)
@@ -189,11 +190,11 @@ def _report(manifest, split: str) -> None:
 @config_option
 @parser_options
 @jobs_options
+@backend_options
 def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, tokenized, subword, spm_model,
                  hf_tokenizer, vocab_size, lowercase, fairseq_compat, tokenizer, clean, ratio, min_len, max_len,
-                 config_path, parser_name, conllu_path, trees_path, stanza_dir, stanza_package, device, batch_size,
-                 no_ssplit, max_words, ldd_threshold, cache_path, no_cache, spacy_model, label_map, shard_size, jobs,
-                 backend, scheduler):
+                 config_path, parser_name, conllu_path, trees_path, device, batch_size, no_ssplit, max_words,
+                 ldd_threshold, cache_path, no_cache, backend_opts, shard_size, jobs, backend, scheduler):
     """Raw parallel text → tokenize → clean → BPE → parse → features → shards → check.
 
     Run once per split into the same --out (train first: it learns the BPE codes and the
@@ -204,7 +205,7 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
 
     cfg = resolve_config("pipeline", out, config_path, click.get_current_context().params)
     refuse_unused_parser_options(cfg.parser, codes)
-    opts = _parse_options(cfg, stanza_dir, device, cache_path, no_cache, trees_path, spacy_model, label_map)
+    opts = _parse_options(cfg, device, cache_path, no_cache, trees_path, backend_opts)
     model = _subword_model_option(cfg.subword, codes=codes, merges=cfg.merges, spm_model=spm_model,
                                   hf_tokenizer=hf_tokenizer, vocab_size=cfg.vocab_size)
     text = TextOptions(tokenized=cfg.tokenized, lowercase=cfg.lowercase, fairseq_compat=cfg.fairseq_compat, clean=clean,
@@ -252,10 +253,10 @@ def _subword_model_option(subword: str, **given) -> str | None:
 @config_option
 @parser_options
 @jobs_options
+@backend_options
 def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, config_path, parser_name, conllu_path, trees_path,
-                 stanza_dir,
-                 stanza_package, device, batch_size, no_ssplit, max_words, ldd_threshold, cache_path, no_cache,
-                 spacy_model, label_map, shard_size, jobs, backend, scheduler):
+                 device, batch_size, no_ssplit, max_words, ldd_threshold, cache_path, no_cache, backend_opts,
+                 shard_size, jobs, backend, scheduler):
     """Already tokenized and BPE'd parallel text (e.g. fairseq's prepared data) → shards → check.
 
     The source words are rebuilt from the pieces (@@ removed, Moses escapes undone) and parsed;
@@ -266,7 +267,7 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, config_path, p
 
     cfg = resolve_config("annotate", out, config_path, click.get_current_context().params)
     refuse_unused_parser_options(cfg.parser)
-    opts = _parse_options(cfg, stanza_dir, device, cache_path, no_cache, trees_path, spacy_model, label_map)
+    opts = _parse_options(cfg, device, cache_path, no_cache, trees_path, backend_opts)
     par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
     manifest = run_annotate(src, tgt, out, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, split=split, parse=opts,
                             par=par, vocab=vocab, conllu=conllu_path, ldd_threshold=cfg.ldd_threshold,

@@ -13,7 +13,16 @@ import os
 
 import click
 
-from synprep.cli.common import input_option, jobs_options, output_option, spacy_options, tokenizer_option
+from synprep.cli.common import (
+    backend_options,
+    backend_params,
+    input_option,
+    jobs_options,
+    output_option,
+    refuse_unused,
+    spacy_options,
+    tokenizer_option,
+)
 from synprep.config import DEFAULTS
 from synprep.errors import ConfigError, InputError
 from synprep.signature import signature
@@ -52,8 +61,9 @@ def _sig(**fields: object) -> None:
 @input_option()
 @output_option()
 @jobs_options
+@backend_options
 def tokenize_cmd(lang: str, lowercase: bool, no_escape: bool, fairseq_compat: bool, tokenizer: str,
-                 parser_name: str | None, spacy_model: str | None, label_map: str | None, input_path: str,
+                 parser_name: str | None, backend_opts: dict, input_path: str,
                  output_path: str, jobs: int, backend: str, scheduler: str | None) -> None:
     """Moses-tokenize text (sacremoses), one line out per line in.
 
@@ -70,7 +80,7 @@ def tokenize_cmd(lang: str, lowercase: bool, no_escape: bool, fairseq_compat: bo
             raise ConfigError("--tokenizer parser needs --parser (e.g. --parser spacy --spacy-model ja_ginza)")
         if fairseq_compat:
             raise ConfigError("--fairseq-compat is a Moses rule: it has no effect with --tokenizer parser")
-        spec = ParserSpec(name=parser_name, lang=lang, spacy_model=spacy_model, label_map=label_map)
+        spec = ParserSpec(name=parser_name, lang=lang, **backend_opts)
         identity = parser_identity(spec)
         lines = parser_tokenize_stream(iter_lines(input_path), spec, lowercase=lowercase, escape=not no_escape,
                                        jobs=jobs, backend=backend, scheduler=scheduler)
@@ -78,9 +88,7 @@ def tokenize_cmd(lang: str, lowercase: bool, no_escape: bool, fairseq_compat: bo
     else:
         from synprep.text.tokenize import tokenize_stream, tokenizer_signature
 
-        for opt, value in (("--parser", parser_name), ("--spacy-model", spacy_model), ("--label-map", label_map)):
-            if value is not None:
-                raise ConfigError(f"{opt} has no effect with --tokenizer moses")
+        refuse_unused(["parser_name", *backend_params()], "with --tokenizer moses")
         lines = tokenize_stream(iter_lines(input_path), lang, lowercase=lowercase, escape=not no_escape,
                                 fairseq_compat=fairseq_compat, jobs=jobs, backend=backend, scheduler=scheduler)
         sig = tokenizer_signature(lang, lowercase=lowercase, escape=not no_escape, fairseq_compat=fairseq_compat)

@@ -209,10 +209,11 @@ def translate_cmd(checkpoint, shards_dir, split, input_path, output_path, beam, 
         dataset = RecordDataset(recs)
     else:
         from synprep.shards import Manifest
+        from synprep.subword import DEFAULT_SCHEME, scheme_class
         from synprep.train.data import load_symbols
 
-        scheme = Manifest.load(shards_dir).config.get("subword", "bpe")
-        if scheme != "bpe" and (remove_bpe or detok_lang is not None):
+        scheme = Manifest.load(shards_dir).config.get("subword", DEFAULT_SCHEME)
+        if not scheme_class(scheme).bpe_markers and (remove_bpe or detok_lang is not None):
             raise ConfigError(f"--remove-bpe and --detok undo subword-nmt BPE and Moses tokenization; these shards "
                               f"use --subword {scheme}: write the pieces and decode them with the {scheme} model "
                               "(docs/subwords.md)")

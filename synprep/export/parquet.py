@@ -136,8 +136,10 @@ class ParquetExporter(Exporter):
         return f"data/{unit.split}-{unit.index:05d}-of-{unit.n_shards:05d}.parquet"
 
     def _check_labels(self, block: ShardBlock) -> tuple[list[str], list[str]]:
-        scheme = block.attrs.get("subword", "bpe")
-        if scheme != "bpe":  # words and text are rebuilt from subword-nmt pieces (``@@`` markers) only
+        from synprep.subword import DEFAULT_SCHEME, scheme_class
+
+        scheme = block.attrs.get("subword", DEFAULT_SCHEME)
+        if not scheme_class(scheme).bpe_markers:  # words and text are rebuilt from ``@@``-marked pieces only
             raise ConfigError(f"{block.name}: the parquet/hf export rebuilds words from subword-nmt BPE pieces; "
                               f"these are {scheme!r} pieces (export them with --format fairseq or factors)")
         labels = (list(block.attrs["deprel_labels"]), list(block.attrs["upos_labels"]))

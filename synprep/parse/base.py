@@ -11,8 +11,8 @@ import logging
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
-from typing import ClassVar
+from dataclasses import Field, dataclass, field, fields
+from typing import Any, ClassVar
 
 from synprep.config import DEFAULTS
 from synprep.errors import ConfigError
@@ -24,11 +24,21 @@ log = logging.getLogger(__name__)
 #: the registered parser names (:data:`synprep.parse.registry.PARSER_BACKENDS` is the source)
 PARSERS = parser_names()
 DEVICES = ("cpu", "cuda")
-#: the command-line option of each backend-specific :class:`ParserSpec` field (for error messages)
-OPTION_NAMES = {
-    "dir": "--stanza-dir", "package": "--stanza-package", "corenlp_endpoint": "--corenlp-endpoint",
-    "timeout": "--timeout", "spacy_model": "--spacy-model", "label_map": "--label-map",
-}  # fmt: skip
+
+
+def backend_option(default, flag: str, *, runtime: bool = False, omit_default: bool = False):
+    """A backend-specific :class:`ParserSpec` field: the option that sets it on the command line.
+
+    Args:
+        default: the field's default (what every backend that does not read it must keep).
+        flag: its command-line option (``--spacy-model``); the click parameter is the flag's name
+            with ``_`` for ``-`` (``spacy_model``).
+        runtime: it never changes the parses (a server address, a folder): left out of the
+            pipeline's recorded parser configuration.
+        omit_default: left out of the recorded configuration while it has its default (a field
+            added after folders were first made: those folders resume).
+    """
+    return field(default=default, metadata={"option": flag, "runtime": runtime, "omit_default": omit_default})
 
 #: stanza is known to hang or run out of memory on sentences of 400+ words (synprep.config.DataConfig)
 DEFAULT_MAX_WORDS = DEFAULTS.max_words
@@ -69,16 +79,16 @@ class ParserSpec:
 
     name: str = "stanza"
     lang: str = "en"
-    dir: str | None = None
-    package: str | None = None
-    device: str = "cpu"
+    dir: str | None = backend_option(None, "--stanza-dir", runtime=True)
+    package: str | None = backend_option(None, "--stanza-package")
+    device: str = field(default="cpu", metadata={"runtime": True})
     constituency: bool = True
     max_words: int = DEFAULT_MAX_WORDS
     ldd_threshold: float = DEFAULT_LDD_THRESHOLD
-    corenlp_endpoint: str = "http://localhost:9000"
-    timeout: float = 60.0
-    spacy_model: str | None = None
-    label_map: str | None = None
+    corenlp_endpoint: str = backend_option("http://localhost:9000", "--corenlp-endpoint", runtime=True)
+    timeout: float = backend_option(60.0, "--timeout", runtime=True)
+    spacy_model: str | None = backend_option(None, "--spacy-model", omit_default=True)
+    label_map: str | None = backend_option(None, "--label-map", omit_default=True)
 
     def __post_init__(self) -> None:
         backend = backend_class(self.name)  # ConfigError for an unknown name
@@ -86,14 +96,19 @@ class ParserSpec:
             raise ConfigError(f"unknown device {self.device!r}; choose one of {', '.join(DEVICES)}")
         if self.device not in backend.devices:
             raise ConfigError(f"--parser {self.name} cannot run on {self.device} (it runs on {', '.join(backend.devices)})")
-        for f in fields(self):
-            if f.name in OPTION_NAMES and f.name not in backend.options and getattr(self, f.name) != f.default:
-                raise ConfigError(f"{OPTION_NAMES[f.name]} has no effect with --parser {self.name}")
+        for f in backend_option_fields():
+            if f.name not in backend.options and getattr(self, f.name) != f.default:
+                raise ConfigError(f"{f.metadata['option']} has no effect with --parser {self.name}")
         backend.check_spec(self)
         if self.max_words < 1:
             raise ConfigError(f"max_words must be >= 1, got {self.max_words}")
         if not 0.0 <= self.ldd_threshold <= 1.0:
             raise ConfigError(f"ldd_threshold must be in [0, 1], got {self.ldd_threshold}")
+
+
+def backend_option_fields() -> tuple[Field, ...]:
+    """The backend-specific :class:`ParserSpec` fields (:func:`backend_option`), in field order."""
+    return tuple(f for f in fields(ParserSpec) if "option" in f.metadata)
 
 
 class ParserBackend(ABC):
@@ -112,8 +127,9 @@ class ParserBackend(ABC):
     Attributes:
         name: the registry name. has_scores: True when :meth:`parse` fills ``ldd`` from the parser's
             arc scores; False: ``ldd`` is None and the features use one-hot rows (SPEC.md §4).
-        options: the backend-specific :class:`ParserSpec` fields it reads (others must keep their
-            defaults). devices: the devices it can run on.
+        options: the backend-specific :class:`ParserSpec` fields it reads (:func:`backend_option`:
+            each names its command-line option; the others must keep their defaults, and their
+            options are refused). devices: the devices it can run on.
     """
 
     name: ClassVar[str] = ""
@@ -125,6 +141,15 @@ class ParserBackend(ABC):
 
     def __init__(self, spec: ParserSpec, device: str | None = None):
         self.spec = spec
+
+    @classmethod
+    def probe(cls) -> dict[str, Any]:
+        """What is installed for this parser, for ``synprep info`` (cheap: loads no model).
+
+        Returns:
+            JSON-ready values; ``installed``: True, False, or None when the backend cannot tell.
+        """
+        return {"installed": None}
 
     @classmethod  # noqa: B027 - an optional hook, empty by default
     def check_spec(cls, spec: ParserSpec) -> None:

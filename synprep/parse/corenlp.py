@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
 from synprep.errors import ConfigError
 from synprep.parse.base import PARSE_SCHEMA, ParserBackend, ParserSpec
@@ -203,6 +204,16 @@ class CoreNLPParser(ParserBackend):
     def identity(cls, spec: ParserSpec) -> str:
         """:func:`corenlp_identity`."""
         return corenlp_identity(spec)
+
+    @classmethod
+    def probe(cls) -> dict[str, Any]:
+        """``$CORENLP_HOME``, its CoreNLP jars and java: installed when both are there."""
+        import shutil
+
+        home = os.environ.get("CORENLP_HOME")
+        jars = sorted(p.name for p in Path(home).glob("stanford-corenlp-*.jar")) if home and Path(home).is_dir() else []
+        return {"installed": bool(jars) and shutil.which("java") is not None, "CORENLP_HOME": home,
+                "jars": jars, "java": shutil.which("java")}
 
     @classmethod
     def signature_name(cls, spec: ParserSpec) -> str:

@@ -102,11 +102,9 @@ class RunParser(ParseSource):
         from synprep.parse.registry import backend_class
 
         spec = dataclasses.asdict(self.opts.spec)
-        for runtime in ("device", "timeout", "corenlp_endpoint", "dir"):  # never change the output
-            spec.pop(runtime, None)
-        for key in ("spacy_model", "label_map"):  # newer fields: absent when unset, as before they existed
-            if spec.get(key) is None:
-                spec.pop(key, None)
+        for f in dataclasses.fields(self.opts.spec):  # the field says (synprep.parse.base.backend_option)
+            if f.metadata.get("runtime") or (f.metadata.get("omit_default") and spec[f.name] == f.default):
+                del spec[f.name]  # never changes the output / newer field, absent when unset as before it existed
         out: dict[str, Any] = {"name": self.opts.parser, "ssplit": self.opts.ssplit, **spec}
         if not backend_class(self.opts.parser).has_scores:  # no arc scores: the LDD features are one-hot rows
             out["ldd"] = "one-hot"
@@ -123,7 +121,7 @@ class RunParser(ParseSource):
     def signature(self) -> str:
         """``stanza-1.15.0/synprep/de#1a2b3c4d``: the parser, its package and the digest of its identity
         (which names every model file's sha256), as ``synprep parse`` prints it."""
-        from synprep.parse.run import short_identity  # the backend's own compact form
+        from synprep.parse.run import short_identity  # the backend's own (spaCy: model and version)
 
         return short_identity(self.identity())
 

@@ -37,6 +37,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from synprep.errors import ConfigError, InputError
 from synprep.parse.base import PARSE_SCHEMA, ParserBackend, ParserSpec, identity_digest, identity_fields
@@ -220,6 +221,16 @@ class SpacyParser(ParserBackend):
     has_scores = False
     options = ("spacy_model", "label_map")
     devices = ("cpu", "cuda")
+
+    @classmethod
+    def probe(cls) -> dict[str, Any]:
+        """spaCy's version and the installed pipeline packages."""
+        if package_version("spacy") == "?":
+            return {"installed": False}
+        import spacy.util
+
+        return {"installed": True, "version": package_version("spacy"),
+                "pipelines": sorted(spacy.util.get_installed_models())}
 
     @classmethod
     def check_spec(cls, spec: ParserSpec) -> None:

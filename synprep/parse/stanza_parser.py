@@ -30,6 +30,7 @@ import hashlib
 import logging
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -177,15 +178,12 @@ def stanza_identity(spec: ParserSpec) -> str:
 
 
 def short_identity(identity: str) -> str:
-    """Compact form for the signature line: ``stanza-1.15.0/synprep/en+const#1a2b3c4d``.
-
-    (``corenlp/en#1a2b3c4d`` for CoreNLP; the digest covers the whole identity.)
+    """Compact form of a stanza identity for the signature line: ``stanza-1.15.0/synprep/en+const#1a2b3c4d``
+    (the digest covers the whole identity). Any backend's: :func:`synprep.parse.run.short_identity`.
     """
     fields = identity.split("|")
     kv = dict(f.split("=", 1) for f in fields[2:] if "=" in f)
     digest = identity_digest(identity)
-    if fields[0] != "stanza":
-        return f"{fields[0]}/{kv.get('lang', '?')}#{digest}"
     const = "+const" if "constituency" in kv.get("processors", "") else ""
     return f"{fields[0]}-{fields[1]}/{kv.get('package', '?')}/{kv.get('lang', '?')}{const}#{digest}"
 
@@ -212,6 +210,19 @@ class StanzaParser(ParserBackend):
     def identity(cls, spec: ParserSpec) -> str:
         """:func:`stanza_identity`."""
         return stanza_identity(spec)
+
+    @classmethod
+    def probe(cls) -> dict[str, Any]:
+        """The languages in stanza's resource directory ($STANZA_RESOURCES_DIR or stanza's default)."""
+        if package_version("stanza") == "?":
+            return {"installed": False}
+        from pathlib import Path
+
+        from stanza.resources.common import DEFAULT_MODEL_DIR
+
+        folder = Path(os.environ.get("STANZA_RESOURCES_DIR") or DEFAULT_MODEL_DIR)
+        langs = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+        return {"installed": True, "version": package_version("stanza"), "resources": str(folder), "languages": langs}
 
     @classmethod
     def short_identity(cls, identity: str) -> str:

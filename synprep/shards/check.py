@@ -27,7 +27,8 @@ What is verified (docs/shards.md lists it for users), in this order:
    their sum, ``input_lines == pairs + sum(dropped)``, the dropped counts match ``dropped_lines``
    per reason, and every line is accounted for once: shard lines and dropped lines are disjoint
    and within [1, input_lines]; the subword alignment counts (``--subword spm|hf``) name listed
-   shards only and add up to their total.
+   shards only, each shard's split counts are consistent (``lines_with_split <= pieces_split <=
+   parts_added``, ``lines_with_split <= pairs``) and they add up to their total.
 
 A corrupt file (truncated HDF5, missing dataset, wrong dtype, unreadable chunk) is a reported
 violation, never a traceback. Checks are vectorised per shard (numpy over the CSR arrays).
@@ -628,11 +629,20 @@ def _check_split_counts(split: str, raw: dict[str, Any], lines: np.ndarray) -> N
     both = np.intersect1d(lines, dlines)
     if len(both):
         raise fail(f"line {both[0]} is both stored in a shard and listed as dropped")
-    _check_alignment_counts(raw.get("subword_alignment"), {s["file"] for s in raw.get("shards", [])}, fail)
+    _check_alignment_counts(raw.get("subword_alignment"), {s["file"]: s.get("pairs") for s in raw.get("shards", [])},
+                            fail)
 
 
-def _check_alignment_counts(counts: Any, files: set[str], fail) -> None:
-    """``subword_alignment`` (when present): counts for listed shards only, and a total that is their sum."""
+def _check_alignment_counts(counts: Any, files: dict[str, Any], fail) -> None:
+    """``subword_alignment`` (when present): counts for listed shards only, each shard's split counts
+    consistent with each other and with its pairs, and a total that is their sum.
+
+    The split counts cannot be recounted from a shard: a split piece's parts are stored as pieces of
+    their own, with the ids and word indices a piece the segmenter gave whole would have (``),`` split
+    gives ``,``, the same id as the ``,`` of ``word,``). What holds whatever the data:
+    ``lines_with_split <= pieces_split <= parts_added`` (every split adds >= 1 part, every line
+    with a split has >= 1), ``lines_with_split <= pairs``, and no split piece without a line holding it.
+    """
     if counts is None:
         return
     if not isinstance(counts, dict) or not isinstance(counts.get("shards"), dict) \
@@ -644,6 +654,13 @@ def _check_alignment_counts(counts: Any, files: set[str], fail) -> None:
             raise fail(f"subword_alignment counts shard {file!r}, which the split does not list")
         if not isinstance(c, dict) or not all(isinstance(v, int) and v >= 0 for v in c.values()):
             raise fail(f"subword_alignment counts of {file} must be integers >= 0")
+        lines, split, parts = c.get("lines_with_split", 0), c.get("pieces_split", 0), c.get("parts_added", 0)
+        pairs = files[file]
+        if not lines <= split <= parts or (split > 0) != (lines > 0) \
+                or (isinstance(pairs, int) and lines > pairs):
+            raise fail(f"subword_alignment counts of {file} are inconsistent: lines_with_split {lines}, "
+                       f"pieces_split {split}, parts_added {parts} (need lines_with_split <= pieces_split <= "
+                       f"parts_added, a split piece only in a line with a split, and at most {pairs} lines)")
         total.update(c)
     if {k: v for k, v in counts["total"].items() if v} != {k: v for k, v in total.items() if v}:
         raise fail(f"subword_alignment total {counts['total']} is not the sum of its shards' counts")

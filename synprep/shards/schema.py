@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from synprep.subword import DEFAULT_SCHEME
+
 #: the ragged axes, in the order their ``/offsets/AXIS`` datasets are written
 AXES = ("src", "tgt", "word", "gap", "sent", "ldd")
 
@@ -60,7 +62,7 @@ OPTIONAL_ATTRS = ("deprel_labels", "upos_labels")
 #: root attributes added after version 1 was fixed, with the value that a shard without one means:
 #: the writer always writes them, readers fill them in (an old reader ignores them, and reads the
 #: shard right: they add information, they change no dataset)
-DEFAULTED_ATTRS = {"subword": "bpe"}
+DEFAULTED_ATTRS = {"subword": DEFAULT_SCHEME}
 #: root attributes the writer sets itself
 WRITER_ATTRS = ("format", "format_version", "n_pairs")
 #: root attributes stored as text: the caller's (the writer checks their type); the writer adds ``format``

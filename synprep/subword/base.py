@@ -35,6 +35,11 @@ class SubwordScheme(ABC):
         model_name: the model's file name inside a pipeline's output folder.
         model_option: the option that gives a model (``--codes``, ``--spm-model``, …).
         size_option: the option that sizes a learned model, or None when the scheme cannot learn.
+        bpe_markers: True when the stored pieces are subword-nmt's: Moses-tokenized, escaped words
+            cut into pieces that end in ``@@`` when their word goes on, so removing ``@@ `` and
+            undoing the escapes gives the words back (what ``translate --remove-bpe/--detok`` and
+            the parquet/hf export's word rebuilding assume). False: the words are found by
+            character offsets, and the pieces carry no such marker.
 
     Args:
         path: the model file.
@@ -49,6 +54,7 @@ class SubwordScheme(ABC):
     model_name: ClassVar[str]
     model_option: ClassVar[str]
     size_option: ClassVar[str | None] = None
+    bpe_markers: ClassVar[bool] = False
 
     def __init__(self, path: PathLike):
         self.path = str(path)

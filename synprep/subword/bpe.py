@@ -22,6 +22,7 @@ class BpeScheme(SubwordScheme):
     model_name = "code"
     model_option = "--codes"
     size_option = "--merges"
+    bpe_markers = True
 
     def __init__(self, path: PathLike):
         super().__init__(path)
