@@ -17,6 +17,7 @@ the model would see, not a re-derivation.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import logging
 import os
@@ -414,11 +415,40 @@ def needs_cjk(texts: Iterable[str]) -> bool:
 
 
 def cjk_font() -> str | None:
-    """The first of :data:`CJK_FONTS` matplotlib knows, or None."""
+    """The first of :data:`CJK_FONTS` matplotlib knows, or None.
+
+    matplotlib lists the system's fonts once and caches the list (``~/.cache/matplotlib``): a font
+    installed after that (``apt-get install fonts-noto-cjk`` after a first plot) is not in it. So
+    when none is known, the system's font files are looked at once and the CJK ones added
+    (``fontManager.addfont``) before giving up.
+    """
     from matplotlib import font_manager
 
     known = {f.name for f in font_manager.fontManager.ttflist}
-    return next((name for name in CJK_FONTS if name in known), None)
+    found = next((name for name in CJK_FONTS if name in known), None)
+    if found is None and _add_system_cjk_fonts():
+        known = {f.name for f in font_manager.fontManager.ttflist}
+        found = next((name for name in CJK_FONTS if name in known), None)
+    return found
+
+
+@functools.lru_cache(maxsize=1)
+def _add_system_cjk_fonts() -> bool:
+    """Add the system's CJK font files (by file name) that matplotlib's cached list lacks; True if any."""
+    from matplotlib import font_manager
+
+    listed = {f.fname for f in font_manager.fontManager.ttflist}
+    keys = [re.sub(r"[^a-z]", "", name.lower()) for name in CJK_FONTS] + ["cjk"]
+    added = False
+    for path in font_manager.findSystemFonts():
+        stem = re.sub(r"[^a-z]", "", Path(path).stem.lower())
+        if path not in listed and any(k in stem for k in keys):
+            try:
+                font_manager.fontManager.addfont(path)
+                added = True
+            except (OSError, RuntimeError, ValueError):  # an unreadable font file: skip it
+                continue
+    return added
 
 
 @contextlib.contextmanager
