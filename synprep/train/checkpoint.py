@@ -11,7 +11,8 @@ A checkpoint is one ``torch.save`` dict (written atomically: temp file + rename)
 It holds only tensors and plain Python data, so it is loaded with ``torch.load(weights_only=True)``:
 a pickle that names any other object (a crafted ``checkpoint_best.pt`` calling ``os.system``) is
 refused before anything runs (issue 10 item 4). :func:`validate_checkpoint` then checks the keys,
-the config (typed and size-bounded, :func:`synprep.train.config.config_from_dict`), the vocabulary
+the config (typed and size-bounded with its vocabulary: :func:`synprep.train.config.config_from_dict`,
+:func:`~synprep.train.config.check_model_size`), the vocabulary
 and every tensor's shape against the model that config describes — built on the ``meta`` device,
 which allocates nothing — before a real model is built.
 
@@ -154,7 +155,7 @@ def validate_checkpoint(ck: dict[str, Any], path: str | os.PathLike, resume: boo
         InputError: ``PATH: REASON`` naming the first missing key, wrong type or shape.
     """
     from synprep.errors import ConfigError
-    from synprep.train.config import config_from_dict
+    from synprep.train.config import check_model_size, config_from_dict
     from synprep.train.model import Seq2Seq
 
     where = str(path)
@@ -172,6 +173,7 @@ def validate_checkpoint(ck: dict[str, Any], path: str | os.PathLike, resume: boo
                          f"(got {len(symbols)} entries)", where)
     try:
         cfg = config_from_dict(ck["config"], f"{where}: config")
+        check_model_size(cfg, len(symbols), f"{where}: config")
     except ConfigError as e:
         raise InputError(str(e).removeprefix(f"{where}: "), where) from None
     with torch.device("meta"):

@@ -3,7 +3,7 @@
 A configuration is a flat JSON object whose keys are the fields of :class:`TrainConfig`; it is
 saved beside every checkpoint (``OUT/config.json``) and inside it. Keys starting with ``_`` are
 metadata (``_description``, ``_cite``, ``_alias``) and are skipped by the loader. Every value is
-type-checked and size-bounded on load (:data:`LIMITS`, :data:`MAX_PARAMS`), so a hostile config or
+type-checked and size-bounded on load (:data:`LIMITS`, :data:`MAX_MODEL_ELEMENTS`), so a hostile config or
 checkpoint is a one-line error, never a terabyte allocation. Presets ship as package data
 (``synprep/presets/NAME.json``, listed by :func:`preset_names`), each citing its source for every
 value that differs from the defaults: ``gated_iwslt14_de_en``, ``vanilla_iwslt14_de_en``,
@@ -294,22 +294,29 @@ FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
 # --------------------------------------------------------------------------------------------
 # loading: types, bounds, presets (issue 10 item 7, issue 13)
 # --------------------------------------------------------------------------------------------
+#: longest sequence a model may take (pieces + ``</s>``); its sinusoidal position table,
+#: ``(max_positions + 2) × d_model``, is computed, not stored in a checkpoint, so this bound (not the
+#: checkpoint's size) limits it: 16386 × 256 float32 = 16 MB (fairseq's default is 1024)
+MAX_POSITIONS = 1 << 14
 #: inclusive (low, high) bounds of numeric fields; None = unbounded on that side. The upper bounds
 #: are far above any real setup and keep a hostile config from allocating terabytes.
 LIMITS: dict[str, tuple[float | None, float | None]] = {
     "d_model": (1, 16384), "ffn_dim": (1, 65536), "heads": (1, 256), "encoder_layers": (1, 128),
-    "decoder_layers": (1, 128), "max_positions": (1, 1 << 20), "gate_hidden": (1, 16384),
+    "decoder_layers": (1, 128), "max_positions": (1, MAX_POSITIONS), "gate_hidden": (1, 16384),
     "gate_freeze_epochs": (0, 1 << 20), "max_tokens": (1, 1 << 24), "update_freq": (1, 4096),
     "max_epochs": (0, 1 << 30), "max_steps": (0, 1 << 40), "seed": (0, 2**32 - 1), "warmup_updates": (0, 1 << 40),
     "num_workers": (0, 1024), "threads": (0, 4096), "log_interval": (1, 1 << 40),
     "save_interval_updates": (0, 1 << 40), "keep_last_epochs": (0, 1 << 20), "beam": (1, 1024),
     "max_len_b": (0, 1 << 20), "max_len_a": (0.0, 1024.0), "lr": (0.0, None), "warmup_init_lr": (0.0, None),
     "adam_eps": (0.0, None), "weight_decay": (0.0, None), "clip_norm": (0.0, None),
-    "sla_threshold": (0, 1 << 16), "set_max_path": (0, 1 << 16), "set_rel_dim": (1, 16384),
+    "sla_threshold": (0, 1 << 16), "set_max_path": (0, 64), "set_rel_dim": (1, 16384),
     "set_max_depth": (1, 1 << 16),
 }
-#: largest model a config may describe (estimated parameters without embeddings: 8 GB in float32)
-MAX_PARAMS = 2_000_000_000
+#: largest model a config and its vocabulary may describe, in elements: everything the model allocates
+#: (embeddings, the sinusoidal position table, every layer's parameters and buffers; see
+#: :func:`model_elements`). 2^29 float32 elements = 2 GiB of weights: a transformer-big-sized model
+#: (d 1024, ffn 4096, 16 heads, 6+6 layers, 40k vocabulary, separate embeddings, gated) has 261 M, 0.49 of it.
+MAX_MODEL_ELEMENTS = 1 << 29
 #: list fields may hold at most this many entries
 MAX_LIST = 4096
 _HINTS = typing.get_type_hints(TrainConfig)
@@ -364,12 +371,50 @@ def check_types(data: dict[str, Any], where: str = "config") -> None:
                 raise ConfigError(f"{where}: {name} = {value} is above the limit {hi}")
 
 
-def estimated_params(cfg: TrainConfig) -> int:
-    """Parameters of the encoder and decoder stacks, embeddings left out (an upper-bound check)."""
-    d, f = cfg.d_model, cfg.ffn_dim
-    enc = cfg.encoder_layers * (4 * d * d + 2 * d * f + cfg.heads * cfg.gate_hidden * d)
-    dec = cfg.decoder_layers * (8 * d * d + 2 * d * f)
-    return enc + dec
+def model_elements(cfg: TrainConfig, vocab_size: int) -> int:
+    """Elements (float parameters and buffers) of ``Seq2Seq(cfg, vocab_size)``, from the config alone.
+
+    Mirrors :class:`synprep.train.model.Seq2Seq` term by term: the embeddings (one matrix or two),
+    the ``(max_positions + 2) × d_model`` position table (a buffer, not in checkpoints), every
+    encoder layer (attention, FFN, two LayerNorms; a learned gate network with its BatchNorm
+    statistics in syntactic layers), every decoder layer, the final LayerNorms (pre-norm), and each
+    syntax source's parameters (:meth:`~synprep.train.sources.base.SyntaxSource.n_elements`).
+    tests/test_presets.py checks it against ``sum(numel)`` of real models.
+    """
+    d, f, H = cfg.d_model, cfg.ffn_dim, cfg.heads
+    norm = 2 * d
+    attn = 4 * (d * d + d)
+    ffn = d * f + f + f * d + d
+    n = vocab_size * d * (1 if cfg.share_embeddings else 2) + (cfg.max_positions + 2) * d
+    rows = cfg.head_sources()
+    if cfg.gate_value is None:  # one gate network per syntactic layer
+        gh = cfg.gate_hidden
+        gate = d * gh + gh + 2 * gh + gh * H + H + (4 * H + 1 if cfg.gate_batch_norm else 0)
+        n += len(rows) * gate
+    n += cfg.encoder_layers * (attn + 2 * norm + ffn)
+    n += cfg.decoder_layers * (2 * attn + 3 * norm + ffn)
+    if cfg.normalize_before:
+        n += 2 * norm
+    for name in sorted({s for row in rows.values() for s in row if s is not None}):
+        placement = {layer: [h for h, s in enumerate(row) if s == name] for layer, row in rows.items() if name in row}
+        n += source_class(name).n_elements(cfg, placement)
+    return n
+
+
+def check_model_size(cfg: TrainConfig, vocab_size: int | None, where: str = "config") -> None:
+    """Refuse a model above :data:`MAX_MODEL_ELEMENTS` before anything is allocated.
+
+    Args:
+        vocab_size: the vocabulary the model is built for; None = not known yet (embeddings left out).
+
+    Raises:
+        ConfigError: ``WHERE: the model would have N elements … (limit …)``.
+    """
+    n = model_elements(cfg, vocab_size or 0)
+    if n > MAX_MODEL_ELEMENTS:
+        what = "without its embeddings" if vocab_size is None else f"with a vocabulary of {vocab_size}"
+        raise ConfigError(f"{where}: the model would have {n:,} elements {what} (limit {MAX_MODEL_ELEMENTS:,}): "
+                          "d_model, ffn_dim, the layer counts, max_positions or the vocabulary are too large")
 
 
 def config_from_dict(data: dict[str, Any], where: str = "config") -> TrainConfig:
@@ -393,10 +438,7 @@ def config_from_dict(data: dict[str, Any], where: str = "config") -> TrainConfig
         raise ConfigError(f"{where}: {e}") from None
     except (TypeError, ValueError) as e:  # pragma: no cover - a field check() does not know
         raise ConfigError(f"{where}: {e}") from None
-    n = estimated_params(cfg)
-    if n > MAX_PARAMS:
-        raise ConfigError(f"{where}: the model would have ~{n:.3g} parameters (limit {MAX_PARAMS:.3g}): "
-                          f"d_model, ffn_dim or the layer counts are too large")
+    check_model_size(cfg, None, where)
     return cfg
 
 

@@ -17,7 +17,7 @@ from torch import nn
 
 from synprep.constants import PAD_ID
 from synprep.train.attention import MultiheadAttention, SyntacticSelfAttention
-from synprep.train.config import TrainConfig
+from synprep.train.config import TrainConfig, check_model_size
 from synprep.train.data import Batch
 from synprep.train.gate import GateNetwork
 from synprep.train.masks import padding_bias
@@ -146,9 +146,13 @@ class Seq2Seq(nn.Module):
     Args:
         cfg: the configuration (architecture and syntax variant).
         vocab_size: V, size of the joint dictionary (``dict.txt`` + fairseq's 4 specials).
+
+    Raises:
+        ConfigError: the model would be above :data:`~synprep.train.config.MAX_MODEL_ELEMENTS`.
     """
 
     def __init__(self, cfg: TrainConfig, vocab_size: int):
+        check_model_size(cfg, vocab_size, "model")  # before any allocation (a hostile config or dict.txt)
         super().__init__()
         self.cfg = cfg
         d = cfg.d_model

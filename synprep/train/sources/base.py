@@ -135,6 +135,17 @@ class SyntaxSource(nn.Module):
         """Trainable parameters of one layer's heads of this source, or None."""
         return None
 
+    @classmethod
+    def n_elements(cls, cfg: TrainConfig, placement: dict[int, list[int]]) -> int:
+        """Elements (parameters and buffers) the source allocates in a model: its model-wide
+        parameters and its :meth:`layer_module` of every layer in ``placement`` (``{layer: heads}``).
+
+        Computed from the config alone, before anything is built
+        (:func:`synprep.train.config.model_elements`); a source with parameters must override it
+        (tests/test_presets.py compares it with real models of every source).
+        """
+        return 0
+
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, heads: list[int], prepared: Any,
                ctx: AttendContext) -> torch.Tensor:
         """``A_syn V`` of ``heads``.

@@ -111,6 +111,11 @@ class LISA(SyntaxSource):
             return None
         return Bilinear(len(heads), self.cfg.d_model // self.cfg.heads)
 
+    @classmethod
+    def n_elements(cls, cfg, placement) -> int:
+        dh = cfg.d_model // cfg.heads
+        return sum(len(h) * dh * dh for h in placement.values()) if cfg.lisa_variant == "sisa" else 0
+
     def attend(self, q, k, v, heads, prepared, ctx: AttendContext) -> torch.Tensor:
         if isinstance(ctx.module, Bilinear):
             s = torch.matmul(torch.matmul(q, ctx.module.u.to(q.dtype)), k.transpose(-1, -2))

@@ -76,8 +76,11 @@ def path_ids(max_path: int) -> dict[tuple[int, int], int]:
 
 
 def n_relations(max_path: int) -> int:
-    """Size of the relation vocabulary (ids ``0 … n − 1``)."""
-    return LABEL0 + 2 * len(DEPRELS) + len(path_ids(max_path))
+    """Size of the relation vocabulary (ids ``0 … n − 1``): ``len(path_ids(max_path))`` in closed
+    form (path lengths n = 2 … max_path have n + 1 positions each), so a hostile ``set_max_path``
+    costs nothing to size."""
+    n_paths = (max_path + 1) * (max_path + 2) // 2 - 3 if max_path >= 2 else 0
+    return LABEL0 + 2 * len(DEPRELS) + n_paths
 
 
 def set_relations(heads: np.ndarray, deprel: np.ndarray, max_path: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -187,6 +190,13 @@ class SET(SyntaxSource):
 
     def layer_module(self, layer: int, heads: list[int]) -> nn.Module:
         return SETLayer(len(heads), self.cfg.d_model, self.cfg.set_rel_dim)
+
+    @classmethod
+    def n_elements(cls, cfg, placement) -> int:
+        d, r = cfg.d_model, cfg.set_rel_dim
+        per_head = r + d * r + r * r + r  # SETLayer: v_r, w_ge, w_gr, v_g
+        return (n_relations(cfg.set_max_path) * r + (cfg.set_max_depth + 1) * d
+                + sum(len(h) * per_head for h in placement.values()))
 
     def attend(self, q, k, v, heads, prepared, ctx: AttendContext) -> torch.Tensor:
         m = ctx.module
