@@ -18,7 +18,8 @@ Inputs:
   shape, values), attributes deleted or changed, manifest.json values replaced or removed;
 * hostile shards (issue 10) read as ``train``/``show``/``check`` read them: shapes declaring up to
   2^34 entries in a file of a few KB, ``n_pairs`` out of range, damaged attribute metadata, gzip
-  chunks that do not decode, offsets out of range, datasets of non-numeric dtypes, flipped bits —
+  chunks that do not decode, offsets out of range, datasets of non-numeric dtypes, flipped bits,
+  a ``vocab_path`` outside the folder (with the manifest's vocabulary dropped or not) —
   with the manifest re-sealed (so only the declared shapes give the shard away) or not.
 """
 
@@ -472,7 +473,7 @@ def damage_gzip_chunk(shard: Path, dataset: str, at: float = 0.5) -> None:
 def hostile_shard(shard: Path, data: st.DataObject) -> str:
     """One hostile change to a valid shard, drawn by hypothesis; returns its kind."""
     kind = data.draw(st.sampled_from(["declare", "declare_field", "n_pairs", "attr_meta", "gzip", "offsets",
-                                      "dtype", "flip"]), label="hostile")
+                                      "dtype", "flip", "vocab_path"]), label="hostile")
     if kind == "declare":
         declare_huge(shard, data.draw(st.sampled_from([1 << 20, 1 << 24, 1 << 28, (1 << 31) - 1]), label="n"))
     elif kind == "declare_field":
@@ -499,6 +500,10 @@ def hostile_shard(shard: Path, data: st.DataObject) -> str:
             o = f[f"offsets/{axis}"]
             i = data.draw(st.integers(0, len(o) - 1), label="i")
             o[i] = data.draw(st.sampled_from([-1, 0, 1, 1 << 40, -(1 << 62)]), label="value")
+    elif kind == "vocab_path":  # a vocabulary outside the folder (check_hostile_folder may drop the manifest's)
+        with h5py.File(shard, "r+") as f:
+            f.attrs["vocab_path"] = data.draw(st.sampled_from(["../dict.txt", "/etc/passwd", "", "a/../../dict.txt",
+                                                               "dict.txt\x00x"]), label="vocab_path")
     elif kind == "dtype":
         with h5py.File(shard, "r+") as f:
             name = data.draw(st.sampled_from(["line", "offsets/src", "src_ids"]), label="dataset")
@@ -549,6 +554,10 @@ def check_hostile_folder(base: Path, work: Path, data: st.DataObject) -> str:
         kind = hostile_shard(shard, data)
     except (OSError, RuntimeError, KeyError, ValueError, TypeError):  # h5py could not make this change
         return "none"
+    if kind == "vocab_path" and data.draw(st.booleans(), label="manifest_vocab_null"):
+        m = json.loads((work / "manifest.json").read_text())
+        m["vocab"] = None
+        (work / "manifest.json").write_text(json.dumps(m))
     if data.draw(st.booleans(), label="reseal"):
         reseal(work)
     read_everything(work)

@@ -146,14 +146,49 @@ def test_offsets_are_checked_against_dataset_lengths(folder):
         open_split(folder, "valid")
 
 
-def test_a_shard_vocab_path_outside_the_folder_is_refused(folder):
-    shard = folder / "valid.00000.h5"
-    with h5py.File(shard, "r+") as f:
-        f.attrs["vocab_path"] = "../../etc/passwd"
+@pytest.mark.parametrize("manifest_vocab", [True, False])
+@pytest.mark.parametrize("where", ["../outside/dict.txt", "/ABS/outside/dict.txt"])
+def test_a_shard_vocab_path_outside_the_folder_is_refused(folder, manifest_vocab, where):
+    """Every reader and ``check`` refuse a shard naming a vocabulary outside its folder, also when the
+    manifest names none (``"vocab": null``, which used to skip the comparison): a real vocabulary
+    waits there, so following the path would succeed."""
+    import json
+
+    from synprep.show import load_pair
+    from synprep.shards import ShardReader
+    from synprep.shards.check import check_shard
+    from synprep.train.data import ShardDataset, load_symbols
+
+    outside = folder.parent / "outside"
+    outside.mkdir()
+    shutil.copy(folder / "dict.txt", outside / "dict.txt")
+    where = where.replace("/ABS", str(folder.parent))
+    for shard in sorted(folder.glob("valid.*.h5")):
+        with h5py.File(shard, "r+") as f:
+            f.attrs["vocab_path"] = where
+    if not manifest_vocab:
+        m = json.loads((folder / "manifest.json").read_text())
+        m["vocab"] = None
+        (folder / "manifest.json").write_text(json.dumps(m))
     reseal(folder)
-    with pytest.raises(InputError, match="vocab_path attribute '../../etc/passwd' is not manifest.json's"):
-        open_split(folder, "valid")
-    assert not check_dir(folder).ok
+    shard = folder / "valid.00000.h5"
+    message = f"vocab_path attribute {where!r} is not a file name inside the shard's folder"
+    for read in (lambda: ShardReader(shard), lambda: open_split(folder, "valid"),
+                 lambda: open_split(folder, "valid", verify=False), lambda: ShardDataset(folder, "valid"),
+                 lambda: load_pair(folder, "valid", index=0)):
+        with pytest.raises(InputError, match=message.replace("(", r"\(")) as e:
+            read()
+        assert e.value.path == str(shard)
+    with pytest.raises(InputError, match="not a file name inside"):  # the trainer's own vocabulary reader
+        load_symbols(folder, {"vocab_path": where})
+    violation, _, _ = check_shard(shard)
+    assert violation is not None and message in violation.what
+    report = check_dir(folder)
+    assert not report.ok
+    if manifest_vocab:  # without one, check stops at the manifest ("vocab entry … is missing")
+        assert report.violation is not None and message in report.violation.what
+    proc, _ = run_measured("show", str(folder), "--split", "valid", "--index", "0")
+    one_line(proc, 2, "valid.00000.h5", "is not a file name inside")
 
 
 def test_verification_hashes_each_shard_once_per_process(folder, monkeypatch):

@@ -41,6 +41,7 @@ from synprep.shards.schema import (
     JSON_ATTRS,
     LINE,
     OFFSETS_GROUP,
+    inside_name,
     parse_shard_name,
 )
 from synprep.types import PairRecord
@@ -135,6 +136,9 @@ def read_attrs(f: h5py.File, name: str) -> dict[str, Any]:
     Raises:
         ShardFormatError: ``format`` is not ``synprep-shard`` or ``format_version`` is not one this
             reader knows (the message names both), or a JSON attribute does not parse.
+        InputError: ``vocab_path`` is not a file name inside the shard's folder (``../x``, an
+            absolute path): refused here, so no reader (``train``'s ``load_symbols``, ``show``) and
+            not ``check`` follows it, whether or not the manifest names a vocabulary.
     """
     attrs = {k: _decode_attr(v) for k, v in f.attrs.items()}
     fmt, version = attrs.get("format"), attrs.get("format_version")
@@ -143,6 +147,9 @@ def read_attrs(f: h5py.File, name: str) -> dict[str, Any]:
     if version != SHARD_FORMAT_VERSION:
         raise ShardFormatError(f"shard format_version {version!r} is not supported: this synprep reads "
                                f"version {SHARD_FORMAT_VERSION} (docs/FORMAT.md)", name)
+    if "vocab_path" in attrs and not inside_name(attrs["vocab_path"]):  # whatever the manifest says
+        raise InputError(f"vocab_path attribute {attrs['vocab_path']!r} is not a file name inside the shard's "
+                         "folder", name)
     for key, default in DEFAULTED_ATTRS.items():
         attrs.setdefault(key, default)  # a shard written before the attribute existed
     for key in JSON_ATTRS:

@@ -205,11 +205,18 @@ def load_symbols(shards_dir: str | Path, attrs: dict) -> list[str]:
     """The vocabulary (id → piece) a split's shards were written with, checked against its sha256.
 
     Raises:
-        InputError: ``dict.txt`` missing or not the one the shards name (sha256 differs).
+        InputError: ``dict.txt`` missing or not the one the shards name (sha256 differs); a
+            ``vocab_path`` outside the folder.
     """
     from synprep.vocab import Vocab
 
-    path = Path(shards_dir) / attrs.get("vocab_path", VOCAB_NAME)
+    from synprep.shards.schema import inside_name
+
+    name = attrs.get("vocab_path", VOCAB_NAME)
+    if not inside_name(name):  # the readers refuse such a shard already; this reader never follows one
+        raise InputError(f"vocab_path attribute {name!r} is not a file name inside the shards' folder",
+                         str(shards_dir))
+    path = Path(shards_dir) / name
     vocab = Vocab.load(path)
     want = attrs.get("vocab_sha256")
     if want and vocab.sha256 != want:
