@@ -154,9 +154,9 @@ def test_a_shard_vocab_path_outside_the_folder_is_refused(folder, manifest_vocab
     waits there, so following the path would succeed."""
     import json
 
-    from synprep.show import load_pair
     from synprep.shards import ShardReader
     from synprep.shards.check import check_shard
+    from synprep.show import load_pair
     from synprep.train.data import ShardDataset, load_symbols
 
     outside = folder.parent / "outside"

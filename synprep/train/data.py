@@ -208,9 +208,8 @@ def load_symbols(shards_dir: str | Path, attrs: dict) -> list[str]:
         InputError: ``dict.txt`` missing or not the one the shards name (sha256 differs); a
             ``vocab_path`` outside the folder.
     """
-    from synprep.vocab import Vocab
-
     from synprep.shards.schema import inside_name
+    from synprep.vocab import Vocab
 
     name = attrs.get("vocab_path", VOCAB_NAME)
     if not inside_name(name):  # the readers refuse such a shard already; this reader never follows one
