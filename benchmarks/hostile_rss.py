@@ -1,13 +1,18 @@
 """Peak memory of ``synprep show``, ``check`` and ``train`` on a hostile shard (issue 10, item 6),
 and of ``load_model`` (what ``translate`` runs) on a checkpoint whose config was edited (item 7).
 
-    python benchmarks/hostile_rss.py [--cases shards,checkpoint]
+    python benchmarks/hostile_rss.py [--cases shards,bomb,checkpoint]
 
 A valid synthetic folder whose first shard is made to declare 2^28 (then 2^22) pairs: ``/line`` and
 every ``/offsets/AXIS`` resized without writing data (a file of ~17 KB), the manifest re-sealed so
 only the declared shapes give it away (tests/fuzz_strategies.py:declare_huge). Each command runs in
 its own child; prints, per command, the exit status, the child's peak RSS (MB, ``ru_maxrss`` of
-``RUSAGE_CHILDREN``) and its last stderr line, as JSON.
+``RUSAGE_CHILDREN``) and its error line (else its last stderr line), as JSON.
+
+Bomb case (item 3 of the issue's follow-up): the first shard's ``/sent_start`` replaced by real gzip
+chunks of zeros (~1000:1, tests/fuzz_strategies.py:deflate_bomb), the layout kept consistent and the
+manifest re-sealed, declaring 16 MiB more than ``MAX_SHARD_BYTES`` (refused), then 8 MiB less (read
+whole: the most a shard can cost).
 
 Checkpoint case: a real checkpoint of a d_model = 256 model (vocabulary 1000, one layer each side),
 then copies whose ``config.max_positions`` alone is edited (the sinusoidal position table is not
@@ -28,13 +33,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fuzz_strategies import declare_huge, reseal  # noqa: E402
+from fuzz_strategies import declare_huge, deflate_bomb, reseal  # noqa: E402
 
 from synprep.shards.synthetic import write_folder  # noqa: E402
 
 MEASURE = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
            "print(json.dumps([p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, "
-           "(p.stderr.strip().splitlines() or [''])[0][:300]]))")
+           "next((x for x in p.stderr.splitlines() if x.startswith(('synprep: error', 'synprep check'))), "
+           "(p.stderr.strip().splitlines() or [''])[-1])[:300]]))")
 
 
 LOAD = ("import sys; from synprep.errors import SynprepError; from synprep.train.decode import load_model\n"
@@ -88,9 +94,30 @@ def shards(tmp: str) -> dict:
     return out
 
 
+def bombs(tmp: str) -> dict:
+    from synprep.constants import MAX_SHARD_BYTES
+
+    out = {}
+    for label, n in (("16 MiB above", MAX_SHARD_BYTES + (16 << 20)), ("8 MiB below", MAX_SHARD_BYTES - (8 << 20))):
+        base = Path(tmp) / f"bomb{n}"
+        write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=4)
+        deflate_bomb(base / "train.00000.h5", n)
+        reseal(base)
+        size = (base / "train.00000.h5").stat().st_size
+        for name, args in (("show", ["show", str(base), "--split", "train", "--index", "0"]),
+                           ("check", ["check", str(base)]),
+                           ("train", ["train", "--shards", str(base), "--preset", "tiny", "--out",
+                                      str(Path(tmp) / f"run{n}"), "--max-steps", "1"])):
+            status, peak, line = _measure([sys.executable, "-m", "synprep", *args])
+            out[f"{name}, deflate bomb {label} MAX_SHARD_BYTES ({n} values), {size} B shard"] = {
+                "exit": status, "peak_rss_mb": peak, "message": line}
+        shutil.rmtree(base)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cases", default="shards,checkpoint", help="comma-separated subset of shards,checkpoint")
+    ap.add_argument("--cases", default="shards,bomb,checkpoint", help="comma-separated subset of shards,bomb,checkpoint")
     cases = ap.parse_args().cases.split(",")
     out = {}
     with tempfile.TemporaryDirectory(prefix="synprep-hostile-") as tmp:
@@ -98,6 +125,8 @@ def main() -> int:
             out.update(checkpoints(Path(tmp)))
         if "shards" in cases:
             out.update(shards(tmp))
+        if "bomb" in cases:
+            out.update(bombs(tmp))
     print(json.dumps(out, indent=2))
     return 0
 

@@ -19,7 +19,7 @@ import h5py
 import numpy as np
 import pytest
 from conftest import ROOT
-from fuzz_strategies import damage_attribute_metadata, damage_gzip_chunk, declare_huge, reseal
+from fuzz_strategies import damage_attribute_metadata, damage_gzip_chunk, declare_huge, deflate_bomb, reseal
 
 from synprep.errors import InputError
 from synprep.shards import SplitReader, check_dir, open_split
@@ -106,6 +106,52 @@ def test_declared_sizes_are_checked_before_reading(folder, n_pairs):
         proc, peak = run_measured(*args)
         one_line(proc, status, "train.00000.h5")
         assert peak < PEAK_LIMIT_MB, f"synprep {args[0]} peaked at {peak:.0f} MB"
+
+
+def test_a_deflate_bomb_is_refused_before_reading(folder):
+    """Real gzip chunks of zeros (~1000:1) declaring 16 MiB more than MAX_SHARD_BYTES: within what
+    the file size allows (MAX_EXPANSION), consistent offsets, re-sealed manifest; only the absolute
+    cap refuses it. Before, ``show`` read it whole and ``check`` widened it to int64 (GBs)."""
+    from synprep.constants import MAX_SHARD_BYTES
+    from synprep.shards.reader import EXPANSION_SLACK, MAX_EXPANSION, declared_bytes
+
+    shard = folder / "train.00000.h5"
+    deflate_bomb(shard, MAX_SHARD_BYTES + (16 << 20))
+    reseal(folder)
+    with h5py.File(shard, "r") as f:
+        declared = declared_bytes(f)
+    assert MAX_SHARD_BYTES < declared < MAX_EXPANSION * shard.stat().st_size + EXPANSION_SLACK
+    assert shard.stat().st_size < 300_000
+    message = f"declares {declared} bytes of data, more than a shard may hold (MAX_SHARD_BYTES = {MAX_SHARD_BYTES}"
+    with pytest.raises(InputError, match=message.replace("(", r"\(")) as e:
+        open_split(folder, "train", verify=False)
+    assert e.value.path == str(shard)
+    for args, status in ((("show", str(folder), "--split", "train", "--index", "0"), 2),
+                         (("check", str(folder)), 1),
+                         (("train", "--shards", str(folder), "--preset", "tiny", "--out", str(folder.parent / "run"),
+                           "--max-steps", "1"), 2)):
+        proc, peak = run_measured(*args)
+        one_line(proc, status, "train.00000.h5", "more than a shard may hold")
+        assert peak < PEAK_LIMIT_MB, f"synprep {args[0]} peaked at {peak:.0f} MB"
+
+
+def test_the_writer_refuses_a_shard_above_the_cap(tmp_path, monkeypatch):
+    """What a reader would refuse is never written: a one-line ConfigError naming the shard, nothing on disk."""
+    import synprep.shards.writer as writer
+    from synprep.errors import ConfigError
+
+    write_folder(tmp_path / "ok", {"train": 4}, shard_size=4, seed=1, words=6, tgt_len=5)
+    with h5py.File(tmp_path / "ok" / "train.00000.h5", "r") as f:
+        from synprep.shards.reader import declared_bytes
+
+        size = declared_bytes(f)
+    monkeypatch.setattr(writer, "MAX_SHARD_BYTES", size - 1)
+    with pytest.raises(ConfigError, match=rf"train.00000.h5: 4 pairs make {size} bytes of data, more than a shard "
+                                          rf"may hold \(MAX_SHARD_BYTES = {size - 1}\): use a smaller --shard-size"):
+        write_folder(tmp_path / "big", {"train": 4}, shard_size=4, seed=1, words=6, tgt_len=5)
+    assert not list((tmp_path / "big").glob("*.h5")) and not list((tmp_path / "big").glob(".*tmp"))
+    monkeypatch.setattr(writer, "MAX_SHARD_BYTES", size)
+    write_folder(tmp_path / "fits", {"train": 4}, shard_size=4, seed=1, words=6, tgt_len=5)
 
 
 def test_damaged_attribute_metadata_is_one_line(folder):
