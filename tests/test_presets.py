@@ -117,6 +117,9 @@ def test_config_files_may_carry_metadata_keys(tmp_path):
       "ffn_dim": 8}, "elements without its embeddings (limit"),  # the position table alone: 2^27 elements
     ({"syntax": "pure", "syntax_source": "set", "set_max_path": 1 << 16}, "set_max_path = 65536 is above"),
     ({"syntax": ["gated"]}, "syntax must be str"),
+    # resolved before validate() ran: an IndexError traceback (found by benchmarks/fuzz.py)
+    ({"syntax_heads": [4]}, "syntax_heads must be distinct 0-based indices below 4, got [4]"),
+    ({"syntax_layers": [6], "syntax_heads": [0]}, "syntax_layers must be distinct 0-based indices below 6"),
 ])
 def test_hostile_configs_are_one_line_errors(tmp_path, data, message):
     with pytest.raises(ConfigError) as e:
