@@ -138,11 +138,12 @@ def _config_values():
 
 
 def check_config(data) -> None:
-    """Property: a ConfigError, or a config within the bounds that builds on the meta device."""
+    """Property: a ConfigError, or a config within the bounds that builds on the meta device with
+    exactly the elements :func:`~synprep.train.config.model_elements` counts."""
     import torch
 
     from synprep.errors import ConfigError
-    from synprep.train.config import MAX_PARAMS, config_from_dict, estimated_params
+    from synprep.train.config import MAX_MODEL_ELEMENTS, config_from_dict, model_elements
     from synprep.train.model import Seq2Seq
 
     try:
@@ -150,9 +151,13 @@ def check_config(data) -> None:
     except ConfigError as e:
         assert "\n" not in str(e), str(e)
         return
-    assert estimated_params(cfg) <= MAX_PARAMS
+    assert model_elements(cfg, 0) <= MAX_MODEL_ELEMENTS  # embeddings are checked when the vocabulary is known
+    if model_elements(cfg, 16) > MAX_MODEL_ELEMENTS:
+        return
     with torch.device("meta"):
-        Seq2Seq(cfg, 16)
+        model = Seq2Seq(cfg, 16)
+    assert model_elements(cfg, 16) == sum(p.numel() for p in model.parameters()) + sum(
+        b.numel() for b in model.buffers())
 
 
 def _base_checkpoint() -> dict:

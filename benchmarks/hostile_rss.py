@@ -1,16 +1,27 @@
-"""Peak memory of ``synprep show``, ``check`` and ``train`` on a hostile shard (issue 10, item 6).
+"""Peak memory of ``synprep show``, ``check`` and ``train`` on a hostile shard (issue 10, item 6),
+and of ``load_model`` (what ``translate`` runs) on a checkpoint whose config was edited (item 7).
 
-    python benchmarks/hostile_rss.py
+    python benchmarks/hostile_rss.py [--cases shards,bomb,checkpoint]
 
 A valid synthetic folder whose first shard is made to declare 2^28 (then 2^22) pairs: ``/line`` and
 every ``/offsets/AXIS`` resized without writing data (a file of ~17 KB), the manifest re-sealed so
 only the declared shapes give it away (tests/fuzz_strategies.py:declare_huge). Each command runs in
 its own child; prints, per command, the exit status, the child's peak RSS (MB, ``ru_maxrss`` of
-``RUSAGE_CHILDREN``) and its last stderr line, as JSON.
+``RUSAGE_CHILDREN``) and its error line (else its last stderr line), as JSON.
+
+Bomb case (item 3 of the issue's follow-up): the first shard's ``/sent_start`` replaced by real gzip
+chunks of zeros (~1000:1, tests/fuzz_strategies.py:deflate_bomb), the layout kept consistent and the
+manifest re-sealed, declaring 16 MiB more than ``MAX_SHARD_BYTES`` (refused), then 8 MiB less (read
+whole: the most a shard can cost).
+
+Checkpoint case: a real checkpoint of a d_model = 256 model (vocabulary 1000, one layer each side),
+then copies whose ``config.max_positions`` alone is edited (the sinusoidal position table is not
+stored, so nothing else gives the edit away); ``load_model`` runs on each in its own child.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import subprocess
@@ -22,34 +33,100 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from fuzz_strategies import declare_huge, reseal  # noqa: E402
+from fuzz_strategies import declare_huge, deflate_bomb, reseal  # noqa: E402
 
 from synprep.shards.synthetic import write_folder  # noqa: E402
 
 MEASURE = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
            "print(json.dumps([p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, "
-           "(p.stderr.strip().splitlines() or [''])[0][:300]]))")
+           "next((x for x in p.stderr.splitlines() if x.startswith(('synprep: error', 'synprep check'))), "
+           "(p.stderr.strip().splitlines() or [''])[-1])[:300]]))")
+
+
+LOAD = ("import sys; from synprep.errors import SynprepError; from synprep.train.decode import load_model\n"
+        "try:\n    load_model(sys.argv[1])\nexcept SynprepError as e:\n    sys.exit(f'synprep: error: {e}')")
+
+
+def _measure(args: list[str]) -> tuple[int, int, str]:
+    """(exit status, peak RSS in MB, first stderr line) of ``args`` run in a child."""
+    r = subprocess.run([sys.executable, "-c", "import json; " + MEASURE, *args], capture_output=True, text=True,
+                       check=True)
+    status, peak, line = json.loads(r.stdout)
+    return status, peak, line
+
+
+def checkpoints(tmp: Path) -> dict:
+    from synprep.train.checkpoint import save_checkpoint
+    from synprep.train.config import load_preset, with_overrides
+    from synprep.train.model import Seq2Seq
+
+    cfg = with_overrides(load_preset("tiny"), {"d_model": 256, "ffn_dim": 256, "gate_hidden": 128,
+                                               "encoder_layers": 1, "decoder_layers": 1})
+    symbols = ["<s>", "<pad>", "</s>", "<unk>"] + [f"w{i}" for i in range(996)]
+    ck = {"config": cfg.to_dict(), "symbols": symbols, "signature": "hostile",
+          "model": Seq2Seq(cfg, len(symbols)).state_dict()}
+    out = {}
+    for n in (cfg.max_positions, 1 << 14, 1 << 16, 1 << 20):
+        path = tmp / f"checkpoint_p{n}.pt"
+        save_checkpoint(path, {**ck, "config": {**ck["config"], "max_positions": n}})
+        status, peak, line = _measure([sys.executable, "-c", LOAD, str(path)])
+        out[f"load_model, d_model 256, max_positions {n}, {path.stat().st_size} B checkpoint"] = {
+            "exit": status, "peak_rss_mb": peak, "message": line}
+    return out
+
+
+def shards(tmp: str) -> dict:
+    out = {}
+    for n in (1 << 28, 1 << 22):
+        base = Path(tmp) / f"n{n}"
+        write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=4)
+        declare_huge(base / "train.00000.h5", n)
+        reseal(base)
+        size = (base / "train.00000.h5").stat().st_size
+        for name, args in (("show", ["show", str(base), "--split", "train", "--index", "0"]),
+                           ("check", ["check", str(base)]),
+                           ("train", ["train", "--shards", str(base), "--preset", "tiny", "--out",
+                                      str(Path(tmp) / f"run{n}"), "--max-steps", "1"])):
+            status, peak, line = _measure([sys.executable, "-m", "synprep", *args])
+            out[f"{name}, n_pairs 2^{n.bit_length() - 1}, {size} B shard"] = {
+                "exit": status, "peak_rss_mb": peak, "message": line}
+        shutil.rmtree(base)
+    return out
+
+
+def bombs(tmp: str) -> dict:
+    from synprep.constants import MAX_SHARD_BYTES
+
+    out = {}
+    for label, n in (("16 MiB above", MAX_SHARD_BYTES + (16 << 20)), ("8 MiB below", MAX_SHARD_BYTES - (8 << 20))):
+        base = Path(tmp) / f"bomb{n}"
+        write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=4)
+        deflate_bomb(base / "train.00000.h5", n)
+        reseal(base)
+        size = (base / "train.00000.h5").stat().st_size
+        for name, args in (("show", ["show", str(base), "--split", "train", "--index", "0"]),
+                           ("check", ["check", str(base)]),
+                           ("train", ["train", "--shards", str(base), "--preset", "tiny", "--out",
+                                      str(Path(tmp) / f"run{n}"), "--max-steps", "1"])):
+            status, peak, line = _measure([sys.executable, "-m", "synprep", *args])
+            out[f"{name}, deflate bomb {label} MAX_SHARD_BYTES ({n} values), {size} B shard"] = {
+                "exit": status, "peak_rss_mb": peak, "message": line}
+        shutil.rmtree(base)
+    return out
 
 
 def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cases", default="shards,bomb,checkpoint", help="comma-separated subset of shards,bomb,checkpoint")
+    cases = ap.parse_args().cases.split(",")
     out = {}
     with tempfile.TemporaryDirectory(prefix="synprep-hostile-") as tmp:
-        for n in (1 << 28, 1 << 22):
-            base = Path(tmp) / f"n{n}"
-            write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=4)
-            declare_huge(base / "train.00000.h5", n)
-            reseal(base)
-            size = (base / "train.00000.h5").stat().st_size
-            for name, args in (("show", ["show", str(base), "--split", "train", "--index", "0"]),
-                               ("check", ["check", str(base)]),
-                               ("train", ["train", "--shards", str(base), "--preset", "tiny", "--out",
-                                          str(Path(tmp) / f"run{n}"), "--max-steps", "1"])):
-                r = subprocess.run([sys.executable, "-c", "import json; " + MEASURE, sys.executable, "-m", "synprep",
-                                    *args], capture_output=True, text=True, check=True)
-                status, peak, line = json.loads(r.stdout)
-                out[f"{name}, n_pairs 2^{n.bit_length() - 1}, {size} B shard"] = {
-                    "exit": status, "peak_rss_mb": peak, "message": line}
-            shutil.rmtree(base)
+        if "checkpoint" in cases:
+            out.update(checkpoints(Path(tmp)))
+        if "shards" in cases:
+            out.update(shards(tmp))
+        if "bomb" in cases:
+            out.update(bombs(tmp))
     print(json.dumps(out, indent=2))
     return 0
 

@@ -41,6 +41,13 @@ MOSES_ESCAPES = {
 
 #: the most pairs one shard may hold or declare (readers refuse more: a hostile shard; docs/shards.md)
 MAX_SHARD_PAIRS = 1 << 24
+#: the most data one shard may hold or declare, in bytes as stored (decompressed): every dataset's
+#: entries × item size, offsets and line numbers included. Readers refuse more before reading any
+#: (``train`` and ``show`` hold a shard's data whole, ``check`` several times it: a deflate bomb of a
+#: few MB must not become GBs), the writer refuses to write more (use a smaller ``--shard-size``).
+#: A real shard of the default 10000 pairs holds ~7.75 MB (IWSLT14 test, stanza, LDD 0.01: 775 bytes
+#: a pair); even 10000 pairs of 175 pieces with 5 LDD arcs a word (~6.5 KB a pair, 65 MB) fit.
+MAX_SHARD_BYTES = 1 << 27
 
 # --- word segmentation ----------------------------------------------------------------------
 #: ``--tokenizer`` choices: sacremoses, or the parser's own tokenizer (synprep.text.parser_tokenize)

@@ -11,8 +11,9 @@ A dask cluster must be trusted: work and results travel as pickles, which run co
 loaded. ``tls://HOST:PORT`` encrypts and authenticates the connection with a
 ``distributed.Security`` built from :func:`set_tls` (``--tls-ca-file``, ``--tls-cert``,
 ``--tls-key``) or dask's own ``distributed.comm.tls.*`` configuration. Before the client is made,
-the scheduler must answer a handshake within :data:`CONNECT_TIMEOUT` seconds: an address that
-accepts TCP but never answers is an error, never a silent hang.
+the scheduler must answer a handshake within :data:`CONNECT_TIMEOUT` seconds, and so must the
+client's registration and the cluster check that follows (:func:`_within`): an address that
+accepts TCP but never answers, or answers and then stalls, is an error, never a silent hang.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 BACKENDS = ("loky", "dask", "threading")
-#: seconds a dask scheduler has to answer the connection handshake
+#: seconds a dask scheduler has to answer each step of connecting: the handshake, the client's
+#: registration, the cluster check (synprep's version on the scheduler and every worker)
 CONNECT_TIMEOUT = 30.0
 
 _TLS: dict[str, str] = {}
@@ -98,6 +100,36 @@ def _handshake(scheduler: str, security: Any, timeout: float) -> None:
                           "scheduler, and does it use this protocol?)") from None
     except (OSError, ValueError, TypeError) as e:  # refused, TLS handshake, unknown protocol
         raise ConfigError(f"cannot connect to the dask scheduler at {scheduler}: {e}") from None
+
+
+def _within(seconds: float, what: str, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
+    """``fn(*args, **kwargs)``, or a :class:`ConfigError` when it has not returned within ``seconds``:
+    ``WHAT did not answer within T s``.
+
+    dask's own timeouts do not cover every call (``Client.run`` has none, and the client's
+    registration had none in older versions), so the call runs in a daemon thread and this one
+    waits at most ``seconds``; a call left hanging is abandoned with its thread.
+    """
+    import threading
+
+    done = threading.Event()
+    box: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as e:  # handed to the caller
+            box["error"] = e
+        finally:
+            done.set()
+
+    threading.Thread(target=call, name=f"synprep-dask-{what}", daemon=True).start()
+    if not done.wait(seconds):
+        raise ConfigError(f"{what} did not answer within {seconds:g} s (is it a dask scheduler, and are its "
+                          "workers alive?)")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -169,7 +201,7 @@ def cluster_synprep_version() -> str:
     return __version__
 
 
-def _check_cluster(client: Any, address: str) -> None:
+def _check_cluster(client: Any, address: str, timeout: float) -> None:
     """Refuse a dask cluster whose scheduler or workers cannot run this synprep.
 
     Without this, a task graph the scheduler cannot unpickle (synprep missing there) is logged on
@@ -177,13 +209,17 @@ def _check_cluster(client: Any, address: str) -> None:
 
     Raises:
         ConfigError: synprep cannot be imported on the scheduler or a worker, or its version
-            differs, or the cluster has no worker.
+            differs, or the cluster has no worker, or the scheduler (or a worker) does not answer
+            within ``timeout`` seconds.
     """
     from synprep import __version__
 
+    where = f"the dask cluster at {address}"
     try:
-        found = {"scheduler": client.run_on_scheduler(cluster_synprep_version),
-                 **client.run(cluster_synprep_version)}
+        found = {"scheduler": _within(timeout, where, client.run_on_scheduler, cluster_synprep_version),
+                 **_within(timeout, where, client.run, cluster_synprep_version)}
+    except ConfigError:
+        raise
     except Exception as e:  # e.g. ModuleNotFoundError("No module named 'synprep'") from a worker
         raise ConfigError(f"the dask cluster at {address} cannot run synprep ({e}): install synprep "
                           f"{__version__} on its scheduler and workers") from None
@@ -209,12 +245,17 @@ def _backend(backend: str, jobs: int, scheduler: str | None):
         if scheduler:
             security = _security(scheduler)
             _handshake(scheduler, security, CONNECT_TIMEOUT)
+            where = f"the dask scheduler at {scheduler}"
+            try:  # dask's timeout, and ours a little later in case dask's does not fire
+                client = _within(CONNECT_TIMEOUT + 5, where, Client, scheduler, security=security,
+                                 timeout=CONNECT_TIMEOUT, set_as_default=False)
+            except TimeoutError:  # dask's own (an OSError): the registration was not answered
+                raise ConfigError(f"{where} did not answer within {CONNECT_TIMEOUT:g} s (is it a dask scheduler, "
+                                  "and are its workers alive?)") from None
+            except OSError as e:  # refused
+                raise ConfigError(f"cannot connect to {where}: {e}") from None
             try:
-                client = Client(scheduler, security=security, timeout=CONNECT_TIMEOUT)
-            except OSError as e:  # refused, or timed out (dask's distributed.comm.timeouts.connect)
-                raise ConfigError(f"cannot connect to the dask scheduler at {scheduler}: {e}") from None
-            try:
-                _check_cluster(client, scheduler)
+                _check_cluster(client, scheduler, CONNECT_TIMEOUT)
                 with parallel_config(backend="dask", n_jobs=-1, client=client):
                     yield
             finally:

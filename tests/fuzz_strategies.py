@@ -18,7 +18,9 @@ Inputs:
   shape, values), attributes deleted or changed, manifest.json values replaced or removed;
 * hostile shards (issue 10) read as ``train``/``show``/``check`` read them: shapes declaring up to
   2^34 entries in a file of a few KB, ``n_pairs`` out of range, damaged attribute metadata, gzip
-  chunks that do not decode, offsets out of range, datasets of non-numeric dtypes, flipped bits —
+  chunks that do not decode, offsets out of range, datasets of non-numeric dtypes, flipped bits,
+  a ``vocab_path`` outside the folder (with the manifest's vocabulary dropped or not), a deflate
+  bomb (real gzip chunks) around ``MAX_SHARD_BYTES`` —
   with the manifest re-sealed (so only the declared shapes give the shard away) or not.
 """
 
@@ -469,10 +471,27 @@ def damage_gzip_chunk(shard: Path, dataset: str, at: float = 0.5) -> None:
     shard.write_bytes(bytes(b))
 
 
+def deflate_bomb(shard: Path, n_values: int, chunk: int = 1 << 20) -> None:
+    """Make ``shard``'s ``/sent_start`` (the only field on its axis) ``n_values`` zero bytes stored in
+    real gzip chunks (~1000:1, so the file grows by ~n_values/1000 bytes), and end ``/offsets/sent``
+    at ``n_values``: the layout stays consistent and only the declared size gives the shard away."""
+    import zlib
+
+    packed = zlib.compress(bytes(chunk), 4)  # one deflate chunk, written as is for every chunk
+    with h5py.File(shard, "r+") as f:
+        del f["sent_start"]
+        d = f.create_dataset("sent_start", shape=(n_values,), dtype=np.uint8, chunks=(chunk,), compression="gzip")
+        for start in range(0, n_values - n_values % chunk, chunk):
+            d.id.write_direct_chunk((start,), packed)
+        if n_values % chunk:
+            d[n_values - n_values % chunk:] = 0
+        f["offsets/sent"][-1] = n_values
+
+
 def hostile_shard(shard: Path, data: st.DataObject) -> str:
     """One hostile change to a valid shard, drawn by hypothesis; returns its kind."""
     kind = data.draw(st.sampled_from(["declare", "declare_field", "n_pairs", "attr_meta", "gzip", "offsets",
-                                      "dtype", "flip"]), label="hostile")
+                                      "dtype", "flip", "vocab_path", "bomb"]), label="hostile")
     if kind == "declare":
         declare_huge(shard, data.draw(st.sampled_from([1 << 20, 1 << 24, 1 << 28, (1 << 31) - 1]), label="n"))
     elif kind == "declare_field":
@@ -499,6 +518,14 @@ def hostile_shard(shard: Path, data: st.DataObject) -> str:
             o = f[f"offsets/{axis}"]
             i = data.draw(st.integers(0, len(o) - 1), label="i")
             o[i] = data.draw(st.sampled_from([-1, 0, 1, 1 << 40, -(1 << 62)]), label="value")
+    elif kind == "vocab_path":  # a vocabulary outside the folder (check_hostile_folder may drop the manifest's)
+        with h5py.File(shard, "r+") as f:
+            f.attrs["vocab_path"] = data.draw(st.sampled_from(["../dict.txt", "/etc/passwd", "", "a/../../dict.txt",
+                                                               "dict.txt\x00x"]), label="vocab_path")
+    elif kind == "bomb":  # real gzip chunks expanding past MAX_SHARD_BYTES (under it, check would take GBs)
+        from synprep.constants import MAX_SHARD_BYTES
+
+        deflate_bomb(shard, MAX_SHARD_BYTES + data.draw(st.sampled_from([1, 1 << 20, 16 << 20]), label="by"))
     elif kind == "dtype":
         with h5py.File(shard, "r+") as f:
             name = data.draw(st.sampled_from(["line", "offsets/src", "src_ids"]), label="dataset")
@@ -549,7 +576,12 @@ def check_hostile_folder(base: Path, work: Path, data: st.DataObject) -> str:
         kind = hostile_shard(shard, data)
     except (OSError, RuntimeError, KeyError, ValueError, TypeError):  # h5py could not make this change
         return "none"
+    if kind == "vocab_path" and data.draw(st.booleans(), label="manifest_vocab_null"):
+        m = json.loads((work / "manifest.json").read_text())
+        m["vocab"] = None
+        (work / "manifest.json").write_text(json.dumps(m))
     if data.draw(st.booleans(), label="reseal"):
         reseal(work)
     read_everything(work)
     return kind
+

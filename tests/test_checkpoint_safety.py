@@ -93,6 +93,9 @@ def test_a_pickle_payload_is_refused_and_never_runs(run, tmp_path):
     (lambda ck: ck.update(symbols=ck["symbols"] + ["extra1", "extra2"]), "a vocabulary of another size"),
     (lambda ck: ck.update(symbols="abc"), "'symbols' is a str"),
     (lambda ck: ck["config"].update(d_model=1000000), "d_model = 1000000 is above the limit"),
+    # the position table is not stored: only its bound keeps an edited config from allocating GBs
+    (lambda ck: ck["config"].update(max_positions=1 << 20), "max_positions = 1048576 is above the limit 16384"),
+    (lambda ck: ck["config"].update(set_max_path=1 << 16), "set_max_path = 65536 is above the limit 64"),
     (lambda ck: ck["config"].update(heads="4"), "heads must be int"),
     (lambda ck: ck["model"].pop(next(iter(ck["model"]))), "model has no tensor"),
     (lambda ck: ck["model"].update(extra=torch.zeros(1)), "unexpected tensor 'extra'"),

@@ -1,7 +1,9 @@
 """The dask backend's connection: a handshake timeout and TLS (issue 10, item 8; synprep/parallel.py).
 
 A scheduler address that accepts TCP but never answers used to hang synprep silently; now it is a
-ConfigError after ``CONNECT_TIMEOUT`` seconds. ``tls://`` connects with a ``distributed.Security``
+ConfigError after ``CONNECT_TIMEOUT`` seconds. So is a scheduler that answers the handshake and then
+stalls: at the client's registration, or at the cluster check (``run_on_scheduler``/``run``, which
+used to wait forever), tested against a fake scheduler that speaks dask's protocol. ``tls://`` connects with a ``distributed.Security``
 built from the CA, certificate and key files (a real in-process TLS cluster with an openssl CA).
 """
 
@@ -55,6 +57,98 @@ def test_a_scheduler_that_never_answers_times_out(silent_scheduler, monkeypatch)
     with pytest.raises(ConfigError, match=f"the dask scheduler at {silent_scheduler} did not answer within 2 s"):
         list(parallel_map(abs, [-1, -2, -3], jobs=2, backend="dask", scheduler=silent_scheduler))
     assert time.monotonic() - t0 < 20
+
+
+class StallingScheduler:
+    """A fake dask scheduler on 127.0.0.1 (dask's own comm layer): it answers ``identity`` (the
+    handshake) and then stalls at ``stall``: ``"client"`` never answers the client's registration,
+    ``"run"`` accepts the client and never answers ``run_function``/``broadcast`` (the cluster check)."""
+
+    def __init__(self, stall: str):
+        import asyncio
+
+        self.stall, self.ops = stall, []
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        threading.Thread(target=self._serve, args=(ready,), daemon=True).start()
+        assert ready.wait(10)
+
+    def _serve(self, ready: threading.Event) -> None:
+        import asyncio
+
+        from distributed.comm import listen
+
+        async def start() -> None:
+            self.listener = listen("tcp://127.0.0.1:0", self._handle)
+            await self.listener.start()
+            self.address = self.listener.contact_address
+            ready.set()
+
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_until_complete(start())
+        self.loop.run_forever()
+
+    async def _handle(self, comm) -> None:
+        import asyncio
+
+        try:
+            while True:
+                msg = await comm.read()
+                for m in msg if isinstance(msg, list) else [msg]:
+                    op = m.get("op") if isinstance(m, dict) else None
+                    self.ops.append(op)
+                    if op == "identity":
+                        await comm.write({"type": "Scheduler", "id": "fake", "address": self.address, "workers": {},
+                                          "services": {}, "started": time.time()})
+                    elif op == "register-client" and self.stall != "client":
+                        await comm.write([{"op": "stream-start"}])
+                    elif op in ("register-client", "run_function", "broadcast"):
+                        await asyncio.sleep(3600)  # the stall
+        except Exception:  # the client went away
+            pass
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+@pytest.mark.parametrize(("stall", "who", "op"), [("client", "scheduler", "register-client"),
+                                                  ("run", "cluster", "run_function")])
+def test_a_scheduler_that_stalls_after_the_handshake_times_out(monkeypatch, stall, who, op):
+    monkeypatch.setattr(parallel, "CONNECT_TIMEOUT", 2.0)
+    set_tls()
+    fake = StallingScheduler(stall)
+    out: dict = {}
+
+    def run() -> None:  # in a thread, so that a hang fails the test instead of stopping it
+        try:
+            list(parallel_map(abs, [-1, -2, -3], jobs=2, backend="dask", scheduler=fake.address))
+        except Exception as e:
+            out["error"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t0 = time.monotonic()
+    t.start()
+    t.join(30)
+    fake.close()
+    assert not t.is_alive(), f"still waiting after 30 s (the scheduler saw {fake.ops})"
+    assert time.monotonic() - t0 < 20
+    assert fake.ops[0] == "identity" and op in fake.ops  # it got past the handshake to the stalling call
+    e = out.get("error")
+    assert isinstance(e, ConfigError) and str(e) == (
+        f"the dask {who} at {fake.address} did not answer within 2 s (is it a dask scheduler, and are its workers "
+        "alive?)"), repr(e)
+
+
+def test_within_returns_raises_or_gives_up():
+    assert parallel._within(1, "x", divmod, 7, 2) == (3, 1)
+    with pytest.raises(ZeroDivisionError):
+        parallel._within(1, "x", divmod, 7, 0)
+    never = threading.Event()
+    t0 = time.monotonic()
+    with pytest.raises(ConfigError, match=r"^the thing did not answer within 0.5 s"):
+        parallel._within(0.5, "the thing", never.wait)  # a call that never returns (dask's Client, run)
+    assert time.monotonic() - t0 < 5
+    never.set()
 
 
 def test_tls_files_need_a_tls_address(tmp_path):

@@ -19,7 +19,7 @@ import h5py
 import numpy as np
 import pytest
 from conftest import ROOT
-from fuzz_strategies import damage_attribute_metadata, damage_gzip_chunk, declare_huge, reseal
+from fuzz_strategies import damage_attribute_metadata, damage_gzip_chunk, declare_huge, deflate_bomb, reseal
 
 from synprep.errors import InputError
 from synprep.shards import SplitReader, check_dir, open_split
@@ -108,6 +108,52 @@ def test_declared_sizes_are_checked_before_reading(folder, n_pairs):
         assert peak < PEAK_LIMIT_MB, f"synprep {args[0]} peaked at {peak:.0f} MB"
 
 
+def test_a_deflate_bomb_is_refused_before_reading(folder):
+    """Real gzip chunks of zeros (~1000:1) declaring 16 MiB more than MAX_SHARD_BYTES: within what
+    the file size allows (MAX_EXPANSION), consistent offsets, re-sealed manifest; only the absolute
+    cap refuses it. Before, ``show`` read it whole and ``check`` widened it to int64 (GBs)."""
+    from synprep.constants import MAX_SHARD_BYTES
+    from synprep.shards.reader import EXPANSION_SLACK, MAX_EXPANSION, declared_bytes
+
+    shard = folder / "train.00000.h5"
+    deflate_bomb(shard, MAX_SHARD_BYTES + (16 << 20))
+    reseal(folder)
+    with h5py.File(shard, "r") as f:
+        declared = declared_bytes(f)
+    assert MAX_SHARD_BYTES < declared < MAX_EXPANSION * shard.stat().st_size + EXPANSION_SLACK
+    assert shard.stat().st_size < 300_000
+    message = f"declares {declared} bytes of data, more than a shard may hold (MAX_SHARD_BYTES = {MAX_SHARD_BYTES}"
+    with pytest.raises(InputError, match=message.replace("(", r"\(")) as e:
+        open_split(folder, "train", verify=False)
+    assert e.value.path == str(shard)
+    for args, status in ((("show", str(folder), "--split", "train", "--index", "0"), 2),
+                         (("check", str(folder)), 1),
+                         (("train", "--shards", str(folder), "--preset", "tiny", "--out", str(folder.parent / "run"),
+                           "--max-steps", "1"), 2)):
+        proc, peak = run_measured(*args)
+        one_line(proc, status, "train.00000.h5", "more than a shard may hold")
+        assert peak < PEAK_LIMIT_MB, f"synprep {args[0]} peaked at {peak:.0f} MB"
+
+
+def test_the_writer_refuses_a_shard_above_the_cap(tmp_path, monkeypatch):
+    """What a reader would refuse is never written: a one-line ConfigError naming the shard, nothing on disk."""
+    import synprep.shards.writer as writer
+    from synprep.errors import ConfigError
+
+    write_folder(tmp_path / "ok", {"train": 4}, shard_size=4, seed=1, words=6, tgt_len=5)
+    with h5py.File(tmp_path / "ok" / "train.00000.h5", "r") as f:
+        from synprep.shards.reader import declared_bytes
+
+        size = declared_bytes(f)
+    monkeypatch.setattr(writer, "MAX_SHARD_BYTES", size - 1)
+    with pytest.raises(ConfigError, match=rf"train.00000.h5: 4 pairs make {size} bytes of data, more than a shard "
+                                          rf"may hold \(MAX_SHARD_BYTES = {size - 1}\): use a smaller --shard-size"):
+        write_folder(tmp_path / "big", {"train": 4}, shard_size=4, seed=1, words=6, tgt_len=5)
+    assert not list((tmp_path / "big").glob("*.h5")) and not list((tmp_path / "big").glob(".*tmp"))
+    monkeypatch.setattr(writer, "MAX_SHARD_BYTES", size)
+    write_folder(tmp_path / "fits", {"train": 4}, shard_size=4, seed=1, words=6, tgt_len=5)
+
+
 def test_damaged_attribute_metadata_is_one_line(folder):
     shard = folder / "train.00000.h5"
     damage_attribute_metadata(shard)
@@ -146,14 +192,49 @@ def test_offsets_are_checked_against_dataset_lengths(folder):
         open_split(folder, "valid")
 
 
-def test_a_shard_vocab_path_outside_the_folder_is_refused(folder):
-    shard = folder / "valid.00000.h5"
-    with h5py.File(shard, "r+") as f:
-        f.attrs["vocab_path"] = "../../etc/passwd"
+@pytest.mark.parametrize("manifest_vocab", [True, False])
+@pytest.mark.parametrize("where", ["../outside/dict.txt", "/ABS/outside/dict.txt"])
+def test_a_shard_vocab_path_outside_the_folder_is_refused(folder, manifest_vocab, where):
+    """Every reader and ``check`` refuse a shard naming a vocabulary outside its folder, also when the
+    manifest names none (``"vocab": null``, which used to skip the comparison): a real vocabulary
+    waits there, so following the path would succeed."""
+    import json
+
+    from synprep.shards import ShardReader
+    from synprep.shards.check import check_shard
+    from synprep.show import load_pair
+    from synprep.train.data import ShardDataset, load_symbols
+
+    outside = folder.parent / "outside"
+    outside.mkdir()
+    shutil.copy(folder / "dict.txt", outside / "dict.txt")
+    where = where.replace("/ABS", str(folder.parent))
+    for shard in sorted(folder.glob("valid.*.h5")):
+        with h5py.File(shard, "r+") as f:
+            f.attrs["vocab_path"] = where
+    if not manifest_vocab:
+        m = json.loads((folder / "manifest.json").read_text())
+        m["vocab"] = None
+        (folder / "manifest.json").write_text(json.dumps(m))
     reseal(folder)
-    with pytest.raises(InputError, match="vocab_path attribute '../../etc/passwd' is not manifest.json's"):
-        open_split(folder, "valid")
-    assert not check_dir(folder).ok
+    shard = folder / "valid.00000.h5"
+    message = f"vocab_path attribute {where!r} is not a file name inside the shard's folder"
+    for read in (lambda: ShardReader(shard), lambda: open_split(folder, "valid"),
+                 lambda: open_split(folder, "valid", verify=False), lambda: ShardDataset(folder, "valid"),
+                 lambda: load_pair(folder, "valid", index=0)):
+        with pytest.raises(InputError, match=message.replace("(", r"\(")) as e:
+            read()
+        assert e.value.path == str(shard)
+    with pytest.raises(InputError, match="not a file name inside"):  # the trainer's own vocabulary reader
+        load_symbols(folder, {"vocab_path": where})
+    violation, _, _ = check_shard(shard)
+    assert violation is not None and message in violation.what
+    report = check_dir(folder)
+    assert not report.ok
+    if manifest_vocab:  # without one, check stops at the manifest ("vocab entry … is missing")
+        assert report.violation is not None and message in report.violation.what
+    proc, _ = run_measured("show", str(folder), "--split", "valid", "--index", "0")
+    one_line(proc, 2, "valid.00000.h5", "is not a file name inside")
 
 
 def test_verification_hashes_each_shard_once_per_process(folder, monkeypatch):

@@ -219,15 +219,23 @@ def test_library_refuses_an_invalid_split_before_any_io(corpus, tmp_path):
     assert not out.exists() and not (tmp_path / "escape.00000.h5").exists()
 
 
-def test_check_rejects_an_invalid_split_key(corpus, tmp_path):
+@pytest.mark.parametrize("key", ["../../etc", "a\nb"])
+def test_check_rejects_an_invalid_split_key(corpus, tmp_path, key):
+    """A violation like any damage inside the folder (exit 1, docs/shards.md), in one line, and a
+    violation object with --json; 2 stays for check's own usage errors (no such DIR)."""
     out = tmp_path / "out"
     run_cli(*shard_args(corpus, "train", out))
     d = json.loads((out / "manifest.json").read_text())
-    d["splits"]["../../etc"] = d["splits"].pop("train")
+    d["splits"][key] = d["splits"].pop("train")
     (out / "manifest.json").write_text(json.dumps(d))
     proc = run_cli("check", str(out), check=False)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert "manifest.json: malformed manifest: split name '../../etc' is not valid" in proc.stderr
+    failed = [x for x in proc.stderr.splitlines() if "FAILED" in x or "split name" in x]
+    assert failed == [f"synprep check: FAILED {out}: manifest.json: malformed manifest: split name {key!r} is not "
+                      "valid (letters, digits, '_' and '-' only)"], proc.stderr
+    proc = run_cli("check", str(out), "--json", check=False)
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout)["violation"]["file"] == "manifest.json"
 
 
 def test_manifest_vocab_path_must_stay_inside(corpus, tmp_path):

@@ -8,13 +8,17 @@ import json
 import logging
 
 import pytest
+import torch
 from click.testing import CliRunner
 
 from synprep.cli import cli
 from synprep.errors import ConfigError
 from synprep.train.config import (
     LIMITS,
+    MAX_MODEL_ELEMENTS,
+    MAX_POSITIONS,
     TrainConfig,
+    check_model_size,
     config_from_dict,
     load_config,
     load_preset,
@@ -177,8 +181,15 @@ def test_config_files_may_carry_metadata_keys(tmp_path):
     ({"max_tokens": 0}, "max_tokens must be >= 1"),
     ({"log_interval": 0}, "log_interval must be >= 1"),
     ({"seed": -1}, "seed must be >= 0"),
-    ({"d_model": 16384, "ffn_dim": 65536, "encoder_layers": 128}, "parameters (limit"),
+    ({"d_model": 16384, "ffn_dim": 65536, "encoder_layers": 128}, "elements without its embeddings (limit"),
+    ({"max_positions": 1 << 20}, f"max_positions = 1048576 is above the limit {MAX_POSITIONS}"),
+    ({"d_model": 8192, "heads": 8, "max_positions": MAX_POSITIONS, "encoder_layers": 1, "decoder_layers": 1,
+      "ffn_dim": 8}, "elements without its embeddings (limit"),  # the position table alone: 2^27 elements
+    ({"syntax": "pure", "syntax_source": "set", "set_max_path": 1 << 16}, "set_max_path = 65536 is above"),
     ({"syntax": ["gated"]}, "syntax must be str"),
+    # resolved before validate() ran: an IndexError traceback (found by benchmarks/fuzz.py)
+    ({"syntax_heads": [4]}, "syntax_heads must be distinct 0-based indices below 4, got [4]"),
+    ({"syntax_layers": [6], "syntax_heads": [0]}, "syntax_layers must be distinct 0-based indices below 6"),
 ])
 def test_hostile_configs_are_one_line_errors(tmp_path, data, message):
     with pytest.raises(ConfigError) as e:
@@ -196,3 +207,83 @@ def test_cli_rejects_a_huge_config_with_exit_2(tmp_path):
     assert proc.stderr.strip() == f"synprep: error: {tmp_path / 'c.json'}: d_model = 1000000 is above the limit " \
                                   f"{LIMITS['d_model'][1]}"
     assert not (tmp_path / "o").exists()
+
+
+# --- issue 10 item 7: the bound counts everything the model allocates -------------------------
+SMALL = {"d_model": 24, "ffn_dim": 40, "heads": 4, "encoder_layers": 3, "decoder_layers": 2, "gate_hidden": 12,
+         "max_positions": 37}
+#: one small config per syntax source (and the architecture switches: shared embeddings, pre-norm,
+#: the gate's BatchNorm, constant gates, SISA's bilinear operator, SET's tables)
+SIZED = {
+    "vanilla": {"syntax": "vanilla", "share_embeddings": False},
+    "slr": {"syntax": "gated", "syntax_source": "slr", "normalize_before": True},
+    "slr-hard": {"syntax": "hard", "syntax_source": "slr", "syntax_layers": [1], "syntax_heads": [0, 2]},
+    "pascal": {"syntax": "avg", "syntax_source": "pascal", "share_embeddings": False},
+    "ldd": {"syntax": "gated", "syntax_source": "ldd", "syntax_layers": [0, 2], "gate_batch_norm": False},
+    "ldd_parent": {"syntax": "hard", "syntax_source": "ldd_parent"},
+    "lisa": {"syntax": "hard", "syntax_source": "lisa", "syntax_layers": [2], "syntax_heads": [1],
+             "lisa_variant": "sisa"},
+    "lisa-l2": {"syntax": "pure", "syntax_source": "lisa", "syntax_layers": [0], "syntax_heads": [3]},
+    "sla": {"syntax": "gated", "syntax_source": "sla", "gate_batch_norm": False, "normalize_before": True},
+    "set": {"syntax": "pure", "syntax_source": "set", "syntax_heads": [0, 1, 3], "set_max_path": 5,
+            "set_rel_dim": 6, "set_max_depth": 7},
+    "mixed": {"syntax": "gated", "syntax_layers": [0, 1],
+              "syntax_source": [["slr", "pascal", "set", "sla"], "set"], "syntax_dropout": 0.1,
+              "gate_freeze_epochs": 0, "gate_batch_norm": True},
+}
+
+
+def _allocated(model: torch.nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters()) + sum(b.numel() for b in model.buffers())
+
+
+def test_sized_configs_cover_every_source():
+    from synprep.train.sources import SOURCES
+
+    used = set().union(*(config_from_dict({**SMALL, **extra}).sources_used() for extra in SIZED.values()))
+    assert used == set(SOURCES)
+
+
+@pytest.mark.parametrize("name", sorted(SIZED))
+def test_model_elements_is_what_a_real_model_allocates(name):
+    from synprep.train.config import model_elements
+    from synprep.train.model import Seq2Seq
+
+    cfg = config_from_dict({**SMALL, **SIZED[name]})
+    model = Seq2Seq(cfg, 29)  # a real model on the CPU: every parameter and buffer allocated
+    assert model_elements(cfg, 29) == _allocated(model)
+    assert model.positions.numel() == (37 + 2) * 24  # the position table is counted
+
+
+@pytest.mark.parametrize("name", [n for n in preset_names() if not preset_data(n).get("_alias")])
+def test_model_elements_of_every_preset(name):
+    from synprep.train.config import model_elements
+    from synprep.train.model import Seq2Seq
+
+    cfg = load_preset(name)
+    with torch.device("meta"):  # the shapes, nothing allocated
+        model = Seq2Seq(cfg, 10_004)
+    assert model_elements(cfg, 10_004) == _allocated(model)
+
+
+def test_realistic_big_models_pass_and_a_hostile_vocabulary_does_not():
+    from synprep.train.config import model_elements
+    from synprep.train.model import Seq2Seq
+
+    check_model_size(load_preset("gated_iwslt14_de_en"), 40_000)
+    big = config_from_dict({"d_model": 1024, "ffn_dim": 4096, "heads": 16, "encoder_layers": 6, "decoder_layers": 6,
+                            "max_positions": 1024, "share_embeddings": False, "syntax": "gated"})
+    check_model_size(big, 40_000)
+    assert 0.45 < model_elements(big, 40_000) / MAX_MODEL_ELEMENTS < 0.6  # room above transformer-big, no more
+    with pytest.raises(ConfigError, match=r"^model: the model would have 2,227,\d{3},\d{3} elements with a vocabulary "
+                                          r"of 1000000 \(limit 536,870,912\)"):
+        Seq2Seq(big, 1_000_000)  # refused before anything is allocated
+
+
+def test_set_relation_count_in_closed_form_matches_the_enumeration():
+    from synprep.train.sources.set import LABEL0, n_relations, path_ids
+    from synprep.types import DEPRELS
+
+    for p in range(0, 40):
+        assert n_relations(p) == LABEL0 + 2 * len(DEPRELS) + len(path_ids(p))
+        assert not path_ids(p) or max(path_ids(p).values()) == n_relations(p) - 1

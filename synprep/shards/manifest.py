@@ -26,6 +26,7 @@ from typing import Any
 
 from synprep.constants import MANIFEST_NAME, SHARD_FORMAT, SHARD_FORMAT_VERSION
 from synprep.errors import InputError
+from synprep.shards.schema import inside_name
 from synprep.shards.writer import ShardInfo
 from synprep.signature import file_sha256
 from synprep.textio import atomic_write
@@ -82,14 +83,6 @@ class SplitEntry:
                    dropped_lines=[list(x) for x in d.get("dropped_lines", [])],
                    shards=[_shard_info(s) for s in d.get("shards", [])],
                    alignment={str(k): {str(r): int(n) for r, n in v.items()} for k, v in alignment.items()})
-
-
-def _inside_name(path: Any) -> bool:
-    """True for a relative path that stays inside its folder (``dict.txt``, ``sub/dict.txt``; not ``../x``)."""
-    if not isinstance(path, str) or not path or "\x00" in path:
-        return False
-    p = Path(path)
-    return not p.is_absolute() and ".." not in p.parts
 
 
 _SHARD_FIELDS = {"file": str, "pairs": int, "first_line": int, "last_line": int, "sha256": str, "bytes": int}
@@ -187,7 +180,7 @@ class Manifest:
             if not SPLIT_RE.match(key):
                 raise InputError(f"malformed manifest: split name {key!r} is not valid (letters, digits, '_' "
                                  "and '-' only)", name)
-        if isinstance(m.vocab, dict) and not _inside_name(m.vocab.get("path")):
+        if isinstance(m.vocab, dict) and not inside_name(m.vocab.get("path")):
             raise InputError(f"malformed manifest: vocab path {m.vocab.get('path')!r} is not a file name inside "
                              "the folder", name)
         try:

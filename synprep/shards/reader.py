@@ -13,8 +13,10 @@ has int64 integer arrays and float32 ``ldd_prob``, so records of different shard
 
 Hostile files: before any dataset is read, every declared shape is compared with the header
 (``n_pairs``, at most :data:`MAX_SHARD_PAIRS`) and the offsets, and the data a shard declares may not
-exceed what its file size can hold (:data:`MAX_EXPANSION` × bytes, deflate's bound), so a small file
-declaring 2^28 entries is a one-line :class:`~synprep.errors.InputError`, never gigabytes of memory.
+exceed what its file size can hold (:data:`MAX_EXPANSION` × bytes, deflate's bound) nor
+:data:`~synprep.constants.MAX_SHARD_BYTES` (128 MiB, whatever the file's size: a deflate bomb), so a
+small file declaring 2^28 entries is a one-line :class:`~synprep.errors.InputError`, never gigabytes
+of memory.
 :func:`open_split` (``verify=True``, what ``train``, ``translate``, ``show`` and ``export`` use) also
 checks every shard against ``manifest.json`` — list, size, sha256 (hashed once per process) —
 and refuses the split naming the shard; :func:`load_vocab` then gives the ``dict.txt`` those
@@ -33,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import h5py
 import numpy as np
 
-from synprep.constants import MAX_SHARD_PAIRS, SHARD_FORMAT, SHARD_FORMAT_VERSION, VOCAB_NAME
+from synprep.constants import MAX_SHARD_BYTES, MAX_SHARD_PAIRS, SHARD_FORMAT, SHARD_FORMAT_VERSION, VOCAB_NAME
 from synprep.errors import InputError
 from synprep.shards.schema import (
     AXES,
@@ -42,6 +44,7 @@ from synprep.shards.schema import (
     JSON_ATTRS,
     LINE,
     OFFSETS_GROUP,
+    inside_name,
     parse_shard_name,
 )
 from synprep.types import PairRecord
@@ -61,20 +64,33 @@ MAX_EXPANSION = 1100
 EXPANSION_SLACK = 1 << 24
 
 
-def check_declared_size(f: h5py.File, name: str, file_size: int) -> None:
-    """Refuse a shard whose datasets declare more data than its file can hold (before reading any).
-
-    Raises:
-        InputError: the declared bytes exceed :data:`MAX_EXPANSION` × ``file_size`` + :data:`EXPANSION_SLACK`.
-    """
+def declared_bytes(f: h5py.File) -> int:
+    """Bytes of data an open shard's datasets declare (entries × item size, decompressed), read from
+    their shapes alone."""
     total = 0
     for path in (LINE, *(f"{OFFSETS_GROUP}/{axis}" for axis in AXES), *(fl.name for fl in FIELDS)):
         obj = f.get(path)
         if isinstance(obj, h5py.Dataset):
             total += int(np.prod(obj.shape, dtype=np.float64)) * obj.dtype.itemsize if obj.shape else 0
+    return total
+
+
+def check_declared_size(f: h5py.File, name: str, file_size: int) -> None:
+    """Refuse a shard whose datasets declare more data than its file can hold, or than any shard may
+    hold (before reading any).
+
+    Raises:
+        InputError: the declared bytes exceed :data:`MAX_EXPANSION` × ``file_size`` + :data:`EXPANSION_SLACK`
+            (a small file declaring much), or :data:`~synprep.constants.MAX_SHARD_BYTES` (a deflate
+            bomb: real compressed data that expands beyond what one shard may hold).
+    """
+    total = declared_bytes(f)
     if total > MAX_EXPANSION * file_size + EXPANSION_SLACK:
         raise InputError(f"declares {total} bytes of data in a file of {file_size} bytes (a hostile or corrupt "
                          "shard)", name)
+    if total > MAX_SHARD_BYTES:
+        raise InputError(f"declares {total} bytes of data, more than a shard may hold (MAX_SHARD_BYTES = "
+                         f"{MAX_SHARD_BYTES}; a hostile or corrupt shard)", name)
 
 
 def check_layout(f: h5py.File, name: str, file_size: int) -> int:
@@ -84,7 +100,7 @@ def check_layout(f: h5py.File, name: str, file_size: int) -> int:
     Verifies: ``n_pairs`` in [0, :data:`MAX_SHARD_PAIRS`]; ``/line`` is ``(N,)``; every
     ``/offsets/AXIS`` is ``(N+1,)`` integers starting at 0, never decreasing, ending at the length
     of every dataset on that axis; every dataset is 1-D numeric; the declared bytes fit the file
-    (:data:`MAX_EXPANSION`).
+    (:data:`MAX_EXPANSION`) and :data:`~synprep.constants.MAX_SHARD_BYTES`.
 
     Raises:
         InputError: the first shape or offset that does not hold (naming the shard and dataset).
@@ -140,6 +156,9 @@ def read_attrs(f: h5py.File, name: str) -> dict[str, Any]:
     Raises:
         ShardFormatError: ``format`` is not ``synprep-shard`` or ``format_version`` is not one this
             reader knows (the message names both), or a JSON attribute does not parse.
+        InputError: ``vocab_path`` is not a file name inside the shard's folder (``../x``, an
+            absolute path): refused here, so no reader (``train``'s ``load_symbols``, ``show``) and
+            not ``check`` follows it, whether or not the manifest names a vocabulary.
     """
     attrs = {k: _decode_attr(v) for k, v in f.attrs.items()}
     fmt, version = attrs.get("format"), attrs.get("format_version")
@@ -148,6 +167,9 @@ def read_attrs(f: h5py.File, name: str) -> dict[str, Any]:
     if version != SHARD_FORMAT_VERSION:
         raise ShardFormatError(f"shard format_version {version!r} is not supported: this synprep reads "
                                f"version {SHARD_FORMAT_VERSION} (docs/FORMAT.md)", name)
+    if "vocab_path" in attrs and not inside_name(attrs["vocab_path"]):  # whatever the manifest says
+        raise InputError(f"vocab_path attribute {attrs['vocab_path']!r} is not a file name inside the shard's "
+                         "folder", name)
     for key, default in DEFAULTED_ATTRS.items():
         attrs.setdefault(key, default)  # a shard written before the attribute existed
     for key in JSON_ATTRS:
@@ -511,11 +533,14 @@ def load_vocab(folder: str | os.PathLike, attrs: dict[str, Any]) -> Vocab:
 
     Raises:
         InputError: the file is missing or not a fairseq dictionary, or its sha256 differs (a
-            damaged or replaced ``dict.txt``; the message names it).
+            damaged or replaced ``dict.txt``; the message names it); a ``vocab_path`` outside the folder.
     """
     from synprep.vocab import Vocab
 
-    path = Path(folder) / str(attrs.get("vocab_path") or VOCAB_NAME)
+    name = str(attrs.get("vocab_path") or VOCAB_NAME)
+    if not inside_name(name):  # the readers refuse such a shard already; this reader never follows one
+        raise InputError(f"vocab_path attribute {name!r} is not a file name inside the shards' folder", str(folder))
+    path = Path(folder) / name
     vocab = Vocab.load(path)
     want = attrs.get("vocab_sha256")
     if want and vocab.sha256 != want:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -80,6 +82,15 @@ CHUNK_ELEMS = 1 << 15
 LIBVER = ("v110", "v110")
 
 SHARD_NAME_RE = re.compile(r"^(?P<split>[A-Za-z0-9_\-]+)\.(?P<index>\d{5})\.h5$")
+
+
+def inside_name(path: Any) -> bool:
+    """True for a relative path that stays inside its folder (``dict.txt``, ``sub/dict.txt``; not
+    ``../x``, ``/etc/x``, ``''``): what a manifest's ``vocab.path`` and a shard's ``vocab_path`` may be."""
+    if not isinstance(path, str) or not path or "\x00" in path:
+        return False
+    p = Path(path)
+    return not p.is_absolute() and ".." not in p.parts
 
 
 def shard_name(split: str, index: int) -> str:

@@ -27,7 +27,8 @@ from typing import Any
 import h5py
 import numpy as np
 
-from synprep.constants import SHARD_FORMAT, SHARD_FORMAT_VERSION
+from synprep.constants import MAX_SHARD_BYTES, SHARD_FORMAT, SHARD_FORMAT_VERSION
+from synprep.errors import ConfigError
 from synprep.shards.schema import (
     AXES,
     CHUNK_ELEMS,
@@ -234,7 +235,9 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
     Raises:
         ValueError: no records, unknown/missing attributes, arrays of one axis with different
             lengths, non-increasing line numbers, or a value that does not fit its dtype (the message
-            names the original line). Nothing is left on disk when anything fails.
+            names the original line). ConfigError: the data would exceed
+            :data:`~synprep.constants.MAX_SHARD_BYTES` (too many pairs for one shard). Nothing is left
+            on disk when anything fails.
     """
     path = Path(path)
     buf = _Buffer()
@@ -252,6 +255,10 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
         off = np.zeros(n + 1, dtype=OFFSETS_DTYPE)
         np.cumsum(buf.lengths[axis], out=off[1:])
         offsets[axis] = off
+    size = n * LINE_DTYPE.itemsize + sum(o.nbytes for o in offsets.values()) + sum(a.nbytes for a in packed.values())
+    if size > MAX_SHARD_BYTES:  # readers would refuse it (synprep.shards.reader.check_declared_size)
+        raise ConfigError(f"{path}: {n} pairs make {size} bytes of data, more than a shard may hold "
+                          f"(MAX_SHARD_BYTES = {MAX_SHARD_BYTES}): use a smaller --shard-size")
 
     # The file is built in memory (HDF5's core driver, the same bytes as on disk) and written with
     # plain file I/O: a full disk is then one OSError here, never an HDF5 write failure (which

@@ -206,7 +206,8 @@ def load_symbols(shards_dir: str | Path, attrs: dict) -> list[str]:
     (:func:`synprep.shards.reader.load_vocab`).
 
     Raises:
-        InputError: ``dict.txt`` missing or not the one the shards name (sha256 differs).
+        InputError: ``dict.txt`` missing or not the one the shards name (sha256 differs); a
+            ``vocab_path`` outside the folder.
     """
     from synprep.shards.reader import load_vocab
 
