@@ -75,22 +75,32 @@ def checkpoints(tmp: Path) -> dict:
     return out
 
 
+def _readers_on(base: Path, run: Path, label: str) -> dict:
+    """Peak RSS and exit status of ``show``, ``check`` and ``train`` on the folder ``base`` (then removed)."""
+    size = (base / "train.00000.h5").stat().st_size
+    out = {}
+    for name, args in (("show", ["show", str(base), "--split", "train", "--index", "0"]),
+                       ("check", ["check", str(base)]),
+                       ("train", ["train", "--shards", str(base), "--preset", "tiny", "--out", str(run),
+                                  "--max-steps", "1"])):
+        status, peak, line = _measure([sys.executable, "-m", "synprep", *args])
+        out[f"{name}, {label}, {size} B shard"] = {"exit": status, "peak_rss_mb": peak, "message": line}
+    shutil.rmtree(base)
+    return out
+
+
+def _small_folder(base: Path) -> None:
+    write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=4)
+
+
 def shards(tmp: str) -> dict:
     out = {}
     for n in (1 << 28, 1 << 22):
         base = Path(tmp) / f"n{n}"
-        write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=4)
+        _small_folder(base)
         declare_huge(base / "train.00000.h5", n)
         reseal(base)
-        size = (base / "train.00000.h5").stat().st_size
-        for name, args in (("show", ["show", str(base), "--split", "train", "--index", "0"]),
-                           ("check", ["check", str(base)]),
-                           ("train", ["train", "--shards", str(base), "--preset", "tiny", "--out",
-                                      str(Path(tmp) / f"run{n}"), "--max-steps", "1"])):
-            status, peak, line = _measure([sys.executable, "-m", "synprep", *args])
-            out[f"{name}, n_pairs 2^{n.bit_length() - 1}, {size} B shard"] = {
-                "exit": status, "peak_rss_mb": peak, "message": line}
-        shutil.rmtree(base)
+        out.update(_readers_on(base, Path(tmp) / f"run{n}", f"n_pairs 2^{n.bit_length() - 1}"))
     return out
 
 
@@ -100,18 +110,10 @@ def bombs(tmp: str) -> dict:
     out = {}
     for label, n in (("16 MiB above", MAX_SHARD_BYTES + (16 << 20)), ("8 MiB below", MAX_SHARD_BYTES - (8 << 20))):
         base = Path(tmp) / f"bomb{n}"
-        write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=4)
+        _small_folder(base)
         deflate_bomb(base / "train.00000.h5", n)
         reseal(base)
-        size = (base / "train.00000.h5").stat().st_size
-        for name, args in (("show", ["show", str(base), "--split", "train", "--index", "0"]),
-                           ("check", ["check", str(base)]),
-                           ("train", ["train", "--shards", str(base), "--preset", "tiny", "--out",
-                                      str(Path(tmp) / f"run{n}"), "--max-steps", "1"])):
-            status, peak, line = _measure([sys.executable, "-m", "synprep", *args])
-            out[f"{name}, deflate bomb {label} MAX_SHARD_BYTES ({n} values), {size} B shard"] = {
-                "exit": status, "peak_rss_mb": peak, "message": line}
-        shutil.rmtree(base)
+        out.update(_readers_on(base, Path(tmp) / f"run{n}", f"deflate bomb {label} MAX_SHARD_BYTES ({n} values)"))
     return out
 
 
