@@ -89,32 +89,29 @@ def _readers_on(base: Path, run: Path, label: str) -> dict:
     return out
 
 
-def _small_folder(base: Path) -> None:
-    write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=4)
+def _damaged(tmp: str, cases: list[tuple[str, int]], damage) -> dict:
+    """For each (label, n): a small valid folder whose first train shard ``damage(path, n)`` made
+    hostile (manifest re-sealed), measured by :func:`_readers_on`."""
+    out = {}
+    for label, n in cases:
+        base = Path(tmp) / f"case{n}"
+        write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=4)
+        damage(base / "train.00000.h5", n)
+        reseal(base)
+        out.update(_readers_on(base, Path(tmp) / f"run{n}", label))
+    return out
 
 
 def shards(tmp: str) -> dict:
-    out = {}
-    for n in (1 << 28, 1 << 22):
-        base = Path(tmp) / f"n{n}"
-        _small_folder(base)
-        declare_huge(base / "train.00000.h5", n)
-        reseal(base)
-        out.update(_readers_on(base, Path(tmp) / f"run{n}", f"n_pairs 2^{n.bit_length() - 1}"))
-    return out
+    return _damaged(tmp, [(f"n_pairs 2^{n.bit_length() - 1}", n) for n in (1 << 28, 1 << 22)], declare_huge)
 
 
 def bombs(tmp: str) -> dict:
     from synprep.constants import MAX_SHARD_BYTES
 
-    out = {}
-    for label, n in (("16 MiB above", MAX_SHARD_BYTES + (16 << 20)), ("8 MiB below", MAX_SHARD_BYTES - (8 << 20))):
-        base = Path(tmp) / f"bomb{n}"
-        _small_folder(base)
-        deflate_bomb(base / "train.00000.h5", n)
-        reseal(base)
-        out.update(_readers_on(base, Path(tmp) / f"run{n}", f"deflate bomb {label} MAX_SHARD_BYTES ({n} values)"))
-    return out
+    cases = [(f"deflate bomb {label} MAX_SHARD_BYTES ({n} values)", n)
+             for label, n in (("16 MiB above", MAX_SHARD_BYTES + (16 << 20)), ("8 MiB below", MAX_SHARD_BYTES - (8 << 20)))]
+    return _damaged(tmp, cases, deflate_bomb)
 
 
 def main() -> int:
