@@ -102,3 +102,26 @@ def test_metrics_log_drops_records_written_after_the_checkpoint(tmp_path):
     assert [(r["step"], r["train_loss"]) for r in MetricsLog.read(path)] == [(1, 1.0), (2, 1.0), (3, 1.0), (4, 0.5)]
     MetricsLog(path)  # a new run starts an empty log
     assert MetricsLog.read(path) == []
+
+
+def test_gates_png_is_titled_with_the_epoch_of_its_log_line_and_metrics_row(tmp_path, data, monkeypatch, caplog):
+    """Issue 9 item 11: the epoch in gates.png's title is the one the log line and the metrics row of
+    the same validation name (1-based), also when the run ends inside an epoch."""
+    import logging
+    import re
+
+    import synprep.train.loop as loop
+
+    titles: list[str] = []
+    monkeypatch.setattr(loop, "draw_gate_heatmap", lambda gates, path, title: titles.append(title))
+    train, valid, symbols = data
+    cfg = with_overrides(load_preset("tiny"), {"max_tokens": 256, "max_steps": 5, "log_interval": 1, "threads": 1})
+    caplog.set_level(logging.INFO, logger="synprep")
+    Trainer(cfg, train, valid, symbols, tmp_path / "run", torch.device("cpu"), progress=False).run()
+    logged = [m for r in caplog.records if (m := re.match(r"epoch (\d+) step (\d+) \| valid", r.getMessage()))]
+    rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    last_valid = [r for r in rows if "valid_loss" in r][-1]
+    assert titles, "gates.png was not drawn at the end of the run"
+    epoch, step = re.search(r"epoch (\d+), step (\d+)", titles[-1]).groups()
+    assert (int(epoch), int(step)) == (int(logged[-1].group(1)), int(logged[-1].group(2)))
+    assert int(epoch) == last_valid["epoch"] >= 1 and int(step) == last_valid["step"] == 5
