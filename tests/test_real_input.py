@@ -16,6 +16,7 @@ from synprep.errors import InputError
 from synprep.shards import check_dir, open_split
 from synprep.vocab import Vocab
 from tests.conftest import ROOT, run_cli
+from tests.pipeline_runs import folder_bytes
 
 SAMPLE = ROOT / "sample_data"
 
@@ -42,9 +43,13 @@ def test_same_language_on_both_sides_stores_the_targets(tmp_path, stanza_dir):
 
     src, tgt = head(SAMPLE / "valid.en", tmp_path / "a.en", 12), head(SAMPLE / "valid.de", tmp_path / "b.en", 12)
     out = tmp_path / "out"
-    run_cli("pipeline", "--src", str(src), "--tgt", str(tgt), "-s", "en", "-t", "en", "--out", str(out),
-            "--merges", "200", "--no-clean", *stanza_args(stanza_dir, tmp_path / "cache.sqlite"))
+    cmd = ("pipeline", "--src", str(src), "--tgt", str(tgt), "-s", "en", "-t", "en", "--out", str(out),
+           "--merges", "200", "--no-clean", *stanza_args(stanza_dir, tmp_path / "cache.sqlite"))
+    run_cli(*cmd)
     assert check_dir(out).ok
+    before = folder_bytes(out)
+    run_cli(*cmd)  # a same-language folder of this version resumes (nothing left to do), never refused
+    assert folder_bytes(out) == before
     assert (out / "text" / "train.tok.src.en").exists() and (out / "text" / "train.tok.tgt.en").exists()
     vocab = Vocab.load(out / "dict.txt")
     want_tgt = list(tokenize_stream(tgt.read_text(encoding="utf-8").splitlines(), "en"))
