@@ -566,7 +566,7 @@ def system_overrides(name: str) -> dict[str, Any]:
         return {"syntax": "vanilla"}
     if name == "gated":
         return {"syntax": "gated", "syntax_source": "slr", **everywhere}
-    if name in system_names()[2 + len(SOURCES):]:
+    if name.startswith("gated-") and name in system_names():
         return {"syntax": "gated", "syntax_source": name[len("gated-"):], **everywhere}
     if name in SOURCES:
         data = preset_data(source_preset(name))
