@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from synprep.errors import ConfigError
-from synprep.parse.base import PARSE_SCHEMA, ParserBackend, ParserSpec, identity_digest
+from synprep.parse.base import PARSE_SCHEMA, ParserBackend, ParserSpec, identity_digest, identity_fields
 from synprep.parse.trees import match_leaves, parse_tree, tree_to_str
 from synprep.signature import package_version
 from synprep.types import ParsedSentence, SparseLDD
@@ -181,8 +181,7 @@ def short_identity(identity: str) -> str:
     """Compact form of a stanza identity for the signature line: ``stanza-1.15.0/synprep/en+const#1a2b3c4d``
     (the digest covers the whole identity). Any backend's: :func:`synprep.parse.run.short_identity`.
     """
-    fields = identity.split("|")
-    kv = dict(f.split("=", 1) for f in fields[2:] if "=" in f)
+    fields, kv = identity_fields(identity)
     digest = identity_digest(identity)
     const = "+const" if "constituency" in kv.get("processors", "") else ""
     return f"{fields[0]}-{fields[1]}/{kv.get('package', '?')}/{kv.get('lang', '?')}{const}#{digest}"
