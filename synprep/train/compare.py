@@ -235,6 +235,7 @@ def compare_runs(runs: Sequence[Run], refs: Sequence[str], *, lang: str = "en", 
                         "tok_bleu": _mean_sd([x["tok_bleu"] for x in per_run])})
     base_runs = {r.seed: r for r in groups[baseline]}
     base_entry = next(e for e in systems if e["baseline"])
+    detok = {id(r): detokenize(r.hyps, lang) for r in runs}  # line by line: once per run, for every test
     for entry in systems:
         if entry["baseline"]:
             entry.update(p_concat=None, p_per_seed=None, significant_seeds=None, welch=None, paired_seeds=None)
@@ -250,16 +251,17 @@ def compare_runs(runs: Sequence[Run], refs: Sequence[str], *, lang: str = "en", 
             for m in per_seed:
                 per_seed[m][t] = []
             for s in shared:
-                tok_a, tok_b = base_runs[s].hyps, mine[s].hyps
-                p_det, _ = _paired([(baseline, detokenize(tok_a, lang)), (entry["system"], detokenize(tok_b, lang))],
+                a, b = base_runs[s], mine[s]
+                p_det, _ = _paired([(baseline, detok[id(a)]), (entry["system"], detok[id(b)])],
                                    sel_detok, False, lowercase, t)
-                p_tok, _ = _paired([(baseline, tok_a), (entry["system"], tok_b)], sel, True, lowercase, t)
+                p_tok, _ = _paired([(baseline, a.hyps), (entry["system"], b.hyps)], sel, True, lowercase, t)
                 per_seed["bleu"][t].append(p_det)
                 per_seed["tok_bleu"][t].append(p_tok)
         tok_a = [h for s in shared for h in base_runs[s].hyps]
         tok_b = [h for s in shared for h in mine[s].hyps]
         refs_tok = sel * len(shared)
-        det_a, det_b = detokenize(tok_a, lang), detokenize(tok_b, lang)
+        det_a = [h for s in shared for h in detok[id(base_runs[s])]]
+        det_b = [h for s in shared for h in detok[id(mine[s])]]
         refs_det = sel_detok * len(shared)
         p: dict[str, dict[str, float]] = {"bleu": {}, "tok_bleu": {}}
         for t in tests:
