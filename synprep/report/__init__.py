@@ -98,7 +98,7 @@ def build_report(folder: str | os.PathLike, *, splits: list[str] | None = None, 
         sample = sample_text(folder, name, manifest, {**s, "config": s.get("config")})
         out["flags"] += split_flags(name, s, sample, train if name != "train" else None, languages=languages)
     if against is not None:
-        out["against"] = agreement(folder, Path(against), names, manifest)
+        out["against"] = folder_agreement(folder, Path(against), names, manifest)
     out["examples"] = pick_examples(folder, names[0], manifest)
     out["seconds"] = round(time.perf_counter() - start, 3)
     return out
@@ -111,7 +111,7 @@ def _split_config(folder: Path, split: str, manifest: Any) -> dict[str, Any]:
     return dict(readers[0].attrs.get("config") or {}) if readers else {}
 
 
-def agreement(folder: Path, other: Path, names: list[str], manifest: Any) -> dict[str, Any]:
+def folder_agreement(folder: Path, other: Path, names: list[str], manifest: Any) -> dict[str, Any]:
     """Agreement of each split with ``other``'s (see :mod:`synprep.report.agreement`)."""
     from synprep.report.agreement import split_agreement
     from synprep.shards.manifest import Manifest

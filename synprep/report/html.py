@@ -41,7 +41,7 @@ def _table(head: list[str], rows: list[list[Any]], left: tuple[int, ...] = (0,))
 def _img(src: str | None, alt: str, missing: str | None) -> str:
     if src:
         return f'<img class="figure" alt="{_e(alt)}" src="{src}">'
-    return f'<div class="missing">{_e(missing or "no data to draw")}</div>'
+    return f'<div class="missing">{html.escape(missing or "no data to draw", quote=False)}</div>'
 
 
 def _overview(report: dict[str, Any]) -> str:
