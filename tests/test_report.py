@@ -168,7 +168,7 @@ def _recount(folder: Path, split: str) -> dict:
         rel.update(DEPRELS[x] for x in r["deprel"].tolist())
         starts = [*r["sent_start"].tolist(), len(heads)]
         c["sentences"] += len(starts) - 1
-        for a, b in zip(starts[:-1], starts[1:]):
+        for a, b in zip(starts[:-1], starts[1:], strict=True):
             depth = 0
             for w in range(a + 1, b + 1):  # 1-based words of the sentence
                 k, steps = w, 1
@@ -199,7 +199,7 @@ def _recount(folder: Path, split: str) -> dict:
                 dlen[abs(h - d)] += 1
         best: dict = {}
         probs: dict = {}
-        for d, h, p in zip(r["ldd_dep"].tolist(), r["ldd_head"].tolist(), r["ldd_prob"].tolist()):
+        for d, h, p in zip(r["ldd_dep"].tolist(), r["ldd_head"].tolist(), r["ldd_prob"].tolist(), strict=True):
             probs.setdefault(d, []).append(p)
             if d not in best or p > best[d][1]:
                 best[d] = (h, p)
