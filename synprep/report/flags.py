@@ -187,8 +187,8 @@ def split_flags(split: str, s: dict[str, Any], sample: dict[str, Any], train: di
                 "unk-rate", split, f"high <unk> rate on the {'source' if side == 'src' else 'target'} side",
                 f"{u['count']} of {u['pieces']} pieces ({u['rate']:.2%}) are <unk> (threshold "
                 f"{UNK_RATE_THRESHOLD:.0%})",
-                "build the vocabulary from this corpus's train split (no --vocab from elsewhere), or learn the "
-                "BPE codes/SentencePiece model on text like this split's"))
+                "pieces the train split never had become <unk>: learn the codes/vocabulary on more (or more "
+                "similar) training text or with fewer merges, and never pass a --vocab from another corpus"))
     flat = s["flat_trees"]
     if flat["eligible"] >= 20 and flat["share"] > FLAT_SHARE_THRESHOLD:
         flags.append(_flag(

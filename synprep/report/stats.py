@@ -355,8 +355,8 @@ def read_lines_at(path: Path | None, wanted: set[int], limit: int = 300) -> dict
 
 
 def drop_examples(folder: Path, split: str, entry: Any, attrs: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Up to :data:`DROP_EXAMPLES` dropped lines per reason: ``{line, detail, src, tgt}`` (the text from
-    ``OUT/text/SPLIT.tok.L`` when the folder keeps it, else empty)."""
+    """Up to :data:`DROP_EXAMPLES` dropped lines per reason: ``{line, detail, src, tgt}`` (the tokenized text
+    from ``OUT/text/SPLIT.tok.L``, Moses escapes undone, when the folder keeps it, else empty)."""
     if entry is None:
         return {}
     picked: dict[str, list[list[Any]]] = {}
@@ -367,7 +367,10 @@ def drop_examples(folder: Path, split: str, entry: Any, attrs: dict[str, Any]) -
     wanted = {int(d[0]) for lst in picked.values() for d in lst}
     src_lang, tgt_lang = attrs.get("src_lang"), attrs.get("tgt_lang")
     same = bool(src_lang) and src_lang == tgt_lang
-    texts = {side: read_lines_at(text_file(folder, split, "tok", side, lang, same), wanted)
+    from synprep.text.escape import unescape
+
+    texts = {side: {k: unescape(v) for k, v in read_lines_at(text_file(folder, split, "tok", side, lang, same),
+                                                              wanted).items()}
              for side, lang in (("src", src_lang), ("tgt", tgt_lang))}
     return {reason: [{"line": int(d[0]), "detail": str(d[2]) if len(d) > 2 else "",
                       "src": texts["src"].get(int(d[0]), ""), "tgt": texts["tgt"].get(int(d[0]), "")}
