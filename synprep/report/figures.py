@@ -133,8 +133,9 @@ def agreement_figure(report: dict[str, Any]) -> str | None:
     fig, axes = _new(6, 2.8)
     ax = axes[0][0]
     for i, metric in enumerate(("UAS", "LAS", "UPOS")):
-        ax.bar(np.arange(len(rows)) + (i - 1) * 0.27, [r[metric] for _, r in rows], width=0.27, label=metric,
-               color=COLORS[i])
+        bars = ax.bar(np.arange(len(rows)) + (i - 1) * 0.27, [r[metric] for _, r in rows], width=0.27, label=metric,
+                      color=COLORS[i])
+        ax.bar_label(bars, fmt="%.1f", fontsize=7)
     ax.set_xticks(np.arange(len(rows)))
     ax.set_xticklabels([n for n, _ in rows])
     ax.set_ylim(0, 100)
