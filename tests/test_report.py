@@ -347,6 +347,8 @@ def test_damaged_folder_is_a_one_line_error(de_runs, tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("synprep: error: ") and "train.00001.h5" in proc.stderr
     assert not (tmp_path / "r.html").exists() and not (tmp_path / "r.json").exists()
+    proc = run_cli("report", str(de_runs["bpe"]), "--split", "nope", "-o", str(tmp_path / "r.html"), check=False)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "split 'nope' is not in manifest.json" in proc.stderr
 
 
 def test_without_matplotlib_the_page_has_the_numbers(pud, tmp_path, monkeypatch, caplog):
@@ -392,3 +394,24 @@ def test_page_renders_with_its_figures_in_chromium(bpe_page, tmp_path):
         region = img[band[0]:band[-1] + 1]
         assert (region.reshape(-1, 3) != 255).any(axis=1).mean() > 0.02
         assert len(np.unique(region.reshape(-1, 3), axis=0)) > 20
+
+
+def test_spacy_japanese_folder(shared_data, tmp_path):
+    """spaCy (ja_ginza, its own tokenizer): the numbers are the shards', the reference is UD Japanese GSD, and
+    neither the case check (Japanese has no case) nor the language check fires."""
+    src, tgt = tmp_path / "s.ja", tmp_path / "t.en"
+    texts = [r[len("# text = "):] for r in (shared_data / "ud" / "ja_gsd-ud-test.conllu").read_text("utf-8").splitlines()
+             if r.startswith("# text = ")][:12]
+    src.write_text("\n".join(texts) + "\n", encoding="utf-8")
+    tgt.write_text("".join((SAMPLE_DATA / "valid.en").read_text("utf-8").splitlines(keepends=True)[:12]), encoding="utf-8")
+    out = tmp_path / "out"
+    spec = ParserSpec(name="spacy", lang="ja", spacy_model="ja_ginza")
+    run_pipeline(str(src), str(tgt), out, src_lang="ja", tgt_lang="en", text=TextOptions(merges=100, clean=False,
+                                                                                          tokenizer="parser"),
+                 parse=ParseOptions(parser="spacy", spec=spec), par=Parallel())
+    rep = build_report(out)
+    s, want = rep["splits"]["train"], _recount(out, "train")
+    assert s["pairs"] == want["pairs"] == 12 and s["upos"] == {t: want["upos"].get(t, 0) for t in UPOS_TAGS}
+    assert s["non_projective"]["sentences"] == want["nonproj"] and s["sentences"] == want["sentences"]
+    assert rep["ud_reference"]["files"] == ["ja_gsd-ud-test.conllu"]
+    assert rep["flags"] == []
