@@ -38,8 +38,13 @@ def report_cmd(folder: str, output: str, splits: tuple[str, ...], against: str |
     """
     from synprep.report import build_report, write_report
 
-    report = build_report(folder, splits=list(splits) or None, against=against, ud=ud)
+    from synprep.errors import ConfigError
+
     json_path = Path(output).with_suffix(".json") if as_json else None
+    if json_path is not None and json_path == Path(output):
+        raise ConfigError(f"-o {output} ends in .json: with --json the numbers go to FILE.json beside the page; "
+                          "name the page FILE.html")
+    report = build_report(folder, splits=list(splits) or None, against=against, ud=ud)
     info = write_report(report, output, json_path)
     pairs = sum(s["pairs"] for s in report["splits"].values())
     click.echo(f"synprep report: {output} ({info['bytes'] // 1024} KiB{'' if info['figures'] else ', no figures'}; "
