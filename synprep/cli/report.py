@@ -36,9 +36,8 @@ def report_cmd(folder: str, output: str, splits: tuple[str, ...], against: str |
     Reads OUT through the verified reader, shard by shard: a damaged folder is a one-line error (exit 2).
     Figures need matplotlib (pip install 'synprep[plot]'); without it the page has the tables.
     """
-    from synprep.report import build_report, write_report
-
     from synprep.errors import ConfigError
+    from synprep.report import build_report, write_report
 
     json_path = Path(output).with_suffix(".json") if as_json else None
     if json_path is not None and json_path == Path(output):
