@@ -91,7 +91,7 @@ def _pud_blocks(path: Path, n: int) -> list[str]:
 def pud(tmp_path_factory, shared_data, stanza_dir):
     """English PUD: gold imported, stanza on the same words (with its constituency trees), stanza with the
     user's --trees, a same-language en→en gold import whose target is really German (a language flag),
-    and lowercased gold."""
+    lowercased gold, and the English words parsed by the German model as if they were German (-s de)."""
     from synprep.text.bpe import learn_bpe
 
     d = tmp_path_factory.mktemp("report_pud")
@@ -114,7 +114,7 @@ def pud(tmp_path_factory, shared_data, stanza_dir):
                                for r in gold.read_text("utf-8").split("\n") for c in [r.split("\t")]),
                      encoding="utf-8")
     learn_bpe([d / "words.en", d / "pud.de"], 300, d / "codes")
-    outs = {k: d / k for k in ("gold", "trees", "stanza", "same", "lower")}
+    outs = {k: d / k for k in ("gold", "trees", "stanza", "same", "lower", "wrong")}
     kw = {"split": "test", "par": Parallel(), "codes": str(d / "codes"), "shard_size": 10}
     conllu = ParseOptions(parser="conllu")
     run_pipeline(None, str(d / "pud.de"), outs["gold"], src_lang="en", tgt_lang="de", text=TextOptions(),
@@ -127,6 +127,8 @@ def pud(tmp_path_factory, shared_data, stanza_dir):
                        cache=stanza.cache, ssplit=False, trees=str(d / "trees.txt"))
     run_pipeline(str(d / "words.en"), str(d / "pud.de"), outs["trees"], src_lang="en", tgt_lang="de",
                  text=TextOptions(tokenized=True), parse=own, **kw)
+    run_pipeline(str(d / "words.en"), str(d / "pud.de"), outs["wrong"], src_lang="de", tgt_lang="de",
+                 text=TextOptions(tokenized=True), parse=_stanza(stanza_dir, "de", d / "c.sqlite", ssplit=False), **kw)
     run_pipeline(None, str(d / "pud.de"), outs["same"], src_lang="en", tgt_lang="en", text=TextOptions(),
                  parse=conllu, conllu=str(gold), **kw)
     run_pipeline(None, str(d / "pud.de"), outs["lower"], src_lang="en", tgt_lang="de", text=TextOptions(),
@@ -254,6 +256,7 @@ def test_report_numbers_are_the_folders(de_runs, bpe_page):
     # the test split was cleaned like the train split (line 141 of the train file dropped for its ratio)
     flags = {(f["id"], f["split"]) for f in rep["flags"]}
     assert ("cleaned-like-train", "test") in flags
+    assert ("unlike-train", "test") not in flags and not [f for f in rep["flags"] if f["split"] == "train"]
     assert rep["splits"]["test"]["dropped"]["clean:ratio"] >= 1
     # the page shows them
     text = page.read_text("utf-8")
@@ -334,6 +337,17 @@ def test_flags_language_and_lowercase(pud):
     low = [f for f in lower["flags"] if f["id"] == "lowercased"]
     assert len(low) == 1 and "0.0% of 30 sampled lines" in low[0]["evidence"]
     assert not [f for f in lower["flags"] if f["id"] == "language"]
+
+
+def test_source_parsed_in_the_wrong_language(pud):
+    """English words parsed with -s de: the language flag names the source side, and the UPOS distribution
+    is far from UD German's, much further than the gold English parse is from UD English's."""
+    wrong, gold = build_report(pud["wrong"]), build_report(pud["gold"])
+    lang = [f for f in wrong["flags"] if f["id"] == "language"]
+    assert [f["message"] for f in lang] == ["the source side looks like 'en', not 'de'"]
+    assert wrong["ud_reference"]["files"][0].startswith("de_") and gold["ud_reference"]["files"][0].startswith("en_")
+    assert wrong["splits"]["test"]["ud"]["upos_js_bits"] > 3 * gold["splits"]["test"]["ud"]["upos_js_bits"]
+    assert not [f for f in gold["flags"] if f["id"] in ("language", "ud-divergence", "lowercased")]
 
 
 def test_damaged_folder_is_a_one_line_error(de_runs, tmp_path):
