@@ -9,7 +9,6 @@ lowercased).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -213,7 +212,3 @@ def split_flags(split: str, s: dict[str, Any], sample: dict[str, Any], train: di
             "also raises it (then the flag is expected)"))
     return flags
 
-
-def folder_size_note(folder: str | os.PathLike) -> int:
-    """Bytes of the shards in ``folder`` (for the report's header)."""
-    return sum(p.stat().st_size for p in Path(folder).glob("*.h5"))
