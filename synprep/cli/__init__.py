@@ -42,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "show": "synprep.cli.shards:show_cmd",
     "export": "synprep.cli.export:export_cmd",
     "info": "synprep.cli.info:info_cmd",
+    "report": "synprep.cli.report:report_cmd",
     # whole pipeline
     "pipeline": "synprep.cli.pipeline:pipeline_cmd",
     "annotate": "synprep.cli.pipeline:annotate_cmd",
