@@ -101,8 +101,8 @@ class _Rows:
             try:
                 self.line = int(self.current[0])
             except ValueError:
-                raise InputError(f"{display_name(self.paths['lines'])}:{self.row}: not a line number: "
-                                 f"{self.current[0][:40]!r}") from None
+                raise InputError(f"not a line number: {self.current[0][:40]!r}", display_name(self.paths["lines"]),
+                                 self.row) from None
         if self.line != line or self.current is None:
             raise InputError(f"no row for line {line} of the split: these text files are not the shards' (run "
                              f"the pipeline of this split again)", display_name(self.paths["lines"]))
@@ -148,13 +148,13 @@ class SplitText:
             w = unescape_tokens(w_line.split())
             s, t = " ".join(unescape_tokens(s_line.split())), " ".join(unescape_tokens(t_line.split()))
             if len(w) != len(rebuilt_words[k]):
-                raise InputError(f"{display_name(self.paths['words'])}:{row}: {len(w)} words, the shard's pair of "
-                                 f"line {line} has {len(rebuilt_words[k])} (run the pipeline of this split again)")
+                raise InputError(f"{len(w)} words, the shard's pair of line {line} has {len(rebuilt_words[k])} (run "
+                                 f"the pipeline of this split again)", display_name(self.paths["words"]), row)
             if not unk[k]:
                 for key, ours, theirs in (("src", s, rebuilt_src[k]), ("tgt", t, rebuilt_tgt[k])):
                     if ours != theirs:
-                        raise InputError(f"{display_name(self.paths[key])}:{row}: the text differs from the shard's "
-                                         f"pieces of line {line} (run the pipeline of this split again)")
+                        raise InputError(f"the text differs from the shard's pieces of line {line} (run the pipeline "
+                                         f"of this split again)", display_name(self.paths[key]), row)
             words.append(w)
             src.append(s)
             tgt.append(t)

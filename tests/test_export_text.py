@@ -1,0 +1,157 @@
+"""Exports carry the true text of both sides (issue 16 items 2 and 3).
+
+Real ``synprep pipeline`` folders parsed by the real stanza models (tests/export_folders.py), read
+back by the real consumers: ``datasets`` for HF, plain text for the factor files (sockeye and
+OpenNMT-py read them line by line); fairseq's own task reads the same-language export in
+tests/test_export_fairseq.py.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from synprep.constants import UNK_ID
+from synprep.export.factors import FACTORS
+from synprep.shards import SplitReader, open_split
+from synprep.text.escape import unescape_tokens
+from synprep.text.tokenize import moses_lowercase, tokenize_line
+from tests.conftest import run_cli
+from tests.export_folders import SAMPLE, lowercase_folder, same_language_folder
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def enen(tmp_path_factory, stanza_dir: Path) -> Path:
+    return same_language_folder(tmp_path_factory.getbasetemp() / "export-folders", stanza_dir)
+
+
+@pytest.fixture(scope="module")
+def deen_lc(tmp_path_factory, stanza_dir: Path) -> Path:
+    return lowercase_folder(tmp_path_factory.getbasetemp() / "export-folders", stanza_dir)
+
+
+def kept_lines(folder: Path, split: str) -> list[int]:
+    return [r.line for r in SplitReader(open_split(folder, split))]
+
+
+def tokenized(path: Path, lang: str, lines: list[int], lowercase: bool = False) -> list[str]:
+    """The input lines ``lines`` (1-based) tokenized by sacremoses, escapes undone: the text a side holds."""
+    raw = path.read_text(encoding="utf-8").splitlines()
+    out = []
+    for n in lines:
+        text = " ".join(unescape_tokens(tokenize_line(raw[n - 1], lang).split()))
+        out.append(moses_lowercase(text) if lowercase else text)
+    return out
+
+
+def load_hf(dest: Path, cache: Path):
+    from datasets import load_dataset
+
+    return load_dataset(str(dest), cache_dir=str(cache))
+
+
+# --- item 2: a same-language folder keeps both sides --------------------------------------------------
+
+
+def test_hf_export_of_a_same_language_pair_holds_both_sides(enen: Path, tmp_path: Path) -> None:
+    dest = tmp_path / "hf"
+    run_cli("export", str(enen), "--format", "hf", "--to", str(dest))
+    ds = load_hf(dest, tmp_path / "cache")["train"]
+    lines = kept_lines(enen, "train")
+    assert ds["line"] == lines and len(lines) > 20
+    assert ds.features["translation"].languages == ["en_src", "en_tgt"]
+    src, tgt = tokenized(SAMPLE / "valid.en", "en", lines), tokenized(SAMPLE / "test.en", "en", lines)
+    assert [t["en_src"] for t in ds["translation"]] == src
+    assert [t["en_tgt"] for t in ds["translation"]] == tgt
+    assert src != tgt
+    recs = list(SplitReader(open_split(enen, "train")))
+    assert ds["tgt_ids"] == [r.tgt_ids.tolist() for r in recs] and ds["src_ids"] == [r.src_ids.tolist() for r in recs]
+    card = (dest / "README.md").read_text(encoding="utf-8")
+    assert "language:\n- en\ntags:" in card and "`en_src`, `en_tgt`" in card
+
+
+def test_factors_export_of_a_same_language_pair_holds_both_sides(enen: Path, tmp_path: Path) -> None:
+    dest = tmp_path / "factors"
+    run_cli("export", str(enen), "--format", "factors", "--to", str(dest))
+    recs = list(SplitReader(open_split(enen, "train")))
+    bpe = {side: (enen / "text" / f"train.bpe.{side}.en").read_text(encoding="utf-8").splitlines()
+           for side in ("src", "tgt")}
+    kept = (enen / "text" / "train.lines").read_text().split()
+    row = {int(n): k for k, n in enumerate(kept)}
+    src = (dest / "train.en_src").read_text(encoding="utf-8").splitlines()
+    tgt = (dest / "train.en_tgt").read_text(encoding="utf-8").splitlines()
+    assert len(src) == len(tgt) == len(recs)
+    assert src == [bpe["src"][row[r.line]] for r in recs] and tgt == [bpe["tgt"][row[r.line]] for r in recs]
+    assert src != tgt and not (dest / "train.en").exists()
+    for factor in FACTORS:  # one label per SOURCE piece, line by line
+        labels = (dest / f"train.en_src.{factor}").read_text(encoding="utf-8").splitlines()
+        assert [len(x.split()) for x in labels] == [len(x.split()) for x in src], factor
+
+
+# --- item 3: the HF text fields are the true text ---------------------------------------------------
+
+
+def test_hf_text_of_a_valid_split_is_the_true_cased_text(deen_lc: Path, tmp_path: Path) -> None:
+    recs = list(SplitReader(open_split(deen_lc, "valid")))
+    unk_src = sum(UNK_ID in r.src_ids for r in recs)
+    unk_tgt = sum(UNK_ID in r.tgt_ids for r in recs)
+    assert unk_src and unk_tgt  # the valid split has pieces the train split's vocabulary never saw
+    dest = tmp_path / "hf"
+    run_cli("export", str(deen_lc), "--format", "hf", "--to", str(dest), "--split", "valid")
+    ds = load_hf(dest, tmp_path / "cache")["valid"]
+    lines = [r.line for r in recs]
+    assert ds["line"] == lines
+    words = tokenized(SAMPLE / "valid.de", "de", lines)
+    assert [" ".join(w) for w in ds["src_words"]] == words  # the cased words the parser read
+    assert all(len(w) == len(r.heads) for w, r in zip(ds["src_words"], recs, strict=True))
+    assert any(w != w.lower() for ws in ds["src_words"] for w in ws)
+    # the pair the pieces were made from: lowercased (--lowercase), no <unk> anywhere
+    assert [t["de"] for t in ds["translation"]] == [moses_lowercase(w) for w in words]
+    assert [t["en"] for t in ds["translation"]] == tokenized(SAMPLE / "valid.en", "en", lines, lowercase=True)
+    text = [" ".join(w) for w in ds["src_words"]] + [t[k] for t in ds["translation"] for k in ("de", "en")]
+    assert not any("<unk>" in x for x in text)
+    # the ids stay the model's: the <unk> pieces are there
+    assert sum(UNK_ID in ids for ids in ds["src_ids"]) == unk_src and ds["tgt_ids"] == [r.tgt_ids.tolist() for r in recs]
+
+
+def test_hf_export_without_text_files_refuses_unk_pairs(deen_lc: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "no-text"
+    shutil.copytree(deen_lc, folder)
+    shutil.rmtree(folder / "text")
+    proc = run_cli("export", str(folder), "--format", "hf", "--to", str(tmp_path / "hf"), "--split", "valid",
+                   check=False)
+    first = next(r.line for r in SplitReader(open_split(deen_lc, "valid"))
+                 if UNK_ID in r.src_ids or UNK_ID in r.tgt_ids)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"synprep: error: valid.00000.h5: the pair of line {first} has pieces outside dict.txt (<unk>) and the folder "
+        f"keeps no text of them: the parquet/hf export writes only true text; export this split with --format fairseq "
+        f"or factors (ids and pieces), or make the folder with synprep pipeline (its text/ files hold the text)")
+    assert not list((tmp_path / "hf").glob("data/*.parquet"))
+    # the train split has no <unk>: its pieces' text is the true text, exported as before
+    run_cli("export", str(folder), "--format", "hf", "--to", str(tmp_path / "hf-train"), "--split", "train")
+
+
+def test_hf_export_refuses_text_files_that_are_not_the_shards(deen_lc: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "other-text"
+    shutil.copytree(deen_lc, folder)
+    path = folder / "text" / "valid.clean.en"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    recs = list(SplitReader(open_split(deen_lc, "valid")))
+    k = next(i for i, r in enumerate(recs) if UNK_ID not in r.src_ids and UNK_ID not in r.tgt_ids)
+    kept = [int(x) for x in (folder / "text" / "valid.lines").read_text().split()]
+    row = kept.index(recs[k].line)
+    lines[row] = lines[row] + " extra"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    proc = run_cli("export", str(folder), "--format", "hf", "--to", str(tmp_path / "hf"), "--split", "valid",
+                   check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"synprep: error: {path}:{row + 1}: the text differs from the shard's pieces of line {recs[k].line} (run the "
+        f"pipeline of this split again)")
+    assert np.all([not p.name.endswith(".parquet") for p in (tmp_path / "hf").rglob("*")])
