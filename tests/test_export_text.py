@@ -8,6 +8,7 @@ tests/test_export_fairseq.py.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -91,6 +92,15 @@ def test_factors_export_of_a_same_language_pair_holds_both_sides(enen: Path, tmp
     for factor in FACTORS:  # one label per SOURCE piece, line by line
         labels = (dest / f"train.en_src.{factor}").read_text(encoding="utf-8").splitlines()
         assert [len(x.split()) for x in labels] == [len(x.split()) for x in src], factor
+    # an export.json of an earlier version (no "sides": its same-language files lost a side) is not resumed
+    record = json.loads((dest / "export.json").read_text(encoding="utf-8"))
+    assert record["sides"] == ["en_src", "en_tgt"]
+    del record["sides"]
+    (dest / "export.json").write_text(json.dumps(record), encoding="utf-8")
+    proc = run_cli("export", str(enen), "--format", "factors", "--to", str(dest), check=False)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == (
+        f"synprep: error: {dest} holds another export (sides: ['en', 'en'], this one: ['en_src', 'en_tgt']); "
+        f"choose another --to")
 
 
 # --- item 3: the HF text fields are the true text ---------------------------------------------------
@@ -119,22 +129,27 @@ def test_hf_text_of_a_valid_split_is_the_true_cased_text(deen_lc: Path, tmp_path
     assert sum(UNK_ID in ids for ids in ds["src_ids"]) == unk_src and ds["tgt_ids"] == [r.tgt_ids.tolist() for r in recs]
 
 
-def test_hf_export_without_text_files_refuses_unk_pairs(deen_lc: Path, tmp_path: Path) -> None:
+def test_hf_export_without_text_files_writes_null_for_unknown_text(deen_lc: Path, tmp_path: Path) -> None:
+    """A folder that keeps no text (annotate, shard): a side with an <unk> piece has null text, never a guess."""
     folder = tmp_path / "no-text"
     shutil.copytree(deen_lc, folder)
     shutil.rmtree(folder / "text")
-    proc = run_cli("export", str(folder), "--format", "hf", "--to", str(tmp_path / "hf"), "--split", "valid",
-                   check=False)
-    first = next(r.line for r in SplitReader(open_split(deen_lc, "valid"))
-                 if UNK_ID in r.src_ids or UNK_ID in r.tgt_ids)
-    assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines()[-1] == (
-        f"synprep: error: valid.00000.h5: the pair of line {first} has pieces outside dict.txt (<unk>) and the folder "
-        f"keeps no text of them: the parquet/hf export writes only true text; export this split with --format fairseq "
-        f"or factors (ids and pieces), or make the folder with synprep pipeline (its text/ files hold the text)")
-    assert not list((tmp_path / "hf").glob("data/*.parquet"))
-    # the train split has no <unk>: its pieces' text is the true text, exported as before
-    run_cli("export", str(folder), "--format", "hf", "--to", str(tmp_path / "hf-train"), "--split", "train")
+    recs = list(SplitReader(open_split(deen_lc, "valid")))
+    unk_src = [UNK_ID in r.src_ids for r in recs]
+    unk_tgt = [UNK_ID in r.tgt_ids for r in recs]
+    dest = tmp_path / "hf"
+    proc = run_cli("export", str(folder), "--format", "hf", "--to", str(dest), "--split", "valid")
+    n_unk = sum(a or b for a, b in zip(unk_src, unk_tgt, strict=True))
+    assert (f"synprep: valid.00000.h5: {n_unk} of {len(recs)} pairs have pieces outside dict.txt (<unk>) and the "
+            f"folder keeps no text of them: their text fields are null (source side: {sum(unk_src)}, target side: "
+            f"{sum(unk_tgt)}); synprep pipeline folders keep the text (docs/export.md)\n") in proc.stderr
+    ds = load_hf(dest, tmp_path / "cache")["valid"]
+    lines = [r.line for r in recs]
+    src = tokenized(SAMPLE / "valid.de", "de", lines, lowercase=True)  # the pieces' (lowercased) words
+    tgt = tokenized(SAMPLE / "valid.en", "en", lines, lowercase=True)
+    for k, row in enumerate(ds):
+        assert row["src_words"] == (None if unk_src[k] else src[k].split())
+        assert row["translation"] == {"de": None if unk_src[k] else src[k], "en": None if unk_tgt[k] else tgt[k]}
 
 
 def test_hf_export_refuses_text_files_that_are_not_the_shards(deen_lc: Path, tmp_path: Path) -> None:

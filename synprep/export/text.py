@@ -13,14 +13,16 @@ the text is, per split (docs/export.md "Where the text comes from"):
    of words, and where a pair has no ``<unk>`` its text equals the text of its pieces; anything
    else is an :class:`~synprep.errors.InputError` naming the text file and line.
 2. any other folder (``annotate``, ``shard``): the text of the pieces, which is the true text
-   exactly when no piece is ``<unk>``; a pair with an ``<unk>`` piece is refused
-   (:class:`~synprep.errors.ConfigError` naming the shard, the line and the fix).
+   exactly when no piece is ``<unk>``. Where a side has an ``<unk>`` piece its text is not known:
+   that side's fields are null (``src_words`` and ``translation[SRC]`` for the source,
+   ``translation[TGT]`` for the target), never a guess, and a warning counts them.
 
 Moses escapes are undone in every text field (``&amp;`` → ``&``).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,32 +31,34 @@ from typing import Any
 import numpy as np
 
 from synprep.constants import UNK_ID
-from synprep.errors import ConfigError, InputError
+from synprep.errors import InputError
 from synprep.text.escape import unescape_tokens
 from synprep.textio import display_name, iter_lines
+
+log = logging.getLogger("synprep")
 
 
 @dataclass
 class PairText:
-    """The text of one shard's pairs (N pairs).
+    """The text of one shard's pairs (N pairs); None where it is not known.
 
     Attributes:
         words: N lists of the words the parser read (escapes undone). src, tgt: N tokenized texts
         (tokens joined by one space, escapes undone).
     """
 
-    words: list[list[str]]
-    src: list[str]
-    tgt: list[str]
+    words: list[list[str] | None]
+    src: list[str | None]
+    tgt: list[str | None]
 
 
-def unk_pairs(block: Any) -> np.ndarray:
-    """``(N,) bool``: the pairs of a :class:`~synprep.export.columns.ShardBlock` with an ``<unk>`` piece on either side."""
+def unk_pairs(block: Any, axis: str) -> np.ndarray:
+    """``(N,) bool``: the pairs of a :class:`~synprep.export.columns.ShardBlock` with an ``<unk>``
+    piece on side ``axis`` (``src`` | ``tgt``)."""
     bad = np.zeros(block.n, dtype=bool)
-    for axis, ids in (("src", "src_ids"), ("tgt", "tgt_ids")):
-        hit = np.flatnonzero(block.data[ids] == UNK_ID)
-        if hit.size:
-            bad[np.searchsorted(block.offsets[axis], hit, side="right") - 1] = True
+    hit = np.flatnonzero(block.data[f"{axis}_ids"] == UNK_ID)
+    if hit.size:
+        bad[np.searchsorted(block.offsets[axis], hit, side="right") - 1] = True
     return bad
 
 
@@ -126,35 +130,39 @@ class SplitText:
 
         Raises:
             InputError: a pipeline text file that does not match the shards (names FILE:LINE).
-            ConfigError: no text files and a pair with an ``<unk>`` piece (names the shard and line).
         """
-        unk = unk_pairs(block)
-        lines = block.lines.tolist()
+        unk_src, unk_tgt = unk_pairs(block, "src"), unk_pairs(block, "tgt")
+        unk = unk_src | unk_tgt
         if self._rows is None:
-            if unk.any():
-                line = lines[int(np.flatnonzero(unk)[0])]
-                raise ConfigError(
-                    f"{block.name}: the pair of line {line} has pieces outside dict.txt (<unk>) and the folder keeps "
-                    f"no text of them: the parquet/hf export writes only true text; export this split with --format "
-                    f"fairseq or factors (ids and pieces), or make the folder with synprep pipeline (its text/ files "
-                    f"hold the text)")
-            return None
+            if not unk.any():
+                return None
+            mine = rebuilt()
+            log.warning("%s: %d of %d pairs have pieces outside dict.txt (<unk>) and the folder keeps no text of "
+                        "them: their text fields are null (source side: %d, target side: %d); synprep pipeline "
+                        "folders keep the text (docs/export.md)", block.name, int(unk.sum()), block.n,
+                        int(unk_src.sum()), int(unk_tgt.sum()))
+            return PairText([None if u else w for u, w in zip(unk_src.tolist(), mine.words, strict=True)],
+                            [None if u else w for u, w in zip(unk_src.tolist(), mine.src, strict=True)],
+                            [None if u else w for u, w in zip(unk_tgt.tolist(), mine.tgt, strict=True)])
         assert self.paths is not None
         mine = rebuilt()
         rebuilt_words, rebuilt_src, rebuilt_tgt = mine.words, mine.src, mine.tgt
-        words, src, tgt = [], [], []
-        for k, line in enumerate(lines):
+        words: list[list[str] | None] = []
+        src: list[str | None] = []
+        tgt: list[str | None] = []
+        for k, line in enumerate(block.lines.tolist()):
             w_line, s_line, t_line, row = self._rows.get(line)
             w = unescape_tokens(w_line.split())
             s, t = " ".join(unescape_tokens(s_line.split())), " ".join(unescape_tokens(t_line.split()))
-            if len(w) != len(rebuilt_words[k]):
-                raise InputError(f"{len(w)} words, the shard's pair of line {line} has {len(rebuilt_words[k])} (run "
-                                 f"the pipeline of this split again)", display_name(self.paths["words"]), row)
-            if not unk[k]:
-                for key, ours, theirs in (("src", s, rebuilt_src[k]), ("tgt", t, rebuilt_tgt[k])):
-                    if ours != theirs:
-                        raise InputError(f"the text differs from the shard's pieces of line {line} (run the pipeline "
-                                         f"of this split again)", display_name(self.paths[key]), row)
+            n_words = len(rebuilt_words[k] or ())
+            if len(w) != n_words:
+                raise InputError(f"{len(w)} words, the shard's pair of line {line} has {n_words} (run the pipeline "
+                                 f"of this split again)", display_name(self.paths["words"]), row)
+            for key, ours, theirs, unknown in (("src", s, rebuilt_src[k], unk_src[k]),
+                                               ("tgt", t, rebuilt_tgt[k], unk_tgt[k])):
+                if not unknown and ours != theirs:
+                    raise InputError(f"the text differs from the shard's pieces of line {line} (run the pipeline "
+                                     f"of this split again)", display_name(self.paths[key]), row)
             words.append(w)
             src.append(s)
             tgt.append(t)
