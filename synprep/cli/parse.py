@@ -152,6 +152,11 @@ def download_cmd(lang: str, model_dir: str | None, package: str | None) -> None:
     import stanza
     from stanza.resources.common import DEFAULT_MODEL_DIR
 
+    from synprep.parse.langcode import wrong_code_message
+
+    wrong = wrong_code_message(lang)  # "ger": name "de" instead of asking stanza for a language it lacks
+    if wrong is not None:
+        raise ConfigError(wrong)
     processors = "tokenize,pos,lemma,depparse,constituency"
     try:
         stanza.download(lang, model_dir=model_dir or DEFAULT_MODEL_DIR, package=package or "default",
