@@ -33,10 +33,11 @@ def iso_code(lang: str) -> str | None:
 def _stanza_code(lang: str) -> bool:
     """True for a code stanza names models by itself (``zh-hans``, ``nb``)."""
     try:
-        from stanza.models.common.constant import lcode2lang
+        from stanza.models.common.constant import lang2lcode, lcode2lang
     except ImportError:
         return False
-    return lang in lcode2lang
+    # stanza also lists aliases (``eng``): only a code that its language is named by counts
+    return lang in lcode2lang and lang2lcode.get(lcode2lang[lang]) == lang
 
 
 def wrong_code_message(lang: str) -> str | None:
