@@ -684,10 +684,18 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
                              parses=source.imported(conllu, line_numbers(), n_src),
                              trees=trees_for(parse.trees, line_numbers(), n_src) if parse.trees else None,
                              word_index=(parse_index_line(x) for x in iter_lines(index_file)) if index_file else None)
-    annotate_split(out, split, items, vocab=v, manifest=manifest, opts=dataclasses.replace(parse, lowercase=text.lowercase),
-                   par=par, src_lang=src_lang, tgt_lang=tgt_lang, signature=sig, config=config,
-                   ldd_threshold=ldd_threshold, shard_size=shard_size, source_name=str(src or conllu),
-                   subword=scheme.name)
+    from synprep.parse.trees import TreeLeavesError
+
+    try:
+        annotate_split(out, split, items, vocab=v, manifest=manifest,
+                       opts=dataclasses.replace(parse, lowercase=text.lowercase), par=par, src_lang=src_lang,
+                       tgt_lang=tgt_lang, signature=sig, config=config, ldd_threshold=ldd_threshold,
+                       shard_size=shard_size, source_name=str(src or conllu), subword=scheme.name)
+    except TreeLeavesError as e:  # issue 16 item 9: the trees' words are a treebank's tokenization, not sacremoses'
+        if text.tokenized or text.tokenizer != "moses":
+            raise
+        raise InputError(f"{e.reason} (synprep tokenized --src with sacremoses; give text tokenized like the "
+                         f"trees, one line per tree, with --tokenized)", e.path, e.line) from None
     _write_drop_report(files.dropped, manifest, split)
     _finish(out, manifest, split)
     return manifest
