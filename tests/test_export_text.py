@@ -170,3 +170,31 @@ def test_hf_export_refuses_text_files_that_are_not_the_shards(deen_lc: Path, tmp
         f"synprep: error: {path}:{row + 1}: the text differs from the shard's pieces of line {recs[k].line} (run the "
         f"pipeline of this split again)")
     assert np.all([not p.name.endswith(".parquet") for p in (tmp_path / "hf").rglob("*")])
+
+
+def test_hf_src_words_are_the_words_a_shard_stores(tmp_path: Path, monkeypatch) -> None:
+    """Shards that store the parser's words (the ``words`` dataset read by ShardReader.has_words/words(i),
+    issue 16 item 1) give src_words as stored, also for a pair with <unk> pieces."""
+    from datasets import load_dataset
+
+    from synprep.shards.reader import ShardReader
+    from synprep.shards.synthetic import write_folder
+
+    folder = tmp_path / "shards"
+    write_folder(folder, {"train": 30}, shard_size=20)
+    recs = list(SplitReader(open_split(folder, "train")))
+
+    def stored(self, i: int) -> list[str]:  # a distinct cased word for every word of every pair
+        line = int(self.lines[i])
+        return [f"Wort{line}_{k}" for k in range(int(self.offsets["word"][i + 1] - self.offsets["word"][i]))]
+
+    monkeypatch.setattr(ShardReader, "has_words", property(lambda self: True), raising=False)
+    monkeypatch.setattr(ShardReader, "words", stored, raising=False)
+    dest = tmp_path / "hf"
+    from synprep.export import export
+
+    export(str(folder), "hf", str(dest))
+    ds = load_dataset("parquet", data_files={"train": sorted(str(p) for p in (dest / "data").glob("*.parquet"))},
+                      cache_dir=str(tmp_path / "cache"))["train"]
+    assert any(UNK_ID in r.src_ids for r in recs)
+    assert ds["src_words"] == [[f"Wort{r.line}_{k}" for k in range(len(r.heads))] for r in recs]

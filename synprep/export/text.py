@@ -17,6 +17,9 @@ the text is, per split (docs/export.md "Where the text comes from"):
    that side's fields are null (``src_words`` and ``translation[SRC]`` for the source,
    ``translation[TGT]`` for the target), never a guess, and a warning counts them.
 
+Where a shard stores the words the parser read (its ``words`` dataset), ``src_words`` are those
+words in every case; the rest of the text comes from 1. or 2.
+
 Moses escapes are undone in every text field (``&amp;`` → ``&``).
 """
 
@@ -131,6 +134,18 @@ class SplitText:
         Raises:
             InputError: a pipeline text file that does not match the shards (names FILE:LINE).
         """
+        text = self._pairs(block, rebuilt)
+        if block.words is None:
+            return text
+        # the shard stores the words the parser read: they are src_words, whatever else holds the text
+        off = block.offsets["word"].tolist()
+        stored: list[list[str] | None] = [block.words[a:b] for a, b in zip(off[:-1], off[1:], strict=True)]
+        if text is None:
+            mine = rebuilt()
+            return PairText(stored, mine.src, mine.tgt)
+        return PairText(stored, text.src, text.tgt)
+
+    def _pairs(self, block: Any, rebuilt: Callable[[], PairText]) -> PairText | None:
         unk_src, unk_tgt = unk_pairs(block, "src"), unk_pairs(block, "tgt")
         unk = unk_src | unk_tgt
         if self._rows is None:
