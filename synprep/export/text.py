@@ -15,7 +15,9 @@ the text is, per split (docs/export.md "Where the text comes from"):
 2. any other folder (``annotate``, ``shard``): the text of the pieces, which is the true text
    exactly when no piece is ``<unk>``. Where a side has an ``<unk>`` piece its text is not known:
    that side's fields are null (``src_words`` and ``translation[SRC]`` for the source,
-   ``translation[TGT]`` for the target), never a guess, and a warning counts them.
+   ``translation[TGT]`` for the target), never a guess, and a warning counts them. In a
+   ``--lowercase`` folder the pieces' words are not the (cased) words the parser read: every
+   ``src_words`` is null, with a warning.
 
 Where a shard stores the words the parser read (its ``words`` dataset), ``src_words`` are those
 words in every case; the rest of the text comes from 1. or 2.
@@ -123,6 +125,9 @@ class SplitText:
         self.split = split
         self.paths = pipeline_text_files(source, config, split)
         self._rows = _Rows(self.paths) if self.paths is not None else None
+        #: the pieces were lowercased after the parse: their words are not the words the parser read
+        self.lowercased = bool(config.get("lowercase"))
+        self._said_lowercased = False
 
     def pairs(self, block: Any, rebuilt: Callable[[], PairText]) -> PairText | None:
         """The true text of ``block``'s pairs; None when it is the text of their pieces.
@@ -149,15 +154,24 @@ class SplitText:
         unk_src, unk_tgt = unk_pairs(block, "src"), unk_pairs(block, "tgt")
         unk = unk_src | unk_tgt
         if self._rows is None:
-            if not unk.any():
+            if self.lowercased:  # the parser read cased words that nothing here keeps
+                if not self._said_lowercased:
+                    log.warning("%s: src_words are null: the parser read the cased words, the pieces are lowercased "
+                                "(--lowercase) and the folder keeps no text of the words (docs/export.md)",
+                                self.split)
+                    self._said_lowercased = True
+            if not unk.any() and not self.lowercased:
                 return None
             mine = rebuilt()
+            known: list[list[str] | None] = [None if u or self.lowercased else w
+                                             for u, w in zip(unk_src.tolist(), mine.words, strict=True)]
+            if not unk.any():
+                return PairText(known, mine.src, mine.tgt)
             log.warning("%s: %d of %d pairs have pieces outside dict.txt (<unk>) and the folder keeps no text of "
                         "them: their text fields are null (source side: %d, target side: %d); synprep pipeline "
                         "folders keep the text (docs/export.md)", block.name, int(unk.sum()), block.n,
                         int(unk_src.sum()), int(unk_tgt.sum()))
-            return PairText([None if u else w for u, w in zip(unk_src.tolist(), mine.words, strict=True)],
-                            [None if u else w for u, w in zip(unk_src.tolist(), mine.src, strict=True)],
+            return PairText(known, [None if u else w for u, w in zip(unk_src.tolist(), mine.src, strict=True)],
                             [None if u else w for u, w in zip(unk_tgt.tolist(), mine.tgt, strict=True)])
         assert self.paths is not None
         mine = rebuilt()
