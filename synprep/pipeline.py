@@ -313,7 +313,7 @@ def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Paral
 
 def _clean(files: TextFiles, opts: TextOptions) -> None:
     """Clean the tokenized pair into SPLIT.clean.L (+ words, lines, dropped.tsv), all or nothing."""
-    from synprep.text.clean import clean_pairs, report_header, report_row
+    from synprep.text.clean import CleanStats, clean_pairs, nothing_kept_error, report_header, report_row
     from synprep.text.tokenize import moses_lowercase
 
     split = files.split
@@ -330,10 +330,12 @@ def _clean(files: TextFiles, opts: TextOptions) -> None:
         {"ratio": opts.ratio, "min_len": opts.min_len, "max_len": opts.max_len} if do_clean
         else {"ratio": math.inf, "min_len": 1, "max_len": 1 << 62, "max_word_length": 1 << 30})
     tok_src, tok_tgt = files.side("tok", "src"), files.side("tok", "tgt")
+    stats = CleanStats()
     with contextlib.ExitStack() as stack:
         f = {k: stack.enter_context(atomic_write(p)) for k, p in outputs.items()}
         f["report"].write(report_header() + "\n")
         for r in clean_pairs(iter_pairs(tok_src, tok_tgt), names=(str(tok_src), str(tok_tgt)), **bounds):
+            stats.add(r)
             if not r.kept:
                 f["report"].write(report_row(r) + "\n")
                 continue
@@ -343,6 +345,10 @@ def _clean(files: TextFiles, opts: TextOptions) -> None:
             f["lines"].write(f"{r.line}\n")
             if opts.lowercase:
                 f["words"].write(r.src + "\n")
+        error = nothing_kept_error(stats, src_lang=files.src_lang, tgt_lang=files.tgt_lang, ratio=opts.ratio,
+                                   min_len=opts.min_len, max_len=opts.max_len, path=f"{tok_src}, {tok_tgt}")
+        if error is not None:  # raised inside: nothing is written
+            raise error
 
 
 def _codes(out: Path, files: TextFiles, codes: str | None, opts: TextOptions) -> Path:
@@ -678,10 +684,18 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
                              parses=source.imported(conllu, line_numbers(), n_src),
                              trees=trees_for(parse.trees, line_numbers(), n_src) if parse.trees else None,
                              word_index=(parse_index_line(x) for x in iter_lines(index_file)) if index_file else None)
-    annotate_split(out, split, items, vocab=v, manifest=manifest, opts=dataclasses.replace(parse, lowercase=text.lowercase),
-                   par=par, src_lang=src_lang, tgt_lang=tgt_lang, signature=sig, config=config,
-                   ldd_threshold=ldd_threshold, shard_size=shard_size, source_name=str(src or conllu),
-                   subword=scheme.name)
+    from synprep.parse.trees import TreeLeavesError
+
+    try:
+        annotate_split(out, split, items, vocab=v, manifest=manifest,
+                       opts=dataclasses.replace(parse, lowercase=text.lowercase), par=par, src_lang=src_lang,
+                       tgt_lang=tgt_lang, signature=sig, config=config, ldd_threshold=ldd_threshold,
+                       shard_size=shard_size, source_name=str(src or conllu), subword=scheme.name)
+    except TreeLeavesError as e:  # issue 16 item 9: the trees' words are a treebank's tokenization, not sacremoses'
+        if text.tokenized or text.tokenizer != "moses":
+            raise
+        raise InputError(f"{e.reason} (synprep tokenized --src with sacremoses; give text tokenized like the "
+                         f"trees, one line per tree, with --tokenized)", e.path, e.line) from None
     _write_drop_report(files.dropped, manifest, split)
     _finish(out, manifest, split)
     return manifest

@@ -124,3 +124,23 @@ def test_fairseq_train_runs_two_updates(venv: Path, exported: Path, tmp_path: Pa
     assert "task: SyntaxTranslationTask" in log
     assert "num_updates 2" in log or "num_updates=2" in log, log[-3000:]
     assert "done training" in log
+
+
+def test_fairseq_task_reads_both_sides_of_a_same_language_pair(venv: Path, tmp_path_factory, stanza_dir: Path,
+                                                               tmp_path: Path) -> None:
+    """-s en -t en: fairseq names both sides ``train.en-en.en``; the export names them en_src/en_tgt."""
+    from tests.export_folders import same_language_folder
+
+    folder = same_language_folder(tmp_path_factory.getbasetemp() / "export-folders", stanza_dir)
+    dest = tmp_path / "export"
+    proc = run_cli("export", str(folder), "--format", "fairseq", "--to", str(dest))
+    assert "-s en_src -t en_tgt" in proc.stderr
+    out = tmp_path / "read.json"
+    fairseq(venv, venv / "bin" / "python", ROOT / "tests" / "fairseq_read.py", dest, "en_src", "en_tgt", "train", out)
+    got = json.loads(out.read_text())
+    recs = list(SplitReader(open_split(folder, "train")))
+    assert len(got["items"]) == len(recs) > 20
+    for item, r in zip(got["items"], recs, strict=True):
+        assert item["source"] == r.src_ids.tolist() + [2] and item["target"] == r.tgt_ids.tolist() + [2]
+        assert item["syntax"]["word_index"] == r.word_index.tolist() + [len(r.heads)]
+    assert any(item["source"] != item["target"] for item in got["items"])

@@ -87,7 +87,7 @@ def test_trainer_skips_gates_png_without_matplotlib(monkeypatch, caplog, tmp_pat
     from synprep.train.loop import Trainer
 
     monkeypatch.setattr("synprep.extras.available", lambda module: module != "matplotlib")
-    fake = types.SimpleNamespace(out=tmp_path)
+    fake = types.SimpleNamespace(out=tmp_path, cfg=types.SimpleNamespace(uses_syntax=True))  # a model with gates
     with caplog.at_level(logging.WARNING, logger="synprep.train"):
         Trainer._draw(fake, 1)  # type: ignore[arg-type]
         Trainer._draw(fake, 1)  # type: ignore[arg-type]

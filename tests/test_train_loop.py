@@ -79,9 +79,12 @@ def test_resume_refuses_model_changes(tmp_path, data):
     ({"syntax": "hard", "syntax_heads": [0, 1], "syntax_source": "pascal"}, [[1.0, 1.0, 0.0, 0.0], [0.0] * 4]),
     ({"syntax": "gated", "syntax_layers": [1], "bf16": True}, None),
 ])
-def test_variants_train_and_log_their_gates(tmp_path, data, variant, expected):
+def test_variants_train_and_log_their_gates(tmp_path, data, variant, expected, caplog):
+    import logging
+
     train, valid, symbols = data
     cfg = with_overrides(load_preset("tiny"), {"max_steps": 2, "max_tokens": 256, "threads": 1, **variant})
+    caplog.set_level(logging.INFO, logger="synprep")
     Trainer(cfg, train, valid, symbols, tmp_path, torch.device("cpu"), progress=False).run()
     last = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[-1])
     assert np.isfinite(last["valid_loss"]) and np.isfinite(last["train_loss"])
@@ -89,7 +92,12 @@ def test_variants_train_and_log_their_gates(tmp_path, data, variant, expected):
         assert last["gates"] == expected
     else:  # learned gates in layer 2 only, means over the validation set strictly inside (0, 1)
         assert last["gates"][0] == [0.0] * 4 and all(0 < g < 1 for g in last["gates"][1])
-    assert (tmp_path / "gates.png").is_file()
+    said = [r.getMessage() for r in caplog.records if "gates" in r.getMessage()]
+    if variant["syntax"] == "vanilla":  # issue 16 item 12: no gates, said once, no heatmap of zeros
+        assert said == ["no gates: a vanilla model has no syntax heads (no gates.png)"]
+        assert not (tmp_path / "gates.png").exists()
+    else:
+        assert (tmp_path / "gates.png").is_file() and not said
 
 
 def test_metrics_log_drops_records_written_after_the_checkpoint(tmp_path):

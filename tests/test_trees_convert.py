@@ -132,3 +132,52 @@ def test_convert_errors(tmp_path: Path) -> None:
     out = tmp_path / "out.txt"
     proc = run_cli("trees", "convert", str(bad), "-o", str(out), check=False)
     assert proc.returncode == 2 and not out.exists()
+
+
+# --- issue 16 item 9: TIGER-XML without a VROOT (SQUOIA), and --trees that do not fit the words -------
+
+def _without_vroot(xml: str) -> str:
+    """The sentences of TIGER_XML as SQUOIA writes them: no VROOT node, punctuation attached to nothing."""
+    import re
+
+    xml = re.sub(r'\s*<nt id="(s\d)_VROOT" cat="VROOT">.*?</nt>', "", xml)
+    return xml.replace('root="s1_VROOT"', 'root="s1_502"').replace('root="s2_VROOT"', 'root="s2_500"')
+
+
+def test_tiger_xml_without_vroot_attaches_orphans_to_a_virtual_root(tmp_path: Path) -> None:
+    squoia = _without_vroot(TIGER_XML)
+    assert "VROOT" not in squoia
+    src = tmp_path / "squoia.xml"
+    src.write_text(squoia, encoding="utf-8")
+    proc = run_cli("trees", "convert", str(src))
+    assert proc.stdout.splitlines() == [S1, S2]  # the trees of the same sentences with their VROOT
+    assert (f"synprep: {src}: 2 sentence(s) without a VROOT: their parentless nodes (punctuation) were attached "
+            f"to a virtual root") in proc.stderr.splitlines()
+    proc = run_cli("trees", "convert", str(tmp_path / "squoia.xml"), "--text", str(tmp_path / "w.txt"))
+    assert (tmp_path / "w.txt").read_text().splitlines() == ["Gekauft hat er das Haus .", "( Ja ) sagte er ."]
+
+
+def test_trees_that_do_not_fit_the_words_name_the_first_difference(tmp_path: Path, stanza_dir: Path) -> None:
+    tiger = tmp_path / "tiger.xml"
+    tiger.write_text(TIGER_XML, encoding="utf-8")
+    trees = tmp_path / "trees.txt"
+    run_cli("trees", "convert", str(tiger), "-o", str(trees))
+    src, tgt = tmp_path / "raw.de", tmp_path / "raw.en"
+    src.write_text("Gekauft hat er das Haus.\n(Ja) sagte er, und ging.\n", encoding="utf-8")
+    tgt.write_text("He bought the house.\nYes, he said and left.\n", encoding="utf-8")
+    common = ["--tgt", str(tgt), "-s", "de", "-t", "en", "--trees", str(trees), "--no-cache", "--stanza-dir",
+              str(stanza_dir), "--stanza-package", "synprep", "--merges", "20", "--no-clean"]
+    proc = run_cli("pipeline", "--src", str(src), "--out", str(tmp_path / "raw"), *common, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"synprep: error: {trees}:2: the tree(s) have 6 leaves but the line has 9 words; the first difference is "
+        f"word 6: tree leaf '.' vs word ',' (synprep tokenized --src with sacremoses; give text tokenized like the "
+        f"trees, one line per tree, with --tokenized)")
+    # already tokenized text: the same difference, no hint about --tokenized
+    tok = tmp_path / "tok.de"
+    tok.write_text("Gekauft hat er das Haus .\n( Ja ) sagte er , und ging .\n", encoding="utf-8")
+    proc = run_cli("pipeline", "--src", str(tok), "--tokenized", "--out", str(tmp_path / "tok"), *common, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"synprep: error: {trees}:2: the tree(s) have 6 leaves but the line has 9 words; the first difference is "
+        f"word 6: tree leaf '.' vs word ','")

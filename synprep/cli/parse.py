@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Iterator
 
@@ -27,7 +28,55 @@ from synprep.errors import ConfigError
 log = logging.getLogger("synprep.parse")
 
 
-@click.command("parse")
+@click.command("evaluate")
+@click.argument("gold", metavar="GOLD.conllu", type=click.Path(dir_okay=False, path_type=str))
+@click.argument("pred", metavar="PRED.conllu", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+def parse_evaluate_cmd(gold: str, pred: str, as_json: bool) -> None:
+    """Score the parse PRED.conllu against GOLD.conllu with the CoNLL 2018 scorer (udtools.udeval).
+
+    Prints UAS, LAS, UPOS and the word-segmentation F1 (x 100; on the gold words precision = recall =
+    F1) and the number of gold words. The scorer aligns the two files' words on their characters,
+    so both must hold the same text (a parse of the gold file's words, e.g. synprep parse
+    output, or of its # text with another tokenization). docs/parse.md "Evaluation".
+
+    \b
+    synprep parse evaluate de_gsd-ud-test.conllu pred.conllu
+    """
+    import json
+
+    from synprep.parse.evaluate import METRICS, evaluate_conllu
+
+    for path in (gold, pred):
+        if not os.path.isfile(path):
+            raise ConfigError(f"{path}: no such file")
+    scores = evaluate_conllu(pred, gold)
+    if as_json:
+        click.echo(json.dumps({**{m: round(scores[m], 2) for m in METRICS}, "gold_words": int(scores["gold_words"])}))
+    else:
+        click.echo("  ".join(f"{m} {scores[m]:.2f}" for m in ("UAS", "LAS", "UPOS", "Words"))
+                   + f"  ({int(scores['gold_words'])} gold words)")
+    click.echo("scorer: CoNLL 2018 (udtools.udeval)", err=True)
+
+
+class _ParseCommand(click.Command):
+    """``synprep parse`` (every argument an option) also runs ``synprep parse evaluate GOLD PRED``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] == "evaluate":
+            ctx.meta["synprep.parse.evaluate"] = list(args[1:])
+            return []
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context):
+        sub = ctx.meta.get("synprep.parse.evaluate")
+        if sub is None:
+            return super().invoke(ctx)
+        with parse_evaluate_cmd.make_context("evaluate", sub, parent=ctx) as sub_ctx:
+            return parse_evaluate_cmd.invoke(sub_ctx)
+
+
+@click.command("parse", cls=_ParseCommand)
 @click.option("-l", "--lang", required=True, help="Language code of the input (en, de, ...).")
 @parser_choice()
 @tokenizer_option
@@ -57,6 +106,8 @@ def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | Non
     '# error = REASON' — no line is ever dropped. With --tokenizer parser the input is raw text and the
     words come from the parser's own tokenizer (--parser spacy --spacy-model ja_ginza for Japanese). See
     docs/parse.md.
+
+    Scoring a parse: synprep parse evaluate GOLD.conllu PRED.conllu (UAS/LAS/UPOS, CoNLL 2018 scorer).
     """
     from synprep.parse import (
         ParseCache,
@@ -152,6 +203,11 @@ def download_cmd(lang: str, model_dir: str | None, package: str | None) -> None:
     import stanza
     from stanza.resources.common import DEFAULT_MODEL_DIR
 
+    from synprep.parse.langcode import wrong_code_message
+
+    wrong = wrong_code_message(lang)  # "ger": name "de" instead of asking stanza for a language it lacks
+    if wrong is not None:
+        raise ConfigError(wrong)
     processors = "tokenize,pos,lemma,depparse,constituency"
     try:
         stanza.download(lang, model_dir=model_dir or DEFAULT_MODEL_DIR, package=package or "default",

@@ -204,6 +204,10 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
     from synprep.pipeline import TextOptions, run_pipeline
 
     cfg = resolve_config("pipeline", out, config_path, click.get_current_context().params)
+    if clean is False:  # issue 16 item 8: the bounds of a cleaning that does not run
+        from synprep.cli.common import refuse_unused
+
+        refuse_unused(["ratio", "min_len", "max_len"], "with --no-clean (the split is not cleaned)")
     refuse_unused_parser_options(cfg.parser, codes)
     opts = _parse_options(cfg, device, cache_path, no_cache, trees_path, backend_opts)
     model = _subword_model_option(cfg.subword, codes=codes, merges=cfg.merges, spm_model=spm_model,

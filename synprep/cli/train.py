@@ -269,7 +269,7 @@ def evaluate_cmd(hyp_path, ref_path, lang, ref_lines, keep_bpe, lowercase, as_js
     detokenized score Moses-detokenizes both sides for --lang. The sacrebleu signature line is
     printed with each score.
     """
-    from synprep.train.metrics import bleu_scores, remove_bpe
+    from synprep.train.metrics import bleu_scores, case_mismatch, remove_bpe
 
     hyps = read_lines(hyp_path)
     refs = read_lines(ref_path)
@@ -284,6 +284,9 @@ def evaluate_cmd(hyp_path, ref_path, lang, ref_lines, keep_bpe, lowercase, as_js
     if not keep_bpe:
         hyps = [remove_bpe(h) for h in hyps]
         refs = [remove_bpe(r) for r in refs]
+    warning = None if lowercase else case_mismatch(hyps, refs)
+    if warning:
+        log.warning(warning)
     res = bleu_scores(hyps, refs, lang, lowercase=lowercase)
     res["sentences"] = len(hyps)
     if as_json:

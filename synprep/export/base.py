@@ -94,6 +94,11 @@ class ExportContext:
     splits: list[str] = field(default_factory=list)
 
     @property
+    def sides(self) -> tuple[str, str]:
+        """The names of the (source, target) sides in the exported files (:func:`side_names`)."""
+        return side_names(self.src_lang, self.tgt_lang)
+
+    @property
     def vocab_path(self) -> Path:
         """The source's ``dict.txt``."""
         assert self.vocab.path is not None
@@ -103,6 +108,20 @@ class ExportContext:
         """The unit's shards in order, as :func:`verified_source` opened them."""
         readers = self.split_readers[unit.split]
         yield from readers if unit.index is None else [readers[unit.index]]
+
+
+def side_names(src_lang: str, tgt_lang: str) -> tuple[str, str]:
+    """The names of the (source, target) sides in every export format.
+
+    The language codes (``("de", "en")``); with the same language on both sides (``-s en -t en``:
+    paraphrase, simplification, post-editing) the codes with the side, ``("en_src", "en_tgt")``, so
+    that the two sides get distinct file names (fairseq's ``train.en_src-en_tgt.en_src.bin``,
+    factors' ``train.en_src``) and distinct ``translation`` keys (HF), names fairseq's ``-s``/``-t``
+    and ``datasets``' ``Translation`` accept (like mBART's ``en_XX``).
+    """
+    if src_lang != tgt_lang:
+        return src_lang, tgt_lang
+    return f"{src_lang}_src", f"{tgt_lang}_tgt"
 
 
 class UnitFiles:
@@ -198,13 +217,16 @@ class ExportRecord:
     src_lang: str
     tgt_lang: str
     units: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the names of the two sides in the files (:func:`side_names`); an export.json without them was
+    #: written before same-language pairs got distinct names: its sides are the language codes
+    sides: list[str] = field(default_factory=list)
     #: how to use the export (the exporter's :meth:`Exporter.usage`; not saved)
     usage: str | None = field(default=None, compare=False)
 
     def to_json(self) -> str:
         d = {"format": EXPORT_FORMAT, "format_version": EXPORT_FORMAT_VERSION, "exporter": self.exporter,
              "exporter_version": self.exporter_version, "signature": self.signature, "config": self.config,
-             "src_lang": self.src_lang, "tgt_lang": self.tgt_lang, "units": self.units}
+             "src_lang": self.src_lang, "tgt_lang": self.tgt_lang, "sides": self.sides, "units": self.units}
         return json.dumps(d, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
 
     def save(self, dest: Path) -> None:
@@ -221,7 +243,8 @@ class ExportRecord:
             if d.get("format") != EXPORT_FORMAT or d.get("format_version") != EXPORT_FORMAT_VERSION:
                 raise ValueError(f"unknown format {d.get('format')!r} version {d.get('format_version')!r}")
             return cls(exporter=d["exporter"], exporter_version=d["exporter_version"], signature=d["signature"],
-                       config=d["config"], src_lang=d["src_lang"], tgt_lang=d["tgt_lang"], units=d["units"])
+                       config=d["config"], src_lang=d["src_lang"], tgt_lang=d["tgt_lang"], units=d["units"],
+                       sides=list(d.get("sides", [d["src_lang"], d["tgt_lang"]])))
         except (ValueError, KeyError, TypeError) as e:
             raise InputError(f"not a synprep export manifest: {e}", str(path)) from None
 
@@ -336,11 +359,11 @@ def run_export(exporter_cls: type[Exporter], source: str | os.PathLike, dest: st
         _remove_stale_tmp(dest)
         record = ExportRecord.load(dest)
         fresh = ExportRecord(exporter_cls.name, exporter_cls.version, exporter.signature(), manifest.config,
-                             src_lang, tgt_lang)
+                             src_lang, tgt_lang, sides=list(ctx.sides))
         if record is None:
             record = fresh
         else:
-            for key in ("exporter", "exporter_version", "signature", "config", "src_lang", "tgt_lang"):
+            for key in ("exporter", "exporter_version", "signature", "config", "src_lang", "tgt_lang", "sides"):
                 if getattr(record, key) != getattr(fresh, key):
                     raise ConfigError(f"{dest} holds another export ({key}: {getattr(record, key)!r}, this one: "
                                       f"{getattr(fresh, key)!r}); choose another --to")

@@ -35,13 +35,20 @@ class ShardBlock:
     offsets: dict[str, np.ndarray]
     data: dict[str, np.ndarray]
     attrs: dict[str, Any]
+    #: ``(ΣW,)`` the words the parser read, where the shard stores them (the ``words`` dataset that
+    #: shards written with issue 16 item 1 carry, read through the reader's ``has_words``/``words(i)``);
+    #: None for a shard without them
+    words: list[str] | None = None
 
     @classmethod
     def read(cls, reader: ShardReader) -> ShardBlock:
         """Load one shard (one read per dataset); the reader's own cache is released afterwards."""
         data = shard_arrays(reader)
+        words = None
+        if getattr(reader, "has_words", False):  # a reader that knows the stored words, and a shard with them
+            words = [w for i in range(len(reader)) for w in reader.words(i)]  # type: ignore[attr-defined]
         block = cls(name=reader.path.name, n=len(reader), lines=reader.lines, offsets=dict(reader.offsets),
-                    data=data, attrs=dict(reader.attrs))
+                    data=data, attrs=dict(reader.attrs), words=words)
         reader.close()
         check_axes(block)
         return block

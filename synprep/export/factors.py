@@ -16,6 +16,10 @@ SPLIT.SRC.parent   head word minus the piece's word, in words (``-2``, ``+1``; `
 SPLIT.lines        the 1-based line of the pair in the split's original input
 ================== =====================================================================================
 
+With the same language on both sides (``-s en -t en``) ``SRC``/``TGT`` are ``en_src``/``en_tgt``
+(:func:`synprep.export.base.side_names`): ``train.en_src`` and its factor files ``train.en_src.deprel``
+…, ``train.en_tgt`` the target.
+
 sockeye: ``sockeye-train --source SPLIT.SRC --source-factors SPLIT.SRC.deprel SPLIT.SRC.upos …``;
 OpenNMT-py 2.x: ``src_feats: {deprel: SPLIT.SRC.deprel, …}`` in the data config.
 """
@@ -71,7 +75,7 @@ class FactorsExporter(Exporter):
         self.symbols = np.array([vocab[i] for i in range(len(vocab))], dtype=object)
 
     def write_unit(self, unit: Unit, files: UnitFiles) -> int:
-        src, tgt = self.ctx.src_lang, self.ctx.tgt_lang
+        src, tgt = self.ctx.sides
         names = {"src": f"{unit.split}.{src}", "tgt": f"{unit.split}.{tgt}", "lines": f"{unit.split}.lines",
                  **{f: f"{unit.split}.{src}.{f}" for f in FACTORS}}
         outs = {key: files.path(name).open("w", encoding="utf-8", newline="\n") for key, name in names.items()}

@@ -12,6 +12,11 @@ labels.json                              the names of the deprel / upos ids
 export.json                              signature line, shard config, checksums
 ```
 
+With the same language on both sides (``-s en -t en``) the sides are named ``en_src``/``en_tgt``
+(:func:`synprep.export.base.side_names`): ``train.en_src-en_tgt.en_src.bin``, ``…en_tgt.bin``,
+``dict.en_src.txt``, ``dict.en_tgt.txt``, and fairseq is run with ``-s en_src -t en_tgt`` (fairseq
+names both sides' files ``train.en-en.en`` otherwise, so one side would overwrite the other).
+
 Syntax fields (:data:`FIELDS`; item i belongs to pair i of the language pair; ``T`` source pieces, the
 source item has ``T+1`` tokens with ``</s>``):
 
@@ -109,15 +114,17 @@ class FairseqExporter(Exporter):
         self.labels: dict[str, list[str]] = {}
 
     def usage(self) -> str:
-        d, s, t = self.ctx.dest, self.ctx.src_lang, self.ctx.tgt_lang
+        d, (s, t) = self.ctx.dest, self.ctx.sides
         return f"train with: fairseq-train {d} --user-dir {d / PLUGIN_DIR} --task syntax_translation -s {s} -t {t} ..."
 
     def prefix(self, split: str, lang: str) -> str:
-        """``SPLIT.SRC-TGT.LANG``, fairseq's file prefix of one side of a split."""
-        return f"{split}.{self.ctx.src_lang}-{self.ctx.tgt_lang}.{lang}"
+        """``SPLIT.SRC-TGT.LANG``, fairseq's file prefix of one side of a split (sides named by
+        :func:`~synprep.export.base.side_names`)."""
+        src, tgt = self.ctx.sides
+        return f"{split}.{src}-{tgt}.{lang}"
 
     def write_unit(self, unit: Unit, files: UnitFiles) -> int:
-        src, tgt = self.ctx.src_lang, self.ctx.tgt_lang
+        src, tgt = self.ctx.sides
         streams = {src: token_dtype(self.vocab_size), tgt: token_dtype(self.vocab_size)}
         streams.update({f"{src}.{name}": dtype for name, (dtype, _) in FIELDS.items()})
         bins = {key: open(files.path(f"{self.prefix(unit.split, '')}{key}.bin"), "wb") for key in streams}
@@ -156,8 +163,8 @@ class FairseqExporter(Exporter):
         data = self.ctx.vocab_path.read_bytes()
         if hashlib.sha256(data).hexdigest() != self.ctx.vocab.sha256:  # replaced since the export verified it
             raise InputError("changed during the export (run the export again)", str(self.ctx.vocab_path))
-        for lang in (self.ctx.src_lang, self.ctx.tgt_lang):
-            with atomic_write(dest / f"dict.{lang}.txt", "wb") as f:
+        for side in self.ctx.sides:
+            with atomic_write(dest / f"dict.{side}.txt", "wb") as f:
                 f.write(data)
         plugin = resources.files("synprep.export").joinpath("fairseq_plugin.py").read_text(encoding="utf-8")
         with atomic_write(dest / PLUGIN_DIR / "__init__.py") as f:

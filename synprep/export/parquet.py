@@ -13,11 +13,12 @@ Columns (T pieces, W words, S sentences, K LDD entries of the pair; docs/FORMAT.
 column          type                       meaning
 =============== ========================== ===========================================================
 line            int64                      1-based line of the pair in the split's original input
-translation     {SRC: str, TGT: str}       the pair as Moses-tokenized text (HF ``Translation``): the
-                                           source words joined by spaces, the target pieces with
-                                           ``@@ `` removed; Moses escapes undone; lowercased if the
-                                           signature says ``lc:yes``
-src_words       list<str> (W)              the words the parser saw
+translation     {SRC: str, TGT: str}       the tokenized pair (HF ``Translation``; keys: the side names
+                                           of :func:`~synprep.export.base.side_names`, ``en_src``/
+                                           ``en_tgt`` for an en→en folder): the text the pieces were
+                                           made from, Moses escapes undone, lowercased if the
+                                           signature says ``lc:yes`` (:mod:`synprep.export.text`)
+src_words       list<str> (W)              the words the parser read, as it read them (cased)
 src_pieces      list<str> (T)              the BPE pieces (Moses-escaped, ``@@`` markers), no ``</s>``
 src_ids         list<int32> (T)            their ids in ``dict.txt`` (fairseq order)
 tgt_pieces      list<str> (U)              target pieces. tgt_ids: list<int32> (U)
@@ -42,6 +43,7 @@ import numpy as np
 from synprep.errors import ConfigError, InputError
 from synprep.export.base import Exporter, ExportRecord, Unit, UnitFiles
 from synprep.export.columns import ShardBlock
+from synprep.export.text import PairText, SplitText
 from synprep.textio import atomic_write
 
 #: the Parquet layout's version (schema metadata ``synprep.format_version``)
@@ -63,7 +65,11 @@ def _labels(names: list[str]) -> dict[str, Any]:
 
 
 def hf_features(src_lang: str, tgt_lang: str, deprels: list[str], upos: list[str]) -> dict[str, Any]:
-    """The ``datasets`` features of the table, as ``datasets.Features.to_dict()`` writes them (datasets >= 4)."""
+    """The ``datasets`` features of the table, as ``datasets.Features.to_dict()`` writes them (datasets >= 4).
+
+    ``src_lang``/``tgt_lang`` are the ``translation`` keys: the side names of
+    :func:`synprep.export.base.side_names` (``en_src``/``en_tgt`` for an en→en folder).
+    """
     return {
         "line": _value("int64"),
         "translation": {"languages": sorted([src_lang, tgt_lang]), "_type": "Translation"},
@@ -127,6 +133,12 @@ class ParquetExporter(Exporter):
         self._pieces = pa.array(symbols, pa.string())
         self._stripped = pa.array([s[:-2] if s.endswith("@@") else s for s in symbols], pa.string())
         self._labels: tuple[list[str], list[str]] | None = None
+        self._text: dict[str, SplitText] = {}
+
+    def _split_text(self, split: str) -> SplitText:
+        if split not in self._text:
+            self._text[split] = SplitText(self.ctx.source, self.ctx.manifest.config, split)
+        return self._text[split]
 
     def usage(self) -> str:
         return f"load with: datasets.load_dataset({str(self.ctx.dest)!r})"
@@ -171,9 +183,16 @@ class ParquetExporter(Exporter):
         tgt_pieces = self._pieces.take(pa.array(tgt_ids))
         wpo = pa.array(block.word_piece_offsets().astype(np.int32))
         words = _unescape(pc.binary_join(pa.ListArray.from_arrays(wpo, self._stripped.take(pa.array(src_ids))), ""))
-        src_text = pc.binary_join(lst("word", words), " ")
+        src_words = lst("word", words)
+        src_text = pc.binary_join(src_words, " ")
         tgt_text = _unescape(_unbpe(pc.binary_join(lst("tgt", tgt_pieces), " ")))
-        langs = {self.ctx.src_lang: src_text, self.ctx.tgt_lang: tgt_text}
+        true = self._split_text(str(block.attrs["split"])).pairs(
+            block, lambda: PairText(src_words.to_pylist(), src_text.to_pylist(), tgt_text.to_pylist()))
+        if true is not None:  # the text files' text (the pieces' text holds <unk> or is lowercased)
+            src_words = pa.array(true.words, pa.list_(pa.string()))
+            src_text, tgt_text = pa.array(true.src, pa.string()), pa.array(true.tgt, pa.string())
+        side_src, side_tgt = self.ctx.sides
+        langs = {side_src: src_text, side_tgt: tgt_text}
         translation = pa.StructArray.from_arrays([langs[k] for k in sorted(langs)], names=sorted(langs))
         ldd = pa.StructArray.from_arrays(
             [ints("ldd_dep"), ints("ldd_head"), ints("ldd_rel", np.int64), pa.array(d["ldd_prob"].astype(np.float32))],
@@ -181,7 +200,7 @@ class ParquetExporter(Exporter):
         columns = {
             "line": pa.array(block.lines.astype(np.int64)),
             "translation": translation,
-            "src_words": lst("word", words),
+            "src_words": src_words,
             "src_pieces": lst("src", src_pieces),
             "src_ids": lst("src", ints("src_ids")),
             "tgt_pieces": lst("tgt", tgt_pieces),
@@ -196,7 +215,7 @@ class ParquetExporter(Exporter):
             "parents": lst("src", pa.array(block.mean_parents())),
             "ldd": lst("ldd", ldd),
         }
-        features = hf_features(self.ctx.src_lang, self.ctx.tgt_lang, deprels, upos)
+        features = hf_features(*self.ctx.sides, deprels, upos)
         meta = {"format": "synprep-parquet", "format_version": PARQUET_FORMAT_VERSION, "signature": self.signature(),
                 "config": self.ctx.manifest.config, "split": block.attrs["split"], "shard": block.name}
         table = pa.Table.from_pydict(columns)
@@ -226,7 +245,8 @@ def dataset_card(record: ExportRecord, labels: tuple[list[str], list[str]] | Non
     head = ["---", "configs:", "- config_name: default", "  data_files:"]
     for split in splits:
         head += [f"  - split: {split}", f"    path: data/{split}-*"]
-    head += ["task_categories:", "- translation", "language:", f"- {record.src_lang}", f"- {record.tgt_lang}",
+    head += ["task_categories:", "- translation", "language:",
+             *(f"- {lang}" for lang in dict.fromkeys([record.src_lang, record.tgt_lang])),
              "tags:", "- synprep", "- syntax", "- dependency-parsing", "---", ""]
     counts = "\n".join(f"| {s} | {record.pairs(s)} |" for s in splits)
     deprels, upos = labels or ([], [])
@@ -250,9 +270,9 @@ ds = load_dataset("parquet", data_files={{"train": "data/train-*.parquet"}})   #
 | column | type | meaning |
 |---|---|---|
 | `line` | int64 | 1-based line of the pair in the split's original input |
-| `translation` | Translation | the pair as Moses-tokenized text (source words; target with `@@ ` removed), escapes undone |
-| `src_words` | list of string (W) | the source words the parser saw |
-| `src_pieces`, `src_ids` | list (T) | BPE pieces and their `dict.txt` ids (fairseq order: `<s>`=0 `<pad>`=1 `</s>`=2 `<unk>`=3), no `</s>` |
+| `translation` | Translation | the tokenized pair (keys {", ".join(f"`{k}`" for k in record.sides or [record.src_lang, record.tgt_lang])}): the text the pieces were made from, escapes undone (lowercased if the signature says `lc:yes`) |
+| `src_words` | list of string (W) | the source words the parser read, as it read them (cased) |
+| `src_pieces`, `src_ids` | list (T) | BPE pieces and their `dict.txt` ids (fairseq order: `<s>`=0 `<pad>`=1 `</s>`=2 `<unk>`=3), no `</s>`; a piece outside `dict.txt` is `<unk>` here, the text fields keep it |
 | `tgt_pieces`, `tgt_ids` | list (U) | the same for the target |
 | `word_index` | list of int32 (T) | 0-based word of each source piece |
 | `heads` | list of int32 (W) | 1-based head word, 0 = root |

@@ -7,6 +7,8 @@ maintained ``treetools`` library (Maier; PyPI ``treetools``, GPL-3.0-or-later, P
 installed with ``pip install 'synprep[trees]'``), with the transformation chain its README gives
 for TIGER (the one of Maier & Kallmeyer's discontinuous-parsing work):
 
+0. (synprep) a sentence without a ``VROOT`` (SQUOIA's files: punctuation left unattached) gets
+   one: every parentless node becomes its child (:func:`add_virtual_root`);
 1. ``root_attach`` — re-attach the children of ``VROOT`` (punctuation) below the lowest node
    that spans their neighbours;
 2. ``negra_mark_heads`` — mark each node's head child (``HD`` edge, else the rightmost ``NK``);
@@ -85,18 +87,55 @@ def _read_tigerxml(path: Path, encoding: str | None = None) -> Iterator[tuple[st
         raise InputError(f"cannot read it: {e}", name) from None
 
 
+def add_virtual_root(s_element: Any) -> int:
+    """Attach the orphans of a TIGER-XML ``<s>`` to a new virtual root; returns how many it attached.
+
+    A file without a ``VROOT`` node (e.g. SQUOIA's) leaves punctuation unattached: the sentence has
+    several parentless nodes, which treetools refuses ("multiple roots"). Each parentless terminal
+    and nonterminal becomes a child (edge ``--``) of a new ``<nt cat="VROOT">``, in document order,
+    as TIGER's own VROOT holds the sentence node and the punctuation; ``root_attach`` then attaches
+    the punctuation below the lowest node spanning its neighbours, as for every TIGER file.
+    Nothing changes (0) for a sentence with one parentless node.
+    """
+    graph = s_element.find("graph")
+    terminals, nonterminals = graph.find("terminals"), graph.find("nonterminals")
+    if terminals is None:
+        return 0
+    if nonterminals is None:
+        nonterminals = ET.SubElement(graph, "nonterminals")
+    nodes = [n.get("id") for n in [*terminals.findall("t"), *nonterminals.findall("nt")]]
+    children = {e.get("idref") for nt in nonterminals.findall("nt") for e in nt.findall("edge")}
+    orphans = [i for i in nodes if i not in children]
+    if len(orphans) < 2:
+        return 0
+    root_id = f"{s_element.get('id') or 's'}_VROOT"
+    while root_id in nodes:
+        root_id += "_"
+    root = ET.SubElement(nonterminals, "nt", {"id": root_id, "cat": "VROOT"})
+    for i in orphans:
+        ET.SubElement(root, "edge", {"label": "--", "idref": i})
+    graph.set("root", root_id)
+    return len(orphans)
+
+
 def _tiger_sentences(events: Iterator[tuple[str, Any]], treeinput: Any, name: str) -> Iterator[tuple[str, Any]]:
-    """The ``<s>`` elements of an iterparse stream as treetools trees, each element freed after use."""
+    """The ``<s>`` elements of an iterparse stream as treetools trees, each element freed after use
+    (orphans attached to a virtual root first: :func:`add_virtual_root`)."""
+    rooted = 0
     for _, elem in events:
         if elem.tag != "s":
             continue
         sid = elem.get("id") or "?"
         try:
+            rooted += add_virtual_root(elem) > 0
             tree = treeinput.tigerxml_build_tree(elem)
         except (ValueError, KeyError, AttributeError) as e:
             raise InputError(f"TIGER-XML sentence {sid}: {e or type(e).__name__}", name) from None
         yield sid, tree
         elem.clear()
+    if rooted:
+        log.info("%s: %d sentence(s) without a VROOT: their parentless nodes (punctuation) were attached to a "
+                 "virtual root", name, rooted)
 
 
 def _read_export(path: Path, encoding: str | None = None) -> Iterator[tuple[str, Any]]:

@@ -44,7 +44,8 @@ def evaluate_conllu(system: PathLike, gold: PathLike) -> dict[str, float]:
         ev = evaluate(load_conllu_file(str(gold)), load_conllu_file(str(system)))
     except UDError as e:
         cause = e.__cause__ or e
-        raise InputError(f"CoNLL 2018 scorer: {e}: {cause}", display_name(system)) from None
+        reason = f"{e}: {cause}" if cause is not e else str(e)
+        raise InputError(f"CoNLL 2018 scorer: {' '.join(reason.split())}", display_name(system)) from None  # one line
     out = {m: 100.0 * ev[m].f1 for m in METRICS}
     out["gold_words"] = float(ev["Words"].gold_total)
     return out

@@ -40,7 +40,7 @@ from synprep.parse.base import (
 from synprep.parse.cache import ParseCache
 from synprep.parse.registry import backend_class, backend_for_identity
 from synprep.parse.ssplit import split_sentences
-from synprep.parse.trees import match_leaves, tree_to_str
+from synprep.parse.trees import TreeLeavesError, leaves_differ_message, match_leaves, tree_to_str
 from synprep.types import ParsedLine, ParsedSentence
 
 log = logging.getLogger(__name__)
@@ -204,7 +204,9 @@ def _prepare_line(
         sizes = [len(t.leaves()) for t in trees]  # leaves per tree, counted once
         n_leaves = sum(sizes)
         if n_leaves != len(words):
-            raise InputError(f"the tree(s) have {n_leaves} leaves but line {lineno} has {len(words)} words", trees_name, lineno)
+            leaves = [leaf for t in trees for leaf in t.leaves()]
+            raise TreeLeavesError(f"the tree(s) have {n_leaves} leaves but the line has {len(words)} words; "
+                                  f"{leaves_differ_message(leaves, words)}", trees_name, lineno)
         spans, start, strs = [], 0, []
         for t, k in zip(trees, sizes, strict=True):
             match_leaves(t, words[start : start + k], trees_name, lineno)

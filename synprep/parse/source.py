@@ -143,7 +143,10 @@ class RunParser(ParseSource):
                                progress=progress.block(items[0].line - 1, items[-1].line) if progress else None)
         except InputError as e:  # parse_block numbers the block's lines 1..n: name the input line
             if e.line is not None and 1 <= e.line <= len(items):
-                raise InputError(e.reason, e.path, items[e.line - 1].line) from None
+                from synprep.parse.trees import TreeLeavesError
+
+                kind = TreeLeavesError if isinstance(e, TreeLeavesError) else InputError  # pipeline adds its fix
+                raise kind(e.reason, e.path, items[e.line - 1].line) from None
             raise
 
 

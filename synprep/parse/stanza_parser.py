@@ -99,6 +99,13 @@ def resolve_resources(spec: ParserSpec) -> StanzaResources:
         if lang in resources and "alias" in resources[lang]:
             lang = resources[lang]["alias"]
         if lang not in resources:
+            from synprep.parse.langcode import iso_code, wrong_code_message
+
+            wrong = wrong_code_message(spec.lang)  # -s ger: name the code, never a download of 'ger'
+            if wrong is not None:
+                raise ConfigError(wrong)
+            if iso_code(spec.lang) is None:
+                raise ConfigError(f"{spec.lang!r} is not a language code: give its ISO 639-1 code (de, en, ja, ...)")
             raise ConfigError(f"stanza resources in {model_dir} have no language {spec.lang!r}; {hint}")
         load_list = maintain_processor_list(resources, lang, pkg, procs, maybe_add_mwt=False)
         load_list = add_dependencies(resources, lang, load_list)

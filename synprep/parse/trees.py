@@ -271,6 +271,30 @@ def parse_trees(text: str, path: str | None = None, line: int | None = None) -> 
         raise InputError(f"bad bracketed tree: {e}", path, line) from None
 
 
+class TreeLeavesError(InputError):
+    """Your trees' leaves (``--trees``) are not the line's words: their number or a word differs.
+
+    A subclass of :class:`~synprep.errors.InputError`, so that ``synprep pipeline`` can add what to
+    do when it tokenized the text itself (``--tokenized`` for text tokenized like the trees).
+    """
+
+
+def leaf_matches(leaf: str, word: str) -> bool:
+    """True when tree leaf ``leaf`` spells ``word`` (equal, or after ``-LRB-``/Moses unescaping)."""
+    return leaf == word or leaf_to_word(leaf) == word or moses_unescape(leaf) == word
+
+
+def leaves_differ_message(leaves: list[str], words: list[str]) -> str:
+    """``"the first difference is word 4: tree leaf ',' vs word 'das'"`` (1-based; ``<end>`` past an end)."""
+    from synprep.align import first_difference
+
+    diff = first_difference(leaves, words, same=leaf_matches)
+    if diff is None:
+        return "the leaves spell the words"
+    k, leaf, word = diff
+    return f"the first difference is word {k + 1}: tree leaf {leaf!r} vs word {word!r}"
+
+
 def match_leaves(tree: Tree, words: list[str], path: str | None = None, line: int | None = None) -> Tree:
     """Check that ``tree``'s leaves are ``words`` and rewrite them to the canonical leaf text.
 
@@ -287,13 +311,12 @@ def match_leaves(tree: Tree, words: list[str], path: str | None = None, line: in
     """
     positions = tree.treepositions("leaves")
     if len(positions) != len(words):
-        raise InputError(
-            f"the tree has {len(positions)} leaves but the line has {len(words)} words", path, line
-        )
+        raise TreeLeavesError(f"the tree has {len(positions)} leaves but the line has {len(words)} words; "
+                              f"{leaves_differ_message([tree[p] for p in positions], words)}", path, line)
     for k, (pos, word) in enumerate(zip(positions, words, strict=True), 1):
         leaf = tree[pos]
-        if leaf != word and leaf_to_word(leaf) != word and moses_unescape(leaf) != word:
-            raise InputError(f"tree leaf {k} is {leaf!r} but word {k} of the line is {word!r}", path, line)
+        if not leaf_matches(leaf, word):
+            raise TreeLeavesError(f"tree leaf {k} is {leaf!r} but word {k} of the line is {word!r}", path, line)
         tree[pos] = word_to_leaf(word)
     return tree
 

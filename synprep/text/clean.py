@@ -154,6 +154,45 @@ def clean_pairs(pairs: Iterable[tuple[str, str]], *, ratio: float = DEFAULTS.rat
         yield CleanResult(lineno, f, e, fc, ec, reason)
 
 
+#: ISO 639 codes of languages written without spaces between words: a line of them is one or a few
+#: space-separated tokens, so clean-corpus-n.perl's token ratio against a spaced language drops it
+UNSPACED_LANGUAGES = frozenset({"ja", "zh", "yue", "wuu", "th", "lo", "km", "my", "bo", "dz"})
+#: the option that sets the bound behind each drop reason
+_REASON_OPTION = {TOO_LONG: "--max-len", TOO_SHORT: "--min-len", RATIO: "--ratio"}
+
+
+def nothing_kept_error(stats: CleanStats, *, src_lang: str, tgt_lang: str, ratio: float, min_len: int,
+                       max_len: int, path: str | None = None) -> InputError | None:
+    """The error for a cleaning that kept no pair of a non-empty input (None otherwise): one line naming
+    the drop counts, the reason most pairs were dropped for, and the fix.
+
+    A ``ratio`` drop with a language of :data:`UNSPACED_LANGUAGES` on one side (en→ja) says that the
+    ratio counts space-separated words, which that language does not have, and names the fixes
+    (segment that side into words first, or ``--no-clean``).
+    """
+    if stats.kept or not stats.input:
+        return None
+    counts = ", ".join(f"{r} {stats.dropped[r]}" for r in REASONS if stats.dropped.get(r))
+    top = max(REASONS, key=lambda r: stats.dropped.get(r, 0))
+    head = f"cleaning dropped all {stats.input} pairs ({counts})"
+    unspaced = [lang for lang in (src_lang, tgt_lang) if lang.split("-")[0].split("_")[0].lower() in UNSPACED_LANGUAGES]
+    if top == RATIO and unspaced and len(unspaced) == 1:
+        lang = unspaced[0]
+        why = (f"the length ratio (--ratio {ratio:g}) compares space-separated tokens, and {lang} is written "
+               f"without spaces between words, so a {lang} line is one or a few tokens: segment the {lang} side "
+               f"into words before synprep (e.g. with MeCab or a parser's tokenizer), or run with --no-clean "
+               f"(only pairs with an empty side are dropped)")
+    elif top == EMPTY:
+        why = "every pair has an empty side: check that --src and --tgt are the two sides of one corpus"
+    elif top == WORD_TOO_LONG:
+        why = "every pair has a token over 1000 characters: is the text tokenized? (--no-clean keeps them)"
+    else:
+        bound = {TOO_LONG: f"at most {max_len} tokens per side", TOO_SHORT: f"at least {min_len} tokens per side",
+                 RATIO: f"a token-count ratio of at most {ratio:g}"}[top]
+        why = f"the bound behind most drops is {bound} ({_REASON_OPTION[top]}): change it, or run with --no-clean"
+    return InputError(f"{head}: {why}", path)
+
+
 def clean_signature(ratio: float, min_len: int, max_len: int) -> str:
     """The ``clean`` field of a signature line: ``ratio1.5-len1-175``."""
     return f"ratio{ratio:g}-len{min_len}-{max_len}"

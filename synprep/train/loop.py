@@ -402,8 +402,15 @@ class Trainer:
             prune_epoch_checkpoints(self.out, self.cfg.keep_last_epochs)
 
     def _draw(self, epoch: int) -> None:
-        """gates.png, titled with the 1-based epoch of the metrics row and log line it belongs to."""
+        """gates.png, titled with the 1-based epoch of the metrics row and log line it belongs to; a
+        model without syntax heads (vanilla) has no gates: said once, nothing drawn."""
         from synprep.extras import available
+
+        if not self.cfg.uses_syntax:
+            if not getattr(self, "_said_no_gates", False):
+                log.info("no gates: a vanilla model has no syntax heads (no gates.png)")
+                self._said_no_gates = True
+            return
 
         if not available("matplotlib"):  # the gate values are in metrics.jsonl either way
             if not getattr(self, "_warned_no_plot", False):

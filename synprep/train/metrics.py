@@ -68,6 +68,15 @@ def bleu_scores(hyps: Sequence[str], refs: Sequence[str], lang: str = "en", lowe
             "tok_bleu_text": tok_score.format(signature=str(tok.get_signature()))}
 
 
+def case_mismatch(hyps: Sequence[str], refs: Sequence[str]) -> str | None:
+    """A warning when every hypothesis is lowercase and the references are not (a lowercased model
+    scored case-sensitively: BLEU far too low), else None. Only cased letters count (``str.isupper``)."""
+    if any(ch.isupper() for h in hyps for ch in h) or not any(ch.isupper() for r in refs for ch in r):
+        return None
+    return ("the hypotheses are all lowercase and the references are not: BLEU is case-sensitive, so every "
+            "capitalised reference word counts as wrong; add --lowercase for case-insensitive BLEU")
+
+
 def draw_gate_heatmap(gates: Sequence[Sequence[float]], path: str | os.PathLike, title: str = "") -> None:
     """Heatmap of gate values like the paper's Fig. 3 (rows = layers 1..L, columns = heads H1..Hh).
 
