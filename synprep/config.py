@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from synprep.defaults import CLEAN_DEFAULTS, PARSE_DEFAULTS, SHARD_DEFAULTS
 from synprep.errors import ConfigError
 from synprep.subword import DEFAULT_SCHEME
 
@@ -69,16 +70,16 @@ class DataConfig:
     merges: int = 10000
     subword: str = DEFAULT_SCHEME
     vocab_size: int = 8000
-    ratio: float = 1.5
-    min_len: int = 1
-    max_len: int = 175
+    ratio: float = CLEAN_DEFAULTS.ratio
+    min_len: int = CLEAN_DEFAULTS.min_len
+    max_len: int = CLEAN_DEFAULTS.max_len
     parser: str = "stanza"
     stanza_package: str | None = None
     ssplit: bool = True
-    max_words: int = 250
-    batch_size: int = 64
-    ldd_threshold: float = 0.01
-    shard_size: int = 10000
+    max_words: int = PARSE_DEFAULTS.max_words
+    batch_size: int = PARSE_DEFAULTS.batch_size
+    ldd_threshold: float = PARSE_DEFAULTS.ldd_threshold
+    shard_size: int = SHARD_DEFAULTS.shard_size
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -94,7 +94,7 @@ def backend_params() -> dict[str, str]:
 def refuse_other_backends_options(parser_name: str) -> None:
     """The backend-specific options that ``--parser parser_name`` does not read (not in its backend's
     ``options``) have no effect: an error when given."""
-    from synprep.parse.registry import backend_class
+    from synprep.parse.base import backend_class
 
     reads = backend_class(parser_name).options
     refuse_unused([p for p, f in backend_params().items() if f not in reads], f"with --parser {parser_name}")

@@ -66,7 +66,7 @@ def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | Non
         parse_lines,
         write_conllu,
     )
-    from synprep.parse.registry import backend_class
+    from synprep.parse.base import backend_class
     from synprep.parse.run import parser_identity, short_identity
     from synprep.parse.trees import read_tree_lines
     from synprep.signature import signature

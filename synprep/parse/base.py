@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import Field, dataclass, field, fields
 from typing import Any, ClassVar
 
-from synprep.config import DEFAULTS
+from synprep.defaults import PARSE_DEFAULTS
 from synprep.errors import ConfigError
-from synprep.parse.registry import backend_class, parser_names
+from synprep.parse.registry import PARSER_BACKENDS, parser_names
 from synprep.types import ParsedSentence
 
 log = logging.getLogger(__name__)
@@ -40,10 +40,10 @@ def backend_option(default, flag: str, *, runtime: bool = False, omit_default: b
     """
     return field(default=default, metadata={"option": flag, "runtime": runtime, "omit_default": omit_default})
 
-#: stanza is known to hang or run out of memory on sentences of 400+ words (synprep.config.DataConfig)
-DEFAULT_MAX_WORDS = DEFAULTS.max_words
-#: LDD entries with P(head, rel) below this are dropped (SPEC.md §4; synprep.config.DataConfig)
-DEFAULT_LDD_THRESHOLD = DEFAULTS.ldd_threshold
+#: stanza is known to hang or run out of memory on sentences of 400+ words (synprep.defaults)
+DEFAULT_MAX_WORDS = PARSE_DEFAULTS.max_words
+#: LDD entries with P(head, rel) below this are dropped (SPEC.md §4; synprep.defaults)
+DEFAULT_LDD_THRESHOLD = PARSE_DEFAULTS.ldd_threshold
 #: part of every parser identity (so of every cache key): bump it whenever synprep's conversion
 #: of a parser's output changes, so that no cache entry made the old way is reused
 PARSE_SCHEMA = 2
@@ -193,6 +193,23 @@ class ParserBackend(ABC):
 
 #: the interface :func:`parse_isolated` and the workers use (kept for older imports)
 Parser = ParserBackend
+
+
+def backend_class(name: str) -> type[ParserBackend]:
+    """The backend class registered under ``name`` in :data:`synprep.parse.registry.PARSER_BACKENDS`
+    (its module imported on first use).
+
+    Raises:
+        ConfigError: no such parser (the message lists the registered ones).
+    """
+    cls: type[ParserBackend] = PARSER_BACKENDS.load(name)
+    return cls
+
+
+def backend_for_identity(identity: str) -> type[ParserBackend] | None:
+    """The backend whose identities start with ``NAME|`` (None for an identity no backend made)."""
+    name = identity.split("|", 1)[0]
+    return backend_class(name) if name in PARSER_BACKENDS else None
 
 
 def identity_fields(identity: str) -> tuple[list[str], dict[str, str]]:

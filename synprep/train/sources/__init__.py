@@ -12,16 +12,14 @@ Adding a source = one module under ``synprep/train/sources/`` and one line in :d
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING
+from typing import Any
 
-from synprep.errors import ConfigError
+from synprep.registry import Registry
 
-if TYPE_CHECKING:
-    from synprep.train.sources.base import SyntaxSource
-
-#: source name (the value of ``syntax_source``) -> "module:Class"
-SOURCES: dict[str, str] = {
+#: source name (the value of ``syntax_source``) -> "module:Class" of its
+#: :class:`~synprep.train.sources.base.SyntaxSource` (this module imports no source: the classes import
+#: torch, a configuration does not)
+SOURCES: Registry[Any] = Registry("syntax_source", {
     "slr": "synprep.train.sources.slr:SLR",
     "pascal": "synprep.train.sources.pascal:Pascal",
     "ldd": "synprep.train.sources.ldd:LDD",
@@ -29,20 +27,17 @@ SOURCES: dict[str, str] = {
     "lisa": "synprep.train.sources.lisa:LISA",
     "sla": "synprep.train.sources.sla:SLA",
     "set": "synprep.train.sources.set:SET",
-}
+})
 
 
-def source_class(name: str) -> type[SyntaxSource]:
-    """The class registered as ``name`` (imported on first use).
+def source_class(name: str) -> Any:
+    """The :class:`~synprep.train.sources.base.SyntaxSource` subclass registered as ``name`` (imported on
+    first use).
 
     Raises:
         ConfigError: ``name`` is not in :data:`SOURCES` (the message lists them).
     """
-    target = SOURCES.get(name) if isinstance(name, str) else None
-    if target is None:
-        raise ConfigError(f"syntax_source: {name!r} is not one of {', '.join(SOURCES)}")
-    module, attr = target.split(":")
-    return getattr(importlib.import_module(module), attr)
+    return SOURCES.load(name)
 
 
 __all__ = ["SOURCES", "source_class"]
