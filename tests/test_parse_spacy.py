@@ -12,10 +12,9 @@ from click.testing import CliRunner
 from synprep.cli import cli
 from synprep.errors import ConfigError, InputError
 from synprep.parse import ParserSpec, parse_lines, parser_identity
-from synprep.parse.base import ParserBackend
+from synprep.parse.base import ParserBackend, backend_class
 from synprep.parse.conllu_io import read_conllu
 from synprep.parse.evaluate import evaluate_conllu, evaluate_parser, write_own_tokens
-from synprep.parse.base import backend_class
 from synprep.parse.registry import PARSER_BACKENDS, parser_names
 from synprep.parse.spacy_parser import SpacyParser, check_labels, output_label, read_label_map, ud_base
 from synprep.types import DEPRELS
