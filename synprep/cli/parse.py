@@ -36,9 +36,6 @@ log = logging.getLogger("synprep.parse")
                    "used instead of the constituency model; leaves must equal the words.")
 @jobs_options
 @stanza_options
-@click.option("--corenlp-endpoint", default="http://localhost:9000", show_default=True, help="CoreNLP server URL.")
-@click.option("--timeout", type=click.FloatRange(min=1.0), default=60.0, show_default=True,
-              help="Seconds a CoreNLP request may take.")
 @spacy_options
 @input_option(help="Moses-tokenized input, one sentence line per line (default: stdin); raw text with "
                    "--tokenizer parser.")
