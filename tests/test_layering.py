@@ -153,6 +153,21 @@ def test_light_imports(code, heavy):
     assert [m for m in heavy if m in loaded] == []
 
 
+def test_a_default_train_config_imports_no_torch():
+    loaded = _imported("from synprep.train.config import TrainConfig, model_elements; c = TrainConfig(); "
+                       "c.describe(); model_elements(c, 1000); TrainConfig(syntax='pure', syntax_source='set')")
+    assert "torch" not in loaded and "synprep" in loaded
+
+
+def test_every_source_runs_the_configuration_side_it_registers():
+    from synprep.train.sources import SOURCES, source_class, spec_class
+
+    for name in SOURCES:
+        spec, cls = spec_class(name), source_class(name)
+        assert spec.name == name and issubclass(cls, spec) and cls.__module__ != spec.__module__
+        assert "torch" not in spec.__module__
+
+
 def test_escaping_does_not_import_sacremoses():
     assert "sacremoses" not in _imported("from synprep.text.escape import escape, unescape; escape('a & b')")
 

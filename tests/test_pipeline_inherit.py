@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from builders import write_pair
 from conftest import run_cli
 
 from synprep.config import DataConfig, differences
@@ -15,18 +15,11 @@ from synprep.errors import ConfigError
 JA = ["今日は良い天気です。", "私は東京に住んでいます。", "猫が好きです。", "明日は雨が降るでしょう。"]
 
 
-def _pair(tmp_path: Path, name: str, lines: list[str]) -> tuple[Path, Path]:
-    src, tgt = tmp_path / f"{name}.ja", tmp_path / f"{name}.en"
-    src.write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
-    tgt.write_text("".join(f"target sentence number {i} .\n" for i in range(len(lines))), encoding="utf-8")
-    return src, tgt
-
-
 def test_a_later_split_inherits_spacy_model_and_parser_tokenizer(tmp_path):
     from synprep.shards import open_split
 
     out = tmp_path / "out"
-    src, tgt = _pair(tmp_path, "train", JA)
+    src, tgt = write_pair(tmp_path, "train", "ja", "en", JA)
     run_cli("pipeline", "--src", str(src), "--tgt", str(tgt), "-s", "ja", "-t", "en", "--out", str(out),
             "--parser", "spacy", "--spacy-model", "ja_ginza", "--tokenizer", "parser", "--no-clean", "--merges", "30",
             "--no-cache")
@@ -34,7 +27,7 @@ def test_a_later_split_inherits_spacy_model_and_parser_tokenizer(tmp_path):
     assert (saved["parser"], saved["spacy_model"], saved["tokenizer"]) == ("spacy", "ja_ginza", "parser")
     assert "label_map" not in saved  # left out while unset, as in every folder made before
     # the later split names neither the model nor the tokenizer: both come from the folder
-    vsrc, vtgt = _pair(tmp_path, "valid", JA[::-1])
+    vsrc, vtgt = write_pair(tmp_path, "valid", "ja", "en", JA[::-1])
     proc = run_cli("pipeline", "--src", str(vsrc), "--tgt", str(vtgt), "--out", str(out), "--split", "valid",
                    "--no-cache", check=False)
     assert proc.returncode == 0, proc.stderr
