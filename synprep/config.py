@@ -1,9 +1,10 @@
 """The data side's one configuration: every setting that determines an output folder, and its default.
 
 :class:`DataConfig` is to ``synprep pipeline`` / ``annotate`` what :class:`synprep.train.config.TrainConfig`
-is to the trainer. Every default of the data side is written here once; the command-line options,
-:class:`synprep.pipeline.TextOptions`, :class:`synprep.annotate.ParseOptions`, the parser's
-:class:`~synprep.parse.base.ParserSpec` and the shard writer read it from here.
+is to the trainer. Its defaults are the stages' own (:mod:`synprep.defaults`, which the stage modules
+read: they never import this module); the command-line options, :class:`synprep.pipeline.TextOptions`,
+:class:`synprep.parse.options.ParseOptions`, the parser's :class:`~synprep.parse.base.ParserSpec` and
+the shard writer read them from here or there.
 
 A folder's configuration is saved as ``OUT/pipeline.json`` (:meth:`DataConfig.to_json`). A later
 run into the folder (the next split, or a resume) starts from it: an option that is not given is
