@@ -8,7 +8,7 @@ rows sum to at most 1 with the tree's own arc first. Not linguistically meaningf
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -154,7 +154,7 @@ def write_folder(folder, pairs: dict[str, int], *, shard_size: int = 100, seed: 
     return write_folder_records(folder, splits, shard_size=shard_size, vocab_size=vocab_size, drops=drops)
 
 
-def write_folder_records(folder, splits: dict[str, Iterable[PairRecord]], *, shard_size: int = 100,
+def write_folder_records(folder, splits: Mapping[str, Iterable[PairRecord]], *, shard_size: int = 100,
                          vocab_size: int = 1000, drops: dict[str, list[tuple[int, str, str]]] | None = None,
                          input_lines: dict[str, int] | None = None):
     """Write given records as an output folder (``dict.txt`` of ``vocab_size`` symbols, shards, manifest).
