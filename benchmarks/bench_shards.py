@@ -35,10 +35,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from synprep.shards import Manifest, ShardReader, shard_name, write_shard  # noqa: E402
+from synprep.shards import ShardReader, shard_name  # noqa: E402
 from synprep.shards.check import check_dir  # noqa: E402
-from synprep.shards.synthetic import random_records, shard_attrs  # noqa: E402
-from synprep.vocab import Vocab  # noqa: E402
+from synprep.shards.synthetic import random_records, write_folder_records  # noqa: E402
 
 VOCAB = 10_000
 
@@ -52,25 +51,9 @@ def _stream(n: int, pool_size: int = 2000):
         yield r
 
 
-def _write_folder(folder: Path, records, shard_size: int) -> int:
-    vocab = Vocab.from_counts({f"p{i}": VOCAB - i for i in range(VOCAB - 4)}, padding_factor=1)
-    sha = vocab.save(folder / "dict.txt")
-    m = Manifest("bench", {"bench": True})
-    m.set_vocab("dict.txt", sha, len(vocab))
-    n = 0
-    it = iter(records)
-    for index in itertools.count():
-        batch = list(itertools.islice(it, shard_size))
-        if not batch:
-            break
-        info = write_shard(folder / shard_name("train", index), batch, shard_attrs("train", index, vocab_sha256=sha,
-                                                                                  signature="bench",
-                                                                                  config={"bench": True}))
-        m.add_shard("train", info)
-        n += len(batch)
-    m.set_input_lines("train", n)
-    m.save(folder)
-    return n
+def _write_folder(folder: Path, records, shard_size: int) -> None:
+    """The folder of ``records`` (streamed, a shard at a time): the tests' builder, synthetic.write_folder_records."""
+    write_folder_records(folder, {"train": records}, shard_size=shard_size, vocab_size=VOCAB)
 
 
 def _rss_child(n: int, shard_size: int) -> None:

@@ -1,9 +1,10 @@
 """The data side's one configuration: every setting that determines an output folder, and its default.
 
 :class:`DataConfig` is to ``synprep pipeline`` / ``annotate`` what :class:`synprep.train.config.TrainConfig`
-is to the trainer. Every default of the data side is written here once; the command-line options,
-:class:`synprep.pipeline.TextOptions`, :class:`synprep.annotate.ParseOptions`, the parser's
-:class:`~synprep.parse.base.ParserSpec` and the shard writer read it from here.
+is to the trainer. Its defaults are the stages' own (:mod:`synprep.defaults`, which the stage modules
+read: they never import this module); the command-line options, :class:`synprep.pipeline.TextOptions`,
+:class:`synprep.parse.options.ParseOptions`, the parser's :class:`~synprep.parse.base.ParserSpec` and
+the shard writer read them from here or there.
 
 A folder's configuration is saved as ``OUT/pipeline.json`` (:meth:`DataConfig.to_json`). A later
 run into the folder (the next split, or a resume) starts from it: an option that is not given is
@@ -24,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from synprep.constants import TOKENIZERS
+from synprep.defaults import CLEAN_DEFAULTS, PARSE_DEFAULTS, SHARD_DEFAULTS
 from synprep.errors import ConfigError
 from synprep.subword import DEFAULT_SCHEME
 
@@ -51,6 +54,8 @@ class DataConfig:
         min_len, max_len: cleaning: inclusive token-count bounds of each side.
         parser: ``stanza``, ``corenlp``, or ``conllu`` (imported parses).
         stanza_package: the stanza package (None: stanza's default for the language).
+        tokenizer: where the source words come from (``moses``, or ``parser``: the parser's own tokenizer).
+        spacy_model, label_map: the spaCy pipeline and its label map (``--parser spacy``).
         ssplit: split lines into sentences (SPEC.md §1); False: one sentence per line.
         max_words: longer sentences are recorded as ``parse:too_long``, never parsed (stanza hangs
             or runs out of memory on 400+ words).
@@ -69,16 +74,19 @@ class DataConfig:
     merges: int = 10000
     subword: str = DEFAULT_SCHEME
     vocab_size: int = 8000
-    ratio: float = 1.5
-    min_len: int = 1
-    max_len: int = 175
+    ratio: float = CLEAN_DEFAULTS.ratio
+    min_len: int = CLEAN_DEFAULTS.min_len
+    max_len: int = CLEAN_DEFAULTS.max_len
     parser: str = "stanza"
     stanza_package: str | None = None
+    tokenizer: str = "moses"
+    spacy_model: str | None = None
+    label_map: str | None = None
     ssplit: bool = True
-    max_words: int = 250
-    batch_size: int = 64
-    ldd_threshold: float = 0.01
-    shard_size: int = 10000
+    max_words: int = PARSE_DEFAULTS.max_words
+    batch_size: int = PARSE_DEFAULTS.batch_size
+    ldd_threshold: float = PARSE_DEFAULTS.ldd_threshold
+    shard_size: int = SHARD_DEFAULTS.shard_size
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -90,11 +98,15 @@ class DataConfig:
             raise ConfigError(f"ratio must be > 0, got {self.ratio}")
         if not 0.0 <= self.ldd_threshold <= 1.0:
             raise ConfigError(f"ldd_threshold must be in [0, 1], got {self.ldd_threshold}")
+        if self.tokenizer not in TOKENIZERS:
+            raise ConfigError(f"tokenizer must be one of {', '.join(TOKENIZERS)}, got {self.tokenizer!r}")
 
     # --- reading and writing ------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": CONFIG_FORMAT, "version": CONFIG_VERSION, **dataclasses.asdict(self)}
+        """The saved fields; those of :data:`OMIT_DEFAULT` only when set (earlier folders' files are unchanged)."""
+        d = {k: v for k, v in dataclasses.asdict(self).items() if k not in OMIT_DEFAULT or v != OMIT_DEFAULT[k]}
+        return {"format": CONFIG_FORMAT, "version": CONFIG_VERSION, **d}
 
     def to_json(self) -> str:
         """The ``OUT/pipeline.json`` text (sorted keys, one field per line)."""
@@ -124,7 +136,7 @@ class DataConfig:
         defaults = cls()
         for k, v in values.items():
             default = getattr(defaults, k)
-            if k == "stanza_package":
+            if k in ("stanza_package", "spacy_model", "label_map"):
                 ok = v is None or isinstance(v, str)
             elif isinstance(default, bool):
                 ok = isinstance(v, bool)
@@ -167,6 +179,8 @@ class DataConfig:
 
 #: the defaults, for the command-line options and the library's keyword arguments
 DEFAULTS = DataConfig()
+#: fields added after version 2 folders were first made: saved only when not at their default
+OMIT_DEFAULT = {"tokenizer": "moses", "spacy_model": None, "label_map": None}
 
 
 def _from_v1(d: dict[str, Any]) -> dict[str, Any]:
@@ -189,6 +203,9 @@ def _from_v1(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def differences(old: DataConfig, new: DataConfig) -> list[str]:
-    """``field: the folder has X, this run Y`` for every field that differs."""
+    """``field: the folder has X, this run Y`` for every field that differs. A field of :data:`OMIT_DEFAULT`
+    that the folder has at its default is not compared: a folder made before the field existed did not
+    record it (the manifest's guard still compares what its shards were made with)."""
     return [f"{f.name}: the folder has {json.dumps(getattr(old, f.name))}, this run {json.dumps(getattr(new, f.name))}"
-            for f in dataclasses.fields(DataConfig) if getattr(old, f.name) != getattr(new, f.name)]
+            for f in dataclasses.fields(DataConfig) if getattr(old, f.name) != getattr(new, f.name)
+            and not (f.name in OMIT_DEFAULT and getattr(old, f.name) == OMIT_DEFAULT[f.name])]

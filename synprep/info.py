@@ -38,8 +38,9 @@ def _gpus() -> list[dict[str, Any]]:
 def collect() -> dict[str, Any]:
     """Everything ``synprep info`` reports, as JSON-ready values."""
     import synprep
+    from synprep.parse.base import backend_class
     from synprep.parse.cache import default_cache_path
-    from synprep.parse.registry import backend_class, parser_names
+    from synprep.parse.registry import parser_names
 
     cache = default_cache_path()
     parsers = {name: backend_class(name).probe() for name in parser_names()}

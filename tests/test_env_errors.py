@@ -73,13 +73,12 @@ def test_a_damaged_cache_stops_the_pipeline_before_the_text_stages(tmp_path, sta
 
 def test_deep_and_wide_trees_do_not_ask_to_change_nltk():
     from synprep.features.distance import cnf_gaps
-    from synprep.features.distance import parse_tree as fromstring
     from synprep.parse.trees import parse_tree
 
     wide = "(S " + " ".join(f"(X w{i})" for i in range(700)) + ")"
     deep = "(S " * 900 + "(X w)" + ")" * 900
     messages = []
-    for fn, arg in ((cnf_gaps, wide), (cnf_gaps, parse_tree(deep, "trees.txt", 3)), (fromstring, deep)):
+    for fn, arg in ((cnf_gaps, wide), (cnf_gaps, parse_tree(deep, "trees.txt", 3)), (cnf_gaps, deep)):
         with pytest.raises(ValueError) as e:
             fn(arg)
         messages.append(str(e.value))

@@ -108,7 +108,7 @@ def test_escapes_and_bracket_leaves():
     (ParsedLine(5, [swim(tree="(ROOT (S (NP (PRP i)) (VP (VBP swim))))")]), "i swim across the river .".split(),
      "sentence 1: tree leaves differ from the words at word 3: leaf '<end>' vs word 'across'"),
     (ParsedLine(5, [swim(tree="(ROOT (S (NP (PRP i))")]), "i swim across the river .".split(),
-     r"sentence 1: malformed tree: Tree.read\(\): expected .\). but got .end-of-string. at index 21\.$"),
+     r"sentence 1: bad bracketed tree: 2 unclosed '\(' at the end: label 'S' opened at column 7$"),
     (ParsedLine(5, [hello(), ParsedSentence(["a", "b"], ["X"], [0, 1], ["root", "dep"])]), "hello . a b".split(),
      "sentence 2: 2 words but 1 UPOS"),
     (ParsedLine(5, [ParsedSentence(["a", "b"], ["X", "X"], [2, 1], ["dep", "dep"])]), ["a", "b"],

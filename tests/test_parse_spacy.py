@@ -12,10 +12,10 @@ from click.testing import CliRunner
 from synprep.cli import cli
 from synprep.errors import ConfigError, InputError
 from synprep.parse import ParserSpec, parse_lines, parser_identity
-from synprep.parse.base import ParserBackend
+from synprep.parse.base import ParserBackend, backend_class
 from synprep.parse.conllu_io import read_conllu
 from synprep.parse.evaluate import evaluate_conllu, evaluate_parser, write_own_tokens
-from synprep.parse.registry import PARSER_BACKENDS, backend_class, parser_names
+from synprep.parse.registry import PARSER_BACKENDS, parser_names
 from synprep.parse.spacy_parser import SpacyParser, check_labels, output_label, read_label_map, ud_base
 from synprep.types import DEPRELS
 from tests.conftest import run_cli
@@ -326,9 +326,8 @@ def test_a_registered_backend_brings_its_options_and_probe(monkeypatch) -> None:
     fields = {f.name: f.metadata["option"] for f in backend_option_fields()}
     for name in parser_names():
         assert set(backend_class(name).options) <= set(fields), name
-    assert backend_params() == {"stanza_dir": "dir", "stanza_package": "package", "corenlp_endpoint":
-                                "corenlp_endpoint", "timeout": "timeout", "spacy_model": "spacy_model",
-                                "label_map": "label_map"}
+    assert backend_params() == {"stanza_dir": "stanza", "stanza_package": "stanza", "corenlp_endpoint": "corenlp",
+                                "corenlp_timeout": "corenlp", "spacy_model": "spacy", "spacy_label_map": "spacy"}
     monkeypatch.setitem(PARSER_BACKENDS, "fake", f"{__name__}:_FakeBackend")
     assert ParserSpec(name="fake", dir="/models").dir == "/models"
     with pytest.raises(ConfigError, match="--spacy-model has no effect with --parser fake"):

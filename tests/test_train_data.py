@@ -3,6 +3,7 @@ and the length-bucketed batch sampler (bounds, coverage, determinism, DDP split,
 
 from __future__ import annotations
 
+import builders
 import numpy as np
 import pytest
 import torch
@@ -16,12 +17,8 @@ from synprep.train.masks import pascal_weights, slr_bias
 from synprep.types import PairRecord
 
 
-def record(src_ids, word_index, heads, gaps, tgt_ids=(7, 8), ldd=((), (), (), ())) -> PairRecord:
-    W = len(heads)
-    a = lambda x, dt=np.int64: np.asarray(x, dtype=dt)  # noqa: E731
-    return PairRecord(line=1, src_ids=a(src_ids), tgt_ids=a(tgt_ids), word_index=a(word_index), heads=a(heads),
-                      deprel=a([0] * W), upos=a([0] * W), sent_start=a([0]), gaps_cnf=a(gaps), gaps_nary=a(gaps),
-                      ldd_dep=a(ldd[0]), ldd_head=a(ldd[1]), ldd_rel=a(ldd[2]), ldd_prob=a(ldd[3], np.float32))
+def record(src_ids, word_index, heads, gaps, **kw) -> PairRecord:
+    return builders.record(src_ids, word_index, heads, gaps=gaps, **kw)
 
 
 # SPEC.md §2: "i sw@@ im across the ri@@ ver ." stores [6,1,4,3,2,1,5]; with </s>: [6,1,4,3,2,1,5,2000]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import builders
 import numpy as np
 import pytest
 import torch
@@ -45,13 +46,7 @@ def paper_config(name: str, base: TrainConfig | None = None, **more) -> TrainCon
 
 
 def record(src_ids, word_index, heads, deprel=None, gaps=None) -> PairRecord:
-    W = len(heads)
-    a = lambda x, dt=np.int64: np.asarray(x, dtype=dt)  # noqa: E731
-    g = a(gaps if gaps is not None else [1] * (len(src_ids) - 1))
-    return PairRecord(line=1, src_ids=a(src_ids), tgt_ids=a([7, 8]), word_index=a(word_index), heads=a(heads),
-                      deprel=a(deprel if deprel is not None else [0] * W), upos=a([0] * W), sent_start=a([0]),
-                      gaps_cnf=g, gaps_nary=g, ldd_dep=a([]), ldd_head=a([]), ldd_rel=a([]),
-                      ldd_prob=a([], np.float32))
+    return builders.record(src_ids, word_index, heads, deprel=deprel, gaps=gaps)
 
 
 D = {name: DEPRELS.index(name) for name in ("det", "nsubj", "root", "obj")}

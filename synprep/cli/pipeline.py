@@ -82,7 +82,8 @@ CONFIG_OPTIONS = {
     "fairseq_compat": "fairseq_compat", "merges": "merges", "ratio": "ratio", "min_len": "min_len",
     "max_len": "max_len", "parser_name": "parser", "stanza_package": "stanza_package", "no_ssplit": "ssplit",
     "max_words": "max_words", "batch_size": "batch_size", "ldd_threshold": "ldd_threshold",
-    "shard_size": "shard_size", "subword": "subword", "vocab_size": "vocab_size",
+    "shard_size": "shard_size", "subword": "subword", "vocab_size": "vocab_size", "tokenizer": "tokenizer",
+    "spacy_model": "spacy_model", "spacy_label_map": "label_map",
 }
 
 
@@ -132,7 +133,8 @@ def _parse_options(cfg, device, cache_path, no_cache, trees_path, backend_opts):
         # the stanza package is a folder setting (pipeline.json), so it comes from the configuration
         spec = ParserSpec(name=cfg.parser, lang=cfg.src_lang, device=device, constituency=trees_path is None,
                           max_words=cfg.max_words, ldd_threshold=cfg.ldd_threshold,
-                          **{**backend_opts, "package": cfg.stanza_package})
+                          **{**backend_opts, "package": cfg.stanza_package, "spacy_model": cfg.spacy_model,
+                             "label_map": cfg.label_map})
     cache = None if no_cache else str(cache_path or default_cache_path())
     return ParseOptions(parser=cfg.parser, spec=spec, ssplit=cfg.ssplit, batch_size=cfg.batch_size, cache=cache,
                         trees=trees_path)
@@ -214,7 +216,7 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
                                   hf_tokenizer=hf_tokenizer, vocab_size=cfg.vocab_size)
     text = TextOptions(tokenized=cfg.tokenized, lowercase=cfg.lowercase, fairseq_compat=cfg.fairseq_compat, clean=clean,
                        ratio=cfg.ratio, min_len=cfg.min_len, max_len=cfg.max_len, merges=cfg.merges,
-                       subword=cfg.subword, vocab_size=cfg.vocab_size, tokenizer=tokenizer)
+                       subword=cfg.subword, vocab_size=cfg.vocab_size, tokenizer=cfg.tokenizer)
     par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
     manifest = run_pipeline(src, tgt, out, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, split=split, text=text,
                             parse=opts, par=par, codes=codes, vocab=vocab, conllu=conllu_path,

@@ -83,8 +83,8 @@ def shard_cmd(src: str, tgt: str, conllu_path: str, src_lang: str, tgt_lang: str
     synprep parse -l en -i train.tok.en -o train.conllu
     synprep shard --src train.bpe.en --tgt train.bpe.de --conllu train.conllu -s en -t de --out data/
     """
-    from synprep.annotate import Parallel, ParseOptions
     from synprep.cli.pipeline import _report
+    from synprep.parse.options import Parallel, ParseOptions
     from synprep.pipeline import run_annotate
 
     opts = ParseOptions(parser="conllu", lowercase=lowercase)

@@ -7,19 +7,19 @@ when it is used). A new format is one module and one line here.
 
 from __future__ import annotations
 
-import importlib
+from typing import Any
 
-from synprep.errors import ConfigError
 from synprep.export.base import Exporter, ExportRecord, run_export
 from synprep.extras import require
+from synprep.registry import Registry
 
 #: format name → "module:Class" of its exporter
-EXPORTERS: dict[str, str] = {
+EXPORTERS: Registry[Any] = Registry("export format", {
     "parquet": "synprep.export.parquet:ParquetExporter",
     "hf": "synprep.export.parquet:ParquetExporter",
     "fairseq": "synprep.export.fairseq:FairseqExporter",
     "factors": "synprep.export.factors:FactorsExporter",
-}
+})
 
 
 def get_exporter(name: str) -> type[Exporter]:
@@ -29,11 +29,7 @@ def get_exporter(name: str) -> type[Exporter]:
         ConfigError: an unknown format, or one whose library is not installed (the message names
             the pip extra that installs it, e.g. ``pip install 'synprep[hf]'``).
     """
-    target = EXPORTERS.get(name)
-    if target is None:
-        raise ConfigError(f"unknown export format {name!r}; choose one of {', '.join(EXPORTERS)}")
-    module, attr = target.split(":")
-    cls: type[Exporter] = getattr(importlib.import_module(module), attr)
+    cls: type[Exporter] = EXPORTERS.load(name)
     for m in cls.requires:
         require(m, f"export format {name!r}")
     return cls

@@ -27,7 +27,6 @@ before (the parser stage does this for PTB ``-NONE-``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -35,50 +34,23 @@ from nltk.tree import Tree
 from nltk.tree.transforms import chomsky_normal_form
 
 from synprep.constants import GAP_EOS, GAP_INTRA_WORD, GAP_SENTENCE
+from synprep.tree import depth_message, leaf_to_word, parse_tree
 
 MODES = ("cnf", "nary")
-
-
-_NLTK_ADVICE = re.compile(r"\s*Raise nltk\.tree\.tree\.MAX_TREE_DEPTH to allow it\.?")
-
-
-def depth_message(message: str) -> str:
-    """nltk's depth-limit message without its advice to raise a library constant (not a user's option).
-
-    ``... exceeds MAX_TREE_DEPTH (500); ... Raise nltk.tree.tree.MAX_TREE_DEPTH to allow it.`` →
-    ``... exceeds MAX_TREE_DEPTH (500); ...: synprep cannot use such a tree (leave the sentence out, or
-    split it)``.
-    """
-    if "MAX_TREE_DEPTH" not in message:
-        return message
-    return _NLTK_ADVICE.sub("", message).rstrip(" .") + ": synprep cannot use such a tree (leave the sentence " \
-        "out, or split it)"
 
 
 def as_tree(tree: str | Tree) -> Tree:
     """Return ``tree`` as an :class:`nltk.Tree` (a bracketed string is parsed with ``Tree.fromstring``).
 
     Raises:
-        ValueError: the string is not one well-formed bracketed tree (see :func:`parse_tree`).
+        TreeError: (a ValueError) the string is not one well-formed bracketed tree
+            (:func:`synprep.tree.parse_tree`; read as written, not normalized).
     """
     if isinstance(tree, Tree):
         return tree
     if not isinstance(tree, str):
         raise TypeError(f"expected a bracketed string or nltk.Tree, got {type(tree).__name__}")
-    return parse_tree(tree)
-
-
-def parse_tree(text: str) -> Tree:
-    """``Tree.fromstring(text)`` with nltk's multi-line error made one line.
-
-    Raises:
-        ValueError: ``malformed tree: Tree.read(): expected ')' but got 'end-of-string' at index 11``.
-    """
-    try:
-        return Tree.fromstring(text)
-    except ValueError as e:
-        lines = [x.strip() for x in str(e).strip().splitlines()]
-        raise ValueError("malformed tree: " + depth_message(" ".join(lines[:2]))) from None
+    return parse_tree(tree, normalize=False)
 
 
 def _split_values(tree: Tree) -> np.ndarray:
@@ -187,7 +159,7 @@ def both_gaps(tree: str | Tree, *, inplace: bool = False) -> tuple[np.ndarray, n
         two ``(n-1,) int16`` arrays. Raises ValueError as :func:`cnf_gaps`.
     """
     if isinstance(tree, str):
-        t = parse_tree(tree)
+        t = parse_tree(tree, normalize=False)
     else:
         t = as_tree(tree) if inplace else as_tree(tree).copy(deep=True)
     nary = _split_values(t).astype(np.int16)
@@ -206,7 +178,6 @@ def leaf_mismatch(tree: Tree, words: Sequence[str]) -> tuple[int, str, str] | No
     """
     # imported here: synprep.align loads sacremoses, which the trainer's import of this module does not need
     from synprep.align import first_difference
-    from synprep.parse.trees import leaf_to_word
 
     def same(leaf: str, word: str) -> bool:  # "-LRB-Applause-RRB-" is the stored leaf of "(Applause)"
         return leaf == word or leaf_to_word(leaf) == word

@@ -92,7 +92,7 @@ def _sentence_gaps(s: ParsedSentence, h: np.ndarray, anc: np.ndarray) -> tuple[n
     """``(cnf, nary)`` word gaps of one sentence with checked heads ``h`` (ancestor mask ``anc``);
     ValueError with a reason on bad input."""
     if s.tree is not None:
-        tree: Tree = parse_tree(s.tree)
+        tree: Tree = parse_tree(s.tree, normalize=False)
         bad = leaf_mismatch(tree, s.words)
         if bad is not None:
             i, leaf, word = bad

@@ -11,12 +11,12 @@ import logging
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import Field, dataclass, field, fields
-from typing import Any, ClassVar
+from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass
+from typing import Any, ClassVar, NamedTuple
 
-from synprep.config import DEFAULTS
+from synprep.defaults import PARSE_DEFAULTS
 from synprep.errors import ConfigError
-from synprep.parse.registry import backend_class, parser_names
+from synprep.parse.registry import PARSER_BACKENDS, parser_names
 from synprep.types import ParsedSentence
 
 log = logging.getLogger(__name__)
@@ -40,10 +40,58 @@ def backend_option(default, flag: str, *, runtime: bool = False, omit_default: b
     """
     return field(default=default, metadata={"option": flag, "runtime": runtime, "omit_default": omit_default})
 
-#: stanza is known to hang or run out of memory on sentences of 400+ words (synprep.config.DataConfig)
-DEFAULT_MAX_WORDS = DEFAULTS.max_words
-#: LDD entries with P(head, rel) below this are dropped (SPEC.md §4; synprep.config.DataConfig)
-DEFAULT_LDD_THRESHOLD = DEFAULTS.ldd_threshold
+
+def plugin_option(default: Any, *, help: str, spec: str | None = None, alias: str | None = None,
+                  type: Any = None, metavar: str | None = None) -> Any:
+    """A field of a backend's :attr:`ParserBackend.Options` dataclass: one command-line option.
+
+    The option is ``--NAME-FIELD`` (the backend's registry name, then the field, ``_`` → ``-``:
+    ``--corenlp-endpoint``), generated for every command that takes ``--parser``
+    (:func:`synprep.cli.common.backend_plugin_options`); its value reaches the backend in its
+    :class:`ParserSpec` (:meth:`ParserSpec.backend_options`).
+
+    Args:
+        default: the value when the option is not given. help: the option's help text.
+        spec: the :class:`ParserSpec` field that carries the value (the built-in backends' options,
+            recorded as they always were); None: carried in ``ParserSpec.plugin_options``.
+        alias: an older spelling of the option that keeps working (``--timeout``).
+        type: the click type (default: from ``default``). metavar: the help's placeholder.
+    """
+    return field(default=default, metadata={"help": help, "spec": spec, "alias": alias, "type": type,
+                                            "metavar": metavar})
+
+
+class PluginOption(NamedTuple):
+    """One generated command-line option of a parser backend (:func:`plugin_options`)."""
+
+    backend: str
+    field: str
+    param: str  # the click parameter name: NAME_FIELD
+    flags: tuple[str, ...]  # --NAME-FIELD, then the alias
+    default: Any
+    help: str
+    type: Any
+    metavar: str | None
+    spec: str | None
+
+
+def plugin_options(names: tuple[str, ...] | None = None) -> list[PluginOption]:
+    """The command-line options of the registered backends (each backend's :attr:`ParserBackend.Options`),
+    in registry and field order. Imports the backends' modules (not their parsers' libraries)."""
+    out = []
+    for name in parser_names() if names is None else names:
+        opts = backend_class(name).Options
+        for f in fields(opts) if opts is not None else ():
+            flag = f"--{name}-{f.name}".replace("_", "-")
+            out.append(PluginOption(name, f.name, f"{name}_{f.name}", (flag, *([f.metadata["alias"]] if f.metadata.get(
+                "alias") else [])), f.default if f.default is not MISSING else None, f.metadata.get("help", ""),
+                f.metadata.get("type"), f.metadata.get("metavar"), f.metadata.get("spec")))
+    return out
+
+#: stanza is known to hang or run out of memory on sentences of 400+ words (synprep.defaults)
+DEFAULT_MAX_WORDS = PARSE_DEFAULTS.max_words
+#: LDD entries with P(head, rel) below this are dropped (SPEC.md §4; synprep.defaults)
+DEFAULT_LDD_THRESHOLD = PARSE_DEFAULTS.ldd_threshold
 #: part of every parser identity (so of every cache key): bump it whenever synprep's conversion
 #: of a parser's output changes, so that no cache entry made the old way is reused
 PARSE_SCHEMA = 2
@@ -89,6 +137,9 @@ class ParserSpec:
     timeout: float = backend_option(60.0, "--timeout", runtime=True)
     spacy_model: str | None = backend_option(None, "--spacy-model", omit_default=True)
     label_map: str | None = backend_option(None, "--label-map", omit_default=True)
+    #: the given options of the backend that have no field here (:attr:`ParserBackend.Options`):
+    #: ``(("NAME_FIELD", value), ...)``; absent from the recorded configuration when empty
+    plugin_options: tuple[tuple[str, Any], ...] = field(default=(), metadata={"omit_default": True})
 
     def __post_init__(self) -> None:
         backend = backend_class(self.name)  # ConfigError for an unknown name
@@ -99,11 +150,25 @@ class ParserSpec:
         for f in backend_option_fields():
             if f.name not in backend.options and getattr(self, f.name) != f.default:
                 raise ConfigError(f"{f.metadata['option']} has no effect with --parser {self.name}")
+        own = {f.name for f in fields(backend.Options)} if backend.Options is not None else set()
+        for key, _ in self.plugin_options:  # (NAME_FIELD, value)
+            if not key.startswith(f"{self.name}_") or key[len(self.name) + 1:] not in own:
+                raise ConfigError(f"--{key.replace('_', '-')} has no effect with --parser {self.name}")
         backend.check_spec(self)
         if self.max_words < 1:
             raise ConfigError(f"max_words must be >= 1, got {self.max_words}")
         if not 0.0 <= self.ldd_threshold <= 1.0:
             raise ConfigError(f"ldd_threshold must be in [0, 1], got {self.ldd_threshold}")
+
+
+    def backend_options(self) -> Any:
+        """The chosen backend's :attr:`ParserBackend.Options` with this spec's values (None: it has none)."""
+        opts = backend_class(self.name).Options
+        if opts is None:
+            return None
+        given = {key[len(self.name) + 1:]: value for key, value in self.plugin_options}
+        return opts(**{f.name: getattr(self, f.metadata["spec"]) if f.metadata.get("spec") else given.get(f.name, f.default)
+                       for f in fields(opts)})
 
 
 def backend_option_fields() -> tuple[Field, ...]:
@@ -129,13 +194,27 @@ class ParserBackend(ABC):
             arc scores; False: ``ldd`` is None and the features use one-hot rows (SPEC.md §4).
         options: the backend-specific :class:`ParserSpec` fields it reads (:func:`backend_option`:
             each names its command-line option; the others must keep their defaults, and their
-            options are refused). devices: the devices it can run on.
+            options are refused; derived from :attr:`Options` when not set). devices: the devices it
+            can run on. Options: the backend's command-line options, a dataclass of
+            :func:`plugin_option` fields (``--NAME-FIELD`` on every command that takes ``--parser``);
+            the backend reads them with ``spec.backend_options()``. A new backend with options is
+            one module and one line in :data:`synprep.parse.registry.PARSER_BACKENDS`.
     """
 
     name: ClassVar[str] = ""
     has_scores: ClassVar[bool] = False
     options: ClassVar[tuple[str, ...]] = ()
     devices: ClassVar[tuple[str, ...]] = ("cpu",)
+    #: the backend's command-line options: a dataclass of :func:`plugin_option` fields, or None
+    Options: ClassVar[Any] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.Options is not None:
+            if not is_dataclass(cls.Options):
+                raise TypeError(f"{cls.__name__}.Options must be a dataclass")
+            if "options" not in vars(cls):  # the ParserSpec fields it reads follow from its Options
+                cls.options = tuple(f.metadata["spec"] for f in fields(cls.Options) if f.metadata.get("spec"))
 
     spec: ParserSpec
 
@@ -193,6 +272,23 @@ class ParserBackend(ABC):
 
 #: the interface :func:`parse_isolated` and the workers use (kept for older imports)
 Parser = ParserBackend
+
+
+def backend_class(name: str) -> type[ParserBackend]:
+    """The backend class registered under ``name`` in :data:`synprep.parse.registry.PARSER_BACKENDS`
+    (its module imported on first use).
+
+    Raises:
+        ConfigError: no such parser (the message lists the registered ones).
+    """
+    cls: type[ParserBackend] = PARSER_BACKENDS.load(name)
+    return cls
+
+
+def backend_for_identity(identity: str) -> type[ParserBackend] | None:
+    """The backend whose identities start with ``NAME|`` (None for an identity no backend made)."""
+    name = identity.split("|", 1)[0]
+    return backend_class(name) if name in PARSER_BACKENDS else None
 
 
 def identity_fields(identity: str) -> tuple[list[str], dict[str, str]]:

@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import click
+
 from synprep.errors import ConfigError
-from synprep.parse.base import PARSE_SCHEMA, ParserBackend, ParserSpec
+from synprep.parse.base import PARSE_SCHEMA, ParserBackend, ParserSpec, plugin_option
 from synprep.parse.trees import leaf_to_word, match_leaves, parse_tree, tree_to_str
 from synprep.signature import package_version
 from synprep.types import ParsedSentence
@@ -188,6 +191,16 @@ def corenlp_identity(spec: ParserSpec) -> str:
                      f"schema={PARSE_SCHEMA}"])
 
 
+@dataclass(frozen=True)
+class CoreNLPOptions:
+    """``--corenlp-endpoint``, ``--corenlp-timeout`` (also ``--timeout``, its earlier name)."""
+
+    endpoint: str = plugin_option("http://localhost:9000", spec="corenlp_endpoint", metavar="URL",
+                                  help="CoreNLP server URL (--parser corenlp).")
+    timeout: float = plugin_option(60.0, spec="timeout", alias="--timeout", type=click.FloatRange(min=1.0),
+                                   help="Seconds a CoreNLP request may take (--parser corenlp).")
+
+
 class CoreNLPParser(ParserBackend):
     """A CoreNLP server client (started from ``$CORENLP_HOME`` unless one already listens); registry name
     ``corenlp``. No arc scores: ``ldd`` is None (one-hot rows).
@@ -198,7 +211,7 @@ class CoreNLPParser(ParserBackend):
 
     name = "corenlp"
     has_scores = False
-    options = ("corenlp_endpoint", "timeout")
+    Options = CoreNLPOptions
 
     @classmethod
     def identity(cls, spec: ParserSpec) -> str:

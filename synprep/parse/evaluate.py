@@ -193,7 +193,7 @@ def evaluate_parser(
         if tokenize == "gold":
             words = [pl.words for pl in gold_lines]
         else:
-            from synprep.parse.registry import backend_class
+            from synprep.parse.base import backend_class
 
             tok = backend_class(spec.name).tokenizer(spec)
             words = [tok(text) for text in gold_texts(gold)]

@@ -26,19 +26,20 @@ from typing import IO, Any
 
 from nltk import Tree
 
-from synprep.config import DEFAULTS
+from synprep.defaults import PARSE_DEFAULTS as DEFAULTS
 from synprep.errors import InputError
 from synprep.parallel import chunked, limit_threads, parallel_map
 from synprep.parse.base import (
     ParserBackend,
     ParserSpec,
     ParseStats,
+    backend_class,
+    backend_for_identity,
     error_kind,
     identity_digest,
     parse_isolated,
 )
 from synprep.parse.cache import ParseCache
-from synprep.parse.registry import backend_class, backend_for_identity
 from synprep.parse.ssplit import split_sentences
 from synprep.parse.trees import TreeLeavesError, leaves_differ_message, match_leaves, tree_to_str
 from synprep.types import ParsedLine, ParsedSentence

@@ -13,23 +13,20 @@ its own module) and one line in :data:`SOURCES`:
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from synprep.errors import ConfigError, InputError
+from synprep.parse.registry import PARSE_SOURCES, RUN_PARSER, parse_source_class  # noqa: F401 - re-exported
 from synprep.types import ParsedLine
 
 if TYPE_CHECKING:
-    from synprep.annotate import Item, Parallel, ParseOptions
+    from synprep.parse.options import Item, Parallel, ParseOptions
 
 #: ``--parser`` name → ``"module:Class"`` of its :class:`ParseSource` (imported when used); every
 #: parser backend of :data:`synprep.parse.registry.PARSER_BACKENDS` is a :class:`RunParser` besides
-SOURCES: dict[str, str] = {
-    "conllu": "synprep.parse.source:ImportConllu",
-}
-RUN_PARSER = "synprep.parse.source:RunParser"
+SOURCES = PARSE_SOURCES
 
 
 class ParseSource:
@@ -99,7 +96,7 @@ class RunParser(ParseSource):
         return parser_identity(self.opts.spec)
 
     def config(self) -> dict[str, Any]:
-        from synprep.parse.registry import backend_class
+        from synprep.parse.base import backend_class
 
         spec = dataclasses.asdict(self.opts.spec)
         for f in dataclasses.fields(self.opts.spec):  # the field says (synprep.parse.base.backend_option)
@@ -245,13 +242,7 @@ def source_class(parser: str) -> type[ParseSource]:
     Raises:
         ConfigError: an unknown parser name.
     """
-    from synprep.parse.registry import PARSER_BACKENDS
-
-    target = SOURCES.get(parser) or (RUN_PARSER if parser in PARSER_BACKENDS else None)
-    if target is None:
-        raise ConfigError(f"unknown parser {parser!r}; choose one of {', '.join([*PARSER_BACKENDS, *SOURCES])}")
-    module, name = target.split(":")
-    cls: type[ParseSource] = getattr(importlib.import_module(module), name)
+    cls: type[ParseSource] = parse_source_class(parser)
     return cls
 
 

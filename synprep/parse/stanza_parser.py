@@ -35,7 +35,14 @@ from typing import Any
 import numpy as np
 
 from synprep.errors import ConfigError
-from synprep.parse.base import PARSE_SCHEMA, ParserBackend, ParserSpec, identity_digest, identity_fields
+from synprep.parse.base import (
+    PARSE_SCHEMA,
+    ParserBackend,
+    ParserSpec,
+    identity_digest,
+    identity_fields,
+    plugin_option,
+)
 from synprep.parse.trees import match_leaves, parse_tree, tree_to_str
 from synprep.signature import package_version
 from synprep.types import ParsedSentence, SparseLDD
@@ -194,6 +201,14 @@ def short_identity(identity: str) -> str:
     return f"{fields[0]}-{fields[1]}/{kv.get('package', '?')}/{kv.get('lang', '?')}{const}#{digest}"
 
 
+@dataclass(frozen=True)
+class StanzaOptions:
+    """``--stanza-dir``, ``--stanza-package`` (synprep.parse.base.plugin_option)."""
+
+    dir: str | None = plugin_option(None, spec="dir", metavar="DIR", help="stanza resource directory (default: stanza's own).")
+    package: str | None = plugin_option(None, spec="package", metavar="NAME", help="stanza package (default: stanza's default).")
+
+
 class StanzaParser(ParserBackend):
     """A loaded stanza pipeline that returns :class:`ParsedSentence` with LDD (registry name ``stanza``).
 
@@ -210,6 +225,7 @@ class StanzaParser(ParserBackend):
     name = "stanza"
     has_scores = True
     options = ("dir", "package")
+    Options = StanzaOptions
     devices = ("cpu", "cuda")
 
     @classmethod

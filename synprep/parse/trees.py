@@ -33,8 +33,6 @@ the first differing word — never a silent fallback (the reference code fell ba
 
 from __future__ import annotations
 
-import re
-import sys
 from collections.abc import Iterator
 
 from nltk import Tree
@@ -43,85 +41,21 @@ from synprep.errors import InputError
 from synprep.text.escape import unescape as moses_unescape
 from synprep.textio import PathLike, display_name, iter_lines
 
-#: PTB bracket escapes (leaf text → word)
-PTB_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}"}
-#: the escapes a stored leaf needs (word → leaf): only round brackets break bracket parsing
-_LEAF_ESCAPES = {"(": "-LRB-", ")": "-RRB-"}
-
-ROOT = "ROOT"
-#: label given to a bare word that had siblings (no POS preterminal in the input)
-BARE_WORD_LABEL = "X"
-
-_TAG_SPLIT = re.compile(r"[-=]")
-
-
-def word_to_leaf(word: str) -> str:
-    """The leaf text that stands for ``word`` in a stored tree: every ``(`` → ``-LRB-``, ``)`` → ``-RRB-``
-    (``(Applause)`` → ``-LRB-Applause-RRB-``, as stanza writes it), so the tree string stays readable."""
-    if "(" not in word and ")" not in word:
-        return word
-    return word.replace("(", _LEAF_ESCAPES["("]).replace(")", _LEAF_ESCAPES[")"])
-
-
-def leaf_to_word(leaf: str) -> str:
-    """Undo the PTB bracket escapes of a leaf: a whole-leaf escape (``-LRB-`` → ``(``, ``-LSB-`` → ``[``
-    …), else ``-LRB-``/``-RRB-`` inside a word (``-LRB-Applause-RRB-`` → ``(Applause)``)."""
-    if leaf in PTB_ESCAPES:
-        return PTB_ESCAPES[leaf]
-    if "-LRB-" in leaf or "-RRB-" in leaf:
-        return leaf.replace("-LRB-", "(").replace("-RRB-", ")")
-    return leaf
-
-
-def clean_label(label: str) -> str:
-    """Strip function tags and indices: ``NP-SBJ-1`` → ``NP``, ``NP=2`` → ``NP``; ``-NONE-`` stays.
-
-    A bracket inside a label is written as treetools does (``$(`` → ``$LRB``), so that the stored
-    tree string reads with :meth:`nltk.Tree.fromstring` (it stops a label at a bracket).
-    """
-    if not label.startswith("-"):
-        label = _TAG_SPLIT.split(label, maxsplit=1)[0] or label
-    return label.replace("(", "LRB").replace(")", "RRB")
-
-
-def _strip(t: Tree) -> Tree | None:
-    """Copy of ``t`` without -NONE- elements, empty constituents and function tags (None if empty)."""
-    if t.label() == "-NONE-":
-        return None
-    kids: list[Tree | str] = []
-    for child in t:
-        if isinstance(child, Tree):
-            c = _strip(child)
-            if c is not None:
-                kids.append(c)
-        else:
-            kids.append(word_to_leaf(child))
-    if not kids:
-        return None
-    if len(kids) > 1:  # a bare word beside other children gets its own preterminal
-        kids = [Tree(BARE_WORD_LABEL, [k]) if isinstance(k, str) else k for k in kids]
-    return Tree(clean_label(t.label()), kids)
-
-
-def normalize_tree(tree: Tree) -> Tree:
-    """Normalize a tree as described in the module docstring (returns a new tree).
-
-    Raises:
-        ValueError: the tree has no words left after removing empty elements.
-    """
-    top_label = tree.label()
-    stripped = _strip(tree)
-    if stripped is None:
-        raise ValueError("the tree has no words (only empty elements)")
-    if top_label in ("", "TOP", "VROOT", ROOT):
-        stripped.set_label(ROOT)
-        return stripped
-    return Tree(ROOT, [stripped])
-
-
-def tree_to_str(tree: Tree) -> str:
-    """One-line bracketed string of ``tree`` (``(ROOT (S (NP (PRP I)) ...))``)."""
-    return tree.pformat(margin=sys.maxsize)
+# the primitives live in synprep.tree (shared with synprep.features.distance); re-exported here
+from synprep.tree import (  # noqa: F401
+    BARE_WORD_LABEL,
+    PTB_ESCAPES,
+    ROOT,
+    BracketError,
+    TreeError,
+    _scan,
+    clean_label,
+    leaf_to_word,
+    normalize_tree,
+    parse_tree,
+    tree_to_str,
+    word_to_leaf,
+)
 
 
 def tree_words(tree: str | Tree) -> list[str]:
@@ -129,102 +63,6 @@ def tree_words(tree: str | Tree) -> list[str]:
     if isinstance(tree, str):
         tree = Tree.fromstring(tree)
     return [leaf_to_word(leaf) for leaf in tree.leaves()]
-
-
-class BracketError(ValueError):
-    """A broken bracketed tree; ``column`` is 1-based, ``label`` the node the error concerns (or None)."""
-
-    def __init__(self, reason: str, column: int, label: str | None = None):
-        self.column = column
-        self.label = label
-        super().__init__(reason)
-
-
-def _scan(text: str, *, partial: bool = False) -> tuple[list[tuple[Tree, int, int]], bool]:
-    """Read the top-level trees of ``text`` with labels that may end in ``(`` (TIGER's ``$(``).
-
-    nltk's reader splits ``($( -)`` at the ``(`` of the label; this reader does not. Rules, from
-    the bracket conventions of the PTB and of TIGER/NEGRA-derived brackets:
-
-    * a label is the run of characters after ``(`` up to whitespace or a bracket; one trailing
-      ``(`` belongs to it when whitespace follows (``$(``), so ``(NP(NN x))`` still reads;
-    * a node whose label is followed by whitespace and which has no child yet takes a bare ``(``
-      right before ``)`` (``($( ())``) or a ``)`` followed by another ``)`` (``($( ))``) as its
-      leaf, the unescaped bracket words of TIGER-derived trees.
-
-    Args:
-        text: one or more bracketed trees.
-        partial: return ``(trees, True)`` instead of raising when the text ends inside a tree.
-
-    Returns:
-        ``([(tree, start, end), ...], incomplete)``: each tree with its 0-based character span.
-
-    Raises:
-        BracketError: a ``)`` that closes nothing, text outside every bracket, an unclosed ``(``
-            (naming the label and column where it was opened), or an empty ``()``.
-    """
-    # a stack of open nodes: [label, children, column of "(", whitespace after label]
-    out: list[tuple[Tree, int, int]] = []
-    stack: list[list] = []
-    n = len(text)
-    i = 0
-    start = 0
-    while i < n:
-        ch = text[i]
-        if ch.isspace():
-            if stack and not stack[-1][1]:
-                stack[-1][3] = True
-            i += 1
-            continue
-        top = stack[-1] if stack else None
-        bare_leaf = top is not None and top[0] and top[3] and not top[1]
-        if ch == "(" and bare_leaf and i + 1 < n and text[i + 1] == ")":
-            top[1].append("(")  # type: ignore[index]
-            i += 1
-            continue
-        if ch == ")" and bare_leaf and text[i + 1 :].lstrip().startswith(")"):
-            top[1].append(")")  # type: ignore[index]
-            i += 1
-            continue
-        if ch == "(":
-            if not stack:
-                start = i
-            j = i + 1
-            while j < n and not text[j].isspace() and text[j] not in "()":
-                j += 1
-            if j > i + 1 and j < n and text[j] == "(" and (j + 1 == n or text[j + 1].isspace()):
-                j += 1  # "$(": the bracket ends the label
-            stack.append([text[i + 1 : j], [], i + 1, False])
-            i = j
-            continue
-        if ch == ")":
-            if not stack:
-                raise BracketError(f"unbalanced ')' at column {i + 1} closes no bracket", i + 1)
-            label, kids, col, _ = stack.pop()
-            if not label and not kids:
-                raise BracketError(f"empty '()' at column {col}", col)
-            node = Tree(label, kids)
-            if stack:
-                stack[-1][1].append(node)
-            else:
-                out.append((node, start, i + 1))
-            i += 1
-            continue
-        if not stack:
-            raise BracketError(f"text outside brackets at column {i + 1}: {text[i : i + 20]!r}", i + 1)
-        j = i
-        while j < n and not text[j].isspace() and text[j] not in "()":
-            j += 1
-        stack[-1][1].append(text[i:j])
-        i = j
-    if stack:
-        if partial:
-            return out, True
-        label, _, col, _ = stack[-1]
-        raise BracketError(
-            f"{len(stack)} unclosed '(' at the end: label {label!r} opened at column {col}", col, label
-        )
-    return out, False
 
 
 def split_brackets(text: str) -> list[str]:
@@ -235,27 +73,6 @@ def split_brackets(text: str) -> list[str]:
             names the 1-based column and the label of the unclosed node.
     """
     return [text[a:b] for _, a, b in _scan(text)[0]]
-
-
-def parse_tree(text: str, path: str | None = None, line: int | None = None) -> Tree:
-    """Parse and normalize one bracketed tree.
-
-    Args:
-        text: ``(ROOT (S ...))``, ``( (S ...))``, ``(S (NP-SBJ ...) ...)`` ...
-        path, line: where the text comes from, for error messages (1-based line).
-
-    Raises:
-        InputError: not a single well-formed bracketed tree, or no words in it.
-    """
-    try:
-        found = _scan(text)[0]
-        if len(found) != 1:
-            raise ValueError(f"expected one tree, found {len(found)}")
-        return normalize_tree(found[0][0])
-    except ValueError as e:
-        from synprep.features.distance import depth_message
-
-        raise InputError(f"bad bracketed tree: {depth_message(str(e))}", path, line) from None
 
 
 def parse_trees(text: str, path: str | None = None, line: int | None = None) -> list[Tree]:

@@ -8,7 +8,7 @@ rows sum to at most 1 with the tree's own arc first. Not linguistically meaningf
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -154,13 +154,13 @@ def write_folder(folder, pairs: dict[str, int], *, shard_size: int = 100, seed: 
     return write_folder_records(folder, splits, shard_size=shard_size, vocab_size=vocab_size, drops=drops)
 
 
-def write_folder_records(folder, splits: dict[str, list[PairRecord]], *, shard_size: int = 100,
+def write_folder_records(folder, splits: Mapping[str, Iterable[PairRecord]], *, shard_size: int = 100,
                          vocab_size: int = 1000, drops: dict[str, list[tuple[int, str, str]]] | None = None,
                          input_lines: dict[str, int] | None = None):
     """Write given records as an output folder (``dict.txt`` of ``vocab_size`` symbols, shards, manifest).
 
     Args:
-        splits: split → its records, line numbers increasing.
+        splits: split → its records, line numbers increasing (any iterable: read once, a shard at a time).
         shard_size: pairs per shard.
         drops: split → ``(line, reason, detail)`` of the dropped input lines.
         input_lines: split → input line count (default: the largest line stored or dropped).
@@ -186,12 +186,14 @@ def write_folder_records(folder, splits: dict[str, list[PairRecord]], *, shard_s
     manifest.set_vocab(VOCAB_NAME, sha, len(vocab))
     drops = drops or {}
     for split, recs in splits.items():
+        last = 0
         for index, batch in enumerate(chunked(recs, shard_size)):
             info = write_shard(folder / shard_name(split, index), batch, shard_attrs(split, index, vocab_sha256=sha))
             manifest.add_shard(split, info)
+            last = max(last, *(r.line for r in batch))
         manifest.declare_reasons(split, ["clean:ratio", "parse:failed"])
         manifest.record_drops(split, drops.get(split, []))
-        last = max([r.line for r in recs] + [d[0] for d in drops.get(split, [])], default=0)
+        last = max([last] + [d[0] for d in drops.get(split, [])])
         manifest.set_input_lines(split, (input_lines or {}).get(split, last))
     manifest.save(folder)
     return manifest

@@ -9,22 +9,21 @@ never imports sentencepiece).
 
 from __future__ import annotations
 
-import importlib
 import os
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from synprep.errors import ConfigError
+from synprep.registry import Registry
 
 if TYPE_CHECKING:
     from synprep.subword.base import SubwordScheme
 
 #: scheme name -> "module:Class" of its :class:`~synprep.subword.base.SubwordScheme`
-SCHEMES: dict[str, str] = {
+SCHEMES: Registry[Any] = Registry("subword scheme", {
     "bpe": "synprep.subword.bpe:BpeScheme",
     "spm": "synprep.subword.spm:SpmScheme",
     "hf": "synprep.subword.hf:HfScheme",
-}
+})
 
 #: the scheme of shards and folders that do not name one (made before schemes existed)
 DEFAULT_SCHEME = "bpe"
@@ -36,11 +35,8 @@ def scheme_class(name: str) -> type[SubwordScheme]:
     Raises:
         ConfigError: no such scheme (the message lists the known ones).
     """
-    target = SCHEMES.get(name)
-    if target is None:
-        raise ConfigError(f"unknown subword scheme {name!r}: choose one of {', '.join(SCHEMES)}")
-    module, attr = target.split(":")
-    return getattr(importlib.import_module(module), attr)
+    cls: type[SubwordScheme] = SCHEMES.load(name)
+    return cls
 
 
 def load_scheme(name: str, model: str | os.PathLike) -> SubwordScheme:

@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from synprep.config import DEFAULTS
+from synprep.defaults import CLEAN_DEFAULTS as DEFAULTS
 from synprep.errors import InputError
 from synprep.text.tokenize import PERL_SPACE_CHARS as _PERL_SPACE
 

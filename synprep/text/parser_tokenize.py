@@ -32,7 +32,7 @@ def _tokenizer(spec: ParserSpec) -> Callable[[str], list[str]]:
     """This process's tokenizer for ``spec`` (loaded once per process)."""
     global _TOK
     if _TOK is None or _TOK[0] != spec:
-        from synprep.parse.registry import backend_class
+        from synprep.parse.base import backend_class
 
         _TOK = (spec, backend_class(spec.name).tokenizer(spec))
     return _TOK[1]

@@ -46,7 +46,7 @@ from typing import Any
 
 from synprep.errors import ConfigError
 from synprep.features.slr import HARD_MODES
-from synprep.train.sources import SOURCES, source_class
+from synprep.train.sources import SOURCES, spec_class
 from synprep.types import DEPRELS
 
 SYNTAX_MODES = ("vanilla", "gated", "avg", "pure", "hard")
@@ -165,7 +165,7 @@ class TrainConfig:
         for f in missing:
             values = set()
             for n in names:
-                cls = source_class(n)
+                cls = spec_class(n)
                 values.add(cls.defaults.get(f, GATED_PAPER_DEFAULTS[f]) if self.syntax in cls.paper_modes
                            else GATED_PAPER_DEFAULTS[f])
             if len(values) > 1:
@@ -261,11 +261,11 @@ class TrainConfig:
                                   f"({len(heads)}), got {entry!r}")
             row: list[str | None] = [None] * self.heads
             for h, name in zip(heads, names, strict=True):
-                source_class(name)  # raises on an unknown name
+                spec_class(name)  # raises on an unknown name
                 row[h] = name
             out[layer] = row
         for name in sorted({s for row in out.values() for s in row if s is not None}):
-            cls = source_class(name)
+            cls = spec_class(name)
             if self.syntax not in cls.modes:
                 raise ConfigError(f"syntax_source {name!r} runs only with syntax = {' | '.join(cls.modes)}, "
                                   f"got {self.syntax!r}")
@@ -287,7 +287,7 @@ class TrainConfig:
         """Short text for the signature line, e.g. ``gated/slr-cnf-tau10`` or ``vanilla``."""
         if not self.uses_syntax:
             return "vanilla"
-        parts = [source_class(s).describe(self) for s in sorted(self.sources_used())]
+        parts = [spec_class(s).describe(self) for s in sorted(self.sources_used())]
         return f"{self.syntax}/{'+'.join(parts)}"
 
 
@@ -402,7 +402,7 @@ def model_elements(cfg: TrainConfig, vocab_size: int) -> int:
         n += 2 * norm
     for name in sorted({s for row in rows.values() for s in row if s is not None}):
         placement = {layer: [h for h, s in enumerate(row) if s == name] for layer, row in rows.items() if name in row}
-        n += source_class(name).n_elements(cfg, placement)
+        n += spec_class(name).n_elements(cfg, placement)
     return n
 
 
@@ -542,7 +542,7 @@ def source_preset(source: str) -> str:
 def system_names() -> list[str]:
     """Every name :func:`system_overrides` knows: vanilla, gated, each source, gated-SOURCE (for the
     sources that can run gated)."""
-    return ["vanilla", "gated", *SOURCES, *(f"gated-{s}" for s in SOURCES if "gated" in source_class(s).modes)]
+    return ["vanilla", "gated", *SOURCES, *(f"gated-{s}" for s in SOURCES if "gated" in spec_class(s).modes)]
 
 
 def system_overrides(name: str) -> dict[str, Any]:

@@ -18,9 +18,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -28,62 +27,13 @@ from torch.utils.data import Dataset, Sampler
 
 from synprep.constants import EOS_ID, PAD_ID
 from synprep.errors import InputError
+from synprep.train.batch import Batch  # noqa: F401 - re-exported (its home before synprep.train.batch)
 from synprep.types import PairRecord
 
 if TYPE_CHECKING:
     from synprep.train.config import TrainConfig
     from synprep.train.model import Seq2Seq
     from synprep.train.sources.base import SyntaxSource
-
-
-# --------------------------------------------------------------------------------------------
-# batches
-# --------------------------------------------------------------------------------------------
-@dataclass
-class Batch:
-    """A padded batch (B sentences; T = longest source + ``</s>``; U = longest target + 1).
-
-    Attributes:
-        ids: (B,) long, dataset indices of the pairs.
-        src_tokens: (B, T) long, source ids then ``</s>``, right-padded with ``<pad>``.
-        src_lengths: (B,) long, source length including ``</s>``.
-        prev_tokens: (B, U) long, decoder input ``</s> y_1 … y_n`` (fairseq convention).
-        target: (B, U) long, ``y_1 … y_n </s>``, padded with ``<pad>`` (ignored by the loss).
-        ntokens: number of target tokens (``</s>`` included, padding excluded).
-        syntax: per syntax source name, what its ``collate`` built (tensors, or tuples / dicts of
-            them; e.g. ``syntax["slr"]`` (B, T-1) float32 gaps with ``GAP_EOS`` appended).
-    """
-
-    ids: torch.Tensor
-    src_tokens: torch.Tensor
-    src_lengths: torch.Tensor
-    prev_tokens: torch.Tensor
-    target: torch.Tensor
-    ntokens: int
-    syntax: dict[str, Any] = field(default_factory=dict)
-
-    def _map(self, fn) -> Batch:
-        def go(v: Any) -> Any:
-            if isinstance(v, torch.Tensor):
-                return fn(v)
-            if isinstance(v, tuple):
-                return tuple(go(t) for t in v)
-            if isinstance(v, dict):
-                return {k: go(t) for k, t in v.items()}
-            return v
-
-        return Batch(**{f.name: go(getattr(self, f.name)) for f in fields(self)})
-
-    def to(self, device: torch.device | str) -> Batch:
-        """Every tensor moved to ``device`` (non-blocking from pinned memory)."""
-        return self._map(lambda t: t.to(device, non_blocking=True))
-
-    def pin_memory(self) -> Batch:  # called by DataLoader(pin_memory=True)
-        return self._map(lambda t: t.pin_memory())
-
-    @property
-    def size(self) -> int:
-        return int(self.src_tokens.shape[0])
 
 
 class Collater:

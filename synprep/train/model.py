@@ -17,8 +17,8 @@ from torch import nn
 
 from synprep.constants import PAD_ID
 from synprep.train.attention import MultiheadAttention, SyntacticSelfAttention
+from synprep.train.batch import Batch
 from synprep.train.config import TrainConfig, check_model_size
-from synprep.train.data import Batch
 from synprep.train.gate import GateNetwork
 from synprep.train.masks import padding_bias
 from synprep.train.sources import source_class

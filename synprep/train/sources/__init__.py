@@ -7,42 +7,50 @@ head's own attention (LISA/SISA). Each is one module with one :class:`~synprep.t
 subclass that declares the shard fields it reads, how it collates, how it enters attention and its
 paper's defaults. The modules are imported only when a configuration names them.
 
-Adding a source = one module under ``synprep/train/sources/`` and one line in :data:`SOURCES`.
+Adding a source = one module under ``synprep/train/sources/`` and one line in :data:`SOURCES`. The
+registry names each source's configuration side (:mod:`synprep.train.sources.specs`, no torch: a
+:class:`~synprep.train.config.TrainConfig` is built and checked without it), which names its module; a
+new source may register its ``SyntaxSource`` subclass directly (it then is its own spec).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING
+from typing import Any
 
-from synprep.errors import ConfigError
+from synprep.registry import Registry
 
-if TYPE_CHECKING:
-    from synprep.train.sources.base import SyntaxSource
-
-#: source name (the value of ``syntax_source``) -> "module:Class"
-SOURCES: dict[str, str] = {
-    "slr": "synprep.train.sources.slr:SLR",
-    "pascal": "synprep.train.sources.pascal:Pascal",
-    "ldd": "synprep.train.sources.ldd:LDD",
-    "ldd_parent": "synprep.train.sources.ldd_parent:LDDParent",
-    "lisa": "synprep.train.sources.lisa:LISA",
-    "sla": "synprep.train.sources.sla:SLA",
-    "set": "synprep.train.sources.set:SET",
-}
+#: source name (the value of ``syntax_source``) -> "module:Class" of its configuration side, a torch-free
+#: :class:`~synprep.train.sources.specs.SourceSpec` that names its ``nn.Module`` (:attr:`~synprep.train.sources.specs.SourceSpec.runtime`)
+SOURCES: Registry[Any] = Registry("syntax_source", {
+    "slr": "synprep.train.sources.specs:SLRSpec",
+    "pascal": "synprep.train.sources.specs:PascalSpec",
+    "ldd": "synprep.train.sources.specs:LDDSpec",
+    "ldd_parent": "synprep.train.sources.specs:LDDParentSpec",
+    "lisa": "synprep.train.sources.specs:LISASpec",
+    "sla": "synprep.train.sources.specs:SLASpec",
+    "set": "synprep.train.sources.specs:SETSpec",
+})
 
 
-def source_class(name: str) -> type[SyntaxSource]:
-    """The class registered as ``name`` (imported on first use).
+def spec_class(name: str) -> Any:
+    """The configuration side of the source ``name`` (a :class:`~synprep.train.sources.specs.SourceSpec`:
+    defaults, modes, checks, signature text, parameter count), imported without torch.
 
     Raises:
         ConfigError: ``name`` is not in :data:`SOURCES` (the message lists them).
     """
-    target = SOURCES.get(name) if isinstance(name, str) else None
-    if target is None:
-        raise ConfigError(f"syntax_source: {name!r} is not one of {', '.join(SOURCES)}")
-    module, attr = target.split(":")
-    return getattr(importlib.import_module(module), attr)
+    return SOURCES.load(name)
 
 
-__all__ = ["SOURCES", "source_class"]
+def source_class(name: str) -> Any:
+    """The :class:`~synprep.train.sources.base.SyntaxSource` subclass registered as ``name`` (its module,
+    and torch, imported on first use): its spec's ``runtime``, or the registered class itself.
+
+    Raises:
+        ConfigError: ``name`` is not in :data:`SOURCES` (the message lists them).
+    """
+    spec = spec_class(name)
+    return Registry("syntax_source", {name: spec.runtime}).load(name) if spec.runtime else spec
+
+
+__all__ = ["SOURCES", "source_class", "spec_class"]

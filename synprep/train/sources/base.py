@@ -27,13 +27,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from synprep.train.sources.specs import SourceSpec
 from synprep.types import PairRecord
 
 if TYPE_CHECKING:
@@ -76,46 +77,16 @@ class SyntaxInputs:
     aux: list[torch.Tensor] = field(default_factory=list)
 
 
-class SyntaxSource(nn.Module):
+class SyntaxSource(SourceSpec, nn.Module):
     """One kind of syntactic input of the syntactic heads (see the module docstring).
 
     Args:
         cfg: the run's configuration (a source reads its own fields, e.g. ``slr_tau``).
     """
 
-    #: the registry name (the value of ``syntax_source``)
-    name: ClassVar[str] = ""
-    #: paper and section the source reproduces
-    cite: ClassVar[str] = ""
-    #: :class:`~synprep.types.PairRecord` fields the collate reads
-    record_fields: ClassVar[tuple[str, ...]] = ()
-    #: the source paper's values of fields in ``config.SOURCE_DEFAULTED``
-    defaults: ClassVar[dict[str, Any]] = {}
-    #: the ``syntax`` modes in which the source's paper uses it (its :attr:`defaults` apply there)
-    paper_modes: ClassVar[tuple[str, ...]] = ("hard",)
-    #: the ``syntax`` modes the source can run in at all
-    modes: ClassVar[tuple[str, ...]] = ("gated", "avg", "pure", "hard")
-
     def __init__(self, cfg: TrainConfig):
         super().__init__()
         self.cfg = cfg
-
-    # --- configuration -------------------------------------------------------------------------
-    @classmethod
-    def check(cls, cfg: TrainConfig, placement: dict[int, list[int]]) -> None:
-        """Validate the source's fields and where it is used.
-
-        Args:
-            placement: ``{layer: [heads using this source]}`` (0-based).
-
-        Raises:
-            ConfigError: naming the bad field.
-        """
-
-    @classmethod
-    def describe(cls, cfg: TrainConfig) -> str:
-        """Short text for the signature line (e.g. ``slr-cnf-tau10``)."""
-        return cls.name
 
     # --- data ------------------------------------------------------------------------------------
     def collate(self, recs: Sequence[PairRecord], T: int) -> Any:
@@ -134,17 +105,6 @@ class SyntaxSource(nn.Module):
     def layer_module(self, layer: int, heads: list[int]) -> nn.Module | None:
         """Trainable parameters of one layer's heads of this source, or None."""
         return None
-
-    @classmethod
-    def n_elements(cls, cfg: TrainConfig, placement: dict[int, list[int]]) -> int:
-        """Elements (parameters and buffers) the source allocates in a model: its model-wide
-        parameters and its :meth:`layer_module` of every layer in ``placement`` (``{layer: heads}``).
-
-        Computed from the config alone, before anything is built
-        (:func:`synprep.train.config.model_elements`); a source with parameters must override it
-        (tests/test_presets.py compares it with real models of every source).
-        """
-        return 0
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, heads: list[int], prepared: Any,
                ctx: AttendContext) -> torch.Tensor:

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from synprep.errors import ConfigError
 from synprep.train.attention import scaled_attention
 from synprep.train.masks import ldd_weights
 from synprep.train.sources.base import AttendContext, SyntaxSource, piece_word_index
+from synprep.train.sources.specs import LDDSpec
 from synprep.types import DEPRELS, PairRecord
 
 
@@ -39,21 +39,10 @@ def ldd_entries(recs: Sequence[PairRecord], labels: np.ndarray | None) -> tuple[
     return tuple(torch.from_numpy(np.concatenate(p)) for p in parts)
 
 
-class LDD(SyntaxSource):
-    name = "ldd"
-    cite = "ldd-parser-uncertainty, Method (SPEC.md §4)"
-    record_fields = ("word_index", "heads", "ldd_dep", "ldd_head", "ldd_rel", "ldd_prob")
-    #: the LDD paper infuses the first encoder layer, without dropout on it
-    defaults = {"syntax_dropout": 0.0}
-
+class LDD(LDDSpec, SyntaxSource):
     def __init__(self, cfg):
         super().__init__(cfg)
         self.label_ids = [DEPRELS.index(lab) for lab in cfg.ldd_labels]
-
-    @classmethod
-    def check(cls, cfg, placement) -> None:
-        if len(cfg.ldd_labels) != cfg.heads:
-            raise ConfigError(f"ldd_labels needs one UD relation per head ({cfg.heads}), got {cfg.ldd_labels}")
 
     def collate(self, recs: Sequence[PairRecord], T: int) -> dict[str, Any]:
         """``word_index`` (B, T), ``n_words`` (int), ``entries`` (batch, dep, head, rel, prob)."""

@@ -19,15 +19,11 @@ import torch
 from synprep.train.attention import scaled_attention
 from synprep.train.masks import ldd_weights
 from synprep.train.sources.base import AttendContext, SyntaxSource, piece_word_index
+from synprep.train.sources.specs import LDDParentSpec
 from synprep.types import PairRecord
 
 
-class LDDParent(SyntaxSource):
-    name = "ldd_parent"
-    cite = "ldd-parser-uncertainty, Results (the 1-best unlabeled dependency parse system)"
-    record_fields = ("word_index", "heads")
-    defaults = {"syntax_dropout": 0.0}
-
+class LDDParent(LDDParentSpec, SyntaxSource):
     def collate(self, recs: Sequence[PairRecord], T: int) -> dict[str, Any]:
         """``word_index`` (B, T), ``n_words``, ``entries`` (batch, dep, head) 0-based, head -1 = root."""
         b = [np.full(len(r.heads), i, dtype=np.int64) for i, r in enumerate(recs)]

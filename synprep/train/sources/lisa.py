@@ -35,12 +35,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from synprep.errors import ConfigError
 from synprep.features.parents import parent_positions
 from synprep.train.sources.base import AttendContext, SyntaxSource
+from synprep.train.sources.specs import VARIANTS, LISASpec  # noqa: F401 - re-exported
 from synprep.types import PairRecord
-
-VARIANTS = ("lisa", "sisa")
 
 
 def lisa_loss(scores: torch.Tensor, parents: torch.Tensor, real: torch.Tensor, variant: str) -> torch.Tensor:
@@ -74,29 +72,7 @@ class Bilinear(nn.Module):
         self.u = nn.Parameter(torch.eye(dh).repeat(heads, 1, 1) / math.sqrt(dh))
 
 
-class LISA(SyntaxSource):
-    name = "lisa"
-    cite = "gated-syntax-attention §5.2 / Table 3 (LISA); pascal-parent-scaled-attention §4 (SISA)"
-    record_fields = ("heads", "word_index")
-    defaults = {"syntax_dropout": 0.0}
-    paper_modes = ("hard", "pure")
-    modes = ("hard", "pure")
-
-    @classmethod
-    def check(cls, cfg, placement) -> None:
-        if cfg.lisa_variant not in VARIANTS:
-            raise ConfigError(f"lisa_variant must be one of {', '.join(VARIANTS)}, got {cfg.lisa_variant!r}")
-        if cfg.lisa_weight <= 0:
-            raise ConfigError(f"lisa_weight must be > 0, got {cfg.lisa_weight}")
-        n = sum(len(h) for h in placement.values())
-        if n != 1:
-            raise ConfigError(f"lisa supervises exactly one head of the encoder, got {n} "
-                              f"({placement}); choose it with syntax_layers=[L] and syntax_heads=[H]")
-
-    @classmethod
-    def describe(cls, cfg) -> str:
-        return f"{cfg.lisa_variant}-w{cfg.lisa_weight:g}"
-
+class LISA(LISASpec, SyntaxSource):
     def collate(self, recs: Sequence[PairRecord], T: int) -> dict[str, torch.Tensor]:
         """``parents`` (B, T) long first-piece parent positions (``</s>``/padding → ``</s>``);
         ``real`` (B, T) bool, True at the pieces of words."""
@@ -110,11 +86,6 @@ class LISA(SyntaxSource):
         if self.cfg.lisa_variant != "sisa":
             return None
         return Bilinear(len(heads), self.cfg.d_model // self.cfg.heads)
-
-    @classmethod
-    def n_elements(cls, cfg, placement) -> int:
-        dh = cfg.d_model // cfg.heads
-        return sum(len(h) * dh * dh for h in placement.values()) if cfg.lisa_variant == "sisa" else 0
 
     def attend(self, q, k, v, heads, prepared, ctx: AttendContext) -> torch.Tensor:
         if isinstance(ctx.module, Bilinear):

@@ -14,30 +14,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from synprep.errors import ConfigError
 from synprep.features.parents import parent_positions
 from synprep.train.attention import scaled_attention
 from synprep.train.masks import ignore_rows, pascal_weights
 from synprep.train.sources.base import AttendContext, SyntaxSource
+from synprep.train.sources.specs import PascalSpec
 from synprep.types import PairRecord
 
 
-class Pascal(SyntaxSource):
-    name = "pascal"
-    cite = "pascal-parent-scaled-attention §3 (SPEC.md §4)"
-    record_fields = ("heads", "word_index")
-    #: PASCAL regularises with parent ignoring, never with dropout on the syntactic attention
-    defaults = {"syntax_dropout": 0.0}
-
-    @classmethod
-    def check(cls, cfg, placement) -> None:
-        if cfg.pascal_sigma <= 0:
-            raise ConfigError("pascal_sigma must be > 0")
-
-    @classmethod
-    def describe(cls, cfg) -> str:
-        return f"pascal-s{cfg.pascal_sigma:g}"
-
+class Pascal(PascalSpec, SyntaxSource):
     def collate(self, recs: Sequence[PairRecord], T: int) -> torch.Tensor:
         """(B, T) float32 parent positions; ``</s>`` and padding point at the sentence's ``</s>``."""
         par = np.stack([parent_positions(r.heads, r.word_index, eos=True, length=T) for r in recs])

@@ -51,7 +51,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from synprep.errors import ConfigError
 from synprep.features.relations import tree_relations
 from synprep.train.sources.base import (
     AttendContext,
@@ -61,11 +60,8 @@ from synprep.train.sources.base import (
     sentence_paths,
     stack_word_pairs,
 )
+from synprep.train.sources.specs import GATES, LABEL0, NONE, SELF, SETSpec, n_relations  # noqa: F401 - re-exported
 from synprep.types import DEPRELS, PairRecord
-
-GATES = ("sigmoid", "tanh")
-NONE, SELF = 0, 1  # relation ids: no relation, same word
-LABEL0 = 2  # 2 + 2·deprel + direction (0: j is i's head, 1: j is i's dependent)
 
 
 def path_ids(max_path: int) -> dict[tuple[int, int], int]:
@@ -73,14 +69,6 @@ def path_ids(max_path: int) -> dict[tuple[int, int], int]:
     first = LABEL0 + 2 * len(DEPRELS)
     pairs = [(u, n - u) for n in range(2, max_path + 1) for u in range(n, -1, -1)]
     return {p: first + i for i, p in enumerate(pairs)}
-
-
-def n_relations(max_path: int) -> int:
-    """Size of the relation vocabulary (ids ``0 … n − 1``): ``len(path_ids(max_path))`` in closed
-    form (path lengths n = 2 … max_path have n + 1 positions each), so a hostile ``set_max_path``
-    costs nothing to size."""
-    n_paths = (max_path + 1) * (max_path + 2) // 2 - 3 if max_path >= 2 else 0
-    return LABEL0 + 2 * len(DEPRELS) + n_paths
 
 
 def set_relations(heads: np.ndarray, deprel: np.ndarray, max_path: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -126,15 +114,7 @@ class SETLayer(nn.Module):
             nn.init.uniform_(p, -1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in))
 
 
-class SET(SyntaxSource):
-    name = "set"
-    cite = "set-syntax-enhanced-transformer §2 (eq. 1–3, §2.3)"
-    record_fields = ("heads", "deprel", "word_index")
-    #: the SET paper has no dropout on its relation attention
-    defaults = {"syntax_dropout": 0.0}
-    #: SET's attention replaces the self-attention of every encoder layer (G ≡ 1)
-    paper_modes = ("pure", "hard")
-
+class SET(SETSpec, SyntaxSource):
     def __init__(self, cfg):
         super().__init__(cfg)
         self.n_rel = n_relations(cfg.set_max_path)
@@ -143,18 +123,6 @@ class SET(SyntaxSource):
         nn.init.zeros_(self.rel_embed.weight[NONE])
         self.level_embed = nn.Embedding(cfg.set_max_depth + 1, cfg.d_model)  # last = </s> / padding
         nn.init.normal_(self.level_embed.weight, std=cfg.d_model ** -0.5)  # fairseq's learned positions
-
-    @classmethod
-    def check(cls, cfg, placement) -> None:
-        if cfg.set_gate not in GATES:
-            raise ConfigError(f"set_gate must be one of {', '.join(GATES)}, got {cfg.set_gate!r}")
-        for name in ("set_max_path", "set_rel_dim", "set_max_depth"):
-            if getattr(cfg, name) < 1:
-                raise ConfigError(f"{name} must be >= 1, got {getattr(cfg, name)}")
-
-    @classmethod
-    def describe(cls, cfg) -> str:
-        return f"set-p{cfg.set_max_path}-{cfg.set_gate}"
 
     def collate(self, recs: Sequence[PairRecord], T: int) -> dict[str, torch.Tensor]:
         """``word_index`` (B, T); ``rel`` (B, W+1, W+1) long; ``subtree`` (B, W+1, W+1) bool;
@@ -190,13 +158,6 @@ class SET(SyntaxSource):
 
     def layer_module(self, layer: int, heads: list[int]) -> nn.Module:
         return SETLayer(len(heads), self.cfg.d_model, self.cfg.set_rel_dim)
-
-    @classmethod
-    def n_elements(cls, cfg, placement) -> int:
-        d, r = cfg.d_model, cfg.set_rel_dim
-        per_head = r + d * r + r * r + r  # SETLayer: v_r, w_ge, w_gr, v_g
-        return (n_relations(cfg.set_max_path) * r + (cfg.set_max_depth + 1) * d
-                + sum(len(h) * per_head for h in placement.values()))
 
     def attend(self, q, k, v, heads, prepared, ctx: AttendContext) -> torch.Tensor:
         m = ctx.module

@@ -24,7 +24,6 @@ from typing import Any
 
 import torch
 
-from synprep.errors import ConfigError
 from synprep.features.relations import tree_relations
 from synprep.train.masks import padding_bias
 from synprep.train.sources.base import (
@@ -36,6 +35,7 @@ from synprep.train.sources.base import (
     sentence_paths,
     stack_word_pairs,
 )
+from synprep.train.sources.specs import SLASpec
 from synprep.types import PairRecord
 
 
@@ -49,23 +49,7 @@ def sla_word_mask(heads, threshold: int):
     return (path >= 0) & (path <= threshold)
 
 
-class SLA(SyntaxSource):
-    name = "sla"
-    cite = "gated-syntax-attention §5.2 / Table 3 (SLA, Li et al. 2021)"
-    record_fields = ("heads", "word_index")
-    #: "without any regularization": no syntax dropout, no pre-warmup, a gate without BatchNorm
-    defaults = {"syntax_dropout": 0.0, "gate_freeze_epochs": 0, "gate_batch_norm": False}
-    paper_modes = ("gated", "hard")
-
-    @classmethod
-    def check(cls, cfg, placement) -> None:
-        if cfg.sla_threshold < 1:
-            raise ConfigError(f"sla_threshold must be >= 1 (arcs), got {cfg.sla_threshold}")
-
-    @classmethod
-    def describe(cls, cfg) -> str:
-        return f"sla-m{cfg.sla_threshold}"
-
+class SLA(SLASpec, SyntaxSource):
     def collate(self, recs: Sequence[PairRecord], T: int) -> dict[str, Any]:
         """``word_index`` (B, T); ``allowed`` (B, W+1, W+1) bool, the last word = ``</s>``/padding."""
         allowed = stack_word_pairs([sla_word_mask(r.heads, self.cfg.sla_threshold) for r in recs], False, bool)

@@ -17,21 +17,11 @@ import torch
 from synprep.constants import GAP_EOS
 from synprep.train.masks import slr_bias
 from synprep.train.sources.base import AttendContext, SyntaxSource, bias_attention
+from synprep.train.sources.specs import SLRSpec
 from synprep.types import PairRecord
 
 
-class SLR(SyntaxSource):
-    name = "slr"
-    cite = "distance-transformer-slr §3 (SPEC.md §3); gated-syntax-attention eq. 9"
-    record_fields = ("gaps_cnf", "gaps_nary")
-    #: the SLR paper has no dropout on the syntactic attention
-    defaults = {"syntax_dropout": 0.0}
-
-    @classmethod
-    def describe(cls, cfg) -> str:
-        kind = f"hard-{cfg.slr_hard}" if cfg.slr_hard else f"tau{cfg.slr_tau:g}"
-        return f"slr-{cfg.slr_gaps}-{kind}"
-
+class SLR(SLRSpec, SyntaxSource):
     def collate(self, recs: Sequence[PairRecord], T: int) -> torch.Tensor:
         """(B, T-1) float32 gaps, ``GAP_EOS`` between the last piece and ``</s>``, 0 under padding."""
         gaps = np.zeros((len(recs), max(T - 1, 0)), dtype=np.float32)
