@@ -44,8 +44,10 @@ EPOCH_RE = re.compile(r"checkpoint(\d+)\.pt")
 #: largest vocabulary a checkpoint may declare
 MAX_SYMBOLS = 1 << 21
 #: fault injection for the kill-at-every-save tests: ``SYNPREP_KILL_AFTER_WRITE=N`` SIGKILLs this
-#: process right after its N-th checkpoint file is in place (1-based; checkpoint_best/last/epoch)
+#: process right after its N-th checkpoint file is in place (1-based; checkpoint_best/last/epoch);
+#: ``SYNPREP_KILL_SIGNAL=TERM`` (or INT, ...) sends that signal instead of SIGKILL
 KILL_ENV = "SYNPREP_KILL_AFTER_WRITE"
+KILL_SIGNAL_ENV = "SYNPREP_KILL_SIGNAL"
 _writes = 0
 
 
@@ -54,7 +56,7 @@ def _written(path: str | os.PathLike) -> None:
     global _writes
     _writes += 1
     if os.environ.get(KILL_ENV) == str(_writes):
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), getattr(signal, "SIG" + os.environ.get(KILL_SIGNAL_ENV, "KILL").upper()))
 
 
 def epoch_checkpoint(epoch: int) -> str:
