@@ -53,6 +53,8 @@ def _start_until_workers(args):
 
 def _assert_gone(workers):
     gone, alive = psutil.wait_procs(workers, timeout=GRACE)
+    for p in alive:  # do not leave them behind when the test fails
+        p.kill()
     assert not alive, f"workers outlived their parent: {[p.pid for p in alive]}"
 
 
