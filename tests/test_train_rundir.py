@@ -60,7 +60,7 @@ def _one_line(proc, status):
 def test_a_second_run_into_a_running_runs_folder_is_refused(shards, tmp_path):
     out = tmp_path / "run"
     first = subprocess.Popen([sys.executable, "-m", "synprep", "train", "--shards", str(shards), "--out", str(out),
-                              "--no-progress", "--device", "cpu", *NEW, "--max-steps", "1000000"],
+                              "--no-progress", "--device", "cpu", *NEW, "--max-steps", "1000000", "--epochs", "0"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
