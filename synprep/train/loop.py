@@ -53,7 +53,13 @@ from synprep.train.config import RESUME_OVERRIDABLE, TrainConfig, config_from_di
 from synprep.train.data import Batch, BucketBatchSampler, Collater
 from synprep.train.loss import label_smoothed_nll_loss
 from synprep.train.metrics import MetricsLog, draw_gate_heatmap
-from synprep.train.rundir import carried_interval, restored_interval, run_lock, sweep_partial_files
+from synprep.train.rundir import (
+    bounded_workers,
+    carried_interval,
+    restored_interval,
+    run_lock,
+    sweep_partial_files,
+)
 from synprep.train.model import EncoderOut, Seq2Seq
 
 log = logging.getLogger("synprep.train")
@@ -276,9 +282,10 @@ class Trainer:
                      min(cfg.max_tokens, cfg.max_positions))
         if not len(self.train_sampler.valid):
             raise InputError("no training pair fits max_tokens / max_positions")
-        loader_kw: dict[str, Any] = dict(collate_fn=collate, num_workers=cfg.num_workers,
+        workers = bounded_workers(cfg.num_workers)  # num_workers: 1000 starts no 1000 processes
+        loader_kw: dict[str, Any] = dict(collate_fn=collate, num_workers=workers,
                                          pin_memory=device.type == "cuda", generator=torch.Generator(),
-                                         worker_init_fn=_worker_init if cfg.num_workers else None)
+                                         worker_init_fn=_worker_init if workers else None)
         self.train_loader = DataLoader(train_ds, batch_sampler=self.train_sampler, **loader_kw)
         self.valid_loader = DataLoader(valid_ds, batch_sampler=self.valid_sampler, **loader_kw)
         self.autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=cfg.bf16)

@@ -176,3 +176,17 @@ def restored_interval(carried: Mapping[str, Any] | None) -> dict[str, Any]:
     iv["t0"] = time.perf_counter()
     iv["ntokens_t0"] = iv["ntokens"]  # tokens_per_s counts the tokens since t0 only
     return iv
+
+
+def bounded_workers(asked: int) -> int:
+    """The DataLoader workers a run starts: ``asked`` (at most :data:`~synprep.train.config.MAX_WORKERS`
+    by the config's check), but no more than this machine's CPUs, with a warning when that lowers it.
+
+    The workers only read shards, so their number changes no result (batches come in the sampler's
+    order whatever it is), only memory and speed.
+    """
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if asked > cpus:
+        log.warning("num_workers %d: this machine has %d CPUs, using %d DataLoader workers", asked, cpus, cpus)
+        return cpus
+    return asked
