@@ -53,6 +53,7 @@ from synprep.train.config import RESUME_OVERRIDABLE, TrainConfig, config_from_di
 from synprep.train.data import Batch, BucketBatchSampler, Collater
 from synprep.train.loss import label_smoothed_nll_loss
 from synprep.train.metrics import MetricsLog, draw_gate_heatmap
+from synprep.train.model import EncoderOut, Seq2Seq
 from synprep.train.rundir import (
     bounded_workers,
     carried_interval,
@@ -60,7 +61,6 @@ from synprep.train.rundir import (
     run_lock,
     sweep_partial_files,
 )
-from synprep.train.model import EncoderOut, Seq2Seq
 
 log = logging.getLogger("synprep.train")
 LN2 = math.log(2.0)
@@ -397,12 +397,12 @@ class Trainer:
             rngs = gathered
         if not self.env.is_main:
             return
+        self.state.interval = carried_interval(getattr(self, "_interval", {}))  # the open metrics row's sums
         payload = {
             "config": self.cfg.to_dict(), "symbols": self.symbols, "signature": self.signature,
             "data_signature": self.data_signature, "world_size": self.env.world_size,
             "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(), "state": asdict(self.state), "rng": rngs}
-        payload["state"]["interval"] = carried_interval(getattr(self, "_interval", {}))
         if is_best:
             save_checkpoint(self.out / BEST, payload)
             copy_checkpoint(self.out / BEST, self.out / LAST)
