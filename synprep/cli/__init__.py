@@ -162,8 +162,17 @@ def main(argv: list[str] | None = None) -> None:
     SIGTERM stops a command like Ctrl-C (:class:`Terminated`, exit 143); a nesting too deep for a
     reader (``RecursionError``) is a one-line error (exit 2).
     """
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _on_sigterm)
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+        _run(argv)
+        return
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        _run(argv)
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)  # called in-process (tests, scripts): leave theirs in place
+
+
+def _run(argv: list[str] | None) -> None:
     try:
         cli.main(args=argv, prog_name="synprep", standalone_mode=False)
     except SynprepError as e:  # exit 2: bad input or options; 1: an EnvironmentProblem (synprep.errors)
