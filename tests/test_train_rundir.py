@@ -142,3 +142,16 @@ def test_a_resumed_run_writes_the_rows_of_the_uninterrupted_run(shards, straight
     _same_checkpoints(straight, out)
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in straight.iterdir())
     assert (out / RUN_LOCK).read_text() == ""  # an ended run's lock file is empty
+
+
+@pytest.mark.parametrize("interval", ["x", {"loss": "nan?"}, {"n": float("inf")}])
+def test_a_damaged_carried_interval_is_a_one_line_error(shards, tmp_path, interval):
+    from synprep.train.checkpoint import save_checkpoint
+
+    out = tmp_path / "run"
+    _train(shards, out, *NEW, "--max-steps", "1")
+    ck = load_checkpoint(out / LAST)
+    ck["state"]["interval"] = interval
+    save_checkpoint(out / LAST, {k: v for k, v in ck.items() if k not in ("format", "version")})
+    msg = _one_line(_train(shards, out, "--resume", "--max-steps", "2", check=False), 2)
+    assert msg.startswith(f"synprep: error: {out / LAST}: damaged resume state: state.interval"), msg

@@ -250,6 +250,7 @@ class Trainer:
                 self.optimizer.load_state_dict(ck["optimizer"])
                 self.scheduler.load_state_dict(ck["scheduler"])
                 self.state = TrainState(**ck["state"])
+                restored_interval(self.state.interval)  # checked here: a damaged one is a one-line error
                 rngs = ck["rng"]
                 set_rng_state(rngs[self.env.rank % len(rngs)])
             except (KeyError, TypeError, ValueError, RuntimeError, IndexError, ZeroDivisionError) as e:
@@ -542,7 +543,8 @@ def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None =
         summary: ``step``, ``epoch``, ``best_valid_loss``, ``signature``, ….
 
     Raises:
-        InputError: missing shards, splits or vocabulary; ConfigError: bad configuration.
+        InputError: missing shards, splits or vocabulary; ConfigError: bad configuration;
+        FolderBusy (a ConfigError): another run trains into ``out_dir`` (:mod:`synprep.train.rundir`).
     """
     from synprep.train.data import ShardDataset, load_symbols
 

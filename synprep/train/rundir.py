@@ -25,6 +25,7 @@ import errno
 import fcntl
 import json
 import logging
+import math
 import os
 import socket
 import sys
@@ -168,11 +169,19 @@ def restored_interval(carried: Mapping[str, Any] | None) -> dict[str, Any]:
     """A metrics interval that continues ``carried`` (from a checkpoint; None or {} for a fresh one).
 
     ``t0`` (the wall clock the interval's ``tokens_per_s`` is measured from) restarts now.
+
+    Raises:
+        TypeError, ValueError: ``carried`` is not a mapping of finite numbers (a damaged checkpoint).
     """
+    if carried and not isinstance(carried, Mapping):
+        raise TypeError(f"state.interval is a {type(carried).__name__}, not a mapping")
     iv: dict[str, Any] = {"loss": 0.0, "nll": 0.0, "ntokens": 0.0, "gnorm": 0.0, "n": 0}
     for k in INTERVAL_KEYS:
         if carried and k in carried:
-            iv[k] = int(carried[k]) if k == "n" else float(carried[k])
+            v = carried[k]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(f"state.interval[{k!r}] is {v!r}, not a finite number")
+            iv[k] = int(v) if k == "n" else float(v)
     iv["t0"] = time.perf_counter()
     iv["ntokens_t0"] = iv["ntokens"]  # tokens_per_s counts the tokens since t0 only
     return iv
