@@ -5,7 +5,9 @@ one machine, or joblib's ``dask`` backend on a ``dask.distributed`` cluster
 (``--backend dask --scheduler tcp://HOST:8786``). Results come back in input order and at most
 ``2 * jobs`` chunks are in flight, so memory does not grow with the input.
 Each worker caps its BLAS/torch threads at one (``inner_max_num_threads=1`` and
-:func:`limit_threads`), so N workers never oversubscribe N cores.
+:func:`limit_threads`), so N workers never oversubscribe N cores. A ``loky`` worker exits when the
+process that started it dies, even by SIGKILL (:func:`exit_with_parent`): loky's workers
+otherwise outlive a killed run, holding their memory (a loaded parser) until their idle timeout.
 
 A dask cluster must be trusted: work and results travel as pickles, which run code where they are
 loaded. ``tls://HOST:PORT`` encrypts and authenticates the connection with a
@@ -23,6 +25,8 @@ import contextlib
 import itertools
 import logging
 import os
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -151,6 +155,30 @@ def limit_threads(n: int = 1) -> None:
         return
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
+
+
+#: seconds between two looks of a worker at its parent (:func:`exit_with_parent`)
+PARENT_POLL = 0.25
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL)
+    os._exit(1)  # the parent is gone: nobody reads this worker's results; end without cleanup
+
+
+def exit_with_parent(parent: int) -> None:
+    """Make this worker process exit once ``parent`` (the pid of the process that started it) is gone.
+
+    The initializer of every ``loky`` worker (:func:`parallel_map`). A daemon thread looks at
+    ``os.getppid()`` every :data:`PARENT_POLL` seconds; when the parent dies (SIGKILL included) the
+    worker is re-parented and ends at once with ``os._exit``. (Linux's ``PR_SET_PDEATHSIG`` is not
+    used: it fires when the parent *thread* that forked the worker ends, and loky starts workers
+    from its manager thread too, so a live pool could lose its workers.)
+    """
+    if os.getppid() != parent:  # died before this worker started
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), name="synprep-parent-watch", daemon=True).start()
 
 
 _LOCAL: tuple[int, Any, Any] | None = None
@@ -301,5 +329,7 @@ def parallel_map(
     from joblib import Parallel, delayed
 
     with _backend(backend, jobs, scheduler):
-        par = Parallel(return_as="generator", pre_dispatch="2*n_jobs")
+        # loky's workers end with this process (exit_with_parent); other backends manage their own
+        extra = {"initializer": exit_with_parent, "initargs": (os.getpid(),)} if backend == "loky" else {}
+        par = Parallel(return_as="generator", pre_dispatch="2*n_jobs", **extra)
         yield from par(delayed(func)(x) for x in items)

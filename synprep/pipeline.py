@@ -49,7 +49,7 @@ from synprep.errors import ConfigError, InputError
 from synprep.lock import folder_lock, hold_split, sweep_stale_temps, writer
 from synprep.shards import Manifest, check_dir
 from synprep.signature import file_sha256, signature
-from synprep.textio import atomic_write, count_lines, display_name, iter_lines, iter_pairs
+from synprep.textio import atomic_write, count_lines, display_name, iter_lines, iter_pairs, refuse_pipes
 from synprep.types import ParsedLine
 from synprep.vocab import Vocab
 
@@ -550,6 +550,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     from synprep.text.tokenize import tokenizer_signature
 
     # the inputs first: a missing file or sides of different lengths fail before anything else
+    refuse_pipes("pipeline", src, tgt, conllu, parse.trees)  # a <(...) input reads once (issue 21 item 11)
     if not os.path.exists(tgt):
         raise InputError("no such file", tgt)
     source = parse.source()
@@ -812,6 +813,7 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
         InputError: bad input, line counts that differ (both named), a parse that does not match.
     """
     source = parse.source()
+    refuse_pipes("annotate", src, tgt, conllu, parse.trees)  # a <(...) input reads once (issue 21 item 11)
     source.check_inputs(src, conllu)  # before anything is written into OUT
     out = Path(out)
     check_output_folder(out)

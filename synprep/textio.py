@@ -24,6 +24,7 @@ import gzip
 import io
 import logging
 import os
+import stat
 import sys
 import tempfile
 import zlib
@@ -56,6 +57,29 @@ def _decode(raw: bytes, name: str, lineno: int) -> str:
     except UnicodeDecodeError as e:
         bad = raw[e.start : e.start + 1].hex()
         raise InputError(f"not valid UTF-8: byte 0x{bad} at byte column {e.start + 1}", name, lineno) from None
+
+
+def refuse_pipes(command: str, *paths: PathLike | None) -> None:
+    """Refuse inputs that can be read only once: a pipe, a FIFO, a process substitution ``<(...)``.
+
+    For commands that read an input more than once (count its lines, record its sha256 for a
+    resume, then read it): the second read of a pipe finds nothing. Missing paths and ``None``
+    are left to the command's own checks.
+
+    Raises:
+        InputError: ``PATH: is a pipe ...``, naming the command and what to do instead.
+    """
+    for p in paths:
+        if p is None or str(p) == "-":
+            continue
+        try:
+            mode = os.stat(p).st_mode
+        except OSError:
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise InputError(f"is a pipe or device (a process substitution <(...), a FIFO), not a file: {command} reads "
+                             "its inputs more than once (it counts, hashes and resumes them): write it to a file first",
+                             display_name(p))
 
 
 def open_binary(path: PathLike) -> IO[bytes]:

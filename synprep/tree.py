@@ -96,6 +96,11 @@ def tree_to_str(tree: Tree) -> str:
     return tree.pformat(margin=sys.maxsize)
 
 
+#: deepest bracket nesting read: nltk's ``MAX_TREE_DEPTH`` (500), the depth its recursive tree
+#: methods (and synprep's normalization, binarization, distances) are guaranteed to walk
+MAX_NESTING = 500
+
+
 class BracketError(ValueError):
     """A broken bracketed tree; ``column`` is 1-based, ``label`` the node the error concerns (or None)."""
 
@@ -126,7 +131,8 @@ def _scan(text: str, *, partial: bool = False) -> tuple[list[tuple[Tree, int, in
 
     Raises:
         BracketError: a ``)`` that closes nothing, text outside every bracket, an unclosed ``(``
-            (naming the label and column where it was opened), or an empty ``()``.
+            (naming the label and column where it was opened), an empty ``()``, or brackets nested
+            more than :data:`MAX_NESTING` deep.
     """
     # a stack of open nodes: [label, children, column of "(", whitespace after label]
     out: list[tuple[Tree, int, int]] = []
@@ -154,6 +160,9 @@ def _scan(text: str, *, partial: bool = False) -> tuple[list[tuple[Tree, int, in
         if ch == "(":
             if not stack:
                 start = i
+            elif len(stack) >= MAX_NESTING:  # every later step walks trees recursively (RecursionError)
+                raise BracketError(f"the tree nests more than {MAX_NESTING} brackets deep (column {i + 1}): synprep "
+                                   "cannot use such a tree (leave the sentence out, or split it)", i + 1)
             j = i + 1
             while j < n and not text[j].isspace() and text[j] not in "()":
                 j += 1

@@ -10,7 +10,9 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
+import signal
 import sys
+import threading
 
 import click
 
@@ -138,14 +140,45 @@ def cli(verbose: int, quiet: bool) -> None:
     _set_log_level()
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread: the command stops as on Ctrl-C (atomic writes are
+    abandoned, worker pools shut down, locks released; running it again resumes), exit 143."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
+def _terminated() -> None:
+    click.echo("synprep: terminated (SIGTERM)", err=True)
+    sys.exit(143)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the CLI, turning :class:`SynprepError` into ``synprep: error: ...`` (exit 2)."""
+    """Entry point: run the CLI, turning :class:`SynprepError` into ``synprep: error: ...`` (exit 2).
+
+    SIGTERM stops a command like Ctrl-C (:class:`Terminated`, exit 143); a nesting too deep for a
+    reader (``RecursionError``) is a one-line error (exit 2).
+    """
+    if threading.current_thread() is not threading.main_thread():  # signals reach the main thread only
+        _run(argv)
+        return
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        _run(argv)
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)  # called in-process (tests, scripts): leave theirs in place
+
+
+def _run(argv: list[str] | None) -> None:
     try:
         cli.main(args=argv, prog_name="synprep", standalone_mode=False)
     except SynprepError as e:  # exit 2: bad input or options; 1: an EnvironmentProblem (synprep.errors)
         click.echo(f"synprep: error: {e}", err=True)
         sys.exit(e.exit_status)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as e:
+        if isinstance(e.__cause__, Terminated):  # click turns KeyboardInterrupt into Abort
+            _terminated()
         click.echo("synprep: aborted", err=True)
         sys.exit(130)
     except click.ClickException as e:
@@ -162,6 +195,11 @@ def main(argv: list[str] | None = None) -> None:
         where = f"{e.filename}: " if e.filename else ""
         click.echo(f"synprep: error: {where}{e.strerror or e}", err=True)
         sys.exit(1)
+    except RecursionError:  # a last resort: readers bound their nesting themselves (docs/hardening.md)
+        click.echo("synprep: error: the input nests too deeply to be read (Python's recursion limit)", err=True)
+        sys.exit(2)
+    except Terminated:
+        _terminated()
     except KeyboardInterrupt:
         click.echo("synprep: interrupted", err=True)
         sys.exit(130)

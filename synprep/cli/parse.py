@@ -168,8 +168,9 @@ def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | Non
 
 
 def _progress(lines, input_path: str):
-    """A bar with ETA (terminal) or a log line every 30 s for a file; a bar without total for stdin."""
-    if input_path != "-":
+    """A bar with ETA (terminal) or a log line every 30 s for a file; a bar without total for stdin
+    or a pipe (``<(...)``: counting its lines first would consume it)."""
+    if input_path != "-" and os.path.isfile(input_path):
         from synprep.progress import Progress
         from synprep.textio import count_lines
 

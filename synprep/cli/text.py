@@ -145,7 +145,7 @@ def clean_cmd(src: str, tgt: str, ratio: float, min_len: int, max_len: int, max_
     if len(set(outs)) < len(outs) or set(outs) & {os.path.abspath(src), os.path.abspath(tgt)}:
         raise ConfigError("the outputs must differ from each other and from the inputs")
     for path in (src, tgt):
-        if path != "-" and not os.path.isfile(path):
+        if path != "-" and (not os.path.exists(path) or os.path.isdir(path)):  # a pipe <(...) is read once: fine
             raise InputError("no such file", display_name(path))
 
     stats = CleanStats()

@@ -85,6 +85,7 @@ def train_cmd(shards_dir, config_path, preset, system, out_dir, print_config, ma
         with_overrides,
     )
     from synprep.train.loop import train
+    from synprep.train.rundir import check_not_busy
 
     overrides = dict(system_overrides(system)) if system else {}
     overrides.update(parse_override(s) for s in sets)
@@ -104,6 +105,8 @@ def train_cmd(shards_dir, config_path, preset, system, out_dir, print_config, ma
         if out_dir is None:
             raise click.UsageError("--resume needs --out (the run folder to continue)")
         out = Path(out_dir)
+        if not print_config and int(os.environ.get("RANK", 0)) == 0:
+            check_not_busy(out)  # a running run is named before its checkpoints are looked at (train/rundir.py)
         if not (out / LAST).is_file():
             raise InputError(f"nothing to resume: no {LAST}", str(out))
         cfg = None
@@ -123,6 +126,8 @@ def train_cmd(shards_dir, config_path, preset, system, out_dir, print_config, ma
             click.echo(cfg.to_json(), nl=False)
             return
         out = Path(out_dir)
+        if int(os.environ.get("RANK", 0)) == 0:
+            check_not_busy(out)
         if (out / LAST).exists():
             raise ConfigError(f"{out} already holds {LAST}: pass --resume to continue it, or choose another --out")
     summary = train(shards_dir, out, cfg, device=device, resume=resume, overrides=overrides if resume else None,

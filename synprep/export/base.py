@@ -169,6 +169,21 @@ class UnitFiles:
         self._tmp.clear()
 
 
+def _named(e: OSError, files: UnitFiles, unit: str) -> OSError:
+    """``e`` naming the unit's target files (``DEST/NAME``) instead of none or a temporary one.
+
+    A write to one of a unit's open files fails without a file name (``f.write`` does not know it), so
+    with several in flight the error names them all (up to three, then a count).
+    """
+    if e.filename is not None and not str(e.filename).endswith(".tmp"):
+        return e
+    names = sorted(files._tmp) or ["?"]
+    where = ", ".join(str(files.dest / n) for n in names[:3])
+    if len(names) > 3:
+        where += f" and {len(names) - 3} more files of {unit}"
+    return OSError(e.errno, e.strerror or str(e), where)
+
+
 class Exporter:
     """Base class of an export format (registered in :data:`synprep.export.EXPORTERS`).
 
@@ -378,6 +393,8 @@ def run_export(exporter_cls: type[Exporter], source: str | os.PathLike, dest: st
                 try:
                     pairs = exporter.write_unit(unit, files)
                     written = files.commit()
+                except OSError as e:  # a full disk: name the files, not a temporary or nothing
+                    raise _named(e, files, unit.key) from None
                 finally:
                     files.discard()
                 record.units[unit.key] = {"split": split, "sources": [s.sha256 for s in unit.shards],

@@ -22,6 +22,7 @@ which allocates nothing — before a real model is built.
 
 from __future__ import annotations
 
+import errno
 import os
 import pickle
 import re
@@ -44,8 +45,10 @@ EPOCH_RE = re.compile(r"checkpoint(\d+)\.pt")
 #: largest vocabulary a checkpoint may declare
 MAX_SYMBOLS = 1 << 21
 #: fault injection for the kill-at-every-save tests: ``SYNPREP_KILL_AFTER_WRITE=N`` SIGKILLs this
-#: process right after its N-th checkpoint file is in place (1-based; checkpoint_best/last/epoch)
+#: process right after its N-th checkpoint file is in place (1-based; checkpoint_best/last/epoch);
+#: ``SYNPREP_KILL_SIGNAL=TERM`` (or INT, ...) sends that signal instead of SIGKILL
 KILL_ENV = "SYNPREP_KILL_AFTER_WRITE"
+KILL_SIGNAL_ENV = "SYNPREP_KILL_SIGNAL"
 _writes = 0
 
 
@@ -54,7 +57,7 @@ def _written(path: str | os.PathLike) -> None:
     global _writes
     _writes += 1
     if os.environ.get(KILL_ENV) == str(_writes):
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), getattr(signal, "SIG" + os.environ.get(KILL_SIGNAL_ENV, "KILL").upper()))
 
 
 def epoch_checkpoint(epoch: int) -> str:
@@ -94,10 +97,25 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 def save_checkpoint(path: str | os.PathLike, payload: dict[str, Any]) -> None:
-    """Write a checkpoint atomically (nothing half-written is ever left under ``path``)."""
+    """Write a checkpoint atomically (nothing half-written is ever left under ``path``).
+
+    Raises:
+        OSError: the file cannot be written (a full disk, a file size limit, ...), naming ``path``:
+            ``torch.save`` reports a failed write as a ``RuntimeError`` (``unexpected pos ...``)
+            raised while handling the ``OSError`` of the write, which is re-raised instead.
+    """
     payload = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, **payload}
-    with atomic_write(path, "wb", encoding=None) as f:
-        torch.save(payload, f)
+    try:
+        with atomic_write(path, "wb", encoding=None) as f:
+            torch.save(payload, f)
+    except RuntimeError as e:
+        cause: BaseException | None = e
+        while cause is not None and not isinstance(cause, OSError):
+            cause = cause.__cause__ or cause.__context__
+        if isinstance(cause, OSError):
+            raise OSError(cause.errno, f"cannot write the checkpoint: {cause.strerror or cause}", str(path)) from None
+        msg = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        raise OSError(errno.EIO, f"cannot write the checkpoint: {msg}", str(path)) from None
     _written(path)
 
 
@@ -144,7 +162,8 @@ def validate_checkpoint(ck: dict[str, Any], path: str | os.PathLike, resume: boo
 
     Checks: the ``config`` (a dict; typed and size-bounded), ``symbols`` (a list of at most
     :data:`MAX_SYMBOLS` strings), ``model`` (a dict of tensors whose names and shapes are exactly
-    those of the model the config and vocabulary describe, built on the ``meta`` device); with
+    those of the model the config and vocabulary describe, built on the ``meta`` device, and whose
+    floating-point values are all finite: no NaN or inf); with
     ``resume`` also ``optimizer``, ``scheduler``, ``state`` and ``rng`` are present and of the
     right kind.
 
@@ -190,6 +209,11 @@ def validate_checkpoint(ck: dict[str, Any], path: str | os.PathLike, resume: boo
     extra = sorted(set(got) - set(expected))
     if extra:
         raise InputError(f"checkpoint does not match its config: unexpected tensor {extra[0]!r}", where)
+    for k in expected:  # a diverged run's weights translate every sentence to an empty line
+        v = got[k]
+        if v.is_floating_point() and not bool(torch.isfinite(v).all()):
+            raise InputError(f"the model's weights are not finite (NaN or inf in {k}): the training diverged; use an "
+                             "earlier checkpoint (checkpoint_best.pt, an epoch copy)", where)
     return cfg
 
 

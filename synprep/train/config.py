@@ -199,6 +199,8 @@ class TrainConfig:
             raise ConfigError("max_epochs, max_steps and gate_freeze_epochs must be >= 0")
         if len(self.adam_betas) != 2:
             raise ConfigError(f"adam_betas must be two numbers, got {self.adam_betas}")
+        if not all(0.0 <= b < 1.0 for b in self.adam_betas):  # torch's AdamW raises a ValueError
+            raise ConfigError(f"adam_betas must be two numbers in [0, 1), got {self.adam_betas}")
         for label in self.ldd_labels:
             if label not in DEPRELS:
                 raise ConfigError(f"ldd_labels: {label!r} is not a UD relation ({', '.join(DEPRELS)})")
@@ -303,6 +305,10 @@ SYNTAX_FIELDS = tuple(list(FIELDS)[list(FIELDS).index("syntax"):list(FIELDS).ind
 #: ``(max_positions + 2) × d_model``, is computed, not stored in a checkpoint, so this bound (not the
 #: checkpoint's size) limits it: 16386 × 256 float32 = 16 MB (fairseq's default is 1024)
 MAX_POSITIONS = 1 << 14
+#: most DataLoader worker processes a config may ask for (each is a process with its own shard
+#: handles, started for training and again for every validation); a run also uses at most as many as
+#: the machine has CPUs (:func:`synprep.train.rundir.bounded_workers`, with a warning)
+MAX_WORKERS = 64
 #: inclusive (low, high) bounds of numeric fields; None = unbounded on that side. The upper bounds
 #: are far above any real setup and keep a hostile config from allocating terabytes.
 LIMITS: dict[str, tuple[float | None, float | None]] = {
@@ -310,7 +316,7 @@ LIMITS: dict[str, tuple[float | None, float | None]] = {
     "decoder_layers": (1, 128), "max_positions": (1, MAX_POSITIONS), "gate_hidden": (1, 16384),
     "gate_freeze_epochs": (0, 1 << 20), "max_tokens": (1, 1 << 24), "update_freq": (1, 4096),
     "max_epochs": (0, 1 << 30), "max_steps": (0, 1 << 40), "seed": (0, 2**32 - 1), "warmup_updates": (0, 1 << 40),
-    "num_workers": (0, 1024), "threads": (0, 4096), "log_interval": (1, 1 << 40),
+    "num_workers": (0, MAX_WORKERS), "threads": (0, 4096), "log_interval": (1, 1 << 40),
     "save_interval_updates": (0, 1 << 40), "keep_last_epochs": (0, 1 << 20), "beam": (1, 1024),
     "max_len_b": (0, 1 << 20), "max_len_a": (0.0, 1024.0), "lr": (0.0, None), "warmup_init_lr": (0.0, None),
     "adam_eps": (0.0, None), "weight_decay": (0.0, None), "clip_norm": (0.0, None),

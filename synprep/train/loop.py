@@ -25,7 +25,7 @@ import math
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,13 @@ from synprep.train.data import Batch, BucketBatchSampler, Collater
 from synprep.train.loss import label_smoothed_nll_loss
 from synprep.train.metrics import MetricsLog, draw_gate_heatmap
 from synprep.train.model import EncoderOut, Seq2Seq
+from synprep.train.rundir import (
+    bounded_workers,
+    carried_interval,
+    restored_interval,
+    run_lock,
+    sweep_partial_files,
+)
 
 log = logging.getLogger("synprep.train")
 LN2 = math.log(2.0)
@@ -76,6 +83,7 @@ class TrainState:
     validated: bool = True  # the end-of-period validation of ``step`` is done (False between an
     #                         update and its period's end: an interval checkpoint saved then resumes
     #                         into that validation instead of skipping it)
+    interval: dict[str, float] = field(default_factory=dict)  # sums since the last metrics row (rundir.py)
 
 
 @dataclass
@@ -242,6 +250,7 @@ class Trainer:
                 self.optimizer.load_state_dict(ck["optimizer"])
                 self.scheduler.load_state_dict(ck["scheduler"])
                 self.state = TrainState(**ck["state"])
+                restored_interval(self.state.interval)  # checked here: a damaged one is a one-line error
                 rngs = ck["rng"]
                 set_rng_state(rngs[self.env.rank % len(rngs)])
             except (KeyError, TypeError, ValueError, RuntimeError, IndexError, ZeroDivisionError) as e:
@@ -274,9 +283,10 @@ class Trainer:
                      min(cfg.max_tokens, cfg.max_positions))
         if not len(self.train_sampler.valid):
             raise InputError("no training pair fits max_tokens / max_positions")
-        loader_kw: dict[str, Any] = dict(collate_fn=collate, num_workers=cfg.num_workers,
+        workers = bounded_workers(cfg.num_workers)  # num_workers: 1000 starts no 1000 processes
+        loader_kw: dict[str, Any] = dict(collate_fn=collate, num_workers=workers,
                                          pin_memory=device.type == "cuda", generator=torch.Generator(),
-                                         worker_init_fn=_worker_init if cfg.num_workers else None)
+                                         worker_init_fn=_worker_init if workers else None)
         self.train_loader = DataLoader(train_ds, batch_sampler=self.train_sampler, **loader_kw)
         self.valid_loader = DataLoader(valid_ds, batch_sampler=self.valid_sampler, **loader_kw)
         self.autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=cfg.bf16)
@@ -284,6 +294,7 @@ class Trainer:
         self.signature = train_signature(cfg, data_signature, self.env.world_size)
         if self.env.is_main:
             self.out.mkdir(parents=True, exist_ok=True)
+            sweep_partial_files(self.out)  # a killed run's partial checkpoint (the run lock is held: train())
             from synprep.textio import atomic_write
 
             with atomic_write(self.out / "config.json") as f:
@@ -387,6 +398,7 @@ class Trainer:
             rngs = gathered
         if not self.env.is_main:
             return
+        self.state.interval = carried_interval(getattr(self, "_interval", {}))  # the open metrics row's sums
         payload = {
             "config": self.cfg.to_dict(), "symbols": self.symbols, "signature": self.signature,
             "data_signature": self.data_signature, "world_size": self.env.world_size,
@@ -441,7 +453,7 @@ class Trainer:
         cfg, st = self.cfg, self.state
         from tqdm import tqdm
 
-        interval = {"loss": 0.0, "nll": 0.0, "ntokens": 0.0, "gnorm": 0.0, "n": 0, "t0": time.perf_counter()}
+        interval = self._interval = restored_interval(st.interval)  # a resumed row covers what it would have
         stopped = bool(cfg.max_steps and st.step >= cfg.max_steps)
         last_valid: dict[str, Any] = {}
         if stopped and not st.validated:
@@ -505,7 +517,7 @@ class Trainer:
         rec = {"step": self.state.step, "epoch": self.state.epoch + 1, "train_loss": iv["loss"] / tok / LN2,
                "train_nll_loss": iv["nll"] / tok / LN2, "lr": self.optimizer.param_groups[0]["lr"],
                "gnorm": iv["gnorm"] / max(iv["n"], 1), "ntokens": int(iv["ntokens"]),
-               "tokens_per_s": round(iv["ntokens"] / dt, 1)}
+               "tokens_per_s": round((iv["ntokens"] - iv.get("ntokens_t0", 0.0)) / dt, 1)}
         if self.env.is_main:
             self.metrics.write(rec)
             bar.set_postfix(loss=f"{rec['train_loss']:.3f}", lr=f"{rec['lr']:.2e}")
@@ -513,7 +525,7 @@ class Trainer:
                 log.info("epoch %d step %d | loss %.3f | nll %.3f | lr %.3g | gnorm %.2f | %.0f tok/s", rec["epoch"],
                          rec["step"], rec["train_loss"], rec["train_nll_loss"], rec["lr"], rec["gnorm"],
                          rec["tokens_per_s"])
-        iv.update({"loss": 0.0, "nll": 0.0, "ntokens": 0.0, "gnorm": 0.0, "n": 0, "t0": time.perf_counter()})
+        iv.update(restored_interval(None))
 
 
 def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None = None, *, device: str | None = None,
@@ -538,18 +550,20 @@ def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None =
         summary: ``step``, ``epoch``, ``best_valid_loss``, ``signature``, ….
 
     Raises:
-        InputError: missing shards, splits or vocabulary; ConfigError: bad configuration.
+        InputError: missing shards, splits or vocabulary; ConfigError: bad configuration;
+        FolderBusy (a ConfigError): another run trains into ``out_dir`` (:mod:`synprep.train.rundir`).
     """
     from synprep.train.data import ShardDataset, load_symbols
 
     env, dev = init_distributed(device)
     try:
-        train_ds = ShardDataset(shards_dir, train_split)
-        valid_ds = ShardDataset(shards_dir, valid_split)
-        symbols = load_symbols(shards_dir, train_ds.attrs)
-        trainer = Trainer(cfg, train_ds, valid_ds, symbols, out_dir, dev, env, resume=resume, overrides=overrides,
-                          progress=progress, data_signature=train_ds.attrs.get("signature"))
-        return trainer.run()
+        with run_lock(out_dir) if env.is_main else contextlib.nullcontext():  # one run per folder (rundir.py)
+            train_ds = ShardDataset(shards_dir, train_split)
+            valid_ds = ShardDataset(shards_dir, valid_split)
+            symbols = load_symbols(shards_dir, train_ds.attrs)
+            trainer = Trainer(cfg, train_ds, valid_ds, symbols, out_dir, dev, env, resume=resume,
+                              overrides=overrides, progress=progress, data_signature=train_ds.attrs.get("signature"))
+            return trainer.run()
     finally:
         if env.enabled and dist.is_initialized():
             dist.destroy_process_group()
