@@ -58,6 +58,9 @@ class DataConfig:
             sentences share a batch, so it is part of the output).
         ldd_threshold: LDD entries below this probability are dropped (each word keeps its best).
         shard_size: input pairs per shard (the unit of resume).
+        vocab_split: the split whose subword pieces make ``dict.txt`` (the folder's one vocabulary);
+            every other split waits for it while that split is being written, or is refused. Saved in
+            ``pipeline.json`` only when it is not ``train`` (folders of earlier versions keep their bytes).
     """
 
     mode: str = "pipeline"
@@ -79,6 +82,7 @@ class DataConfig:
     batch_size: int = 64
     ldd_threshold: float = 0.01
     shard_size: int = 10000
+    vocab_split: str = "train"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -90,11 +94,17 @@ class DataConfig:
             raise ConfigError(f"ratio must be > 0, got {self.ratio}")
         if not 0.0 <= self.ldd_threshold <= 1.0:
             raise ConfigError(f"ldd_threshold must be in [0, 1], got {self.ldd_threshold}")
+        from synprep.lock import check_split_name
+
+        check_split_name(self.vocab_split)
 
     # --- reading and writing ------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": CONFIG_FORMAT, "version": CONFIG_VERSION, **dataclasses.asdict(self)}
+        d = {"format": CONFIG_FORMAT, "version": CONFIG_VERSION, **dataclasses.asdict(self)}
+        if d["vocab_split"] == "train":  # the default is not written: earlier folders' pipeline.json stay as they are
+            del d["vocab_split"]
+        return d
 
     def to_json(self) -> str:
         """The ``OUT/pipeline.json`` text (sorted keys, one field per line)."""

@@ -214,7 +214,8 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
     par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
     manifest = run_pipeline(src, tgt, out, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, split=split, text=text,
                             parse=opts, par=par, codes=codes, vocab=vocab, conllu=conllu_path,
-                            ldd_threshold=cfg.ldd_threshold, shard_size=cfg.shard_size, subword_model=model)
+                            ldd_threshold=cfg.ldd_threshold, shard_size=cfg.shard_size, subword_model=model,
+                            vocab_split=cfg.vocab_split)
     _report(manifest, split)
 
 
@@ -249,7 +250,8 @@ def _subword_model_option(subword: str, **given) -> str | None:
 @click.option("--out", required=True, metavar="DIR", help="Output folder.")
 @click.option("--split", callback=split_name, default="train", show_default=True, help="Split name.")
 @click.option("--vocab", default=None, metavar="FILE",
-              help="fairseq dict to use (default: OUT/dict.txt, else built from this split).")
+              help="fairseq dict to use (default: OUT/dict.txt, built from the train split; another split "
+                   "waits for it while the train split runs).")
 @config_option
 @parser_options
 @jobs_options
@@ -271,5 +273,5 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, config_path, p
     par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
     manifest = run_annotate(src, tgt, out, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, split=split, parse=opts,
                             par=par, vocab=vocab, conllu=conllu_path, ldd_threshold=cfg.ldd_threshold,
-                            shard_size=cfg.shard_size)
+                            shard_size=cfg.shard_size, vocab_split=cfg.vocab_split)
     _report(manifest, split)

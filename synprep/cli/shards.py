@@ -66,7 +66,7 @@ def check_cmd(folder: str, as_json: bool) -> None:
 @click.option("--out", required=True, metavar="DIR", help="Output folder (shared by every split of a corpus).")
 @click.option("--split", callback=split_name, default="train", show_default=True, help="Split name.")
 @click.option("--vocab", default=None, metavar="FILE",
-              help="fairseq dict to use (default: OUT/dict.txt, else built from this split's --src and --tgt).")
+              help="fairseq dict to use (default: OUT/dict.txt, built from the train split's --src and --tgt).")
 @shard_size_option
 @ldd_threshold_option
 @lowercase_option
