@@ -136,18 +136,22 @@ def test_a_split_without_a_train_run_is_refused(corpus, tmp_path):
     assert proc.returncode == 2 and "run the train split first" in proc.stderr
 
 
-def test_the_vocabulary_split_can_be_named_in_the_configuration(corpus, tmp_path):
-    """A test-only folder: ``pipeline.json`` names test as the vocabulary's split (``--config``)."""
+def test_the_vocabulary_split_can_be_named(corpus, tmp_path):
+    """A test-only folder: ``--vocab-split test`` (recorded in pipeline.json, inherited by later splits)."""
     out = tmp_path / "out"
-    cfg = tmp_path / "cfg.json"
-    cfg.write_text(json.dumps({"vocab_split": "test"}))
-    run_cli(*annotate_args(corpus, "test", out), "--config", str(cfg))
+    run_cli(*annotate_args(corpus, "test", out), "--vocab-split", "test")
     assert json.loads((out / "pipeline.json").read_text())["vocab_split"] == "test"
     from synprep.vocab import Vocab
 
     assert (out / "dict.txt").read_bytes() == Vocab.build([corpus / "test.src", corpus / "test.tgt"]).to_bytes()
     run_cli(*annotate_args(corpus, "valid", out))  # inherits the folder's vocabulary split
     assert check_dir(out).ok
-    # the default is not written: a folder of the train split keeps the pipeline.json of earlier versions
+    proc = run_cli(*annotate_args(corpus, "train", out), "--vocab-split", "train", check=False)
+    assert proc.returncode == 2 and 'vocab_split: the folder has "test", this run "train"' in proc.stderr
+    # the same through --config; the default is not written (pipeline.json keeps the bytes of earlier versions)
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"vocab_split": "valid"}))
+    run_cli(*annotate_args(corpus, "valid", tmp_path / "v"), "--config", str(cfg))
+    assert json.loads((tmp_path / "v" / "pipeline.json").read_text())["vocab_split"] == "valid"
     run_cli(*annotate_args(corpus, "train", tmp_path / "t"))
     assert "vocab_split" not in json.loads((tmp_path / "t" / "pipeline.json").read_text())

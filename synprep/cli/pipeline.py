@@ -82,7 +82,7 @@ CONFIG_OPTIONS = {
     "fairseq_compat": "fairseq_compat", "merges": "merges", "ratio": "ratio", "min_len": "min_len",
     "max_len": "max_len", "parser_name": "parser", "stanza_package": "stanza_package", "no_ssplit": "ssplit",
     "max_words": "max_words", "batch_size": "batch_size", "ldd_threshold": "ldd_threshold",
-    "shard_size": "shard_size", "subword": "subword", "vocab_size": "vocab_size",
+    "shard_size": "shard_size", "subword": "subword", "vocab_size": "vocab_size", "vocab_split": "vocab_split",
 }
 
 
@@ -138,6 +138,12 @@ def _parse_options(cfg, device, cache_path, no_cache, trees_path, backend_opts):
                         trees=trees_path)
 
 
+vocab_split_option = click.option(
+    "--vocab-split", "vocab_split", callback=split_name, default=DEFAULTS.vocab_split, show_default=True,
+    help="The split whose pieces make OUT/dict.txt (recorded in pipeline.json); another split waits for it while "
+         "it runs, else is refused. Name the first split of a folder that has no train split.")
+
+
 config_option = click.option(
     "--config", "config_path", default=None, metavar="FILE",
     help="Start from this data configuration (a folder's pipeline.json, or JSON with some of its fields); "
@@ -164,6 +170,7 @@ def _report(manifest, split: str) -> None:
 @click.option("--merges", type=click.IntRange(min=1), default=DEFAULTS.merges, show_default=True,
               help="BPE merge operations when learning codes (joint, on the train split).")
 @click.option("--vocab", default=None, metavar="FILE", help="Use this fairseq dict instead of building one.")
+@vocab_split_option
 @click.option("--tokenized", is_flag=True,
               help="The input is already Moses-tokenized and escaped (&quot; &apos; ...): use it as it is "
                    "(the parser sees the unescaped words).")
@@ -191,7 +198,7 @@ def _report(manifest, split: str) -> None:
 @parser_options
 @jobs_options
 @backend_options
-def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, tokenized, subword, spm_model,
+def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, vocab_split, tokenized, subword, spm_model,
                  hf_tokenizer, vocab_size, lowercase, fairseq_compat, tokenizer, clean, ratio, min_len, max_len,
                  config_path, parser_name, conllu_path, trees_path, device, batch_size, no_ssplit, max_words,
                  ldd_threshold, cache_path, no_cache, backend_opts, shard_size, jobs, backend, scheduler):
@@ -252,11 +259,12 @@ def _subword_model_option(subword: str, **given) -> str | None:
 @click.option("--vocab", default=None, metavar="FILE",
               help="fairseq dict to use (default: OUT/dict.txt, built from the train split; another split "
                    "waits for it while the train split runs).")
+@vocab_split_option
 @config_option
 @parser_options
 @jobs_options
 @backend_options
-def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, config_path, parser_name, conllu_path, trees_path,
+def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, vocab_split, config_path, parser_name, conllu_path, trees_path,
                  device, batch_size, no_ssplit, max_words, ldd_threshold, cache_path, no_cache, backend_opts,
                  shard_size, jobs, backend, scheduler):
     """Already tokenized and BPE'd parallel text (e.g. fairseq's prepared data) → shards → check.
