@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import socket
 import sys
 import threading
@@ -125,7 +126,7 @@ def sweep_stale_temps(*folders: str | os.PathLike) -> list[Path]:
 
 
 def _owner_record(**extra: Any) -> str:
-    return json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(sys.argv),
+    return json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "command": shlex.join(sys.argv),
                        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **extra})
 
 

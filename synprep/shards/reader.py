@@ -478,13 +478,15 @@ def verify_values(path: Path, sha256: str, *, vocab_size: int | None, after_line
 def resume_command(folder: str | os.PathLike, split: str) -> str:
     """How to resume ``split`` of ``folder``: the command its last writer ran (from the split lock's
     record, which a killed run leaves behind), else the generic advice."""
+    import shlex
+
     try:
         d = json.loads((Path(folder) / f".{split}.lock").read_text(encoding="utf-8"))
-        argv = str(d["command"]).split(" ")
+        argv = shlex.split(str(d["command"]))
     except (OSError, ValueError, KeyError, TypeError):
         argv = []
-    if argv and (os.path.basename(argv[0]) in ("__main__.py", "synprep") or argv[0].endswith("/synprep/__main__.py")):
-        return "`" + " ".join(["synprep", *argv[1:]]) + "`"
+    if argv and (os.path.basename(argv[0]) == "synprep" or argv[0].endswith("synprep/__main__.py")):
+        return "`" + shlex.join(["synprep", *argv[1:]]) + "`"
     return f"the same `synprep pipeline`/`annotate` command again (--split {split} --out {folder})"
 
 
