@@ -43,6 +43,9 @@ DEFAULT_SHARD_SIZE = DEFAULTS.shard_size
 
 #: drop reasons the annotation stage can record (the text stage adds ``clean:*``)
 PARSE_REASONS = ("parse:empty", "parse:too_long", "parse:failed", "annotate:empty_target")
+#: recorded when it happens, not listed with 0 (the manifests of earlier versions keep their bytes):
+#: a word longer than :data:`synprep.constants.MAX_WORD_CHARS` characters
+WORD_TOO_LONG = "parse:word_too_long"
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,9 @@ class ParseOptions:
             lowercased with the pieces).
         trees: the user's bracketed trees file (``--trees``), carried by the items; the spec then has
             ``constituency=False`` (the parser's constituency model is not run).
+        max_words: imported parses (``--parser conllu``): a line with a longer sentence is dropped
+            (``parse:too_long``) before any feature is computed; None: the default
+            (:data:`synprep.config.DEFAULTS`). A parser run takes it from ``spec``.
     """
 
     parser: str = "stanza"
@@ -95,6 +101,7 @@ class ParseOptions:
     cache: str | None = None
     lowercase: bool = False
     trees: str | None = None
+    max_words: int | None = None
 
     def source(self):
         """The :class:`synprep.parse.source.ParseSource` of :attr:`parser` (its registry)."""

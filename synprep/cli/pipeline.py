@@ -53,7 +53,7 @@ def parser_options(f):
 
 #: the options of the parser stage, which no parser reads when the parses are imported (nor any
 #: backend's own options: :func:`synprep.cli.common.backend_params`)
-RUN_PARSER_OPTIONS = ("device", "batch_size", "no_ssplit", "max_words", "cache_path", "no_cache")
+RUN_PARSER_OPTIONS = ("device", "batch_size", "no_ssplit", "cache_path", "no_cache")
 
 
 def refuse_unused_parser_options(parser_name: str, codes: str | None = None) -> None:
@@ -135,7 +135,7 @@ def _parse_options(cfg, device, cache_path, no_cache, trees_path, backend_opts):
                           **{**backend_opts, "package": cfg.stanza_package})
     cache = None if no_cache else str(cache_path or default_cache_path())
     return ParseOptions(parser=cfg.parser, spec=spec, ssplit=cfg.ssplit, batch_size=cfg.batch_size, cache=cache,
-                        trees=trees_path)
+                        trees=trees_path, max_words=None if spec is not None else cfg.max_words)
 
 
 vocab_split_option = click.option(

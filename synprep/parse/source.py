@@ -153,8 +153,18 @@ class ImportConllu(ParseSource):
     def identity(self) -> str:
         return "conllu-import"
 
+    def max_words(self) -> int:
+        from synprep.config import DEFAULTS
+
+        return self.opts.max_words if self.opts.max_words is not None else DEFAULTS.max_words
+
     def config(self) -> dict[str, Any]:
-        return {"name": self.opts.parser, "ssplit": self.opts.ssplit}
+        from synprep.config import DEFAULTS
+
+        out: dict[str, Any] = {"name": self.opts.parser, "ssplit": self.opts.ssplit}
+        if self.max_words() != DEFAULTS.max_words:  # only then: folders of earlier versions keep their config
+            out["max_words"] = self.max_words()
+        return out
 
     def check_inputs(self, src: str | None, conllu: str | None) -> None:
         if conllu is None:
@@ -194,6 +204,8 @@ class ImportConllu(ParseSource):
 
     def parse(self, items: list[Item], par: Parallel, cache: Any, identity: str | None,
               progress: Any = None) -> list[ParsedLine]:
+        from synprep.parse.base import bound_error
+
         out = []
         for it in items:
             if it.parse is None:
@@ -201,7 +213,10 @@ class ImportConllu(ParseSource):
             if it.parse.line != it.line:
                 raise InputError(f"the CoNLL-U parse of line {it.parse.line} was given for line {it.line}",
                                  None, it.line)
-            out.append(it.parse)
+            error = None if it.parse.error is not None else bound_error([s.words for s in it.parse.sentences],
+                                                                         self.max_words())
+            # a sentence over --max-words or a word over MAX_WORD_CHARS is dropped before any W×W feature array
+            out.append(it.parse if error is None else ParsedLine(line=it.line, error=error))
         return out
 
 
