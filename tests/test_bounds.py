@@ -106,9 +106,12 @@ def test_a_huge_imported_sentence_is_dropped_with_bounded_memory(tmp_path):
     conllu.write_text(conllu_sentence(2) + conllu_sentence(n) + f"1\tw0\t_\tX\t_\t_\t0\troot\t_\t_\n"
                       f"2\t{long}\t_\tX\t_\t_\t1\tdep\t_\t_\n\n")
     out = tmp_path / "out"
+    from synprep.vocab import Vocab
+
+    Vocab.build([src, tgt]).save(tmp_path / "dict.txt")
     proc, peak = run_measured("annotate", "--src", str(src), "--tgt", str(tgt), "--parser", "conllu", "--conllu",
                               str(conllu), "-s", "de", "-t", "en", "--out", str(out), "--split", "valid",
-                              "--vocab-split", "valid")
+                              "--vocab", str(tmp_path / "dict.txt"))
     assert proc.returncode == 0, proc.stderr
     assert peak < PEAK_LIMIT_MB, f"annotate peaked at {peak:.0f} MB"
     lines = Manifest.load(out).split("valid").dropped_lines
