@@ -841,10 +841,11 @@ def _write_drop_report(report: Path, manifest: Manifest, split: str) -> None:
     for line, reason, detail in manifest.split(split).dropped_lines:
         if not reason.startswith("clean:"):
             rows[int(line)] = "\t".join([str(line), reason, "-", "-", " ".join(str(detail).split())])
+    text = "".join([report_header() + "\tdetail\n", *(rows[line] + "\n" for line in sorted(rows))])
+    if report.read_text(encoding="utf-8") == text:
+        return  # a finished split resumed: nothing to write (a read-only folder resumes too)
     with atomic_write(report) as f:
-        f.write(report_header() + "\tdetail\n")
-        for line in sorted(rows):
-            f.write(rows[line] + "\n")
+        f.write(text)
 
 
 @writer
