@@ -52,7 +52,7 @@ def test_export_and_train_refuse_a_split_being_written_or_killed(corpus, tmp_pat
         os.kill(proc.pid, signal.SIGSTOP)  # a writer in the middle of the split: alive, its lock held
         assert proc.poll() is None, "the run ended before it could be stopped mid-split"
         assert not check_dir(out).ok
-        for name, args in commands(out, tmp_path).items():
+        for args in commands(out, tmp_path).values():
             p = run_cli(*args, check=False)
             one_line(p, 2, "the train split is still being written by pid", str(proc.pid))
         os.kill(proc.pid, signal.SIGKILL)  # now an interrupted run
@@ -63,7 +63,7 @@ def test_export_and_train_refuse_a_split_being_written_or_killed(corpus, tmp_pat
             proc.wait()
     assert not check_dir(out).ok  # a stray temporary file, or the split is incomplete
     resume = shlex.join(["synprep", *shard_args(corpus, "train", out)])
-    for name, args in commands(out, tmp_path).items():
+    for args in commands(out, tmp_path).values():
         p = run_cli(*args, check=False)
         one_line(p, 2, "the train split is incomplete", "its run was interrupted", f"resume it by running `{resume}`")
     assert not (tmp_path / "fs").exists() and not (tmp_path / "run" / "checkpoint_last.pt").exists()

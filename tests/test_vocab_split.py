@@ -21,7 +21,6 @@ from test_lock import files, hold, write_corpus
 
 from synprep.shards import check_dir
 
-
 #: train lines with a 400-token target (dropped by the train split's cleaning, after they were tokenized)
 LONG_LINES = 3000
 
