@@ -598,6 +598,13 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
         verify_values(p, info.sha256, vocab_size=vocab_size, after_line=after)
         after = info.last_line
         readers.append(r)
+    if entry is not None and complete:
+        from synprep.shards.check import split_counts_violation
+
+        v = split_counts_violation(split, entry.to_dict(), np.concatenate([r.lines for r in readers]) if readers
+                                   else np.zeros(0, np.int64))
+        if v is not None:
+            raise InputError(f"{v.what} (`synprep check` reports it too)", mpath)
     return readers
 
 
