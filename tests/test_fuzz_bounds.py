@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from synprep.shards.synthetic import write_folder
 
+
 def opts(n: int) -> settings:
     return settings(max_examples=n, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
