@@ -154,3 +154,13 @@ def test_the_vocabulary_split_can_be_named(corpus, tmp_path):
     assert json.loads((tmp_path / "v" / "pipeline.json").read_text())["vocab_split"] == "valid"
     run_cli(*annotate_args(corpus, "train", tmp_path / "t"))
     assert "vocab_split" not in json.loads((tmp_path / "t" / "pipeline.json").read_text())
+
+
+def test_shard_takes_the_vocabulary_split_too(corpus, tmp_path):
+    from test_lock import shard_args
+
+    out = tmp_path / "out"
+    proc = run_cli(*shard_args(corpus, "test", out), check=False)
+    assert proc.returncode == 2 and "run the train split first" in proc.stderr
+    run_cli(*shard_args(corpus, "test", out), "--vocab-split", "test")
+    assert json.loads((out / "pipeline.json").read_text())["vocab_split"] == "test" and check_dir(out).ok
