@@ -538,6 +538,16 @@ def split_vocab(out: Path, split: str, bpe_files: list[Path], vocab: str | None,
         time.sleep(0.2)
 
 
+def _refuse_without_vocabulary(out: Path, split: str, vocab: str | None, vocab_split: str) -> None:
+    """Refuse a split that will need ``dict.txt`` when the folder has none and no live process writes
+    the vocabulary split (so a refused command writes nothing; :func:`split_vocab` waits otherwise)."""
+    from synprep.lock import split_writer
+
+    if vocab is None and split != vocab_split and not (out / VOCAB_NAME).exists() \
+            and split_writer(out, vocab_split) is None:
+        raise ConfigError(_no_vocab_message(out, vocab_split))
+
+
 def _vocab_split(out: Path, given: str | None) -> str:
     """The folder's vocabulary split: ``given``, else ``pipeline.json``'s, else ``train``."""
     if given is not None:
@@ -669,6 +679,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     hold_split(out, split)  # a second writer of this split is refused, naming this run (synprep.lock)
     with folder_lock(out):
         vocab_split = _vocab_split(out, vocab_split)
+        _refuse_without_vocabulary(out, split, vocab, vocab_split)  # before anything is written
         _check_config(out, data_config("pipeline", src_lang, tgt_lang, parse, ldd_threshold, shard_size, text,
                                        vocab_split))
         made = [files.side(stage, side) for stage in ("tok", "clean", "bpe") for side in ("src", "tgt")]
@@ -880,6 +891,7 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
         shared["lowercase"] = True
     with folder_lock(out):
         vocab_split = _vocab_split(out, vocab_split)
+        _refuse_without_vocabulary(out, split, vocab, vocab_split)  # before anything is written
         _check_config(out, data_config("annotate", src_lang, tgt_lang, parse, ldd_threshold, shard_size,
                                        TextOptions(lowercase=parse.lowercase), vocab_split))
         builds_vocab = split == vocab_split and vocab is None  # then dict.txt is made from this split
