@@ -126,7 +126,7 @@ def test_a_split_without_a_train_run_is_refused(corpus, tmp_path):
     proc = run_cli(*annotate_args(corpus, "valid", out), check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert f"no dict.txt in {out} yet: run the train split first" in proc.stderr
-    assert sorted(p.name for p in out.iterdir()) == [".valid.lock"]  # nothing written but the split lock
+    assert sorted(p.name for p in out.iterdir()) == [".lock", ".valid.lock"]  # nothing written but the locks
     # a killed train run (its record names a pid that is gone) is no writer to wait for
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     (out / ".train.lock").write_text(json.dumps({"pid": int(dead.stdout), "host": os.uname().nodename,
