@@ -164,3 +164,17 @@ def test_shard_takes_the_vocabulary_split_too(corpus, tmp_path):
     assert proc.returncode == 2 and "run the train split first" in proc.stderr
     run_cli(*shard_args(corpus, "test", out), "--vocab-split", "test")
     assert json.loads((out / "pipeline.json").read_text())["vocab_split"] == "test" and check_dir(out).ok
+
+
+def test_the_wait_is_bounded(corpus, tmp_path):
+    """A train run that never writes its vocabulary: the other split stops after SYNPREP_VOCAB_WAIT seconds."""
+    out = tmp_path / "out"
+    out.mkdir()
+    fd = hold(out / ".train.lock", {"pid": os.getpid(), "host": os.uname().nodename, "command": "synprep annotate "
+                                    "--split train", "started": "2026-01-01T00:00:00Z"})
+    try:
+        proc = run_cli(*annotate_args(corpus, "valid", out), check=False, env={"SYNPREP_VOCAB_WAIT": "1"})
+    finally:
+        os.close(fd)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"no dict.txt in {out} after waiting 1 s for the train split, which pid {os.getpid()}" in proc.stderr
