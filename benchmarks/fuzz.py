@@ -1,8 +1,11 @@
 """A long fuzzing campaign over the tree and CoNLL-U readers, ``synprep check`` and the shard readers
 (issue 5, must-show 3; issue 10: hostile shards), and hostile trainer configs and checkpoints
-(issue 10 items 4/7: targets ``config``, ``checkpoint``).
+(issue 10 items 4/7: targets ``config``, ``checkpoint``), and issue 21's bounds (targets ``imported``:
+huge imported sentences and long words through ``annotate --parser conllu``; ``long_tokens``: long tokens
+through the stanza parse stage; ``values``: one value of a shard replaced, the manifest re-sealed —
+the reader must accept exactly what ``check`` accepts; tests/fuzz_bounds.py).
 
-    python benchmarks/fuzz.py [--seconds 600] [--round 500] [--targets trees,mrg,conllu,check,shards,config,checkpoint]
+    python benchmarks/fuzz.py [--seconds 600] [--round 500] [--targets trees,mrg,conllu,check,shards,config,checkpoint,imported,long_tokens,values]
 
 The same inputs and properties as tests/test_fuzz.py (defined in tests/fuzz_strategies.py), run
 in rounds of ``--round`` hypothesis examples per target, round after round, until ``--seconds``
@@ -52,7 +55,8 @@ from synprep.shards.synthetic import write_folder  # noqa: E402
 SHARED = Path(os.environ.get("SYNPREP_SHARED", ROOT.parent / "shared")).resolve()
 READER_TARGETS = ("trees", "mrg", "conllu", "check", "shards")
 TRAIN_TARGETS = ("config", "checkpoint")  # make_train_targets
-TARGETS = READER_TARGETS + TRAIN_TARGETS
+BOUND_TARGETS = ("imported", "long_tokens", "values")  # make_bound_targets
+TARGETS = READER_TARGETS + TRAIN_TARGETS + BOUND_TARGETS
 
 
 def make_targets(scratch: Path, n: int) -> dict:
@@ -241,6 +245,36 @@ def make_train_targets(scratch: Path, n: int) -> tuple[dict, dict]:
     return {"config": config, "checkpoint": checkpoint}, counts
 
 
+def make_bound_targets(scratch: Path, n: int) -> tuple[dict, dict]:
+    """The targets of issue 21's bounds (tests/fuzz_bounds.py) and their counts."""
+    from fuzz_bounds import check_imported_lines, check_parsed_long_tokens, check_value_damage
+
+    from synprep.parse.base import ParserSpec
+
+    counts = dict.fromkeys(BOUND_TARGETS, 0)
+    opts = settings(max_examples=n, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    base = scratch / "bounds-valid"
+    write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=4)
+    spec = ParserSpec(lang="de", dir=str(SHARED / "data" / "stanza_resources"), package="synprep")
+
+    def counted(target: str, check, *args):
+        kinds = counts_by_kind.setdefault(target, {})
+
+        @opts
+        @given(data=st.data())
+        def run(data):
+            counts[target] += 1
+            with no_hang(300.0):
+                kind = check(*args, data)
+            kinds[kind] = kinds.get(kind, 0) + 1
+
+        return run
+
+    return {"imported": counted("imported", check_imported_lines, scratch / "imported"),
+            "long_tokens": counted("long_tokens", check_parsed_long_tokens, spec),
+            "values": counted("values", check_value_damage, base, scratch / "values")}, counts
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=600.0, help="time budget of the whole campaign")
@@ -262,6 +296,10 @@ def main() -> int:
             more, more_counts = make_train_targets(Path(tmp), args.round)
             fns = {**fns, **more}
             tallies.append(more_counts)
+        if set(chosen) & set(BOUND_TARGETS):
+            more, more_counts = make_bound_targets(Path(tmp), args.round)
+            fns = {**fns, **more}
+            tallies.append(more_counts)
         while time.perf_counter() - t0 < args.seconds and chosen:
             for name in list(chosen):
                 try:
@@ -278,7 +316,7 @@ def main() -> int:
             rounds += 1
     counts = {k: v for tally in tallies for k, v in tally.items()}
     print(json.dumps({"inputs": counts, "total_inputs": sum(counts.values()), "rounds": rounds,
-                      "seconds": round(time.perf_counter() - t0, 1), "hostile_shard_kinds": counts_by_kind.get("shards"),
+                      "seconds": round(time.perf_counter() - t0, 1), "kinds": counts_by_kind,
                       "peak_rss_mb": peak_rss_mb(), "peak_rss_mb_after_first_round": peaks,
                       "failures": failures}, indent=2))
     return 1 if failures else 0

@@ -1,7 +1,7 @@
 """Peak memory of ``synprep show``, ``check`` and ``train`` on a hostile shard (issue 10, item 6),
 and of ``load_model`` (what ``translate`` runs) on a checkpoint whose config was edited (item 7).
 
-    python benchmarks/hostile_rss.py [--cases shards,bomb,checkpoint]
+    python benchmarks/hostile_rss.py [--cases shards,bomb,checkpoint,bounds]
 
 A valid synthetic folder whose first shard is made to declare 2^28 (then 2^22) pairs: ``/line`` and
 every ``/offsets/AXIS`` resized without writing data (a file of ~17 KB), the manifest re-sealed so
@@ -14,6 +14,10 @@ chunks of zeros (~1000:1, tests/fuzz_strategies.py:deflate_bomb), the layout kep
 manifest re-sealed, declaring 16 MiB more than ``MAX_SHARD_BYTES`` (refused), then 8 MiB less (read
 whole: the most a shard can cost).
 
+Bounds case (issue 21 items 3, 9, 10): ``pipeline --split valid`` (stanza, package ``synprep``) on three
+lines, one holding a 100 KB token; ``annotate --parser conllu`` on an imported sentence of 100k words;
+``show``/``export``/``train`` on a shard whose heads were damaged and the manifest re-sealed.
+
 Checkpoint case: a real checkpoint of a d_model = 256 model (vocabulary 1000, one layer each side),
 then copies whose ``config.max_positions`` alone is edited (the sinusoidal position table is not
 stored, so nothing else gives the edit away); ``load_model`` runs on each in its own child.
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -114,9 +119,62 @@ def bombs(tmp: str) -> dict:
     return _damaged(tmp, cases, deflate_bomb)
 
 
+def bounds(tmp: str) -> dict:
+    import h5py
+    import numpy as np
+
+    from synprep.text.bpe import apply_bpe_stream, learn_bpe
+    from synprep.vocab import Vocab
+
+    t = Path(tmp) / "bounds"
+    t.mkdir()
+    sample = ROOT / "sample_data"
+    learn_bpe([sample / "train.de", sample / "train.en"], 200, t / "codes")
+    lines = (sample / "train.de").read_text().splitlines() + (sample / "train.en").read_text().splitlines()
+    (t / "bpe").write_text("\n".join(apply_bpe_stream(lines, t / "codes")) + "\n")
+    Vocab.build([t / "bpe"]).save(t / "dict.txt")
+    token = "".join(chr(97 + (i * 7) % 26) for i in range(100_000))
+    (t / "v.de").write_text(f"Das ist gut .\nEin {token} Haus .\nHallo Welt .\n")
+    (t / "v.en").write_text("That is good .\nA house .\nHello world .\n")
+    stanza = os.environ.get("SYNPREP_SHARED", str(ROOT.parent / "shared")) + "/data/stanza_resources"
+    out = {}
+    status, peak, line = _measure([sys.executable, "-m", "synprep", "pipeline", "--split", "valid", "--src",
+                                   str(t / "v.de"), "--tgt", str(t / "v.en"), "-s", "de", "-t", "en", "--out",
+                                   str(t / "out"), "--codes", str(t / "codes"), "--vocab", str(t / "dict.txt"),
+                                   "--stanza-dir", stanza, "--stanza-package", "synprep", "--no-cache"])
+    out["pipeline --split valid, a 100 KB token (stanza)"] = {"exit": status, "peak_rss_mb": peak, "message": line}
+    n = 100_000
+    (t / "s").write_text(" ".join(f"w{j % 10}" for j in range(n)) + "\nw0 w1\n")
+    (t / "t").write_text("a\nb\n")
+    (t / "c.conllu").write_text("".join(f"{j + 1}\tw{j % 10}\t_\tX\t_\t_\t{0 if j == 0 else 1}\t{'dep' if j else 'root'}\t_\t_\n"
+                                        for j in range(n)) + "\n1\tw0\t_\tX\t_\t_\t0\troot\t_\t_\n"
+                                "2\tw1\t_\tX\t_\t_\t1\tdep\t_\t_\n\n")
+    status, peak, line = _measure([sys.executable, "-m", "synprep", "annotate", "--src", str(t / "s"), "--tgt",
+                                   str(t / "t"), "--parser", "conllu", "--conllu", str(t / "c.conllu"), "-s", "de",
+                                   "-t", "en", "--out", str(t / "imp")])
+    out["annotate --parser conllu, a 100k-word imported sentence"] = {"exit": status, "peak_rss_mb": peak,
+                                                                      "message": line}
+    base = t / "damaged"
+    write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5)
+    with h5py.File(base / "train.00001.h5", "r+") as f:
+        h = f["heads"][()]
+        h[int(f["offsets/word"][1]) + 1] = np.iinfo(h.dtype).max
+        f["heads"][...] = h
+    reseal(base)
+    for name, args in (("show", ["show", str(base), "--split", "train", "--index", "5"]),
+                       ("export", ["export", str(base), "--format", "fairseq", "--to", str(t / "fs")]),
+                       ("train", ["train", "--shards", str(base), "--preset", "tiny", "--out", str(t / "run"),
+                                  "--max-steps", "1"])):
+        status, peak, line = _measure([sys.executable, "-m", "synprep", *args])
+        out[f"{name}, a re-sealed shard with a head out of range"] = {"exit": status, "peak_rss_mb": peak,
+                                                                     "message": line}
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cases", default="shards,bomb,checkpoint", help="comma-separated subset of shards,bomb,checkpoint")
+    ap.add_argument("--cases", default="shards,bomb,checkpoint,bounds",
+                    help="comma-separated subset of shards,bomb,checkpoint,bounds")
     cases = ap.parse_args().cases.split(",")
     out = {}
     with tempfile.TemporaryDirectory(prefix="synprep-hostile-") as tmp:
@@ -126,6 +184,8 @@ def main() -> int:
             out.update(shards(tmp))
         if "bomb" in cases:
             out.update(bombs(tmp))
+        if "bounds" in cases:
+            out.update(bounds(tmp))
     print(json.dumps(out, indent=2))
     return 0
 

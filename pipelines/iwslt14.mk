@@ -59,7 +59,7 @@ iwslt14: iwslt14-prep
 # of the 6750 pairs, a short CPU training of the tiny preset (train = valid = test: a smoke run, not
 # a result), translation and BLEU.
 iwslt14-test: iwslt14-test-prep
-	$(SYNPREP) annotate --split test --src $(IWSLT14_TEST_OUT)/test.de --tgt $(IWSLT14_TEST_OUT)/test.en \
+	$(SYNPREP) annotate --split test --vocab-split test --src $(IWSLT14_TEST_OUT)/test.de --tgt $(IWSLT14_TEST_OUT)/test.en \
 	  -s de -t en --out $(IWSLT14_TEST_OUT)/shards $(IWSLT14_PARSE) -j $(JOBS)
 	$(SYNPREP) train --shards $(IWSLT14_TEST_OUT)/shards --preset tiny --train-split test --valid-split test \
 	  --max-steps $(IWSLT14_STEPS) --out $(IWSLT14_TEST_OUT)/tiny --device cpu

@@ -44,6 +44,8 @@ DEFAULT_SHARD_SIZE = DEFAULTS.shard_size
 
 #: drop reasons the annotation stage can record (the text stage adds ``clean:*``)
 PARSE_REASONS = ("parse:empty", "parse:too_long", "parse:failed", "annotate:empty_target")
+#: (``parse:word_too_long``, a word longer than :data:`synprep.constants.MAX_WORD_CHARS` characters, is
+#: recorded when it happens, never listed with 0: the manifests of earlier versions keep their bytes)
 
 
 @dataclass

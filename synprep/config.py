@@ -63,6 +63,9 @@ class DataConfig:
             sentences share a batch, so it is part of the output).
         ldd_threshold: LDD entries below this probability are dropped (each word keeps its best).
         shard_size: input pairs per shard (the unit of resume).
+        vocab_split: the split whose subword pieces make ``dict.txt`` (the folder's one vocabulary);
+            every other split waits for it while that split is being written, or is refused. Saved in
+            ``pipeline.json`` only when it is not ``train`` (folders of earlier versions keep their bytes).
     """
 
     mode: str = "pipeline"
@@ -87,6 +90,7 @@ class DataConfig:
     batch_size: int = PARSE_DEFAULTS.batch_size
     ldd_threshold: float = PARSE_DEFAULTS.ldd_threshold
     shard_size: int = SHARD_DEFAULTS.shard_size
+    vocab_split: str = "train"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -100,6 +104,9 @@ class DataConfig:
             raise ConfigError(f"ldd_threshold must be in [0, 1], got {self.ldd_threshold}")
         if self.tokenizer not in TOKENIZERS:
             raise ConfigError(f"tokenizer must be one of {', '.join(TOKENIZERS)}, got {self.tokenizer!r}")
+        from synprep.lock import check_split_name
+
+        check_split_name(self.vocab_split)
 
     # --- reading and writing ------------------------------------------------------------------
 
@@ -180,7 +187,7 @@ class DataConfig:
 #: the defaults, for the command-line options and the library's keyword arguments
 DEFAULTS = DataConfig()
 #: fields added after version 2 folders were first made: saved only when not at their default
-OMIT_DEFAULT = {"tokenizer": "moses", "spacy_model": None, "label_map": None}
+OMIT_DEFAULT = {"tokenizer": "moses", "spacy_model": None, "label_map": None, "vocab_split": "train"}
 
 
 def _from_v1(d: dict[str, Any]) -> dict[str, Any]:

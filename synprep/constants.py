@@ -52,3 +52,8 @@ MAX_SHARD_BYTES = 1 << 27
 # --- word segmentation ----------------------------------------------------------------------
 #: ``--tokenizer`` choices: sacremoses, or the parser's own tokenizer (synprep.text.parser_tokenize)
 TOKENIZERS = ("moses", "parser")
+
+#: the longest word (in characters) any parser or imported parse is given; a line holding a longer one is
+#: dropped as ``parse:word_too_long`` (the train split's cleaning drops such lines already, as
+#: clean-corpus-n.perl's ``-max-word-length`` 1000): a 100 KB token made stanza take gigabytes
+MAX_WORD_CHARS = 1000

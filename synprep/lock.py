@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import socket
 import sys
 import threading
@@ -125,7 +126,7 @@ def sweep_stale_temps(*folders: str | os.PathLike) -> list[Path]:
 
 
 def _owner_record(**extra: Any) -> str:
-    return json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "command": " ".join(sys.argv),
+    return json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "command": shlex.join(sys.argv),
                        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **extra})
 
 
@@ -199,6 +200,36 @@ def folder_lock(out: str | os.PathLike) -> Iterator[None]:
             with _held_guard:
                 del _held[key]
             fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def split_writer(out: str | os.PathLike, split: str) -> str | None:
+    """Who writes ``split`` into ``out`` right now (``pid 123 on host h (synprep …, since T)``), or None.
+
+    Read from the split lock's owner record (:func:`hold_split`), never by taking the lock, so a
+    writer that starts meanwhile is not refused because of the question. A record left by a killed
+    run (its pid gone) is no writer. A record from another host cannot be checked by pid: the lock is
+    probed then (a shared, non-blocking ``flock``, released at once).
+    """
+    path = Path(out) / f".{check_split_name(split)}.lock"
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+        pid, host = int(d["pid"]), str(d["host"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # no lock file, or an empty one: no writer (or one that has not written its record yet)
+    if host == socket.gethostname():
+        return describe_owner(path) if _pid_alive(pid) else None
+    fd = _open_lock_file(path)
+    if fd is None:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return describe_owner(path)
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
     finally:
         os.close(fd)
 

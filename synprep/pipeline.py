@@ -137,7 +137,7 @@ def _refuse_overwritten_same_language(work: Path, lang: str) -> None:
 
 
 def data_config(mode: str, src_lang: str, tgt_lang: str, parse: ParseOptions, ldd_threshold: float,
-                shard_size: int, text: TextOptions | None = None) -> DataConfig:
+                shard_size: int, text: TextOptions | None = None, vocab_split: str = TRAIN) -> DataConfig:
     """The :class:`~synprep.config.DataConfig` of a run given as the library's options."""
     text = text or TextOptions()
     spec = parse.spec
@@ -147,8 +147,9 @@ def data_config(mode: str, src_lang: str, tgt_lang: str, parse: ParseOptions, ld
         max_len=text.max_len, subword=text.subword, vocab_size=text.vocab_size, parser=parse.parser, stanza_package=spec.package if spec is not None else None,
         tokenizer=text.tokenizer, spacy_model=spec.spacy_model if spec is not None else None,
         label_map=spec.label_map if spec is not None else None,
-        ssplit=parse.ssplit, max_words=spec.max_words if spec is not None else DEFAULTS.max_words,
-        batch_size=parse.batch_size, ldd_threshold=ldd_threshold, shard_size=shard_size)
+        ssplit=parse.ssplit,
+        max_words=spec.max_words if spec is not None else parse.max_words or DEFAULTS.max_words,
+        batch_size=parse.batch_size, ldd_threshold=ldd_threshold, shard_size=shard_size, vocab_split=vocab_split)
 
 
 def _check_config(out: Path, config: DataConfig) -> None:
@@ -466,11 +467,22 @@ def _apply_bpe(inp: Path, out_path: Path, codes: Path, par: Parallel) -> None:
             f.write(line + "\n")
 
 
-def load_or_build_vocab(out: Path, split: str, bpe_files: list[Path], vocab: str | None) -> Vocab:
+#: how long a split waits for the vocabulary split (``train``) to write ``dict.txt`` while that split's
+#: writer runs (seconds; ``SYNPREP_VOCAB_WAIT`` overrides): then it stops, naming the writer
+VOCAB_WAIT_S = 6 * 3600.0
+
+
+def load_or_build_vocab(out: Path, split: str, bpe_files: list[Path], vocab: str | None,
+                        vocab_split: str = TRAIN) -> Vocab:
     """``OUT/dict.txt``: copied from ``vocab``, reused, or built jointly from the split's BPE files.
 
-    The vocabulary is built from the train split; a folder whose first split is another one
-    builds it from that split (logged), so that a test-only folder can still be annotated.
+    Only ``vocab_split`` (the train split, or the split ``pipeline.json`` names) builds it; the
+    caller holds the folder lock. Another split uses the one that split made (:func:`split_vocab`
+    waits for it).
+
+    Raises:
+        ConfigError: ``vocab`` differs from the folder's ``dict.txt``; no ``dict.txt`` yet and
+            ``split`` is not ``vocab_split`` ("run the train split first").
     """
     target = out / VOCAB_NAME
     if vocab is not None:
@@ -481,12 +493,75 @@ def load_or_build_vocab(out: Path, split: str, bpe_files: list[Path], vocab: str
             return v  # the same vocabulary: nothing to write (a read-only folder resumes)
     elif target.exists():
         return Vocab.load(target)
+    elif split != vocab_split:
+        raise ConfigError(_no_vocab_message(out, vocab_split))
     else:
-        if split != TRAIN:
-            log.warning("no %s in %s yet: building the vocabulary from the %s split", VOCAB_NAME, out, split)
         v = Vocab.build(bpe_files)
     v.save(target)
     return v
+
+
+def _no_vocab_message(out: Path, vocab_split: str) -> str:
+    return (f"no {VOCAB_NAME} in {out} yet: run the {vocab_split} split first (the folder's vocabulary is built "
+            f"from it), or give --vocab")
+
+
+def split_vocab(out: Path, split: str, bpe_files: list[Path], vocab: str | None, vocab_split: str,
+                wait_s: float | None = None) -> Vocab:
+    """The split's vocabulary (:func:`load_or_build_vocab`), waiting for the vocabulary split.
+
+    A split other than ``vocab_split`` whose folder has no ``dict.txt`` yet waits while a live
+    process writes ``vocab_split`` (:func:`synprep.lock.split_writer`), at most ``wait_s`` seconds
+    (default :data:`VOCAB_WAIT_S`), so splits started side by side encode with the vocabulary a
+    sequential run gives. Nothing is held while waiting (the writer needs the folder lock).
+
+    Raises:
+        ConfigError: no ``dict.txt`` and no live writer of ``vocab_split`` ("run the train split
+            first"), or the wait ran out (naming the writer).
+    """
+    import time
+
+    from synprep.lock import split_writer
+
+    if wait_s is None:
+        wait_s = float(os.environ.get("SYNPREP_VOCAB_WAIT", VOCAB_WAIT_S))
+    deadline = time.monotonic() + wait_s
+    told = False
+    while True:
+        with folder_lock(out):
+            if vocab is not None or split == vocab_split or (out / VOCAB_NAME).exists():
+                return load_or_build_vocab(out, split, bpe_files, vocab, vocab_split)
+        owner = split_writer(out, vocab_split)
+        if owner is None:
+            if (out / VOCAB_NAME).exists():  # it finished between the two looks
+                continue
+            raise ConfigError(_no_vocab_message(out, vocab_split))
+        if time.monotonic() >= deadline:
+            raise ConfigError(f"no {VOCAB_NAME} in {out} after waiting {wait_s:g} s for the {vocab_split} split, "
+                              f"which {owner} is writing: run this split again once it has finished")
+        if not told:
+            log.info("waiting for the %s split (%s) to write %s: the folder's vocabulary comes from it",
+                     vocab_split, owner, VOCAB_NAME)
+            told = True
+        time.sleep(0.2)
+
+
+def _refuse_without_vocabulary(out: Path, split: str, vocab: str | None, vocab_split: str) -> None:
+    """Refuse a split that will need ``dict.txt`` when the folder has none and no live process writes
+    the vocabulary split (so a refused command writes nothing; :func:`split_vocab` waits otherwise)."""
+    from synprep.lock import split_writer
+
+    if vocab is None and split != vocab_split and not (out / VOCAB_NAME).exists() \
+            and split_writer(out, vocab_split) is None:
+        raise ConfigError(_no_vocab_message(out, vocab_split))
+
+
+def _vocab_split(out: Path, given: str | None) -> str:
+    """The folder's vocabulary split: ``given``, else ``pipeline.json``'s, else ``train``."""
+    if given is not None:
+        return given
+    path = out / CONFIG_NAME
+    return DataConfig.load(path).vocab_split if path.is_file() else TRAIN
 
 
 # --- the two commands ---------------------------------------------------------------------------
@@ -523,7 +598,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
                  split: str = TRAIN, text: TextOptions, parse: ParseOptions, par: Parallel,
                  codes: str | None = None, vocab: str | None = None, conllu: str | None = None,
                  ldd_threshold: float = DEFAULTS.ldd_threshold, shard_size: int = DEFAULT_SHARD_SIZE,
-                 subword_model: str | None = None) -> Manifest:
+                 subword_model: str | None = None, vocab_split: str | None = None) -> Manifest:
     """Raw parallel text of one split → shards in ``out`` (module docstring).
 
     Args:
@@ -536,6 +611,8 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
         conllu: the parses to import (``--parser conllu``).
         subword_model: the model of a ``text.subword`` scheme that reads raw text (``--spm-model``,
             ``--hf-tokenizer``) instead of learning one (docs/subwords.md).
+        vocab_split: the split that builds ``dict.txt`` (default: the folder's ``pipeline.json``'s,
+            else ``train``); another split waits for it (:func:`split_vocab`).
 
     Returns:
         The folder's manifest after the split was added.
@@ -610,7 +687,10 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     work.mkdir(parents=True, exist_ok=True)
     hold_split(out, split)  # a second writer of this split is refused, naming this run (synprep.lock)
     with folder_lock(out):
-        _check_config(out, data_config("pipeline", src_lang, tgt_lang, parse, ldd_threshold, shard_size, text))
+        vocab_split = _vocab_split(out, vocab_split)
+        _refuse_without_vocabulary(out, split, vocab, vocab_split)  # before anything is written
+        _check_config(out, data_config("pipeline", src_lang, tgt_lang, parse, ldd_threshold, shard_size, text,
+                                       vocab_split))
         made = [files.side(stage, side) for stage in ("tok", "clean", "bpe") for side in ("src", "tgt")]
         _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu, "trees": parse.trees},
                       made + [files.lines, files.dropped])
@@ -661,8 +741,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
 
         codes_sha, sub = file_sha256(code_path), None
         model_config = {"bpe_codes_sha256": codes_sha, "bpe_merges": count_merges(code_path)}
-    with folder_lock(out):
-        v = load_or_build_vocab(out, split, [bpe_src, bpe_tgt], vocab)
+    v = split_vocab(out, split, [bpe_src, bpe_tgt], vocab, vocab_split)  # waits for the vocabulary split
 
     # 4. parse, features, shards
     sig = _signature(str(tok_sig["tok"]), text.lowercase, codes_sha, parse, sub=sub)
@@ -790,17 +869,18 @@ def _write_drop_report(report: Path, manifest: Manifest, split: str) -> None:
     for line, reason, detail in manifest.split(split).dropped_lines:
         if not reason.startswith("clean:"):
             rows[int(line)] = "\t".join([str(line), reason, "-", "-", " ".join(str(detail).split())])
+    text = "".join([report_header() + "\tdetail\n", *(rows[line] + "\n" for line in sorted(rows))])
+    if report.read_text(encoding="utf-8") == text:
+        return  # a finished split resumed: nothing to write (a read-only folder resumes too)
     with atomic_write(report) as f:
-        f.write(report_header() + "\tdetail\n")
-        for line in sorted(rows):
-            f.write(rows[line] + "\n")
+        f.write(text)
 
 
 @writer
 def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, tgt_lang: str,
                  split: str = TRAIN, parse: ParseOptions, par: Parallel, vocab: str | None = None,
                  conllu: str | None = None, ldd_threshold: float = DEFAULTS.ldd_threshold,
-                 shard_size: int = DEFAULT_SHARD_SIZE) -> Manifest:
+                 shard_size: int = DEFAULT_SHARD_SIZE, vocab_split: str | None = None) -> Manifest:
     """Already tokenized and BPE'd parallel text of one split → shards in ``out``.
 
     ``src``/``tgt`` hold BPE pieces (``@@ `` markers, Moses escapes), one pair per line, such as
@@ -808,6 +888,7 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
     pieces (unescaped); with ``--parser conllu`` the parses come from ``conllu`` (one CoNLL-U
     sentence per line, or ``# line = N`` groups) and must match the pieces' words.
     A pair with an empty side is dropped (``parse:empty`` / ``annotate:empty_target``).
+    ``dict.txt`` is built from ``vocab_split`` (:func:`run_pipeline`); another split waits for it.
 
     Raises:
         InputError: bad input, line counts that differ (both named), a parse that does not match.
@@ -827,12 +908,14 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
     if parse.lowercase:  # only when set: folders made before the option keep their configuration
         shared["lowercase"] = True
     with folder_lock(out):
+        vocab_split = _vocab_split(out, vocab_split)
+        _refuse_without_vocabulary(out, split, vocab, vocab_split)  # before anything is written
         _check_config(out, data_config("annotate", src_lang, tgt_lang, parse, ldd_threshold, shard_size,
-                                       TextOptions(lowercase=parse.lowercase)))
-        first_split = not (out / MANIFEST_NAME).exists() and vocab is None  # then dict.txt is made from this split
+                                       TextOptions(lowercase=parse.lowercase), vocab_split))
+        builds_vocab = split == vocab_split and vocab is None  # then dict.txt is made from this split
         input_sha = _check_inputs(out, split, {"src": src, "tgt": tgt, "conllu": conllu, "trees": parse.trees},
-                                  [out / VOCAB_NAME] if first_split else [])
-        v = load_or_build_vocab(out, split, [Path(src), Path(tgt)], vocab)
+                                  [out / VOCAB_NAME] if builds_vocab else [])
+    v = split_vocab(out, split, [Path(src), Path(tgt)], vocab, vocab_split)  # waits for the vocabulary split
     _remove_stale_temps(out)  # after the configuration check: a refused command leaves the folder alone
     if source.runs_parser and parse.cache:
         from synprep.parse.cache import check_cache_usable

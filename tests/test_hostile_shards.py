@@ -172,8 +172,11 @@ def test_a_gzip_chunk_that_does_not_decode_names_the_shard(folder):
     shard = folder / "train.00001.h5"
     damage_gzip_chunk(shard, "src_ids")
     reseal(folder)
+    with pytest.raises(InputError, match="dataset /src_ids cannot be read") as e:
+        open_split(folder, "train")  # the verified opener reads every value once (check's per-shard verification)
+    assert e.value.path == str(shard)
     for cache in (True, False):
-        split = SplitReader(open_split(folder, "train", cache=cache))  # offsets and shapes are fine
+        split = SplitReader(open_split(folder, "train", cache=cache, verify=False))  # offsets and shapes are fine
         with pytest.raises(InputError, match="dataset /src_ids cannot be read") as e:
             list(split)
         assert e.value.path == str(shard)

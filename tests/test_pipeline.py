@@ -128,7 +128,8 @@ def test_annotate_fairseq_prepared_test(shared_data, stanza_dir, tmp_path):
     tgt.write_text("".join((prep / "test.en").read_text().splitlines(keepends=True)[:150]))
     out = tmp_path / "out"
     m = run_annotate(str(src), str(tgt), out, src_lang="de", tgt_lang="en", split="test",
-                     parse=stanza_opts(stanza_dir, "de", tmp_path / "c.sqlite"), par=Parallel(), shard_size=64)
+                     parse=stanza_opts(stanza_dir, "de", tmp_path / "c.sqlite"), par=Parallel(), shard_size=64,
+                     vocab_split="test")  # a test-only folder: its vocabulary comes from the test split
     assert check_dir(out).ok
     assert m.split("test").pairs == 150
     rec = open_split(out, "test")[0][0]
@@ -164,7 +165,7 @@ def test_pud_through_conllu_import(shared_data, tmp_path, src_lang, tgt_lang):
     out = tmp_path / "out"
     m = run_pipeline(None, str(tgt), out, src_lang=src_lang, tgt_lang=tgt_lang, split="test",
                      text=TextOptions(), parse=ParseOptions(parser="conllu"), par=Parallel(),
-                     codes=_learn_codes(tmp_path, gold, tgt), conllu=str(gold), shard_size=25)
+                     codes=_learn_codes(tmp_path, gold, tgt), conllu=str(gold), shard_size=25, vocab_split="test")
     report = check_dir(out)
     assert report.ok, report.violation
     assert m.split("test").pairs == n

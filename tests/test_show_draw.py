@@ -139,7 +139,7 @@ def test_japanese_gold_parse_through_conllu_import(shared_data: Path, tmp_path: 
     out = tmp_path / "out"
     run_pipeline(None, str(tgt), out, src_lang="ja", tgt_lang="en", split="test", text=TextOptions(),
                  parse=ParseOptions(parser="conllu"), par=Parallel(), codes=str(tmp_path / "codes"),
-                 conllu=str(gold))
+                 conllu=str(gold), vocab_split="test")
     view = load_pair(out, "test", index=0)
     assert view.words == words[0] and show.needs_cjk(view.words)
     fig = pair_figure(view)

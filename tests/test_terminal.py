@@ -117,6 +117,7 @@ def test_annotate_reports_parse_progress(tmp_path: Path, monkeypatch: pytest.Mon
     gold.write_text(CONLLU)
     caplog.set_level(logging.INFO, logger="synprep")
     run_annotate(str(src), str(tgt), tmp_path / "out", src_lang="en", tgt_lang="de", split="test",
-                 parse=ParseOptions(parser="conllu"), par=Parallel(), conllu=str(gold), shard_size=1)
+                 parse=ParseOptions(parser="conllu"), par=Parallel(), conllu=str(gold), shard_size=1,
+                 vocab_split="test")
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("parse test: ")]
     assert [x.split(",")[0] for x in lines] == ["parse test: 1/2 lines (50%)", "parse test: 2/2 lines (100%)"]

@@ -53,7 +53,7 @@ def parser_options(f):
 
 #: the options of the parser stage, which no parser reads when the parses are imported (nor any
 #: backend's own options: :func:`synprep.cli.common.backend_params`)
-RUN_PARSER_OPTIONS = ("device", "batch_size", "no_ssplit", "max_words", "cache_path", "no_cache")
+RUN_PARSER_OPTIONS = ("device", "batch_size", "no_ssplit", "cache_path", "no_cache")
 
 
 def refuse_unused_parser_options(parser_name: str, codes: str | None = None) -> None:
@@ -83,7 +83,7 @@ CONFIG_OPTIONS = {
     "max_len": "max_len", "parser_name": "parser", "stanza_package": "stanza_package", "no_ssplit": "ssplit",
     "max_words": "max_words", "batch_size": "batch_size", "ldd_threshold": "ldd_threshold",
     "shard_size": "shard_size", "subword": "subword", "vocab_size": "vocab_size", "tokenizer": "tokenizer",
-    "spacy_model": "spacy_model", "spacy_label_map": "label_map",
+    "spacy_model": "spacy_model", "spacy_label_map": "label_map", "vocab_split": "vocab_split",
 }
 
 
@@ -137,7 +137,13 @@ def _parse_options(cfg, device, cache_path, no_cache, trees_path, backend_opts):
                              "label_map": cfg.label_map})
     cache = None if no_cache else str(cache_path or default_cache_path())
     return ParseOptions(parser=cfg.parser, spec=spec, ssplit=cfg.ssplit, batch_size=cfg.batch_size, cache=cache,
-                        trees=trees_path)
+                        trees=trees_path, max_words=None if spec is not None else cfg.max_words)
+
+
+vocab_split_option = click.option(
+    "--vocab-split", "vocab_split", callback=split_name, default=DEFAULTS.vocab_split, show_default=True,
+    help="The split whose pieces make OUT/dict.txt (recorded in pipeline.json); another split waits for it while "
+         "it runs, else is refused. Name the first split of a folder that has no train split.")
 
 
 config_option = click.option(
@@ -166,6 +172,7 @@ def _report(manifest, split: str) -> None:
 @click.option("--merges", type=click.IntRange(min=1), default=DEFAULTS.merges, show_default=True,
               help="BPE merge operations when learning codes (joint, on the train split).")
 @click.option("--vocab", default=None, metavar="FILE", help="Use this fairseq dict instead of building one.")
+@vocab_split_option
 @click.option("--tokenized", is_flag=True,
               help="The input is already Moses-tokenized and escaped (&quot; &apos; ...): use it as it is "
                    "(the parser sees the unescaped words).")
@@ -193,7 +200,7 @@ def _report(manifest, split: str) -> None:
 @parser_options
 @jobs_options
 @backend_options
-def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, tokenized, subword, spm_model,
+def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, vocab_split, tokenized, subword, spm_model,
                  hf_tokenizer, vocab_size, lowercase, fairseq_compat, tokenizer, clean, ratio, min_len, max_len,
                  config_path, parser_name, conllu_path, trees_path, device, batch_size, no_ssplit, max_words,
                  ldd_threshold, cache_path, no_cache, backend_opts, shard_size, jobs, backend, scheduler):
@@ -220,7 +227,8 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
     par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
     manifest = run_pipeline(src, tgt, out, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, split=split, text=text,
                             parse=opts, par=par, codes=codes, vocab=vocab, conllu=conllu_path,
-                            ldd_threshold=cfg.ldd_threshold, shard_size=cfg.shard_size, subword_model=model)
+                            ldd_threshold=cfg.ldd_threshold, shard_size=cfg.shard_size, subword_model=model,
+                            vocab_split=cfg.vocab_split)
     _report(manifest, split)
 
 
@@ -255,12 +263,14 @@ def _subword_model_option(subword: str, **given) -> str | None:
 @click.option("--out", required=True, metavar="DIR", help="Output folder.")
 @click.option("--split", callback=split_name, default="train", show_default=True, help="Split name.")
 @click.option("--vocab", default=None, metavar="FILE",
-              help="fairseq dict to use (default: OUT/dict.txt, else built from this split).")
+              help="fairseq dict to use (default: OUT/dict.txt, built from the train split; another split "
+                   "waits for it while the train split runs).")
+@vocab_split_option
 @config_option
 @parser_options
 @jobs_options
 @backend_options
-def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, config_path, parser_name, conllu_path, trees_path,
+def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, vocab_split, config_path, parser_name, conllu_path, trees_path,
                  device, batch_size, no_ssplit, max_words, ldd_threshold, cache_path, no_cache, backend_opts,
                  shard_size, jobs, backend, scheduler):
     """Already tokenized and BPE'd parallel text (e.g. fairseq's prepared data) → shards → check.
@@ -277,5 +287,5 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, config_path, p
     par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
     manifest = run_annotate(src, tgt, out, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, split=split, parse=opts,
                             par=par, vocab=vocab, conllu=conllu_path, ldd_threshold=cfg.ldd_threshold,
-                            shard_size=cfg.shard_size)
+                            shard_size=cfg.shard_size, vocab_split=cfg.vocab_split)
     _report(manifest, split)

@@ -66,12 +66,16 @@ def check_cmd(folder: str, as_json: bool) -> None:
 @click.option("--out", required=True, metavar="DIR", help="Output folder (shared by every split of a corpus).")
 @click.option("--split", callback=split_name, default="train", show_default=True, help="Split name.")
 @click.option("--vocab", default=None, metavar="FILE",
-              help="fairseq dict to use (default: OUT/dict.txt, else built from this split's --src and --tgt).")
+              help="fairseq dict to use (default: OUT/dict.txt, built from the train split's --src and --tgt).")
+@click.option("--vocab-split", "vocab_split", callback=split_name, default=None, metavar="SPLIT",
+              help="The split whose --src/--tgt make OUT/dict.txt (default: the folder's, else train); another "
+                   "split waits for it while it runs, else is refused.")
 @shard_size_option
 @ldd_threshold_option
 @lowercase_option
 def shard_cmd(src: str, tgt: str, conllu_path: str, src_lang: str, tgt_lang: str, out: str, split: str,
-              vocab: str | None, shard_size: int, ldd_threshold: float, lowercase: bool) -> None:
+              vocab: str | None, vocab_split: str | None, shard_size: int, ldd_threshold: float,
+              lowercase: bool) -> None:
     """The shard stage on its own: BPE'd parallel text + CoNLL-U parses → features → shards → check.
 
     Line k of --src and --tgt is a pair; its parse is line k of --conllu, whose words must be the
@@ -90,7 +94,7 @@ def shard_cmd(src: str, tgt: str, conllu_path: str, src_lang: str, tgt_lang: str
     opts = ParseOptions(parser="conllu", lowercase=lowercase)
     manifest = run_annotate(src, tgt, out, src_lang=src_lang, tgt_lang=tgt_lang, split=split, parse=opts,
                             par=Parallel(), vocab=vocab, conllu=conllu_path, ldd_threshold=ldd_threshold,
-                            shard_size=shard_size)
+                            shard_size=shard_size, vocab_split=vocab_split)
     _report(manifest, split)
 
 

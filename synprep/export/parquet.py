@@ -235,8 +235,12 @@ class ParquetExporter(Exporter):
         return block.n
 
     def finish(self, record: ExportRecord) -> None:
+        labels = self._labels
+        if labels is None:  # every unit was skipped (a re-run): the labels of the verified shards the files hold
+            labels = next(((list(r.attrs["deprel_labels"]), list(r.attrs["upos_labels"]))
+                           for readers in self.ctx.split_readers.values() for r in readers), None)
         with atomic_write(self.ctx.dest / "README.md") as f:
-            f.write(dataset_card(record, self._labels))
+            f.write(dataset_card(record, labels))
 
 
 def dataset_card(record: ExportRecord, labels: tuple[list[str], list[str]] | None) -> str:

@@ -326,20 +326,23 @@ def parse_isolated(parser: Parser, sentences: list[list[str]]) -> list[ParsedSen
 
 
 #: what :func:`error_kind` returns
-ERROR_KINDS = ("empty", "too_long", "failed")
+ERROR_KINDS = ("empty", "too_long", "word_too_long", "failed")
 
 
 def error_kind(reason: str) -> str:
-    """Classify a line's parse error message: ``"empty"``, ``"too_long"`` or ``"failed"``.
+    """Classify a line's parse error message: ``"empty"``, ``"too_long"``, ``"word_too_long"`` or ``"failed"``.
 
     The messages are synprep's own (:func:`~synprep.parse.run.parse_block`: ``empty line``,
-    ``sentence 2 has 300 words (more than max_words=250)``, ``parser failed: ...``) or any
+    ``sentence 2 has 300 words (more than max_words=250)``, ``word 3 has 1200 characters (more than
+    max_word_chars=1000)``, ``parser failed: ...``) or any
     ``# error`` text of an imported CoNLL-U file; anything else is a failure.
     """
     if reason == "empty line":
         return "empty"
     if not reason.startswith("parser failed") and "max_words" in reason:
         return "too_long"
+    if not reason.startswith("parser failed") and "max_word_chars" in reason:
+        return "word_too_long"
     return "failed"
 
 
@@ -380,3 +383,24 @@ class ParseStats:
         """``8 lines: 9 sentences (2 from the cache, 6 by the parser, 1 repeated), 1 failed line``."""
         return (f"{self.lines} lines: {self.sentences} sentences ({self.cache_hits} from the cache, {self.fresh} by "
                 f"the parser, {self.repeats} repeated), {self.failed_lines} failed lines")
+
+
+def bound_error(sentences: list[tuple[str, ...]] | list[list[str]], max_words: int) -> str | None:
+    """Why a line's sentences may not be parsed or imported, or None: a sentence of more than
+    ``max_words`` words (kind ``too_long``), or a word of more than
+    :data:`~synprep.constants.MAX_WORD_CHARS` characters (kind ``word_too_long``).
+
+    Checked before any parser or feature sees the line, so memory stays bounded for any input line
+    (the features build per-sentence W×W masks; stanza's character models grow with a word's length).
+    """
+    from synprep.constants import MAX_WORD_CHARS
+
+    k = 0
+    for n, s in enumerate(sentences, 1):
+        if len(s) > max_words:
+            return f"sentence {n} has {len(s)} words (more than max_words={max_words})"
+        for w in s:
+            k += 1
+            if len(w) > MAX_WORD_CHARS:
+                return f"word {k} has {len(w)} characters (more than max_word_chars={MAX_WORD_CHARS})"
+    return None

@@ -56,6 +56,9 @@ class ParseOptions:
             lowercased with the pieces).
         trees: the user's bracketed trees file (``--trees``), carried by the items; the spec then has
             ``constituency=False`` (the parser's constituency model is not run).
+        max_words: imported parses (``--parser conllu``): a line with a longer sentence is dropped
+            (``parse:too_long``) before any feature is computed; None: the default
+            (:data:`synprep.defaults.PARSE_DEFAULTS`). A parser run takes it from ``spec``.
     """
 
     parser: str = "stanza"
@@ -65,6 +68,7 @@ class ParseOptions:
     cache: str | None = None
     lowercase: bool = False
     trees: str | None = None
+    max_words: int | None = None
 
     def source(self) -> Any:
         """The :class:`synprep.parse.source.ParseSource` of :attr:`parser` (its registry,

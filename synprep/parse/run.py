@@ -35,6 +35,7 @@ from synprep.parse.base import (
     ParseStats,
     backend_class,
     backend_for_identity,
+    bound_error,
     error_kind,
     identity_digest,
     parse_isolated,
@@ -222,11 +223,9 @@ def _prepare_line(
         rec.error = "empty line"
         return rec
     rec.sentences = [tuple(words[a:b]) for a, b in spans]
-    for k, s in enumerate(rec.sentences, 1):
-        if len(s) > spec.max_words:
-            rec.error = f"sentence {k} has {len(s)} words (more than max_words={spec.max_words})"
-            rec.sentences = []
-            break
+    rec.error = bound_error(rec.sentences, spec.max_words)  # too many words, or a word too long
+    if rec.error is not None:
+        rec.sentences = []
     return rec
 
 
@@ -252,7 +251,8 @@ def _assemble(rec: _Line, parses: dict[tuple[str, ...], ParsedSentence | str],
 
 
 #: the :attr:`ParseStats.reasons` key (logged by ``synprep parse``) of each :func:`error_kind`
-_STATS_REASON = {"empty": "empty line", "too_long": "too long", "failed": "parser failed"}
+_STATS_REASON = {"empty": "empty line", "too_long": "too long", "word_too_long": "word too long",
+                 "failed": "parser failed"}
 
 
 def _run_spec(spec: ParserSpec, with_trees: bool, identity: str | None,

@@ -17,6 +17,7 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from synprep.defaults import PARSE_DEFAULTS
 from synprep.errors import ConfigError, InputError
 from synprep.parse.registry import PARSE_SOURCES, RUN_PARSER, parse_source_class  # noqa: F401 - re-exported
 from synprep.types import ParsedLine
@@ -153,8 +154,14 @@ class ImportConllu(ParseSource):
     def identity(self) -> str:
         return "conllu-import"
 
+    def max_words(self) -> int:
+        return self.opts.max_words if self.opts.max_words is not None else PARSE_DEFAULTS.max_words
+
     def config(self) -> dict[str, Any]:
-        return {"name": self.opts.parser, "ssplit": self.opts.ssplit}
+        out: dict[str, Any] = {"name": self.opts.parser, "ssplit": self.opts.ssplit}
+        if self.max_words() != PARSE_DEFAULTS.max_words:  # only then: folders of earlier versions keep their config
+            out["max_words"] = self.max_words()
+        return out
 
     def check_inputs(self, src: str | None, conllu: str | None) -> None:
         if conllu is None:
@@ -194,6 +201,8 @@ class ImportConllu(ParseSource):
 
     def parse(self, items: list[Item], par: Parallel, cache: Any, identity: str | None,
               progress: Any = None) -> list[ParsedLine]:
+        from synprep.parse.base import bound_error
+
         out = []
         for it in items:
             if it.parse is None:
@@ -201,7 +210,10 @@ class ImportConllu(ParseSource):
             if it.parse.line != it.line:
                 raise InputError(f"the CoNLL-U parse of line {it.parse.line} was given for line {it.line}",
                                  None, it.line)
-            out.append(it.parse)
+            error = None if it.parse.error is not None else bound_error([s.words for s in it.parse.sentences],
+                                                                         self.max_words())
+            # a sentence over --max-words or a word over MAX_WORD_CHARS is dropped before any W×W feature array
+            out.append(it.parse if error is None else ParsedLine(line=it.line, error=error))
         return out
 
 

@@ -595,6 +595,17 @@ def _check_dir(folder: Path, report: CheckReport, only: Collection[str] | None =
         report.pairs[split] = entry.pairs
 
 
+def split_counts_violation(split: str, raw: dict[str, Any], lines: np.ndarray) -> Violation | None:
+    """Section 4 of the module docstring for one split: its manifest entry ``raw`` (the JSON form,
+    :meth:`~synprep.shards.manifest.SplitEntry.to_dict`) against the ``(N,)`` lines its shards hold.
+    The one verification ``check`` and the readers (:func:`synprep.shards.reader.open_split`) run."""
+    try:
+        _check_split_counts(split, raw, lines)
+    except _Fail as e:
+        return e.violation
+    return None
+
+
 def _check_split_counts(split: str, raw: dict[str, Any], lines: np.ndarray) -> None:
     def fail(what: str) -> _Fail:
         return _Fail(Violation(MANIFEST_NAME, f"split {split!r}: {what}"))

@@ -440,8 +440,78 @@ def _verify_file(path: Path, size: int, sha256: str) -> None:
     _VERIFIED.add(key)
 
 
+#: shards whose values this process already verified: (resolved path, size, mtime_ns, sha256, vocab size, after line)
+_VALUES_OK: set[tuple[Any, ...]] = set()
+
+
+def verify_values(path: Path, sha256: str, *, vocab_size: int | None, after_line: int = 0) -> None:
+    """Refuse a shard whose values break an invariant of ``synprep check`` (its sections 2 and 3).
+
+    The one per-shard verification :func:`synprep.shards.check.check_shard` (vectorised over the
+    shard's CSR arrays), run once per process and file version: heads, word indices, sentence
+    starts, gaps, labels, LDD entries and ids inside their ranges, trees without cycles, lines
+    increasing across the split's shards. A shard re-sealed in ``manifest.json`` (its sha256 and size
+    updated) with damaged values is refused here, before any reader uses it.
+
+    Args:
+        path: the shard file (already verified against its manifest entry ``sha256``).
+        vocab_size: ids must be below it (None: not checked).
+        after_line: the previous shard's last line (0 for the first).
+
+    Raises:
+        InputError: ``FILE: pair P (line L): what`` (one line; the first violation).
+    """
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, sha256, vocab_size, after_line)
+    if key in _VALUES_OK:
+        return
+    from synprep.shards.check import check_shard  # here: check imports this module
+
+    violation, _, _ = check_shard(path, vocab_size=vocab_size, after_line=after_line, name=path.name)
+    if violation is not None:
+        where = "" if violation.pair is None else f"pair {violation.pair}" + (
+            "" if violation.line is None else f" (line {violation.line})") + ": "
+        raise InputError(f"{where}{violation.what} (a damaged shard; `synprep check` reports it too)", str(path))
+    _VALUES_OK.add(key)
+
+
+def resume_command(folder: str | os.PathLike, split: str) -> str:
+    """How to resume ``split`` of ``folder``: the command its last writer ran (from the split lock's
+    record, which a killed run leaves behind), else the generic advice."""
+    import shlex
+
+    try:
+        d = json.loads((Path(folder) / f".{split}.lock").read_text(encoding="utf-8"))
+        argv = shlex.split(str(d["command"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        argv = []
+    if argv and (os.path.basename(argv[0]) == "synprep" or argv[0].endswith("synprep/__main__.py")):
+        return "`" + shlex.join(["synprep", *argv[1:]]) + "`"
+    return f"the same `synprep pipeline`/`annotate` command again (--split {split} --out {folder})"
+
+
+def refuse_incomplete(folder: str | os.PathLike, split: str, entry: Any) -> None:
+    """Refuse a split that ``synprep check`` reports incomplete: still being written, or its run stopped
+    (``input_lines > pairs + dropped``). The message names the split and the command that resumes it.
+
+    Raises:
+        InputError: one line, naming the split, the writer or the missing lines, and the resume command.
+    """
+    from synprep.lock import split_writer
+
+    writer = split_writer(folder, split)
+    if writer is not None:
+        raise InputError(f"the {split} split is still being written by {writer}: wait for it to finish "
+                         "(`synprep check` tells when it is complete)", str(folder))
+    missing = entry.input_lines - entry.pairs - sum(entry.dropped.values())
+    if missing > 0:
+        raise InputError(f"the {split} split is incomplete ({missing} of its {entry.input_lines} input lines neither "
+                         "stored nor dropped: its run was interrupted); resume it by running "
+                         f"{resume_command(folder, split)}", str(folder))
+
+
 def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
-               verify: bool = True, manifest: Manifest | None = None) -> list[ShardReader]:
+               verify: bool = True, manifest: Manifest | None = None, complete: bool = True) -> list[ShardReader]:
     """A :class:`ShardReader` for every shard of ``split`` in ``folder``, ordered by shard index.
 
     This is how ``train``, ``translate``, ``show`` and ``export`` open a split. Wrap the list in
@@ -459,6 +529,10 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
             (:func:`check_layout`).
         manifest: the folder's manifest, already loaded by the caller (so that what it plans from
             and what is verified are one reading of the file); default: read ``manifest.json``.
+            With ``verify``, every shard's values are checked too (:func:`verify_values`, ``check``'s
+            per-shard verification, once per process and file version).
+        complete: with ``verify``, refuse a split ``synprep check`` reports incomplete (a killed run,
+            or one still writing: :func:`refuse_incomplete`).
 
     Returns:
         The readers (an empty list when the split has no shards and the manifest does not list it).
@@ -494,10 +568,15 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
                 else "the shard files are not the manifest's")
         raise InputError(f"split {split!r}: {what} (an interrupted or concurrent run? `synprep check` tells more)",
                          mpath)
+    if entry is not None and complete:
+        refuse_incomplete(folder, split, entry)
     vocab_path = str((manifest.vocab or {}).get("path", ""))
     vocab_sha256 = str((manifest.vocab or {}).get("sha256", ""))
+    vocab_size = len(load_vocab(folder, {"vocab_path": vocab_path, "vocab_sha256": vocab_sha256})) \
+        if files and vocab_path else None
     readers: list[ShardReader] = []
     assert entry is not None or not files
+    after = 0
     for info, p in zip(entry.shards if entry is not None else [], files, strict=True):
         _verify_file(p, info.bytes, info.sha256)
         r = ShardReader(p, cache=cache)
@@ -516,7 +595,16 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
         if vocab_sha256 and a.get("vocab_sha256") != vocab_sha256:
             raise InputError(f"vocab_sha256 attribute {str(a.get('vocab_sha256'))[:12]}… is not manifest.json's "
                              f"vocabulary's {vocab_sha256[:12]}…", str(p))
+        verify_values(p, info.sha256, vocab_size=vocab_size, after_line=after)
+        after = info.last_line
         readers.append(r)
+    if entry is not None and complete:
+        from synprep.shards.check import split_counts_violation
+
+        v = split_counts_violation(split, entry.to_dict(), np.concatenate([r.lines for r in readers]) if readers
+                                   else np.zeros(0, np.int64))
+        if v is not None:
+            raise InputError(f"{v.what} (`synprep check` reports it too)", mpath)
     return readers
 
 
