@@ -50,8 +50,8 @@ import numpy as np
 from synprep.constants import BOS_ID, EOS_ID, GAP_SENTENCE, MANIFEST_NAME, PAD_ID, SHARD_FORMAT
 from synprep.errors import InputError, SynprepError
 from synprep.lock import live_temp
+from synprep.shards.layout import check_declared_size, read_attrs
 from synprep.shards.manifest import Manifest
-from synprep.shards.reader import check_declared_size, read_attrs
 from synprep.shards.schema import (
     AXES,
     FIELDS,
