@@ -17,6 +17,7 @@ shards, and so does a run with another number of workers.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Iterable, Iterator
@@ -59,6 +60,8 @@ class Item:
         word_index: the 0-based word of each source piece when a subword scheme aligned them by
             character offsets (:mod:`synprep.subword`); None for ``@@`` BPE pieces.
         alignment: that alignment's rule counts (``AlignStats.as_tuple()``), or None.
+        compare: the words the pieces rebuild (unescaped) when the parser reads other words that are
+            equal to them up to case (``annotate --parse-src``: cased words, lowercased pieces), or None.
     """
 
     line: int
@@ -69,6 +72,7 @@ class Item:
     trees: list[Any] | None = None
     word_index: list[int] | None = None
     alignment: tuple[int, ...] | None = None
+    compare: list[str] | None = None
 
 
 @dataclass
@@ -170,13 +174,22 @@ def build_records(items: list[Item], parses: list[ParsedLine], vocab: Vocab, *, 
                                   word_index=it.word_index)
             if alignment is not None and it.alignment is not None:
                 alignment += AlignStats.from_tuple(it.alignment)
+        elif it.compare is not None:
+            # the parser read the cased words of --parse-src; the pieces rebuild them up to case
+            diff = first_difference(it.words, parsed.words)
+            if diff is not None:
+                k, x, y = diff
+                raise InputError(f"the parsed words differ from --parse-src at word {k + 1}: "
+                                 f"{x!r} vs parser {y!r}", path, it.line)
+            feats = line_features(parsed, it.src, it.line, path=path, ldd_threshold=ldd_threshold,
+                                  compare_words=it.compare)
         else:
             # a lowercased corpus: the parser saw the cased words; compare the lowercased ones
             feats = line_features(parsed, it.src, it.line, path=path, ldd_threshold=ldd_threshold,
                                   compare_words=[moses_lowercase(w) for w in parsed.words] if lowercase else None)
         sources.add(tree_source(parsed))
         records.append(PairRecord(line=it.line, src_ids=vocab.encode(it.src), tgt_ids=vocab.encode(it.tgt),
-                                  **feats.as_dict()))
+                                  **feats.as_dict(), words=list(parsed.words)))
     return records, drops, sources
 
 
@@ -276,6 +289,34 @@ def annotate_split(
     result.pairs = entry.pairs
     result.dropped = {k: v for k, v in entry.dropped.items() if v}
     return result
+
+
+def with_parse_src(items: Iterable[Item], cased: Iterator[str], name: str) -> Iterator[Item]:
+    """The items with the parser's words taken from ``annotate --parse-src`` (one cased, tokenized,
+    Moses-escaped line per input line): each line's tokens must be the words the pieces rebuild, up to
+    case (:func:`synprep.text.tokenize.moses_lowercase`); the pieces are then compared with those words.
+
+    Raises:
+        InputError: ``FILE:LINE:`` the first word that differs (both named), or the file ends early.
+    """
+    from synprep.align import first_difference
+    from synprep.text.escape import unescape_tokens
+    from synprep.text.tokenize import moses_lowercase
+
+    def same(x: str, y: str) -> bool:
+        return x == y or moses_lowercase(x) == moses_lowercase(y)
+
+    for it in items:
+        line = next(cased, None)
+        if line is None:
+            raise InputError(f"--parse-src ends before line {it.line}", name, it.line)
+        words = unescape_tokens(line.split())
+        diff = first_difference(it.words, words, same=same)
+        if diff is not None:
+            k, x, y = diff
+            raise InputError(f"word {k + 1} is {y!r} here but {x!r} in --src: --parse-src must hold the same "
+                             "tokens as --src (its pieces joined), up to case", name, it.line)
+        yield dataclasses.replace(it, words=words, compare=it.words)
 
 
 def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iterator[int],

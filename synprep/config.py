@@ -58,6 +58,8 @@ class DataConfig:
             sentences share a batch, so it is part of the output).
         ldd_threshold: LDD entries below this probability are dropped (each word keeps its best).
         shard_size: input pairs per shard (the unit of resume).
+        language_check: refuse a side whose sampled text is in another language than ``-s``/``-t``
+            say (:mod:`synprep.text.langid`); False: ``--no-language-check``.
     """
 
     mode: str = "pipeline"
@@ -79,6 +81,7 @@ class DataConfig:
     batch_size: int = 64
     ldd_threshold: float = 0.01
     shard_size: int = 10000
+    language_check: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -45,6 +45,8 @@ from synprep.shards.schema import (
     REQUIRED_ATTRS,
     STR_ATTRS,
     TREE_SOURCES,
+    WORD_END,
+    WORDS,
     ids_dtype,
     smallest_unsigned,
 )
@@ -137,6 +139,8 @@ class _Buffer:
         self.values: dict[str, list[np.ndarray]] = {f.name: [] for f in FIELDS}
         self.lengths: dict[str, list[int]] = {axis: [] for axis in AXES}
         self.lines: list[int] = []
+        self.words: list[bytes] = []  # each record's words, UTF-8, each followed by WORD_END
+        self.with_words: bool | None = None  # whether the records carry words (all or none)
 
     def add(self, rec: PairRecord) -> None:
         line = int(rec.line)
@@ -153,6 +157,18 @@ class _Buffer:
                 first = next(g.name for g in FIELDS if g.axis == f.axis)
                 raise ValueError(f"line {line}: {f.name} has {n} values but {first} has {axis_len[f.axis]} "
                                  f"(same axis {f.axis!r})")
+        has = rec.words is not None
+        if self.with_words is None:
+            self.with_words = has
+        elif self.with_words != has:
+            raise ValueError(f"line {line}: every record of a shard carries its words, or none does")
+        if rec.words is not None:
+            if len(rec.words) != axis_len["word"]:
+                raise ValueError(f"line {line}: {len(rec.words)} words but {axis_len['word']} heads")
+            text = "".join(w + WORD_END.decode() for w in rec.words)
+            if any(not w or WORD_END.decode() in w for w in rec.words):
+                raise ValueError(f"line {line}: a stored word must be non-empty and hold no line break")
+            self.words.append(text.encode("utf-8"))
         for name, a in arrays.items():
             self.values[name].append(a)
         for axis, n in axis_len.items():
@@ -225,6 +241,9 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
             ``deprel_labels`` / ``upos_labels`` (default :data:`synprep.types.DEPRELS` /
             :data:`~synprep.types.UPOS_TAGS`).
 
+    Records that carry ``words`` (the words the parser read) are stored with a ``words`` dataset
+    (docs/FORMAT.md); a shard's records carry them all or none.
+
     Stored dtypes are chosen per shard from the data (docs/FORMAT.md): ids uint16 (int32 when an id
     exceeds 65535), indices the smallest of uint8/uint16/uint32, labels uint8, gaps int16, LDD
     probabilities float16 (values below 2**-24 are stored as 2**-24).
@@ -255,7 +274,8 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
         off = np.zeros(n + 1, dtype=OFFSETS_DTYPE)
         np.cumsum(buf.lengths[axis], out=off[1:])
         offsets[axis] = off
-    size = n * LINE_DTYPE.itemsize + sum(o.nbytes for o in offsets.values()) + sum(a.nbytes for a in packed.values())
+    size = n * LINE_DTYPE.itemsize + sum(o.nbytes for o in offsets.values()) + sum(a.nbytes for a in packed.values()) \
+        + sum(len(w) for w in buf.words)
     if size > MAX_SHARD_BYTES:  # readers would refuse it (synprep.shards.reader.check_declared_size)
         raise ConfigError(f"{path}: {n} pairs make {size} bytes of data, more than a shard may hold "
                           f"(MAX_SHARD_BYTES = {MAX_SHARD_BYTES}): use a smaller --shard-size")
@@ -272,6 +292,8 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
             _create(group, axis, offsets[axis], compressed=False)
         for field in FIELDS:
             _create(f, field.name, packed[field.name], compressed=True)
+        if buf.with_words:
+            _create(f, WORDS, np.frombuffer(b"".join(buf.words), dtype=np.uint8), compressed=True)
         f.flush()
         image = f.id.get_file_image()
     del packed
