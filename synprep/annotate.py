@@ -142,8 +142,9 @@ def drop_reason(error: str) -> str:
 
 def build_records(items: list[Item], parses: list[ParsedLine], vocab: Vocab, *, ldd_threshold: float,
                   lowercase: bool, path: str | None, alignment: AlignStats | None = None
-                  ) -> tuple[list[PairRecord], list[tuple[int, str, str]], set[str]]:
-    """Turn parsed items into shard records; returns ``(records, drops, tree sources)``.
+                  ) -> tuple[list[PairRecord], list[tuple[int, str, str]], set[str], list[list[str]]]:
+    """Turn parsed items into shard records; returns ``(records, drops, tree sources, words)``, ``words``
+    the words the parser read of each record (stored in the shard).
 
     ``alignment``, when given, adds up the subword alignment rule counts of the stored pairs.
 
@@ -156,6 +157,7 @@ def build_records(items: list[Item], parses: list[ParsedLine], vocab: Vocab, *, 
     records: list[PairRecord] = []
     drops: list[tuple[int, str, str]] = []
     sources: set[str] = set()
+    words: list[list[str]] = []
     for it, parsed in zip(items, parses, strict=True):
         if parsed.error is not None:
             drops.append((it.line, drop_reason(parsed.error), parsed.error))
@@ -189,8 +191,9 @@ def build_records(items: list[Item], parses: list[ParsedLine], vocab: Vocab, *, 
                                   compare_words=[moses_lowercase(w) for w in parsed.words] if lowercase else None)
         sources.add(tree_source(parsed))
         records.append(PairRecord(line=it.line, src_ids=vocab.encode(it.src), tgt_ids=vocab.encode(it.tgt),
-                                  **feats.as_dict(), words=list(parsed.words)))
-    return records, drops, sources
+                                  **feats.as_dict()))
+        words.append(list(parsed.words))
+    return records, drops, sources, words
 
 
 def _merged_source(sources: set[str]) -> str:
@@ -263,7 +266,7 @@ def annotate_split(
             parses = source.parse(block, par, cache, identity, progress)
             progress.update_to(block[-1].line)
             stats = AlignStats()
-            records, drops, sources = build_records(block, parses, vocab, ldd_threshold=ldd_threshold,
+            records, drops, sources, words = build_records(block, parses, vocab, ldd_threshold=ldd_threshold,
                                                     lowercase=opts.lowercase, path=source_name, alignment=stats)
             manifest.record_drops(split, drops)
             if records:
@@ -275,7 +278,7 @@ def annotate_split(
                 }
             with folder_lock(out):  # the shard and its manifest entry appear together (synprep.lock)
                 if records:
-                    manifest.add_shard(split, write_shard(out / name, records, attrs))
+                    manifest.add_shard(split, write_shard(out / name, records, attrs, words=words))
                     if any(it.alignment is not None for it in block):
                         manifest.set_alignment(split, name, stats.as_dict())
                     result.written.append(name)

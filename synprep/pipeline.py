@@ -602,7 +602,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
         for path in (src, tgt):
             if path is not None:
                 refuse_tokenized(path)
-    _check_later_split(out, split, codes, vocab, subword_model, scheme)
+    _check_later_split(out, split, codes, subword_model, scheme)
     if language_check:
         check_side_languages([(tgt, n_tgt, tgt_lang, "-t")] + ([(src, n_tgt, src_lang, "-s")] if src else []))
         if src is None and conllu is not None:
@@ -632,7 +632,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
         raise ConfigError(f"unknown tokenizer {text.tokenizer!r} (moses or parser)")
     sig_tok = str(tok_sig["tok"])
     if not source.runs_parser:  # the source tokens are the CoNLL-U's; the target's are tokenized as said
-        sig_tok = f"conllu+{sig_tok}"
+        sig_tok = f"conllu/{sig_tok}"  # source/target
     shared = {"mode": "pipeline", "src_lang": src_lang, "tgt_lang": tgt_lang, "tokenizer": tok_sig["tok"],
               "lowercase": text.lowercase, "fairseq_compat": text.fairseq_compat, "merges": text.merges,
               "parser": parse.config(), "ldd_threshold": ldd_threshold, "shard_size": shard_size}
@@ -936,10 +936,9 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
 # --- checks of the inputs before anything is written ---------------------------------------------
 
 
-def _check_later_split(out: Path, split: str, codes: str | None, vocab: str | None, model: str | None,
-                       scheme: Any) -> None:
-    """A split other than ``train`` applies the train split's codes (or subword model) and vocabulary: both
-    must be there, or given, before any work (else a test set would be cut by codes of its own).
+def _check_later_split(out: Path, split: str, codes: str | None, model: str | None, scheme: Any) -> None:
+    """A split other than ``train`` applies the train split's codes (or subword model): they must be there,
+    or given, before any work (else a test set would be cut by codes of its own).
 
     Raises:
         ConfigError: naming what is missing and the options that give it.
@@ -954,9 +953,7 @@ def _check_later_split(out: Path, split: str, codes: str | None, vocab: str | No
     elif codes is None and not (out / CODES_NAME).exists():
         raise ConfigError(f"no BPE codes in {out}: the {split} split applies the train split's codes; "
                           f"{fix} --codes TRAIN_OUT/code --vocab TRAIN_OUT/dict.txt")
-    if vocab is None and not (out / VOCAB_NAME).exists() and not (out / CONFIG_NAME).exists():
-        raise ConfigError(f"no vocabulary in {out}: the {split} split would build one of its own; "
-                          f"{fix} --vocab TRAIN_OUT/dict.txt")
+    # the vocabulary (the train split's, waited for or refused) is load_or_build_vocab's
 
 
 

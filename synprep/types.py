@@ -127,9 +127,6 @@ class PairRecord:
             d+1 between words, 999 between sentences; no </s> gap).
         ldd_dep: (K,) 1-based line-level dependent word. ldd_head: (K,) 1-based line-level head,
             0 = root. ldd_rel: (K,) ids in :data:`DEPRELS`. ldd_prob: (K,) float32.
-        words: (W,) the words the parser read (cased, unescaped), stored as the shard's ``words``
-            dataset (docs/FORMAT.md); None: not stored. Readers give them with
-            :meth:`synprep.shards.reader.ShardReader.words`, not in the records they return.
     """
 
     line: int
@@ -146,4 +143,3 @@ class PairRecord:
     ldd_head: np.ndarray
     ldd_rel: np.ndarray
     ldd_prob: np.ndarray
-    words: list[str] | None = None

@@ -19,7 +19,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,7 +140,16 @@ class _Buffer:
         self.lengths: dict[str, list[int]] = {axis: [] for axis in AXES}
         self.lines: list[int] = []
         self.words: list[bytes] = []  # each record's words, UTF-8, each followed by WORD_END
-        self.with_words: bool | None = None  # whether the records carry words (all or none)
+
+    def add_words(self, words: Sequence[str]) -> None:
+        """The words the parser read of the record added last (``(W,)``, one per head)."""
+        line, n = self.lines[-1], self.lengths["word"][-1]
+        if len(words) != n:
+            raise ValueError(f"line {line}: {len(words)} words but {n} heads")
+        end = WORD_END.decode()
+        if any(not w or end in w for w in words):
+            raise ValueError(f"line {line}: a stored word must be non-empty and hold no line break")
+        self.words.append("".join(w + end for w in words).encode("utf-8"))
 
     def add(self, rec: PairRecord) -> None:
         line = int(rec.line)
@@ -157,18 +166,6 @@ class _Buffer:
                 first = next(g.name for g in FIELDS if g.axis == f.axis)
                 raise ValueError(f"line {line}: {f.name} has {n} values but {first} has {axis_len[f.axis]} "
                                  f"(same axis {f.axis!r})")
-        has = rec.words is not None
-        if self.with_words is None:
-            self.with_words = has
-        elif self.with_words != has:
-            raise ValueError(f"line {line}: every record of a shard carries its words, or none does")
-        if rec.words is not None:
-            if len(rec.words) != axis_len["word"]:
-                raise ValueError(f"line {line}: {len(rec.words)} words but {axis_len['word']} heads")
-            text = "".join(w + WORD_END.decode() for w in rec.words)
-            if any(not w or WORD_END.decode() in w for w in rec.words):
-                raise ValueError(f"line {line}: a stored word must be non-empty and hold no line break")
-            self.words.append(text.encode("utf-8"))
         for name, a in arrays.items():
             self.values[name].append(a)
         for axis, n in axis_len.items():
@@ -228,7 +225,8 @@ def _create(group: h5py.Group, name: str, data: np.ndarray, compressed: bool) ->
                          compression_opts=GZIP_LEVEL, shuffle=True, track_times=False)
 
 
-def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: Mapping[str, Any]) -> ShardInfo:
+def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: Mapping[str, Any],
+                words: Iterable[Sequence[str]] | None = None) -> ShardInfo:
     """Write the records as one shard, atomically (temp file in the same folder, fsync, rename).
 
     Args:
@@ -241,8 +239,8 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
             ``deprel_labels`` / ``upos_labels`` (default :data:`synprep.types.DEPRELS` /
             :data:`~synprep.types.UPOS_TAGS`).
 
-    Records that carry ``words`` (the words the parser read) are stored with a ``words`` dataset
-    (docs/FORMAT.md); a shard's records carry them all or none.
+    ``words``: the words the parser read, ``(W,)`` per record, in the records' order: stored as the
+    ``words`` dataset (docs/FORMAT.md); None writes none.
 
     Stored dtypes are chosen per shard from the data (docs/FORMAT.md): ids uint16 (int32 when an id
     exceeds 65535), indices the smallest of uint8/uint16/uint32, labels uint8, gaps int16, LDD
@@ -260,8 +258,14 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
     """
     path = Path(path)
     buf = _Buffer()
+    word_it = iter(words) if words is not None else None
     for rec in records:
         buf.add(rec)
+        if word_it is not None:
+            w = next(word_it, None)
+            if w is None:
+                raise ValueError(f"line {rec.line}: no words given for this record")
+            buf.add_words(w)
     n = len(buf.lines)
     if n == 0:
         raise ValueError(f"{path.name}: a shard needs at least one pair")
@@ -292,7 +296,7 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
             _create(group, axis, offsets[axis], compressed=False)
         for field in FIELDS:
             _create(f, field.name, packed[field.name], compressed=True)
-        if buf.with_words:
+        if words is not None:
             _create(f, WORDS, np.frombuffer(b"".join(buf.words), dtype=np.uint8), compressed=True)
         f.flush()
         image = f.id.get_file_image()
