@@ -604,7 +604,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
                 refuse_tokenized(path)
     _check_later_split(out, split, codes, subword_model, scheme)
     if language_check:
-        check_side_languages([(tgt, n_tgt, tgt_lang, "-t")] + ([(src, n_tgt, src_lang, "-s")] if src else []))
+        check_side_languages(([(src, n_tgt, src_lang, "-s")] if src else []) + [(tgt, n_tgt, tgt_lang, "-t")])
         if src is None and conllu is not None:
             from synprep.parse.conllu_io import read_numbered
             from synprep.text.langid import check_language, sample_lines
