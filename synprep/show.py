@@ -291,9 +291,9 @@ def pair_text(view: PairView, *, ldd_top: int = 3) -> str:
     lines = [view.title(),
              f"tree source: {view.attrs.get('tree_source', '?')}; {view.attrs.get('signature', '')}",
              *view.notes,
-             f"source: {t} {view.attrs.get('subword', 'bpe')} pieces, {w} words"
-             f"{' (as the parser read them)' if view.words_stored else ''}, "
-             f"{len(starts)} sentence{'s' if len(starts) != 1 else ''}",
+             f"source: {t} {view.attrs.get('subword', 'bpe')} pieces, {w} words, "
+             f"{len(starts)} sentence{'s' if len(starts) != 1 else ''}"
+             f"{'; the words as the parser read them' if view.words_stored else ''}",
              "  " + " ".join(view.src), ""]
     parents = parent_positions(rec.heads, rec.word_index, mode="mean")
     rows = [["pos", "piece", "word", "gap cnf", "gap nary", "parent"]]
