@@ -704,7 +704,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
     sig = _signature(sig_tok, text.lowercase, codes_sha, parse, sub=sub)
     config = {**shared, "split": split, **model_config, "vocab_sha256": v.sha256,
               "clean": text.clean if text.clean is not None else split == TRAIN,
-              "clean_bounds": [text.ratio, text.min_len, text.max_len], **_input_digests(input_sha, parse),
+              "clean_bounds": [text.ratio, text.min_len, text.max_len], **_input_digests(input_sha),
               **({} if source.runs_parser else {"src_tokens": "conllu"}),
               **({} if language_check else {"language_check": False})}
     old_tok = str(tok_sig["tok"])
@@ -912,7 +912,7 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, *, src_lang: str, t
     words = "cased" if parse_src is not None else None
     sig = _signature("given", parse.lowercase, None, parse, words=words)
     config = {**shared, "split": split, "vocab_sha256": v.sha256, "src_sha256": input_sha["src"],
-              **_input_digests(input_sha, parse), **({} if language_check else {"language_check": False})}
+              **_input_digests(input_sha), **({} if language_check else {"language_check": False})}
     manifest = _manifest(out, sig, shared, v, _signature("given", parse.lowercase, None, parse, legacy=True),
                          _signature("given", parse.lowercase, None, parse, older=True))
     sig = _split_signature(manifest, split, sig,
@@ -1002,6 +1002,6 @@ def warn_if_lowercased(src: str, n_lines: int) -> bool:
     return True
 
 
-def _input_digests(sha: dict[str, str], parse: ParseOptions) -> dict[str, str]:
-    """The sha256 of the split's parse inputs that are files (CoNLL-U, trees, --parse-src), for its config."""
-    return {f"{role}_sha256": sha[role] for role in ("conllu", "trees", "parse_src") if role in sha}
+def _input_digests(sha: dict[str, str]) -> dict[str, str]:
+    """The sha256 of the split's inputs beside its two sides (CoNLL-U, trees, --parse-src), for its config."""
+    return {f"{role}_sha256": digest for role, digest in sha.items() if role not in ("src", "tgt")}
