@@ -159,3 +159,12 @@ def test_words_are_an_additive_dataset(annotated):
         config = json.loads(f.attrs["config"])
     assert config["parse_src"] is True and len(config["parse_src_sha256"]) == 64
     assert config["parser"]["constituency"] is False  # no German constituency model ran (item 5)
+
+
+def test_show_prints_the_words_the_parser_read(annotated, first_lines):
+    base, _, _ = annotated
+    shown = run_cli("show", str(base / "cased"), "--split", "test", "--index", "0").stdout
+    first = unescape_tokens(first_lines["cased"].read_text(encoding="utf-8").splitlines()[0].split())
+    assert "the words as the parser read them" in shown
+    rows = [r.split() for r in shown.split("id  word")[1].splitlines()[1:len(first) + 1]]
+    assert [r[1] for r in rows] == first and first[0] == "Wissen"  # cased, as the parser read them

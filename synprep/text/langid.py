@@ -135,7 +135,9 @@ def sample_lines(lines: Iterable[str], n_lines: int, sample: int = DEFAULT_SAMPL
 
 
 def check_language(lines: Sequence[str], lang: str, option: str, name: str) -> LanguageGuess | None:
-    """Refuse a side whose sample is mostly in another language than ``lang``.
+    """Refuse a side whose sample is mostly in another language than ``lang``: most voting lines are in
+    one other language, and fewer than half in ``lang`` (text the model cannot place, whose votes scatter
+    over many languages, is not refused).
 
     Nothing is decided when ``lang`` is not a language the model knows (logged), or fewer than
     :data:`MIN_VOTES` lines vote.
@@ -157,7 +159,7 @@ def check_language(lines: Sequence[str], lang: str, option: str, name: str) -> L
     if guess.lang is None or guess.sample < MIN_VOTES:
         log.info("language check: %s: too few long lines to tell its language (%d)", name, guess.sample)
         return guess
-    if guess.lang != code and guess.share_of(code) < 0.5:
+    if guess.lang != code and guess.share_of(code) < 0.5 <= guess.share:
         raise InputError(
             f"this text looks {language_name(guess.lang)} ('{guess.lang}': {guess.share:.0%} of {guess.sample} "
             f"sampled lines), not '{lang}' as {option} says ({guess.share_of(code):.0%}): give {option} "
