@@ -557,8 +557,8 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, *, src_lang:
         language_check: refuse a side whose sampled text is in another language than given
             (:func:`synprep.text.langid.check_language`).
 
-    Every input and every precondition of the split (a later split needs the train split's codes and
-    vocabulary) is checked before anything is written into ``out``.
+    Every input and the split's preconditions (a later split applies the train split's codes or subword
+    model) are checked before anything is written into ``out``.
 
     Returns:
         The folder's manifest after the split was added.
