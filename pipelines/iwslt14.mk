@@ -39,7 +39,8 @@ IWSLT14_PARSE   ?= --stanza-dir $(SHARED)/data/stanza_resources --stanza-package
 IWSLT14_DEVICE  ?= cuda
 IWSLT14_STEPS   ?= 50
 
-# The full recipe: prepare (fairseq's script, step for step) → annotate the three splits → train the
+# The full recipe: prepare (fairseq's script, step for step) → annotate the three splits (the parser reads
+# the cased tokenized text, tmp/SPLIT.cased.de, fairseq's BPE'd text is lowercased) → train the
 # paper's IWSLT14 De→En configuration → translate the test set with the last 10 epochs averaged (the
 # paper's Tables 4-6) → BLEU. Needs the training data (the
 # download, or ORIG=) and, for the paper's configuration, a GPU: each step says clearly when it cannot run.
@@ -47,7 +48,7 @@ IWSLT14_STEPS   ?= 50
 iwslt14: iwslt14-prep
 	for split in train valid test; do
 	  $(SYNPREP) annotate --split $$split --src $(IWSLT14_OUT)/$$split.de --tgt $(IWSLT14_OUT)/$$split.en \
-	    -s de -t en --out $(IWSLT14_OUT)/shards $(IWSLT14_PARSE) -j $(JOBS)
+	    --parse-src $(IWSLT14_OUT)/tmp/$$split.cased.de -s de -t en --out $(IWSLT14_OUT)/shards $(IWSLT14_PARSE) -j $(JOBS)
 	done
 	$(SYNPREP) train --shards $(IWSLT14_OUT)/shards --preset gated_iwslt14_de_en --out $(IWSLT14_OUT)/gated --device $(IWSLT14_DEVICE)
 	$(SYNPREP) translate --checkpoint $(IWSLT14_OUT)/gated/checkpoint_last.pt --average-last 10 --shards $(IWSLT14_OUT)/shards --split test \
@@ -60,7 +61,8 @@ iwslt14: iwslt14-prep
 # a result), translation and BLEU.
 iwslt14-test: iwslt14-test-prep
 	$(SYNPREP) annotate --split test --vocab-split test --src $(IWSLT14_TEST_OUT)/test.de --tgt $(IWSLT14_TEST_OUT)/test.en \
-	  -s de -t en --out $(IWSLT14_TEST_OUT)/shards $(IWSLT14_PARSE) -j $(JOBS)
+	  --parse-src $(IWSLT14_TEST_OUT)/tmp/test.cased.de -s de -t en --out $(IWSLT14_TEST_OUT)/shards \
+	  $(IWSLT14_PARSE) -j $(JOBS)
 	$(SYNPREP) train --shards $(IWSLT14_TEST_OUT)/shards --preset tiny --train-split test --valid-split test \
 	  --max-steps $(IWSLT14_STEPS) --out $(IWSLT14_TEST_OUT)/tiny --device cpu
 	$(SYNPREP) translate --checkpoint $(IWSLT14_TEST_OUT)/tiny/checkpoint_last.pt --shards $(IWSLT14_TEST_OUT)/shards \

@@ -17,6 +17,7 @@ shards, and so does a run with another number of workers.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Iterable, Iterator
@@ -67,8 +68,9 @@ def drop_reason(error: str) -> str:
 
 def build_records(items: list[Item], parses: list[ParsedLine], vocab: Vocab, *, ldd_threshold: float,
                   lowercase: bool, path: str | None, alignment: AlignStats | None = None
-                  ) -> tuple[list[PairRecord], list[tuple[int, str, str]], set[str]]:
-    """Turn parsed items into shard records; returns ``(records, drops, tree sources)``.
+                  ) -> tuple[list[PairRecord], list[tuple[int, str, str]], set[str], list[list[str]]]:
+    """Turn parsed items into shard records; returns ``(records, drops, tree sources, words)``, ``words``
+    the words the parser read of each record (stored in the shard).
 
     ``alignment``, when given, adds up the subword alignment rule counts of the stored pairs.
 
@@ -81,6 +83,7 @@ def build_records(items: list[Item], parses: list[ParsedLine], vocab: Vocab, *, 
     records: list[PairRecord] = []
     drops: list[tuple[int, str, str]] = []
     sources: set[str] = set()
+    words: list[list[str]] = []
     for it, parsed in zip(items, parses, strict=True):
         if parsed.error is not None:
             drops.append((it.line, drop_reason(parsed.error), parsed.error))
@@ -99,6 +102,15 @@ def build_records(items: list[Item], parses: list[ParsedLine], vocab: Vocab, *, 
                                   word_index=it.word_index)
             if alignment is not None and it.alignment is not None:
                 alignment += AlignStats.from_tuple(it.alignment)
+        elif it.compare is not None:
+            # the parser read the cased words of --parse-src; the pieces rebuild them up to case
+            diff = first_difference(it.words, parsed.words)
+            if diff is not None:
+                k, x, y = diff
+                raise InputError(f"the parsed words differ from --parse-src at word {k + 1}: "
+                                 f"{x!r} vs parser {y!r}", path, it.line)
+            feats = line_features(parsed, it.src, it.line, path=path, ldd_threshold=ldd_threshold,
+                                  compare_words=it.compare)
         else:
             # a lowercased corpus: the parser saw the cased words; compare the lowercased ones
             feats = line_features(parsed, it.src, it.line, path=path, ldd_threshold=ldd_threshold,
@@ -106,7 +118,8 @@ def build_records(items: list[Item], parses: list[ParsedLine], vocab: Vocab, *, 
         sources.add(tree_source(parsed))
         records.append(PairRecord(line=it.line, src_ids=vocab.encode(it.src), tgt_ids=vocab.encode(it.tgt),
                                   **feats.as_dict()))
-    return records, drops, sources
+        words.append(list(parsed.words))
+    return records, drops, sources, words
 
 
 def _merged_source(sources: set[str]) -> str:
@@ -179,7 +192,7 @@ def annotate_split(
             parses = source.parse(block, par, cache, identity, progress)
             progress.update_to(block[-1].line)
             stats = AlignStats()
-            records, drops, sources = build_records(block, parses, vocab, ldd_threshold=ldd_threshold,
+            records, drops, sources, words = build_records(block, parses, vocab, ldd_threshold=ldd_threshold,
                                                     lowercase=opts.lowercase, path=source_name, alignment=stats)
             manifest.record_drops(split, drops)
             if records:
@@ -191,7 +204,7 @@ def annotate_split(
                 }
             with folder_lock(out):  # the shard and its manifest entry appear together (synprep.lock)
                 if records:
-                    manifest.add_shard(split, write_shard(out / name, records, attrs))
+                    manifest.add_shard(split, write_shard(out / name, records, attrs, words=words))
                     if any(it.alignment is not None for it in block):
                         manifest.set_alignment(split, name, stats.as_dict())
                     result.written.append(name)
@@ -205,6 +218,34 @@ def annotate_split(
     result.pairs = entry.pairs
     result.dropped = {k: v for k, v in entry.dropped.items() if v}
     return result
+
+
+def with_parse_src(items: Iterable[Item], cased: Iterator[str], name: str) -> Iterator[Item]:
+    """The items with the parser's words taken from ``annotate --parse-src`` (one cased, tokenized,
+    Moses-escaped line per input line): each line's tokens must be the words the pieces rebuild, up to
+    case (:func:`synprep.text.tokenize.moses_lowercase`); the pieces are then compared with those words.
+
+    Raises:
+        InputError: ``FILE:LINE:`` the first word that differs (both named), or the file ends early.
+    """
+    from synprep.align import first_difference
+    from synprep.text.escape import unescape_tokens
+    from synprep.text.tokenize import moses_lowercase
+
+    def same(x: str, y: str) -> bool:
+        return x == y or moses_lowercase(x) == moses_lowercase(y)
+
+    for it in items:
+        line = next(cased, None)
+        if line is None:
+            raise InputError(f"--parse-src ends before line {it.line}", name, it.line)
+        words = unescape_tokens(line.split())
+        diff = first_difference(it.words, words, same=same)
+        if diff is not None:
+            k, x, y = diff
+            raise InputError(f"word {k + 1} is {y!r} here but {x!r} in --src: --parse-src must hold the same "
+                             "tokens as --src (its pieces joined), up to case", name, it.line)
+        yield dataclasses.replace(it, words=words, compare=it.words)
 
 
 def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iterator[int],

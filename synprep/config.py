@@ -66,6 +66,8 @@ class DataConfig:
         vocab_split: the split whose subword pieces make ``dict.txt`` (the folder's one vocabulary);
             every other split waits for it while that split is being written, or is refused. Saved in
             ``pipeline.json`` only when it is not ``train`` (folders of earlier versions keep their bytes).
+        language_check: refuse a side whose sampled text is in another language than ``-s``/``-t``
+            say (:mod:`synprep.text.langid`); False: ``--no-language-check``.
     """
 
     mode: str = "pipeline"
@@ -91,6 +93,7 @@ class DataConfig:
     ldd_threshold: float = PARSE_DEFAULTS.ldd_threshold
     shard_size: int = SHARD_DEFAULTS.shard_size
     vocab_split: str = "train"
+    language_check: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -187,7 +190,7 @@ class DataConfig:
 #: the defaults, for the command-line options and the library's keyword arguments
 DEFAULTS = DataConfig()
 #: fields added after version 2 folders were first made: saved only when not at their default
-OMIT_DEFAULT = {"tokenizer": "moses", "spacy_model": None, "label_map": None, "vocab_split": "train"}
+OMIT_DEFAULT = {"tokenizer": "moses", "spacy_model": None, "label_map": None, "vocab_split": "train", "language_check": True}
 
 
 def _from_v1(d: dict[str, Any]) -> dict[str, Any]:

@@ -72,7 +72,10 @@ class PairView:
         record: the stored :class:`~synprep.types.PairRecord` (int64 arrays, float32 ``ldd_prob``).
         attrs: the shard's root attributes (``signature``, ``tree_source``, label lists, ...).
         src, tgt: ``(T,)`` / ``(U,)`` decoded pieces (Moses-escaped, ``@@`` markers).
-        words: ``(W,)`` the source words rebuilt from the pieces, Moses escapes undone.
+        words: ``(W,)`` the words the parser read, as the shard stores them (cased; docs/FORMAT.md
+            ``words``), or for a shard without them the source words rebuilt from the pieces, Moses
+            escapes undone.
+        words_stored: whether ``words`` are the stored parser words.
         deprels, upos: ``(W,)`` label names (the shard's own inventories).
     """
 
@@ -89,6 +92,7 @@ class PairView:
     deprels: list[str]
     upos: list[str]
     notes: list[str] = field(default_factory=list)
+    words_stored: bool = False
 
     @property
     def line(self) -> int:
@@ -171,6 +175,7 @@ def load_pair(folder: str | os.PathLike, split: str = "train", *, index: int | N
         s, j = data.locate(index)
         reader = data.readers[s]
         rec = reader[j]
+        stored = reader.words(j)
         attrs = dict(reader.attrs)
         shard = reader.path.name
     vocab_path = folder / str(attrs.get("vocab_path") or VOCAB_NAME)
@@ -181,7 +186,7 @@ def load_pair(folder: str | os.PathLike, split: str = "train", *, index: int | N
     if attrs.get("vocab_sha256") and vocab.sha256 != attrs["vocab_sha256"]:
         notes.append(f"warning: {vocab_path.name} is not the vocabulary the shard was written with")
     src, tgt = vocab.decode(rec.src_ids), vocab.decode(rec.tgt_ids)
-    words = unescape_tokens(_join_pieces(src, rec.word_index))
+    words = stored if stored is not None else unescape_tokens(_join_pieces(src, rec.word_index))
     deprel_labels = list(attrs.get("deprel_labels") or [])
     upos_labels = list(attrs.get("upos_labels") or [])
 
@@ -190,7 +195,7 @@ def load_pair(folder: str | os.PathLike, split: str = "train", *, index: int | N
 
     return PairView(folder=folder, split=split, index=index, shard=shard, position=j, record=rec, attrs=attrs,
                     src=src, tgt=tgt, words=words, deprels=names(rec.deprel, deprel_labels),
-                    upos=names(rec.upos, upos_labels), notes=notes)
+                    upos=names(rec.upos, upos_labels), notes=notes, words_stored=stored is not None)
 
 
 def pair_json(view: PairView) -> dict[str, Any]:
@@ -287,7 +292,8 @@ def pair_text(view: PairView, *, ldd_top: int = 3) -> str:
              f"tree source: {view.attrs.get('tree_source', '?')}; {view.attrs.get('signature', '')}",
              *view.notes,
              f"source: {t} {view.attrs.get('subword', 'bpe')} pieces, {w} words, "
-             f"{len(starts)} sentence{'s' if len(starts) != 1 else ''}",
+             f"{len(starts)} sentence{'s' if len(starts) != 1 else ''}"
+             f"{'; the words as the parser read them' if view.words_stored else ''}",
              "  " + " ".join(view.src), ""]
     parents = parent_positions(rec.heads, rec.word_index, mode="mean")
     rows = [["pos", "piece", "word", "gap cnf", "gap nary", "parent"]]

@@ -44,7 +44,8 @@ def test_same_language_on_both_sides_stores_the_targets(tmp_path, stanza_dir):
     src, tgt = head(SAMPLE / "valid.en", tmp_path / "a.en", 12), head(SAMPLE / "valid.de", tmp_path / "b.en", 12)
     out = tmp_path / "out"
     cmd = ("pipeline", "--src", str(src), "--tgt", str(tgt), "-s", "en", "-t", "en", "--out", str(out),
-           "--merges", "200", "--no-clean", *stanza_args(stanza_dir, tmp_path / "cache.sqlite"))
+           "--merges", "200", "--no-clean", "--no-language-check",  # German text given as -t en, on purpose
+           *stanza_args(stanza_dir, tmp_path / "cache.sqlite"))
     run_cli(*cmd)
     assert check_dir(out).ok
     before = folder_bytes(out)
@@ -73,7 +74,7 @@ def test_same_language_with_spm_stores_the_targets(tmp_path, stanza_dir):
     src, tgt = head(SAMPLE / "valid.en", tmp_path / "a.en", 12), head(SAMPLE / "valid.de", tmp_path / "b.en", 12)
     out = tmp_path / "out"
     run_cli("pipeline", "--src", str(src), "--tgt", str(tgt), "-s", "en", "-t", "en", "--out", str(out),
-            "--subword", "spm", "--vocab-size", "150", "--no-clean",
+            "--subword", "spm", "--vocab-size", "150", "--no-clean", "--no-language-check",  # German as -t en
             *stanza_args(stanza_dir, tmp_path / "cache.sqlite"))
     assert check_dir(out).ok
     for name in ("raw", "spm"):

@@ -133,3 +133,54 @@ def test_check_accepts_a_v1_shard_without_subword(tmp_path):
     _write_v1_by_hand(path)
     violation, got, _ = check_shard(path)
     assert violation is None and got is not None and got["subword"] == "bpe"
+
+
+WORDS = [["Hallo", "!", "Sie", "gehen"], ["Das", "Haus"]]
+
+
+def test_words_dataset_is_additive(tmp_path):
+    """The words the parser read (issue 16): one more dataset; every version-1 dataset and attribute is as
+    before, byte for byte, so a reader of version 1 reads the shard as it always did."""
+    from synprep.shards.check import check_shard
+
+    attrs = {k: v for k, v in V1_ATTRS.items() if k not in ("format", "format_version", "n_pairs")}
+    plain, with_words = tmp_path / "test.00000.h5", tmp_path / "w" / "test.00000.h5"
+    write_shard(plain, EXPECTED, {**attrs, "config": V1_CONFIG})
+    write_shard(with_words, EXPECTED, {**attrs, "config": V1_CONFIG}, words=WORDS)
+    with h5py.File(plain) as a, h5py.File(with_words) as b:
+        names = set()
+        b.visit(lambda n: names.add(n) if isinstance(b[n], h5py.Dataset) else None)
+        assert names == set(V1_DATASETS) | {"words"}
+        for name in V1_DATASETS:
+            assert a[name].dtype == b[name].dtype and a[name][()].tobytes() == b[name][()].tobytes(), name
+        assert dict(a.attrs) == dict(b.attrs)
+        assert b["words"].dtype == np.uint8
+        assert b["words"][()].tobytes().decode("utf-8") == "Hallo\n!\nSie\ngehen\nDas\nHaus\n"
+    r = ShardReader(with_words)
+    assert [r.words(0), r.words(1), r.words(-1)] == [WORDS[0], WORDS[1], WORDS[1]]
+    for expected, got in zip(EXPECTED, r, strict=True):
+        _records_equal(expected, got)
+    assert check_shard(with_words)[0] is None
+
+
+def test_a_shard_without_words_reads_as_none(tmp_path):
+    """A new reader reads a version-1 shard written before the words were stored: no words, nothing else lost."""
+    path = tmp_path / "test.00000.h5"
+    _write_v1_by_hand(path)
+    r = ShardReader(path)
+    assert r.words(0) is None and r.words(1) is None and not r.has_words
+
+
+def test_words_must_match_the_word_axis(tmp_path):
+    attrs = {k: v for k, v in V1_ATTRS.items() if k not in ("format", "format_version", "n_pairs")}
+    with pytest.raises(ValueError, match="line 7: 3 words but 2 heads"):
+        write_shard(tmp_path / "test.00000.h5", EXPECTED, {**attrs, "config": V1_CONFIG},
+                    words=[WORDS[0], ["a", "b", "c"]])
+    path = tmp_path / "test.00001.h5"
+    _write_v1_by_hand(path)
+    with h5py.File(path, "a") as f:
+        f.create_dataset("words", data=np.frombuffer(b"eins\nzwei\n", dtype=np.uint8))
+    from synprep.errors import InputError
+
+    with pytest.raises(InputError, match="holds 2 words, the word axis 6"):
+        ShardReader(path).words(0)

@@ -84,7 +84,10 @@ CONFIG_OPTIONS = {
     "max_words": "max_words", "batch_size": "batch_size", "ldd_threshold": "ldd_threshold",
     "shard_size": "shard_size", "subword": "subword", "vocab_size": "vocab_size", "tokenizer": "tokenizer",
     "spacy_model": "spacy_model", "spacy_label_map": "label_map", "vocab_split": "vocab_split",
+    "no_language_check": "language_check",
 }
+#: the flags that set their field to False
+NEGATED = ("no_ssplit", "no_language_check")
 
 
 def resolve_config(mode: str, out: str, config_path: str | None, params: dict):
@@ -112,7 +115,7 @@ def resolve_config(mode: str, out: str, config_path: str | None, params: dict):
     for param, field in CONFIG_OPTIONS.items():
         if param in params and ctx.get_parameter_source(param) not in (None, ParameterSource.DEFAULT):
             value = params[param]
-            given[field] = not value if param == "no_ssplit" else value
+            given[field] = not value if param in NEGATED else value
     cfg = base.replace(mode=mode, **given)
     for field, option in (("src_lang", "-s/--source-lang"), ("tgt_lang", "-t/--target-lang")):
         if not getattr(cfg, field):
@@ -146,6 +149,11 @@ vocab_split_option = click.option(
          "it runs, else is refused. Name the first split of a folder that has no train split.")
 
 
+language_check_option = click.option(
+    "--no-language-check", "no_language_check", is_flag=True,
+    help="Do not check that a sample of each side is in the language -s/-t give (py3langid); recorded in "
+         "OUT/pipeline.json.")
+
 config_option = click.option(
     "--config", "config_path", default=None, metavar="FILE",
     help="Start from this data configuration (a folder's pipeline.json, or JSON with some of its fields); "
@@ -157,7 +165,7 @@ def _report(manifest, split: str) -> None:
 
     # the one summary line of the split (synprep check passed, or run_* had raised) and the signature
     click.echo(f"synprep: {split_summary(manifest, split)}; check OK", err=True)
-    click.echo(manifest.signature, err=True)
+    click.echo(manifest.split(split).signature or manifest.signature, err=True)  # the split's (its input digests)
 
 
 @click.command("pipeline")
@@ -196,14 +204,15 @@ def _report(manifest, split: str) -> None:
               help="clean: min tokens per side.")
 @click.option("--max-len", type=click.IntRange(min=1), default=DEFAULTS.max_len, show_default=True,
               help="clean: max tokens per side.")
+@language_check_option
 @config_option
 @parser_options
 @jobs_options
 @backend_options
-def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, vocab_split, tokenized, subword, spm_model,
-                 hf_tokenizer, vocab_size, lowercase, fairseq_compat, tokenizer, clean, ratio, min_len, max_len,
-                 config_path, parser_name, conllu_path, trees_path, device, batch_size, no_ssplit, max_words,
-                 ldd_threshold, cache_path, no_cache, backend_opts, shard_size, jobs, backend, scheduler):
+def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, vocab_split, tokenized, subword,
+                 spm_model, hf_tokenizer, vocab_size, lowercase, fairseq_compat, tokenizer, clean, ratio, min_len, max_len,
+                 no_language_check, config_path, parser_name, conllu_path, trees_path, device, batch_size, no_ssplit,
+                 max_words, ldd_threshold, cache_path, no_cache, backend_opts, shard_size, jobs, backend, scheduler):
     """Raw parallel text → tokenize → clean → BPE → parse → features → shards → check.
 
     Run once per split into the same --out (train first: it learns the BPE codes and the
@@ -228,7 +237,7 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
     manifest = run_pipeline(src, tgt, out, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, split=split, text=text,
                             parse=opts, par=par, codes=codes, vocab=vocab, conllu=conllu_path,
                             ldd_threshold=cfg.ldd_threshold, shard_size=cfg.shard_size, subword_model=model,
-                            vocab_split=cfg.vocab_split)
+                            vocab_split=cfg.vocab_split, language_check=cfg.language_check)
     _report(manifest, split)
 
 
@@ -266,17 +275,25 @@ def _subword_model_option(subword: str, **given) -> str | None:
               help="fairseq dict to use (default: OUT/dict.txt, built from the train split; another split "
                    "waits for it while the train split runs).")
 @vocab_split_option
+@click.option("--parse-src", "parse_src", default=None, metavar="FILE",
+              help="The cased, Moses-tokenized source the pieces of --src were made from (fairseq lowercases "
+                   "before BPE): the parser reads its words, checked line by line to be the pieces' words up to "
+                   "case. synprep iwslt14 writes it as OUT/tmp/SPLIT.cased.de.")
+@language_check_option
 @config_option
 @parser_options
 @jobs_options
 @backend_options
-def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, vocab_split, config_path, parser_name, conllu_path, trees_path,
-                 device, batch_size, no_ssplit, max_words, ldd_threshold, cache_path, no_cache, backend_opts,
+def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, vocab_split, parse_src, no_language_check,
+                 config_path, parser_name, conllu_path, trees_path, device, batch_size, no_ssplit, max_words,
+                 ldd_threshold, cache_path, no_cache, backend_opts,
                  shard_size, jobs, backend, scheduler):
     """Already tokenized and BPE'd parallel text (e.g. fairseq's prepared data) → shards → check.
 
-    The source words are rebuilt from the pieces (@@ removed, Moses escapes undone) and parsed;
-    with --parser conllu the parses come from --conllu and must match those words.
+    The source words are rebuilt from the pieces (@@ removed, Moses escapes undone) and parsed, or
+    taken from --parse-src (the cased text: lowercased words parse much worse, and lowercased
+    input without it gets a warning); with --parser conllu the parses come from --conllu and must
+    match those words.
     """
     from synprep.annotate import Parallel
     from synprep.pipeline import run_annotate
@@ -287,5 +304,6 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, vocab_split, c
     par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
     manifest = run_annotate(src, tgt, out, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, split=split, parse=opts,
                             par=par, vocab=vocab, conllu=conllu_path, ldd_threshold=cfg.ldd_threshold,
-                            shard_size=cfg.shard_size, vocab_split=cfg.vocab_split)
+                            shard_size=cfg.shard_size, vocab_split=cfg.vocab_split, parse_src=parse_src,
+                            language_check=cfg.language_check)
     _report(manifest, split)

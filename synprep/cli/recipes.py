@@ -25,7 +25,8 @@ def iwslt14_cmd(orig: str, out: str, splits: str, codes: str | None, jobs: int, 
                 scheduler: str | None) -> None:
     """Prepare IWSLT14 de-en exactly like fairseq's prepare-iwslt14.sh.
 
-    Writes OUT/tmp/{split}.{de,en} (tokenized, lowercased), OUT/{split}.{de,en} (BPE) and OUT/code.
+    Writes OUT/tmp/{split}.{de,en} (tokenized, lowercased), OUT/{split}.{de,en} (BPE) and OUT/code,
+    and OUT/tmp/{split}.cased.{de,en} (tokenized, cased: annotate's --parse-src).
     """
     from synprep.recipes.iwslt14 import CLEAN, parse_splits, prepare
     from synprep.text.bpe import bpe_signature
@@ -41,6 +42,8 @@ def iwslt14_cmd(orig: str, out: str, splits: str, codes: str | None, jobs: int, 
     for name, n in sorted(report.lines.items()):
         if "/" not in name:
             log.info("iwslt14: %s/%s: %d lines", out, name, n)
+    log.info("iwslt14: the cased tokenized text is in %s/tmp/SPLIT.cased.{de,en}: annotate with --parse-src "
+             "%s/tmp/SPLIT.cased.de, so that the parser reads cased words", out, out)
     tok = tokenizer_signature("de-en", lowercase=True, escape=True, fairseq_compat=True)
     clean = clean_signature(CLEAN["ratio"], int(CLEAN["min_len"]), int(CLEAN["max_len"]))
     click.echo(signature(recipe="iwslt14", **tok, clean=clean, **bpe_signature(f"{out}/code")), err=True)

@@ -73,9 +73,11 @@ def check_cmd(folder: str, as_json: bool) -> None:
 @shard_size_option
 @ldd_threshold_option
 @lowercase_option
+@click.option("--no-language-check", "no_language_check", is_flag=True,
+              help="Do not check that a sample of each side is in the language -s/-t give (py3langid).")
 def shard_cmd(src: str, tgt: str, conllu_path: str, src_lang: str, tgt_lang: str, out: str, split: str,
               vocab: str | None, vocab_split: str | None, shard_size: int, ldd_threshold: float,
-              lowercase: bool) -> None:
+              lowercase: bool, no_language_check: bool) -> None:
     """The shard stage on its own: BPE'd parallel text + CoNLL-U parses → features → shards → check.
 
     Line k of --src and --tgt is a pair; its parse is line k of --conllu, whose words must be the
@@ -94,7 +96,7 @@ def shard_cmd(src: str, tgt: str, conllu_path: str, src_lang: str, tgt_lang: str
     opts = ParseOptions(parser="conllu", lowercase=lowercase)
     manifest = run_annotate(src, tgt, out, src_lang=src_lang, tgt_lang=tgt_lang, split=split, parse=opts,
                             par=Parallel(), vocab=vocab, conllu=conllu_path, ldd_threshold=ldd_threshold,
-                            shard_size=shard_size, vocab_split=vocab_split)
+                            shard_size=shard_size, vocab_split=vocab_split, language_check=not no_language_check)
     _report(manifest, split)
 
 

@@ -45,8 +45,8 @@ class ShardBlock:
         """Load one shard (one read per dataset); the reader's own cache is released afterwards."""
         data = shard_arrays(reader)
         words = None
-        if getattr(reader, "has_words", False):  # a reader that knows the stored words, and a shard with them
-            words = [w for i in range(len(reader)) for w in reader.words(i)]  # type: ignore[attr-defined]
+        if reader.has_words:  # a shard that stores the words the parser read (docs/FORMAT.md)
+            words = [w for i in range(len(reader)) for w in reader.words(i) or ()]
         block = cls(name=reader.path.name, n=len(reader), lines=reader.lines, offsets=dict(reader.offsets),
                     data=data, attrs=dict(reader.attrs), words=words)
         reader.close()

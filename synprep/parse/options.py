@@ -29,6 +29,8 @@ class Item:
         word_index: the 0-based word of each source piece when a subword scheme aligned them by
             character offsets (:mod:`synprep.subword`); None for ``@@`` BPE pieces.
         alignment: that alignment's rule counts (``AlignStats.as_tuple()``), or None.
+        compare: the words the pieces rebuild (unescaped) when the parser reads other words that are
+            equal to them up to case (``annotate --parse-src``: cased words, lowercased pieces), or None.
     """
 
     line: int
@@ -39,6 +41,7 @@ class Item:
     trees: list[Any] | None = None
     word_index: list[int] | None = None
     alignment: tuple[int, ...] | None = None
+    compare: list[str] | None = None
 
 
 @dataclass

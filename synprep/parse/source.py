@@ -107,6 +107,7 @@ class RunParser(ParseSource):
         if not backend_class(self.opts.parser).has_scores:  # no arc scores: the LDD features are one-hot rows
             out["ldd"] = "one-hot"
         out["identity"] = self.identity()
+        out["constituency"] = bool(out.get("constituency")) and produces_trees(self.opts.parser, out["identity"])
         out["batch_size"] = self.opts.batch_size
         return out
 
@@ -148,6 +149,18 @@ class RunParser(ParseSource):
             raise
 
 
+def produces_trees(parser: str, identity: str) -> bool:
+    """Whether the parser of ``identity`` has a constituency model that runs: stanza names its processors
+    (a language without a constituency model, German in the offline models, has none); spaCy never has
+    one; CoreNLP always does. ``config.parser.constituency`` is this, not what was asked."""
+    from synprep.parse.base import identity_fields
+
+    _, kv = identity_fields(identity)
+    if "processors" in kv:
+        return "constituency" in kv["processors"].split(",")
+    return parser != "spacy"
+
+
 class ImportConllu(ParseSource):
     """The user's CoNLL-U parses, carried by the items (gold treebanks, any parser's output)."""
 
@@ -168,6 +181,8 @@ class ImportConllu(ParseSource):
             raise ConfigError("--parser conllu needs --conllu FILE")
         if not os.path.exists(conllu):
             raise InputError("no such file", conllu)
+        if os.path.isdir(conllu):
+            raise InputError("is a folder, not a CoNLL-U file (--conllu)", conllu)
 
     def source_tokens(self, src: str | None, conllu: str | None) -> Iterator[str]:
         """The CoNLL-U surface tokens, Moses-escaped; with ``src`` each raw line must be the text of its

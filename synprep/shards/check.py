@@ -576,7 +576,7 @@ def _check_dir(folder: Path, report: CheckReport, only: Collection[str] | None =
             if violation is not None:
                 raise _Fail(violation)
             assert attrs is not None and lines is not None
-            for key, want in (("split", split), ("shard_index", i), ("signature", m.signature),
+            for key, want in (("split", split), ("shard_index", i), ("signature", entry.signature or m.signature),
                               ("vocab_sha256", vocab["sha256"])):
                 if attrs[key] != want:
                     raise _Fail(Violation(info.file, f"attribute {key} is {attrs[key]!r}, expected {want!r}"))

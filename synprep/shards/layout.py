@@ -15,7 +15,16 @@ import numpy as np
 
 from synprep.constants import MAX_SHARD_BYTES, MAX_SHARD_PAIRS, SHARD_FORMAT, SHARD_FORMAT_VERSION
 from synprep.errors import InputError
-from synprep.shards.schema import AXES, DEFAULTED_ATTRS, FIELDS, JSON_ATTRS, LINE, OFFSETS_GROUP, inside_name
+from synprep.shards.schema import (
+    AXES,
+    DEFAULTED_ATTRS,
+    FIELDS,
+    JSON_ATTRS,
+    LINE,
+    OFFSETS_GROUP,
+    WORDS,
+    inside_name,
+)
 
 
 class ShardFormatError(InputError):
@@ -32,7 +41,7 @@ def declared_bytes(f: h5py.File) -> int:
     """Bytes of data an open shard's datasets declare (entries × item size, decompressed), read from
     their shapes alone."""
     total = 0
-    for path in (LINE, *(f"{OFFSETS_GROUP}/{axis}" for axis in AXES), *(fl.name for fl in FIELDS)):
+    for path in (LINE, *(f"{OFFSETS_GROUP}/{axis}" for axis in AXES), *(fl.name for fl in FIELDS), WORDS):
         obj = f.get(path)
         if isinstance(obj, h5py.Dataset):
             total += int(np.prod(obj.shape, dtype=np.float64)) * obj.dtype.itemsize if obj.shape else 0

@@ -45,6 +45,9 @@ class SplitEntry:
         alignment: shard file → how often each subword alignment rule applied to its pairs
             (:class:`synprep.subword.offsets.AlignStats` as a dict); empty for subword-nmt BPE,
             which needs no rule. Saved as ``subword_alignment`` with a ``total``.
+        signature: the split's own signature line when it differs from the folder's: the folder's with
+            the digests of the split's own parse inputs (``--conllu``, ``--trees`` files); its shards
+            carry it. None: the split's shards carry the folder's signature.
     """
 
     input_lines: int = 0
@@ -52,6 +55,7 @@ class SplitEntry:
     dropped_lines: list[list[Any]] = field(default_factory=list)
     shards: list[ShardInfo] = field(default_factory=list)
     alignment: dict[str, dict[str, int]] = field(default_factory=dict)
+    signature: str | None = None
 
     @property
     def pairs(self) -> int:
@@ -68,6 +72,8 @@ class SplitEntry:
                 total.update(counts)
             out["subword_alignment"] = {"total": {k: total[k] for k in sorted(total)},
                                         "shards": {k: dict(v) for k, v in self.alignment.items()}}
+        if self.signature is not None:
+            out["signature"] = self.signature
         return out
 
     @classmethod
@@ -82,7 +88,14 @@ class SplitEntry:
         return cls(input_lines=int(d.get("input_lines", 0)), dropped=dict(d.get("dropped", {})),
                    dropped_lines=[list(x) for x in d.get("dropped_lines", [])],
                    shards=[_shard_info(s) for s in d.get("shards", [])],
-                   alignment={str(k): {str(r): int(n) for r, n in v.items()} for k, v in alignment.items()})
+                   alignment={str(k): {str(r): int(n) for r, n in v.items()} for k, v in alignment.items()},
+                   signature=_optional_str(d.get("signature")))
+
+
+def _optional_str(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"a split's signature is {value!r}, expected a JSON string")
+    return value
 
 
 _SHARD_FIELDS = {"file": str, "pairs": int, "first_line": int, "last_line": int, "sha256": str, "bytes": int}

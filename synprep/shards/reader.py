@@ -51,6 +51,8 @@ from synprep.shards.schema import (
     FIELDS,
     LINE,
     OFFSETS_GROUP,
+    WORD_END,
+    WORDS,
     inside_name,
     parse_shard_name,
 )
@@ -90,6 +92,7 @@ class ShardReader:
         self._file: h5py.File | None = None
         self._pid: int | None = None
         self._data: dict[str, np.ndarray] | None = None
+        self._words: list[str] | None = None
         name = str(self.path)
         try:
             size = self.path.stat().st_size
@@ -141,6 +144,7 @@ class ShardReader:
             self._file.close()
         self._file = None
         self._data = None
+        self._words = None
 
     def __enter__(self) -> ShardReader:
         return self
@@ -189,6 +193,48 @@ class ShardReader:
     def __iter__(self) -> Iterator[PairRecord]:
         for i in range(len(self)):
             yield self[i]
+
+    @property
+    def has_words(self) -> bool:
+        """Whether the shard stores the words the parser read (the ``words`` dataset, docs/FORMAT.md)."""
+        return bool(self._all_words() is not None)
+
+    def words(self, i: int) -> list[str] | None:
+        """The ``(W,)`` words the parser read for pair ``i`` (cased, Moses escapes undone), or None for a
+        shard written before they were stored (then rebuild them from the pieces).
+
+        Raises:
+            IndexError: ``i`` outside [-N, N). InputError: a ``words`` dataset that does not hold one
+                word per entry of the ``word`` axis.
+        """
+        n = len(self.lines)
+        if not -n <= i < n:
+            raise IndexError(f"pair {i} out of range for {n} pairs in {self.path.name}")
+        words = self._all_words()
+        if words is None:
+            return None
+        off = self.offsets["word"]
+        i = int(i) % n
+        return words[int(off[i]):int(off[i + 1])]
+
+    def _all_words(self) -> list[str] | None:
+        if self._words is None:
+            with h5py.File(self.path, "r") as f:
+                obj = f.get(WORDS)
+                if obj is None:
+                    return None
+                if not isinstance(obj, h5py.Dataset) or obj.ndim != 1 or obj.dtype != np.uint8:
+                    raise InputError(f"dataset /{WORDS} is not 1-D uint8 (UTF-8 bytes)", str(self.path))
+                raw = _read(f, WORDS, self.path).tobytes()
+            try:
+                words = raw.decode("utf-8").split(WORD_END.decode())
+            except UnicodeDecodeError as e:
+                raise InputError(f"dataset /{WORDS} is not UTF-8: {e}", str(self.path)) from None
+            if words[-1] != "" or len(words) - 1 != int(self.offsets["word"][-1]):
+                raise InputError(f"dataset /{WORDS} holds {len(words) - 1} words, the word axis "
+                                 f"{int(self.offsets['word'][-1])}", str(self.path))
+            self._words = words[:-1]
+        return self._words
 
     def __repr__(self) -> str:
         return f"ShardReader({str(self.path)!r}, pairs={len(self)})"

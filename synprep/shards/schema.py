@@ -50,6 +50,11 @@ FIELDS = (
     Field("ldd_rel", "ldd", "uint8"),
     Field("ldd_prob", "ldd", "float16"),
 )
+#: the words the parser read (cased, Moses escapes undone), on the ``word`` axis: one uint8 dataset of
+#: their UTF-8 bytes, each word followed by ``WORD_END``; added after version 1 was fixed (like the
+#: ``subword`` attribute): an old reader ignores it, a shard without it has no stored words
+WORDS = "words"
+WORD_END = b"\n"
 #: the per-pair (not ragged) dataset: 1-based original line number, uint32
 LINE = "line"
 LINE_DTYPE = np.dtype(np.uint32)

@@ -19,7 +19,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,8 @@ from synprep.shards.schema import (
     REQUIRED_ATTRS,
     STR_ATTRS,
     TREE_SOURCES,
+    WORD_END,
+    WORDS,
     ids_dtype,
     smallest_unsigned,
 )
@@ -137,6 +139,17 @@ class _Buffer:
         self.values: dict[str, list[np.ndarray]] = {f.name: [] for f in FIELDS}
         self.lengths: dict[str, list[int]] = {axis: [] for axis in AXES}
         self.lines: list[int] = []
+        self.words: list[bytes] = []  # each record's words, UTF-8, each followed by WORD_END
+
+    def add_words(self, words: Sequence[str]) -> None:
+        """The words the parser read of the record added last (``(W,)``, one per head)."""
+        line, n = self.lines[-1], self.lengths["word"][-1]
+        if len(words) != n:
+            raise ValueError(f"line {line}: {len(words)} words but {n} heads")
+        end = WORD_END.decode()
+        if any(not w or end in w for w in words):
+            raise ValueError(f"line {line}: a stored word must be non-empty and hold no line break")
+        self.words.append("".join(w + end for w in words).encode("utf-8"))
 
     def add(self, rec: PairRecord) -> None:
         line = int(rec.line)
@@ -212,7 +225,8 @@ def _create(group: h5py.Group, name: str, data: np.ndarray, compressed: bool) ->
                          compression_opts=GZIP_LEVEL, shuffle=True, track_times=False)
 
 
-def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: Mapping[str, Any]) -> ShardInfo:
+def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: Mapping[str, Any],
+                words: Iterable[Sequence[str]] | None = None) -> ShardInfo:
     """Write the records as one shard, atomically (temp file in the same folder, fsync, rename).
 
     Args:
@@ -224,6 +238,9 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
             ``ldd_threshold``, ``vocab_path``, ``vocab_sha256``, and optionally
             ``deprel_labels`` / ``upos_labels`` (default :data:`synprep.types.DEPRELS` /
             :data:`~synprep.types.UPOS_TAGS`).
+
+    ``words``: the words the parser read, ``(W,)`` per record, in the records' order: stored as the
+    ``words`` dataset (docs/FORMAT.md); None writes none.
 
     Stored dtypes are chosen per shard from the data (docs/FORMAT.md): ids uint16 (int32 when an id
     exceeds 65535), indices the smallest of uint8/uint16/uint32, labels uint8, gaps int16, LDD
@@ -241,8 +258,14 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
     """
     path = Path(path)
     buf = _Buffer()
+    word_it = iter(words) if words is not None else None
     for rec in records:
         buf.add(rec)
+        if word_it is not None:
+            w = next(word_it, None)
+            if w is None:
+                raise ValueError(f"line {rec.line}: no words given for this record")
+            buf.add_words(w)
     n = len(buf.lines)
     if n == 0:
         raise ValueError(f"{path.name}: a shard needs at least one pair")
@@ -255,7 +278,8 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
         off = np.zeros(n + 1, dtype=OFFSETS_DTYPE)
         np.cumsum(buf.lengths[axis], out=off[1:])
         offsets[axis] = off
-    size = n * LINE_DTYPE.itemsize + sum(o.nbytes for o in offsets.values()) + sum(a.nbytes for a in packed.values())
+    size = n * LINE_DTYPE.itemsize + sum(o.nbytes for o in offsets.values()) + sum(a.nbytes for a in packed.values()) \
+        + sum(len(w) for w in buf.words)
     if size > MAX_SHARD_BYTES:  # readers would refuse it (synprep.shards.reader.check_declared_size)
         raise ConfigError(f"{path}: {n} pairs make {size} bytes of data, more than a shard may hold "
                           f"(MAX_SHARD_BYTES = {MAX_SHARD_BYTES}): use a smaller --shard-size")
@@ -272,6 +296,8 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
             _create(group, axis, offsets[axis], compressed=False)
         for field in FIELDS:
             _create(f, field.name, packed[field.name], compressed=True)
+        if words is not None:
+            _create(f, WORDS, np.frombuffer(b"".join(buf.words), dtype=np.uint8), compressed=True)
         f.flush()
         image = f.id.get_file_image()
     del packed

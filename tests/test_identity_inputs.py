@@ -1,0 +1,87 @@
+"""Issue 16 item 5: the signature and the configuration name every input that determines the output."""
+
+from __future__ import annotations
+
+import json
+
+from synprep.parse.base import ParserSpec
+from synprep.parse.run import parser_identity
+from synprep.parse.source import produces_trees
+from synprep.shards import check_dir
+from synprep.shards.reader import open_split
+from synprep.signature import file_sha256
+from tests.conftest import run_cli
+from tests.test_real_input import GERMAN, TREES, stanza_args
+
+
+def signature_line(proc) -> str:
+    return proc.stderr.strip().splitlines()[-1]
+
+
+def test_trees_are_in_the_signature(tmp_path, stanza_dir):
+    """With and without --trees, and with two different trees files: three signatures, three sets of gaps."""
+    src, tgt = tmp_path / "s.de", tmp_path / "t.en"
+    src.write_text("\n".join(GERMAN) + "\n")
+    tgt.write_text("I swim .\nThe dog runs fast .\nShe reads books .\nWe laugh .\n")
+    trees, flat = tmp_path / "trees.txt", tmp_path / "flat.txt"
+    trees.write_text("\n".join(TREES) + "\n")
+    flat.write_text("".join(f"(ROOT (S {' '.join(f'(X {w})' for w in line.split())}))\n" for line in GERMAN))
+    base = ["pipeline", "--src", str(src), "--tgt", str(tgt), "-s", "de", "-t", "en", "--no-clean", "--merges", "20",
+            *stanza_args(stanza_dir, tmp_path / "c.db")]
+    sigs, gaps, configs = [], [], []
+    for name, extra in (("none", []), ("trees", ["--trees", str(trees)]), ("flat", ["--trees", str(flat)])):
+        out = tmp_path / name
+        sigs.append(signature_line(run_cli(*base, "--out", str(out), *extra)))
+        assert check_dir(out).ok
+        [shard] = open_split(out, "train")
+        assert shard.attrs["signature"] == sigs[-1]
+        gaps.append([shard[k].gaps_cnf.tolist() for k in range(len(shard))])
+        configs.append(shard.attrs["config"])
+    assert len(set(sigs)) == 3 and len({json.dumps(g) for g in gaps}) == 3
+    assert "trees:" not in sigs[0]
+    assert f"|trees:{file_sha256(trees)[:8]}|" in sigs[1] and f"|trees:{file_sha256(flat)[:8]}|" in sigs[2]
+    assert configs[1]["trees_sha256"] == file_sha256(trees) and "trees_sha256" not in configs[0]
+    # the German offline models have no constituency model: the configuration says so
+    assert configs[0]["parser"]["constituency"] is False
+    assert (tmp_path / "none" / "manifest.json").read_text().count("constituency\": true") == 0
+
+
+def test_constituency_is_what_ran(stanza_dir):
+    en = parser_identity(ParserSpec(lang="en", dir=str(stanza_dir), package="synprep"))
+    de = parser_identity(ParserSpec(lang="de", dir=str(stanza_dir), package="synprep"))
+    assert produces_trees("stanza", en) and not produces_trees("stanza", de)
+
+
+def _gold(shared_data, path, start, n):
+    blocks = (shared_data / "ud" / "en_pud-ud-test.conllu").read_text(encoding="utf-8").split("\n\n")
+    path.write_text("\n\n".join(blocks[start:start + n]) + "\n\n", encoding="utf-8")
+    texts = [x[len("# text = "):] for b in blocks[start:start + n] for x in b.splitlines() if x.startswith("# text = ")]
+    return path, texts
+
+
+def test_conllu_files_are_in_the_signature(shared_data, tmp_path):
+    """Two CoNLL-U files: two signatures naming each file's digest; the tokens are named as the CoNLL-U's."""
+    de = (shared_data / "ud" / "de_pud-ud-test.conllu").read_text(encoding="utf-8")
+    de_texts = [x[len("# text = "):] for x in de.splitlines() if x.startswith("# text = ")]
+    sigs = []
+    for k, start in enumerate((0, 30)):
+        gold, _ = _gold(shared_data, tmp_path / f"g{k}.conllu", start, 30)
+        tgt = tmp_path / f"t{k}.de"
+        tgt.write_text("\n".join(de_texts[start:start + 30]) + "\n", encoding="utf-8")
+        out = tmp_path / f"out{k}"
+        proc = run_cli("pipeline", "--parser", "conllu", "--conllu", str(gold), "--tgt", str(tgt), "-s", "en",
+                       "-t", "de", "--merges", "100", "--out", str(out))
+        sig = signature_line(proc)
+        sigs.append(sig)
+        assert f"|parser:conllu#{file_sha256(gold)[:8]}|" in sig
+        assert "|tok:conllu/sacremoses-" in sig and "|tok:sacremoses" not in sig
+        [shard] = open_split(out, "train")
+        assert shard.attrs["signature"] == sig and shard.attrs["config"]["conllu_sha256"] == file_sha256(gold)
+        assert check_dir(out).ok
+    assert sigs[0] != sigs[1]
+    # a later split of the first folder from another CoNLL-U file: accepted, with its own digest
+    gold2 = tmp_path / "g1.conllu"
+    proc = run_cli("pipeline", "--parser", "conllu", "--conllu", str(gold2), "--tgt", str(tmp_path / "t1.de"),
+                   "-s", "en", "-t", "de", "--split", "valid", "--out", str(tmp_path / "out0"))
+    assert signature_line(proc) == sigs[0].replace(file_sha256(tmp_path / "g0.conllu")[:8], file_sha256(gold2)[:8])
+    assert check_dir(tmp_path / "out0").ok
