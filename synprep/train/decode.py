@@ -23,8 +23,8 @@ from __future__ import annotations
 import torch
 
 from synprep.constants import BOS_ID, EOS_ID, PAD_ID
-from synprep.train.data import Batch
 from synprep.train.attention import _split
+from synprep.train.data import Batch
 from synprep.train.model import EncoderOut, Seq2Seq
 
 
