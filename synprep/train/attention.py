@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from synprep.train.runtime import sdpa
 from synprep.train.sources.base import AttendContext, SyntaxInputs, SyntaxSource
 
 
@@ -102,8 +103,7 @@ class MultiheadAttention(nn.Module):
                     v = torch.cat([cache["v"], v], dim=2)
                 cache["k"], cache["v"] = k, v
         p = self.dropout if self.training else 0.0
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=_like(bias, q), dropout_p=p,
-                                             is_causal=causal and bias is None)
+        out = sdpa(q, k, v, attn_mask=_like(bias, q), dropout_p=p, is_causal=causal and bias is None)
         return self.out_proj(_merge(out))
 
 
@@ -228,8 +228,8 @@ def gated_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, sources: l
 
     raw = None
     if raw_heads:
-        raw = F.scaled_dot_product_attention(_take(q, raw_heads, H), _take(k, raw_heads, H), _take(v, raw_heads, H),
-                                             attn_mask=_like(pad_bias, q), dropout_p=attn_dropout)  # (B, R, T, dh)
+        raw = sdpa(_take(q, raw_heads, H), _take(k, raw_heads, H), _take(v, raw_heads, H),
+                   attn_mask=_like(pad_bias, q), dropout_p=attn_dropout)  # (B, R, T, dh)
     raw_pos = {h: i for i, h in enumerate(raw_heads)}
 
     # syntactic calls, one per source: (heads, A_syn V)

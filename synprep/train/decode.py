@@ -20,12 +20,14 @@ float64, as the Python floats of the reference).
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 
 from synprep.constants import BOS_ID, EOS_ID, PAD_ID
 from synprep.train.attention import _split
 from synprep.train.data import Batch
-from synprep.train.model import EncoderOut, Seq2Seq
+from synprep.train.model import DecoderLayer, EncoderOut, Seq2Seq
 
 
 def _limits(model: Seq2Seq, batch: Batch, max_len_a: float, max_len_b: int) -> torch.Tensor:
@@ -64,7 +66,7 @@ def _beam_start(model: Seq2Seq, enc: EncoderOut, k: int) -> tuple[EncoderOut, li
     rep = torch.arange(enc.x.shape[0], device=enc.x.device).repeat_interleave(k)
     cache = model.new_cache()
     for layer, c in zip(model.decoder, cache, strict=True):
-        attn = layer.cross_attn
+        attn = cast(DecoderLayer, layer).cross_attn
         c["cross"]["k"] = _split(attn.k_proj(enc.x), attn.heads).index_select(0, rep)
         c["cross"]["v"] = _split(attn.v_proj(enc.x), attn.heads).index_select(0, rep)
     return EncoderOut(enc.x.index_select(0, rep), enc.pad.index_select(0, rep), enc.bias.index_select(0, rep)), cache
@@ -255,6 +257,10 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
         line = dataset.line(i) if hasattr(dataset, "line") else i + 1
         raise InputError(f"source of {int(src[i])} pieces exceeds the model's max_positions={cfg.max_positions}",
                          None, line)
+    from synprep.train import runtime
+
+    policy = runtime.resolve(cfg, device)  # the checkpoint's decode autocast and attention kernels
+    runtime.apply(policy)
     sampler = BucketBatchSampler(src, src, max(max_tokens, int(src.max(initial=0)) + 1), shuffle=False)
     collate = Collater.for_model(model)
     out: list[list[int]] = [[] for _ in range(len(dataset))]
@@ -262,10 +268,11 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
     with tqdm(total=len(dataset), desc="translate", unit="sent", file=sys.stderr, disable=not show, leave=False) as bar:
         for idx in sampler:
             batch = collate([dataset[i] for i in idx]).to(device)
-            if beam == 1:
-                hyps = greedy_search(model, batch, max_len_a, max_len_b)
-            else:
-                hyps = beam_search(model, batch, beam, lenpen, max_len_a, max_len_b)
+            with policy.autocast("decode"):
+                if beam == 1:
+                    hyps = greedy_search(model, batch, max_len_a, max_len_b)
+                else:
+                    hyps = beam_search(model, batch, beam, lenpen, max_len_a, max_len_b)
             for i, h in zip(batch.ids.tolist(), hyps, strict=True):
                 out[i] = h
             bar.update(len(idx))

@@ -20,6 +20,7 @@ Losses in metrics.jsonl are per target token in base 2 (bits), like fairseq's lo
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import os
@@ -36,6 +37,7 @@ from torch.utils.data import DataLoader, Dataset
 from synprep.errors import ConfigError, InputError
 from synprep.parallel import limit_threads
 from synprep.signature import signature
+from synprep.train import runtime
 from synprep.train.checkpoint import (
     BEST,
     LAST,
@@ -225,6 +227,8 @@ class Trainer:
         self.cfg = cfg
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
+        self.runtime = runtime.resolve(cfg, device)  # device, autocast, TF32, attention kernels, compile
+        runtime.apply(self.runtime)
 
         torch.manual_seed(cfg.seed)
         self.model = Seq2Seq(cfg, len(self.symbols)).to(device)
@@ -280,15 +284,18 @@ class Trainer:
                                          worker_init_fn=_worker_init if cfg.num_workers else None)
         self.train_loader = DataLoader(train_ds, batch_sampler=self.train_sampler, **loader_kw)
         self.valid_loader = DataLoader(valid_ds, batch_sampler=self.valid_sampler, **loader_kw)
-        self.autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=cfg.bf16)
+        self.autocast = self.runtime.autocast("train")
+        if cfg.compile:
+            self.ddp = torch.compile(self.ddp, dynamic=True)  # type: ignore[assignment]
 
         self.signature = train_signature(cfg, data_signature, self.env.world_size)
         if self.env.is_main:
             self.out.mkdir(parents=True, exist_ok=True)
             from synprep.textio import atomic_write
 
-            with atomic_write(self.out / "config.json") as f:
-                f.write(cfg.to_json())
+            with atomic_write(self.out / "config.json") as f:  # _runtime: metadata, skipped when read back
+                f.write(json.dumps({**cfg.to_dict(), "_runtime": self.runtime.record()}, indent=2) + "\n")
+            log.info("%s", self.runtime.describe())
             self.metrics = MetricsLog(self.out / "metrics.jsonl", resume_step=self.state.step if ck else None,
                                       resume_validated=self.state.validated)
         self.gates: list[list[float]] = effective_gates(cfg)
@@ -474,7 +481,8 @@ class Trainer:
             self.state.best_valid = v["valid_loss"]
         self.state.validated = True
         if self.env.is_main:
-            rec = {**record, **v, "best_valid_loss": self.state.best_valid, "gates": self.gates}
+            rec = {**record, **v, "best_valid_loss": self.state.best_valid, "gates": self.gates,
+                   "runtime": self.runtime.record()}
             self.metrics.write(rec)
             if final or (record["epoch_done"] and record["epoch"] % 10 == 0):  # matplotlib is slow
                 self._draw(record["epoch"])
@@ -487,7 +495,8 @@ class Trainer:
         cfg, st = self.cfg, self.state
         from tqdm import tqdm
 
-        interval = {"loss": 0.0, "nll": 0.0, "ntokens": 0.0, "gnorm": 0.0, "n": 0, "t0": time.perf_counter()}
+        interval: dict[str, Any] = {"loss": 0.0, "nll": 0.0, "ntokens": 0.0, "gnorm": 0.0, "n": 0,
+                                    "t0": time.perf_counter()}
         stopped = bool(cfg.max_steps and st.step >= cfg.max_steps)
         last_valid: dict[str, Any] = {}
         if stopped and not st.validated:
