@@ -15,7 +15,14 @@ from synprep.errors import ConfigError
 from synprep.shards.synthetic import random_records
 from synprep.train import runtime
 from synprep.train.checkpoint import LAST, load_checkpoint, save_checkpoint
-from synprep.train.config import ATTENTION_BACKENDS, TrainConfig, config_from_dict, load_config, load_preset, with_overrides
+from synprep.train.config import (
+    ATTENTION_BACKENDS,
+    TrainConfig,
+    config_from_dict,
+    load_config,
+    load_preset,
+    with_overrides,
+)
 from synprep.train.data import Collater, RecordDataset
 from synprep.train.decode import load_model
 from synprep.train.loop import Trainer
