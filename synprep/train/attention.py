@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from synprep.train.runtime import sdpa
 from synprep.train.sources.base import AttendContext, SyntaxInputs, SyntaxSource
 
 
@@ -102,8 +103,7 @@ class MultiheadAttention(nn.Module):
                     v = torch.cat([cache["v"], v], dim=2)
                 cache["k"], cache["v"] = k, v
         p = self.dropout if self.training else 0.0
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=_like(bias, q), dropout_p=p,
-                                             is_causal=causal and bias is None)
+        out = sdpa(q, k, v, attn_mask=_like(bias, q), dropout_p=p, is_causal=causal and bias is None)
         return self.out_proj(_merge(out))
 
 
@@ -157,9 +157,15 @@ class SyntacticSelfAttention(MultiheadAttention):
 
 
 def _take(t: torch.Tensor, idx: list[int], H: int) -> torch.Tensor:
-    """Heads ``idx`` of a (B, H|1, ...) tensor (no copy when idx is every head or t broadcasts)."""
+    """Heads ``idx`` of a (B, H|1, ...) tensor (no copy when idx is every head or t broadcasts).
+
+    Consecutive heads (the usual case: ``syntax_heads`` [0], [0, 1], …) are a slice (a view): no
+    index tensor is built on the host and copied to the device per call.
+    """
     if t.shape[1] == 1 or len(idx) == H:
         return t
+    if idx == list(range(idx[0], idx[0] + len(idx))):
+        return t[:, idx[0]:idx[0] + len(idx)]
     return t[:, idx]
 
 
@@ -228,8 +234,8 @@ def gated_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, sources: l
 
     raw = None
     if raw_heads:
-        raw = F.scaled_dot_product_attention(_take(q, raw_heads, H), _take(k, raw_heads, H), _take(v, raw_heads, H),
-                                             attn_mask=_like(pad_bias, q), dropout_p=attn_dropout)  # (B, R, T, dh)
+        raw = sdpa(_take(q, raw_heads, H), _take(k, raw_heads, H), _take(v, raw_heads, H),
+                   attn_mask=_like(pad_bias, q), dropout_p=attn_dropout)  # (B, R, T, dh)
     raw_pos = {h: i for i, h in enumerate(raw_heads)}
 
     # syntactic calls, one per source: (heads, A_syn V)
@@ -250,7 +256,7 @@ def gated_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, sources: l
             pieces.append((heads, syn))
             continue
         assert raw is not None
-        r = raw if len(heads) == len(raw_heads) == H else raw[:, [raw_pos[h] for h in heads]]
+        r = raw if len(heads) == len(raw_heads) == H else _take(raw, [raw_pos[h] for h in heads], len(raw_heads))
         if gate_value is None:
             assert gate is not None, "a learned gate needs G"
             g = gate[:, heads][:, :, None, None].to(syn.dtype)  # (B, Hs, 1, 1)
@@ -260,12 +266,13 @@ def gated_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, sources: l
     plain = [h for h in range(H) if sources[h] is None]
     if plain:
         assert raw is not None
-        pieces.append((plain, raw if len(plain) == H else raw[:, [raw_pos[h] for h in plain]]))
+        pieces.append((plain, raw if len(plain) == H else _take(raw, [raw_pos[h] for h in plain], len(raw_heads))))
     if len(pieces) == 1:
         return pieces[0][1]  # every head in one piece, in order
+    pieces.sort(key=lambda p: p[0][0])
     order = [h for heads, _ in pieces for h in heads]
-    inverse = [order.index(h) for h in range(H)]
-    return torch.cat([t for _, t in pieces], dim=1)[:, inverse]
+    out = torch.cat([t for _, t in pieces], dim=1)
+    return out if order == list(range(H)) else out[:, [order.index(h) for h in range(H)]]
 
 
 def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, gate: torch.Tensor,

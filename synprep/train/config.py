@@ -66,7 +66,9 @@ SLR_HARD = HARD_MODES
 #: fields that may change when a run is resumed (they do not change the model or the data order)
 RESUME_OVERRIDABLE = frozenset({"max_steps", "max_epochs", "num_workers", "log_interval", "threads",
                                 "save_interval_updates", "keep_last_epochs", "beam", "lenpen", "max_len_a",
-                                "max_len_b"})
+                                "max_len_b", "decode_bf16", "tf32", "attention_backend", "compile"})
+#: values of ``attention_backend`` (what each does: synprep/train/runtime.py)
+ATTENTION_BACKENDS = ("auto", "efficient", "flash", "cudnn", "math", "flex")
 
 log = logging.getLogger("synprep.train")
 
@@ -139,6 +141,12 @@ class TrainConfig:
     save_interval_updates: int = 0  # also save checkpoint_last.pt every N updates; 0 = per epoch
     keep_last_epochs: int = 0  # keep checkpoint{EPOCH}.pt of the last N epochs (fairseq); 0 = none
 
+    # --- runtime (issue 18; synprep/train/runtime.py; ``bf16`` above is the training autocast) -
+    decode_bf16: bool = False  # bf16 autocast when translating
+    tf32: bool = False  # TF32 matrix products / convolutions on CUDA
+    attention_backend: str = "auto"  # auto | efficient | flash | cudnn | math | flex (runtime.py)
+    compile: bool = False  # torch.compile the training forward (dynamic shapes)
+
     # --- decoding (paper §5.1 Evaluation; fairseq generate defaults) ---------------------------
     beam: int = 5
     lenpen: float = 1.0
@@ -189,6 +197,9 @@ class TrainConfig:
                      "update_freq", "gate_hidden", "max_positions", "beam"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.attention_backend not in ATTENTION_BACKENDS:
+            raise ConfigError(f"attention_backend must be one of {', '.join(ATTENTION_BACKENDS)}, "
+                              f"got {self.attention_backend!r}")
         if self.slr_gaps not in SLR_GAPS:
             raise ConfigError(f"slr_gaps must be one of {', '.join(SLR_GAPS)}, got {self.slr_gaps!r}")
         if self.slr_hard is not None and self.slr_hard not in SLR_HARD:

@@ -6,20 +6,35 @@ finished with score ``Σ log p / len^lenpen`` (``len`` counts the ``</s>``); the
 others continue; a sentence stops once it has ``beam`` finished hypotheses; at the length limit
 ``</s>`` is forced. The limit is ``max_len_a · src_len + max_len_b`` (``src_len`` with ``</s>``),
 capped by the model's positions. ``<pad>`` and ``<s>`` are never produced.
+
+Both searches work on tensors only (issue 18): sentences × beams are rows of one batch, the
+selection of each step is a handful of tensor operations, the best finished hypothesis of every
+sentence is kept on the device, and a sentence that is done leaves the batch (its rows of the
+encoder output and of the key/value cache are dropped). The one host synchronisation per step is
+the stop test (which sentences are still running); the hypotheses come to the host once per
+batch. The results equal those of the earlier per-hypothesis Python loop (kept as
+``tests/decode_reference.py``; ``tests/test_decode_batched.py``). Under ``torch.autocast`` the
+model runs in the autocast dtype; log-probabilities and scores are float32 (finished scores
+float64, as the Python floats of the reference).
 """
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 
 from synprep.constants import BOS_ID, EOS_ID, PAD_ID
+from synprep.train.attention import _split
 from synprep.train.data import Batch
-from synprep.train.model import Seq2Seq
+from synprep.train.model import DecoderLayer, EncoderOut, Seq2Seq
 
 
-def _max_lens(model: Seq2Seq, batch: Batch, max_len_a: float, max_len_b: int) -> list[int]:
+def _limits(model: Seq2Seq, batch: Batch, max_len_a: float, max_len_b: int) -> torch.Tensor:
+    """(B,) long on the batch's device: ``max(1, min(int(a · src_len + b), max_positions − 1))``."""
     cap = model.cfg.max_positions - 1
-    return [max(1, min(int(max_len_a * int(n) + max_len_b), cap)) for n in batch.src_lengths.tolist()]
+    lim = (max_len_a * batch.src_lengths.double() + max_len_b).trunc().clamp(1, cap)  # int() truncates
+    return lim.long()
 
 
 def _lprobs(model: Seq2Seq, tokens: torch.Tensor, enc, cache) -> torch.Tensor:
@@ -28,6 +43,39 @@ def _lprobs(model: Seq2Seq, tokens: torch.Tensor, enc, cache) -> torch.Tensor:
     lp[:, PAD_ID] = float("-inf")
     lp[:, BOS_ID] = float("-inf")
     return lp
+
+
+def _select_rows(cache: list[dict], order: torch.Tensor, part: str | None = None) -> None:
+    """The cached keys/values (of ``part``: ``self``/``cross``; both when None) reordered / subset
+    along the batch, in place."""
+    for layer in cache:
+        for name, kv in layer.items():
+            if part is None or name == part:
+                for key in ("k", "v"):
+                    if key in kv:
+                        kv[key] = kv[key].index_select(0, order)
+
+
+def _beam_start(model: Seq2Seq, enc: EncoderOut, k: int) -> tuple[EncoderOut, list[dict]]:
+    """The encoder output and a decoder cache for ``k`` beams per sentence.
+
+    The cross-attention keys/values are computed once per sentence and repeated ``k`` times, so
+    the rows of one sentence are equal by construction and a beam reorder (which moves rows only
+    within a sentence) never has to touch them: only the self-attention cache is reordered per step.
+    """
+    rep = torch.arange(enc.x.shape[0], device=enc.x.device).repeat_interleave(k)
+    cache = model.new_cache()
+    for layer, c in zip(model.decoder, cache, strict=True):
+        attn = cast(DecoderLayer, layer).cross_attn
+        c["cross"]["k"] = _split(attn.k_proj(enc.x), attn.heads).index_select(0, rep)
+        c["cross"]["v"] = _split(attn.v_proj(enc.x), attn.heads).index_select(0, rep)
+    return EncoderOut(enc.x.index_select(0, rep), enc.pad.index_select(0, rep), enc.bias.index_select(0, rep)), cache
+
+
+def _hypotheses(best: torch.Tensor, length: torch.Tensor, found: torch.Tensor) -> list[list[int]]:
+    """Rows of ``best`` cut at ``length`` (one transfer to the host); [] where nothing was ``found``."""
+    rows, lens, ok = best.cpu().tolist(), length.cpu().tolist(), found.cpu().tolist()
+    return [r[:n] if f else [] for r, n, f in zip(rows, lens, ok, strict=True)]
 
 
 @torch.no_grad()
@@ -43,21 +91,29 @@ def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 0.0, max_len_
     B = batch.size
     dev = batch.src_tokens.device
     enc = model.encode(batch)
-    limits = _max_lens(model, batch, max_len_a, max_len_b)
+    lim = _limits(model, batch, max_len_a, max_len_b)
+    L = int(lim.max())
     cache = model.new_cache()
     tokens = torch.full((B, 1), EOS_ID, dtype=torch.long, device=dev)
-    out: list[list[int] | None] = [None] * B
-    limit_t = torch.tensor(limits, device=dev)  # (B,)
-    for step in range(max(limits)):
-        lp = _lprobs(model, tokens, enc, cache)
-        nxt = lp.argmax(dim=-1).masked_fill_(limit_t <= step + 1, EOS_ID)  # </s> forced at the length limit
-        tokens = torch.cat([tokens, nxt[:, None]], dim=1)
-        for b, t in enumerate(nxt.tolist()):
-            if out[b] is None and t == EOS_ID:
-                out[b] = tokens[b, 1:-1].tolist()
-        if all(o is not None for o in out):
+    sent = torch.arange(B, device=dev)  # original index of each running sentence
+    best = torch.full((B, L), PAD_ID, dtype=torch.long, device=dev)
+    length = torch.zeros(B, dtype=torch.long, device=dev)
+    for step in range(L):
+        nxt = _lprobs(model, tokens, enc, cache).argmax(dim=-1)
+        nxt = nxt.masked_fill_(lim <= step + 1, EOS_ID)  # </s> forced at the length limit
+        fin = nxt.eq(EOS_ID)
+        if step:
+            best[sent, :step] = torch.where(fin[:, None], tokens[:, 1:], best[sent, :step])
+        length[sent] = torch.where(fin, step, length[sent])
+        alive = (~fin).nonzero().squeeze(1)  # the stop test: the step's one host sync
+        if alive.numel() == 0:
             break
-    return [o if o is not None else tokens[b, 1:].tolist() for b, o in enumerate(out)]
+        tokens = torch.cat([tokens, nxt[:, None]], dim=1)
+        if alive.numel() < fin.numel():
+            tokens, sent, lim = tokens[alive], sent[alive], lim[alive]
+            enc = enc.index_select(alive)
+            _select_rows(cache, alive)
+    return _hypotheses(best, length, torch.ones(B, dtype=torch.bool))
 
 
 @torch.no_grad()
@@ -65,65 +121,82 @@ def beam_search(model: Seq2Seq, batch: Batch, beam: int = 5, lenpen: float = 1.0
                 max_len_b: int = 200) -> list[list[int]]:
     """Beam search (see the module docstring).
 
+    Rows ``a·beam … a·beam + beam − 1`` of the decoder batch are the beams of the a-th running
+    sentence; ``scores`` (A, beam) are their summed log-probabilities.
+
     Returns:
         B token id lists (no ``</s>``): the best finished hypothesis of each sentence.
     """
     B, k = batch.size, beam
     dev = batch.src_tokens.device
-    enc = model.encode(batch).index_select(torch.arange(B, device=dev).repeat_interleave(k))
-    limits = _max_lens(model, batch, max_len_a, max_len_b)
-    cache = model.new_cache()
+    enc, cache = _beam_start(model, model.encode(batch), k)
+    lim = _limits(model, batch, max_len_a, max_len_b)  # (A,)
+    L = int(lim.max())
     tokens = torch.full((B * k, 1), EOS_ID, dtype=torch.long, device=dev)
     scores = torch.zeros(B, k, device=dev)
     scores[:, 1:] = float("-inf")  # all beams start identical: keep one
-    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(B)]
-    done = [False] * B
-    limit_t = torch.tensor(limits, device=dev).repeat_interleave(k)  # (B*k,)
-    for step in range(max(limits)):
-        lp = _lprobs(model, tokens, enc, cache)  # (B*k, V)
+    sent = torch.arange(B, device=dev)  # original index of each running sentence
+    n_fin = torch.zeros(B, dtype=torch.long, device=dev)  # finished hypotheses per running sentence
+    best = torch.full((B, L), PAD_ID, dtype=torch.long, device=dev)
+    best_len = torch.zeros(B, dtype=torch.long, device=dev)
+    best_score = torch.full((B,), float("-inf"), dtype=torch.float64, device=dev)
+    found = torch.zeros(B, dtype=torch.bool, device=dev)
+    j = torch.arange(2 * k, device=dev)
+    for step in range(L):
+        A = sent.numel()
+        lp = _lprobs(model, tokens, enc, cache)  # (A*k, V)
         V = lp.shape[1]
-        # force </s> at the length limit and in finished sentences (vectorised over rows)
-        forced = (limit_t <= step + 1) | torch.tensor(done, device=dev).repeat_interleave(k)
-        if bool(forced.any()):
-            eos = lp[:, EOS_ID].clone()
-            lp[forced] = float("-inf")
-            lp[forced, EOS_ID] = eos[forced]
         # the best 2k continuations of a sentence are among the best 2k of each of its beams
-        row_s, row_i = lp.topk(min(2 * k, V), dim=1)  # (B*k, 2k)
-        cand = (scores.view(B * k, 1) + row_s).view(B, -1)  # (B, k*2k)
-        top_s, top_j = cand.topk(2 * k, dim=1)
+        row_s, row_i = lp.topk(min(2 * k, V), dim=1)  # (A*k, 2k)
         width = row_s.shape[1]
-        top_beam = (top_j // width).tolist()
-        top_tok = row_i.view(B, -1).gather(1, top_j).tolist()
-        top_sl = top_s.tolist()
-        new_rows, new_tok, new_scores = [], [], []
-        for b in range(B):
-            keep: list[tuple[int, int, float]] = []
-            for j in range(2 * k):
-                s, bi, t = top_sl[b][j], top_beam[b][j], top_tok[b][j]
-                if s == float("-inf"):
-                    break
-                if t == EOS_ID:
-                    if j < k and not done[b]:
-                        hyp = tokens[b * k + bi, 1:].tolist()
-                        finished[b].append((s / (step + 1) ** lenpen, hyp))
-                elif len(keep) < k:
-                    keep.append((bi, t, s))
-            if len(finished[b]) >= k or step + 1 >= limits[b]:
-                done[b] = True
-            while len(keep) < k:  # a finished sentence (or one with too few live beams): dead beams
-                keep.append((0, EOS_ID, float("-inf")))
-            for bi, t, s in keep:
-                new_rows.append(b * k + bi)
-                new_tok.append(t)
-                new_scores.append(s)
-        if all(done):
+        # </s> alone at the length limit: the row's only finite candidate (the others are never used)
+        forced = (lim <= step + 1).repeat_interleave(k)[:, None]
+        first = torch.arange(width, device=dev) == 0
+        row_s = torch.where(forced, torch.where(first, lp[:, EOS_ID:EOS_ID + 1], float("-inf")), row_s)
+        row_i = torch.where(forced & first, EOS_ID, row_i)
+        cand = (scores.view(A * k, 1) + row_s).view(A, -1)  # (A, k*2k)
+        top_s, top_j = cand.topk(2 * k, dim=1)  # (A, 2k), best first
+        top_beam = top_j // width
+        top_tok = row_i.view(A, -1).gather(1, top_j)
+        valid = top_s.ne(float("-inf"))
+        eos = top_tok.eq(EOS_ID)
+        # finished: </s> among the first k; the best of them (first on ties) may replace the kept one
+        fin = valid & eos & (j < k)
+        norm = torch.where(fin, top_s.double() / (step + 1) ** lenpen, float("-inf"))
+        bj = norm.argmax(dim=1, keepdim=True)
+        bval = norm.gather(1, bj).squeeze(1)
+        upd = fin.any(dim=1) & (bval > best_score[sent])
+        if step:
+            rows = torch.arange(A, device=dev) * k + top_beam.gather(1, bj).squeeze(1)
+            best[sent, :step] = torch.where(upd[:, None], tokens.index_select(0, rows)[:, 1:], best[sent, :step])
+        best_len[sent] = torch.where(upd, step, best_len[sent])
+        best_score[sent] = torch.where(upd, bval, best_score[sent])
+        found[sent] |= upd
+        n_fin = n_fin + fin.sum(dim=1)
+        # continuing: the first k valid non-</s> candidates, then dead beams (beam 0, </s>, -inf)
+        keep = valid & ~eos
+        keep &= keep.cumsum(dim=1) <= k
+        sel = torch.where(keep, j, j + 2 * k).argsort(dim=1)[:, :k]  # (A, k) kept ones first, in order
+        live = keep.gather(1, sel)
+        new_beam = torch.where(live, top_beam.gather(1, sel), 0)
+        new_tok = torch.where(live, top_tok.gather(1, sel), EOS_ID)
+        new_s = torch.where(live, top_s.gather(1, sel), float("-inf"))
+        done = (n_fin >= k) | (lim <= step + 1)
+        alive = (~done).nonzero().squeeze(1)  # the stop test: the step's one host sync
+        if alive.numel() == 0:
             break
-        order = torch.tensor(new_rows, device=dev)
-        model.reorder_cache(cache, order)
-        tokens = torch.cat([tokens.index_select(0, order), torch.tensor(new_tok, device=dev)[:, None]], dim=1)
-        scores = torch.tensor(new_scores, device=dev).view(B, k)
-    return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
+        order = (torch.arange(A, device=dev) * k)[:, None] + new_beam  # (A, k) rows of the next step
+        if alive.numel() < A:  # finished sentences leave the batch
+            order, new_tok, new_s = order[alive], new_tok[alive], new_s[alive]
+            sent, lim, n_fin = sent[alive], lim[alive], n_fin[alive]
+            kept_rows = (alive[:, None] * k + torch.arange(k, device=dev)).view(-1)
+            enc = enc.index_select(kept_rows)
+            _select_rows(cache, kept_rows, "cross")
+        order = order.reshape(-1)
+        _select_rows(cache, order, "self")
+        tokens = torch.cat([tokens.index_select(0, order), new_tok.reshape(-1, 1)], dim=1)
+        scores = new_s
+    return _hypotheses(best, best_len, found)
 
 
 def load_model(path, device: torch.device | str = "cpu", average=None):
@@ -184,6 +257,10 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
         line = dataset.line(i) if hasattr(dataset, "line") else i + 1
         raise InputError(f"source of {int(src[i])} pieces exceeds the model's max_positions={cfg.max_positions}",
                          None, line)
+    from synprep.train import runtime
+
+    policy = runtime.resolve(cfg, device)  # the checkpoint's decode autocast and attention kernels
+    runtime.apply(policy)
     sampler = BucketBatchSampler(src, src, max(max_tokens, int(src.max(initial=0)) + 1), shuffle=False)
     collate = Collater.for_model(model)
     out: list[list[int]] = [[] for _ in range(len(dataset))]
@@ -191,10 +268,11 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
     with tqdm(total=len(dataset), desc="translate", unit="sent", file=sys.stderr, disable=not show, leave=False) as bar:
         for idx in sampler:
             batch = collate([dataset[i] for i in idx]).to(device)
-            if beam == 1:
-                hyps = greedy_search(model, batch, max_len_a, max_len_b)
-            else:
-                hyps = beam_search(model, batch, beam, lenpen, max_len_a, max_len_b)
+            with policy.autocast("decode"):
+                if beam == 1:
+                    hyps = greedy_search(model, batch, max_len_a, max_len_b)
+                else:
+                    hyps = beam_search(model, batch, beam, lenpen, max_len_a, max_len_b)
             for i, h in zip(batch.ids.tolist(), hyps, strict=True):
                 out[i] = h
             bar.update(len(idx))

@@ -20,6 +20,7 @@ Losses in metrics.jsonl are per target token in base 2 (bits), like fairseq's lo
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import os
@@ -33,10 +34,10 @@ import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader, Dataset
 
-from synprep.constants import PAD_ID
 from synprep.errors import ConfigError, InputError
 from synprep.parallel import limit_threads
 from synprep.signature import signature
+from synprep.train import runtime
 from synprep.train.checkpoint import (
     BEST,
     LAST,
@@ -53,7 +54,7 @@ from synprep.train.config import RESUME_OVERRIDABLE, TrainConfig, config_from_di
 from synprep.train.data import Batch, BucketBatchSampler, Collater
 from synprep.train.loss import label_smoothed_nll_loss
 from synprep.train.metrics import MetricsLog, draw_gate_heatmap
-from synprep.train.model import EncoderOut, Seq2Seq
+from synprep.train.model import EncoderOut, Seq2Seq, real_positions
 from synprep.train.rundir import (
     bounded_workers,
     carried_interval,
@@ -234,13 +235,15 @@ class Trainer:
         self.cfg = cfg
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
+        self.runtime = runtime.resolve(cfg, device)  # device, autocast, TF32, attention kernels, compile
+        runtime.apply(self.runtime)
 
         torch.manual_seed(cfg.seed)
         self.model = Seq2Seq(cfg, len(self.symbols)).to(device)
         self.gate_params = self.model.gate_parameters()
         self.ddp: torch.nn.Module = self.model
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=(cfg.adam_betas[0], cfg.adam_betas[1]),
-                                           eps=cfg.adam_eps, weight_decay=cfg.weight_decay)
+                                           eps=cfg.adam_eps, weight_decay=cfg.weight_decay, fused=True)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, inverse_sqrt(cfg))
         self.state = TrainState()
         torch.manual_seed(cfg.seed + self.env.rank)  # dropout streams differ per rank
@@ -248,6 +251,8 @@ class Trainer:
             try:
                 self.model.load_state_dict(ck["model"])
                 self.optimizer.load_state_dict(ck["optimizer"])
+                for group in self.optimizer.param_groups:  # a checkpoint of the unfused optimizer
+                    group.update(fused=True, foreach=None)
                 self.scheduler.load_state_dict(ck["scheduler"])
                 self.state = TrainState(**ck["state"])
                 restored_interval(self.state.interval)  # checked here: a damaged one is a one-line error
@@ -289,7 +294,9 @@ class Trainer:
                                          worker_init_fn=_worker_init if workers else None)
         self.train_loader = DataLoader(train_ds, batch_sampler=self.train_sampler, **loader_kw)
         self.valid_loader = DataLoader(valid_ds, batch_sampler=self.valid_sampler, **loader_kw)
-        self.autocast = torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=cfg.bf16)
+        self.autocast = self.runtime.autocast("train")
+        if cfg.compile:
+            self.ddp = torch.compile(self.ddp, dynamic=True)  # type: ignore[assignment]
 
         self.signature = train_signature(cfg, data_signature, self.env.world_size)
         if self.env.is_main:
@@ -297,13 +304,19 @@ class Trainer:
             sweep_partial_files(self.out)  # a killed run's partial checkpoint (the run lock is held: train())
             from synprep.textio import atomic_write
 
-            with atomic_write(self.out / "config.json") as f:
-                f.write(cfg.to_json())
+            with atomic_write(self.out / "config.json") as f:  # _runtime: metadata, skipped when read back
+                f.write(json.dumps({**cfg.to_dict(), "_runtime": self.runtime.record()}, indent=2) + "\n")
+            log.info("%s", self.runtime.describe())
             self.metrics = MetricsLog(self.out / "metrics.jsonl", resume_step=self.state.step if ck else None,
                                       resume_validated=self.state.validated)
         self.gates: list[list[float]] = effective_gates(cfg)
 
     # --- one update --------------------------------------------------------------------------
+    #: device accumulators of the epoch's (loss, nll, tokens), started from ``self.state``'s and read
+    #: back into it by :meth:`_flush` (at a log interval, a checkpoint, the end of a period)
+    _epoch_acc: torch.Tensor | None = None
+    _skipped: torch.Tensor | None = None  # updates skipped for a non-finite gradient norm, not yet logged
+
     def _frozen(self) -> bool:
         return bool(self.gate_params) and self.state.epoch < self.cfg.gate_freeze_epochs
 
@@ -320,15 +333,32 @@ class Trainer:
         with self.autocast:
             logits, enc = module(batch)  # (N, V): real target positions only
         lprobs = torch.log_softmax(logits.float(), dim=-1)
-        loss, nll = label_smoothed_nll_loss(lprobs, batch.target[batch.target.ne(PAD_ID)], self.cfg.label_smoothing)
+        target = batch.target.flatten().index_select(0, real_positions(batch))  # no host sync (N is known)
+        loss, nll = label_smoothed_nll_loss(lprobs, target, self.cfg.label_smoothing)
         return loss, nll, enc
 
-    def train_step(self, group: list[Batch]) -> dict[str, float]:
-        """One update on ``group`` (``update_freq`` batches). Returns summed loss/nll/tokens (nats)."""
+    def train_step(self, group: list[Batch]) -> dict[str, torch.Tensor]:
+        """One update on ``group`` (``update_freq`` batches).
+
+        Nothing in it waits for the device (issue 18): the token count is known on the host, losses
+        are summed on the device, and an update whose gradient norm is not finite is skipped by the
+        fused AdamW itself (``found_inf``), not by a host test.
+
+        Returns:
+            summed ``loss``/``nll`` (nats), ``ntokens`` and ``gnorm`` (before clipping) as float64
+            scalars on the training device: read them once per log interval, not per update.
+        """
         self.ddp.train()
-        ntok = self._all_reduce([float(sum(b.ntokens for b in group))])[0]
-        scale = self.env.world_size / max(ntok, 1.0)  # DDP averages over ranks: grads = Σ loss / ntok
-        loss_sum = nll_sum = 0.0
+        dev = self.device
+        ntok_host = float(sum(b.ntokens for b in group))
+        if self.env.enabled:
+            ntok = self._reduce_t(torch.full((), ntok_host, dtype=torch.float64, device=dev))
+            scale: float | torch.Tensor = self.env.world_size / ntok.clamp(min=1.0)  # DDP averages over ranks
+        else:
+            ntok = torch.full((), ntok_host, dtype=torch.float64, device=dev)
+            scale = 1.0 / max(ntok_host, 1.0)  # grads = Σ loss / ntok
+        loss_sum = torch.zeros((), dtype=torch.float64, device=dev)
+        nll_sum = torch.zeros((), dtype=torch.float64, device=dev)
         for i, batch in enumerate(group):
             batch = batch.to(self.device)
             sync = contextlib.nullcontext()
@@ -339,21 +369,49 @@ class Trainer:
                 # a source's auxiliary loss (LISA) joins the objective, not the logged loss
                 total = loss if enc.aux_loss is None else loss + enc.aux_loss.float()
                 (total * scale).backward()
-            loss_sum += float(loss.detach())
-            nll_sum += float(nll.detach())
+            loss_sum = loss_sum + loss.detach().double()
+            nll_sum = nll_sum + nll.detach().double()
         if self._frozen():
             for p in self.gate_params:
                 p.grad = None
         max_norm = self.cfg.clip_norm if self.cfg.clip_norm > 0 else math.inf
-        gnorm = float(torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm))
-        if math.isfinite(gnorm):
-            self.optimizer.step()
-        else:
-            log.warning("step %d: non-finite gradient norm, update skipped", self.state.step + 1)
+        gnorm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
+        found_inf = (~torch.isfinite(gnorm)).float()  # 1: the fused AdamW leaves weights and state alone
+        self.optimizer.found_inf = found_inf  # type: ignore[attr-defined]
+        self.optimizer.step()
+        self._skipped = found_inf if self._skipped is None else self._skipped + found_inf
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        loss_sum, nll_sum = self._all_reduce([loss_sum, nll_sum])
-        return {"loss": loss_sum, "nll": nll_sum, "ntokens": ntok, "gnorm": gnorm}
+        if self.env.enabled:
+            loss_sum, nll_sum = self._reduce_t(torch.stack([loss_sum, nll_sum])).unbind()
+        return {"loss": loss_sum, "nll": nll_sum, "ntokens": ntok, "gnorm": gnorm.double()}
+
+    def _reduce_t(self, t: torch.Tensor) -> torch.Tensor:
+        """Sum of ``t`` over the ranks, on the device (no host read)."""
+        dist.all_reduce(t)
+        return t
+
+    def _accumulate(self, out: dict[str, torch.Tensor]) -> None:
+        """Add an update's sums to the epoch's, on the device (the same float64 additions, in the
+        same order, as the host sums they replace: losses stay bit-identical)."""
+        if self._epoch_acc is None:
+            st = self.state
+            self._epoch_acc = torch.tensor([st.epoch_loss, st.epoch_nll, float(st.epoch_tokens)],
+                                           dtype=torch.float64, device=self.device)
+        self._epoch_acc = self._epoch_acc + torch.stack([out["loss"], out["nll"], out["ntokens"]])
+
+    def _flush(self) -> None:
+        """Read the device accumulators back into ``self.state`` (one transfer) and log skipped updates."""
+        if self._epoch_acc is not None:
+            loss, nll, tok = self._epoch_acc.tolist()
+            st = self.state
+            st.epoch_loss, st.epoch_nll, st.epoch_tokens = loss, nll, int(tok)
+            self._epoch_acc = None
+        if self._skipped is not None:
+            n = int(self._skipped)
+            self._skipped = None
+            if n:
+                log.warning("%d update(s) up to step %d skipped: non-finite gradient norm", n, self.state.step)
 
     # --- validation --------------------------------------------------------------------------
     @torch.no_grad()
@@ -361,19 +419,20 @@ class Trainer:
         """Validation loss (bits per token) and mean gate per encoder layer and head."""
         self.ddp.eval()
         H = self.cfg.heads
-        loss = nll = tok = n_sent = 0.0
+        tok = n_sent = 0.0
+        sums = torch.zeros(2, dtype=torch.float64, device=self.device)  # loss, nll: read once at the end
         gate_sums: dict[int, torch.Tensor] = {}
         for batch in self.valid_loader:
             batch = batch.to(self.device)
             ls, ns, enc = self._loss(self.model, batch)
-            loss += float(ls)
-            nll += float(ns)
+            sums = sums + torch.stack([ls, ns]).double()
             tok += batch.ntokens
             n_sent += batch.size
             for layer, g in enc.gates.items():
                 gate_sums[layer] = gate_sums.get(layer, torch.zeros(H, dtype=torch.float64, device=self.device)) \
                     + g.double().sum(0)
         layers = sorted(self.model.head_sources) if self.gate_params else []
+        loss, nll = sums.tolist()
         flat = [loss, nll, tok, n_sent] + [float(x) for layer in layers
                                            for x in gate_sums.get(layer, torch.zeros(H, dtype=torch.float64)).tolist()]
         flat = self._all_reduce(flat)
@@ -391,6 +450,7 @@ class Trainer:
         Order: the best checkpoint is written first and then copied to checkpoint_last.pt, so a
         run killed between the two resumes from the previous checkpoint_last.pt, redoes the period
         and writes both again; killed after, both are there. Epoch copies come last."""
+        self._flush()
         rngs = [rng_state()]
         if self.env.enabled:
             gathered: list[Any] = [None] * self.env.world_size
@@ -440,7 +500,8 @@ class Trainer:
             self.state.best_valid = v["valid_loss"]
         self.state.validated = True
         if self.env.is_main:
-            rec = {**record, **v, "best_valid_loss": self.state.best_valid, "gates": self.gates}
+            rec = {**record, **v, "best_valid_loss": self.state.best_valid, "gates": self.gates,
+                   "runtime": self.runtime.record()}
             self.metrics.write(rec)
             if final or (record["epoch_done"] and record["epoch"] % 10 == 0):  # matplotlib is slow
                 self._draw(record["epoch"])
@@ -476,9 +537,7 @@ class Trainer:
                 st.step += 1
                 st.validated = False
                 st.batch_in_epoch += len(group)
-                st.epoch_loss += out["loss"]
-                st.epoch_nll += out["nll"]
-                st.epoch_tokens += int(out["ntokens"])
+                self._accumulate(out)  # on the device; read at the log interval (issue 18)
                 for key in ("loss", "nll", "ntokens", "gnorm"):
                     interval[key] += out[key]
                 interval["n"] += 1
@@ -497,6 +556,7 @@ class Trainer:
         """End of an epoch, or of the run when ``max_steps`` stops it mid-epoch: the epoch's record,
         the epoch counters advanced, validation, metrics row, gates.png, checkpoints."""
         cfg, st = self.cfg, self.state
+        self._flush()
         epoch_done = st.batch_in_epoch >= n_batches
         record = {"step": st.step, "epoch": st.epoch + 1, "epoch_done": epoch_done,
                   "train_loss": st.epoch_loss / max(st.epoch_tokens, 1) / LN2,
@@ -512,6 +572,12 @@ class Trainer:
         return record
 
     def _log_interval(self, iv: dict[str, Any], bar) -> None:
+        """A metrics row of the interval: the one place (with checkpoints and period ends) where the
+        device's sums are read."""
+        keys = ("loss", "nll", "ntokens", "gnorm")
+        vals = torch.stack([torch.as_tensor(iv[k], dtype=torch.float64, device=self.device) for k in keys]).tolist()
+        iv.update(zip(keys, vals, strict=True))
+        self._flush()
         dt = max(time.perf_counter() - iv["t0"], 1e-9)
         tok = max(iv["ntokens"], 1.0)
         rec = {"step": self.state.step, "epoch": self.state.epoch + 1, "train_loss": iv["loss"] / tok / LN2,

@@ -101,9 +101,14 @@ def ldd_weights(word_index: torch.Tensor, n_words: int, ent_batch: torch.Tensor,
     if ent_prob.numel():
         lab = torch.as_tensor(labels, device=dev)
         hit = ent_rel[:, None] == lab[None, :]  # (K, L)
-        k, li = hit.nonzero(as_tuple=True)
-        head = torch.where(ent_head[k] < 0, ent_dep[k], ent_head[k])
-        words.index_put_((ent_batch[k], li, ent_dep[k], head), ent_prob[k].float(), accumulate=True)
+        # every (entry, label) pair is scattered, the probability times 0 where the relation differs:
+        # no nonzero() (a host sync on CUDA) and the same sums (adding 0.0 changes no value)
+        K = ent_prob.shape[0]
+        li = torch.arange(L, device=dev).expand(K, L)
+        head = torch.where(ent_head < 0, ent_dep, ent_head)[:, None].expand(K, L)
+        val = ent_prob.float()[:, None] * hit
+        words.index_put_((ent_batch[:, None].expand(K, L), li, ent_dep[:, None].expand(K, L), head), val,
+                         accumulate=True)
     wi = torch.where(word_index < 0, n_words, word_index)  # (B, T)
     rows = torch.gather(words, 2, wi[:, None, :, None].expand(B, L, T, n_words + 1))  # (B, L, T, W+1)
     return torch.gather(rows, 3, wi[:, None, None, :].expand(B, L, T, T))

@@ -288,5 +288,13 @@ class Seq2Seq(nn.Module):
         """
         enc = self.encode(batch)
         hidden = self.decode(batch.prev_tokens, enc, project=False)  # (B, U, D)
-        keep = batch.target.ne(PAD_ID)
-        return F.linear(hidden[keep], self.dec_embed.weight), enc
+        real = hidden.flatten(0, 1).index_select(0, real_positions(batch))
+        return F.linear(real, self.dec_embed.weight), enc
+
+
+def real_positions(batch: Batch) -> torch.Tensor:
+    """(N,) long: the flat (row-major) indices of ``batch.target``'s non-padding positions, without a
+    host sync (N = ``batch.ntokens`` is known on the host; a boolean-mask index would wait for the
+    device to count them)."""
+    keep = batch.target.ne(PAD_ID).flatten()
+    return torch.nonzero_static(keep, size=batch.ntokens)[:, 0]

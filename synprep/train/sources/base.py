@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from synprep.train.runtime import sdpa
 from synprep.train.sources.specs import SourceSpec
 from synprep.types import PairRecord
 
@@ -127,7 +127,7 @@ def bias_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torc
                    dropout_p: float) -> torch.Tensor:
     """``softmax(s + bias) V`` through SDPA; bias (B, 1|Hs, T, T) carries the key padding too."""
     mask = bias if bias.dtype == q.dtype else bias.to(q.dtype)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+    return sdpa(q, k, v, attn_mask=mask, dropout_p=dropout_p)
 
 
 def piece_word_index(recs: Sequence[PairRecord], T: int) -> torch.Tensor:

@@ -167,7 +167,8 @@ class SET(SETSpec, SyntaxSource):
         E = self.rel_embed.weight  # (n_rel, d_r)
         w_g = torch.einsum("hrs,hs->hr", m.w_gr, m.v_g)  # W_{g,r} V_g (Hs, d_r)
         table = torch.matmul(E, torch.cat([m.v_r, w_g], 0).t())  # (n_rel, 2Hs): S^r and r W_{g,r} V_g
-        per_pair = table.to(s.dtype)[prepared["rel"]].permute(0, 3, 1, 2)  # (B, 2Hs, T, T)
+        # an embedding lookup: its backward is one dense kernel (advanced indexing's is a scatter)
+        per_pair = F.embedding(prepared["rel"], table.to(s.dtype)).permute(0, 3, 1, 2)  # (B, 2Hs, T, T)
         s_r, g_r = per_pair[:, :Hs], per_pair[:, Hs:]
         u = torch.einsum("hdr,hr->hd", m.w_ge, m.v_g)  # W_{g,e} V_g (Hs, d)
         g_e = torch.matmul(ctx.x, u.t().to(ctx.x.dtype)).transpose(1, 2).unsqueeze(-1)  # (B, Hs, T, 1)

@@ -1,0 +1,178 @@
+"""Training figures for a GPU (issue 18), also runnable on the CPU: one JSON object per line per figure.
+
+    python benchmarks/bench_train_gpu.py --device cuda            # the paper presets, bf16
+    python benchmarks/bench_train_gpu.py --device cpu --small     # seconds: a smoke run (tests)
+
+Figures (``figure`` key):
+
+* ``train_tokens_per_s``: target tokens/s of the real update (``Trainer.train_step``) per preset on
+  synthetic records of realistic shape (``synprep.shards.synthetic``), collated before timing, after
+  warm-up updates; bf16 autocast on CUDA (``--fp32`` for float32), float32 on the CPU; with
+  ``ratio_vs_vanilla`` and ``peak_memory_bytes`` (``torch.cuda.max_memory_allocated`` of that
+  preset's run; null on the CPU).
+* ``update_profile``: per update, host CPU time (the profiler's CPU self time of all operators)
+  against device time (CUDA kernels' self time; null on the CPU), and the top operators.
+* ``batch_split``: ``max_tokens`` 16384 × ``update_freq`` 1 against 8192 × 2 (same effective
+  batch) for the gated preset.
+* ``real_loop_tokens_per_s``: the real ``synprep train`` loop (shards written to a temporary
+  folder, DataLoader, collation, logging) as logged in metrics.jsonl, against the same preset's
+  ``train_tokens_per_s``.
+
+``--small``: a d=64 model, 2 presets (vanilla, gated), a few updates of 1024 tokens: the figures'
+shapes, not their values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from synprep.shards.synthetic import random_records, write_folder  # noqa: E402
+from synprep.train.config import load_preset, with_overrides  # noqa: E402
+from synprep.train.data import RecordDataset  # noqa: E402
+from synprep.train.loop import Trainer, train  # noqa: E402
+
+PRESETS = ["vanilla_iwslt14_de_en", "gated_iwslt14_de_en", "pascal_iwslt14_de_en", "ldd_iwslt14_de_en",
+           "ldd_parent_iwslt14_de_en", "sla_iwslt14_de_en", "slr_iwslt14_de_en", "lisa_iwslt14_de_en",
+           "set_iwslt14_de_en"]
+SMALL = {"d_model": 64, "ffn_dim": 128, "encoder_layers": 2, "decoder_layers": 2, "gate_hidden": 32}
+
+
+def _cfg(preset: str, args, **over):
+    extra = dict(SMALL) if args.small else {}
+    extra.update({"max_tokens": args.max_tokens, "update_freq": 1, "bf16": args.bf16, "gate_freeze_epochs": 0,
+                  "threads": args.threads if args.device == "cpu" else 0})
+    extra.update(over)
+    return with_overrides(load_preset(preset), extra)
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def _endless(tr: Trainer):
+    epoch = 0
+    while True:
+        tr.train_sampler.set_epoch(epoch)
+        yield from tr.train_loader
+        epoch += 1
+
+
+def _trainer(cfg, data, vocab: int, device: str, tmp: Path) -> Trainer:
+    return Trainer(cfg, data, data, [f"p{i}" for i in range(vocab)], tmp, torch.device(device), progress=False)
+
+
+def tokens_per_s(tr: Trainer, it, steps: int, warmup: int, device: str, update_freq: int = 1) -> float:
+    for _ in range(warmup):
+        tr.train_step([next(it) for _ in range(update_freq)])
+    groups = [[next(it) for _ in range(update_freq)] for _ in range(steps)]
+    _sync(device)
+    t0, tokens = time.perf_counter(), 0.0
+    for g in groups:
+        tokens = tokens + tr.train_step(g)["ntokens"]
+    tokens = float(tokens)  # waits for the device
+    return tokens / (time.perf_counter() - t0)
+
+
+def profile(tr: Trainer, it, steps: int, device: str) -> dict:
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as prof
+
+    groups = [[next(it)] for _ in range(steps)]
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.startswith("cuda") else [])
+    _sync(device)
+    t0 = time.perf_counter()
+    with prof(activities=acts) as p:
+        for g in groups:
+            tr.train_step(g)
+        _sync(device)
+    wall = time.perf_counter() - t0
+    events = p.key_averages()
+    host = sum(e.self_cpu_time_total for e in events) / 1e6
+    dev = sum(getattr(e, "self_device_time_total", 0.0) for e in events) / 1e6 if device.startswith("cuda") else None
+    top = sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[:5]
+    return {"updates": steps, "wall_s_per_update": round(wall / steps, 5), "host_s_per_update": round(host / steps, 5),
+            "device_s_per_update": None if dev is None else round(dev / steps, 5),
+            "top_host_ops": [[e.key, round(e.self_cpu_time_total / 1e6 / steps, 5)] for e in top]}
+
+
+def real_loop(preset: str, args, vocab: int, tmp: Path) -> float:
+    """tokens/s that ``synprep train`` logs on synthetic shards (the last log interval)."""
+    n = 300 if args.small else 20000
+    write_folder(tmp / "shards", {"train": n, "valid": 50}, vocab_size=vocab)
+    steps = 6 if args.small else 200
+    cfg = _cfg(preset, args, max_steps=steps, max_epochs=0, log_interval=steps // 2,
+               num_workers=0 if args.small else 2)
+    train(tmp / "shards", tmp / "run", cfg, device=args.device, progress=False)
+    rows = [json.loads(x) for x in (tmp / "run" / "metrics.jsonl").read_text().splitlines()]
+    return [r["tokens_per_s"] for r in rows if "tokens_per_s" in r][-1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--small", action="store_true", help="a smoke run: small model, 2 presets, few updates")
+    ap.add_argument("--presets", nargs="+", choices=PRESETS, help="default: all (--small: vanilla, gated)")
+    ap.add_argument("--max-tokens", type=int, default=None, help="default 16384 (--small: 1024)")
+    ap.add_argument("--steps", type=int, default=None, help="timed updates per preset (default 20; --small 2)")
+    ap.add_argument("--fp32", action="store_true", help="float32 on CUDA instead of bf16 autocast")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads on the CPU")
+    args = ap.parse_args()
+    cuda = args.device.startswith("cuda")
+    args.bf16 = cuda and not args.fp32
+    args.max_tokens = args.max_tokens or (1024 if args.small else 16384)
+    steps = args.steps or (2 if args.small else 20)
+    warmup = 1 if args.small else 5
+    presets = args.presets or (PRESETS[:2] if args.small else PRESETS)
+    vocab = 500 if args.small else 10000
+    rng = np.random.default_rng(0)
+    data = RecordDataset(list(random_records(400 if args.small else 6000, rng, vocab_size=vocab)))
+    common = {"device": args.device, "dtype": "bf16" if args.bf16 else "fp32", "max_tokens": args.max_tokens,
+              "small": args.small, "torch": torch.__version__,
+              "gpu": torch.cuda.get_device_name(torch.device(args.device)) if cuda else None}
+
+    def emit(rec: dict) -> None:
+        print(json.dumps({**rec, **common}), flush=True)
+
+    rates: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        for preset in presets:
+            if cuda:
+                torch.cuda.reset_peak_memory_stats()
+            tr = _trainer(_cfg(preset, args), data, vocab, args.device, tmp / preset)
+            it = _endless(tr)
+            rates[preset] = tokens_per_s(tr, it, steps, warmup, args.device)
+            base = rates.get(PRESETS[0])
+            emit({"figure": "train_tokens_per_s", "preset": preset, "tokens_per_s": round(rates[preset], 1),
+                  "ratio_vs_vanilla": round(rates[preset] / base, 3) if base else None,
+                  "peak_memory_bytes": torch.cuda.max_memory_allocated() if cuda else None,
+                  "attention_backend": tr.runtime.attention_backend})
+            emit({"figure": "update_profile", "preset": preset, **profile(tr, it, 2 if args.small else 4, args.device)})
+            del tr, it
+        gated = "gated_iwslt14_de_en"
+        if gated in presets:
+            split = {}
+            for mt, uf in ((args.max_tokens, 1), (args.max_tokens // 2, 2)):
+                tr = _trainer(_cfg(gated, args, max_tokens=mt, update_freq=uf), data, vocab, args.device,
+                              tmp / f"split{uf}")
+                split[f"{mt}x{uf}"] = round(tokens_per_s(tr, _endless(tr), steps, warmup, args.device, uf), 1)
+                del tr
+            emit({"figure": "batch_split", "preset": gated, "tokens_per_s": split})
+            loop = real_loop(gated, args, vocab, tmp / "loop")
+            emit({"figure": "real_loop_tokens_per_s", "preset": gated, "tokens_per_s": loop,
+                  "step_tokens_per_s": round(rates[gated], 1), "ratio": round(loop / rates[gated], 3)})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""Translation speed: sentences per second of beam search, the batched decoder against the earlier
+per-hypothesis Python decoder (``tests/decode_reference.py``), on the same checkpoint, in process.
+
+Both decoders get the same length-bucketed, already collated batches (``translate``'s batching,
+``--max-tokens`` source tokens per batch; collation is not timed), after one warm-up pass; the
+two are timed in interleaved rounds and each keeps its best round. Prints one JSON object per
+line: one per decoder (``figure: "translate"``) and a comparison (``figure: "translate_speedup"``,
+with ``identical``: the two produced the same hypotheses).
+
+    python benchmarks/bench_translate.py --device cpu --small           # seconds: a quick model
+    python benchmarks/bench_translate.py --device cpu                   # 'tiny' trained 300 steps
+    python benchmarks/bench_translate.py --checkpoint run/checkpoint_best.pt --shards data --split test
+
+Without ``--checkpoint`` a model of the ``tiny`` preset is trained in process on a copy task over
+synthetic records of realistic shape (``synprep.shards.synthetic``: ~20 words, ~30 pieces), so the
+benchmark needs no data and its hypotheses end with ``</s>`` like a trained model's.
+Timings on a shared machine are noisy: compare the ratio, measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from synprep.shards.synthetic import random_records  # noqa: E402
+from synprep.train import decode  # noqa: E402
+from synprep.train.config import load_preset, with_overrides  # noqa: E402
+from synprep.train.data import BucketBatchSampler, Collater, RecordDataset  # noqa: E402
+from synprep.train.loop import Trainer  # noqa: E402
+from tests import decode_reference as reference  # noqa: E402
+
+
+def copy_task_model(n_sent: int, steps: int, device: str, vocab: int = 1000):
+    """A ``tiny`` model trained ``steps`` updates to copy synthetic sources; (model, eval dataset)."""
+    rng = np.random.default_rng(0)
+    recs = [dataclasses.replace(r, tgt_ids=r.src_ids.copy()) for r in random_records(2000 + n_sent, rng,
+                                                                                      vocab_size=vocab)]
+    cfg = with_overrides(load_preset("tiny"), {"max_steps": steps, "max_epochs": 0, "log_interval": 10 ** 6,
+                                               "max_tokens": 2048, "warmup_updates": min(50, steps)})
+    with tempfile.TemporaryDirectory() as tmp:
+        tr = Trainer(cfg, RecordDataset(recs[:2000]), RecordDataset(recs[2000:2016]), [f"p{i}" for i in range(vocab)],
+                     tmp, torch.device(device), progress=False)
+        for _, batch in zip(range(steps), _endless(tr), strict=False):
+            tr.train_step([batch])
+    return tr.model.eval(), RecordDataset(recs[2000:])
+
+
+def _endless(tr: Trainer):
+    epoch = 0
+    while True:
+        tr.train_sampler.set_epoch(epoch)
+        yield from tr.train_loader
+        epoch += 1
+
+
+def batches(model, dataset, max_tokens: int, device: str) -> list:
+    """``translate``'s batches of the whole dataset, collated and on ``device``."""
+    src = np.asarray(dataset.src_lengths)
+    sampler = BucketBatchSampler(src, src, max(max_tokens, int(src.max(initial=0)) + 1), shuffle=False)
+    collate = Collater.for_model(model)
+    return [collate([dataset[i] for i in idx]).to(device) for idx in sampler]
+
+
+def run(search, model, bs: list, beam: int, lenpen: float, a: float, b: int, device: str,
+        now=time.perf_counter) -> tuple[float, list]:
+    t0 = now()
+    hyps = []
+    for batch in bs:
+        if beam == 1:
+            hyps += search.greedy_search(model, batch, a, b)
+        else:
+            hyps += search.beam_search(model, batch, beam, lenpen, a, b)
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    return now() - t0, hyps
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--small", action="store_true", help="a quick run (seconds on a CPU): fewer sentences and updates")
+    ap.add_argument("--checkpoint", type=Path, help="a synprep checkpoint (else a copy-task model is trained here)")
+    ap.add_argument("--shards", type=Path, help="with --checkpoint: the shard folder to translate")
+    ap.add_argument("--split", default="test")
+    ap.add_argument("--sentences", type=int, default=0, help="translate the first N sentences (0 = all / default)")
+    ap.add_argument("--beam", type=int, default=5)
+    ap.add_argument("--lenpen", type=float, default=1.0)
+    ap.add_argument("--max-tokens", type=int, default=4096)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads on the CPU")
+    ap.add_argument("--bf16", action="store_true", help="decode under bf16 autocast")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="wall time, or this process's CPU time (robust on a shared CPU; --device cpu only)")
+    args = ap.parse_args()
+    if args.clock == "cpu" and args.device != "cpu":
+        ap.error("--clock cpu measures CPU runs only")
+    now = time.process_time if args.clock == "cpu" else time.perf_counter
+    if (args.checkpoint is None) != (args.shards is None):
+        ap.error("--checkpoint and --shards go together")
+    torch.set_num_threads(args.threads)
+    if args.checkpoint:
+        from synprep.train.data import ShardDataset
+
+        model, cfg, _ = decode.load_model(args.checkpoint, args.device)
+        dataset = ShardDataset(args.shards, args.split)
+        a, b, what = cfg.max_len_a, cfg.max_len_b, str(args.checkpoint)
+    else:
+        n = args.sentences or (64 if args.small else 400)
+        steps = 40 if args.small else 300
+        model, dataset = copy_task_model(n, steps, args.device)
+        a, b, what = 1.5, 10, f"tiny preset, copy task, {steps} updates"
+    if args.sentences and len(dataset) > args.sentences:
+        dataset = torch.utils.data.Subset(dataset, range(args.sentences))
+        dataset.src_lengths = np.asarray(dataset.dataset.src_lengths)[: args.sentences]  # type: ignore[attr-defined]
+    bs = batches(model, dataset, args.max_tokens, args.device)
+    n_sent = sum(x.size for x in bs)
+    amp = torch.autocast(torch.device(args.device).type, dtype=torch.bfloat16, enabled=args.bf16)
+    rounds = 1 if args.small else args.rounds
+    best: dict[str, float] = {}
+    out: dict[str, list] = {}
+    with amp:
+        for name, search in (("reference", reference), ("batched", decode)):  # warm-up
+            out[name] = run(search, model, bs[:1], args.beam, args.lenpen, a, b, args.device)[1]
+        for _ in range(rounds):
+            for name, search in (("reference", reference), ("batched", decode)):
+                dt, out[name] = run(search, model, bs, args.beam, args.lenpen, a, b, args.device, now)
+                best[name] = max(best.get(name, 0.0), n_sent / dt)
+    common = {"device": args.device, "model": what, "sentences": n_sent, "beam": args.beam, "lenpen": args.lenpen,
+              "max_tokens": args.max_tokens, "threads": args.threads, "bf16": args.bf16, "rounds": rounds, "clock": args.clock}
+    for name, sps in best.items():
+        print(json.dumps({"figure": "translate", "decoder": name, "sentences_per_s": round(sps, 1), **common}),
+              flush=True)
+    print(json.dumps({"figure": "translate_speedup", "speedup": round(best["batched"] / best["reference"], 2),
+                      "identical": out["batched"] == out["reference"], **common}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

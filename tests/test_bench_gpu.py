@@ -1,0 +1,38 @@
+"""The GPU benchmarks' contract (issue 18; benchmarks/gpu_suite.sh runs them on a GPU machine):
+``--device DEV [--small]``, one JSON object per line per figure; ``--small --device cpu`` is a smoke run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run(script: str) -> list[dict]:
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--device", "cpu", "--small"],
+                          capture_output=True, text=True, cwd=ROOT, check=True, timeout=900)
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def test_bench_train_gpu_small_on_the_cpu():
+    rows = _run("bench_train_gpu.py")
+    figures = [r["figure"] for r in rows]
+    assert figures == ["train_tokens_per_s", "update_profile"] * 2 + ["batch_split", "real_loop_tokens_per_s"]
+    assert [r["preset"] for r in rows[:4:2]] == ["vanilla_iwslt14_de_en", "gated_iwslt14_de_en"]
+    assert all(r["device"] == "cpu" and r["dtype"] == "fp32" for r in rows)
+    assert all(r["tokens_per_s"] > 0 for r in rows if r["figure"] == "train_tokens_per_s")
+    prof = [r for r in rows if r["figure"] == "update_profile"]
+    assert all(0 < p["host_s_per_update"] and p["device_s_per_update"] is None for p in prof)
+    assert set(rows[4]["tokens_per_s"]) == {"1024x1", "512x2"}
+    assert rows[5]["tokens_per_s"] > 0 and rows[5]["ratio"] > 0
+
+
+def test_bench_translate_small_on_the_cpu():
+    rows = _run("bench_translate.py")
+    assert [(r["figure"], r.get("decoder")) for r in rows] == [("translate", "reference"), ("translate", "batched"),
+                                                                ("translate_speedup", None)]
+    assert rows[2]["identical"] is True and rows[2]["sentences"] == 64 and rows[2]["beam"] == 5
+    assert all(r["sentences_per_s"] > 0 for r in rows[:2])

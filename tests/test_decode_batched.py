@@ -1,0 +1,97 @@
+"""The batched decoder (issue 18 item 5) returns exactly the hypotheses of the earlier per-hypothesis
+decoder (tests/decode_reference.py) on a checkpoint trained here on real Multi30k pairs, and
+finished sentences leave the decoder's batch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from synprep.train.checkpoint import LAST
+from synprep.train.config import load_preset, with_overrides
+from synprep.train.data import Collater, RecordDataset
+from synprep.train.decode import beam_search, greedy_search, load_model, translate_dataset
+from synprep.train.loop import Trainer
+from synprep.train.toydata import build_vocab, make_record, read_pairs
+from tests import decode_reference as reference
+
+
+@pytest.fixture(scope="module")
+def trained(shared_data, tmp_path_factory):
+    """A `tiny` model trained 150 updates on 200 Multi30k pairs, loaded back from its checkpoint;
+    batches of 40 training pairs and of 60 unseen pairs (imperfect translations: real beam choices)."""
+    pairs = read_pairs(shared_data / "multi30k/train.de.gz", shared_data / "multi30k/train.en.gz", 260, "de", "en")
+    vocab = build_vocab([w for pair in pairs for w in pair], split_len=7)
+    rng = np.random.default_rng(0)
+    recs = [make_record(i + 1, [s], t, vocab.symbols, rng) for i, (s, t) in enumerate(pairs)]
+    out = tmp_path_factory.mktemp("decode")
+    cfg = with_overrides(load_preset("tiny"), {"max_steps": 150, "max_epochs": 0, "log_interval": 50, "threads": 1})
+    Trainer(cfg, RecordDataset(recs[:200]), RecordDataset(recs[200:]), vocab.symbols, out, torch.device("cpu"),
+            progress=False).run()
+    model, _, _ = load_model(out / LAST)
+    collate = Collater.for_model(model)
+    return model, {"seen": collate(list(enumerate(recs[:40]))), "unseen": collate(list(enumerate(recs[200:])))}
+
+
+@pytest.mark.parametrize("part", ["seen", "unseen"])
+@pytest.mark.parametrize("beam,lenpen", [(1, 1.0), (5, 1.0), (5, 0.0), (5, 2.0)])
+@pytest.mark.parametrize("max_len_a,max_len_b", [(0.0, 200), (1.0, 2)])
+def test_hypotheses_equal_the_reference_decoder(trained, part, beam, lenpen, max_len_a, max_len_b):
+    model, batches = trained
+    batch = batches[part]
+    if beam == 1:
+        old = reference.greedy_search(model, batch, max_len_a, max_len_b)
+        new = greedy_search(model, batch, max_len_a, max_len_b)
+        assert new == beam_search(model, batch, 1, lenpen, max_len_a, max_len_b)
+    else:
+        old = reference.beam_search(model, batch, beam, lenpen, max_len_a, max_len_b)
+        new = beam_search(model, batch, beam, lenpen, max_len_a, max_len_b)
+    assert new == old
+    limits = [int(max_len_a * n + max_len_b) for n in batch.src_lengths.tolist()]
+    assert all(len(h) < lim for h, lim in zip(new, limits, strict=True))  # the limit counts </s>
+    assert sum(map(len, new)) > batch.size  # real hypotheses, not empty lists
+
+
+def test_hypotheses_equal_the_reference_under_bf16_autocast(trained):
+    model, batches = trained
+    batch = batches["unseen"]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        old = reference.beam_search(model, batch, 5, 1.0, 0.0, 200)
+        new = beam_search(model, batch, 5, 1.0, 0.0, 200)
+    assert new == old
+
+
+def test_finished_sentences_leave_the_batch(trained):
+    model, batches = trained
+    batch = batches["unseen"]
+    rows: list[int] = []
+    hook = model.decoder[0].register_forward_hook(lambda _m, args, _o: rows.append(args[0].shape[0]))
+    try:
+        hyps = beam_search(model, batch, 5, 1.0, 0.0, 200)
+    finally:
+        hook.remove()
+    lengths = sorted(len(h) for h in hyps)
+    assert rows[0] == 5 * batch.size
+    assert rows == sorted(rows, reverse=True) and rows[-1] < rows[0]  # shrinks as sentences finish
+    assert lengths[0] < lengths[-1]  # sentences of different lengths: they finish at different steps
+
+
+def test_translate_dataset_matches_the_reference(trained):
+    model, batches = trained
+    batch = batches["unseen"]
+    recs = RecordDataset([_pair(batch, b) for b in range(batch.size)])
+    got = translate_dataset(model, recs, beam=5, max_len_b=200, max_tokens=256, progress=False)
+    assert got == reference.beam_search(model, batch, 5, 1.0, 0.0, 200)
+
+
+def _pair(batch, b):
+    """The b-th source of a collated batch as a record (its syntax columns rebuilt from the batch)."""
+    from synprep.types import PairRecord
+
+    n = int(batch.src_lengths[b]) - 1
+    gaps = batch.syntax["slr"][b, : n - 1].numpy().astype(np.int64)
+    e = np.zeros(0, dtype=np.int64)
+    return PairRecord(line=b + 1, src_ids=batch.src_tokens[b, :n].numpy(), tgt_ids=e, word_index=e, heads=e, deprel=e,
+                      upos=e, sent_start=e, gaps_cnf=gaps, gaps_nary=gaps, ldd_dep=e, ldd_head=e, ldd_rel=e,
+                      ldd_prob=e.astype(np.float32))
