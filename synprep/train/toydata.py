@@ -153,10 +153,12 @@ def write_toy_shards(folder, splits: dict[str, list[PairRecord]], vocab, *, shar
                      src_lang: str = "de", tgt_lang: str = "en"):
     """Write records as a complete shard folder (``dict.txt``, ``SPLIT.NNNNN.h5``, ``manifest.json``)
     with the shards stage's writer, so the trainer reads them exactly as it reads pipeline output.
+    Each split's records are numbered 1..n (its input lines), whatever ``line`` they carry.
 
     Returns:
         the saved :class:`~synprep.shards.manifest.Manifest`.
     """
+    import dataclasses
     from pathlib import Path
 
     from synprep.parallel import chunked
@@ -171,6 +173,9 @@ def write_toy_shards(folder, splits: dict[str, list[PairRecord]], vocab, *, shar
     manifest = Manifest(sig, config)
     manifest.set_vocab(VOCAB_NAME, sha, len(vocab))
     for split, recs in splits.items():
+        # a split's lines are its own input's, 1..n (a record numbered past them would be a line the
+        # split neither stored nor dropped, which readers refuse as an incomplete split)
+        recs = [r if r.line == k else dataclasses.replace(r, line=k) for k, r in enumerate(recs, 1)]
         for index, part in enumerate(chunked(recs, shard_size)):
             attrs = shard_attrs(split, index, vocab_sha256=sha, signature=sig, config=config, ldd_threshold=0.0,
                                 src_lang=src_lang, tgt_lang=tgt_lang)
