@@ -25,10 +25,12 @@ would depend on the batch a sentence lands in). Entries ``>= ldd_threshold`` are
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -261,6 +263,7 @@ class StanzaParser(ParserBackend):
         from stanza.models.common.vocab import VOCAB_PREFIX_SIZE
 
         self.relations = vocab.unmap(list(range(VOCAB_PREFIX_SIZE, len(vocab))))
+        self.last_loader: Any = None  # the DataLoader of the latest depparse_batches call
 
     @property
     def has_constituency(self) -> bool:
@@ -305,11 +308,19 @@ class StanzaParser(ParserBackend):
             )
         return out
 
-    def _depparse(self, doc) -> list[SparseLDD]:
-        """stanza's DepparseProcessor.process, keeping the scores for the LDD."""
+    def depparse_batches(self, doc):
+        """Run stanza's depparse model over a document's batches, as ``DepparseProcessor.process`` does.
+
+        The same ``DataLoader(doc, ..., evaluation=True)`` batches and ``GraphParser.forward`` call;
+        nothing is decoded here.
+
+        Yields:
+            ``(scores, sentlens, orig_idx)`` per batch: the model's three numpy score arrays (see
+            :func:`decode_batch`), the nodes (words + 1) per sentence, and stanza's ``orig_idx``
+            (the batch's order back to the length-sorted document order). The DataLoader is
+            available as ``self.last_loader`` (its ``data_orig_idx`` restores document order).
+        """
         import torch
-        from stanza.models.common import doc as sdoc
-        from stanza.models.common.utils import unsort
         from stanza.models.depparse.data import DataLoader
         from stanza.models.depparse.trainer import unpack_batch
         from stanza.pipeline.depparse_processor import DEFAULT_SEPARATE_BATCH
@@ -326,32 +337,46 @@ class StanzaParser(ParserBackend):
             sort_during_eval=cfg.get("sort_during_eval", True),
             min_length_to_batch_separately=cfg.get("min_length_to_batch_separately", DEFAULT_SEPARATE_BATCH),
         )
-        trainer = dp.trainer
-        model = trainer.model
+        self.last_loader = batch
+        model = dp.trainer.model
         device = model.get_device()
-        resolve = cfg.get("resolve_head_constraints", True)
-        reverse = trainer.args.get("reversed", False)
-        preds: list = []
-        ldds: list[SparseLDD] = []
         model.eval()
         with torch.no_grad():
             for b in batch:
                 inputs, orig_idx, word_orig_idx, sentlens, wordlens, text = unpack_batch(b, device)
                 _, scores = model(*inputs, word_orig_idx, sentlens, wordlens, text)
-                tokens = model.decode_graph_predictions(
+                yield scores, sentlens, orig_idx
+
+    def _depparse(self, doc) -> list[SparseLDD]:
+        """stanza's DepparseProcessor.process, keeping the scores for the LDD."""
+        from stanza.models.common import doc as sdoc
+        from stanza.models.common.utils import unsort
+
+        dp = self.depparse
+        trainer = dp.trainer
+        resolve = dp.config.get("resolve_head_constraints", True)
+        reverse = trainer.args.get("reversed", False)
+        preds: list = []
+        ldds: list[SparseLDD] = []
+        for scores, sentlens, orig_idx in self.depparse_batches(doc):
+            if fast_decoder_available():
+                tokens = decode_batch(scores, sentlens, dp.vocab["deprel"], self.relations, resolve)
+            else:
+                tokens = trainer.model.decode_graph_predictions(
                     dp.vocab["deprel"], len(sentlens), scores, sentlens, resolve_head_constraints=resolve
                 )
-                sparse = [
-                    sentence_ldd(scores[0][i], scores[2][i], sentlens[i] - 1, self.relations, self.spec.ldd_threshold)
-                    for i in range(len(sentlens))
-                ]
-                tokens = unsort(tokens, orig_idx)
-                sparse = unsort(sparse, orig_idx)
-                if reverse:
-                    tokens = trainer.reverse_predictions(tokens)
-                    sparse = [reverse_ldd(x, len(t)) for x, t in zip(sparse, tokens, strict=True)]
-                preds += tokens
-                ldds += sparse
+            sparse = [
+                sentence_ldd(scores[0][i], scores[2][i], sentlens[i] - 1, self.relations, self.spec.ldd_threshold)
+                for i in range(len(sentlens))
+            ]
+            tokens = unsort(tokens, orig_idx)
+            sparse = unsort(sparse, orig_idx)
+            if reverse:
+                tokens = trainer.reverse_predictions(tokens)
+                sparse = [reverse_ldd(x, len(t)) for x, t in zip(sparse, tokens, strict=True)]
+            preds += tokens
+            ldds += sparse
+        batch = self.last_loader
         if batch.data_orig_idx is not None:
             preds = unsort(preds, batch.data_orig_idx)
             ldds = unsort(ldds, batch.data_orig_idx)
@@ -359,6 +384,103 @@ class StanzaParser(ParserBackend):
         for sentence in batch.doc.sentences:
             sentence.build_dependencies()
         return ldds
+
+
+#: the stanza versions whose depparse decoding :func:`decode_batch` reproduces (root penalty, head constraints)
+FAST_DECODER_STANZA = ("1.15",)
+
+
+@functools.lru_cache(maxsize=1)
+def fast_decoder_available() -> bool:
+    """Whether :func:`decode_batch` can stand in for stanza's decoder here: stanza 1.15.x and numba.
+
+    Otherwise stanza's own ``decode_graph_predictions`` decodes (same trees, slower), logged once.
+    """
+    version = package_version("stanza")
+    if not any(version == v or version.startswith(v + ".") for v in FAST_DECODER_STANZA):
+        log.info("stanza %s: its own tree decoder is used (the compiled one reproduces stanza %s)",
+                 version, "/".join(FAST_DECODER_STANZA))
+        return False
+    try:
+        import synprep.parse.mst  # noqa: F401
+    except ImportError as e:
+        log.warning("the compiled tree decoder is unavailable (%s): stanza's own decoder is used (same trees, "
+                    "slower); pip install numba", e)
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def compiled_decoder_in(module) -> Iterator[None]:
+    """Within the block, ``module.chuliu_edmonds_one_root`` is :func:`synprep.parse.mst.chuliu_edmonds_one_root`.
+
+    stanza's ``head_constraints`` module calls the decoder by its module-global name; the compiled
+    one returns the same trees (tests/test_parse_mst.py), so the repair logic stays stanza's own.
+    The name is restored on exit (this process parses in one thread).
+    """
+    from synprep.parse.mst import chuliu_edmonds_one_root
+
+    saved = module.chuliu_edmonds_one_root
+    module.chuliu_edmonds_one_root = chuliu_edmonds_one_root
+    try:
+        yield
+    finally:
+        module.chuliu_edmonds_one_root = saved
+
+
+def decode_batch(scores, sentlens: list[int], vocab, relations: list[str], resolve: bool) -> list[list[list]]:
+    """stanza 1.15's ``GraphParser.decode_graph_predictions``, with the same trees and labels, fast.
+
+    Trees: :func:`synprep.parse.mst.decode_trees` (the argmax heads where they already are the
+    best single-root tree, else stanza's Chu-Liu-Edmonds compiled). Labels: each arc's most
+    probable relation, taken for the whole batch at once; with ``resolve`` (stanza's default
+    ``resolve_head_constraints``) a sentence where one head gets two subjects or two objects goes
+    through stanza's own ``resolve_head_constraint_violations``, as in stanza — with its
+    Chu-Liu-Edmonds calls (one per offending dependent) made by the compiled decoder
+    (:func:`compiled_decoder_in`), which returns stanza's trees bit for bit.
+
+    Args:
+        scores: the model's ``preds``: ``[0]`` head log-probs ``(B, L, L)``, ``[1]`` argmax label ids
+            ``(B, L, L)`` (vocabulary ids), ``[2]`` label log-probs ``(B, L, L, R)``.
+        sentlens: ``(B,)`` words + 1 per sentence. vocab: the deprel vocabulary.
+        relations: ``(R,)`` the relation names of the label columns.
+
+    Returns:
+        per sentence, per word ``[head, deprel]`` (head 1-based, 0 = root), as stanza returns them.
+    """
+    from stanza.models.depparse import head_constraints
+    from stanza.models.depparse.head_constraints import DEPREL_TO_GROUP
+
+    from synprep.parse.mst import decode_trees
+
+    lengths = np.asarray(sentlens, dtype=np.int64)
+    trees, _ = decode_trees(scores[0], lengths)
+    if not resolve:
+        return [[[tree[j], d] for j, d in enumerate(vocab.unmap([scores[1][i][j + 1][h] for j, h in enumerate(tree[1:])]))]
+                for i, tree in enumerate(trees)]
+    # each word's most probable relation on its arc: one gather + argmax for the whole batch
+    sent = np.repeat(np.arange(len(trees)), lengths - 1)
+    dep = np.concatenate([np.arange(1, n) for n in lengths])
+    head = np.concatenate([t[1:] for t in trees])
+    raw = scores[2][sent, dep, head].argmax(axis=1)
+    groups = {g: k for k, g in enumerate(sorted(set(DEPREL_TO_GROUP.values())))}
+    group_of = np.array([groups.get(DEPREL_TO_GROUP.get(r, ""), -1) for r in relations], dtype=np.int64)
+    g = group_of[raw]
+    has = g >= 0
+    keys = np.stack([sent[has], head[has], g[has]], axis=1)
+    uniq, counts = np.unique(keys, axis=0, return_counts=True) if len(keys) else (keys, np.zeros(0, np.int64))
+    violating = set(uniq[counts > 1, 0].tolist())
+    out = []
+    starts = np.concatenate([[0], np.cumsum(lengths - 1)])
+    for i, tree in enumerate(trees):
+        ids = raw[starts[i] : starts[i + 1]].tolist()
+        if i in violating:
+            n = int(lengths[i])
+            with compiled_decoder_in(head_constraints):
+                tree, ids = head_constraints.resolve_head_constraint_violations(
+                    scores[0][i][:n, :n], scores[2][i][:n, :n, :], tree, vocab)
+        out.append([[h, relations[r]] for h, r in zip(tree[1:], ids, strict=True)])
+    return out
 
 
 def sentence_ldd(
