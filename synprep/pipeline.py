@@ -145,6 +145,7 @@ def data_config(mode: str, src_lang: str, tgt_lang: str, parse: ParseOptions, ld
         mode=mode, src_lang=src_lang, tgt_lang=tgt_lang, tokenized=text.tokenized, lowercase=text.lowercase,
         fairseq_compat=text.fairseq_compat, merges=text.merges, ratio=text.ratio, min_len=text.min_len,
         max_len=text.max_len, subword=text.subword, vocab_size=text.vocab_size, parser=parse.parser, stanza_package=spec.package if spec is not None else None,
+        device=spec.device if spec is not None else "cpu",
         ssplit=parse.ssplit, max_words=spec.max_words if spec is not None else DEFAULTS.max_words,
         batch_size=parse.batch_size, ldd_threshold=ldd_threshold, shard_size=shard_size)
 

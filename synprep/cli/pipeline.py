@@ -82,7 +82,7 @@ CONFIG_OPTIONS = {
     "fairseq_compat": "fairseq_compat", "merges": "merges", "ratio": "ratio", "min_len": "min_len",
     "max_len": "max_len", "parser_name": "parser", "stanza_package": "stanza_package", "no_ssplit": "ssplit",
     "max_words": "max_words", "batch_size": "batch_size", "ldd_threshold": "ldd_threshold",
-    "shard_size": "shard_size", "subword": "subword", "vocab_size": "vocab_size",
+    "shard_size": "shard_size", "subword": "subword", "vocab_size": "vocab_size", "device": "device",
 }
 
 
@@ -119,7 +119,7 @@ def resolve_config(mode: str, out: str, config_path: str | None, params: dict):
     return cfg
 
 
-def _parse_options(cfg, device, cache_path, no_cache, trees_path, backend_opts):
+def _parse_options(cfg, cache_path, no_cache, trees_path, backend_opts):
     """The parser stage's options; ``backend_opts``: the backends' own options (ParserSpec field → value,
     :func:`synprep.cli.common.backend_options`), which :func:`refuse_unused_parser_options` has checked."""
     from synprep.annotate import ParseOptions
@@ -130,7 +130,7 @@ def _parse_options(cfg, device, cache_path, no_cache, trees_path, backend_opts):
     spec = None
     if source_class(cfg.parser).runs_parser:
         # the stanza package is a folder setting (pipeline.json), so it comes from the configuration
-        spec = ParserSpec(name=cfg.parser, lang=cfg.src_lang, device=device, constituency=trees_path is None,
+        spec = ParserSpec(name=cfg.parser, lang=cfg.src_lang, device=cfg.device, constituency=trees_path is None,
                           max_words=cfg.max_words, ldd_threshold=cfg.ldd_threshold,
                           **{**backend_opts, "package": cfg.stanza_package})
     cache = None if no_cache else str(cache_path or default_cache_path())
@@ -205,13 +205,13 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
 
     cfg = resolve_config("pipeline", out, config_path, click.get_current_context().params)
     refuse_unused_parser_options(cfg.parser, codes)
-    opts = _parse_options(cfg, device, cache_path, no_cache, trees_path, backend_opts)
+    opts = _parse_options(cfg, cache_path, no_cache, trees_path, backend_opts)
     model = _subword_model_option(cfg.subword, codes=codes, merges=cfg.merges, spm_model=spm_model,
                                   hf_tokenizer=hf_tokenizer, vocab_size=cfg.vocab_size)
     text = TextOptions(tokenized=cfg.tokenized, lowercase=cfg.lowercase, fairseq_compat=cfg.fairseq_compat, clean=clean,
                        ratio=cfg.ratio, min_len=cfg.min_len, max_len=cfg.max_len, merges=cfg.merges,
                        subword=cfg.subword, vocab_size=cfg.vocab_size, tokenizer=tokenizer)
-    par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
+    par = Parallel(jobs=parser_jobs(cfg.device, jobs), backend=backend, scheduler=scheduler)
     manifest = run_pipeline(src, tgt, out, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, split=split, text=text,
                             parse=opts, par=par, codes=codes, vocab=vocab, conllu=conllu_path,
                             ldd_threshold=cfg.ldd_threshold, shard_size=cfg.shard_size, subword_model=model)
@@ -267,8 +267,8 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, config_path, p
 
     cfg = resolve_config("annotate", out, config_path, click.get_current_context().params)
     refuse_unused_parser_options(cfg.parser)
-    opts = _parse_options(cfg, device, cache_path, no_cache, trees_path, backend_opts)
-    par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
+    opts = _parse_options(cfg, cache_path, no_cache, trees_path, backend_opts)
+    par = Parallel(jobs=parser_jobs(cfg.device, jobs), backend=backend, scheduler=scheduler)
     manifest = run_annotate(src, tgt, out, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, split=split, parse=opts,
                             par=par, vocab=vocab, conllu=conllu_path, ldd_threshold=cfg.ldd_threshold,
                             shard_size=cfg.shard_size)

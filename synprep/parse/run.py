@@ -70,10 +70,16 @@ def make_parser(spec: ParserSpec, device: str | None = None) -> ParserBackend:
 def parser_identity(spec: ParserSpec) -> str:
     """The identity string of a spec's parser (cache key prefix, signature); loads no model.
 
+    The backend's identity, with ``|device=cuda`` appended for a GPU parse: GPU and CPU kernels give
+    slightly different scores (docs/parse.md), so the device kind is part of the identity — the
+    cache key, the signature's parser field and the folder's configuration keep them apart. A CPU
+    identity carries no device field (as every identity before the field existed).
+
     Raises:
         ConfigError: models missing (stanza resources, spaCy package, CoreNLP).
     """
-    return backend_class(spec.name).identity(spec)
+    identity = backend_class(spec.name).identity(spec)
+    return identity if spec.device == "cpu" else f"{identity}|device={spec.device}"
 
 
 def short_identity(identity: str) -> str:
@@ -83,6 +89,19 @@ def short_identity(identity: str) -> str:
     if backend is None:
         return f"{identity.split('|', 1)[0]}#{identity_digest(identity)}"
     return backend.short_identity(identity)
+
+
+def batch_identity(identity: str, batch: list[tuple[str, ...]]) -> str:
+    """The cache key prefix of one batch's parses: the parser identity and the batch's sentences.
+
+    A parse depends on its batch-mates (stanza's floats, in the 7th digit), so each is cached
+    under its whole batch: ``IDENTITY|batch=SHA`` (sha256 of the batch's word lists, 16 hex digits).
+    """
+    import hashlib
+    import json
+
+    digest = hashlib.sha256(json.dumps([list(s) for s in batch], ensure_ascii=False).encode("utf-8")).hexdigest()
+    return f"{identity}|batch={digest[:16]}"
 
 
 def parser_signature_name(spec: ParserSpec) -> str:
@@ -284,14 +303,16 @@ def parse_block(
     stats: ParseStats | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[ParsedLine]:
-    """Parse a bounded block of lines as one unit, with batches that never depend on timing.
+    """Parse a bounded block of lines as one unit, with batches that depend on nothing but the block.
 
-    stanza's probabilities depend (in the 7th digit) on which sentences share a batch, so the
-    batches are fixed before any work starts: the block's unique sentences that are not in the
-    cache *at the block's start*, in order of first occurrence, cut every ``batch_size``
-    sentences. Results are stored in the cache in one transaction when the whole block is done.
-    So the same block parsed again — after a crash, with another ``jobs`` or backend — gives
-    identical parses, and a block that was committed is read back whole from the cache.
+    stanza's probabilities depend (in the 7th digit) on which sentences share a batch, so a
+    sentence's parse must not depend on what else happened: the batches are the block's unique
+    sentences, in order of first occurrence, cut every ``batch_size`` sentences — whatever the
+    cache holds. The cache stores each batch's parses under the batch's own key
+    (:func:`batch_identity`): a batch is read back only when the cache holds that very batch, else
+    it is parsed again. So a block gives the same parses with a fresh cache, with no cache, with a
+    cache another folder filled (other blocks, other batch-mates), after a crash, with any ``jobs``
+    or backend. Parses are stored in one transaction when the whole block is done.
 
     Args:
         word_lines: each line's words (Moses tokens, unescaped).
@@ -312,30 +333,41 @@ def parse_block(
         raise InputError(f"{len(trees)} lines of trees for {len(word_lines)} input lines", trees_name)
     recs = [_prepare_line(first_line + i, list(w), trees[i] if trees is not None else None, spec, ssplit, trees_name)
             for i, w in enumerate(word_lines)]
+    pending: list[tuple[str, list[tuple[tuple[str, ...], ParsedSentence]]]] = []
     unique = list(dict.fromkeys(s for r in recs for s in r.sentences))
+    # the batches: a fixed rule over the block's full sentence list, whatever the cache holds
+    batches = list(chunked(unique, batch_size))
     parses: dict[tuple[str, ...], ParsedSentence | str] = {}
+    todo = list(range(len(batches)))
     if cache is not None and unique:
         assert identity is not None
-        found = cache.get_many(identity, unique)
-        parses.update({s: p for s, p in zip(unique, found, strict=True) if p is not None})
+        todo = []
+        for k, batch in enumerate(batches):
+            found = cache.get_many(batch_identity(identity, batch), batch)
+            if all(p is not None for p in found):
+                parses.update(zip(batch, found, strict=True))  # type: ignore[arg-type]
+            else:
+                todo.append(k)
     cached = set(parses)
-    misses = [s for s in unique if s not in cached]
+    misses = [s for k in todo for s in batches[k]]
     if misses:
         slot_dir = gpu_slot_dir() if spec.device == "cuda" and jobs > 1 else None
-        batches = list(chunked(misses, batch_size))
-        work = ((spec, slot_dir, [list(s) for s in b]) for b in batches)
-        fresh = []
-        for batch, result in zip(batches, parallel_map(parse_work, work, jobs=min(jobs, len(batches)),
-                                                        backend=backend, scheduler=scheduler), strict=True):
+        work = ((spec, slot_dir, [list(s) for s in batches[k]]) for k in todo)
+        for k, result in zip(todo, parallel_map(parse_work, work, jobs=min(jobs, len(todo)), backend=backend,
+                                                scheduler=scheduler), strict=True):
+            batch = batches[k]
+            fresh = []
             for s, p in zip(batch, result, strict=True):
                 parses[s] = p
                 if not isinstance(p, str):
                     fresh.append((s, p))
+            if cache is not None and fresh:
+                assert identity is not None
+                pending.append((batch_identity(identity, batch), fresh))
             if progress is not None:
                 progress(len(parses) - len(cached), len(misses))
-        if cache is not None and fresh:
-            assert identity is not None
-            cache.put_many(identity, fresh)
+        if cache is not None and pending:
+            cache.put_batches(pending)
     stats.parsed += len(misses)
     out = []
     used: set[tuple[str, ...]] = set()

@@ -160,7 +160,8 @@ def stanza_identity(spec: ParserSpec) -> str:
     ``stanza|VERSION|lang=..|package=..|processors=pos,depparse[,constituency]|ldd=THRESHOLD|
     KEY=SHA ...`` with the sha256 (16 hex digits) of every model file read (pos, depparse,
     constituency and their pretrained vectors / charlms). Two specs with equal identities give
-    identical parses. The device is not part of it (CPU and GPU give the same argmax parses).
+    identical parses. The device kind is appended by :func:`synprep.parse.run.parser_identity`
+    (``|device=cuda``; CPU and GPU scores differ slightly).
 
     Raises:
         ConfigError: see :func:`resolve_resources`.
@@ -186,7 +187,8 @@ def short_identity(identity: str) -> str:
     fields, kv = identity_fields(identity)
     digest = identity_digest(identity)
     const = "+const" if "constituency" in kv.get("processors", "") else ""
-    return f"{fields[0]}-{fields[1]}/{kv.get('package', '?')}/{kv.get('lang', '?')}{const}#{digest}"
+    device = f"@{kv['device']}" if "device" in kv else ""  # a GPU parse: stanza-1.15.0/synprep/de@cuda#...
+    return f"{fields[0]}-{fields[1]}/{kv.get('package', '?')}/{kv.get('lang', '?')}{const}{device}#{digest}"
 
 
 class StanzaParser(ParserBackend):
