@@ -97,16 +97,16 @@ def _decode_both(parser: StanzaParser, sentences: list[list[str]]) -> dict:
     """Run the real models once; decode every batch with stanza's decoder and with synprep's."""
     model = parser.depparse.trainer.model
     vocab = parser.depparse.vocab["deprel"]
-    out: dict = {"ref": [], "ours": [], "fast": 0, "sentences": 0, "words": 0}
+    out: dict = {"ref": [], "ours": [], "ref_resolved": [], "ours_resolved": [], "fast": 0, "sentences": 0}
     doc = parser.nlp(sentences, processors="tokenize,pos,lemma")
     for scores, sentlens, _ in parser.depparse_batches(doc):
-        ref = model.decode_graph_predictions(vocab, len(sentlens), scores, sentlens, resolve_head_constraints=True)
-        ours = decode_batch(scores, sentlens, vocab, parser.relations, True)
-        out["ref"] += [[(int(h), d) for h, d in s] for s in ref]
-        out["ours"] += [[(int(h), d) for h, d in s] for s in ours]
+        for resolve, key in ((False, ""), (True, "_resolved")):  # the models' setting (False), and stanza's default
+            ref = model.decode_graph_predictions(vocab, len(sentlens), scores, sentlens, resolve_head_constraints=resolve)
+            ours = decode_batch(scores, sentlens, vocab, parser.relations, resolve)
+            out["ref" + key] += [[(int(h), d) for h, d in s] for s in ref]
+            out["ours" + key] += [[(int(h), d) for h, d in s] for s in ours]
         out["fast"] += int(argmax_trees(scores[0], np.asarray(sentlens))[1].sum())
         out["sentences"] += len(sentlens)
-        out["words"] += int(sum(sentlens) - len(sentlens))
     return out
 
 
@@ -126,7 +126,23 @@ def test_real_scores_give_stanzas_trees_and_labels(real: dict, lang: str, n: int
     assert fast_decoder_available()
     r = real[lang]
     assert r["sentences"] == n and len(r["ours"]) == n
-    diff = [k for k, (a, b) in enumerate(zip(r["ref"], r["ours"], strict=True)) if a != b]
-    assert diff == [], f"{len(diff)} of {n} sentences decoded differently, first {diff[:5]}"
+    for key in ("", "_resolved"):
+        diff = [k for k, (a, b) in enumerate(zip(r["ref" + key], r["ours" + key], strict=True)) if a != b]
+        assert diff == [], f"{key}: {len(diff)} of {n} sentences decoded differently, first {diff[:5]}"
+    assert r["ours"] != r["ours_resolved"]  # the repair changed some sentences: both label paths were compared
     # both paths ran: most sentences' argmax heads are the tree, the rest went through Chu-Liu-Edmonds
     assert 0.3 * n < r["fast"] < n
+
+
+def test_parse_gives_stanzas_heads(stanza_dir: Path):
+    """Through StanzaParser.parse (its own depparse config), as plain stanza.Pipeline decodes them."""
+    import stanza
+
+    words = [["Zumindest", "noch", "nicht", "."], ["Gehen", "sieht", "einfach", "aus", ",", "aber", "es", "ist",
+                                                    "eines", "der", "schwierigsten", "Probleme", "."]]
+    parser = StanzaParser(ParserSpec(lang="de", dir=str(stanza_dir), package="synprep"))
+    nlp = stanza.Pipeline("de", dir=str(stanza_dir), package="synprep", processors="tokenize,pos,lemma,depparse",
+                          tokenize_pretokenized=True, lemma_use_identity=True, download_method=None, use_gpu=False,
+                          logging_level="WARN")
+    want = [([w.head for w in s.words], [w.deprel for w in s.words]) for s in nlp(words).sentences]
+    assert [(p.heads, p.deprels) for p in parser.parse(words)] == want

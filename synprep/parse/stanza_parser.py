@@ -434,9 +434,10 @@ def decode_batch(scores, sentlens: list[int], vocab, relations: list[str], resol
     """stanza 1.15's ``GraphParser.decode_graph_predictions``, with the same trees and labels, fast.
 
     Trees: :func:`synprep.parse.mst.decode_trees` (the argmax heads where they already are the
-    best single-root tree, else stanza's Chu-Liu-Edmonds compiled). Labels: each arc's most
-    probable relation, taken for the whole batch at once; with ``resolve`` (stanza's default
-    ``resolve_head_constraints``) a sentence where one head gets two subjects or two objects goes
+    best single-root tree, else stanza's Chu-Liu-Edmonds compiled). Labels, gathered for the whole
+    batch at once: without ``resolve`` the model's argmax label of each chosen arc; with ``resolve``
+    (the depparse config's ``resolve_head_constraints``: False in the ``synprep`` package's models)
+    each arc's most probable relation, and a sentence where one head gets two subjects or two objects goes
     through stanza's own ``resolve_head_constraint_violations``, as in stanza — with its
     Chu-Liu-Edmonds calls (one per offending dependent) made by the compiled decoder
     (:func:`compiled_decoder_in`), which returns stanza's trees bit for bit.
@@ -457,13 +458,16 @@ def decode_batch(scores, sentlens: list[int], vocab, relations: list[str], resol
 
     lengths = np.asarray(sentlens, dtype=np.int64)
     trees, _ = decode_trees(scores[0], lengths)
-    if not resolve:
-        return [[[tree[j], d] for j, d in enumerate(vocab.unmap([scores[1][i][j + 1][h] for j, h in enumerate(tree[1:])]))]
-                for i, tree in enumerate(trees)]
-    # each word's most probable relation on its arc: one gather + argmax for the whole batch
+    # every word of the batch as (sentence, dependent, head), for one gather per score array
     sent = np.repeat(np.arange(len(trees)), lengths - 1)
     dep = np.concatenate([np.arange(1, n) for n in lengths])
     head = np.concatenate([t[1:] for t in trees])
+    starts = np.concatenate([[0], np.cumsum(lengths - 1)]).tolist()
+    if not resolve:  # stanza: the label the model's argmax gave the chosen arc (scores[1], vocabulary ids)
+        names = vocab.unmap(scores[1][sent, dep, head].tolist())
+        return [[[h, d] for h, d in zip(tree[1:], names[starts[i] : starts[i + 1]], strict=True)]
+                for i, tree in enumerate(trees)]
+    # each word's most probable relation on its arc: one gather + argmax for the whole batch
     raw = scores[2][sent, dep, head].argmax(axis=1)
     groups = {g: k for k, g in enumerate(sorted(set(DEPREL_TO_GROUP.values())))}
     group_of = np.array([groups.get(DEPREL_TO_GROUP.get(r, ""), -1) for r in relations], dtype=np.int64)
@@ -473,7 +477,6 @@ def decode_batch(scores, sentlens: list[int], vocab, relations: list[str], resol
     uniq, counts = np.unique(keys, axis=0, return_counts=True) if len(keys) else (keys, np.zeros(0, np.int64))
     violating = set(uniq[counts > 1, 0].tolist())
     out = []
-    starts = np.concatenate([[0], np.cumsum(lengths - 1)])
     for i, tree in enumerate(trees):
         ids = raw[starts[i] : starts[i + 1]].tolist()
         if i in violating:
