@@ -31,13 +31,13 @@ def test_a_version_2_configuration_was_made_on_the_cpu():
 
 
 @pytest.fixture(scope="module")
-def cpu_split(tmp_path_factory, stanza_dir) -> tuple[Path, list[str]]:
+def cpu_split(tmp_path_factory, stanza_dir) -> tuple[Path, list[str], str]:
     out = tmp_path_factory.mktemp("device") / "out"
     args = ["pipeline", "--src", str(SAMPLE / "test.de"), "--tgt", str(SAMPLE / "test.en"), "-s", "de", "-t", "en",
             "--out", str(out), "--merges", "200", "--no-cache", "--stanza-dir", str(stanza_dir),
             "--stanza-package", "synprep"]
-    run_cli(*args)
-    return out, args
+    proc = run_cli(*args)
+    return out, args, proc.stderr
 
 
 def _with_a_gpu(monkeypatch, args: list[str]):
@@ -49,7 +49,7 @@ def _with_a_gpu(monkeypatch, args: list[str]):
 
 
 def test_the_folder_records_the_device_kind(cpu_split):
-    out, _ = cpu_split
+    out, _, _ = cpu_split
     assert json.loads((out / "pipeline.json").read_text())["device"] == "cpu"
     manifest = json.loads((out / "manifest.json").read_text())
     assert "device=" not in manifest["config"]["parser"]["identity"]  # a CPU identity, as earlier versions wrote
@@ -57,7 +57,7 @@ def test_the_folder_records_the_device_kind(cpu_split):
 
 @pytest.mark.parametrize("extra", [[], ["--split", "valid"]], ids=["resume", "another split"])
 def test_a_cpu_split_refuses_a_gpu_run_naming_both(cpu_split, monkeypatch, extra):
-    out, args = cpu_split
+    out, args, _ = cpu_split
     before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
     res = _with_a_gpu(monkeypatch, [*args, "--device", "cuda", *extra])
     assert isinstance(res.exception, ConfigError), res.output
@@ -66,6 +66,19 @@ def test_a_cpu_split_refuses_a_gpu_run_naming_both(cpu_split, monkeypatch, extra
 
 
 def test_the_device_kind_is_inherited_from_the_folder(cpu_split):
-    out, args = cpu_split
+    out, args, _ = cpu_split
     proc = run_cli(*args)  # no --device: the folder's (cpu); the finished split is resumed, nothing redone
     assert proc.returncode == 0
+
+
+def test_pipeline_and_parse_end_with_their_throughput(cpu_split, stanza_dir):
+    """issue 17 item 5: sentences/s, words/s and the device kind of the parse stage."""
+    import re
+
+    _, _, stderr = cpu_split
+    m = re.search(r"parse: (\d+) sentences, (\d+) words in [\d.]+ s: [\d.]+ sentences/s, \d+ words/s on cpu", stderr)
+    assert m is not None, stderr
+    assert int(m.group(1)) >= 40 and int(m.group(2)) > 5 * int(m.group(1))
+    proc = run_cli("parse", "-l", "de", "--stanza-dir", str(stanza_dir), "--stanza-package", "synprep", "--no-cache",
+                   input="das ist gut . wir gehen .\nhallo welt\n")
+    assert re.search(r"parse: 3 sentences, 9 words in [\d.]+ s: [\d.]+ sentences/s, \d+ words/s on cpu", proc.stderr)

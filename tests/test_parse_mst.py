@@ -73,8 +73,8 @@ def test_argmax_fast_path_accepts_only_single_root_trees():
     assert heads[0].tolist() == [0, 0, 1, 1] and heads[3, :3].tolist() == [0, 2, 0]
     trees, compiled = decode_trees(s, lengths)
     assert compiled == 2
-    for b, l in enumerate(lengths):
-        assert trees[b].tolist() == stanza_one_root(s[b, :l, :l]).tolist()
+    for b, m in enumerate(lengths):
+        assert trees[b].tolist() == stanza_one_root(s[b, :m, :m]).tolist()
     s[0, 2, 3] = -0.1  # word 2 now ties between heads 1 and 3
     assert not argmax_trees(s, lengths)[1][0]
 

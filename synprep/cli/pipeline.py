@@ -149,6 +149,10 @@ def _report(manifest, split: str) -> None:
 
     # the one summary line of the split (synprep check passed, or run_* had raised) and the signature
     click.echo(f"synprep: {split_summary(manifest, split)}; check OK", err=True)
+    from synprep.parse.run import THROUGHPUT  # the parse stage's sentences/s, words/s and device
+
+    if THROUGHPUT.line():
+        click.echo(f"synprep: {THROUGHPUT.line()}", err=True)
     click.echo(manifest.signature, err=True)
 
 

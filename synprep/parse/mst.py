@@ -355,6 +355,6 @@ def decode_trees(scores: np.ndarray, lengths) -> tuple[list[np.ndarray], int]:
     lengths = np.asarray(lengths, dtype=np.int64)
     heads, ok = argmax_trees(scores, lengths)
     trees = []
-    for k, l in enumerate(lengths.tolist()):
-        trees.append(heads[k, :l].copy() if ok[k] else chuliu_edmonds_one_root(scores[k, :l, :l]))
+    for k, m in enumerate(lengths.tolist()):
+        trees.append(heads[k, :m].copy() if ok[k] else chuliu_edmonds_one_root(scores[k, :m, :m]))
     return trees, int((~ok).sum())

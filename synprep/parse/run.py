@@ -21,6 +21,7 @@ import itertools
 import logging
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
@@ -49,6 +50,38 @@ log = logging.getLogger(__name__)
 DEFAULT_BATCH_SIZE = DEFAULTS.batch_size
 #: lines parsed as one deterministic block by :func:`parse_lines`
 DEFAULT_BLOCK_LINES = 2048
+
+@dataclasses.dataclass
+class Throughput:
+    """What this process's :func:`parse_block` calls delivered, for the command's closing line.
+
+    Attributes:
+        sentences, words: of the successfully parsed lines (cache hits included).
+        cached: of those sentences, the ones read from the cache.
+        seconds: wall time spent in :func:`parse_block` (the parse stage only).
+        device: the device kind of the latest block (``cpu`` / ``cuda``).
+    """
+
+    sentences: int = 0
+    words: int = 0
+    cached: int = 0
+    seconds: float = 0.0
+    device: str = "cpu"
+
+    def line(self) -> str | None:
+        """``parse: 7511 sentences, 125754 words in 48.2 s: 155.8 sentences/s, 2608 words/s on cpu (0 from the
+        cache)``; None when nothing was parsed."""
+        if self.sentences == 0:
+            return None
+        s = max(self.seconds, 1e-9)
+        return (f"parse: {self.sentences} sentences, {self.words} words in {self.seconds:.1f} s: "
+                f"{self.sentences / s:.1f} sentences/s, {self.words / s:.0f} words/s on {self.device} "
+                f"({self.cached} from the cache)")
+
+
+#: this process's parse throughput (:func:`parse_block` adds to it; the CLI prints :meth:`Throughput.line`)
+THROUGHPUT = Throughput()
+
 
 # --- worker side --------------------------------------------------------------------------------
 
@@ -327,6 +360,7 @@ def parse_block(
     Raises:
         InputError: trees that do not match the words. ConfigError: missing models.
     """
+    started = time.perf_counter()
     spec, identity = _run_spec(spec, trees is not None, identity, cache)
     stats = stats if stats is not None else ParseStats()
     if trees is not None and len(trees) != len(word_lines):
@@ -382,6 +416,13 @@ def parse_block(
             stats.cache_hits += sum(1 for s in rec.sentences if s in cached)
         out.append(pl)
     stats.repeats += _repeats(recs, out, cached)
+    ok = [s for pl in out if pl.error is None for s in pl.sentences]
+    THROUGHPUT.sentences += len(ok)
+    THROUGHPUT.words += sum(len(s.words) for s in ok)
+    THROUGHPUT.cached += sum(1 for rec, pl in zip(recs, out, strict=True) if pl.error is None
+                             for s in rec.sentences if s in cached)
+    THROUGHPUT.seconds += time.perf_counter() - started
+    THROUGHPUT.device = spec.device
     return out
 
 
