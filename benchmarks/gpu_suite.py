@@ -111,11 +111,11 @@ def parse_figures(args, shared: Path) -> None:
     dev = ParserSpec(lang="de", dir=sdir, package="synprep", device=args.device)
     cpu = ParserSpec(lang="de", dir=sdir, package="synprep")
     parse_run.worker_parser(dev)  # loaded before the clock starts, on both sides
-    parse_run.parse_lines(lines[:8], dev)  # warm-up: CUDA context, kernels, the decoder's cache
+    list(parse_run.parse_lines(lines[:8], dev))  # warm-up: CUDA context, kernels, the decoder's cache
     with GpuSampler() as sampler:
         got, t_dev = timed_parse(lines, dev)
     parse_run.worker_parser(cpu)
-    parse_run.parse_lines(lines[:8], cpu)
+    list(parse_run.parse_lines(lines[:8], cpu))
     ref, t_cpu = timed_parse(lines[: args.cpu_lines], cpu)
     n_dev = [s for pl in got for s in pl.sentences]
     n_cpu = [s for pl in ref for s in pl.sentences]
