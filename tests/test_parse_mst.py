@@ -1,4 +1,5 @@
-"""The fast tree decoder gives stanza 1.15's trees: argmax fast path + compiled Chu-Liu-Edmonds.
+"""The fast tree decoder gives stanza 1.15's trees (argmax fast path + compiled Chu-Liu-Edmonds), and the
+batched POS stage stanza's UPOS/XPOS/features.
 
 The reference is stanza's own decoder (``chuliu_edmonds_one_root`` and
 ``GraphParser.decode_graph_predictions``), run on the same scores: on planted score matrices (ties
@@ -98,7 +99,11 @@ def _decode_both(parser: StanzaParser, sentences: list[list[str]]) -> dict:
     model = parser.depparse.trainer.model
     vocab = parser.depparse.vocab["deprel"]
     out: dict = {"ref": [], "ours": [], "ref_resolved": [], "ours_resolved": [], "fast": 0, "sentences": 0}
-    doc = parser.nlp(sentences, processors="tokenize,pos,lemma")
+    doc = parser.nlp(sentences, processors="tokenize,pos,lemma")  # stanza's own POS processor
+    ours = parser.nlp(sentences[:600], processors="tokenize")
+    parser._pos(ours)  # synprep's batched POS stage
+    out["pos_ref"] = [(w.upos, w.xpos, w.feats) for s in doc.sentences[:600] for w in s.words]
+    out["pos_ours"] = [(w.upos, w.xpos, w.feats) for s in ours.sentences for w in s.words]
     for scores, sentlens, _ in parser.depparse_batches(doc):
         for resolve, key in ((False, ""), (True, "_resolved")):  # the models' setting (False), and stanza's default
             ref = model.decode_graph_predictions(vocab, len(sentlens), scores, sentlens, resolve_head_constraints=resolve)
@@ -134,6 +139,17 @@ def test_real_scores_give_stanzas_trees_and_labels(real: dict, lang: str, n: int
     assert 0.3 * n < r["fast"] < n
 
 
+@pytest.mark.parametrize("lang", ["de", "en"])
+def test_batched_pos_gives_stanzas_upos_xpos_and_features(real: dict, lang: str):
+    """issue 17 item 2: synprep's POS stage (label lookups per distinct id) against stanza's POS processor,
+    on the first 600 sentences of each set."""
+    r = real[lang]
+    assert len(r["pos_ours"]) == len(r["pos_ref"]) > 600 * 5
+    diff = [k for k, (a, b) in enumerate(zip(r["pos_ref"], r["pos_ours"], strict=True)) if a != b]
+    assert diff == [], f"{len(diff)} words differ, first {[(r['pos_ref'][k], r['pos_ours'][k]) for k in diff[:3]]}"
+    assert len({f for _, _, f in r["pos_ours"]}) > 20  # many feature bundles: the composite lookup is exercised
+
+
 def test_parse_gives_stanzas_heads(stanza_dir: Path):
     """Through StanzaParser.parse (its own depparse config), as plain stanza.Pipeline decodes them."""
     import stanza
@@ -144,5 +160,6 @@ def test_parse_gives_stanzas_heads(stanza_dir: Path):
     nlp = stanza.Pipeline("de", dir=str(stanza_dir), package="synprep", processors="tokenize,pos,lemma,depparse",
                           tokenize_pretokenized=True, lemma_use_identity=True, download_method=None, use_gpu=False,
                           logging_level="WARN")
-    want = [([w.head for w in s.words], [w.deprel for w in s.words]) for s in nlp(words).sentences]
-    assert [(p.heads, p.deprels) for p in parser.parse(words)] == want
+    want = [([w.head for w in s.words], [w.deprel for w in s.words], [w.upos for w in s.words])
+            for s in nlp(words).sentences]
+    assert [(p.heads, p.deprels, p.upos) for p in parser.parse(words)] == want

@@ -284,7 +284,12 @@ class StanzaParser(ParserBackend):
         """
         if not sentences:
             return []
-        doc = self.nlp([list(s) for s in sentences], processors="tokenize,pos,lemma")
+        if fast_decoder_available():  # stanza 1.15: its POS processor, with the label lookups vectorized
+            doc = self.nlp([list(s) for s in sentences], processors="tokenize")
+            self._pos(doc)
+            doc = self.nlp(doc, processors="lemma")
+        else:
+            doc = self.nlp([list(s) for s in sentences], processors="tokenize,pos,lemma")
         ldds = self._depparse(doc)
         if self.has_constituency:
             doc = self.nlp(doc, processors="constituency")
@@ -309,6 +314,50 @@ class StanzaParser(ParserBackend):
                 )
             )
         return out
+
+    def _pos(self, doc) -> None:
+        """stanza 1.15's ``POSProcessor.process``: the same batches and forward, labels looked up per batch.
+
+        stanza's ``Trainer.predict`` maps every word's ids back to strings one by one in Python
+        (``vocab.unmap``; the features' composite vocabulary formats ``key=value`` pairs for each
+        word). Here each batch's argmax ids are gathered for the real words only and each distinct
+        id (tuple) is mapped once with the same ``vocab.id2unit``, so the strings are stanza's
+        (tests/test_parse_mst.py compares UPOS/XPOS/features with stanza's Pipeline).
+        """
+        import torch
+        from stanza.models.common import doc as sdoc
+        from stanza.models.common.utils import unsort
+        from stanza.models.pos.data import Dataset
+        from stanza.models.pos.trainer import unpack_batch
+
+        pos = self.nlp.processors["pos"]
+        cfg = pos.config
+        dataset = Dataset(doc, cfg, pos.pretrain, vocab=pos.vocab, evaluation=True, sort_during_eval=True)
+        loader = dataset.to_length_limited_loader(batch_size=cfg["batch_size"],
+                                                  maximum_tokens=cfg.get("batch_maximum_tokens", 5000))
+        trainer = pos.trainer
+        model = trainer.model
+        device = next(model.parameters()).device
+        columns = [(k, c) for k, c in enumerate(model.tag_columns) if c.output]
+        preds: list = []
+        idx: list = []
+        model.eval()
+        with torch.no_grad():
+            for b in loader:
+                idx.extend(b[-1])
+                inputs, orig_idx, word_orig_idx, sentlens, wordlens, text = unpack_batch(b, device)
+                word, word_mask, wordchars, wordchars_mask, tags, pretrained = inputs
+                _, out = model(word, word_mask, wordchars, wordchars_mask, tags, pretrained, word_orig_idx, sentlens,
+                               wordlens, text)
+                lengths = np.asarray(sentlens)
+                real = np.arange(int(lengths.max()))[None, :] < lengths[:, None]  # (B, L) the real words
+                seqs = [unmap_ids(trainer.vocab[c.name], out[k].cpu().numpy()[:, : real.shape[1]][real])
+                        for k, c in columns]
+                starts = np.concatenate([[0], np.cumsum(lengths)]).tolist()
+                tokens = [[[seq[w] for seq in seqs] for w in range(starts[i], starts[i + 1])] for i in range(len(lengths))]
+                preds += unsort(tokens, orig_idx)
+        preds = unsort(preds, idx)
+        dataset.doc.set([sdoc.UPOS, sdoc.XPOS, sdoc.FEATS], [y for x in preds for y in x])
 
     def depparse_batches(self, doc):
         """Run stanza's depparse model over a document's batches, as ``DepparseProcessor.process`` does.
@@ -410,6 +459,24 @@ def fast_decoder_available() -> bool:
                     "slower); pip install numba", e)
         return False
     return True
+
+
+def unmap_ids(vocab, ids: np.ndarray) -> list:
+    """``vocab.unmap`` of many words' ids, each distinct id (or id tuple) mapped once.
+
+    Args:
+        vocab: a stanza vocabulary (plain: one id per word; composite, e.g. features: K ids per word).
+        ids: ``(N,)`` or ``(N, K)`` int array, one row per word.
+
+    Returns:
+        the N strings ``vocab.id2unit`` gives for each row (called with Python ints / int lists, as
+        stanza's ``unmap`` over ``tensor.tolist()`` calls it).
+    """
+    if len(ids) == 0:
+        return []
+    uniq, inverse = np.unique(ids, axis=0, return_inverse=True)
+    names = [vocab.id2unit(u.tolist()) for u in uniq]
+    return [names[k] for k in inverse.reshape(-1).tolist()]
 
 
 @contextlib.contextmanager
