@@ -284,7 +284,7 @@ class StanzaParser(ParserBackend):
         """
         if not sentences:
             return []
-        if fast_decoder_available():  # stanza 1.15: its POS processor, with the label lookups vectorized
+        if stanza_reproduced():  # stanza 1.15: its POS processor, with the label lookups vectorized
             doc = self.nlp([list(s) for s in sentences], processors="tokenize")
             self._pos(doc)
             doc = self.nlp(doc, processors="lemma")
@@ -442,15 +442,26 @@ FAST_DECODER_STANZA = ("1.15",)
 
 
 @functools.lru_cache(maxsize=1)
+def stanza_reproduced() -> bool:
+    """Whether the installed stanza is one whose POS and depparse decoding synprep reproduces (1.15.x).
+
+    Otherwise stanza's own POS processor and ``decode_graph_predictions`` run (logged once).
+    """
+    version = package_version("stanza")
+    if any(version == v or version.startswith(v + ".") for v in FAST_DECODER_STANZA):
+        return True
+    log.info("stanza %s: its own POS processor and tree decoder are used (synprep reproduces stanza %s)",
+             version, "/".join(FAST_DECODER_STANZA))
+    return False
+
+
+@functools.lru_cache(maxsize=1)
 def fast_decoder_available() -> bool:
     """Whether :func:`decode_batch` can stand in for stanza's decoder here: stanza 1.15.x and numba.
 
     Otherwise stanza's own ``decode_graph_predictions`` decodes (same trees, slower), logged once.
     """
-    version = package_version("stanza")
-    if not any(version == v or version.startswith(v + ".") for v in FAST_DECODER_STANZA):
-        log.info("stanza %s: its own tree decoder is used (the compiled one reproduces stanza %s)",
-                 version, "/".join(FAST_DECODER_STANZA))
+    if not stanza_reproduced():
         return False
     try:
         import synprep.parse.mst  # noqa: F401
@@ -459,24 +470,6 @@ def fast_decoder_available() -> bool:
                     "slower); pip install numba", e)
         return False
     return True
-
-
-def unmap_ids(vocab, ids: np.ndarray) -> list:
-    """``vocab.unmap`` of many words' ids, each distinct id (or id tuple) mapped once.
-
-    Args:
-        vocab: a stanza vocabulary (plain: one id per word; composite, e.g. features: K ids per word).
-        ids: ``(N,)`` or ``(N, K)`` int array, one row per word.
-
-    Returns:
-        the N strings ``vocab.id2unit`` gives for each row (called with Python ints / int lists, as
-        stanza's ``unmap`` over ``tensor.tolist()`` calls it).
-    """
-    if len(ids) == 0:
-        return []
-    uniq, inverse = np.unique(ids, axis=0, return_inverse=True)
-    names = [vocab.id2unit(u.tolist()) for u in uniq]
-    return [names[k] for k in inverse.reshape(-1).tolist()]
 
 
 @contextlib.contextmanager
