@@ -472,6 +472,24 @@ def fast_decoder_available() -> bool:
     return True
 
 
+def unmap_ids(vocab, ids: np.ndarray) -> list:
+    """``vocab.unmap`` of many words' ids, each distinct id (or id tuple) mapped once.
+
+    Args:
+        vocab: a stanza vocabulary (plain: one id per word; composite, e.g. features: K ids per word).
+        ids: ``(N,)`` or ``(N, K)`` int array, one row per word.
+
+    Returns:
+        the N strings ``vocab.id2unit`` gives for each row (called with Python ints / int lists, as
+        stanza's ``unmap`` over ``tensor.tolist()`` calls it).
+    """
+    if len(ids) == 0:
+        return []
+    uniq, inverse = np.unique(ids, axis=0, return_inverse=True)
+    names = [vocab.id2unit(u.tolist()) for u in uniq]
+    return [names[k] for k in inverse.reshape(-1).tolist()]
+
+
 @contextlib.contextmanager
 def compiled_decoder_in(module) -> Iterator[None]:
     """Within the block, ``module.chuliu_edmonds_one_root`` is :func:`synprep.parse.mst.chuliu_edmonds_one_root`.
