@@ -2,9 +2,10 @@
 
 :func:`parse_block` parses a bounded block of lines (the pipeline's unit: one shard);
 :func:`parse_lines` streams any input through blocks. The main process splits each line into
-sentences (:mod:`synprep.parse.ssplit`, or the user's trees), checks lengths, looks every unique
-sentence of the block up in the cache (:mod:`synprep.parse.cache`) and sends only the misses, in
-batches fixed before any work starts, to the workers (:func:`synprep.parallel.parallel_map`). Each worker process loads one
+sentences (:mod:`synprep.parse.ssplit`, or the user's trees), checks lengths, cuts the block's unique
+sentences into batches by a fixed rule (whatever the cache holds), looks each batch up in the cache
+(:mod:`synprep.parse.cache`, keyed per batch: :func:`batch_identity`) and sends only the batches not
+found to the workers (:func:`synprep.parallel.parallel_map`). Each worker process loads one
 parser, kept in a module-level global so it is loaded once per process, with torch limited to
 one thread; with ``device="cuda"`` each worker takes one visible GPU. Results come back in input
 order; the main process stores them in the cache and yields one :class:`ParsedLine` per input
