@@ -18,7 +18,8 @@ from stanza.models.common.chuliu_edmonds import chuliu_edmonds_one_root as stanz
 from synprep.parse import ParserSpec, read_conllu
 from synprep.parse.mst import argmax_trees, chuliu_edmonds_one_root, decode_trees
 from synprep.parse.ssplit import split_sentences
-from synprep.parse.stanza_parser import StanzaParser, decode_batch, fast_decoder_available
+from synprep.parse.stanza_decode import decode_batch, fast_decoder_available
+from synprep.parse.stanza_parser import StanzaParser
 from synprep.text.escape import unescape_tokens
 
 
