@@ -16,7 +16,7 @@ STAMP  := $(VENV)/.synprep-installed
 SHARED ?= ../shared
 JOBS   ?= 2
 
-.PHONY: setup sample test lint typecheck bench iwslt14 iwslt14-test clean
+.PHONY: setup sample test lint typecheck bench iwslt14 iwslt14-test clean gpu-suite
 
 setup: $(STAMP)
 
@@ -47,6 +47,13 @@ include pipelines/pud.mk
 include pipelines/multi30k.mk
 include pipelines/fairseq.mk
 include pipelines/release.mk
+
+# the GPU check in one go (benchmarks/gpu_suite.sh; on the GPU machine after `source .gpu/unpack.sh`):
+# one JSON object per figure. DEVICE=cpu SMALL=--small for the tiny CPU run the test suite makes.
+DEVICE ?= cuda
+SMALL  ?=
+gpu-suite:
+	PY=$(PY) bash benchmarks/gpu_suite.sh --device $(DEVICE) $(SMALL)
 
 clean:
 	rm -rf build

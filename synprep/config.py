@@ -33,7 +33,7 @@ from synprep.subword import DEFAULT_SCHEME
 #: the ``format`` of a saved configuration (``OUT/pipeline.json``); version 1 is the earlier
 #: layout without it (read by :meth:`DataConfig.from_dict`)
 CONFIG_FORMAT = "synprep-data-config"
-CONFIG_VERSION = 2
+CONFIG_VERSION = 3  # 3: the parse's device kind (``device``); absent in 2 = cpu
 MODES = ("pipeline", "annotate")
 
 
@@ -56,6 +56,9 @@ class DataConfig:
         stanza_package: the stanza package (None: stanza's default for the language).
         tokenizer: where the source words come from (``moses``, or ``parser``: the parser's own tokenizer).
         spacy_model, label_map: the spaCy pipeline and its label map (``--parser spacy``).
+        device: the device kind the parser runs on, ``cpu`` or ``cuda`` (``--device``): CPU and GPU
+            parses differ slightly, so a folder is made on one kind (a version-2 file, without
+            the field, was made on ``cpu`` unless its parser identity names ``device=cuda``).
         ssplit: split lines into sentences (SPEC.md §1); False: one sentence per line.
         max_words: longer sentences are recorded as ``parse:too_long``, never parsed (stanza hangs
             or runs out of memory on 400+ words).
@@ -87,6 +90,7 @@ class DataConfig:
     tokenizer: str = "moses"
     spacy_model: str | None = None
     label_map: str | None = None
+    device: str = "cpu"
     ssplit: bool = True
     max_words: int = PARSE_DEFAULTS.max_words
     batch_size: int = PARSE_DEFAULTS.batch_size
@@ -101,6 +105,8 @@ class DataConfig:
         for name in ("merges", "vocab_size", "min_len", "max_len", "max_words", "batch_size", "shard_size"):
             if int(getattr(self, name)) < (0 if name == "min_len" else 1):
                 raise ConfigError(f"{name} must be >= {0 if name == 'min_len' else 1}, got {getattr(self, name)}")
+        if self.device not in ("cpu", "cuda"):
+            raise ConfigError(f"device must be cpu or cuda, got {self.device!r}")
         if not self.ratio > 0:
             raise ConfigError(f"ratio must be > 0, got {self.ratio}")
         if not 0.0 <= self.ldd_threshold <= 1.0:

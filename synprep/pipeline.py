@@ -147,7 +147,7 @@ def data_config(mode: str, src_lang: str, tgt_lang: str, parse: ParseOptions, ld
         fairseq_compat=text.fairseq_compat, merges=text.merges, ratio=text.ratio, min_len=text.min_len,
         max_len=text.max_len, subword=text.subword, vocab_size=text.vocab_size, parser=parse.parser, stanza_package=spec.package if spec is not None else None,
         tokenizer=text.tokenizer, spacy_model=spec.spacy_model if spec is not None else None,
-        label_map=spec.label_map if spec is not None else None,
+        label_map=spec.label_map if spec is not None else None, device=spec.device if spec is not None else "cpu",
         ssplit=parse.ssplit,
         max_words=spec.max_words if spec is not None else parse.max_words or DEFAULTS.max_words,
         batch_size=parse.batch_size, ldd_threshold=ldd_threshold, shard_size=shard_size, vocab_split=vocab_split,

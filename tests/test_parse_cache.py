@@ -81,9 +81,46 @@ def test_cache_hit_avoids_reparsing(tmp_path: Path, stanza_dir: Path) -> None:
     # another parser identity (here: another LDD threshold) does not reuse them
     with ParseCache(path) as cache:
         before = parse_run.PARSER_CALLS
-        list(parse_lines(lines[:1], ParserSpec(lang="de", dir=str(stanza_dir), package="synprep", ldd_threshold=0.1),
+        list(parse_lines(lines, ParserSpec(lang="de", dir=str(stanza_dir), package="synprep", ldd_threshold=0.1),
                          cache=cache))
-        assert parse_run.PARSER_CALLS - before == 1
+        assert parse_run.PARSER_CALLS - before == 3
+
+
+def test_a_parse_never_depends_on_what_the_cache_held(tmp_path: Path, stanza_dir: Path) -> None:
+    """issue 21 item 4: a cache filled by another block (other batch-mates) is not read for this block's batch:
+    the block is parsed as with no cache, to the same bytes (stanza's floats depend on the batch)."""
+    spec = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep")
+    block = ["das ist gut .".split(), "wir sehen uns morgen .".split(), "der hund schläft im garten .".split()]
+    other = ["das ist gut .".split(), "ich habe heute keine zeit für lange gespräche .".split()]
+    plain = parse_run.parse_block(block, spec)
+    with ParseCache(tmp_path / "parse.sqlite") as cache:
+        parse_run.parse_block(other, spec, cache=cache)  # another folder's block filled the cache
+        before = parse_run.PARSER_CALLS
+        stats = ParseStats()
+        got = parse_run.parse_block(block, spec, cache=cache, stats=stats)
+        assert parse_run.PARSER_CALLS - before == 3 and stats.cache_hits == 0  # "das ist gut ." parsed again
+        before = parse_run.PARSER_CALLS
+        again = parse_run.parse_block(block, spec, cache=cache, stats=stats)  # the same block: its batch is cached
+        assert parse_run.PARSER_CALLS == before
+    dump = [[sentence_to_json(s) for s in pl.sentences] for pl in plain]
+    assert [[sentence_to_json(s) for s in pl.sentences] for pl in got] == dump
+    assert [[sentence_to_json(s) for s in pl.sentences] for pl in again] == dump
+
+
+def test_the_cache_never_returns_another_device_kinds_parse(tmp_path: Path, stanza_dir: Path) -> None:
+    """issue 17 item 4: the device kind is part of the identity, so of every cache key."""
+    cpu = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep")
+    cuda = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep", device="cuda")
+    ident_cpu, ident_cuda = parse_run.parser_identity(cpu), parse_run.parser_identity(cuda)
+    assert ident_cuda == ident_cpu + "|device=cuda"
+    assert "device=cpu" not in ident_cpu  # a CPU identity is the one earlier versions wrote
+    assert parse_run.short_identity(ident_cuda) != parse_run.short_identity(ident_cpu)
+    block = ["das ist gut .".split()]
+    batch = [tuple(block[0])]
+    with ParseCache(tmp_path / "parse.sqlite") as cache:
+        parse_run.parse_block(block, cpu, cache=cache)
+        assert cache.get_many(parse_run.batch_identity(ident_cpu, batch), batch)[0] is not None
+        assert cache.get_many(parse_run.batch_identity(ident_cuda, batch), batch) == [None]
 
 
 
@@ -111,7 +148,7 @@ def test_a_repeated_sentence_gives_separate_objects(tmp_path: Path) -> None:
     trees = [[parse_tree(f"(ROOT (S (X{k} a) (Y b) (. .)))")] for k in range(3)]
     trees[1].insert(0, parse_tree("(ROOT (Q (Z a) (Z b) (. .)))"))
     with ParseCache(tmp_path / "c.sqlite") as cache:
-        cache.put_many("id", [(lines[0], sentence(lines[0]))])
+        cache.put_many(parse_run.batch_identity("id", [tuple(lines[0])]), [(lines[0], sentence(lines[0]))])
         for user in (None, trees):
             before = parse_run.PARSER_CALLS
             out = parse_run.parse_block(lines, ParserSpec(), cache=cache, identity="id", trees=user)

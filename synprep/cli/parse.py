@@ -161,6 +161,10 @@ def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | Non
     log.info("%s", stats.summary())
     for reason, count in sorted(stats.reasons.items()):
         log.info("  failed: %s: %d", reason, count)
+    from synprep.parse.run import THROUGHPUT
+
+    if THROUGHPUT.line():
+        log.info("%s", THROUGHPUT.line())
     click.echo(signature(tok="parser" if tokenizer == "parser" else None, parser=short_identity(identity), lang=lang,
                          ssplit=not no_ssplit and trees_path is None, trees="user" if trees_path else None,
                          ldd=ldd_threshold if has_scores else "one-hot"),

@@ -84,7 +84,7 @@ CONFIG_OPTIONS = {
     "max_words": "max_words", "batch_size": "batch_size", "ldd_threshold": "ldd_threshold",
     "shard_size": "shard_size", "subword": "subword", "vocab_size": "vocab_size", "tokenizer": "tokenizer",
     "spacy_model": "spacy_model", "spacy_label_map": "label_map", "vocab_split": "vocab_split",
-    "no_language_check": "language_check",
+    "no_language_check": "language_check", "device": "device",
 }
 #: the flags that set their field to False
 NEGATED = ("no_ssplit", "no_language_check")
@@ -123,7 +123,7 @@ def resolve_config(mode: str, out: str, config_path: str | None, params: dict):
     return cfg
 
 
-def _parse_options(cfg, device, cache_path, no_cache, trees_path, backend_opts):
+def _parse_options(cfg, cache_path, no_cache, trees_path, backend_opts):
     """The parser stage's options; ``backend_opts``: the backends' own options (ParserSpec field → value,
     :func:`synprep.cli.common.backend_options`), which :func:`refuse_unused_parser_options` has checked."""
     from synprep.annotate import ParseOptions
@@ -134,7 +134,7 @@ def _parse_options(cfg, device, cache_path, no_cache, trees_path, backend_opts):
     spec = None
     if source_class(cfg.parser).runs_parser:
         # the stanza package is a folder setting (pipeline.json), so it comes from the configuration
-        spec = ParserSpec(name=cfg.parser, lang=cfg.src_lang, device=device, constituency=trees_path is None,
+        spec = ParserSpec(name=cfg.parser, lang=cfg.src_lang, device=cfg.device, constituency=trees_path is None,
                           max_words=cfg.max_words, ldd_threshold=cfg.ldd_threshold,
                           **{**backend_opts, "package": cfg.stanza_package, "spacy_model": cfg.spacy_model,
                              "label_map": cfg.label_map})
@@ -165,6 +165,10 @@ def _report(manifest, split: str) -> None:
 
     # the one summary line of the split (synprep check passed, or run_* had raised) and the signature
     click.echo(f"synprep: {split_summary(manifest, split)}; check OK", err=True)
+    from synprep.parse.run import THROUGHPUT  # the parse stage's sentences/s, words/s and device
+
+    if THROUGHPUT.line():
+        click.echo(f"synprep: {THROUGHPUT.line()}", err=True)
     click.echo(manifest.split(split).signature or manifest.signature, err=True)  # the split's (its input digests)
 
 
@@ -227,13 +231,13 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
 
         refuse_unused(["ratio", "min_len", "max_len"], "with --no-clean (the split is not cleaned)")
     refuse_unused_parser_options(cfg.parser, codes)
-    opts = _parse_options(cfg, device, cache_path, no_cache, trees_path, backend_opts)
+    opts = _parse_options(cfg, cache_path, no_cache, trees_path, backend_opts)
     model = _subword_model_option(cfg.subword, codes=codes, merges=cfg.merges, spm_model=spm_model,
                                   hf_tokenizer=hf_tokenizer, vocab_size=cfg.vocab_size)
     text = TextOptions(tokenized=cfg.tokenized, lowercase=cfg.lowercase, fairseq_compat=cfg.fairseq_compat, clean=clean,
                        ratio=cfg.ratio, min_len=cfg.min_len, max_len=cfg.max_len, merges=cfg.merges,
                        subword=cfg.subword, vocab_size=cfg.vocab_size, tokenizer=cfg.tokenizer)
-    par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
+    par = Parallel(jobs=parser_jobs(cfg.device, jobs), backend=backend, scheduler=scheduler)
     manifest = run_pipeline(src, tgt, out, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, split=split, text=text,
                             parse=opts, par=par, codes=codes, vocab=vocab, conllu=conllu_path,
                             ldd_threshold=cfg.ldd_threshold, shard_size=cfg.shard_size, subword_model=model,
@@ -300,8 +304,8 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, vocab_split, p
 
     cfg = resolve_config("annotate", out, config_path, click.get_current_context().params)
     refuse_unused_parser_options(cfg.parser)
-    opts = _parse_options(cfg, device, cache_path, no_cache, trees_path, backend_opts)
-    par = Parallel(jobs=parser_jobs(device, jobs), backend=backend, scheduler=scheduler)
+    opts = _parse_options(cfg, cache_path, no_cache, trees_path, backend_opts)
+    par = Parallel(jobs=parser_jobs(cfg.device, jobs), backend=backend, scheduler=scheduler)
     manifest = run_annotate(src, tgt, out, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, split=split, parse=opts,
                             par=par, vocab=vocab, conllu=conllu_path, ldd_threshold=cfg.ldd_threshold,
                             shard_size=cfg.shard_size, vocab_split=cfg.vocab_split, parse_src=parse_src,

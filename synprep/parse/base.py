@@ -108,7 +108,9 @@ class ParserSpec:
         dir: stanza resource directory; None = stanza's own default (``~/stanza_resources`` or
             ``$STANZA_RESOURCES_DIR``).
         package: stanza package; None = stanza's default package for the language.
-        device: ``"cpu"`` or ``"cuda"`` (each worker then takes one visible GPU).
+        device: ``"cpu"`` or ``"cuda"`` (each worker then takes one visible GPU). Part of the
+            parse's identity (:func:`synprep.parse.run.parser_identity`): the two kinds give slightly
+            different scores, so a cached parse or a folder is never shared between them.
         constituency: run the constituency model where the language has one (False when the
             user supplies trees with ``--trees``).
         max_words: sentences longer than this are recorded as failures, never parsed.
@@ -129,7 +131,8 @@ class ParserSpec:
     lang: str = "en"
     dir: str | None = backend_option(None, "--stanza-dir", runtime=True)
     package: str | None = backend_option(None, "--stanza-package")
-    device: str = field(default="cpu", metadata={"runtime": True})
+    # the device kind is part of the parse (GPU and CPU floats differ): recorded when not cpu, as before it was
+    device: str = field(default="cpu", metadata={"omit_default": True})
     constituency: bool = True
     max_words: int = DEFAULT_MAX_WORDS
     ldd_threshold: float = DEFAULT_LDD_THRESHOLD

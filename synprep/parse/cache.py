@@ -232,7 +232,9 @@ class ParseCache:
             OSError: ENOSPC, the disk holding the cache is full (nothing of this batch is stored).
             CacheError: another sqlite failure (a damaged file).
         """
-        rows = [(cache_key(identity, words), encode(sent)) for words, sent in items]
+        return self._put_rows([(cache_key(identity, words), encode(sent)) for words, sent in items])
+
+    def _put_rows(self, rows: list[tuple[bytes, bytes]]) -> int:
         if not rows:
             return 0
         try:
@@ -245,6 +247,11 @@ class ParseCache:
                 return 0
             raise _storage_error(self.path, e) from None
         return len(rows)
+
+    def put_batches(self, batches: Iterable[tuple[str, Iterable[tuple[Sequence[str], ParsedSentence]]]]) -> int:
+        """Store several ``(key prefix, [(words, parse), ...])`` groups in one transaction (see :meth:`put_many`)."""
+        rows = [(cache_key(prefix, words), encode(sent)) for prefix, items in batches for words, sent in items]
+        return self._put_rows(rows)
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[None]:

@@ -2,9 +2,10 @@
 
 :func:`parse_block` parses a bounded block of lines (the pipeline's unit: one shard);
 :func:`parse_lines` streams any input through blocks. The main process splits each line into
-sentences (:mod:`synprep.parse.ssplit`, or the user's trees), checks lengths, looks every unique
-sentence of the block up in the cache (:mod:`synprep.parse.cache`) and sends only the misses, in
-batches fixed before any work starts, to the workers (:func:`synprep.parallel.parallel_map`). Each worker process loads one
+sentences (:mod:`synprep.parse.ssplit`, or the user's trees), checks lengths, cuts the block's unique
+sentences into batches by a fixed rule (whatever the cache holds), looks each batch up in the cache
+(:mod:`synprep.parse.cache`, keyed per batch: :func:`batch_identity`) and sends only the batches not
+found to the workers (:func:`synprep.parallel.parallel_map`). Each worker process loads one
 parser, kept in a module-level global so it is loaded once per process, with torch limited to
 one thread; with ``device="cuda"`` each worker takes one visible GPU. Results come back in input
 order; the main process stores them in the cache and yields one :class:`ParsedLine` per input
@@ -21,6 +22,7 @@ import itertools
 import logging
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
@@ -52,6 +54,38 @@ DEFAULT_BATCH_SIZE = DEFAULTS.batch_size
 #: lines parsed as one deterministic block by :func:`parse_lines`
 DEFAULT_BLOCK_LINES = 2048
 
+@dataclasses.dataclass
+class Throughput:
+    """What this process's :func:`parse_block` calls delivered, for the command's closing line.
+
+    Attributes:
+        sentences, words: of the successfully parsed lines (cache hits included).
+        cached: of those sentences, the ones read from the cache.
+        seconds: wall time spent in :func:`parse_block` (the parse stage only).
+        device: the device kind of the latest block (``cpu`` / ``cuda``).
+    """
+
+    sentences: int = 0
+    words: int = 0
+    cached: int = 0
+    seconds: float = 0.0
+    device: str = "cpu"
+
+    def line(self) -> str | None:
+        """``parse: 7511 sentences, 125754 words in 48.2 s: 155.8 sentences/s, 2608 words/s on cpu (0 from the
+        cache)``; None when nothing was parsed."""
+        if self.sentences == 0:
+            return None
+        s = max(self.seconds, 1e-9)
+        return (f"parse: {self.sentences} sentences, {self.words} words in {self.seconds:.1f} s: "
+                f"{self.sentences / s:.1f} sentences/s, {self.words / s:.0f} words/s on {self.device} "
+                f"({self.cached} from the cache)")
+
+
+#: this process's parse throughput (:func:`parse_block` adds to it; the CLI prints :meth:`Throughput.line`)
+THROUGHPUT = Throughput()
+
+
 # --- worker side --------------------------------------------------------------------------------
 
 _PARSER: tuple[ParserSpec, Any] | None = None
@@ -72,10 +106,16 @@ def make_parser(spec: ParserSpec, device: str | None = None) -> ParserBackend:
 def parser_identity(spec: ParserSpec) -> str:
     """The identity string of a spec's parser (cache key prefix, signature); loads no model.
 
+    The backend's identity, with ``|device=cuda`` appended for a GPU parse: GPU and CPU kernels give
+    slightly different scores (docs/parse.md), so the device kind is part of the identity — the
+    cache key, the signature's parser field and the folder's configuration keep them apart. A CPU
+    identity carries no device field (as every identity before the field existed).
+
     Raises:
         ConfigError: models missing (stanza resources, spaCy package, CoreNLP).
     """
-    return backend_class(spec.name).identity(spec)
+    identity = backend_class(spec.name).identity(spec)
+    return identity if spec.device == "cpu" else f"{identity}|device={spec.device}"
 
 
 def short_identity(identity: str) -> str:
@@ -85,6 +125,19 @@ def short_identity(identity: str) -> str:
     if backend is None:
         return f"{identity.split('|', 1)[0]}#{identity_digest(identity)}"
     return backend.short_identity(identity)
+
+
+def batch_identity(identity: str, batch: list[tuple[str, ...]]) -> str:
+    """The cache key prefix of one batch's parses: the parser identity and the batch's sentences.
+
+    A parse depends on its batch-mates (stanza's floats, in the 7th digit), so each is cached
+    under its whole batch: ``IDENTITY|batch=SHA`` (sha256 of the batch's word lists, 16 hex digits).
+    """
+    import hashlib
+    import json
+
+    digest = hashlib.sha256(json.dumps([list(s) for s in batch], ensure_ascii=False).encode("utf-8")).hexdigest()
+    return f"{identity}|batch={digest[:16]}"
 
 
 def parser_signature_name(spec: ParserSpec) -> str:
@@ -287,14 +340,16 @@ def parse_block(
     stats: ParseStats | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[ParsedLine]:
-    """Parse a bounded block of lines as one unit, with batches that never depend on timing.
+    """Parse a bounded block of lines as one unit, with batches that depend on nothing but the block.
 
-    stanza's probabilities depend (in the 7th digit) on which sentences share a batch, so the
-    batches are fixed before any work starts: the block's unique sentences that are not in the
-    cache *at the block's start*, in order of first occurrence, cut every ``batch_size``
-    sentences. Results are stored in the cache in one transaction when the whole block is done.
-    So the same block parsed again — after a crash, with another ``jobs`` or backend — gives
-    identical parses, and a block that was committed is read back whole from the cache.
+    stanza's probabilities depend (in the 7th digit) on which sentences share a batch, so a
+    sentence's parse must not depend on what else happened: the batches are the block's unique
+    sentences, in order of first occurrence, cut every ``batch_size`` sentences — whatever the
+    cache holds. The cache stores each batch's parses under the batch's own key
+    (:func:`batch_identity`): a batch is read back only when the cache holds that very batch, else
+    it is parsed again. So a block gives the same parses with a fresh cache, with no cache, with a
+    cache another folder filled (other blocks, other batch-mates), after a crash, with any ``jobs``
+    or backend. Parses are stored in one transaction when the whole block is done.
 
     Args:
         word_lines: each line's words (Moses tokens, unescaped).
@@ -309,36 +364,48 @@ def parse_block(
     Raises:
         InputError: trees that do not match the words. ConfigError: missing models.
     """
+    started = time.perf_counter()
     spec, identity = _run_spec(spec, trees is not None, identity, cache)
     stats = stats if stats is not None else ParseStats()
     if trees is not None and len(trees) != len(word_lines):
         raise InputError(f"{len(trees)} lines of trees for {len(word_lines)} input lines", trees_name)
     recs = [_prepare_line(first_line + i, list(w), trees[i] if trees is not None else None, spec, ssplit, trees_name)
             for i, w in enumerate(word_lines)]
+    pending: list[tuple[str, list[tuple[tuple[str, ...], ParsedSentence]]]] = []
     unique = list(dict.fromkeys(s for r in recs for s in r.sentences))
+    # the batches: a fixed rule over the block's full sentence list, whatever the cache holds
+    batches = list(chunked(unique, batch_size))
     parses: dict[tuple[str, ...], ParsedSentence | str] = {}
+    todo = list(range(len(batches)))
     if cache is not None and unique:
         assert identity is not None
-        found = cache.get_many(identity, unique)
-        parses.update({s: p for s, p in zip(unique, found, strict=True) if p is not None})
+        todo = []
+        for k, batch in enumerate(batches):
+            found = cache.get_many(batch_identity(identity, batch), batch)
+            if all(p is not None for p in found):
+                parses.update(zip(batch, found, strict=True))  # type: ignore[arg-type]
+            else:
+                todo.append(k)
     cached = set(parses)
-    misses = [s for s in unique if s not in cached]
+    misses = [s for k in todo for s in batches[k]]
     if misses:
         slot_dir = gpu_slot_dir() if spec.device == "cuda" and jobs > 1 else None
-        batches = list(chunked(misses, batch_size))
-        work = ((spec, slot_dir, [list(s) for s in b]) for b in batches)
-        fresh = []
-        for batch, result in zip(batches, parallel_map(parse_work, work, jobs=min(jobs, len(batches)),
-                                                        backend=backend, scheduler=scheduler), strict=True):
+        work = ((spec, slot_dir, [list(s) for s in batches[k]]) for k in todo)
+        for k, result in zip(todo, parallel_map(parse_work, work, jobs=min(jobs, len(todo)), backend=backend,
+                                                scheduler=scheduler), strict=True):
+            batch = batches[k]
+            fresh = []
             for s, p in zip(batch, result, strict=True):
                 parses[s] = p
                 if not isinstance(p, str):
                     fresh.append((s, p))
+            if cache is not None and fresh:
+                assert identity is not None
+                pending.append((batch_identity(identity, batch), fresh))
             if progress is not None:
                 progress(len(parses) - len(cached), len(misses))
-        if cache is not None and fresh:
-            assert identity is not None
-            cache.put_many(identity, fresh)
+        if cache is not None and pending:
+            cache.put_batches(pending)
     stats.parsed += len(misses)
     out = []
     used: set[tuple[str, ...]] = set()
@@ -353,6 +420,13 @@ def parse_block(
             stats.cache_hits += sum(1 for s in rec.sentences if s in cached)
         out.append(pl)
     stats.repeats += _repeats(recs, out, cached)
+    ok = [s for pl in out if pl.error is None for s in pl.sentences]
+    THROUGHPUT.sentences += len(ok)
+    THROUGHPUT.words += sum(len(s.words) for s in ok)
+    THROUGHPUT.cached += sum(1 for rec, pl in zip(recs, out, strict=True) if pl.error is None
+                             for s in rec.sentences if s in cached)
+    THROUGHPUT.seconds += time.perf_counter() - started
+    THROUGHPUT.device = spec.device
     return out
 
 

@@ -8,9 +8,10 @@ only where the resources hold a model for the language (the German ``synprep`` p
 ``tree`` is None there and the features stage derives trees from the dependencies, SPEC.md §4).
 
 LDD (SPEC.md §4) in the same pass as the parse: :meth:`StanzaParser.parse` runs stanza's own
-processors for tokenize/pos/lemma and constituency, but drives the depparse model itself — the
-same ``DataLoader(doc, ..., evaluation=True)`` batches and the same ``GraphParser.forward`` call that
-stanza's ``DepparseProcessor`` makes, decoded with the same ``decode_graph_predictions`` — and keeps
+processors for tokenize/lemma and constituency, but drives the POS and depparse models itself — the
+same batches and forward calls that stanza's ``POSProcessor`` and ``DepparseProcessor`` make, with
+stanza 1.15's label lookup and tree decoding reproduced fast (:mod:`synprep.parse.stanza_decode`,
+:mod:`synprep.parse.mst`: the same results) — and keeps
 the two score tensors that forward already returns: the log-softmax over heads ``[B, N+1, N+1]``
 (row = dependent, column = head, 0 = ROOT; built from ``forward_scores``) and the log-softmax over
 relations ``[B, N+1, N+1, R]``. So the network runs once per sentence. Then, for dependent ``i``
@@ -43,6 +44,7 @@ from synprep.parse.base import (
     identity_fields,
     plugin_option,
 )
+from synprep.parse.stanza_decode import decode_batch, fast_decoder_available, stanza_reproduced, unmap_ids
 from synprep.parse.trees import match_leaves, parse_tree, tree_to_str
 from synprep.signature import package_version
 from synprep.types import ParsedSentence, SparseLDD
@@ -172,7 +174,8 @@ def stanza_identity(spec: ParserSpec) -> str:
     ``stanza|VERSION|lang=..|package=..|processors=pos,depparse[,constituency]|ldd=THRESHOLD|
     KEY=SHA ...`` with the sha256 (16 hex digits) of every model file read (pos, depparse,
     constituency and their pretrained vectors / charlms). Two specs with equal identities give
-    identical parses. The device is not part of it (CPU and GPU give the same argmax parses).
+    identical parses. The device kind is appended by :func:`synprep.parse.run.parser_identity`
+    (``|device=cuda``; CPU and GPU scores differ slightly).
 
     Raises:
         ConfigError: see :func:`resolve_resources`.
@@ -198,7 +201,8 @@ def short_identity(identity: str) -> str:
     fields, kv = identity_fields(identity)
     digest = identity_digest(identity)
     const = "+const" if "constituency" in kv.get("processors", "") else ""
-    return f"{fields[0]}-{fields[1]}/{kv.get('package', '?')}/{kv.get('lang', '?')}{const}#{digest}"
+    device = f"@{kv['device']}" if "device" in kv else ""  # a GPU parse: stanza-1.15.0/synprep/de@cuda#...
+    return f"{fields[0]}-{fields[1]}/{kv.get('package', '?')}/{kv.get('lang', '?')}{const}{device}#{digest}"
 
 
 @dataclass(frozen=True)
@@ -284,6 +288,7 @@ class StanzaParser(ParserBackend):
         from stanza.models.common.vocab import VOCAB_PREFIX_SIZE
 
         self.relations = vocab.unmap(list(range(VOCAB_PREFIX_SIZE, len(vocab))))
+        self.last_loader: Any = None  # the DataLoader of the latest depparse_batches call
 
     @property
     def has_constituency(self) -> bool:
@@ -302,7 +307,12 @@ class StanzaParser(ParserBackend):
         """
         if not sentences:
             return []
-        doc = self.nlp([list(s) for s in sentences], processors="tokenize,pos,lemma")
+        if stanza_reproduced():  # stanza 1.15: its POS processor, with the label lookups vectorized
+            doc = self.nlp([list(s) for s in sentences], processors="tokenize")
+            self._pos(doc)
+            doc = self.nlp(doc, processors="lemma")
+        else:
+            doc = self.nlp([list(s) for s in sentences], processors="tokenize,pos,lemma")
         ldds = self._depparse(doc)
         if self.has_constituency:
             doc = self.nlp(doc, processors="constituency")
@@ -328,11 +338,63 @@ class StanzaParser(ParserBackend):
             )
         return out
 
-    def _depparse(self, doc) -> list[SparseLDD]:
-        """stanza's DepparseProcessor.process, keeping the scores for the LDD."""
+    def _pos(self, doc) -> None:
+        """stanza 1.15's ``POSProcessor.process``: the same batches and forward, labels looked up per batch.
+
+        stanza's ``Trainer.predict`` maps every word's ids back to strings one by one in Python
+        (``vocab.unmap``; the features' composite vocabulary formats ``key=value`` pairs for each
+        word). Here each batch's argmax ids are gathered for the real words only and each distinct
+        id (tuple) is mapped once with the same ``vocab.id2unit``, so the strings are stanza's
+        (tests/test_parse_mst.py compares UPOS/XPOS/features with stanza's Pipeline).
+        """
         import torch
         from stanza.models.common import doc as sdoc
         from stanza.models.common.utils import unsort
+        from stanza.models.pos.data import Dataset
+        from stanza.models.pos.trainer import unpack_batch
+
+        pos = self.nlp.processors["pos"]
+        cfg = pos.config
+        dataset = Dataset(doc, cfg, pos.pretrain, vocab=pos.vocab, evaluation=True, sort_during_eval=True)
+        loader = dataset.to_length_limited_loader(batch_size=cfg["batch_size"],
+                                                  maximum_tokens=cfg.get("batch_maximum_tokens", 5000))
+        trainer = pos.trainer
+        model = trainer.model
+        device = next(model.parameters()).device
+        columns = [(k, c) for k, c in enumerate(model.tag_columns) if c.output]
+        preds: list = []
+        idx: list = []
+        model.eval()
+        with torch.no_grad():
+            for b in loader:
+                idx.extend(b[-1])
+                inputs, orig_idx, word_orig_idx, sentlens, wordlens, text = unpack_batch(b, device)
+                word, word_mask, wordchars, wordchars_mask, tags, pretrained = inputs
+                _, out = model(word, word_mask, wordchars, wordchars_mask, tags, pretrained, word_orig_idx, sentlens,
+                               wordlens, text)
+                lengths = np.asarray(sentlens)
+                real = np.arange(int(lengths.max()))[None, :] < lengths[:, None]  # (B, L) the real words
+                seqs = [unmap_ids(trainer.vocab[c.name], out[k].cpu().numpy()[:, : real.shape[1]][real])
+                        for k, c in columns]
+                starts = np.concatenate([[0], np.cumsum(lengths)]).tolist()
+                tokens = [[[seq[w] for seq in seqs] for w in range(starts[i], starts[i + 1])] for i in range(len(lengths))]
+                preds += unsort(tokens, orig_idx)
+        preds = unsort(preds, idx)
+        dataset.doc.set([sdoc.UPOS, sdoc.XPOS, sdoc.FEATS], [y for x in preds for y in x])
+
+    def depparse_batches(self, doc):
+        """Run stanza's depparse model over a document's batches, as ``DepparseProcessor.process`` does.
+
+        The same ``DataLoader(doc, ..., evaluation=True)`` batches and ``GraphParser.forward`` call;
+        nothing is decoded here.
+
+        Yields:
+            ``(scores, sentlens, orig_idx)`` per batch: the model's three numpy score arrays (see
+            :func:`decode_batch`), the nodes (words + 1) per sentence, and stanza's ``orig_idx``
+            (the batch's order back to the length-sorted document order). The DataLoader is
+            available as ``self.last_loader`` (its ``data_orig_idx`` restores document order).
+        """
+        import torch
         from stanza.models.depparse.data import DataLoader
         from stanza.models.depparse.trainer import unpack_batch
         from stanza.pipeline.depparse_processor import DEFAULT_SEPARATE_BATCH
@@ -349,32 +411,46 @@ class StanzaParser(ParserBackend):
             sort_during_eval=cfg.get("sort_during_eval", True),
             min_length_to_batch_separately=cfg.get("min_length_to_batch_separately", DEFAULT_SEPARATE_BATCH),
         )
-        trainer = dp.trainer
-        model = trainer.model
+        self.last_loader = batch
+        model = dp.trainer.model
         device = model.get_device()
-        resolve = cfg.get("resolve_head_constraints", True)
-        reverse = trainer.args.get("reversed", False)
-        preds: list = []
-        ldds: list[SparseLDD] = []
         model.eval()
         with torch.no_grad():
             for b in batch:
                 inputs, orig_idx, word_orig_idx, sentlens, wordlens, text = unpack_batch(b, device)
                 _, scores = model(*inputs, word_orig_idx, sentlens, wordlens, text)
-                tokens = model.decode_graph_predictions(
+                yield scores, sentlens, orig_idx
+
+    def _depparse(self, doc) -> list[SparseLDD]:
+        """stanza's DepparseProcessor.process, keeping the scores for the LDD."""
+        from stanza.models.common import doc as sdoc
+        from stanza.models.common.utils import unsort
+
+        dp = self.depparse
+        trainer = dp.trainer
+        resolve = dp.config.get("resolve_head_constraints", True)
+        reverse = trainer.args.get("reversed", False)
+        preds: list = []
+        ldds: list[SparseLDD] = []
+        for scores, sentlens, orig_idx in self.depparse_batches(doc):
+            if fast_decoder_available():
+                tokens = decode_batch(scores, sentlens, dp.vocab["deprel"], self.relations, resolve)
+            else:
+                tokens = trainer.model.decode_graph_predictions(
                     dp.vocab["deprel"], len(sentlens), scores, sentlens, resolve_head_constraints=resolve
                 )
-                sparse = [
-                    sentence_ldd(scores[0][i], scores[2][i], sentlens[i] - 1, self.relations, self.spec.ldd_threshold)
-                    for i in range(len(sentlens))
-                ]
-                tokens = unsort(tokens, orig_idx)
-                sparse = unsort(sparse, orig_idx)
-                if reverse:
-                    tokens = trainer.reverse_predictions(tokens)
-                    sparse = [reverse_ldd(x, len(t)) for x, t in zip(sparse, tokens, strict=True)]
-                preds += tokens
-                ldds += sparse
+            sparse = [
+                sentence_ldd(scores[0][i], scores[2][i], sentlens[i] - 1, self.relations, self.spec.ldd_threshold)
+                for i in range(len(sentlens))
+            ]
+            tokens = unsort(tokens, orig_idx)
+            sparse = unsort(sparse, orig_idx)
+            if reverse:
+                tokens = trainer.reverse_predictions(tokens)
+                sparse = [reverse_ldd(x, len(t)) for x, t in zip(sparse, tokens, strict=True)]
+            preds += tokens
+            ldds += sparse
+        batch = self.last_loader
         if batch.data_orig_idx is not None:
             preds = unsort(preds, batch.data_orig_idx)
             ldds = unsort(ldds, batch.data_orig_idx)

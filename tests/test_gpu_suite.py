@@ -1,0 +1,46 @@
+"""benchmarks/gpu_suite.sh runs every figure end to end (issue 17 item 6), here on the CPU at tiny sizes.
+
+On the CPU the "device" is the CPU, so the GPU/CPU difference figure must be exactly zero: the same
+lines in the same batches parse to the same bytes on one device kind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def test_gpu_suite_on_the_cpu_prints_every_figure(shared_data, stanza_dir):
+    env = {**os.environ, "PY": sys.executable, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu_suite.sh"), "--device", "cpu", "--small",
+                           "--shared", str(shared_data.parent)], capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    figures = {}
+    for line in proc.stdout.splitlines():
+        obj = json.loads(line)  # every stdout line is one JSON object
+        figures.setdefault(obj["figure"], obj)
+    errors = {k: v["error"] for k, v in figures.items() if "error" in v}
+    assert errors == {}
+    speed = figures["parse_speed"]
+    assert speed["device"] == "cpu" and speed["decoder"] == "compiled"
+    assert speed["lines"] == 12 and speed["sentences"] >= 12 and speed["words"] > speed["sentences"]
+    assert speed["cpu_one_core"]["lines"] == 6 and speed["speedup_vs_one_core"] > 0
+    assert figures["gpu_utilization"] == {"figure": "gpu_utilization", "skipped": "device cpu"}
+    diff = figures["gpu_cpu_difference"]
+    assert diff["same_words"] and diff["sentences"] >= 6
+    assert (diff["heads"], diff["deprels"], diff["upos"]) == (0, 0, 0)
+    assert diff["ldd_entries_device"] == diff["ldd_entries_cpu"] > diff["words"]
+    ann = figures["annotate"]
+    assert ann["lines"] == 10 and ann["device_seconds"] > 0 and ann["cpu_seconds"] > 0
+    for script in ("bench_train_gpu.py", "bench_translate.py"):  # the trainer's figures, once they exist
+        if not (ROOT / "benchmarks" / script).exists():
+            assert figures[script] == {"figure": script, "skipped": "not in this checkout"}
+    assert figures["suite"]["small"] is True
