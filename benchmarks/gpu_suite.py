@@ -165,7 +165,7 @@ def annotate_figure(args, shared: Path) -> None:
         for name, extra in ((args.device, ["--device", args.device]), (f"cpu-j{jobs}", ["--device", "cpu", "-j", str(jobs)])):
             out = Path(tmp) / name
             cmd = [sys.executable, "-m", "synprep", "annotate", "--src", str(src), "--tgt", str(tgt), "-s", "de",
-                   "-t", "en", "--out", str(out), "--split", "test", "--no-cache", "--stanza-dir", sdir,
+                   "-t", "en", "--out", str(out), "--split", "test", "--vocab-split", "test", "--no-cache", "--stanza-dir", sdir,
                    "--stanza-package", "synprep", *extra]
             t0 = time.perf_counter()
             proc = subprocess.run(cmd, capture_output=True, text=True, env=env)

@@ -130,7 +130,8 @@ def test_hf_text_of_a_valid_split_is_the_true_cased_text(deen_lc: Path, tmp_path
 
 
 def test_hf_export_without_text_files_writes_null_for_unknown_text(deen_lc: Path, tmp_path: Path) -> None:
-    """A folder that keeps no text (annotate, shard): a side with an <unk> piece has null text, never a guess."""
+    """A folder that keeps no text (annotate, shard): a side with an <unk> piece has null text, never a guess;
+    src_words are the words its shards store (the words the parser read, cased)."""
     folder = tmp_path / "no-text"
     shutil.copytree(deen_lc, folder)
     shutil.rmtree(folder / "text")
@@ -140,8 +141,7 @@ def test_hf_export_without_text_files_writes_null_for_unknown_text(deen_lc: Path
     dest = tmp_path / "hf"
     proc = run_cli("export", str(folder), "--format", "hf", "--to", str(dest), "--split", "valid")
     n_unk = sum(a or b for a, b in zip(unk_src, unk_tgt, strict=True))
-    assert ("synprep: valid: src_words are null: the parser read the cased words, the pieces are lowercased "
-            "(--lowercase) and the folder keeps no text of the words (docs/export.md)\n") in proc.stderr
+    assert "src_words are null" not in proc.stderr  # the shards store the words the parser read
     assert (f"synprep: valid.00000.h5: {n_unk} of {len(recs)} pairs have pieces outside dict.txt (<unk>) and the "
             f"folder keeps no text of them: their text fields are null (source side: {sum(unk_src)}, target side: "
             f"{sum(unk_tgt)}); synprep pipeline folders keep the text (docs/export.md)\n") in proc.stderr
@@ -149,8 +149,12 @@ def test_hf_export_without_text_files_writes_null_for_unknown_text(deen_lc: Path
     lines = [r.line for r in recs]
     src = tokenized(SAMPLE / "valid.de", "de", lines, lowercase=True)  # the pieces' (lowercased) text
     tgt = tokenized(SAMPLE / "valid.en", "en", lines, lowercase=True)
+    from synprep.shards.reader import ShardReader
+
+    stored = [r.words(i) for p in sorted(folder.glob("valid.*.h5")) for r in [ShardReader(p)] for i in range(len(r))]
+    assert stored[0] and any(w != w.lower() for ws in stored for w in ws or [])  # cased, as the parser read them
     for k, row in enumerate(ds):
-        assert row["src_words"] is None  # the parser read cased words; the pieces are lowercased
+        assert row["src_words"] == stored[k]
         assert row["translation"] == {"de": None if unk_src[k] else src[k], "en": None if unk_tgt[k] else tgt[k]}
 
 

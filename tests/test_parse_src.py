@@ -52,7 +52,7 @@ def annotated(first_lines, stanza_dir, tmp_path_factory):
     base = tmp_path_factory.mktemp("runs")
     cache = base / "cache.sqlite"
     f = first_lines
-    common = ["--split", "test", "--src", str(f["src"]), "--tgt", str(f["tgt"]), "-s", "de", "-t", "en"]
+    common = ["--split", "test", "--vocab-split", "test", "--src", str(f["src"]), "--tgt", str(f["tgt"]), "-s", "de", "-t", "en"]
     with_cased = run_cli("annotate", *common, "--parse-src", str(f["cased"]), "--out", str(base / "cased"),
                          *stanza_args(stanza_dir, cache))
     without = run_cli("annotate", *common, "--out", str(base / "lower"), *stanza_args(stanza_dir, cache))
@@ -124,7 +124,7 @@ def test_parse_src_mismatch_names_the_line_and_word(first_lines, stanza_dir, tmp
     bad = tmp_path / "bad.cased.de"
     bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "out"
-    proc = run_cli("annotate", "--split", "test", "--src", str(f["src"]), "--tgt", str(f["tgt"]), "-s", "de",
+    proc = run_cli("annotate", "--split", "test", "--vocab-split", "test", "--src", str(f["src"]), "--tgt", str(f["tgt"]), "-s", "de",
                    "-t", "en", "--parse-src", str(bad), "--out", str(out), *stanza_args(stanza_dir, tmp_path / "c"),
                    check=False)
     assert proc.returncode == 2

@@ -115,7 +115,7 @@ def pud(tmp_path_factory, shared_data, stanza_dir):
                      encoding="utf-8")
     learn_bpe([d / "words.en", d / "pud.de"], 300, d / "codes")
     outs = {k: d / k for k in ("gold", "trees", "stanza", "same", "lower", "wrong")}
-    kw = {"split": "test", "par": Parallel(), "codes": str(d / "codes"), "shard_size": 10}
+    kw = {"split": "test", "par": Parallel(), "codes": str(d / "codes"), "shard_size": 10, "vocab_split": "test"}
     conllu = ParseOptions(parser="conllu")
     run_pipeline(None, str(d / "pud.de"), outs["gold"], src_lang="en", tgt_lang="de", text=TextOptions(),
                  parse=conllu, conllu=str(gold), **kw)
@@ -128,9 +128,10 @@ def pud(tmp_path_factory, shared_data, stanza_dir):
     run_pipeline(str(d / "words.en"), str(d / "pud.de"), outs["trees"], src_lang="en", tgt_lang="de",
                  text=TextOptions(tokenized=True), parse=own, **kw)
     run_pipeline(str(d / "words.en"), str(d / "pud.de"), outs["wrong"], src_lang="de", tgt_lang="de",
-                 text=TextOptions(tokenized=True), parse=_stanza(stanza_dir, "de", d / "c.sqlite", ssplit=False), **kw)
+                 text=TextOptions(tokenized=True), parse=_stanza(stanza_dir, "de", d / "c.sqlite", ssplit=False),
+                 language_check=False, **kw)  # English parsed as German on purpose: what the report must flag
     run_pipeline(None, str(d / "pud.de"), outs["same"], src_lang="en", tgt_lang="en", text=TextOptions(),
-                 parse=conllu, conllu=str(gold), **kw)
+                 parse=conllu, conllu=str(gold), language_check=False, **kw)  # German text as the "en" target
     run_pipeline(None, str(d / "pud.de"), outs["lower"], src_lang="en", tgt_lang="de", text=TextOptions(),
                  parse=conllu, conllu=str(lower), **kw)
     return {"gold_file": gold, **outs}

@@ -154,7 +154,7 @@ class SplitText:
         unk_src, unk_tgt = unk_pairs(block, "src"), unk_pairs(block, "tgt")
         unk = unk_src | unk_tgt
         if self._rows is None:
-            if self.lowercased:  # the parser read cased words that nothing here keeps
+            if self.lowercased and block.words is None:  # the parser read cased words that nothing here keeps
                 if not self._said_lowercased:
                     log.warning("%s: src_words are null: the parser read the cased words, the pieces are lowercased "
                                 "(--lowercase) and the folder keeps no text of the words (docs/export.md)",

@@ -202,10 +202,13 @@ class ParserBackend(ABC):
             :func:`plugin_option` fields (``--NAME-FIELD`` on every command that takes ``--parser``);
             the backend reads them with ``spec.backend_options()``. A new backend with options is
             one module and one line in :data:`synprep.parse.registry.PARSER_BACKENDS`.
+        has_trees: the backend can run a constituency model (spaCy: never; stanza: when the language's
+            package has one, which its identity's ``processors`` name).
     """
 
     name: ClassVar[str] = ""
     has_scores: ClassVar[bool] = False
+    has_trees: ClassVar[bool] = True
     options: ClassVar[tuple[str, ...]] = ()
     devices: ClassVar[tuple[str, ...]] = ("cpu",)
     #: the backend's command-line options: a dataclass of :func:`plugin_option` fields, or None

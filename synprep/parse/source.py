@@ -153,12 +153,12 @@ def produces_trees(parser: str, identity: str) -> bool:
     """Whether the parser of ``identity`` has a constituency model that runs: stanza names its processors
     (a language without a constituency model, German in the offline models, has none); spaCy never has
     one; CoreNLP always does. ``config.parser.constituency`` is this, not what was asked."""
-    from synprep.parse.base import identity_fields
+    from synprep.parse.base import backend_class, identity_fields
 
     _, kv = identity_fields(identity)
     if "processors" in kv:
         return "constituency" in kv["processors"].split(",")
-    return parser != "spacy"
+    return backend_class(parser).has_trees
 
 
 class ImportConllu(ParseSource):

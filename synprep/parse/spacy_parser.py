@@ -240,6 +240,7 @@ class SpacyParser(ParserBackend):
 
     name = "spacy"
     has_scores = False
+    has_trees = False
     Options = SpacyOptions
     devices = ("cpu", "cuda")
 

@@ -23,6 +23,7 @@ from typing import IO, Any
 import numpy as np
 
 from synprep.shards.manifest import Manifest
+from synprep.subword import scheme_class
 from synprep.types import DEPRELS, UPOS_TAGS
 
 #: lines shown per split among those that differ most
@@ -52,9 +53,10 @@ def piece_words(pieces: list[str], word_index: np.ndarray, scheme: str) -> list[
     parts: list[list[str]] = [[] for _ in range(n)]
     for piece, w in zip(pieces, word_index.tolist(), strict=True):
         parts[w].append(piece)
-    if scheme == "bpe":
+    cls = scheme_class(scheme)
+    if cls.bpe_markers:
         return unescape_tokens(["".join(p[:-2] if p.endswith("@@") else p for p in ps) for ps in parts])
-    if scheme == "hf":
+    if cls.byte_level:
         dec = _byte_decoder()
         out = []
         for ps in parts:

@@ -9,11 +9,11 @@ lowercased).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from synprep.shards.manifest import Manifest
+from synprep.text.langid import MIN_VOTES, base_code, detect_language
 
 #: share of pieces that are <unk> above which a split is flagged
 UNK_RATE_THRESHOLD = 0.01
@@ -30,40 +30,6 @@ LANG_SHARE = 0.5
 SAMPLE_LINES = 200
 #: configuration keys a non-train split should share with the train split (how the text was made)
 SAME_AS_TRAIN = ("bpe_codes_sha256", "subword_model_sha256", "lowercase", "tokenizer", "fairseq_compat")
-
-
-@dataclass
-class LanguageGuess:
-    """The language most of a sample's lines are in.
-
-    Attributes:
-        code: ISO 639-1 code (py3langid's), or ``""`` for an empty sample.
-        share: share of the lines classified as ``code``. n: lines classified.
-    """
-
-    code: str
-    share: float
-    n: int
-
-
-def detect_language(lines: list[str]) -> LanguageGuess:
-    """Language of ``lines`` by majority vote of py3langid over each non-empty line.
-
-    (The shared ``synprep.text.langid.detect_language`` has this signature; the report calls this one.)
-    """
-    import py3langid
-
-    votes: dict[str, int] = {}
-    n = 0
-    for line in lines:
-        if line.strip():
-            code = str(py3langid.classify(line)[0])
-            votes[code] = votes.get(code, 0) + 1
-            n += 1
-    if not n:
-        return LanguageGuess("", 0.0, 0)
-    code = max(votes, key=lambda c: votes[c])
-    return LanguageGuess(code, votes[code] / n, n)
 
 
 def sample_text(folder: Path, split: str, manifest: Manifest, attrs: dict[str, Any],
@@ -149,11 +115,12 @@ def split_flags(split: str, s: dict[str, Any], sample: dict[str, Any], train: di
     if languages:
         for side, lang, lines, where in (("source", src_lang, sample["src"], sample["src_from"]),
                                          ("target", tgt_lang, sample["tgt"], sample["tgt_from"])):
-            guess = detect_language(lines)
-            if guess.n >= 10 and lang and guess.code != lang.split("-")[0].lower() and guess.share >= LANG_SHARE:
+            guess = detect_language(lines, sample=len(lines) or 1)  # the page's sample, every line of it
+            if (guess.sample >= MIN_VOTES and guess.lang and lang and guess.lang != base_code(lang)
+                    and guess.share >= LANG_SHARE):
                 flags.append(_flag(
-                    "language", split, f"the {side} side looks like {guess.code!r}, not {lang!r}",
-                    f"py3langid classifies {guess.share:.0%} of {guess.n} sampled lines ({where}) as {guess.code!r}",
+                    "language", split, f"the {side} side looks like {guess.lang!r}, not {lang!r}",
+                    f"py3langid classifies {guess.share:.0%} of {guess.sample} sampled lines ({where}) as {guess.lang!r}",
                     f"check the files given as --src/--tgt and the -s/-t codes; a {side} parsed in the wrong language "
                     "gives flat, PROPN-heavy trees"))
     share, n = cased_share(sample["src"])

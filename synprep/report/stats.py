@@ -27,6 +27,7 @@ import numpy as np
 from synprep.constants import GAP_SENTENCE, UNK_ID
 from synprep.report.hist import FloatHist, IntHist
 from synprep.shards.manifest import Manifest
+from synprep.subword import scheme_class
 from synprep.types import DEPRELS, UPOS_TAGS
 
 #: bins of the length histograms (longer values are counted in one overflow bin)
@@ -50,7 +51,7 @@ def word_start_flags(symbols: list[str], scheme: str) -> tuple[np.ndarray, np.nd
     """
     cont = np.array([s.endswith("@@") for s in symbols], dtype=bool)
     starts = np.array([s.startswith(("\u2581", "\u0120")) for s in symbols], dtype=bool)
-    if scheme == "bpe":
+    if scheme_class(scheme).bpe_markers:
         starts[:] = False
     return cont, starts
 
@@ -64,7 +65,7 @@ def words_per_pair(ids: np.ndarray, off: np.ndarray, cont: np.ndarray, starts: n
     ids = np.minimum(ids.astype(np.int64), len(cont) - 1)
     first = np.zeros(ids.size, dtype=bool)
     first[off[:-1][lengths > 0]] = True
-    if scheme == "bpe":
+    if scheme_class(scheme).bpe_markers:
         prev_cont = np.concatenate([[False], cont[ids[:-1]]])
         begin = first | ~prev_cont
     else:

@@ -40,6 +40,8 @@ class SubwordScheme(ABC):
             undoing the escapes gives the words back (what ``translate --remove-bpe/--detok`` and
             the parquet/hf export's word rebuilding assume). False: the words are found by
             character offsets, and the pieces carry no such marker.
+        byte_level: True when pieces are byte-level BPE symbols (GPT-2's byte-to-unicode table: ``Ġ``
+            for a space), so a word's text is its pieces' bytes decoded as UTF-8.
 
     Args:
         path: the model file.
@@ -55,6 +57,7 @@ class SubwordScheme(ABC):
     model_option: ClassVar[str]
     size_option: ClassVar[str | None] = None
     bpe_markers: ClassVar[bool] = False
+    byte_level: ClassVar[bool] = False
 
     def __init__(self, path: PathLike):
         self.path = str(path)

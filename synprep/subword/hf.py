@@ -52,6 +52,7 @@ class HfScheme(SubwordScheme):
     library = "tokenizers"
     model_name = TOKENIZER_FILE
     model_option = "--hf-tokenizer"
+    byte_level = True
 
     def __init__(self, path: PathLike):
         path = str(path)
