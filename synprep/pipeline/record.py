@@ -1,0 +1,183 @@
+"""What a split records: its signature, the manifest checked against the run, the drop report, the final check."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from synprep.annotate import ParseOptions
+from synprep.constants import MANIFEST_NAME, SHARD_FORMAT_VERSION, VOCAB_NAME
+from synprep.errors import ConfigError, InputError
+from synprep.lock import folder_lock
+from synprep.pipeline.folder import FEATURES
+from synprep.shards import Manifest, check_dir
+from synprep.signature import signature
+from synprep.textio import atomic_write, count_lines, display_name, iter_lines
+from synprep.types import ParsedLine
+from synprep.vocab import Vocab
+
+log = logging.getLogger(__name__)
+
+def _signature(tok: str, lowercase: bool, codes_sha: str | None, opts: ParseOptions,
+               legacy: bool = False, sub: str | None = None, words: str | None = None,
+               inputs: dict[str, str] | None = None, older: bool = False) -> str:
+    """The signature line; its ``parser:`` field names the parser and its models' digest, as
+    ``synprep parse`` prints it (``legacy``: without the digest, as folders of earlier versions have it).
+
+    ``trees:`` names the user's trees (``--trees``), ``pwords:cased`` the parser's words given with
+    ``annotate --parse-src``. With ``inputs`` (the split's input digests by role, :func:`_check_inputs`)
+    it is the split's signature: ``parser:conllu#SHA`` and ``trees:SHA`` name the files' sha256 (8 hex
+    digits); without, the folder's (``trees:given``), the same for every split. ``older``: the form
+    versions before these fields wrote (a folder made then resumes with it).
+    """
+    source = opts.source()
+    parser = source.legacy_signature() if legacy else source.signature()
+    trees = None
+    if not (legacy or older):
+        if inputs is not None and "conllu" in inputs:
+            parser = f"{parser}#{inputs['conllu'][:8]}"
+        if opts.trees:
+            trees = inputs["trees"][:8] if inputs is not None and "trees" in inputs else "given"
+    return signature(tok=tok, lc=lowercase, bpe=codes_sha[:8] if codes_sha else None, sub=sub, parser=parser,
+                     trees=trees, pwords=None if legacy or older else words, feat=FEATURES,
+                     shard=f"v{SHARD_FORMAT_VERSION}")
+
+
+def _split_signature(manifest: Manifest, split: str, folder_sig: str, split_sig: str) -> str:
+    """The signature the split's shards carry: the split's own (recorded in its manifest entry) when the
+    folder has this version's signature and the split's inputs add digests to it; else the folder's."""
+    if manifest.signature != folder_sig or split_sig == folder_sig:
+        return manifest.signature
+    manifest.split(split).signature = split_sig
+    return split_sig
+
+
+def split_summary(manifest: Manifest, split: str) -> str:
+    """One line on a split: ``train: 8 input lines, 7 pairs in 3 shard(s); dropped: parse:too_long 1``."""
+    entry = manifest.split(split)
+    dropped = ", ".join(f"{k} {v}" for k, v in sorted(entry.dropped.items()) if v) or "none"
+    return (f"{split}: {entry.input_lines} input lines, {entry.pairs} pairs in {len(entry.shards)} shard(s); "
+            f"dropped: {dropped}")
+
+
+def _finish(out: Path, manifest: Manifest, split: str) -> None:
+    with folder_lock(out):  # other splits may be written meanwhile: check this one, in a consistent state
+        manifest.save(out)
+        report = check_dir(out, splits=[split])
+    report.raise_if_failed()
+    log.debug("%s", report.summary())  # the command prints the split's one summary line
+
+
+def trees_for(path: str, lines: Iterable[int], n_lines: int) -> Iterator[list[Any]]:
+    """The user's trees (``--trees``: one line of bracketed tree(s) per input line) of the kept lines.
+
+    Args:
+        path: the trees file. lines: the kept lines' 1-based numbers, increasing. n_lines: the
+            input's line count, which the trees file must have too.
+
+    Raises:
+        InputError: a malformed tree (named by file and line), or a trees file of another length.
+    """
+    from synprep.parse.trees import read_tree_lines
+
+    name = display_name(path)
+    n_trees = count_lines(path)
+    if n_trees != n_lines:
+        raise InputError(f"line counts differ: the trees file has {n_trees} lines, the input {n_lines} (one line "
+                         "of tree(s) per input line)", name)
+    reader = read_tree_lines(path)
+    for n in lines:
+        for k, trees in reader:
+            if k == n:
+                yield trees
+                break
+
+
+def numbered_parses(conllu: str, n_lines: int) -> Iterator[ParsedLine]:
+    """:func:`synprep.parse.conllu_io.read_numbered` (the parses of lines ``1..n_lines``), kept for
+    callers of earlier versions: the one numbered CoNLL-U reader is in :mod:`synprep.parse.conllu_io`."""
+    from synprep.parse.conllu_io import read_numbered
+
+    return read_numbered(conllu, n_lines)
+
+
+def _manifest(out: Path, sig: str, shared: dict[str, Any], v: Vocab, legacy_sig: str,
+              older_sig: str | None = None) -> Manifest:
+    """The folder's manifest (new, or the one a resume or an earlier split left), checked against this run.
+
+    A folder of an earlier version keeps its signature: one whose signature names the parser without
+    its models' digest (``legacy_sig``), or one without the fields this version added (``older_sig``:
+    ``trees:``, ``pwords:``, ``tok:conllu``); its shards and the rest of the split agree. Its
+    configuration may say ``parser.constituency: true`` where no constituency model ran (earlier
+    versions wrote what was asked): kept as well.
+    """
+    manifest = Manifest.load_or_new(out, signature=sig, config=shared)
+    if manifest.signature in (legacy_sig, older_sig) and manifest.signature != sig:
+        log.info("%s has the signature format of an earlier version: kept", out / MANIFEST_NAME)
+    elif manifest.signature != sig:
+        raise ConfigError(f"{out / MANIFEST_NAME} has signature {manifest.signature}, this run {sig}: use a new --out")
+    if manifest.config and manifest.config != shared and _asked_constituency(manifest.config, shared):
+        log.info("%s names the constituency model that was asked, not the one that ran (an earlier version): "
+                 "kept", out / MANIFEST_NAME)
+    elif manifest.config and manifest.config != shared:  # e.g. the parser's models changed (its identity)
+        diff = sorted(k for k in set(manifest.config) | set(shared) if manifest.config.get(k) != shared.get(k))
+        raise ConfigError(f"{out / MANIFEST_NAME} was made with another {', '.join(diff)} (the parser's identity "
+                          "names its models' digest): use a new --out")
+    manifest.set_vocab(VOCAB_NAME, v.sha256, len(v))
+    return manifest
+
+
+def _asked_constituency(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether ``old`` differs from ``new`` only by ``parser.constituency`` true where no model ran."""
+    p_old, p_new = old.get("parser"), new.get("parser")
+    if not (isinstance(p_old, dict) and isinstance(p_new, dict)) or p_new.get("constituency") is not False:
+        return False
+    return {**old, "parser": {**p_old, "constituency": False}} == new
+
+
+def _record_clean_drops(manifest: Manifest, split: str, report: Path) -> None:
+    from synprep.text.clean import REASONS
+
+    manifest.declare_reasons(split, [f"clean:{r}" for r in REASONS])
+    drops = []
+    for i, row in enumerate(iter_lines(report)):
+        if i == 0:
+            continue  # header
+        line, reason, n_src, n_tgt = row.split("\t")[:4]
+        if ":" in reason:
+            continue  # a later stage's drop, added by _write_drop_report
+        drops.append((int(line), f"clean:{reason}", f"{n_src} source / {n_tgt} target tokens"))
+    manifest.record_drops(split, drops)
+
+
+def _write_drop_report(report: Path, manifest: Manifest, split: str) -> None:
+    """``text/SPLIT.dropped.tsv``: one record of every dropped line, the cleaning's and the later stages'.
+
+    The cleaning writes its rows (``line  reason  src_tokens  tgt_tokens``); when the split is
+    done, the drops of the parse and annotation stages are merged in by line number, with their
+    manifest reason (``parse:too_long``), ``-`` for the token counts and the detail in a fifth
+    column ``detail`` (empty for the cleaning's rows).
+    """
+    from synprep.text.clean import report_header
+
+    rows: dict[int, str] = {}
+    for i, row in enumerate(iter_lines(report)):
+        if i > 0:
+            cols = row.split("\t")
+            if ":" not in cols[1]:
+                rows[int(cols[0])] = "\t".join([*cols[:4], ""])
+    for line, reason, detail in manifest.split(split).dropped_lines:
+        if not reason.startswith("clean:"):
+            rows[int(line)] = "\t".join([str(line), reason, "-", "-", " ".join(str(detail).split())])
+    text = "".join([report_header() + "\tdetail\n", *(rows[line] + "\n" for line in sorted(rows))])
+    if report.read_text(encoding="utf-8") == text:
+        return  # a finished split resumed: nothing to write (a read-only folder resumes too)
+    with atomic_write(report) as f:
+        f.write(text)
+
+
+def _input_digests(sha: dict[str, str]) -> dict[str, str]:
+    """The sha256 of the split's inputs beside its two sides (CoNLL-U, trees, --parse-src), for its config."""
+    return {f"{role}_sha256": digest for role, digest in sha.items() if role not in ("src", "tgt")}

@@ -1,0 +1,200 @@
+"""The text stage of ``synprep pipeline``: tokenize, clean (+ lowercase), BPE codes or a subword model, segment."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from synprep.annotate import Parallel
+from synprep.errors import ConfigError, InputError
+from synprep.pipeline.folder import CODES_NAME, TRAIN, TextFiles, TextOptions
+from synprep.signature import file_sha256
+from synprep.textio import atomic_write, display_name, iter_lines, iter_pairs
+
+log = logging.getLogger(__name__)
+
+
+
+def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Parallel, spec: Any = None) -> None:
+    """Tokenize one side; with ``spec`` (the source side under ``--tokenizer parser``) by that parser's tokenizer."""
+    from synprep.text.tokenize import tokenize_stream
+
+    if out_path.exists():
+        return
+    if opts.tokenized:  # used as it is: one line per line, CRLF/BOM/gzip normalized by iter_lines
+        log.info("already tokenized: %s → %s", display_name(inp), out_path)
+        with atomic_write(out_path) as f:
+            for line in iter_lines(inp):
+                f.write(" ".join(line.split()) + "\n")
+        return
+    log.info("tokenize %s → %s", display_name(inp), out_path)
+    if spec is not None:
+        from synprep.text.parser_tokenize import parser_tokenize_stream
+
+        lines = parser_tokenize_stream(iter_lines(inp), spec, jobs=par.jobs, backend=par.backend,
+                                       scheduler=par.scheduler)
+    else:
+        lines = tokenize_stream(iter_lines(inp), lang, fairseq_compat=opts.fairseq_compat, jobs=par.jobs,
+                                backend=par.backend, scheduler=par.scheduler)
+    with atomic_write(out_path) as f:
+        for line in lines:
+            f.write(line + "\n")
+
+
+def _clean(files: TextFiles, opts: TextOptions) -> None:
+    """Clean the tokenized pair into SPLIT.clean.L (+ words, lines, dropped.tsv), all or nothing."""
+    from synprep.text.clean import CleanStats, clean_pairs, nothing_kept_error, report_header, report_row
+    from synprep.text.tokenize import moses_lowercase
+
+    split = files.split
+    outputs = {
+        "src": files.side("clean", "src"), "tgt": files.side("clean", "tgt"),
+        "lines": files.lines, "report": files.dropped,
+    }
+    if opts.lowercase:
+        outputs["words"] = files.side("words", "src")
+    if all(p.exists() for p in outputs.values()):
+        return
+    do_clean = opts.clean if opts.clean is not None else split == TRAIN
+    bounds: dict[str, Any] = (
+        {"ratio": opts.ratio, "min_len": opts.min_len, "max_len": opts.max_len} if do_clean
+        else {"ratio": math.inf, "min_len": 1, "max_len": 1 << 62, "max_word_length": 1 << 30})
+    tok_src, tok_tgt = files.side("tok", "src"), files.side("tok", "tgt")
+    stats = CleanStats()
+    with contextlib.ExitStack() as stack:
+        f = {k: stack.enter_context(atomic_write(p)) for k, p in outputs.items()}
+        f["report"].write(report_header() + "\n")
+        for r in clean_pairs(iter_pairs(tok_src, tok_tgt), names=(str(tok_src), str(tok_tgt)), **bounds):
+            stats.add(r)
+            if not r.kept:
+                f["report"].write(report_row(r) + "\n")
+                continue
+            src, tgt = (moses_lowercase(r.src), moses_lowercase(r.tgt)) if opts.lowercase else (r.src, r.tgt)
+            f["src"].write(src + "\n")
+            f["tgt"].write(tgt + "\n")
+            f["lines"].write(f"{r.line}\n")
+            if opts.lowercase:
+                f["words"].write(r.src + "\n")
+        error = nothing_kept_error(stats, src_lang=files.src_lang, tgt_lang=files.tgt_lang, ratio=opts.ratio,
+                                   min_len=opts.min_len, max_len=opts.max_len, path=f"{tok_src}, {tok_tgt}")
+        if error is not None:  # raised inside: nothing is written
+            raise error
+
+
+def _codes(out: Path, files: TextFiles, codes: str | None, opts: TextOptions) -> Path:
+    from synprep.text.bpe import learn_bpe
+
+    target = out / CODES_NAME
+    if codes is not None:
+        if not os.path.isfile(codes):
+            raise InputError("no such file (--codes)", codes)
+        if target.exists() and file_sha256(target) != file_sha256(codes):
+            raise ConfigError(f"{target} holds other BPE codes than --codes {codes}: use a new --out")
+        if not target.exists():
+            with atomic_write(target, "wb") as f, open(codes, "rb") as g:
+                shutil.copyfileobj(g, f)
+        return target
+    if target.exists():
+        return target
+    if files.split != TRAIN:
+        raise ConfigError(f"no BPE codes in {out}: run the train split first, or give --codes")
+    clean = [files.side("clean", "src"), files.side("clean", "tgt")]
+    split = files.split
+    names = f"{split}.clean.{{{','.join(p.name[len(split) + len('.clean.'):] for p in clean)}}}"  # train.clean.{de,en}
+    log.info("learning BPE codes on %s (at most %d merges)", names, opts.merges)
+    n = learn_bpe(clean, opts.merges, target)
+    log.info("learned %d BPE merges on %s%s", n, names,
+             f" (of {opts.merges} asked: no pair occurs twice any more)" if n < opts.merges else "")
+    return target
+
+
+def _subword_model(out: Path, split: str, raw_files: list[Path], model: str | None, opts: TextOptions,
+                   scheme: Any) -> Path:
+    """``OUT/<model_name>``: copied from ``model``, reused, or learned on the train split's kept raw
+    lines ``raw_files`` (both sides, joint) — :func:`_codes` for the schemes that read raw text."""
+    from synprep.subword import load_scheme
+
+    target = out / scheme.model_name
+    if model is not None:
+        given = load_scheme(scheme.name, model)
+        if target.exists() and file_sha256(target) != given.sha256:
+            raise ConfigError(f"{target} holds another {scheme.name} model than {scheme.model_option} {model}: "
+                              "use a new --out")
+        if not target.exists():
+            given.save(target)
+        return target
+    if target.exists():
+        return target
+    if split != TRAIN:
+        raise ConfigError(f"no {scheme.name} model in {out}: run the train split first, or give {scheme.model_option}")
+    log.info("learn a %s model (size %d) on %s", scheme.name, opts.vocab_size, ", ".join(map(str, raw_files)))
+    scheme.learn(raw_files, target, opts.vocab_size)
+    return target
+
+
+def _raw_kept(files: TextFiles, side: str, raw: str, opts: TextOptions) -> Path:
+    """``text/SPLIT.raw.L`` (named by side as well with the same language on both sides,
+    :class:`TextFiles`): the raw lines of the kept pairs (lowercased with ``--lowercase``): what a
+    scheme that reads raw text segments."""
+    from synprep.text.tokenize import moses_lowercase
+
+    target = files.side("raw", side)
+    if target.exists():
+        return target
+    keep = (int(n) for n in iter_lines(files.lines))
+    want = next(keep, None)
+    with atomic_write(target) as f:
+        for i, line in enumerate(iter_lines(raw), 1):
+            if i == want:
+                f.write((moses_lowercase(line) if opts.lowercase else line) + "\n")
+                want = next(keep, None)
+    return target
+
+
+def _segment(files: TextFiles, src: str, tgt: str, words_file: Path,
+             model: Path, opts: TextOptions, name: str, par: Parallel) -> tuple[Path, Path, Path]:
+    """Segment the kept raw lines: ``text/SPLIT.NAME.SRC`` (the source pieces as stored: split at word
+    boundaries), ``text/SPLIT.NAME.wi`` (each source piece's word, and the line's rule counts),
+    ``text/SPLIT.NAME.TGT``. Returns the three paths."""
+    from synprep.subword.stream import align_stream, encode_stream
+    from synprep.text.escape import unescape_tokens
+    from synprep.text.tokenize import moses_lowercase
+
+    raw_src, raw_tgt = _raw_kept(files, "src", src, opts), _raw_kept(files, "tgt", tgt, opts)
+    out_src, out_idx, out_tgt = files.side(name, "src"), files.work / f"{files.split}.{name}.wi", \
+        files.side(name, "tgt")
+    if not (out_src.exists() and out_idx.exists()):
+        def source_lines() -> Iterator[tuple[int, str, list[str]]]:
+            lines = (int(n) for n in iter_lines(files.lines))
+            for n, text, words in zip(lines, iter_lines(raw_src), iter_lines(words_file), strict=True):
+                w = unescape_tokens(words.split())
+                yield n, text, [moses_lowercase(x) for x in w] if opts.lowercase else w
+
+        with atomic_write(out_src) as f, atomic_write(out_idx) as g:
+            for pieces, index in align_stream(source_lines(), name, model, path=src, jobs=par.jobs,
+                                              backend=par.backend, scheduler=par.scheduler):
+                f.write(pieces + "\n")
+                g.write(index + "\n")
+    if not out_tgt.exists():
+        with atomic_write(out_tgt) as f:
+            for pieces in encode_stream(iter_lines(raw_tgt), name, model, jobs=par.jobs, backend=par.backend,
+                                        scheduler=par.scheduler):
+                f.write(pieces + "\n")
+    return out_src, out_tgt, out_idx
+
+
+def _apply_bpe(inp: Path, out_path: Path, codes: Path, par: Parallel) -> None:
+    from synprep.text.bpe import apply_bpe_stream
+
+    if out_path.exists():
+        return
+    with atomic_write(out_path) as f:
+        for line in apply_bpe_stream(iter_lines(inp), codes, jobs=par.jobs, backend=par.backend,
+                                     scheduler=par.scheduler):
+            f.write(line + "\n")
