@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from synprep.subword import DEFAULT_SCHEME
 #: the ``format`` of a saved configuration (``OUT/pipeline.json``); version 1 is the earlier
 #: layout without it (read by :meth:`DataConfig.from_dict`)
 CONFIG_FORMAT = "synprep-data-config"
-CONFIG_VERSION = 3  # 3: the parse's device kind (``device``); absent in 2 = cpu
+CONFIG_VERSION = 3  # 3: the parse's device kind (``device``); absent in 2 = cpu (:data:`MIGRATIONS`)
 MODES = ("pipeline", "annotate")
 
 
@@ -71,9 +71,17 @@ class DataConfig:
             ``pipeline.json`` only when it is not ``train`` (folders of earlier versions keep their bytes).
         language_check: refuse a side whose sampled text is in another language than ``-s``/``-t``
             say (:mod:`synprep.text.langid`); False: ``--no-language-check``.
+        parser_options: the parser backend's own options that change its parses and have no field
+            here (a plugin's :attr:`~synprep.parse.base.ParserBackend.Options`: ``(("toy_label",
+            "nsubj"),)``, sorted), those not at their default: saved as a JSON object when there is one.
+
+    A field's metadata is its command-line schema (:func:`option_fields`): ``param``, the click
+    parameter that sets it (default: the field's name; None: no option); ``negated``, a flag that sets
+    it to False; ``spec``, the :class:`~synprep.parse.base.ParserSpec` field it is; ``optional``, added
+    within version 3: saved only when it is not at its default (:data:`OMIT_DEFAULT`).
     """
 
-    mode: str = "pipeline"
+    mode: str = field(default="pipeline", metadata={"param": None})  # the command, not an option
     src_lang: str = ""
     tgt_lang: str = ""
     tokenized: bool = False
@@ -85,19 +93,22 @@ class DataConfig:
     ratio: float = CLEAN_DEFAULTS.ratio
     min_len: int = CLEAN_DEFAULTS.min_len
     max_len: int = CLEAN_DEFAULTS.max_len
-    parser: str = "stanza"
-    stanza_package: str | None = None
-    tokenizer: str = "moses"
-    spacy_model: str | None = None
-    label_map: str | None = None
+    parser: str = field(default="stanza", metadata={"param": "parser_name"})
+    stanza_package: str | None = field(default=None, metadata={"spec": "package"})
+    tokenizer: str = field(default="moses", metadata={"optional": True})
+    spacy_model: str | None = field(default=None, metadata={"optional": True, "spec": "spacy_model"})
+    label_map: str | None = field(default=None, metadata={"optional": True, "spec": "label_map",
+                                                          "param": "spacy_label_map"})
+    parser_options: tuple[tuple[str, Any], ...] = field(default=(), metadata={"optional": True, "param": None})
     device: str = "cpu"
-    ssplit: bool = True
+    ssplit: bool = field(default=True, metadata={"param": "no_ssplit", "negated": True})
     max_words: int = PARSE_DEFAULTS.max_words
     batch_size: int = PARSE_DEFAULTS.batch_size
     ldd_threshold: float = PARSE_DEFAULTS.ldd_threshold
     shard_size: int = SHARD_DEFAULTS.shard_size
-    vocab_split: str = "train"
-    language_check: bool = True
+    vocab_split: str = field(default="train", metadata={"optional": True})
+    language_check: bool = field(default=True, metadata={"optional": True, "param": "no_language_check",
+                                                          "negated": True})
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -116,12 +127,19 @@ class DataConfig:
         from synprep.lock import check_split_name
 
         check_split_name(self.vocab_split)
+        for item in self.parser_options:
+            if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
+                    and item[0].startswith(f"{self.parser}_")):
+                raise ConfigError(f"parser_options: {item!r} is not an option of --parser {self.parser} "
+                                  f"(NAME_FIELD, value)")
 
     # --- reading and writing ------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
         """The saved fields; those of :data:`OMIT_DEFAULT` only when set (earlier folders' files are unchanged)."""
         d = {k: v for k, v in dataclasses.asdict(self).items() if k not in OMIT_DEFAULT or v != OMIT_DEFAULT[k]}
+        if "parser_options" in d:
+            d["parser_options"] = dict(self.parser_options)
         return {"format": CONFIG_FORMAT, "version": CONFIG_VERSION, **d}
 
     def to_json(self) -> str:
@@ -136,14 +154,7 @@ class DataConfig:
         Raises:
             ConfigError: an unknown field, a value of the wrong type, another format or a newer version.
         """
-        if d.get("format", CONFIG_FORMAT) != CONFIG_FORMAT:
-            raise ConfigError(f"{where}: format {d.get('format')!r} is not a synprep data configuration")
-        if "format" not in d and isinstance(d.get("parser"), dict):
-            return cls.from_dict(_from_v1(d), where)
-        version = d.get("version", CONFIG_VERSION)
-        if not isinstance(version, int) or version > CONFIG_VERSION:
-            raise ConfigError(f"{where}: configuration version {version!r} is newer than this synprep reads "
-                              f"({CONFIG_VERSION}): update synprep")
+        d = migrate(d, where)
         fields = {f.name: f for f in dataclasses.fields(cls)}
         values = {k: v for k, v in d.items() if k not in ("format", "version")}
         unknown = sorted(set(values) - set(fields))
@@ -154,6 +165,9 @@ class DataConfig:
             default = getattr(defaults, k)
             if k in ("stanza_package", "spacy_model", "label_map"):
                 ok = v is None or isinstance(v, str)
+            elif k == "parser_options":
+                ok = isinstance(v, dict) and all(isinstance(x, str | int | float | bool) for x in v.values())
+                values[k] = tuple(sorted(v.items())) if ok else v
             elif isinstance(default, bool):
                 ok = isinstance(v, bool)
             elif isinstance(default, int):
@@ -195,8 +209,61 @@ class DataConfig:
 
 #: the defaults, for the command-line options and the library's keyword arguments
 DEFAULTS = DataConfig()
-#: fields added after version 2 folders were first made: saved only when not at their default
-OMIT_DEFAULT = {"tokenizer": "moses", "spacy_model": None, "label_map": None, "vocab_split": "train", "language_check": True}
+#: the fields added within version 3 (metadata ``optional``): saved only when not at their default, so the
+#: ``pipeline.json`` of a folder made before each existed keeps its bytes
+OMIT_DEFAULT = {f.name: f.default for f in dataclasses.fields(DataConfig) if f.metadata.get("optional")}
+
+
+def option_fields() -> list[tuple[str, str, bool]]:
+    """``(click parameter, field, negated)`` for every field a command-line option sets (the fields'
+    metadata, :class:`DataConfig`): what ``synprep pipeline``/``annotate`` read into the configuration."""
+    return [(f.metadata.get("param", f.name), f.name, bool(f.metadata.get("negated")))
+            for f in dataclasses.fields(DataConfig) if f.metadata.get("param", f.name) is not None]
+
+
+def spec_fields() -> dict[str, str]:
+    """:class:`~synprep.parse.base.ParserSpec` field → :class:`DataConfig` field, for the parser's folder
+    settings (metadata ``spec``): ``package`` → ``stanza_package``, ``spacy_model``, ``label_map``."""
+    return {f.metadata["spec"]: f.name for f in dataclasses.fields(DataConfig) if "spec" in f.metadata}
+
+
+# --- older formats: one step per version ---------------------------------------------------------------
+
+
+def _v1_to_v2(d: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 (no ``format``: the manifest's ``config`` layout, the parser's settings nested)."""
+    return {"format": CONFIG_FORMAT, "version": 2, **_from_v1(d)}
+
+
+def _v2_to_v3(d: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 has no ``device``: its folders were made on the CPU (the field's default)."""
+    return {**d, "version": 3}
+
+
+#: version → the function that reads a configuration of that version as the next one
+MIGRATIONS = {1: _v1_to_v2, 2: _v2_to_v3}
+
+
+def migrate(d: dict[str, Any], where: str = "configuration") -> dict[str, Any]:
+    """A saved configuration of any version, as this version's dictionary (one :data:`MIGRATIONS` step
+    per version). A JSON object without ``format`` and ``version`` is this version's (a hand-written
+    partial configuration) unless it has the version-1 layout (a ``parser`` object).
+
+    Raises:
+        ConfigError: another format, or a version newer than :data:`CONFIG_VERSION`.
+    """
+    if d.get("format", CONFIG_FORMAT) != CONFIG_FORMAT:
+        raise ConfigError(f"{where}: format {d.get('format')!r} is not a synprep data configuration")
+    version = 1 if "format" not in d and isinstance(d.get("parser"), dict) else d.get("version", CONFIG_VERSION)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ConfigError(f"{where}: configuration version {version!r} is not a version (1..{CONFIG_VERSION})")
+    if version > CONFIG_VERSION:
+        raise ConfigError(f"{where}: configuration version {version!r} is newer than this synprep reads "
+                          f"({CONFIG_VERSION}): update synprep")
+    while version < CONFIG_VERSION:
+        d = MIGRATIONS[version](d)
+        version = d["version"]
+    return d
 
 
 def _from_v1(d: dict[str, Any]) -> dict[str, Any]:
@@ -219,9 +286,20 @@ def _from_v1(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def differences(old: DataConfig, new: DataConfig) -> list[str]:
-    """``field: the folder has X, this run Y`` for every field that differs. A field of :data:`OMIT_DEFAULT`
-    that the folder has at its default is not compared: a folder made before the field existed did not
-    record it (the manifest's guard still compares what its shards were made with)."""
-    return [f"{f.name}: the folder has {json.dumps(getattr(old, f.name))}, this run {json.dumps(getattr(new, f.name))}"
-            for f in dataclasses.fields(DataConfig) if getattr(old, f.name) != getattr(new, f.name)
-            and not (f.name in OMIT_DEFAULT and getattr(old, f.name) == OMIT_DEFAULT[f.name])]
+    """``field: the folder has X, this run Y`` for every field that differs (a parser option by its own name,
+    ``parser_options.toy_label``). A field of :data:`OMIT_DEFAULT` that the folder has at its default is not
+    compared: a folder made before the field existed did not record it (the manifest's guard still
+    compares what its shards were made with); ``parser_options`` always is (it holds only values that
+    differ from their defaults, so an empty one is a setting too)."""
+    out = []
+    for f in dataclasses.fields(DataConfig):
+        a, b = getattr(old, f.name), getattr(new, f.name)
+        if a == b or (f.name in OMIT_DEFAULT and a == OMIT_DEFAULT[f.name] and f.name != "parser_options"):
+            continue  # parser_options holds the values that differ from the backend's defaults: () is all of them
+        if f.name == "parser_options":
+            da, db = dict(a), dict(b)
+            out += [f"parser_options.{k}: the folder has {json.dumps(da.get(k))}, this run {json.dumps(db.get(k))}"
+                    for k in sorted(set(da) | set(db)) if da.get(k) != db.get(k)]
+        else:
+            out.append(f"{f.name}: the folder has {json.dumps(a)}, this run {json.dumps(b)}")
+    return out

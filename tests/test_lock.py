@@ -208,13 +208,13 @@ def test_invalid_split_names_are_refused_before_any_io(corpus, tmp_path, bad):
 
 
 def test_library_refuses_an_invalid_split_before_any_io(corpus, tmp_path):
-    from synprep.annotate import Parallel, ParseOptions
+    from synprep.config import DataConfig
     from synprep.pipeline import run_annotate
 
     out = tmp_path / "out"
     with pytest.raises(ConfigError, match="invalid split name"):
-        run_annotate(str(corpus / "train.src"), str(corpus / "train.tgt"), out, src_lang="de", tgt_lang="en",
-                     split="../escape", parse=ParseOptions(parser="conllu"), par=Parallel(),
+        run_annotate(str(corpus / "train.src"), str(corpus / "train.tgt"), out,
+                     DataConfig(src_lang="de", tgt_lang="en", parser="conllu"), split="../escape",
                      conllu=str(corpus / "train.conllu"))
     assert not out.exists() and not (tmp_path / "escape.00000.h5").exists()
 

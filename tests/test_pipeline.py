@@ -12,11 +12,10 @@ import h5py
 import numpy as np
 import pytest
 
-from synprep.annotate import Parallel, ParseOptions
+from synprep.config import DataConfig
 from synprep.errors import ConfigError, InputError
-from synprep.parse.base import ParserSpec
 from synprep.parse.conllu_io import read_conllu
-from synprep.pipeline import TextOptions, run_annotate, run_pipeline
+from synprep.pipeline import Runtime, run_annotate, run_pipeline
 from synprep.shards import check_dir, open_split
 from synprep.vocab import Vocab
 from tests.conftest import ROOT, run_cli
@@ -24,9 +23,8 @@ from tests.conftest import ROOT, run_cli
 SAMPLE = ROOT / "sample_data"
 
 
-def stanza_opts(stanza_dir, lang: str, cache) -> ParseOptions:
-    spec = ParserSpec(lang=lang, dir=str(stanza_dir), package="synprep")
-    return ParseOptions(parser="stanza", spec=spec, cache=str(cache))
+def stanza_runtime(stanza_dir, cache) -> Runtime:
+    return Runtime(cache=str(cache), parser={"dir": str(stanza_dir)})
 
 
 @pytest.fixture(scope="module")
@@ -127,9 +125,9 @@ def test_annotate_fairseq_prepared_test(shared_data, stanza_dir, tmp_path):
     src.write_text("".join((prep / "test.de").read_text().splitlines(keepends=True)[:150]))
     tgt.write_text("".join((prep / "test.en").read_text().splitlines(keepends=True)[:150]))
     out = tmp_path / "out"
-    m = run_annotate(str(src), str(tgt), out, src_lang="de", tgt_lang="en", split="test",
-                     parse=stanza_opts(stanza_dir, "de", tmp_path / "c.sqlite"), par=Parallel(), shard_size=64,
-                     vocab_split="test")  # a test-only folder: its vocabulary comes from the test split
+    cfg = DataConfig(src_lang="de", tgt_lang="en", stanza_package="synprep", shard_size=64, vocab_split="test")
+    m = run_annotate(str(src), str(tgt), out, cfg, split="test",  # a test-only folder: its vocabulary is the test split's
+                     runtime=stanza_runtime(stanza_dir, tmp_path / "c.sqlite"))  # a test-only folder: its vocabulary comes from the test split
     assert check_dir(out).ok
     assert m.split("test").pairs == 150
     rec = open_split(out, "test")[0][0]
@@ -163,9 +161,8 @@ def test_pud_through_conllu_import(shared_data, tmp_path, src_lang, tgt_lang):
     tgt = tmp_path / f"pud.{tgt_lang}"
     tgt.write_text("\n".join(_pud_texts(shared_data / "ud" / f"{tgt_lang}_pud-ud-test.conllu", n)) + "\n")
     out = tmp_path / "out"
-    m = run_pipeline(None, str(tgt), out, src_lang=src_lang, tgt_lang=tgt_lang, split="test",
-                     text=TextOptions(), parse=ParseOptions(parser="conllu"), par=Parallel(),
-                     codes=_learn_codes(tmp_path, gold, tgt), conllu=str(gold), shard_size=25, vocab_split="test")
+    cfg = DataConfig(src_lang=src_lang, tgt_lang=tgt_lang, parser="conllu", shard_size=25, vocab_split="test")
+    m = run_pipeline(None, str(tgt), out, cfg, split="test", codes=_learn_codes(tmp_path, gold, tgt), conllu=str(gold))
     report = check_dir(out)
     assert report.ok, report.violation
     assert m.split("test").pairs == n
@@ -195,9 +192,8 @@ def test_pud_english_through_stanza(shared_data, stanza_dir, tmp_path):
     src.write_text("\n".join(_pud_texts(shared_data / "ud" / "en_pud-ud-test.conllu", n)) + "\n")
     tgt.write_text("\n".join(_pud_texts(shared_data / "ud" / "de_pud-ud-test.conllu", n)) + "\n")
     out = tmp_path / "out"
-    m = run_pipeline(str(src), str(tgt), out, src_lang="en", tgt_lang="de", split="train",
-                     text=TextOptions(merges=300), parse=stanza_opts(stanza_dir, "en", tmp_path / "c.sqlite"),
-                     par=Parallel(), shard_size=20)
+    cfg = DataConfig(src_lang="en", tgt_lang="de", merges=300, stanza_package="synprep", shard_size=20)
+    m = run_pipeline(str(src), str(tgt), out, cfg, split="train", runtime=stanza_runtime(stanza_dir, tmp_path / "c.sqlite"))
     assert check_dir(out).ok
     entry = m.split("train")
     assert entry.input_lines == n == entry.pairs + sum(entry.dropped.values())
@@ -219,8 +215,8 @@ def test_conllu_words_must_match_the_pieces(shared_data, tmp_path):
     src.write_text("\n".join(words) + "\n")
     tgt.write_text("a\nb\nc\n")
     with pytest.raises(InputError, match=r":2: .*"):
-        run_annotate(str(src), str(tgt), tmp_path / "out", src_lang="en", tgt_lang="de",
-                     parse=ParseOptions(parser="conllu"), par=Parallel(), conllu=str(gold))
+        run_annotate(str(src), str(tgt), tmp_path / "out", DataConfig(src_lang="en", tgt_lang="de", parser="conllu"),
+                     conllu=str(gold))
     assert not list((tmp_path / "out").glob("*.h5"))
 
 
@@ -229,16 +225,14 @@ def test_mismatched_sides_name_both_counts(tmp_path):
     src.write_text("eins\nzwei\ndrei\n")
     tgt.write_text("one\ntwo\n")
     with pytest.raises(InputError, match="has 3 lines, .* has 2"):
-        run_pipeline(str(src), str(tgt), tmp_path / "out", src_lang="de", tgt_lang="en", text=TextOptions(),
-                     parse=ParseOptions(parser="stanza", spec=ParserSpec(lang="de")), par=Parallel())
+        run_pipeline(str(src), str(tgt), tmp_path / "out", DataConfig(src_lang="de", tgt_lang="en"))
 
 
 def test_conllu_parser_needs_a_file(tmp_path):
     tgt = tmp_path / "t.en"
     tgt.write_text("x\n")
     with pytest.raises(ConfigError, match="--conllu"):
-        run_pipeline(None, str(tgt), tmp_path / "out", src_lang="en", tgt_lang="de", text=TextOptions(),
-                     parse=ParseOptions(parser="conllu"), par=Parallel())
+        run_pipeline(None, str(tgt), tmp_path / "out", DataConfig(src_lang="en", tgt_lang="de", parser="conllu"))
     assert not (tmp_path / "out").exists()
 
 
@@ -248,8 +242,7 @@ def test_annotate_conllu_parser_needs_a_file_and_writes_nothing(tmp_path):
     src.write_text("x\n")
     tgt.write_text("y\n")
     with pytest.raises(ConfigError, match="--conllu"):
-        run_annotate(str(src), str(tgt), tmp_path / "out", src_lang="en", tgt_lang="de",
-                     parse=ParseOptions(parser="conllu"), par=Parallel())
+        run_annotate(str(src), str(tgt), tmp_path / "out", DataConfig(src_lang="en", tgt_lang="de", parser="conllu"))
     assert not (tmp_path / "out").exists()
 
 

@@ -76,7 +76,7 @@ def test_corenlp_options_reach_the_parser_spec(tmp_path, monkeypatch, command, r
         pass
 
     def capture(*args, **kwargs):  # the library entry point: record what the CLI built, write nothing
-        seen["spec"] = kwargs["parse"].spec
+        seen["spec"] = synprep.pipeline.parse_options(args[3], kwargs["runtime"]).spec
         raise Stop
 
     monkeypatch.setattr(synprep.pipeline, runner, capture)

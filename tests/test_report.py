@@ -19,10 +19,9 @@ import numpy as np
 import pytest
 from conftest import SAMPLE_DATA, run_cli
 
-from synprep.annotate import Parallel, ParseOptions
-from synprep.parse.base import ParserSpec
+from synprep.config import DataConfig
 from synprep.parse.evaluate import evaluate_conllu
-from synprep.pipeline import TextOptions, run_pipeline
+from synprep.pipeline import Runtime, run_pipeline
 from synprep.report import NO_PLOT, build_report, write_report
 from synprep.types import DEPRELS, UPOS_TAGS
 
@@ -36,9 +35,8 @@ def _ci() -> bool:
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
-def _stanza(stanza_dir: Path, lang: str, cache: Path, ssplit: bool = True) -> ParseOptions:
-    return ParseOptions(parser="stanza", spec=ParserSpec(lang=lang, dir=str(stanza_dir), package="synprep"),
-                        cache=str(cache), ssplit=ssplit)
+def _stanza(stanza_dir: Path, cache: Path) -> Runtime:
+    return Runtime(cache=str(cache), parser={"dir": str(stanza_dir)})
 
 
 # --- folders ---------------------------------------------------------------------------------------
@@ -53,14 +51,14 @@ def de_runs(tmp_path_factory, stanza_dir):
         lines = (SAMPLE_DATA / f"train.{lang}").read_text("utf-8").splitlines(keepends=True)
         (d / f"train.{lang}").write_text("".join(lines[:N_TRAIN]), encoding="utf-8")
         (d / f"test.{lang}").write_text("".join(lines[130:155]), encoding="utf-8")  # holds line 141: a ratio drop
-    opts = _stanza(stanza_dir, "de", cache)
+    runtime = _stanza(stanza_dir, cache)
     outs = {"bpe": d / "bpe", "spm": d / "spm", "hf": d / "hf"}
-    kw = {"src_lang": "de", "tgt_lang": "en", "parse": opts, "par": Parallel(), "shard_size": 25}
-    run_pipeline(str(d / "train.de"), str(d / "train.en"), outs["bpe"], text=TextOptions(merges=300), **kw)
-    run_pipeline(str(d / "test.de"), str(d / "test.en"), outs["bpe"], split="test",
-                 text=TextOptions(merges=300, clean=True), **kw)
-    run_pipeline(str(d / "train.de"), str(d / "train.en"), outs["spm"], text=TextOptions(subword="spm", vocab_size=300),
-                 **kw)
+    cfg = DataConfig(src_lang="de", tgt_lang="en", stanza_package="synprep", shard_size=25)
+    run_pipeline(str(d / "train.de"), str(d / "train.en"), outs["bpe"], cfg.replace(merges=300), runtime=runtime)
+    run_pipeline(str(d / "test.de"), str(d / "test.en"), outs["bpe"], cfg.replace(merges=300), split="test",
+                 clean=True, runtime=runtime)
+    run_pipeline(str(d / "train.de"), str(d / "train.en"), outs["spm"], cfg.replace(subword="spm", vocab_size=300),
+                 runtime=runtime)
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
@@ -69,8 +67,8 @@ def de_runs(tmp_path_factory, stanza_dir):
     tok.train_from_iterator(text, trainers.BpeTrainer(vocab_size=400, show_progress=False,
                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     tok.save(str(d / "tokenizer.json"))
-    run_pipeline(str(d / "train.de"), str(d / "train.en"), outs["hf"], text=TextOptions(subword="hf"),
-                 subword_model=str(d / "tokenizer.json"), **kw)
+    run_pipeline(str(d / "train.de"), str(d / "train.en"), outs["hf"], cfg.replace(subword="hf"),
+                 subword_model=str(d / "tokenizer.json"), runtime=runtime)
     return outs
 
 
@@ -115,25 +113,20 @@ def pud(tmp_path_factory, shared_data, stanza_dir):
                      encoding="utf-8")
     learn_bpe([d / "words.en", d / "pud.de"], 300, d / "codes")
     outs = {k: d / k for k in ("gold", "trees", "stanza", "same", "lower", "wrong")}
-    kw = {"split": "test", "par": Parallel(), "codes": str(d / "codes"), "shard_size": 10, "vocab_split": "test"}
-    conllu = ParseOptions(parser="conllu")
-    run_pipeline(None, str(d / "pud.de"), outs["gold"], src_lang="en", tgt_lang="de", text=TextOptions(),
-                 parse=conllu, conllu=str(gold), **kw)
-    stanza = _stanza(stanza_dir, "en", d / "c.sqlite", ssplit=False)
-    run_pipeline(str(d / "words.en"), str(d / "pud.de"), outs["stanza"], src_lang="en", tgt_lang="de",
-                 text=TextOptions(tokenized=True), parse=stanza, **kw)
-    own = ParseOptions(parser="stanza", spec=ParserSpec(lang="en", dir=str(stanza_dir), package="synprep",
-                                                        constituency=False),
-                       cache=stanza.cache, ssplit=False, trees=str(d / "trees.txt"))
-    run_pipeline(str(d / "words.en"), str(d / "pud.de"), outs["trees"], src_lang="en", tgt_lang="de",
-                 text=TextOptions(tokenized=True), parse=own, **kw)
-    run_pipeline(str(d / "words.en"), str(d / "pud.de"), outs["wrong"], src_lang="de", tgt_lang="de",
-                 text=TextOptions(tokenized=True), parse=_stanza(stanza_dir, "de", d / "c.sqlite", ssplit=False),
-                 language_check=False, **kw)  # English parsed as German on purpose: what the report must flag
-    run_pipeline(None, str(d / "pud.de"), outs["same"], src_lang="en", tgt_lang="en", text=TextOptions(),
-                 parse=conllu, conllu=str(gold), language_check=False, **kw)  # German text as the "en" target
-    run_pipeline(None, str(d / "pud.de"), outs["lower"], src_lang="en", tgt_lang="de", text=TextOptions(),
-                 parse=conllu, conllu=str(lower), **kw)
+    kw = {"split": "test", "codes": str(d / "codes")}
+    conllu = DataConfig(src_lang="en", tgt_lang="de", parser="conllu", shard_size=10, vocab_split="test")
+    run_pipeline(None, str(d / "pud.de"), outs["gold"], conllu, conllu=str(gold), **kw)
+    stanza = conllu.replace(parser="stanza", stanza_package="synprep", ssplit=False, tokenized=True)
+    runtime = _stanza(stanza_dir, d / "c.sqlite")
+    run_pipeline(str(d / "words.en"), str(d / "pud.de"), outs["stanza"], stanza, runtime=runtime, **kw)
+    run_pipeline(str(d / "words.en"), str(d / "pud.de"), outs["trees"], stanza, trees=str(d / "trees.txt"),
+                 runtime=runtime, **kw)
+    run_pipeline(str(d / "words.en"), str(d / "pud.de"), outs["wrong"],
+                 stanza.replace(src_lang="de", language_check=False), runtime=runtime,
+                 **kw)  # English parsed as German on purpose: what the report must flag
+    run_pipeline(None, str(d / "pud.de"), outs["same"], conllu.replace(tgt_lang="en", language_check=False),
+                 conllu=str(gold), **kw)  # German text as the "en" target
+    run_pipeline(None, str(d / "pud.de"), outs["lower"], conllu, conllu=str(lower), **kw)
     return {"gold_file": gold, **outs}
 
 
@@ -420,10 +413,9 @@ def test_spacy_japanese_folder(shared_data, tmp_path):
     src.write_text("\n".join(texts) + "\n", encoding="utf-8")
     tgt.write_text("".join((SAMPLE_DATA / "valid.en").read_text("utf-8").splitlines(keepends=True)[:12]), encoding="utf-8")
     out = tmp_path / "out"
-    spec = ParserSpec(name="spacy", lang="ja", spacy_model="ja_ginza")
-    run_pipeline(str(src), str(tgt), out, src_lang="ja", tgt_lang="en", text=TextOptions(merges=100, clean=False,
-                                                                                          tokenizer="parser"),
-                 parse=ParseOptions(parser="spacy", spec=spec), par=Parallel())
+    cfg = DataConfig(src_lang="ja", tgt_lang="en", merges=100, tokenizer="parser", parser="spacy",
+                     spacy_model="ja_ginza")
+    run_pipeline(str(src), str(tgt), out, cfg, clean=False)
     rep = build_report(out)
     s, want = rep["splits"]["train"], _recount(out, "train")
     assert s["pairs"] == want["pairs"] == 12 and s["upos"] == {t: want["upos"].get(t, 0) for t in UPOS_TAGS}

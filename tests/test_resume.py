@@ -118,20 +118,19 @@ def test_a_filled_cache_alone_gives_the_same_shards(reference, tmp_path, stanza_
     """
     import shutil
 
-    from synprep.annotate import Parallel, ParseOptions
+    from synprep.config import DataConfig
     from synprep.parse import run as parse_run
-    from synprep.parse.base import ParserSpec
-    from synprep.pipeline import TextOptions, run_pipeline
+    from synprep.parse.options import Parallel
+    from synprep.pipeline import Runtime, run_pipeline
 
     ref, ref_cache = reference
     cache = tmp_path / "cache.sqlite"
     shutil.copyfile(ref_cache, cache)
     root = Path(__file__).resolve().parent.parent
-    spec = ParserSpec(name="stanza", lang="de", dir=str(stanza_dir), package="synprep")
     before = parse_run.PARSER_CALLS
-    run_pipeline(str(root / "sample_data/train.de"), str(root / "sample_data/train.en"), tmp_path / "out",
-                 src_lang="de", tgt_lang="en", text=TextOptions(lowercase=True, merges=1000),
-                 parse=ParseOptions(spec=spec, batch_size=16, cache=str(cache)), par=Parallel(jobs=1),
-                 shard_size=50)
+    cfg = DataConfig(src_lang="de", tgt_lang="en", lowercase=True, merges=1000, stanza_package="synprep",
+                     batch_size=16, shard_size=50)
+    run_pipeline(str(root / "sample_data/train.de"), str(root / "sample_data/train.en"), tmp_path / "out", cfg,
+                 runtime=Runtime(par=Parallel(jobs=1), cache=str(cache), parser={"dir": str(stanza_dir)}))
     assert parse_run.PARSER_CALLS == before
     assert_same_folder(tmp_path / "out", ref)

@@ -123,8 +123,8 @@ def test_no_cjk_font_one_warning_naming_the_package(monkeypatch: pytest.MonkeyPa
 
 def test_japanese_gold_parse_through_conllu_import(shared_data: Path, tmp_path: Path) -> None:
     """ja_gsd test sentence 1 imported with --parser conllu: the words reach the figure as they are."""
-    from synprep.annotate import Parallel, ParseOptions
-    from synprep.pipeline import TextOptions, run_pipeline
+    from synprep.config import DataConfig
+    from synprep.pipeline import run_pipeline
     from synprep.text.bpe import learn_bpe
 
     blocks = (shared_data / "ud" / "ja_gsd-ud-test.conllu").read_text(encoding="utf-8").split("\n\n")[:2]
@@ -137,9 +137,8 @@ def test_japanese_gold_parse_through_conllu_import(shared_data: Path, tmp_path: 
     text.write_text("\n".join(" ".join(w) for w in words) + "\n" + tgt.read_text(), encoding="utf-8")
     learn_bpe([text], 50, tmp_path / "codes")
     out = tmp_path / "out"
-    run_pipeline(None, str(tgt), out, src_lang="ja", tgt_lang="en", split="test", text=TextOptions(),
-                 parse=ParseOptions(parser="conllu"), par=Parallel(), codes=str(tmp_path / "codes"),
-                 conllu=str(gold), vocab_split="test")
+    run_pipeline(None, str(tgt), out, DataConfig(src_lang="ja", tgt_lang="en", parser="conllu", vocab_split="test"),
+                 split="test", codes=str(tmp_path / "codes"), conllu=str(gold))
     view = load_pair(out, "test", index=0)
     assert view.words == words[0] and show.needs_cjk(view.words)
     fig = pair_figure(view)

@@ -107,7 +107,7 @@ def test_annotate_reports_parse_progress(tmp_path: Path, monkeypatch: pytest.Mon
                                          caplog: pytest.LogCaptureFixture) -> None:
     """The split's shards move the progress over the input lines (a log line when not on a terminal)."""
     from synprep import progress
-    from synprep.annotate import Parallel, ParseOptions
+    from synprep.config import DataConfig
     from synprep.pipeline import run_annotate
 
     monkeypatch.setattr(progress, "LOG_EVERY_S", 0.0)
@@ -116,8 +116,8 @@ def test_annotate_reports_parse_progress(tmp_path: Path, monkeypatch: pytest.Mon
     tgt.write_text("ich schwimme .\nes geht .\n")
     gold.write_text(CONLLU)
     caplog.set_level(logging.INFO, logger="synprep")
-    run_annotate(str(src), str(tgt), tmp_path / "out", src_lang="en", tgt_lang="de", split="test",
-                 parse=ParseOptions(parser="conllu"), par=Parallel(), conllu=str(gold), shard_size=1,
-                 vocab_split="test")
+    run_annotate(str(src), str(tgt), tmp_path / "out",
+                 DataConfig(src_lang="en", tgt_lang="de", parser="conllu", shard_size=1, vocab_split="test"),
+                 split="test", conllu=str(gold))
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("parse test: ")]
     assert [x.split(",")[0] for x in lines] == ["parse test: 1/2 lines (50%)", "parse test: 2/2 lines (100%)"]

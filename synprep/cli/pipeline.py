@@ -76,20 +76,6 @@ def _no_cache() -> bool:
     return bool(click.get_current_context().params.get("no_cache"))
 
 
-#: command-line parameter → :class:`synprep.config.DataConfig` field, for the folder-level settings
-CONFIG_OPTIONS = {
-    "src_lang": "src_lang", "tgt_lang": "tgt_lang", "tokenized": "tokenized", "lowercase": "lowercase",
-    "fairseq_compat": "fairseq_compat", "merges": "merges", "ratio": "ratio", "min_len": "min_len",
-    "max_len": "max_len", "parser_name": "parser", "stanza_package": "stanza_package", "no_ssplit": "ssplit",
-    "max_words": "max_words", "batch_size": "batch_size", "ldd_threshold": "ldd_threshold",
-    "shard_size": "shard_size", "subword": "subword", "vocab_size": "vocab_size", "tokenizer": "tokenizer",
-    "spacy_model": "spacy_model", "spacy_label_map": "label_map", "vocab_split": "vocab_split",
-    "no_language_check": "language_check", "device": "device",
-}
-#: the flags that set their field to False
-NEGATED = ("no_ssplit", "no_language_check")
-
-
 def resolve_config(mode: str, out: str, config_path: str | None, params: dict):
     """The run's :class:`~synprep.config.DataConfig`: ``--config FILE``, else the folder's
     ``OUT/pipeline.json`` (a later split or a resume inherits it), else the defaults; then every
@@ -101,7 +87,7 @@ def resolve_config(mode: str, out: str, config_path: str | None, params: dict):
     """
     from pathlib import Path
 
-    from synprep.config import DEFAULTS, DataConfig
+    from synprep.config import DEFAULTS, DataConfig, option_fields
 
     ctx = click.get_current_context()
     folder = Path(out) / "pipeline.json"
@@ -111,36 +97,42 @@ def resolve_config(mode: str, out: str, config_path: str | None, params: dict):
         base = DataConfig.load(folder)
     else:
         base = DEFAULTS
-    given = {}
-    for param, field in CONFIG_OPTIONS.items():
-        if param in params and ctx.get_parameter_source(param) not in (None, ParameterSource.DEFAULT):
-            value = params[param]
-            given[field] = not value if param in NEGATED else value
-    cfg = base.replace(mode=mode, **given)
+
+    def given(param: str) -> bool:
+        return param in params and ctx.get_parameter_source(param) not in (None, ParameterSource.DEFAULT)
+
+    changes = {field: not params[param] if negated else params[param]
+               for param, field, negated in option_fields() if given(param)}
+    parser = str(changes.get("parser", base.parser))
+    # the backend's own options that change its parses (a plugin's Options without a ParserSpec field): the
+    # folder's (when the parser is the folder's), those given on top
+    from synprep.parse.base import plugin_options
+
+    plugin = dict(base.parser_options) if parser == base.parser else {}
+    plugin.update({o.param: params[o.param] for o in plugin_options()
+                   if o.backend == parser and o.spec is None and given(o.param)})
+    cfg = base.replace(mode=mode, parser_options=tuple(sorted(plugin.items())), **changes)
     for field, option in (("src_lang", "-s/--source-lang"), ("tgt_lang", "-t/--target-lang")):
         if not getattr(cfg, field):
             raise ConfigError(f"{option} is required (or --config FILE that names it)")
     return cfg
 
 
-def _parse_options(cfg, cache_path, no_cache, trees_path, backend_opts):
-    """The parser stage's options; ``backend_opts``: the backends' own options (ParserSpec field → value,
-    :func:`synprep.cli.common.backend_options`), which :func:`refuse_unused_parser_options` has checked."""
-    from synprep.annotate import ParseOptions
+def runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler):
+    """Where the work runs (:class:`synprep.pipeline.views.Runtime`): the workers, the parse cache, and the
+    parser's runtime options among ``backend_opts`` (:func:`synprep.cli.common.backend_options`; the others
+    are folder settings, read from the configuration)."""
+    import dataclasses
+
     from synprep.parse.base import ParserSpec
     from synprep.parse.cache import default_cache_path
-    from synprep.parse.source import source_class
+    from synprep.parse.options import Parallel
+    from synprep.pipeline.views import Runtime
 
-    spec = None
-    if source_class(cfg.parser).runs_parser:
-        # the stanza package is a folder setting (pipeline.json), so it comes from the configuration
-        spec = ParserSpec(name=cfg.parser, lang=cfg.src_lang, device=cfg.device, constituency=trees_path is None,
-                          max_words=cfg.max_words, ldd_threshold=cfg.ldd_threshold,
-                          **{**backend_opts, "package": cfg.stanza_package, "spacy_model": cfg.spacy_model,
-                             "label_map": cfg.label_map})
-    cache = None if no_cache else str(cache_path or default_cache_path())
-    return ParseOptions(parser=cfg.parser, spec=spec, ssplit=cfg.ssplit, batch_size=cfg.batch_size, cache=cache,
-                        trees=trees_path, max_words=None if spec is not None else cfg.max_words)
+    runtime = {f.name for f in dataclasses.fields(ParserSpec) if f.metadata.get("runtime")}
+    return Runtime(par=Parallel(jobs=parser_jobs(cfg.device, jobs), backend=backend, scheduler=scheduler),
+                   cache=None if no_cache else str(cache_path or default_cache_path()),
+                   parser={k: v for k, v in backend_opts.items() if k in runtime})
 
 
 vocab_split_option = click.option(
@@ -222,8 +214,7 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
     Run once per split into the same --out (train first: it learns the BPE codes and the
     vocabulary). Running the same command again resumes: finished steps and shards are skipped.
     """
-    from synprep.annotate import Parallel
-    from synprep.pipeline import TextOptions, run_pipeline
+    from synprep.pipeline import run_pipeline
 
     cfg = resolve_config("pipeline", out, config_path, click.get_current_context().params)
     if clean is False:  # issue 16 item 8: the bounds of a cleaning that does not run
@@ -231,17 +222,11 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
 
         refuse_unused(["ratio", "min_len", "max_len"], "with --no-clean (the split is not cleaned)")
     refuse_unused_parser_options(cfg.parser, codes)
-    opts = _parse_options(cfg, cache_path, no_cache, trees_path, backend_opts)
     model = _subword_model_option(cfg.subword, codes=codes, merges=cfg.merges, spm_model=spm_model,
                                   hf_tokenizer=hf_tokenizer, vocab_size=cfg.vocab_size)
-    text = TextOptions(tokenized=cfg.tokenized, lowercase=cfg.lowercase, fairseq_compat=cfg.fairseq_compat, clean=clean,
-                       ratio=cfg.ratio, min_len=cfg.min_len, max_len=cfg.max_len, merges=cfg.merges,
-                       subword=cfg.subword, vocab_size=cfg.vocab_size, tokenizer=cfg.tokenizer)
-    par = Parallel(jobs=parser_jobs(cfg.device, jobs), backend=backend, scheduler=scheduler)
-    manifest = run_pipeline(src, tgt, out, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, split=split, text=text,
-                            parse=opts, par=par, codes=codes, vocab=vocab, conllu=conllu_path,
-                            ldd_threshold=cfg.ldd_threshold, shard_size=cfg.shard_size, subword_model=model,
-                            vocab_split=cfg.vocab_split, language_check=cfg.language_check)
+    runtime = runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler)
+    manifest = run_pipeline(src, tgt, out, cfg, split=split, clean=clean, codes=codes, vocab=vocab, conllu=conllu_path,
+                            trees=trees_path, subword_model=model, runtime=runtime)
     _report(manifest, split)
 
 
@@ -299,15 +284,11 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, vocab_split, p
     input without it gets a warning); with --parser conllu the parses come from --conllu and must
     match those words.
     """
-    from synprep.annotate import Parallel
     from synprep.pipeline import run_annotate
 
     cfg = resolve_config("annotate", out, config_path, click.get_current_context().params)
     refuse_unused_parser_options(cfg.parser)
-    opts = _parse_options(cfg, cache_path, no_cache, trees_path, backend_opts)
-    par = Parallel(jobs=parser_jobs(cfg.device, jobs), backend=backend, scheduler=scheduler)
-    manifest = run_annotate(src, tgt, out, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, split=split, parse=opts,
-                            par=par, vocab=vocab, conllu=conllu_path, ldd_threshold=cfg.ldd_threshold,
-                            shard_size=cfg.shard_size, vocab_split=cfg.vocab_split, parse_src=parse_src,
-                            language_check=cfg.language_check)
+    runtime = runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler)
+    manifest = run_annotate(src, tgt, out, cfg, split=split, vocab=vocab, conllu=conllu_path, trees=trees_path,
+                            parse_src=parse_src, runtime=runtime)
     _report(manifest, split)

@@ -89,14 +89,17 @@ def shard_cmd(src: str, tgt: str, conllu_path: str, src_lang: str, tgt_lang: str
     synprep parse -l en -i train.tok.en -o train.conllu
     synprep shard --src train.bpe.en --tgt train.bpe.de --conllu train.conllu -s en -t de --out data/
     """
-    from synprep.cli.pipeline import _report
-    from synprep.parse.options import Parallel, ParseOptions
-    from synprep.pipeline import run_annotate
+    from pathlib import Path
 
-    opts = ParseOptions(parser="conllu", lowercase=lowercase)
-    manifest = run_annotate(src, tgt, out, src_lang=src_lang, tgt_lang=tgt_lang, split=split, parse=opts,
-                            par=Parallel(), vocab=vocab, conllu=conllu_path, ldd_threshold=ldd_threshold,
-                            shard_size=shard_size, vocab_split=vocab_split, language_check=not no_language_check)
+    from synprep.cli.pipeline import _report
+    from synprep.config import DataConfig
+    from synprep.pipeline import run_annotate
+    from synprep.pipeline.dictionary import folder_vocab_split
+
+    cfg = DataConfig(mode="annotate", src_lang=src_lang, tgt_lang=tgt_lang, parser="conllu", lowercase=lowercase,
+                     ldd_threshold=ldd_threshold, shard_size=shard_size,
+                     vocab_split=folder_vocab_split(Path(out), vocab_split), language_check=not no_language_check)
+    manifest = run_annotate(src, tgt, out, cfg, split=split, vocab=vocab, conllu=conllu_path)
     _report(manifest, split)
 
 

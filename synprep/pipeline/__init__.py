@@ -50,17 +50,16 @@ from synprep.pipeline.folder import (
     INPUTS_NAME,
     TRAIN,
     TextFiles,
-    TextOptions,
     check_output_folder,
-    data_config,
 )
 from synprep.pipeline.prepared import run_annotate
 from synprep.pipeline.record import _manifest, numbered_parses, split_summary, trees_for
 from synprep.pipeline.run import run_pipeline
+from synprep.pipeline.views import Runtime, TextOptions, parse_options, text_options
 
 __all__ = [
     "CODES_NAME", "CONFIG_NAME", "INPUTS_NAME", "TRAIN", "VOCAB_WAIT_S", "TextFiles", "TextOptions",
-    "_manifest", "check_language_codes", "check_output_folder", "check_side_languages", "data_config",
+    "_manifest", "check_language_codes", "check_output_folder", "check_side_languages", "Runtime", "parse_options", "text_options",
     "load_or_build_vocab", "numbered_parses", "refuse_tokenized", "run_annotate", "run_pipeline",
     "split_summary", "split_vocab", "trees_for", "warn_if_lowercased",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -125,3 +126,89 @@ def warn_if_lowercased(src: str, n_lines: int) -> bool:
                 "68.5); give the cased tokenized source with --parse-src FILE (synprep iwslt14 writes "
                 "tmp/SPLIT.cased.de)", display_name(src), min(n_lines, LOWERCASE_SAMPLE))
     return True
+
+
+def check_pipeline_inputs(src: str | None, tgt: str, out: Path, split: str, text: Any, source: Any, scheme: Any, *,
+                          src_lang: str, tgt_lang: str, language_check: bool, conllu: str | None, trees: str | None,
+                          codes: str | None, subword_model: str | None) -> int:
+    """Every input and option of a ``synprep pipeline`` split, before anything is written; returns the
+    target's line count. The inputs first: a missing file or sides of different lengths fail before the rest.
+
+    Raises:
+        InputError: a missing or piped input, sides of different lengths, tokenized input without
+            ``--tokenized``, a side in another language. ConfigError: options without effect, a later
+            split without the train split's codes or subword model.
+    """
+    from synprep.pipeline.folder import _refuse_overwritten_same_language
+    from synprep.textio import count_lines, refuse_pipes
+
+    refuse_pipes("pipeline", src, tgt, conllu, trees)  # a <(...) input reads once (issue 21 item 11)
+    if not os.path.exists(tgt):
+        raise InputError("no such file", tgt)
+    check_language_codes(src_lang, tgt_lang)
+    source.check_inputs(src, conllu)
+    n_tgt = count_lines(tgt)
+    if src is not None and (n_raw := count_lines(src)) != n_tgt:
+        raise InputError(f"line counts differ: {src} has {n_raw} lines, {tgt} has {n_tgt}", tgt)
+    if src_lang == tgt_lang:
+        _refuse_overwritten_same_language(out / "text", src_lang)
+    if text.tokenized and text.fairseq_compat:
+        raise ConfigError("--fairseq-compat has no effect with --tokenized (nothing is tokenized)")
+    if scheme.reads_raw:
+        if codes is not None:
+            raise ConfigError(f"--codes is for --subword bpe; --subword {scheme.name} takes {scheme.model_option}")
+        if src is None:
+            raise ConfigError(f"--subword {scheme.name} segments the raw source text: give --src")
+        if subword_model is None and scheme.size_option is None:
+            raise ConfigError(f"--subword {scheme.name} cannot learn a model: give {scheme.model_option}")
+    elif subword_model is not None:
+        raise ConfigError("a subword model option is for --subword spm or hf; --subword bpe takes --codes")
+    if not text.tokenized:
+        for path in (src, tgt):
+            if path is not None:
+                refuse_tokenized(path)
+    _check_later_split(out, split, codes, subword_model, scheme)
+    if language_check:
+        check_side_languages(([(src, n_tgt, src_lang, "-s")] if src else []) + [(tgt, n_tgt, tgt_lang, "-t")])
+        if src is None and conllu is not None:
+            from synprep.parse.conllu_io import read_numbered
+            from synprep.text.langid import check_language, sample_lines
+
+            check_language(sample_lines((" ".join(p.words) for p in read_numbered(conllu)), n_tgt), src_lang, "-s",
+                           display_name(conllu))
+    return n_tgt
+
+
+def check_annotate_inputs(src: str, tgt: str, out: Path, source: Any, *, src_lang: str, tgt_lang: str,
+                          language_check: bool, conllu: str | None, trees: str | None,
+                          parse_src: str | None) -> int:
+    """Every input and option of an ``annotate`` split, before anything is written; returns the line count.
+
+    Raises:
+        InputError: a missing or piped input, line counts that differ (both named), a side in another
+            language. ConfigError: ``--parse-src`` with imported parses.
+    """
+    from synprep.pipeline.folder import check_output_folder
+    from synprep.textio import count_lines, refuse_pipes
+
+    refuse_pipes("annotate", src, tgt, conllu, trees)  # a <(...) input reads once (issue 21 item 11)
+    source.check_inputs(src, conllu)  # before anything is written into OUT
+    if not os.path.exists(tgt):
+        raise InputError("no such file", tgt)
+    check_language_codes(src_lang, tgt_lang)
+    if parse_src is not None:
+        if not source.runs_parser:
+            raise ConfigError("--parse-src has no effect with --parser conllu (the parser reads the CoNLL-U words)")
+        if not os.path.isfile(parse_src):
+            raise InputError("no such file (--parse-src)", parse_src)
+    check_output_folder(out)
+    n_src, n_tgt = count_lines(src), count_lines(tgt)
+    if n_src != n_tgt:
+        raise InputError(f"line counts differ: {src} has {n_src} lines, {tgt} has {n_tgt}", tgt)
+    if parse_src is not None and (n_cased := count_lines(parse_src)) != n_src:
+        raise InputError(f"line counts differ: --parse-src has {n_cased} lines, --src {src} {n_src}", parse_src)
+    if language_check:
+        check_side_languages([(src, n_src, src_lang, "-s"), (tgt, n_tgt, tgt_lang, "-t")])
+    if parse_src is None and source.runs_parser:
+        warn_if_lowercased(src, n_src)
+    return n_src

@@ -104,7 +104,7 @@ def _refuse_without_vocabulary(out: Path, split: str, vocab: str | None, vocab_s
         raise ConfigError(_no_vocab_message(out, vocab_split))
 
 
-def _vocab_split(out: Path, given: str | None) -> str:
+def folder_vocab_split(out: Path, given: str | None) -> str:
     """The folder's vocabulary split: ``given``, else ``pipeline.json``'s, else ``train``."""
     if given is not None:
         return given

@@ -8,8 +8,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from synprep.annotate import ParseOptions
-from synprep.config import DEFAULTS, DataConfig, differences
+from synprep.config import DataConfig, differences
 from synprep.constants import MANIFEST_NAME
 from synprep.errors import ConfigError, InputError
 from synprep.lock import sweep_stale_temps
@@ -30,37 +29,6 @@ TRAIN = "train"
 FEATURES = "cnf+nary+ldd"
 
 
-@dataclass
-class TextOptions:
-    """Text preparation settings (part of the configuration).
-
-    Attributes:
-        tokenized: the input is already Moses-tokenized and escaped (``pipeline --tokenized``): it
-            is used as it is (escapes kept for BPE and the shards; the parser sees the unescaped words).
-        lowercase: lowercase after tokenizing (the parser still sees the cased words).
-        fairseq_compat: the old perl tokenizer's final-period rule (``synprep tokenize --fairseq-compat``).
-        clean: clean this split (None: the train split only, as fairseq's recipes do; other splits
-            only lose pairs with an empty side).
-        ratio, min_len, max_len: clean-corpus-n.perl bounds.
-        merges: BPE merge operations when the codes are learned (``--subword bpe``).
-        subword: the subword scheme (:data:`synprep.subword.SCHEMES`): ``bpe`` segments the
-            tokenized text; ``spm``/``hf`` segment the raw text and align by character offsets.
-        vocab_size: the SentencePiece vocabulary size when a model is learned (``--subword spm``).
-        tokenizer: ``moses`` (sacremoses) or ``parser``: the source side's words come from the parser's own
-            tokenizer (:mod:`synprep.text.parser_tokenize`; Japanese with ja_ginza); the target side stays Moses.
-    """
-
-    tokenized: bool = DEFAULTS.tokenized
-    lowercase: bool = DEFAULTS.lowercase
-    fairseq_compat: bool = DEFAULTS.fairseq_compat
-    clean: bool | None = None
-    ratio: float = DEFAULTS.ratio
-    min_len: int = DEFAULTS.min_len
-    max_len: int = DEFAULTS.max_len
-    merges: int = DEFAULTS.merges
-    subword: str = DEFAULTS.subword
-    vocab_size: int = DEFAULTS.vocab_size
-    tokenizer: str = "moses"
 
 
 @dataclass(frozen=True)
@@ -102,22 +70,6 @@ def _refuse_overwritten_same_language(work: Path, lang: str) -> None:
             f"and its shards hold wrong pairs; delete {work.parent} and run again")
 
 
-def data_config(mode: str, src_lang: str, tgt_lang: str, parse: ParseOptions, ldd_threshold: float,
-                shard_size: int, text: TextOptions | None = None, vocab_split: str = TRAIN,
-                language_check: bool = DEFAULTS.language_check) -> DataConfig:
-    """The :class:`~synprep.config.DataConfig` of a run given as the library's options."""
-    text = text or TextOptions()
-    spec = parse.spec
-    return DataConfig(
-        mode=mode, src_lang=src_lang, tgt_lang=tgt_lang, tokenized=text.tokenized, lowercase=text.lowercase,
-        fairseq_compat=text.fairseq_compat, merges=text.merges, ratio=text.ratio, min_len=text.min_len,
-        max_len=text.max_len, subword=text.subword, vocab_size=text.vocab_size, parser=parse.parser, stanza_package=spec.package if spec is not None else None,
-        tokenizer=text.tokenizer, spacy_model=spec.spacy_model if spec is not None else None,
-        label_map=spec.label_map if spec is not None else None, device=spec.device if spec is not None else "cpu",
-        ssplit=parse.ssplit,
-        max_words=spec.max_words if spec is not None else parse.max_words or DEFAULTS.max_words,
-        batch_size=parse.batch_size, ldd_threshold=ldd_threshold, shard_size=shard_size, vocab_split=vocab_split,
-        language_check=language_check)
 
 
 def _check_config(out: Path, config: DataConfig) -> None:

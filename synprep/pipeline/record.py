@@ -178,6 +178,57 @@ def _write_drop_report(report: Path, manifest: Manifest, split: str) -> None:
         f.write(text)
 
 
-def _input_digests(sha: dict[str, str]) -> dict[str, str]:
-    """The sha256 of the split's inputs beside its two sides (CoNLL-U, trees, --parse-src), for its config."""
-    return {f"{role}_sha256": digest for role, digest in sha.items() if role not in ("src", "tgt")}
+def open_split(out: Path, split: str, config: Any, inputs: dict[str, str | None], made: list[Path], *,
+               vocab: str | None, runs_parser: bool, cache: str | None) -> dict[str, str]:
+    """Claim the split and check the folder against this run, before anything is written into it.
+
+    The split's writer is held (a second one is refused, :func:`synprep.lock.hold_split`); under the
+    folder lock a split that needs a vocabulary nobody makes is refused, the configuration is recorded
+    or compared (:func:`synprep.pipeline.folder._check_config`, a difference named by field) and the
+    inputs too (:func:`synprep.pipeline.folder._check_inputs`); then a killed run's temporary files are
+    removed and the parse cache is checked.
+
+    Args:
+        config: the run's :class:`~synprep.config.DataConfig` as the folder records it
+            (:func:`synprep.pipeline.views.recorded`).
+        inputs: the split's input files by role. made: the files a run of the split writes.
+
+    Returns:
+        The sha256 (hex) of each given input, by role.
+    """
+    from synprep.lock import hold_split
+    from synprep.pipeline.dictionary import _refuse_without_vocabulary
+    from synprep.pipeline.folder import _check_config, _check_inputs, _remove_stale_temps
+
+    hold_split(out, split)  # a second writer of this split is refused, naming this run (synprep.lock)
+    with folder_lock(out):
+        _refuse_without_vocabulary(out, split, vocab, config.vocab_split)  # before anything is written
+        _check_config(out, config)
+        input_sha = _check_inputs(out, split, inputs, made)
+    _remove_stale_temps(out)  # after the configuration check: a refused command leaves the folder alone
+    if runs_parser and cache:  # a damaged cache stops the run before any stage
+        from synprep.parse.cache import check_cache_usable
+
+        check_cache_usable(cache)
+    return input_sha
+
+
+def split_manifest(out: Path, split: str, shared: dict[str, Any], v: Vocab, opts: ParseOptions, n_lines: int, *,
+                   tok: str, old_tok: str | None = None, lowercase: bool, codes_sha: str | None = None,
+                   sub: str | None = None, words: str | None = None,
+                   input_sha: dict[str, str]) -> tuple[Manifest, str]:
+    """The folder's manifest checked against this run (:func:`_manifest`: a folder of an earlier version
+    keeps its signature), with the split's input line count; and the signature its shards carry.
+
+    Args:
+        tok: the signature's ``tok:``; old_tok: the one earlier versions wrote (default ``tok``).
+        lowercase, codes_sha, sub, words: the rest of the signature (:func:`_signature`).
+    """
+    old_tok = old_tok or tok
+    sig = _signature(tok, lowercase, codes_sha, opts, sub=sub, words=words)
+    manifest = _manifest(out, sig, shared, v, _signature(old_tok, lowercase, codes_sha, opts, legacy=True, sub=sub),
+                         _signature(old_tok, lowercase, codes_sha, opts, older=True, sub=sub))
+    sig = _split_signature(manifest, split, sig, _signature(tok, lowercase, codes_sha, opts, sub=sub, words=words,
+                                                            inputs=input_sha))
+    manifest.set_input_lines(split, n_lines)
+    return manifest, sig

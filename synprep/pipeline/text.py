@@ -8,12 +8,14 @@ import math
 import os
 import shutil
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from synprep.annotate import Parallel
 from synprep.errors import ConfigError, InputError
-from synprep.pipeline.folder import CODES_NAME, TRAIN, TextFiles, TextOptions
+from synprep.pipeline.folder import CODES_NAME, TRAIN, TextFiles
+from synprep.pipeline.views import TextOptions
 from synprep.signature import file_sha256
 from synprep.textio import atomic_write, display_name, iter_lines, iter_pairs
 
@@ -198,3 +200,114 @@ def _apply_bpe(inp: Path, out_path: Path, codes: Path, par: Parallel) -> None:
         for line in apply_bpe_stream(iter_lines(inp), codes, jobs=par.jobs, backend=par.backend,
                                      scheduler=par.scheduler):
             f.write(line + "\n")
+
+
+@dataclass(frozen=True)
+class Tokenizer:
+    """How a split's words are made: ``spec`` (the parser's own tokenizer, ``--tokenizer parser``) or None
+    (sacremoses, or the input as it is); ``name``, the signature's ``tok:`` (``sacremoses-0.2.0``, ``given``);
+    ``field``, the signature's ``tok:`` of this run (``conllu/...`` when the source tokens are imported)."""
+
+    spec: Any
+    name: str
+    field: str
+
+
+def choose_tokenizer(text: TextOptions, parse: Any, source: Any, src_lang: str) -> Tokenizer:
+    """The split's :class:`Tokenizer` (``--tokenized``, ``--tokenizer moses|parser``).
+
+    Raises:
+        ConfigError: ``--tokenizer`` or ``--fairseq-compat`` where it has no effect.
+    """
+    from synprep.text.tokenize import tokenizer_signature
+
+    spec = None
+    if text.tokenized:
+        if text.tokenizer != "moses":
+            raise ConfigError("--tokenizer has no effect with --tokenized (nothing is tokenized)")
+        tok_sig: dict[str, object] = {"tok": "given"}
+    elif text.tokenizer == "parser":
+        if not source.runs_parser:
+            raise ConfigError("--tokenizer parser has no effect with --parser conllu (the words are the CoNLL-U's)")
+        if text.fairseq_compat:
+            raise ConfigError("--fairseq-compat is a Moses rule: it has no effect with --tokenizer parser")
+        from synprep.text.parser_tokenize import parser_tokenizer_signature
+
+        spec = parse.spec
+        tok_sig = parser_tokenizer_signature(parse.identity(), lowercase=text.lowercase, escape=True)
+    elif text.tokenizer == "moses":
+        tok_sig = tokenizer_signature(src_lang, lowercase=text.lowercase, escape=True,
+                                      fairseq_compat=text.fairseq_compat)
+    else:
+        raise ConfigError(f"unknown tokenizer {text.tokenizer!r} (moses or parser)")
+    name = str(tok_sig["tok"])
+    # the source tokens are the CoNLL-U's; the target's are tokenized as said (source/target)
+    return Tokenizer(spec, name, name if source.runs_parser else f"conllu/{name}")
+
+
+def tokenize_split(files: TextFiles, src: str | None, tgt: str, conllu: str | None, n_tgt: int, text: TextOptions,
+                   tok: Tokenizer, source: Any, par: Parallel) -> int:
+    """Step 1: ``text/SPLIT.tok.L`` of both sides (the source's from the CoNLL-U file when the parses are
+    imported); returns the source's line count.
+
+    Raises:
+        InputError: the CoNLL-U file has another number of lines than the target.
+    """
+    from synprep.textio import count_lines
+
+    src_tok = files.side("tok", "src")
+    given = source.source_tokens(src, conllu)
+    if given is None:
+        assert src is not None
+        _tokenize(src, src_tok, files.src_lang, text, par, spec=tok.spec)
+    elif not src_tok.exists():
+        with atomic_write(src_tok) as f:
+            for line in given:
+                f.write(line + "\n")
+    n_src = count_lines(src_tok)
+    if n_src != n_tgt:
+        raise InputError(f"line counts differ: {conllu} has {n_src} lines, {tgt} has {n_tgt}", tgt)
+    _tokenize(tgt, files.side("tok", "tgt"), files.tgt_lang, text, par)
+    return n_src
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """What step 3 made: the pieces of both sides, each source piece's word (``index``: schemes that
+    align by offsets), the BPE codes' digest or the subword model's identity (``sub``), and the
+    model's facts for the shards' configuration."""
+
+    src: Path
+    tgt: Path
+    index: Path | None
+    codes_sha: str | None
+    sub: str | None
+    facts: dict[str, Any]
+
+
+def subwords(out: Path, files: TextFiles, src: str | None, tgt: str, words_file: Path, text: TextOptions,
+             scheme: Any, codes: str | None, model: str | None, par: Parallel) -> Pieces:
+    """Step 3: BPE codes (learned on the train split, or given) applied to the kept tokens, or a
+    scheme that reads raw text (its model learned or given) applied to the kept raw lines."""
+    from synprep.lock import folder_lock
+
+    if scheme.reads_raw:
+        assert src is not None
+        raw_files = [_raw_kept(files, "src", src, text), _raw_kept(files, "tgt", tgt, text)]
+        with folder_lock(out):
+            model_path = _subword_model(out, files.split, raw_files, model, text, scheme)
+        from synprep.subword import load_scheme
+
+        identity = load_scheme(scheme.name, model_path).identity()
+        bpe_src, bpe_tgt, index_file = _segment(files, src, tgt, words_file, model_path, text, scheme.name, par)
+        return Pieces(bpe_src, bpe_tgt, index_file, None, identity,
+                      {"subword_identity": identity, "subword_model_sha256": file_sha256(model_path)})
+    with folder_lock(out):
+        code_path = _codes(out, files, codes, text)
+    for side in ("src", "tgt"):
+        _apply_bpe(files.side("clean", side), files.side("bpe", side), code_path, par)
+    from synprep.text.bpe import count_merges
+
+    codes_sha = file_sha256(code_path)
+    return Pieces(files.side("bpe", "src"), files.side("bpe", "tgt"), None, codes_sha, None,
+                  {"bpe_codes_sha256": codes_sha, "bpe_merges": count_merges(code_path)})
