@@ -1,10 +1,13 @@
 """The data side's one configuration: every setting that determines an output folder, and its default.
 
 :class:`DataConfig` is to ``synprep pipeline`` / ``annotate`` what :class:`synprep.train.config.TrainConfig`
-is to the trainer. Its defaults are the stages' own (:mod:`synprep.defaults`, which the stage modules
-read: they never import this module); the command-line options, :class:`synprep.pipeline.TextOptions`,
-:class:`synprep.parse.options.ParseOptions`, the parser's :class:`~synprep.parse.base.ParserSpec` and
-the shard writer read them from here or there.
+is to the trainer: the one input of :func:`synprep.pipeline.run_pipeline` and
+:func:`synprep.pipeline.run_annotate`. Its defaults are the stages' own (:mod:`synprep.defaults`, which the
+stage modules read: they never import this module). The command line reads its options into it through
+the fields' metadata (:func:`option_fields`); the text stage's options, the parse stage's options and the
+parser's :class:`~synprep.parse.base.ParserSpec`, ``OUT/pipeline.json``, the manifest's guard and the
+shards' ``config`` are views of it (:mod:`synprep.pipeline.views`). A saved configuration of an older
+format version is read through one :data:`MIGRATIONS` step per version (:func:`migrate`).
 
 A folder's configuration is saved as ``OUT/pipeline.json`` (:meth:`DataConfig.to_json`). A later
 run into the folder (the next split, or a resume) starts from it: an option that is not given is
