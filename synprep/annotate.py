@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from synprep.config import DEFAULTS
+from synprep.defaults import SHARD_DEFAULTS
 from synprep.errors import ConfigError, InputError
 from synprep.features.line import line_features, tree_source
 from synprep.lock import folder_lock
@@ -40,8 +40,8 @@ from synprep.vocab import Vocab
 
 log = logging.getLogger(__name__)
 
-#: pairs per shard unless told otherwise (synprep.config.DataConfig)
-DEFAULT_SHARD_SIZE = DEFAULTS.shard_size
+#: pairs per shard unless told otherwise (synprep.defaults, as synprep.config.DataConfig)
+DEFAULT_SHARD_SIZE = SHARD_DEFAULTS.shard_size
 
 #: drop reasons the annotation stage can record (the text stage adds ``clean:*``)
 PARSE_REASONS = ("parse:empty", "parse:too_long", "parse:failed", "annotate:empty_target")

@@ -127,15 +127,12 @@ def parse_options(config: DataConfig, runtime: Runtime, trees: str | None = None
 
 def recorded(config: DataConfig, runs_parser: bool) -> DataConfig:
     """``OUT/pipeline.json``: ``config`` with the fields its command does not read at their defaults (an
-    ``annotate`` folder has no text stage; imported parses have no parser settings), as before."""
-    keep = {"mode", "src_lang", "tgt_lang", "lowercase", "parser", "ssplit", "max_words", "batch_size",
-            "ldd_threshold", "shard_size", "vocab_split", "language_check", "device", *spec_fields().values(),
-            "parser_options"}
-    if config.mode == "pipeline":
-        keep |= set(TEXT_FIELDS)
+    ``annotate`` folder has no text stage: :data:`TEXT_FIELDS`; imported parses have no parser settings:
+    the device, the backend's options), as earlier versions recorded them."""
+    unread = set(TEXT_FIELDS) if config.mode == "annotate" else set()
     if not runs_parser:
-        keep -= {"device", *spec_fields().values(), "parser_options"}
-    return DataConfig(**{f.name: getattr(config, f.name) for f in dataclasses.fields(DataConfig) if f.name in keep})
+        unread |= {"device", "parser_options", *spec_fields().values()}
+    return config.replace(**{name: getattr(DEFAULTS, name) for name in unread})
 
 
 def guard(config: DataConfig, parse: ParseOptions, *, tok: str | None = None, scheme: Any = None,
