@@ -162,3 +162,13 @@ def test_a_later_split_inherits_the_parser_option_and_refuses_another_naming_it(
     assert proc.returncode == 2, proc.stderr
     assert 'parser_options.toy_label: the folder has "obj", this run "nsubj"' in proc.stderr
     assert not list(out.glob("test.*.h5")) and not (out / "text" / "test.tok.de").exists()
+
+
+def test_a_new_default_folder_keeps_the_pipeline_json_bytes_of_earlier_versions():
+    """Version 3 as main wrote it before the configuration became the input (a803ddb): no new key, same bytes."""
+    assert DataConfig(src_lang="de", tgt_lang="en").to_json() == (
+        '{\n  "batch_size": 64,\n  "device": "cpu",\n  "fairseq_compat": false,\n  "format": "synprep-data-config",\n'
+        '  "ldd_threshold": 0.01,\n  "lowercase": false,\n  "max_len": 175,\n  "max_words": 250,\n  "merges": 10000,\n'
+        '  "min_len": 1,\n  "mode": "pipeline",\n  "parser": "stanza",\n  "ratio": 1.5,\n  "shard_size": 10000,\n'
+        '  "src_lang": "de",\n  "ssplit": true,\n  "stanza_package": null,\n  "subword": "bpe",\n  "tgt_lang": "en",\n'
+        '  "tokenized": false,\n  "version": 3,\n  "vocab_size": 8000\n}\n')
