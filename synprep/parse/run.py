@@ -39,6 +39,7 @@ from synprep.parse.base import (
     ParserBackend,
     ParserSpec,
     ParseStats,
+    _reason,
     backend_class,
     backend_for_identity,
     error_kind,
@@ -215,7 +216,7 @@ def forward_work(item: tuple[ParserSpec, str | None, list[list[str]]]) -> tuple[
     t0 = time.perf_counter()
     if not hasattr(parser, "forward"):
         return None, parse_isolated(parser, sentences), 0.0
-    results = parse_isolated(_Stage(parser), sentences)
+    results = parse_isolated(_Stage(parser), sentences)  # type: ignore[arg-type]  # has .parse: all it calls
     return parser.decode_context(), results, time.perf_counter() - t0
 
 
@@ -237,8 +238,8 @@ def decode_work(item: tuple[Any, list[Any], float]) -> tuple[list[ParsedSentence
             continue
         try:
             out.append(ctx.decode(r))
-        except Exception as e:  # any parser failure is recorded, never fatal
-            out.append(f"{type(e).__name__}: {e}")
+        except Exception as e:  # any parser failure is recorded, never fatal (as parse_isolated words it)
+            out.append(_reason(e))
     return out, forward_s, time.perf_counter() - t0
 
 

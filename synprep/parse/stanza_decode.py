@@ -220,7 +220,7 @@ class DecodeContext:
                                                           resolve_head_constraints=self.resolve)[0]
         ldd = sentence_ldd(s.head_logp, s.rel_logp, n, self.relations, self.threshold)
         if self.reverse:  # stanza's Trainer.reverse_predictions, and the LDD mapped the same way
-            tokens = [t if t[0] == 0 else (n + 1 - t[0], t[1]) for t in tokens[::-1]]
+            tokens = [t if t[0] == 0 else [n + 1 - t[0], t[1]] for t in tokens[::-1]]
             ldd = reverse_ldd(ldd, n)
         return ParsedSentence(words=list(s.words), upos=list(s.upos), heads=[int(t[0]) for t in tokens],
                               deprels=[t[1] for t in tokens], tree=s.tree,
