@@ -48,6 +48,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def emit(obj: dict) -> None:
@@ -174,39 +175,68 @@ def parse_figures(args, shared: Path) -> None:
     emit(diff)
 
 
+def _language_check_args() -> list[str]:
+    """``--no-language-check`` where py3langid is not installed (the GPU bundle leaves it out: 64 MiB)."""
+    import importlib.util
+
+    return [] if importlib.util.find_spec("py3langid") else ["--no-language-check"]
+
+
 def annotate_figure(args, shared: Path) -> None:
     prep = shared / "iwslt14_de-en" / "fairseq_prepared"
     sdir = str(shared / "stanza_resources")
     jobs = os.cpu_count() or 1
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    lang = _language_check_args()
+    # DEV pipelined (forward here, decode/features/shards in -j processes), DEV as before (unpipelined,
+    # one worker), the CPU with -j workers (unpipelined)
+    variants = [(args.device, ["--device", args.device, "-j", str(jobs)], {"SYNPREP_PARSE_PIPELINE": "1"})]
+    if args.device != "cpu":
+        variants.append((f"{args.device}-unpipelined", ["--device", args.device], {"SYNPREP_PARSE_PIPELINE": "0"}))
+    variants.append((f"cpu-j{jobs}", ["--device", "cpu", "-j", str(jobs)], {"SYNPREP_PARSE_PIPELINE": "0"}))
     with tempfile.TemporaryDirectory() as tmp:
         src, tgt = Path(tmp) / "test.de", Path(tmp) / "test.en"
-        for path, lang in ((src, "de"), (tgt, "en")):
-            with open(prep / f"test.{lang}", encoding="utf-8") as f:
+        for path, side in ((src, "de"), (tgt, "en")):
+            with open(prep / f"test.{side}", encoding="utf-8") as f:
                 path.write_text("".join(itertools.islice(f, args.annotate_lines)), encoding="utf-8")
-        times, stages, busy = {}, {}, None
-        runs = ((args.device, ["--device", args.device, "-j", str(jobs)], {"SYNPREP_PARSE_PIPELINE": "1"}),
-                (f"cpu-j{jobs}", ["--device", "cpu", "-j", str(jobs)], {"SYNPREP_PARSE_PIPELINE": "0"}))
-        for name, extra, pipe in runs:
+        times: dict[str, float] = {}
+        stages: dict[str, dict | None] = {}
+        lines: dict[str, str] = {}
+        errors: dict[str, str] = {}
+        busy = None
+        for name, extra, pipe in variants:
             out = Path(tmp) / name
             cmd = [sys.executable, "-m", "synprep", "annotate", "--src", str(src), "--tgt", str(tgt), "-s", "de",
                    "-t", "en", "--out", str(out), "--split", "test", "--vocab-split", "test", "--no-cache", "--stanza-dir", sdir,
-                   "--stanza-package", "synprep", *extra]
+                   "--stanza-package", "synprep", *lang, *extra]
             with GpuSampler() if name == args.device else contextlib.nullcontext() as sampler:
                 t0 = time.perf_counter()
                 proc = subprocess.run(cmd, capture_output=True, text=True, env={**env, **pipe})
-                times[name] = time.perf_counter() - t0
+                dt = time.perf_counter() - t0
             if sampler is not None:
                 busy = busy_fraction(sampler)
+            if proc.returncode != 0:
+                errors[name] = f"exited {proc.returncode}: {proc.stderr[-1200:]}"
+                continue
+            times[name] = round(dt, 2)
             m = re.search(r"; forward ([\d.]+) s, decode ([\d.]+) s", proc.stderr)
             stages[name] = {"forward_seconds": float(m[1]), "decode_seconds": float(m[2])} if m else None
-            if proc.returncode != 0:
-                raise RuntimeError(f"annotate {' '.join(extra)} exited {proc.returncode}: {proc.stderr[-1500:]}")
-    dev, cpu = times[args.device], times[f"cpu-j{jobs}"]
-    emit({"figure": "annotate", "lines": args.annotate_lines, "device": args.device, "device_seconds": round(dev, 2),
-          "device_jobs": jobs, "device_pipelined": True, "device_stages": stages[args.device],
-          "gpu_busy_fraction": busy if args.device != "cpu" else None, "cpu_jobs": jobs, "cpu_seconds": round(cpu, 2),
-          "cpu_stages": stages[f"cpu-j{jobs}"], "device_speedup": round(cpu / dev, 2)})
+            tail = [x for x in proc.stderr.splitlines() if "sentences/s" in x]
+            if tail:
+                lines[name] = tail[-1].strip()[-240:]
+    cpu = times.get(f"cpu-j{jobs}")
+    dev = times.get(args.device)
+    rec: dict = {"figure": "annotate", "lines": args.annotate_lines, "device": args.device, "device_seconds": dev,
+                 "device_jobs": jobs, "device_pipelined": True, "device_stages": stages.get(args.device),
+                 "gpu_busy_fraction": busy if args.device != "cpu" else None, "cpu_jobs": jobs, "cpu_seconds": cpu,
+                 "cpu_stages": stages.get(f"cpu-j{jobs}"), "device_speedup": round(cpu / dev, 2) if cpu and dev else None,
+                 "language_check": not lang, "seconds": times, "stages": stages, "throughput_lines": lines}
+    for name, _, _ in variants[:-1]:
+        if cpu and name in times:
+            rec[f"speedup {name} vs cpu-j{jobs}"] = round(cpu / times[name], 2)
+    if errors:
+        rec["error"] = errors
+    emit(rec)
 
 
 def trainer_figures(args) -> None:
@@ -216,28 +246,173 @@ def trainer_figures(args) -> None:
             emit({"figure": script, "skipped": "not in this checkout"})
             continue
         cmd = [sys.executable, str(path), "--device", args.device] + (["--small"] if args.small else [])
-        proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-        for line in proc.stdout.splitlines():
-            if line.startswith("{"):
-                obj = json.loads(line)
-                emit({"figure": obj.pop("figure", script), "source": script, **obj})
-        if proc.returncode != 0:
-            emit({"figure": script, "error": f"exited {proc.returncode}: {proc.stderr[-800:]}"})
+        env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        with tempfile.TemporaryFile("w+") as err:  # figures streamed as they come: a cut-off run keeps them
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                if line.startswith("{"):
+                    obj = json.loads(line)
+                    emit({"figure": obj.pop("figure", script), "source": script, **obj})
+            rc = proc.wait()
+            if rc != 0:
+                err.seek(0)
+                emit({"figure": script, "error": f"exited {rc}: {err.read()[-800:]}"})
 
+
+def environment_figure(args) -> None:
+    import platform
+
+    rec: dict = {"figure": "environment", "device": args.device, "python": platform.python_version(),
+                 "cpu_count": os.cpu_count()}
+    for mod in ("torch", "numpy", "numba", "stanza", "h5py"):
+        try:
+            rec[mod] = __import__(mod).__version__
+        except Exception as e:  # noqa: BLE001 - report what is missing, go on
+            rec[mod] = f"unavailable: {type(e).__name__}: {e}"
+    import torch
+
+    rec["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    emit(rec)
+
+
+_ORIGINAL: dict = {}
+
+
+def _stanza_path(on: bool) -> None:
+    """Switch synprep's POS/decoder stand-ins off (``on=False``: stanza's own processor and decoder) or back."""
+    from synprep.parse import stanza_decode
+
+    if not _ORIGINAL:
+        _ORIGINAL.update(stanza_reproduced=stanza_decode.stanza_reproduced,
+                         fast_decoder_available=stanza_decode.fast_decoder_available)
+    for name, mod in list(sys.modules.items()):
+        if not name.startswith("synprep.parse") or mod is None:
+            continue
+        for attr, fn in _ORIGINAL.items():
+            if hasattr(mod, attr):
+                setattr(mod, attr, fn if on else (lambda: False))
+
+
+def stanza_path_figure(args, shared: Path) -> None:
+    """The same lines on DEV through stanza's own POS processor and tree decoder (the code before issue 17)
+    and through synprep's batched POS + compiled decoder: the before/after on one machine."""
+    from synprep.parse import ParserSpec
+    from synprep.parse import run as parse_run
+
+    lines = tokenized_lines(shared, args.cpu_lines)
+    dev = ParserSpec(lang="de", dir=str(shared / "stanza_resources"), package="synprep", device=args.device)
+    parse_run.worker_parser(dev)
+    rec: dict = {"figure": "parse_vs_stanza_path", "device": args.device, "lines": len(lines)}
+    got = {}
+    try:
+        for name, on in (("stanza_path", False), ("synprep_path", True)):
+            _stanza_path(on)
+            list(parse_run.parse_lines(lines[:8], dev))
+            out, dt = timed_parse(lines, dev)
+            sents = [s for pl in out for s in pl.sentences]
+            got[name] = sents
+            rec[name] = {"seconds": round(dt, 2), "sentences_per_s": round(len(sents) / dt, 1)}
+    finally:
+        _stanza_path(True)
+    rec["speedup"] = round(rec["stanza_path"]["seconds"] / rec["synprep_path"]["seconds"], 2)
+    a, b = got["stanza_path"], got["synprep_path"]
+    rec["same_heads_deprels_upos"] = all(x.heads == y.heads and x.deprels == y.deprels and x.upos == y.upos
+                                         for x, y in zip(a, b, strict=True))
+    emit(rec)
+
+
+def attention_figure(args) -> None:
+    """The gated preset's tokens/s under each ``attention_backend`` (issue 18 item 1: ``auto`` is the best)."""
+    import bench_train_gpu as btg
+    import numpy as np
+    import torch
+
+    from synprep.shards.synthetic import random_records
+    from synprep.train.data import RecordDataset
+
+    cuda = args.device.startswith("cuda")
+    ns = argparse.Namespace(small=args.small, max_tokens=1024 if args.small else 16384, bf16=cuda, threads=1,
+                            device=args.device)
+    vocab = 500 if args.small else 10000
+    data = RecordDataset(list(random_records(400 if args.small else 4000, np.random.default_rng(0), vocab_size=vocab)))
+    steps, warm = (2, 1) if args.small else (10, 4)
+    rates: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for backend in (("auto", "math", "efficient", "flash", "cudnn") if cuda else ("auto", "math")):
+            for preset in ("vanilla_iwslt14_de_en", "gated_iwslt14_de_en"):
+                try:
+                    tr = btg._trainer(btg._cfg(preset, ns, attention_backend=backend), data, vocab, args.device,
+                                      Path(tmp) / f"{backend}-{preset}")
+                    rates[f"{preset} {backend}"] = round(btg.tokens_per_s(tr, btg._endless(tr), steps, warm,
+                                                                          args.device), 1)
+                    del tr
+                except Exception as e:  # noqa: BLE001 - a kernel this GPU lacks: say so, go on
+                    rates[f"{preset} {backend}"] = f"{type(e).__name__}: {str(e)[:200]}"
+                if cuda:
+                    torch.cuda.empty_cache()
+    emit({"figure": "attention_backends", "device": args.device, "max_tokens": ns.max_tokens, "bf16": cuda,
+          "steps": steps, "tokens_per_s": rates})
+
+
+def translate_figure(args) -> None:
+    """Beam-5 sentences/s of the batched decoder on an IWSLT14-size model (``vanilla_iwslt14_de_en``, trained
+    a few hundred updates on a copy task: its hypotheses end), against the per-hypothesis reference on a
+    subset; bf16 autocast on CUDA."""
+    import bench_translate as bt
+    import numpy as np
+    import torch
+
+    from synprep.train import decode
+    from tests import decode_reference as reference
+
+    cuda = args.device.startswith("cuda")
+    n, ref_n, steps, preset = (24, 8, 10, "tiny") if args.small else (3000, 300, 400, "vanilla_iwslt14_de_en")
+    t0 = time.perf_counter()
+    model, dataset = bt.copy_task_model(n, steps, args.device, preset=preset)
+    train_s = time.perf_counter() - t0
+    rec: dict = {"figure": "translate_iwslt_size", "device": args.device, "preset": preset, "copy_task_updates": steps,
+                 "train_seconds": round(train_s, 1), "beam": 5, "bf16": cuda}
+    amp = torch.autocast(torch.device(args.device).type, dtype=torch.bfloat16, enabled=cuda)
+    with amp:
+        for max_tokens in (4096, 16384):
+            bs = bt.batches(model, dataset, max_tokens, args.device)
+            bt.run(decode, model, bs[:1], 5, 1.0, 1.5, 10, args.device)  # warm-up
+            dt, hyps = bt.run(decode, model, bs, 5, 1.0, 1.5, 10, args.device)
+            sents = sum(x.size for x in bs)
+            rec[f"batched max_tokens {max_tokens}"] = {"sentences": sents, "seconds": round(dt, 2),
+                                                       "sentences_per_s": round(sents / dt, 1)}
+        rec["mean_hypothesis_tokens"] = round(float(np.mean([len(h) for h in hyps])), 1)
+        rec["mean_source_tokens"] = round(float(np.mean(dataset.src_lengths)), 1)
+        sub = torch.utils.data.Subset(dataset, range(ref_n))
+        sub.src_lengths = np.asarray(dataset.src_lengths)[:ref_n]  # type: ignore[attr-defined]
+        bs = bt.batches(model, sub, 4096, args.device)
+        out = {}
+        for name, search in (("reference", reference), ("batched", decode)):
+            bt.run(search, model, bs[:1], 5, 1.0, 1.5, 10, args.device)
+            dt, out[name] = bt.run(search, model, bs, 5, 1.0, 1.5, 10, args.device)
+            rec[f"{name} on {ref_n}"] = {"seconds": round(dt, 2), "sentences_per_s": round(ref_n / dt, 1)}
+        rec["identical_on_subset"] = out["reference"] == out["batched"]
+    emit(rec)
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--small", action="store_true", help="tiny sizes (the test suite's run)")
     ap.add_argument("--shared", default=os.environ.get("SHARED", str(ROOT.parent / "shared")))
-    ap.add_argument("--only", nargs="*", default=None, help="figures to run: parse annotate trainer")
+    ap.add_argument("--only", nargs="*", default=None,
+                    help="figures to run: environment parse stanza_path annotate attention translate trainer")
     args = ap.parse_args()
-    args.lines, args.cpu_lines, args.annotate_lines = (12, 6, 10) if args.small else (6750, 1500, 6750)
+    args.lines, args.cpu_lines, args.annotate_lines = (12, 6, 10) if args.small else (6750, 1000, 6750)
     shared = Path(args.shared) / "data"
     t0 = time.perf_counter()
-    only = set(args.only or ["parse", "annotate", "trainer"])
-    for name, run in (("parse", lambda: parse_figures(args, shared)), ("annotate", lambda: annotate_figure(args, shared)),
-                      ("trainer", lambda: trainer_figures(args))):
+    # the most wanted first: a run cut off at its time limit keeps the figures already printed
+    steps = (("environment", lambda: environment_figure(args)), ("parse", lambda: parse_figures(args, shared)),
+             ("annotate", lambda: annotate_figure(args, shared)), ("trainer", lambda: trainer_figures(args)),
+             ("translate", lambda: translate_figure(args)), ("attention", lambda: attention_figure(args)),
+             ("stanza_path", lambda: stanza_path_figure(args, shared)))
+    only = set(args.only or [name for name, _ in steps])
+    for name, run in steps:
         if name not in only:
             continue
         try:
