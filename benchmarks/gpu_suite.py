@@ -308,8 +308,9 @@ def stanza_path_figure(args, shared: Path) -> None:
     try:
         for name, on in (("stanza_path", False), ("synprep_path", True)):
             _stanza_path(on)
-            list(parse_run.parse_lines(lines[:8], dev))
-            out, dt = timed_parse(lines, dev)
+            list(parse_run.parse_lines(lines[:8], dev, pipeline=False))
+            # unpipelined, in this process: the switch reaches every stage (decode processes would not see it)
+            out, dt = timed_parse(lines, dev, jobs=1, pipeline=False)[:2]
             sents = [s for pl in out for s in pl.sentences]
             got[name] = sents
             rec[name] = {"seconds": round(dt, 2), "sentences_per_s": round(len(sents) / dt, 1)}
