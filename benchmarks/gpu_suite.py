@@ -396,13 +396,43 @@ def translate_figure(args) -> None:
         rec["identical_on_subset"] = out["reference"] == out["batched"]
     emit(rec)
 
+
+def workers_figure(args, shared: Path) -> None:
+    """DEV's parse of the ``--lines`` lines, unpipelined, with ``jobs`` workers that share the GPU (each its own
+    models: forward and decode in one process), against the pipelined parse (one forward process, decode in
+    ``$(nproc)`` processes); sentences/s, the GPU's busy fraction and mean utilization. The models' forward is
+    host-bound (stanza's per-word Python batching), so several processes per GPU keep it busy."""
+    from synprep.parse import ParserSpec
+    from synprep.parse import run as parse_run
+
+    lines = tokenized_lines(shared, args.lines)
+    spec = ParserSpec(lang="de", dir=str(shared / "stanza_resources"), package="synprep", device=args.device)
+    nproc = os.cpu_count() or 1
+    rec: dict = {"figure": "parse_workers", "device": args.device, "lines": len(lines)}
+    runs = [(f"unpipelined -j{j}", j, False) for j in ((2, 2) if args.small else (4, 8, nproc))]
+    runs.append((f"pipelined -j{nproc}", nproc, True))
+    for name, jobs, pipe in runs:
+        try:
+            list(parse_run.parse_lines(lines[: 64 * jobs], spec, jobs=jobs, pipeline=pipe))  # workers + models
+            with GpuSampler() as sampler:
+                t0 = time.perf_counter()
+                out = list(parse_run.parse_lines(lines, spec, jobs=jobs, pipeline=pipe))
+                dt = time.perf_counter() - t0
+            n = sum(len(pl.sentences) for pl in out)
+            s = sampler.samples
+            rec[name] = {"seconds": round(dt, 2), "sentences_per_s": round(n / dt, 1), "busy_fraction": busy_fraction(sampler),
+                         "mean_percent": round(sum(s) / len(s), 1) if s else None}
+        except Exception as e:  # noqa: BLE001 - one configuration failing must not hide the others
+            rec[name] = f"{type(e).__name__}: {str(e)[:300]}"
+    emit(rec)
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--small", action="store_true", help="tiny sizes (the test suite's run)")
     ap.add_argument("--shared", default=os.environ.get("SHARED", str(ROOT.parent / "shared")))
     ap.add_argument("--only", nargs="*", default=None,
-                    help="figures to run: environment parse stanza_path annotate attention translate trainer")
+                    help="figures to run: environment parse annotate trainer translate attention stanza_path workers")
     args = ap.parse_args()
     args.lines, args.cpu_lines, args.annotate_lines = (12, 6, 10) if args.small else (6750, 1000, 6750)
     shared = Path(args.shared) / "data"
@@ -411,7 +441,8 @@ def main() -> None:
     steps = (("environment", lambda: environment_figure(args)), ("parse", lambda: parse_figures(args, shared)),
              ("annotate", lambda: annotate_figure(args, shared)), ("trainer", lambda: trainer_figures(args)),
              ("translate", lambda: translate_figure(args)), ("attention", lambda: attention_figure(args)),
-             ("stanza_path", lambda: stanza_path_figure(args, shared)))
+             ("stanza_path", lambda: stanza_path_figure(args, shared)),
+             ("workers", lambda: workers_figure(args, shared)))
     only = set(args.only or [name for name, _ in steps])
     for name, run in steps:
         if name not in only:
