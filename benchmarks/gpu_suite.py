@@ -191,8 +191,9 @@ def annotate_figure(args, shared: Path) -> None:
     # DEV pipelined (forward here, decode/features/shards in -j processes), DEV as before (unpipelined,
     # one worker), the CPU with -j workers (unpipelined)
     variants = [(args.device, ["--device", args.device, "-j", str(jobs)], {"SYNPREP_PARSE_PIPELINE": "1"})]
-    if args.device != "cpu":
-        variants.append((f"{args.device}-unpipelined", ["--device", args.device], {"SYNPREP_PARSE_PIPELINE": "0"}))
+    if args.device != "cpu":  # -j workers that share the GPU, each its own models (forward and decode)
+        variants.append((f"{args.device}-unpipelined-j{jobs}", ["--device", args.device, "-j", str(jobs)],
+                         {"SYNPREP_PARSE_PIPELINE": "0"}))
     variants.append((f"cpu-j{jobs}", ["--device", "cpu", "-j", str(jobs)], {"SYNPREP_PARSE_PIPELINE": "0"}))
     with tempfile.TemporaryDirectory() as tmp:
         src, tgt = Path(tmp) / "test.de", Path(tmp) / "test.en"
@@ -402,6 +403,9 @@ def workers_figure(args, shared: Path) -> None:
     models: forward and decode in one process), against the pipelined parse (one forward process, decode in
     ``$(nproc)`` processes); sentences/s, the GPU's busy fraction and mean utilization. The models' forward is
     host-bound (stanza's per-word Python batching), so several processes per GPU keep it busy."""
+    import dataclasses
+
+    from synprep.parallel import limit_threads
     from synprep.parse import ParserSpec
     from synprep.parse import run as parse_run
 
@@ -411,6 +415,12 @@ def workers_figure(args, shared: Path) -> None:
     rec: dict = {"figure": "parse_workers", "device": args.device, "lines": len(lines)}
     runs = [(f"unpipelined -j{j}", j, False) for j in ((2, 2) if args.small else (4, 8, nproc))]
     runs.append((f"pipelined -j{nproc}", nproc, True))
+    cpu = dataclasses.replace(spec, device="cpu")
+    limit_threads(1)
+    t0 = time.perf_counter()
+    one = list(parse_run.parse_lines(lines[: args.cpu_lines // 2], cpu, jobs=1, pipeline=False))
+    n_one = sum(len(pl.sentences) for pl in one)
+    rec["cpu one core"] = {"lines": len(one), "sentences_per_s": round(n_one / (time.perf_counter() - t0), 1)}
     for name, jobs, pipe in runs:
         try:
             list(parse_run.parse_lines(lines[: 64 * jobs], spec, jobs=jobs, pipeline=pipe))  # workers + models
@@ -421,7 +431,8 @@ def workers_figure(args, shared: Path) -> None:
             n = sum(len(pl.sentences) for pl in out)
             s = sampler.samples
             rec[name] = {"seconds": round(dt, 2), "sentences_per_s": round(n / dt, 1), "busy_fraction": busy_fraction(sampler),
-                         "mean_percent": round(sum(s) / len(s), 1) if s else None}
+                         "mean_percent": round(sum(s) / len(s), 1) if s else None,
+                         "vs_cpu_one_core": round(n / dt / rec["cpu one core"]["sentences_per_s"], 2)}
         except Exception as e:  # noqa: BLE001 - one configuration failing must not hide the others
             rec[name] = f"{type(e).__name__}: {str(e)[:300]}"
     emit(rec)
