@@ -40,12 +40,12 @@ from synprep.train.loop import Trainer  # noqa: E402
 from tests import decode_reference as reference  # noqa: E402
 
 
-def copy_task_model(n_sent: int, steps: int, device: str, vocab: int = 1000):
-    """A ``tiny`` model trained ``steps`` updates to copy synthetic sources; (model, eval dataset)."""
+def copy_task_model(n_sent: int, steps: int, device: str, vocab: int = 1000, preset: str = "tiny"):
+    """A ``preset`` model (default ``tiny``) trained ``steps`` updates to copy synthetic sources; (model, eval dataset)."""
     rng = np.random.default_rng(0)
     recs = [dataclasses.replace(r, tgt_ids=r.src_ids.copy()) for r in random_records(2000 + n_sent, rng,
                                                                                       vocab_size=vocab)]
-    cfg = with_overrides(load_preset("tiny"), {"max_steps": steps, "max_epochs": 0, "log_interval": 10 ** 6,
+    cfg = with_overrides(load_preset(preset), {"max_steps": steps, "max_epochs": 0, "log_interval": 10 ** 6,
                                                "max_tokens": 2048, "warmup_updates": min(50, steps)})
     with tempfile.TemporaryDirectory() as tmp:
         tr = Trainer(cfg, RecordDataset(recs[:2000]), RecordDataset(recs[2000:2016]), [f"p{i}" for i in range(vocab)],

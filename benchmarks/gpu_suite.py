@@ -8,15 +8,21 @@ Run through ``benchmarks/gpu_suite.sh`` (``make gpu-suite``). Data: ``$SHARED/da
 ``fairseq_prepared/tmp/test.de`` (tokenized) and ``fairseq_prepared/test.{de,en}`` (BPE'd), the German
 ``synprep`` stanza models. Figures (``"figure"`` names each):
 
-- ``parse_speed``: ``parse_lines`` (no cache, jobs 1) on DEV over the first ``--lines`` lines, and on one
-  CPU core (torch one thread) over the first ``--cpu-lines`` of them; sentences/s, words/s, the ratio.
+- ``parse_speed``: ``parse_lines`` (no cache) on DEV over the first ``--lines`` lines, pipelined (the
+  models' forward in this process, trees/relations/LDD in ``$(nproc)`` decode processes behind a bounded
+  queue: docs/parse.md), and unpipelined on one CPU core (torch one thread, jobs 1) over the first
+  ``--cpu-lines`` of them; sentences/s, words/s, the ratio; per side the decoder (``compiled``: numba,
+  ``stanza``: stanza's own), the seconds in the forward and in the decode stage (summed over processes),
+  and DEV's ``gpu_busy_fraction`` (null on the CPU).
 - ``gpu_utilization``: nvidia-smi's ``utilization.gpu`` sampled every 100 ms during DEV's parse: mean and
   the fraction of samples > 0 (``skipped`` on the CPU or without nvidia-smi).
 - ``gpu_cpu_difference``: DEV's parse of the first ``--cpu-lines`` lines (parsed again, so both sides have
   the same batches) against the one-core CPU parse of the same lines:
   words whose head / relation / UPOS differ, LDD entries of each (zero when DEV is the CPU).
-- ``annotate``: ``synprep annotate --device DEV`` against ``--device cpu -j $(nproc)`` on the first
-  ``--annotate-lines`` BPE'd lines, wall seconds of each command and the ratio.
+- ``annotate``: ``synprep annotate --device DEV -j $(nproc)`` (pipelined: ``SYNPREP_PARSE_PIPELINE=1``)
+  against ``--device cpu -j $(nproc)`` (unpipelined) on the first ``--annotate-lines`` BPE'd lines, wall
+  seconds of each command and the ratio, each side's forward/decode seconds (from its throughput line),
+  and the GPU busy fraction during DEV's command (null on the CPU).
 - the trainer's figures: every JSON line of ``benchmarks/bench_train_gpu.py --device DEV [--small]`` and
   ``benchmarks/bench_translate.py --device DEV [--small]`` when those scripts exist (``skipped`` otherwise).
 
@@ -27,9 +33,11 @@ and the suite goes on.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,6 +48,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def emit(obj: dict) -> None:
@@ -91,12 +100,21 @@ class GpuSampler:
             self.thread.join(timeout=10)
 
 
-def timed_parse(lines, spec):
-    from synprep.parse import parse_lines
+def timed_parse(lines, spec, jobs: int = 1, pipeline: bool = False):
+    """``(parsed lines, wall seconds, forward seconds, decode seconds)`` of one ``parse_lines`` run."""
+    from synprep.parse import run as parse_run
 
+    thr = parse_run.THROUGHPUT
+    f0, d0 = thr.forward_seconds, thr.decode_seconds
     t0 = time.perf_counter()
-    out = list(parse_lines(lines, spec))
-    return out, time.perf_counter() - t0
+    out = list(parse_run.parse_lines(lines, spec, jobs=jobs, pipeline=pipeline))
+    return out, time.perf_counter() - t0, thr.forward_seconds - f0, thr.decode_seconds - d0
+
+
+def busy_fraction(sampler: GpuSampler) -> float | None:
+    """The fraction of nvidia-smi samples with the GPU busy (> 0 %), None without samples."""
+    s = sampler.samples
+    return round(sum(1 for x in s if x > 0) / len(s), 3) if s else None
 
 
 def parse_figures(args, shared: Path) -> None:
@@ -110,21 +128,27 @@ def parse_figures(args, shared: Path) -> None:
     limit_threads(1)
     dev = ParserSpec(lang="de", dir=sdir, package="synprep", device=args.device)
     cpu = ParserSpec(lang="de", dir=sdir, package="synprep")
+    jobs = os.cpu_count() or 1
     parse_run.worker_parser(dev)  # loaded before the clock starts, on both sides
-    list(parse_run.parse_lines(lines[:8], dev))  # warm-up: CUDA context, kernels, the decoder's cache
+    # warm-up: CUDA context, kernels, the decoder's cache, the decode processes
+    list(parse_run.parse_lines(lines[:8], dev, jobs=jobs, pipeline=True))
     with GpuSampler() as sampler:
-        got, t_dev = timed_parse(lines, dev)
+        got, t_dev, f_dev, d_dev = timed_parse(lines, dev, jobs=jobs, pipeline=True)
     parse_run.worker_parser(cpu)
     list(parse_run.parse_lines(lines[:8], cpu))
-    ref, t_cpu = timed_parse(lines[: args.cpu_lines], cpu)
+    ref, t_cpu, f_cpu, d_cpu = timed_parse(lines[: args.cpu_lines], cpu)
     n_dev = [s for pl in got for s in pl.sentences]
     n_cpu = [s for pl in ref for s in pl.sentences]
     w_dev, w_cpu = sum(len(s.words) for s in n_dev), sum(len(s.words) for s in n_cpu)
-    emit({"figure": "parse_speed", "device": args.device, "decoder": "compiled" if fast_decoder_available() else
-          "stanza", "lines": len(lines), "sentences": len(n_dev), "words": w_dev, "seconds": round(t_dev, 2),
+    decoder = "compiled" if fast_decoder_available() else "stanza"
+    emit({"figure": "parse_speed", "device": args.device, "decoder": decoder, "pipelined": True, "decode_jobs": jobs,
+          "lines": len(lines), "sentences": len(n_dev), "words": w_dev, "seconds": round(t_dev, 2),
           "sentences_per_s": round(len(n_dev) / t_dev, 1), "words_per_s": round(w_dev / t_dev),
+          "forward_seconds": round(f_dev, 2), "decode_seconds": round(d_dev, 2),
+          "gpu_busy_fraction": busy_fraction(sampler),
           "cpu_one_core": {"lines": len(ref), "sentences": len(n_cpu), "words": w_cpu, "seconds": round(t_cpu, 2),
-                           "sentences_per_s": round(len(n_cpu) / t_cpu, 1)},
+                           "sentences_per_s": round(len(n_cpu) / t_cpu, 1), "decoder": decoder, "pipelined": False,
+                           "forward_seconds": round(f_cpu, 2), "decode_seconds": round(d_cpu, 2)},
           "speedup_vs_one_core": round((len(n_dev) / t_dev) / (len(n_cpu) / t_cpu), 2)})
     if args.device == "cpu" or not sampler.proc:
         emit({"figure": "gpu_utilization", "skipped": "device cpu" if args.device == "cpu" else "no nvidia-smi"})
@@ -133,7 +157,7 @@ def parse_figures(args, shared: Path) -> None:
         emit({"figure": "gpu_utilization", "samples": len(s), "mean_percent": round(sum(s) / max(len(s), 1), 1),
               "busy_fraction": round(sum(1 for x in s if x > 0) / max(len(s), 1), 3), "parse_seconds": round(t_dev, 2)})
     # the difference on the same lines in the same batches (a parse depends on its batch-mates)
-    same, _ = timed_parse(lines[: args.cpu_lines], dev)
+    same = timed_parse(lines[: args.cpu_lines], dev, jobs=jobs, pipeline=True)[0]
     a = [s for pl in same for s in pl.sentences]
     b = n_cpu
     diff = {"figure": "gpu_cpu_difference", "device": args.device, "lines": len(ref), "sentences": len(b),
@@ -151,30 +175,69 @@ def parse_figures(args, shared: Path) -> None:
     emit(diff)
 
 
+def _language_check_args() -> list[str]:
+    """``--no-language-check`` where py3langid is not installed (the GPU bundle leaves it out: 64 MiB)."""
+    import importlib.util
+
+    return [] if importlib.util.find_spec("py3langid") else ["--no-language-check"]
+
+
 def annotate_figure(args, shared: Path) -> None:
     prep = shared / "iwslt14_de-en" / "fairseq_prepared"
     sdir = str(shared / "stanza_resources")
     jobs = os.cpu_count() or 1
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    lang = _language_check_args()
+    # DEV pipelined (forward here, decode/features/shards in -j processes), DEV as before (unpipelined,
+    # one worker), the CPU with -j workers (unpipelined)
+    variants = [(args.device, ["--device", args.device, "-j", str(jobs)], {"SYNPREP_PARSE_PIPELINE": "1"})]
+    if args.device != "cpu":  # -j workers that share the GPU, each its own models (forward and decode)
+        variants.append((f"{args.device}-unpipelined-j{jobs}", ["--device", args.device, "-j", str(jobs)],
+                         {"SYNPREP_PARSE_PIPELINE": "0"}))
+    variants.append((f"cpu-j{jobs}", ["--device", "cpu", "-j", str(jobs)], {"SYNPREP_PARSE_PIPELINE": "0"}))
     with tempfile.TemporaryDirectory() as tmp:
         src, tgt = Path(tmp) / "test.de", Path(tmp) / "test.en"
-        for path, lang in ((src, "de"), (tgt, "en")):
-            with open(prep / f"test.{lang}", encoding="utf-8") as f:
+        for path, side in ((src, "de"), (tgt, "en")):
+            with open(prep / f"test.{side}", encoding="utf-8") as f:
                 path.write_text("".join(itertools.islice(f, args.annotate_lines)), encoding="utf-8")
-        times = {}
-        for name, extra in ((args.device, ["--device", args.device]), (f"cpu-j{jobs}", ["--device", "cpu", "-j", str(jobs)])):
+        times: dict[str, float] = {}
+        stages: dict[str, dict | None] = {}
+        lines: dict[str, str] = {}
+        errors: dict[str, str] = {}
+        busy = None
+        for name, extra, pipe in variants:
             out = Path(tmp) / name
             cmd = [sys.executable, "-m", "synprep", "annotate", "--src", str(src), "--tgt", str(tgt), "-s", "de",
                    "-t", "en", "--out", str(out), "--split", "test", "--vocab-split", "test", "--no-cache", "--stanza-dir", sdir,
-                   "--stanza-package", "synprep", *extra]
-            t0 = time.perf_counter()
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            times[name] = time.perf_counter() - t0
+                   "--stanza-package", "synprep", *lang, *extra]
+            with GpuSampler() if name == args.device else contextlib.nullcontext() as sampler:
+                t0 = time.perf_counter()
+                proc = subprocess.run(cmd, capture_output=True, text=True, env={**env, **pipe})
+                dt = time.perf_counter() - t0
+            if sampler is not None:
+                busy = busy_fraction(sampler)
             if proc.returncode != 0:
-                raise RuntimeError(f"annotate {' '.join(extra)} exited {proc.returncode}: {proc.stderr[-1500:]}")
-    dev, cpu = times[args.device], times[f"cpu-j{jobs}"]
-    emit({"figure": "annotate", "lines": args.annotate_lines, "device": args.device, "device_seconds": round(dev, 2),
-          "cpu_jobs": jobs, "cpu_seconds": round(cpu, 2), "device_speedup": round(cpu / dev, 2)})
+                errors[name] = f"exited {proc.returncode}: {proc.stderr[-1200:]}"
+                continue
+            times[name] = round(dt, 2)
+            m = re.search(r"; forward ([\d.]+) s, decode ([\d.]+) s", proc.stderr)
+            stages[name] = {"forward_seconds": float(m[1]), "decode_seconds": float(m[2])} if m else None
+            tail = [x for x in proc.stderr.splitlines() if "sentences/s" in x]
+            if tail:
+                lines[name] = tail[-1].strip()[-240:]
+    cpu = times.get(f"cpu-j{jobs}")
+    dev = times.get(args.device)
+    rec: dict = {"figure": "annotate", "lines": args.annotate_lines, "device": args.device, "device_seconds": dev,
+                 "device_jobs": jobs, "device_pipelined": True, "device_stages": stages.get(args.device),
+                 "gpu_busy_fraction": busy if args.device != "cpu" else None, "cpu_jobs": jobs, "cpu_seconds": cpu,
+                 "cpu_stages": stages.get(f"cpu-j{jobs}"), "device_speedup": round(cpu / dev, 2) if cpu and dev else None,
+                 "language_check": not lang, "seconds": times, "stages": stages, "throughput_lines": lines}
+    for name, _, _ in variants[:-1]:
+        if cpu and name in times:
+            rec[f"speedup {name} vs cpu-j{jobs}"] = round(cpu / times[name], 2)
+    if errors:
+        rec["error"] = errors
+    emit(rec)
 
 
 def trainer_figures(args) -> None:
@@ -184,28 +247,216 @@ def trainer_figures(args) -> None:
             emit({"figure": script, "skipped": "not in this checkout"})
             continue
         cmd = [sys.executable, str(path), "--device", args.device] + (["--small"] if args.small else [])
-        proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-        for line in proc.stdout.splitlines():
-            if line.startswith("{"):
-                obj = json.loads(line)
-                emit({"figure": obj.pop("figure", script), "source": script, **obj})
-        if proc.returncode != 0:
-            emit({"figure": script, "error": f"exited {proc.returncode}: {proc.stderr[-800:]}"})
+        env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        with tempfile.TemporaryFile("w+") as err:  # figures streamed as they come: a cut-off run keeps them
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                if line.startswith("{"):
+                    obj = json.loads(line)
+                    emit({"figure": obj.pop("figure", script), "source": script, **obj})
+            rc = proc.wait()
+            if rc != 0:
+                err.seek(0)
+                emit({"figure": script, "error": f"exited {rc}: {err.read()[-800:]}"})
 
+
+def environment_figure(args) -> None:
+    import platform
+
+    rec: dict = {"figure": "environment", "device": args.device, "python": platform.python_version(),
+                 "cpu_count": os.cpu_count()}
+    for mod in ("torch", "numpy", "numba", "stanza", "h5py"):
+        try:
+            rec[mod] = __import__(mod).__version__
+        except Exception as e:  # noqa: BLE001 - report what is missing, go on
+            rec[mod] = f"unavailable: {type(e).__name__}: {e}"
+    import torch
+
+    rec["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    emit(rec)
+
+
+_ORIGINAL: dict = {}
+
+
+def _stanza_path(on: bool) -> None:
+    """Switch synprep's POS/decoder stand-ins off (``on=False``: stanza's own processor and decoder) or back."""
+    from synprep.parse import stanza_decode
+
+    if not _ORIGINAL:
+        _ORIGINAL.update(stanza_reproduced=stanza_decode.stanza_reproduced,
+                         fast_decoder_available=stanza_decode.fast_decoder_available)
+    for name, mod in list(sys.modules.items()):
+        if not name.startswith("synprep.parse") or mod is None:
+            continue
+        for attr, fn in _ORIGINAL.items():
+            if hasattr(mod, attr):
+                setattr(mod, attr, fn if on else (lambda: False))
+
+
+def stanza_path_figure(args, shared: Path) -> None:
+    """The same lines on DEV through stanza's own POS processor and tree decoder (the code before issue 17)
+    and through synprep's batched POS + compiled decoder: the before/after on one machine."""
+    from synprep.parse import ParserSpec
+    from synprep.parse import run as parse_run
+
+    lines = tokenized_lines(shared, args.cpu_lines)
+    dev = ParserSpec(lang="de", dir=str(shared / "stanza_resources"), package="synprep", device=args.device)
+    parse_run.worker_parser(dev)
+    rec: dict = {"figure": "parse_vs_stanza_path", "device": args.device, "lines": len(lines)}
+    got = {}
+    try:
+        for name, on in (("stanza_path", False), ("synprep_path", True)):
+            _stanza_path(on)
+            list(parse_run.parse_lines(lines[:8], dev, pipeline=False))
+            # unpipelined, in this process: the switch reaches every stage (decode processes would not see it)
+            out, dt = timed_parse(lines, dev, jobs=1, pipeline=False)[:2]
+            sents = [s for pl in out for s in pl.sentences]
+            got[name] = sents
+            rec[name] = {"seconds": round(dt, 2), "sentences_per_s": round(len(sents) / dt, 1)}
+    finally:
+        _stanza_path(True)
+    rec["speedup"] = round(rec["stanza_path"]["seconds"] / rec["synprep_path"]["seconds"], 2)
+    a, b = got["stanza_path"], got["synprep_path"]
+    rec["same_heads_deprels_upos"] = all(x.heads == y.heads and x.deprels == y.deprels and x.upos == y.upos
+                                         for x, y in zip(a, b, strict=True))
+    emit(rec)
+
+
+def attention_figure(args) -> None:
+    """The gated preset's tokens/s under each ``attention_backend`` (issue 18 item 1: ``auto`` is the best)."""
+    import bench_train_gpu as btg
+    import numpy as np
+    import torch
+
+    from synprep.shards.synthetic import random_records
+    from synprep.train.data import RecordDataset
+
+    cuda = args.device.startswith("cuda")
+    ns = argparse.Namespace(small=args.small, max_tokens=1024 if args.small else 16384, bf16=cuda, threads=1,
+                            device=args.device)
+    vocab = 500 if args.small else 10000
+    data = RecordDataset(list(random_records(400 if args.small else 4000, np.random.default_rng(0), vocab_size=vocab)))
+    steps, warm = (2, 1) if args.small else (10, 4)
+    rates: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for backend in (("auto", "math", "efficient", "flash", "cudnn") if cuda else ("auto", "math")):
+            for preset in ("vanilla_iwslt14_de_en", "gated_iwslt14_de_en"):
+                try:
+                    tr = btg._trainer(btg._cfg(preset, ns, attention_backend=backend), data, vocab, args.device,
+                                      Path(tmp) / f"{backend}-{preset}")
+                    rates[f"{preset} {backend}"] = round(btg.tokens_per_s(tr, btg._endless(tr), steps, warm,
+                                                                          args.device), 1)
+                    del tr
+                except Exception as e:  # noqa: BLE001 - a kernel this GPU lacks: say so, go on
+                    rates[f"{preset} {backend}"] = f"{type(e).__name__}: {str(e)[:200]}"
+                if cuda:
+                    torch.cuda.empty_cache()
+    emit({"figure": "attention_backends", "device": args.device, "max_tokens": ns.max_tokens, "bf16": cuda,
+          "steps": steps, "tokens_per_s": rates})
+
+
+def translate_figure(args) -> None:
+    """Beam-5 sentences/s of the batched decoder on an IWSLT14-size model (``vanilla_iwslt14_de_en``, trained
+    a few hundred updates on a copy task: its hypotheses end), against the per-hypothesis reference on a
+    subset; bf16 autocast on CUDA."""
+    import bench_translate as bt
+    import numpy as np
+    import torch
+
+    from synprep.train import decode
+    from tests import decode_reference as reference
+
+    cuda = args.device.startswith("cuda")
+    n, ref_n, steps, preset = (24, 8, 10, "tiny") if args.small else (3000, 300, 400, "vanilla_iwslt14_de_en")
+    t0 = time.perf_counter()
+    model, dataset = bt.copy_task_model(n, steps, args.device, preset=preset)
+    train_s = time.perf_counter() - t0
+    rec: dict = {"figure": "translate_iwslt_size", "device": args.device, "preset": preset, "copy_task_updates": steps,
+                 "train_seconds": round(train_s, 1), "beam": 5, "bf16": cuda}
+    amp = torch.autocast(torch.device(args.device).type, dtype=torch.bfloat16, enabled=cuda)
+    with amp:
+        for max_tokens in (4096, 16384):
+            bs = bt.batches(model, dataset, max_tokens, args.device)
+            bt.run(decode, model, bs[:1], 5, 1.0, 1.5, 10, args.device)  # warm-up
+            dt, hyps = bt.run(decode, model, bs, 5, 1.0, 1.5, 10, args.device)
+            sents = sum(x.size for x in bs)
+            rec[f"batched max_tokens {max_tokens}"] = {"sentences": sents, "seconds": round(dt, 2),
+                                                       "sentences_per_s": round(sents / dt, 1)}
+        rec["mean_hypothesis_tokens"] = round(float(np.mean([len(h) for h in hyps])), 1)
+        rec["mean_source_tokens"] = round(float(np.mean(dataset.src_lengths)), 1)
+        sub = torch.utils.data.Subset(dataset, range(ref_n))
+        sub.src_lengths = np.asarray(dataset.src_lengths)[:ref_n]  # type: ignore[attr-defined]
+        bs = bt.batches(model, sub, 4096, args.device)
+        out = {}
+        for name, search in (("reference", reference), ("batched", decode)):
+            bt.run(search, model, bs[:1], 5, 1.0, 1.5, 10, args.device)
+            dt, out[name] = bt.run(search, model, bs, 5, 1.0, 1.5, 10, args.device)
+            rec[f"{name} on {ref_n}"] = {"seconds": round(dt, 2), "sentences_per_s": round(ref_n / dt, 1)}
+        rec["identical_on_subset"] = out["reference"] == out["batched"]
+    emit(rec)
+
+
+def workers_figure(args, shared: Path) -> None:
+    """DEV's parse of the ``--lines`` lines, unpipelined, with ``jobs`` workers that share the GPU (each its own
+    models: forward and decode in one process), against the pipelined parse (one forward process, decode in
+    ``$(nproc)`` processes); sentences/s, the GPU's busy fraction and mean utilization. The models' forward is
+    host-bound (stanza's per-word Python batching), so several processes per GPU keep it busy."""
+    import dataclasses
+
+    from synprep.parallel import limit_threads
+    from synprep.parse import ParserSpec
+    from synprep.parse import run as parse_run
+
+    lines = tokenized_lines(shared, args.lines)
+    spec = ParserSpec(lang="de", dir=str(shared / "stanza_resources"), package="synprep", device=args.device)
+    nproc = os.cpu_count() or 1
+    rec: dict = {"figure": "parse_workers", "device": args.device, "lines": len(lines)}
+    runs = [(f"unpipelined -j{j}", j, False) for j in ((2, 2) if args.small else (4, 8, nproc))]
+    runs.append((f"pipelined -j{nproc}", nproc, True))
+    cpu = dataclasses.replace(spec, device="cpu")
+    limit_threads(1)
+    list(parse_run.parse_lines(lines[:4], cpu, jobs=1, pipeline=False))  # the models loaded before the clock
+    t0 = time.perf_counter()
+    one = list(parse_run.parse_lines(lines[: args.cpu_lines // 2], cpu, jobs=1, pipeline=False))
+    n_one = sum(len(pl.sentences) for pl in one)
+    rec["cpu one core"] = {"lines": len(one), "sentences_per_s": round(n_one / (time.perf_counter() - t0), 1)}
+    for name, jobs, pipe in runs:
+        try:
+            list(parse_run.parse_lines(lines[: 64 * jobs], spec, jobs=jobs, pipeline=pipe))  # workers + models
+            with GpuSampler() as sampler:
+                t0 = time.perf_counter()
+                out = list(parse_run.parse_lines(lines, spec, jobs=jobs, pipeline=pipe))
+                dt = time.perf_counter() - t0
+            n = sum(len(pl.sentences) for pl in out)
+            s = sampler.samples
+            rec[name] = {"seconds": round(dt, 2), "sentences_per_s": round(n / dt, 1), "busy_fraction": busy_fraction(sampler),
+                         "mean_percent": round(sum(s) / len(s), 1) if s else None,
+                         "vs_cpu_one_core": round(n / dt / rec["cpu one core"]["sentences_per_s"], 2)}
+        except Exception as e:  # noqa: BLE001 - one configuration failing must not hide the others
+            rec[name] = f"{type(e).__name__}: {str(e)[:300]}"
+    emit(rec)
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--small", action="store_true", help="tiny sizes (the test suite's run)")
     ap.add_argument("--shared", default=os.environ.get("SHARED", str(ROOT.parent / "shared")))
-    ap.add_argument("--only", nargs="*", default=None, help="figures to run: parse annotate trainer")
+    ap.add_argument("--only", nargs="*", default=None,
+                    help="figures to run: environment parse annotate trainer translate attention stanza_path workers")
     args = ap.parse_args()
-    args.lines, args.cpu_lines, args.annotate_lines = (12, 6, 10) if args.small else (6750, 1500, 6750)
+    args.lines, args.cpu_lines, args.annotate_lines = (12, 6, 10) if args.small else (6750, 1000, 6750)
     shared = Path(args.shared) / "data"
     t0 = time.perf_counter()
-    only = set(args.only or ["parse", "annotate", "trainer"])
-    for name, run in (("parse", lambda: parse_figures(args, shared)), ("annotate", lambda: annotate_figure(args, shared)),
-                      ("trainer", lambda: trainer_figures(args))):
+    # the most wanted first: a run cut off at its time limit keeps the figures already printed
+    steps = (("environment", lambda: environment_figure(args)), ("parse", lambda: parse_figures(args, shared)),
+             ("annotate", lambda: annotate_figure(args, shared)), ("trainer", lambda: trainer_figures(args)),
+             ("translate", lambda: translate_figure(args)), ("attention", lambda: attention_figure(args)),
+             ("stanza_path", lambda: stanza_path_figure(args, shared)),
+             ("workers", lambda: workers_figure(args, shared)))
+    only = set(args.only or [name for name, _ in steps])
+    for name, run in steps:
         if name not in only:
             continue
         try:

@@ -34,6 +34,9 @@ class InputError(SynprepError):
         self.line = line
         super().__init__(self.__str__())
 
+    def __reduce__(self):  # a worker's error reaches the main process with its file and line
+        return (type(self), (self.reason, self.path, self.line))
+
     def __str__(self) -> str:
         where = ""
         if self.path is not None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import itertools
 import logging
 import os
@@ -155,6 +156,22 @@ def limit_threads(n: int = 1) -> None:
         return
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)
+
+
+def keep_loky_worker() -> None:
+    """Stop loky from restarting this worker because the parser's model made it grow.
+
+    A loky worker measures its memory after its first task and exits ("A worker stopped while
+    some jobs were given to the executor ... memory leak") once it has grown by 300 MB: exactly
+    what loading a stanza model into a worker that first ran a text stage looks like. The
+    replacement worker would load the model again. The model is the memory we mean to keep, so
+    this worker's limit is lifted (a module global of loky, read by the worker loop at each check).
+    """
+    try:
+        from joblib.externals.loky import process_executor
+    except ImportError:  # pragma: no cover - joblib vendors loky
+        return
+    process_executor._MAX_MEMORY_LEAK_SIZE = max(process_executor._MAX_MEMORY_LEAK_SIZE, 1 << 62)
 
 
 #: seconds between two looks of a worker at its parent (:func:`exit_with_parent`)
@@ -333,3 +350,89 @@ def parallel_map(
         extra = {"initializer": exit_with_parent, "initargs": (os.getpid(),)} if backend == "loky" else {}
         par = Parallel(return_as="generator", pre_dispatch="2*n_jobs", **extra)
         yield from par(delayed(func)(x) for x in items)
+
+
+# --- a second stage: ordered map in a process pool, with a bounded queue -------------------------
+
+
+@dataclasses.dataclass
+class StageStats:
+    """What :func:`stage_map` saw in this process (tests read it; the suite reports it).
+
+    Attributes:
+        submitted: items handed to the pool. max_in_flight: the most items submitted and not yet
+            yielded at any moment (never more than the ``bound`` of the call).
+    """
+
+    submitted: int = 0
+    max_in_flight: int = 0
+
+
+#: this process's :func:`stage_map` counts
+STAGE_STATS = StageStats()
+
+_STAGE_POOL: tuple[int, Any] | None = None
+
+
+def _stage_init(parent: int) -> None:
+    limit_threads(1)
+    exit_with_parent(parent)
+
+
+def _stage_pool(jobs: int) -> Any:
+    """This process's pool of ``jobs`` worker processes for :func:`stage_map` (kept and reused, as loky's).
+
+    loky's ``ProcessPoolExecutor`` (a ``concurrent.futures`` executor whose workers start as fresh
+    interpreters: the main process may hold a CUDA context or torch's threads, which a forked child must
+    not inherit; and, unlike ``spawn``, a script without a ``__main__`` guard is not run again). Its own
+    instance: joblib's reusable loky executor would shut down for another configuration.
+    """
+    global _STAGE_POOL
+    if _STAGE_POOL is not None and _STAGE_POOL[0] == jobs:
+        return _STAGE_POOL[1]
+    from joblib.externals.loky.process_executor import ProcessPoolExecutor
+
+    if _STAGE_POOL is not None:
+        _STAGE_POOL[1].shutdown(wait=True)
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_stage_init, initargs=(os.getpid(),))
+    _STAGE_POOL = (jobs, pool)
+    return pool
+
+
+def stage_map(func: Callable[[Any], R], items: Iterable[Any], *, jobs: int, bound: int | None = None) -> Iterator[R]:
+    """Apply ``func`` to every item in ``jobs`` worker processes, yielding results in input order.
+
+    The second stage of a pipeline: ``items`` is typically a generator whose every step does work in
+    this process or another (a model's forward), which then runs while the pool works on the earlier
+    items. At most ``bound`` items (default ``2 * jobs``) are submitted and not yet yielded: the next
+    item is drawn from ``items`` only when fewer are in flight, so memory stays flat however long the
+    input is (:data:`STAGE_STATS` records the most seen).
+
+    Args:
+        func: a picklable top-level function of one argument. jobs: worker processes (>= 1).
+        bound: items in flight at most (>= 1).
+
+    Raises:
+        ConfigError: jobs or bound < 1. Whatever ``func`` raised, for the item whose result is due.
+    """
+    from collections import deque
+
+    if jobs < 1:
+        raise ConfigError(f"--jobs must be >= 1, got {jobs}")
+    bound = 2 * jobs if bound is None else bound
+    if bound < 1:
+        raise ConfigError(f"the bound must be >= 1, got {bound}")
+    pool = _stage_pool(jobs)
+    pending: deque = deque()
+    try:
+        for x in items:
+            while len(pending) >= bound:
+                yield pending.popleft().result()
+            pending.append(pool.submit(func, x))
+            STAGE_STATS.submitted += 1
+            STAGE_STATS.max_in_flight = max(STAGE_STATS.max_in_flight, len(pending))
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for f in pending:  # an error or a consumer that stopped: drop what is left
+            f.cancel()

@@ -2,20 +2,24 @@
 
 :func:`parse_block` parses a bounded block of lines (the pipeline's unit: one shard);
 :func:`parse_lines` streams any input through blocks. The main process splits each line into
-sentences (:mod:`synprep.parse.ssplit`, or the user's trees), checks lengths, cuts the block's unique
-sentences into batches by a fixed rule (whatever the cache holds), looks each batch up in the cache
-(:mod:`synprep.parse.cache`, keyed per batch: :func:`batch_identity`) and sends only the batches not
-found to the workers (:func:`synprep.parallel.parallel_map`). Each worker process loads one
-parser, kept in a module-level global so it is loaded once per process, with torch limited to
-one thread; with ``device="cuda"`` each worker takes one visible GPU. Results come back in input
-order; the main process stores them in the cache and yields one :class:`ParsedLine` per input
-line — never dropping one: an empty line, a too-long sentence or a parser failure gives a
-``ParsedLine`` with ``error`` set.
+sentences (:mod:`synprep.parse.blocks`, :mod:`synprep.parse.ssplit`, or the user's trees), checks
+lengths, cuts the block's unique sentences into batches by a fixed rule (whatever the cache holds),
+looks each batch up in the cache (:mod:`synprep.parse.cache`, keyed per batch: :func:`batch_identity`)
+and parses only the batches not found. A parse is two stages: the forward (:func:`forward_work`: the
+models) and the decode (:func:`decode_work`: trees, relations, LDD, a pure function of the forward's
+scores). Unpipelined, each of ``jobs`` workers (:func:`synprep.parallel.parallel_map`) runs both on
+whole batches; pipelined (:func:`pipelined`: by default with ``device="cuda"``), the forward runs in
+this process or one worker per visible GPU and the decode in ``jobs`` CPU processes behind a bounded
+queue (:func:`synprep.parallel.stage_map`), so the GPU goes on with the next batch. Each worker
+process loads one parser, kept in a module-level global so it is loaded once per process, with
+torch limited to one thread; a GPU worker takes one visible GPU. Results come back in input order;
+the main process stores them in the cache and yields one :class:`ParsedLine` per input line — never
+dropping one: an empty line, a too-long sentence or a parser failure gives a ``ParsedLine`` with
+``error`` set.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import fcntl
 import itertools
@@ -30,21 +34,27 @@ from nltk import Tree
 
 from synprep.defaults import PARSE_DEFAULTS as DEFAULTS
 from synprep.errors import InputError
-from synprep.parallel import chunked, limit_threads, parallel_map
+from synprep.parallel import chunked, keep_loky_worker, limit_threads, parallel_map, stage_map
 from synprep.parse.base import (
     ParserBackend,
     ParserSpec,
     ParseStats,
+    _reason,
     backend_class,
     backend_for_identity,
-    bound_error,
     error_kind,
     identity_digest,
     parse_isolated,
 )
+from synprep.parse.blocks import (  # noqa: F401 - Throughput, THROUGHPUT: imported from here by the CLI
+    STATS_REASON,
+    THROUGHPUT,
+    Throughput,
+    assemble,
+    prepare_line,
+    repeats,
+)
 from synprep.parse.cache import ParseCache
-from synprep.parse.ssplit import split_sentences
-from synprep.parse.trees import TreeLeavesError, leaves_differ_message, match_leaves, tree_to_str
 from synprep.types import ParsedLine, ParsedSentence
 
 log = logging.getLogger(__name__)
@@ -53,38 +63,6 @@ log = logging.getLogger(__name__)
 DEFAULT_BATCH_SIZE = DEFAULTS.batch_size
 #: lines parsed as one deterministic block by :func:`parse_lines`
 DEFAULT_BLOCK_LINES = 2048
-
-@dataclasses.dataclass
-class Throughput:
-    """What this process's :func:`parse_block` calls delivered, for the command's closing line.
-
-    Attributes:
-        sentences, words: of the successfully parsed lines (cache hits included).
-        cached: of those sentences, the ones read from the cache.
-        seconds: wall time spent in :func:`parse_block` (the parse stage only).
-        device: the device kind of the latest block (``cpu`` / ``cuda``).
-    """
-
-    sentences: int = 0
-    words: int = 0
-    cached: int = 0
-    seconds: float = 0.0
-    device: str = "cpu"
-
-    def line(self) -> str | None:
-        """``parse: 7511 sentences, 125754 words in 48.2 s: 155.8 sentences/s, 2608 words/s on cpu (0 from the
-        cache)``; None when nothing was parsed."""
-        if self.sentences == 0:
-            return None
-        s = max(self.seconds, 1e-9)
-        return (f"parse: {self.sentences} sentences, {self.words} words in {self.seconds:.1f} s: "
-                f"{self.sentences / s:.1f} sentences/s, {self.words / s:.0f} words/s on {self.device} "
-                f"({self.cached} from the cache)")
-
-
-#: this process's parse throughput (:func:`parse_block` adds to it; the CLI prints :meth:`Throughput.line`)
-THROUGHPUT = Throughput()
-
 
 # --- worker side --------------------------------------------------------------------------------
 
@@ -209,103 +187,112 @@ def worker_parser(spec: ParserSpec, slot_dir: str | None = None):
         log.info("parser worker %d uses %s", os.getpid(), device)
     parser = make_parser(spec, device=device)
     _PARSER = (spec, parser)
-    _keep_loky_worker()
+    keep_loky_worker()
     return parser
 
 
-def _keep_loky_worker() -> None:
-    """Stop loky from restarting this worker because the parser's model made it grow.
+class _Stage:
+    """A parser seen as its forward stage (:func:`parse_isolated` calls ``.parse``)."""
 
-    A loky worker measures its memory after its first task and exits ("A worker stopped while
-    some jobs were given to the executor ... memory leak") once it has grown by 300 MB: exactly
-    what loading a stanza model into a worker that first ran a text stage looks like. The
-    replacement worker would load the model again. The model is the memory we mean to keep, so
-    this worker's limit is lifted (a module global of loky, read by the worker loop at each check).
+    def __init__(self, parser: Any):
+        self.parse = parser.forward
+
+
+def forward_work(item: tuple[ParserSpec, str | None, list[list[str]]]) -> tuple[Any, list[Any], float]:
+    """Worker entry point of the forward stage: the parser's models over one batch (a GPU's part).
+
+    Returns:
+        ``(context, results, seconds)``: for a backend with the two stages (``forward`` and
+        ``decode_context``, as :class:`~synprep.parse.stanza_parser.StanzaParser`) its decode context and
+        per sentence its forward result; for any other backend None and the finished parses. A sentence
+        the parser failed on gives the reason (str), isolated as :func:`parse_isolated` does.
     """
-    try:
-        from joblib.externals.loky import process_executor
-    except ImportError:  # pragma: no cover - joblib vendors loky
-        return
-    process_executor._MAX_MEMORY_LEAK_SIZE = max(process_executor._MAX_MEMORY_LEAK_SIZE, 1 << 62)
-
-
-def parse_work(item: tuple[ParserSpec, str | None, list[list[str]]]) -> list[ParsedSentence | str]:
-    """Worker entry point: parse a batch of sentences, isolating failures (see :func:`parse_isolated`)."""
     global PARSER_CALLS
     spec, slot_dir, sentences = item
     if not sentences:
-        return []
+        return None, [], 0.0
     PARSER_CALLS += len(sentences)
-    return parse_isolated(worker_parser(spec, slot_dir), sentences)
+    parser = worker_parser(spec, slot_dir)
+    t0 = time.perf_counter()
+    if not hasattr(parser, "forward"):
+        return None, parse_isolated(parser, sentences), 0.0
+    results = parse_isolated(_Stage(parser), sentences)  # type: ignore[arg-type]  # has .parse: all it calls
+    return parser.decode_context(), results, time.perf_counter() - t0
+
+
+def decode_work(item: tuple[Any, list[Any], float]) -> tuple[list[ParsedSentence | str], float, float]:
+    """Worker entry point of the decode stage: a pure function of :func:`forward_work`'s result.
+
+    Returns:
+        ``(parses, forward seconds, decode seconds)``; each sentence's :class:`ParsedSentence` or the reason
+        it failed (a decode failure is isolated to its sentence).
+    """
+    ctx, results, forward_s = item
+    if ctx is None:
+        return results, forward_s, 0.0
+    t0 = time.perf_counter()
+    out: list[ParsedSentence | str] = []
+    for r in results:
+        if isinstance(r, str):
+            out.append(r)
+            continue
+        try:
+            out.append(ctx.decode(r))
+        except Exception as e:  # any parser failure is recorded, never fatal (as parse_isolated words it)
+            out.append(_reason(e))
+    return out, forward_s, time.perf_counter() - t0
+
+
+def parse_work(item: tuple[ParserSpec, str | None, list[list[str]]]) -> tuple[list[ParsedSentence | str], float, float]:
+    """Worker entry point of an unpipelined parse: :func:`decode_work` of :func:`forward_work`, here."""
+    return decode_work(forward_work(item))
+
+
+def visible_gpus() -> int:
+    """The GPUs torch sees (0 without CUDA); one forward worker each in a pipelined GPU parse."""
+    import torch
+
+    return int(torch.cuda.device_count())
+
+
+def pipelined(spec: ParserSpec, backend: str, scheduler: str | None, pipeline: bool | None) -> bool:
+    """Whether :func:`parse_block` runs the two stages apart (forward here or in GPU workers, decode in a pool).
+
+    ``pipeline`` when given; else ``$SYNPREP_PARSE_PIPELINE`` (``1``/``0``) when set; else on for
+    ``device="cuda"`` with the loky backend (a dask cluster's workers parse whole batches, as before).
+    """
+    if pipeline is None:
+        env = os.environ.get("SYNPREP_PARSE_PIPELINE", "")
+        if env not in ("", "0", "1"):
+            from synprep.errors import ConfigError
+
+            raise ConfigError(f"SYNPREP_PARSE_PIPELINE must be 0 or 1, not {env!r}")
+        pipeline = env == "1" if env else spec.device == "cuda" and backend == "loky" and scheduler is None
+    return pipeline
+
+
+def _results(spec: ParserSpec, batches: list[list[list[str]]], *, jobs: int, backend: str, scheduler: str | None,
+             pipeline: bool) -> Iterator[tuple[list[ParsedSentence | str], float, float]]:
+    """:func:`parse_work`'s result of every batch, in order.
+
+    Unpipelined: ``jobs`` workers each parse whole batches (:func:`synprep.parallel.parallel_map`).
+    Pipelined: the forward stage runs in this process (one GPU, or the CPU) or in one loky worker per
+    visible GPU, and its results go through a bounded queue to ``jobs`` decode processes
+    (:func:`synprep.parallel.stage_map`): the next batch's forward runs while the earlier ones decode.
+    """
+    if not pipeline:
+        slot_dir = gpu_slot_dir() if spec.device == "cuda" and jobs > 1 else None
+        work = ((spec, slot_dir, b) for b in batches)
+        yield from parallel_map(parse_work, work, jobs=min(jobs, len(batches)), backend=backend, scheduler=scheduler)
+        return
+    gpus = visible_gpus() if spec.device == "cuda" else 1
+    slot_dir = gpu_slot_dir() if gpus > 1 else None
+    forward = parallel_map(forward_work, ((spec, slot_dir, b) for b in batches), jobs=max(1, min(gpus, len(batches))),
+                           backend=backend, scheduler=scheduler)
+    yield from stage_map(decode_work, forward, jobs=jobs)
 
 
 # --- main process -------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class _Line:
-    line: int
-    error: str | None = None
-    sentences: list[tuple[str, ...]] = dataclasses.field(default_factory=list)
-    trees: list[str] | None = None
-
-
-def _prepare_line(
-    lineno: int, words: list[str], trees: list[Tree] | None, spec: ParserSpec, ssplit: bool, trees_name: str | None
-) -> _Line:
-    if trees is not None and (words or trees):
-        if not trees:
-            raise InputError("no tree for a non-empty line", trees_name, lineno)
-        sizes = [len(t.leaves()) for t in trees]  # leaves per tree, counted once
-        n_leaves = sum(sizes)
-        if n_leaves != len(words):
-            leaves = [leaf for t in trees for leaf in t.leaves()]
-            raise TreeLeavesError(f"the tree(s) have {n_leaves} leaves but the line has {len(words)} words; "
-                                  f"{leaves_differ_message(leaves, words)}", trees_name, lineno)
-        spans, start, strs = [], 0, []
-        for t, k in zip(trees, sizes, strict=True):
-            match_leaves(t, words[start : start + k], trees_name, lineno)
-            spans.append((start, start + k))
-            strs.append(tree_to_str(t))
-            start += k
-        rec = _Line(lineno, trees=strs)
-    else:
-        spans = split_sentences(words, enabled=ssplit)
-        rec = _Line(lineno)
-    if not words:
-        rec.error = "empty line"
-        return rec
-    rec.sentences = [tuple(words[a:b]) for a, b in spans]
-    rec.error = bound_error(rec.sentences, spec.max_words)  # too many words, or a word too long
-    if rec.error is not None:
-        rec.sentences = []
-    return rec
-
-
-def _assemble(rec: _Line, parses: dict[tuple[str, ...], ParsedSentence | str],
-              used: set[tuple[str, ...]]) -> ParsedLine:
-    """The line's :class:`ParsedLine`; ``used``: the sentences of the block already handed out."""
-    if rec.error is not None:
-        return ParsedLine(line=rec.line, error=rec.error)
-    out = []
-    for k, s in enumerate(rec.sentences, 1):
-        p = parses[s]
-        if isinstance(p, str):
-            where = f"sentence {k}: " if len(rec.sentences) > 1 else ""
-            return ParsedLine(line=rec.line, error=f"parser failed: {where}{p}")
-        if s in used:  # a sentence repeated in the block: each use gets its own object and lists
-            p = copy.deepcopy(p)
-        else:
-            used.add(s)
-        if rec.trees is not None:
-            p.tree, p.tree_source = rec.trees[k - 1], "constituency"
-        out.append(p)
-    return ParsedLine(line=rec.line, sentences=out)
-
-
-#: the :attr:`ParseStats.reasons` key (logged by ``synprep parse``) of each :func:`error_kind`
-_STATS_REASON = {"empty": "empty line", "too_long": "too long", "word_too_long": "word too long",
-                 "failed": "parser failed"}
 
 
 def _run_spec(spec: ParserSpec, with_trees: bool, identity: str | None,
@@ -339,6 +326,7 @@ def parse_block(
     identity: str | None = None,
     stats: ParseStats | None = None,
     progress: Callable[[int, int], None] | None = None,
+    pipeline: bool | None = None,
 ) -> list[ParsedLine]:
     """Parse a bounded block of lines as one unit, with batches that depend on nothing but the block.
 
@@ -356,6 +344,8 @@ def parse_block(
         batch_size: sentences per work item (one stanza document).
         progress: called as ``progress(done, total)`` after each batch, with the sentences parsed so far
             and the block's sentences to parse (:mod:`synprep.progress`).
+        pipeline: run the forward and decode stages apart (:func:`pipelined`; None: on for ``device="cuda"``).
+            The output is the same bytes either way.
         others: as :func:`parse_lines`.
 
     Returns:
@@ -369,7 +359,7 @@ def parse_block(
     stats = stats if stats is not None else ParseStats()
     if trees is not None and len(trees) != len(word_lines):
         raise InputError(f"{len(trees)} lines of trees for {len(word_lines)} input lines", trees_name)
-    recs = [_prepare_line(first_line + i, list(w), trees[i] if trees is not None else None, spec, ssplit, trees_name)
+    recs = [prepare_line(first_line + i, list(w), trees[i] if trees is not None else None, spec, ssplit, trees_name)
             for i, w in enumerate(word_lines)]
     pending: list[tuple[str, list[tuple[tuple[str, ...], ParsedSentence]]]] = []
     unique = list(dict.fromkeys(s for r in recs for s in r.sentences))
@@ -389,10 +379,13 @@ def parse_block(
     cached = set(parses)
     misses = [s for k in todo for s in batches[k]]
     if misses:
-        slot_dir = gpu_slot_dir() if spec.device == "cuda" and jobs > 1 else None
-        work = ((spec, slot_dir, [list(s) for s in batches[k]]) for k in todo)
-        for k, result in zip(todo, parallel_map(parse_work, work, jobs=min(jobs, len(todo)), backend=backend,
-                                                scheduler=scheduler), strict=True):
+        pipe = pipelined(spec, backend, scheduler, pipeline)
+        THROUGHPUT.decode_jobs = jobs if pipe else 0
+        work = [[list(s) for s in batches[k]] for k in todo]
+        for k, (result, forward_s, decode_s) in zip(todo, _results(spec, work, jobs=jobs, backend=backend,
+                                                                    scheduler=scheduler, pipeline=pipe), strict=True):
+            THROUGHPUT.forward_seconds += forward_s
+            THROUGHPUT.decode_seconds += decode_s
             batch = batches[k]
             fresh = []
             for s, p in zip(batch, result, strict=True):
@@ -410,16 +403,16 @@ def parse_block(
     out = []
     used: set[tuple[str, ...]] = set()
     for rec in recs:
-        pl = _assemble(rec, parses, used)
+        pl = assemble(rec, parses, used)
         stats.lines += 1
         if pl.error is not None:
             stats.failed_lines += 1
-            stats.reasons[_STATS_REASON[error_kind(pl.error)]] += 1
+            stats.reasons[STATS_REASON[error_kind(pl.error)]] += 1
         else:
             stats.sentences += len(pl.sentences)
             stats.cache_hits += sum(1 for s in rec.sentences if s in cached)
         out.append(pl)
-    stats.repeats += _repeats(recs, out, cached)
+    stats.repeats += repeats(recs, out, cached)
     ok = [s for pl in out if pl.error is None for s in pl.sentences]
     THROUGHPUT.sentences += len(ok)
     THROUGHPUT.words += sum(len(s.words) for s in ok)
@@ -428,19 +421,6 @@ def parse_block(
     THROUGHPUT.seconds += time.perf_counter() - started
     THROUGHPUT.device = spec.device
     return out
-
-
-def _repeats(recs: list[_Line], lines: list[ParsedLine], cached: set[tuple[str, ...]]) -> int:
-    """Sentences of the block's parsed lines that repeat an earlier one the parser parsed (not cached)."""
-    seen: set[tuple[str, ...]] = set()
-    n = 0
-    for rec, pl in zip(recs, lines, strict=True):
-        if pl.error is None:
-            for s in rec.sentences:
-                if s not in cached:
-                    n += s in seen
-                    seen.add(s)
-    return n
 
 
 def parse_lines(
@@ -459,6 +439,7 @@ def parse_lines(
     first_line: int = 1,
     identity: str | None = None,
     stats: ParseStats | None = None,
+    pipeline: bool | None = None,
 ) -> Iterator[ParsedLine]:
     """Parse lines of words into :class:`ParsedLine`, one per input line, in order, streaming.
 
@@ -482,6 +463,9 @@ def parse_lines(
         identity: the parser identity if already computed (:func:`parser_identity` of ``spec``,
             with ``constituency=False`` when ``trees`` are given).
         stats: a :class:`ParseStats` to fill.
+        pipeline: the forward stage (the models: this process, or one worker per visible GPU) apart from
+            the decode stage (trees, relations, LDD: ``jobs`` processes, a bounded queue between them);
+            None: :func:`pipelined` decides (on for ``device="cuda"``). The same bytes either way.
 
     Yields:
         :class:`ParsedLine` with ``line = first_line + index``; sentences in order, each with
@@ -503,7 +487,7 @@ def parse_lines(
                 raise InputError(f"the trees file ends before input line {line + len(block_trees)}", trees_name)
         yield from parse_block(block, spec, cache=cache, jobs=jobs, backend=backend, scheduler=scheduler,
                                ssplit=ssplit, trees=block_trees, trees_name=trees_name, batch_size=batch_size,
-                               first_line=line, identity=identity, stats=stats)
+                               first_line=line, identity=identity, stats=stats, pipeline=pipeline)
         line += len(block)
     if tree_it is not None and next(tree_it, None) is not None:
         raise InputError("the trees file has more lines than the input", trees_name)

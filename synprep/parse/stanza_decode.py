@@ -1,4 +1,12 @@
-"""stanza 1.15's depparse decoding and POS label lookup, reproduced fast (docs/parse.md).
+"""The decode stage of a stanza parse, and stanza 1.15's decoding and POS label lookup reproduced fast.
+
+A stanza parse runs in two stages (docs/parse.md, "Forward and decode"): the forward stage
+(:meth:`synprep.parse.stanza_parser.StanzaParser.forward`: the models, on the CPU or a GPU) gives each
+sentence's :class:`SentenceScores` — its words, UPOS, constituency tree and the compact score arrays
+of its depparse forward — and the decode stage (:meth:`DecodeContext.decode`, a pure function of those
+arrays, run in any process) gives its heads, relations and LDD. ``StanzaParser.parse`` is the two in
+a row, so a pipelined run (decoding in CPU worker processes while the next batch's forward runs) gives
+the same bytes by construction.
 
 :func:`decode_batch` stands in for ``GraphParser.decode_graph_predictions`` (trees from
 :mod:`synprep.parse.mst`), :func:`unmap_ids` for the POS trainer's per-word ``vocab.unmap``. Both give
@@ -12,10 +20,13 @@ import contextlib
 import functools
 import logging
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from synprep.signature import package_version
+from synprep.types import ParsedSentence, SparseLDD
 
 log = logging.getLogger("synprep.parse.stanza_parser")
 
@@ -147,3 +158,124 @@ def decode_batch(scores, sentlens: list[int], vocab, relations: list[str], resol
                     scores[0][i][:n, :n], scores[2][i][:n, :n, :], tree, vocab)
         out.append([[h, relations[r]] for h, r in zip(tree[1:], ids, strict=True)])
     return out
+
+
+# --- the decode stage ---------------------------------------------------------------------------
+
+
+@dataclass
+class SentenceScores:
+    """What the forward stage hands the decode stage for one sentence (picklable, compact).
+
+    Attributes:
+        words, upos: ``(n,)`` the words as given and stanza's UPOS tags.
+        tree: the constituency tree (leaves == words) or None.
+        head_logp: ``(n+1, n+1)`` float32, stanza's head log-probabilities (row = dependent,
+            column = head, 0 = ROOT), cut out of the padded batch the model ran on (values unchanged).
+        label_ids: ``(n+1, n+1)`` int32, the model's argmax relation (vocabulary ids) of every arc;
+            None when the model's ``resolve_head_constraints`` is on (then the labels come from ``rel_logp``).
+        rel_logp: ``(n+1, n+1, R)`` float32, the relation log-probabilities of every arc.
+    """
+
+    words: list[str]
+    upos: list[str]
+    tree: str | None
+    head_logp: np.ndarray
+    label_ids: np.ndarray | None
+    rel_logp: np.ndarray
+
+
+@dataclass
+class DecodeContext:
+    """Everything the decode stage needs besides the scores (one per loaded parser, picklable).
+
+    Attributes:
+        vocab: stanza's deprel vocabulary. relations: ``(R,)`` the names of the label columns.
+        resolve: the depparse config's ``resolve_head_constraints``. reverse: the model reads sentences
+            reversed (``trainer.args["reversed"]``). threshold: the LDD threshold (``spec.ldd_threshold``).
+    """
+
+    vocab: Any
+    relations: list[str]
+    resolve: bool
+    reverse: bool
+    threshold: float
+
+    def decode(self, s: SentenceScores) -> ParsedSentence:
+        """One sentence's heads, relations and LDD from its scores (pure: the same scores give the same bytes).
+
+        The tree: :func:`decode_batch` (stanza 1.15 and numba) or stanza's own
+        ``GraphParser.decode_graph_predictions`` (:func:`fast_decoder_available`); both give stanza's trees.
+        The LDD: :func:`sentence_ldd`. A reversed model's output is turned back as stanza's trainer does.
+        """
+        n = len(s.words)
+        labels = s.label_ids if s.label_ids is not None else np.zeros(s.head_logp.shape, np.int32)
+        preds = (s.head_logp[None], labels[None], s.rel_logp[None])
+        if fast_decoder_available():
+            tokens = decode_batch(preds, [n + 1], self.vocab, self.relations, self.resolve)[0]
+        else:
+            from stanza.models.depparse.model import GraphParser
+
+            tokens = GraphParser.decode_graph_predictions(self.vocab, 1, preds, [n + 1],
+                                                          resolve_head_constraints=self.resolve)[0]
+        ldd = sentence_ldd(s.head_logp, s.rel_logp, n, self.relations, self.threshold)
+        if self.reverse:  # stanza's Trainer.reverse_predictions, and the LDD mapped the same way
+            tokens = [t if t[0] == 0 else [n + 1 - t[0], t[1]] for t in tokens[::-1]]
+            ldd = reverse_ldd(ldd, n)
+        return ParsedSentence(words=list(s.words), upos=list(s.upos), heads=[int(t[0]) for t in tokens],
+                              deprels=[t[1] for t in tokens], tree=s.tree,
+                              tree_source="constituency" if s.tree else None, ldd=ldd)
+
+
+def sentence_ldd(
+    head_logp: np.ndarray, rel_logp: np.ndarray, n: int, relations: list[str], threshold: float
+) -> SparseLDD:
+    """Sparse LDD of one sentence from stanza's biaffine log-probabilities (SPEC.md §4).
+
+    Args:
+        head_logp: (L, L) float, L >= n+1: log-softmax over head candidates (row = dependent,
+            column = head, index 0 = ROOT); only the first n+1 rows/columns are used, and each row
+            is renormalized over them (padding columns carry mass in stanza's batch softmax).
+        rel_logp: (L, L, R) float: log-softmax over relations for every (dependent, head) arc.
+        n: number of words.
+        relations: (R,) relation names of the R label columns.
+        threshold: keep entries with probability >= threshold, and each word's most probable
+            entry whatever its probability (so no word is left without one).
+
+    Returns:
+        SparseLDD with 1-based ``dep``, ``head`` (0 = root), sorted by dep then head then relation.
+    """
+    h = np.asarray(head_logp[1 : n + 1, : n + 1], dtype=np.float64)  # (n, n+1)
+    h = h - np.logaddexp.reduce(h, axis=1, keepdims=True)
+    joint = h[:, :, None] + np.asarray(rel_logp[1 : n + 1, : n + 1, :], dtype=np.float64)  # (n, n+1, R)
+    logt = np.log(threshold) if threshold > 0 else -np.inf
+    keep = joint >= logt if threshold > 0 else np.isfinite(joint)
+    best = joint.reshape(n, -1).argmax(axis=1)  # each word's most probable (head, relation)
+    keep.reshape(n, -1)[np.arange(n), best] = True
+    dep, head, rel = np.nonzero(keep)
+    prob = np.exp(joint[dep, head, rel]).astype(np.float32)
+    return SparseLDD(
+        dep=(dep + 1).astype(np.int32),
+        head=head.astype(np.int32),
+        rel=[relations[r] for r in rel],
+        prob=prob,
+        threshold=float(threshold),
+    )
+
+
+def reverse_ldd(ldd: SparseLDD, n: int) -> SparseLDD:
+    """Map an LDD computed on the reversed sentence back to the original word order."""
+    dep = (n + 1 - ldd.dep).astype(np.int32)
+    head = np.where(ldd.head == 0, 0, n + 1 - ldd.head).astype(np.int32)
+    order = np.lexsort((head, dep))
+    return SparseLDD(dep[order], head[order], [ldd.rel[i] for i in order], ldd.prob[order], ldd.threshold)
+
+
+def ldd_argmax(ldd: SparseLDD, n: int) -> tuple[list[int], list[str | None]]:
+    """The most probable (head, relation) of each word 1..n in a sparse LDD (None when a row is empty)."""
+    best: list[tuple[float, int, str | None]] = [(-1.0, -1, None)] * n
+    for d, h, r, p in zip(ldd.dep, ldd.head, ldd.rel, ldd.prob, strict=True):
+        if p > best[d - 1][0]:
+            best[d - 1] = (float(p), int(h), r)
+    return [b[1] for b in best], [b[2] for b in best]
+

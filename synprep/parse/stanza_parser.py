@@ -33,8 +33,6 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from synprep.errors import ConfigError
 from synprep.parse.base import (
     PARSE_SCHEMA,
@@ -44,10 +42,19 @@ from synprep.parse.base import (
     identity_fields,
     plugin_option,
 )
-from synprep.parse.stanza_decode import decode_batch, fast_decoder_available, stanza_reproduced, unmap_ids
+from synprep.parse.stanza_decode import (  # noqa: F401 - sentence_ldd, reverse_ldd, ldd_argmax: their old home
+    DecodeContext,
+    SentenceScores,
+    fast_decoder_available,
+    ldd_argmax,
+    reverse_ldd,
+    sentence_ldd,
+    stanza_reproduced,
+)
+from synprep.parse.stanza_forward import depparse_batches, depparse_scores, pos_stage
 from synprep.parse.trees import match_leaves, parse_tree, tree_to_str
 from synprep.signature import package_version
-from synprep.types import ParsedSentence, SparseLDD
+from synprep.types import ParsedSentence
 
 log = logging.getLogger(__name__)
 
@@ -295,12 +302,36 @@ class StanzaParser(ParserBackend):
         return self.resources.has_constituency
 
     def parse(self, sentences: list[list[str]]) -> list[ParsedSentence]:
-        """Parse sentences (word lists) in one stanza document.
+        """Parse sentences (word lists) in one stanza document: :meth:`forward`, then the decode stage.
 
         Returns:
             one :class:`ParsedSentence` per sentence: words as given, UPOS, 1-based heads
             (0 = root), UD relations, the constituency tree (leaves == words) or None, and the
             sparse LDD (``threshold = spec.ldd_threshold``).
+
+        Raises:
+            RuntimeError / ValueError: stanza failed, or changed the words (never expected).
+        """
+        ctx = self.decode_context()
+        return [ctx.decode(s) for s in self.forward(sentences)]
+
+    def decode_context(self) -> DecodeContext:
+        """What the decode stage needs besides the scores (picklable: sent along with them to a CPU worker)."""
+        dp = self.depparse
+        return DecodeContext(dp.vocab["deprel"], self.relations, bool(dp.config.get("resolve_head_constraints", True)),
+                             bool(dp.trainer.args.get("reversed", False)), self.spec.ldd_threshold)
+
+    def forward(self, sentences: list[list[str]]) -> list[SentenceScores]:
+        """The models' part of :meth:`parse` (the part that runs on a GPU): POS, depparse scores, constituency.
+
+        stanza's tokenize (pretokenized) and lemma (identity) processors, the POS model
+        (:func:`~synprep.parse.stanza_forward.pos_stage` on stanza 1.15, else stanza's processor), the
+        depparse model's forward (:func:`~synprep.parse.stanza_forward.depparse_scores`) and the
+        constituency processor, over the same batches as stanza's Pipeline. Nothing is decoded:
+        :meth:`DecodeContext.decode` turns each result into a :class:`ParsedSentence`.
+
+        Returns:
+            one :class:`SentenceScores` per sentence, in order.
 
         Raises:
             RuntimeError / ValueError: stanza failed, or changed the words (never expected).
@@ -313,202 +344,26 @@ class StanzaParser(ParserBackend):
             doc = self.nlp(doc, processors="lemma")
         else:
             doc = self.nlp([list(s) for s in sentences], processors="tokenize,pos,lemma")
-        ldds = self._depparse(doc)
+        scores = depparse_scores(self.depparse, doc, with_labels=not self.decode_context().resolve)
         if self.has_constituency:
             doc = self.nlp(doc, processors="constituency")
         out = []
-        for words, sent, ldd in zip(sentences, doc.sentences, ldds, strict=True):
+        for words, sent, (head, labels, rel) in zip(sentences, doc.sentences, scores, strict=True):
             got = [w.text for w in sent.words]
             if got != list(words):
                 raise ValueError(f"stanza changed the words: {words!r} -> {got!r}")
             tree = None
             if self.has_constituency and sent.constituency is not None:
-                t = match_leaves(parse_tree(str(sent.constituency)), list(words))
-                tree = tree_to_str(t)
-            out.append(
-                ParsedSentence(
-                    words=list(words),
-                    upos=[w.upos for w in sent.words],
-                    heads=[int(w.head) for w in sent.words],
-                    deprels=[w.deprel for w in sent.words],
-                    tree=tree,
-                    tree_source="constituency" if tree else None,
-                    ldd=ldd,
-                )
-            )
+                tree = tree_to_str(match_leaves(parse_tree(str(sent.constituency)), list(words)))
+            out.append(SentenceScores(list(words), [w.upos for w in sent.words], tree, head, labels, rel))
         return out
 
     def _pos(self, doc) -> None:
-        """stanza 1.15's ``POSProcessor.process``: the same batches and forward, labels looked up per batch.
-
-        stanza's ``Trainer.predict`` maps every word's ids back to strings one by one in Python
-        (``vocab.unmap``; the features' composite vocabulary formats ``key=value`` pairs for each
-        word). Here each batch's argmax ids are gathered for the real words only and each distinct
-        id (tuple) is mapped once with the same ``vocab.id2unit``, so the strings are stanza's
-        (tests/test_parse_mst.py compares UPOS/XPOS/features with stanza's Pipeline).
-        """
-        import torch
-        from stanza.models.common import doc as sdoc
-        from stanza.models.common.utils import unsort
-        from stanza.models.pos.data import Dataset
-        from stanza.models.pos.trainer import unpack_batch
-
-        pos = self.nlp.processors["pos"]
-        cfg = pos.config
-        dataset = Dataset(doc, cfg, pos.pretrain, vocab=pos.vocab, evaluation=True, sort_during_eval=True)
-        loader = dataset.to_length_limited_loader(batch_size=cfg["batch_size"],
-                                                  maximum_tokens=cfg.get("batch_maximum_tokens", 5000))
-        trainer = pos.trainer
-        model = trainer.model
-        device = next(model.parameters()).device
-        columns = [(k, c) for k, c in enumerate(model.tag_columns) if c.output]
-        preds: list = []
-        idx: list = []
-        model.eval()
-        with torch.no_grad():
-            for b in loader:
-                idx.extend(b[-1])
-                inputs, orig_idx, word_orig_idx, sentlens, wordlens, text = unpack_batch(b, device)
-                word, word_mask, wordchars, wordchars_mask, tags, pretrained = inputs
-                _, out = model(word, word_mask, wordchars, wordchars_mask, tags, pretrained, word_orig_idx, sentlens,
-                               wordlens, text)
-                lengths = np.asarray(sentlens)
-                real = np.arange(int(lengths.max()))[None, :] < lengths[:, None]  # (B, L) the real words
-                seqs = [unmap_ids(trainer.vocab[c.name], out[k].cpu().numpy()[:, : real.shape[1]][real])
-                        for k, c in columns]
-                starts = np.concatenate([[0], np.cumsum(lengths)]).tolist()
-                tokens = [[[seq[w] for seq in seqs] for w in range(starts[i], starts[i + 1])] for i in range(len(lengths))]
-                preds += unsort(tokens, orig_idx)
-        preds = unsort(preds, idx)
-        dataset.doc.set([sdoc.UPOS, sdoc.XPOS, sdoc.FEATS], [y for x in preds for y in x])
+        """:func:`~synprep.parse.stanza_forward.pos_stage` with this pipeline's POS processor."""
+        pos_stage(self.nlp.processors["pos"], doc)
 
     def depparse_batches(self, doc):
-        """Run stanza's depparse model over a document's batches, as ``DepparseProcessor.process`` does.
-
-        The same ``DataLoader(doc, ..., evaluation=True)`` batches and ``GraphParser.forward`` call;
-        nothing is decoded here.
-
-        Yields:
-            ``(scores, sentlens, orig_idx)`` per batch: the model's three numpy score arrays (see
-            :func:`decode_batch`), the nodes (words + 1) per sentence, and stanza's ``orig_idx``
-            (the batch's order back to the length-sorted document order). The DataLoader is
-            available as ``self.last_loader`` (its ``data_orig_idx`` restores document order).
-        """
-        import torch
-        from stanza.models.depparse.data import DataLoader
-        from stanza.models.depparse.trainer import unpack_batch
-        from stanza.pipeline.depparse_processor import DEFAULT_SEPARATE_BATCH
-
-        dp = self.depparse
-        cfg = dp.config
-        batch = DataLoader(
-            doc,
-            cfg["batch_size"],
-            cfg,
-            dp.pretrain,
-            vocab=dp.vocab,
-            evaluation=True,
-            sort_during_eval=cfg.get("sort_during_eval", True),
-            min_length_to_batch_separately=cfg.get("min_length_to_batch_separately", DEFAULT_SEPARATE_BATCH),
-        )
-        self.last_loader = batch
-        model = dp.trainer.model
-        device = model.get_device()
-        model.eval()
-        with torch.no_grad():
-            for b in batch:
-                inputs, orig_idx, word_orig_idx, sentlens, wordlens, text = unpack_batch(b, device)
-                _, scores = model(*inputs, word_orig_idx, sentlens, wordlens, text)
-                yield scores, sentlens, orig_idx
-
-    def _depparse(self, doc) -> list[SparseLDD]:
-        """stanza's DepparseProcessor.process, keeping the scores for the LDD."""
-        from stanza.models.common import doc as sdoc
-        from stanza.models.common.utils import unsort
-
-        dp = self.depparse
-        trainer = dp.trainer
-        resolve = dp.config.get("resolve_head_constraints", True)
-        reverse = trainer.args.get("reversed", False)
-        preds: list = []
-        ldds: list[SparseLDD] = []
-        for scores, sentlens, orig_idx in self.depparse_batches(doc):
-            if fast_decoder_available():
-                tokens = decode_batch(scores, sentlens, dp.vocab["deprel"], self.relations, resolve)
-            else:
-                tokens = trainer.model.decode_graph_predictions(
-                    dp.vocab["deprel"], len(sentlens), scores, sentlens, resolve_head_constraints=resolve
-                )
-            sparse = [
-                sentence_ldd(scores[0][i], scores[2][i], sentlens[i] - 1, self.relations, self.spec.ldd_threshold)
-                for i in range(len(sentlens))
-            ]
-            tokens = unsort(tokens, orig_idx)
-            sparse = unsort(sparse, orig_idx)
-            if reverse:
-                tokens = trainer.reverse_predictions(tokens)
-                sparse = [reverse_ldd(x, len(t)) for x, t in zip(sparse, tokens, strict=True)]
-            preds += tokens
-            ldds += sparse
-        batch = self.last_loader
-        if batch.data_orig_idx is not None:
-            preds = unsort(preds, batch.data_orig_idx)
-            ldds = unsort(ldds, batch.data_orig_idx)
-        batch.doc.set((sdoc.HEAD, sdoc.DEPREL), [y for x in preds for y in x])
-        for sentence in batch.doc.sentences:
-            sentence.build_dependencies()
-        return ldds
-
-
-def sentence_ldd(
-    head_logp: np.ndarray, rel_logp: np.ndarray, n: int, relations: list[str], threshold: float
-) -> SparseLDD:
-    """Sparse LDD of one sentence from stanza's biaffine log-probabilities (SPEC.md §4).
-
-    Args:
-        head_logp: (L, L) float, L >= n+1: log-softmax over head candidates (row = dependent,
-            column = head, index 0 = ROOT); only the first n+1 rows/columns are used, and each row
-            is renormalized over them (padding columns carry mass in stanza's batch softmax).
-        rel_logp: (L, L, R) float: log-softmax over relations for every (dependent, head) arc.
-        n: number of words.
-        relations: (R,) relation names of the R label columns.
-        threshold: keep entries with probability >= threshold, and each word's most probable
-            entry whatever its probability (so no word is left without one).
-
-    Returns:
-        SparseLDD with 1-based ``dep``, ``head`` (0 = root), sorted by dep then head then relation.
-    """
-    h = np.asarray(head_logp[1 : n + 1, : n + 1], dtype=np.float64)  # (n, n+1)
-    h = h - np.logaddexp.reduce(h, axis=1, keepdims=True)
-    joint = h[:, :, None] + np.asarray(rel_logp[1 : n + 1, : n + 1, :], dtype=np.float64)  # (n, n+1, R)
-    logt = np.log(threshold) if threshold > 0 else -np.inf
-    keep = joint >= logt if threshold > 0 else np.isfinite(joint)
-    best = joint.reshape(n, -1).argmax(axis=1)  # each word's most probable (head, relation)
-    keep.reshape(n, -1)[np.arange(n), best] = True
-    dep, head, rel = np.nonzero(keep)
-    prob = np.exp(joint[dep, head, rel]).astype(np.float32)
-    return SparseLDD(
-        dep=(dep + 1).astype(np.int32),
-        head=head.astype(np.int32),
-        rel=[relations[r] for r in rel],
-        prob=prob,
-        threshold=float(threshold),
-    )
-
-
-def reverse_ldd(ldd: SparseLDD, n: int) -> SparseLDD:
-    """Map an LDD computed on the reversed sentence back to the original word order."""
-    dep = (n + 1 - ldd.dep).astype(np.int32)
-    head = np.where(ldd.head == 0, 0, n + 1 - ldd.head).astype(np.int32)
-    order = np.lexsort((head, dep))
-    return SparseLDD(dep[order], head[order], [ldd.rel[i] for i in order], ldd.prob[order], ldd.threshold)
-
-
-def ldd_argmax(ldd: SparseLDD, n: int) -> tuple[list[int], list[str | None]]:
-    """The most probable (head, relation) of each word 1..n in a sparse LDD (None when a row is empty)."""
-    best: list[tuple[float, int, str | None]] = [(-1.0, -1, None)] * n
-    for d, h, r, p in zip(ldd.dep, ldd.head, ldd.rel, ldd.prob, strict=True):
-        if p > best[d - 1][0]:
-            best[d - 1] = (float(p), int(h), r)
-    return [b[1] for b in best], [b[2] for b in best]
-
+        """:func:`~synprep.parse.stanza_forward.depparse_batches` (the loader kept as ``self.last_loader``):
+        ``(scores, sentlens, orig_idx)`` per batch."""
+        self.last_loader, batches = depparse_batches(self.depparse, doc)
+        return batches

@@ -1,0 +1,137 @@
+"""The forward stage of a stanza parse: the POS and depparse models over a document's batches.
+
+These are the calls stanza's ``POSProcessor`` and ``DepparseProcessor`` make — the same datasets,
+batches and forward calls, so the same floats — without their per-word Python decoding:
+:func:`pos_stage` looks the POS labels up per batch (:func:`synprep.parse.stanza_decode.unmap_ids`),
+:func:`depparse_scores` returns each sentence's compact score arrays for the decode stage
+(:class:`synprep.parse.stanza_decode.SentenceScores`, decoded by
+:meth:`synprep.parse.stanza_decode.DecodeContext.decode`, possibly in another process).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from synprep.parse.stanza_decode import unmap_ids
+
+
+def pos_stage(pos: Any, doc: Any) -> None:
+    """stanza 1.15's ``POSProcessor.process``: the same batches and forward, labels looked up per batch.
+
+    stanza's ``Trainer.predict`` maps every word's ids back to strings one by one in Python
+    (``vocab.unmap``; the features' composite vocabulary formats ``key=value`` pairs for each
+    word). Here each batch's argmax ids are gathered for the real words only and each distinct
+    id (tuple) is mapped once with the same ``vocab.id2unit``, so the strings are stanza's
+    (tests/test_parse_mst.py compares UPOS/XPOS/features with stanza's Pipeline).
+
+    Args:
+        pos: the pipeline's POS processor (``nlp.processors["pos"]``). doc: a tokenized stanza
+            Document; its words get UPOS, XPOS and FEATS.
+    """
+    import torch
+    from stanza.models.common import doc as sdoc
+    from stanza.models.common.utils import unsort
+    from stanza.models.pos.data import Dataset
+    from stanza.models.pos.trainer import unpack_batch
+
+    cfg = pos.config
+    dataset = Dataset(doc, cfg, pos.pretrain, vocab=pos.vocab, evaluation=True, sort_during_eval=True)
+    loader = dataset.to_length_limited_loader(batch_size=cfg["batch_size"],
+                                              maximum_tokens=cfg.get("batch_maximum_tokens", 5000))
+    trainer = pos.trainer
+    model = trainer.model
+    device = next(model.parameters()).device
+    columns = [(k, c) for k, c in enumerate(model.tag_columns) if c.output]
+    preds: list = []
+    idx: list = []
+    model.eval()
+    with torch.no_grad():
+        for b in loader:
+            idx.extend(b[-1])
+            inputs, orig_idx, word_orig_idx, sentlens, wordlens, text = unpack_batch(b, device)
+            word, word_mask, wordchars, wordchars_mask, tags, pretrained = inputs
+            _, out = model(word, word_mask, wordchars, wordchars_mask, tags, pretrained, word_orig_idx, sentlens,
+                           wordlens, text)
+            lengths = np.asarray(sentlens)
+            real = np.arange(int(lengths.max()))[None, :] < lengths[:, None]  # (B, L) the real words
+            seqs = [unmap_ids(trainer.vocab[c.name], out[k].cpu().numpy()[:, : real.shape[1]][real])
+                    for k, c in columns]
+            starts = np.concatenate([[0], np.cumsum(lengths)]).tolist()
+            tokens = [[[seq[w] for seq in seqs] for w in range(starts[i], starts[i + 1])] for i in range(len(lengths))]
+            preds += unsort(tokens, orig_idx)
+    preds = unsort(preds, idx)
+    dataset.doc.set([sdoc.UPOS, sdoc.XPOS, sdoc.FEATS], [y for x in preds for y in x])
+
+
+def depparse_batches(dp: Any, doc: Any) -> tuple[Any, Any]:
+    """Run stanza's depparse model over a document's batches, as ``DepparseProcessor.process`` does.
+
+    The same ``DataLoader(doc, ..., evaluation=True)`` batches and ``GraphParser.forward`` call;
+    nothing is decoded here.
+
+    Args:
+        dp: the pipeline's depparse processor. doc: a stanza Document with POS tags.
+
+    Returns:
+        ``(loader, batches)``: stanza's DataLoader (its ``data_orig_idx`` restores document order) and
+        an iterator of ``(scores, sentlens, orig_idx)`` per batch: the model's three numpy score arrays
+        (see :func:`synprep.parse.stanza_decode.decode_batch`), the nodes (words + 1) per sentence, and
+        stanza's ``orig_idx`` (the batch's order back to the length-sorted document order).
+    """
+    from stanza.models.depparse.data import DataLoader
+    from stanza.pipeline.depparse_processor import DEFAULT_SEPARATE_BATCH
+
+    cfg = dp.config
+    loader = DataLoader(
+        doc,
+        cfg["batch_size"],
+        cfg,
+        dp.pretrain,
+        vocab=dp.vocab,
+        evaluation=True,
+        sort_during_eval=cfg.get("sort_during_eval", True),
+        min_length_to_batch_separately=cfg.get("min_length_to_batch_separately", DEFAULT_SEPARATE_BATCH),
+    )
+    return loader, _forward(dp, loader)
+
+
+def _forward(dp: Any, loader: Any):
+    import torch
+    from stanza.models.depparse.trainer import unpack_batch
+
+    model = dp.trainer.model
+    device = model.get_device()
+    model.eval()
+    with torch.no_grad():
+        for b in loader:
+            inputs, orig_idx, word_orig_idx, sentlens, wordlens, text = unpack_batch(b, device)
+            _, scores = model(*inputs, word_orig_idx, sentlens, wordlens, text)
+            yield scores, sentlens, orig_idx
+
+
+def depparse_scores(dp: Any, doc: Any, with_labels: bool) -> list[tuple[np.ndarray, np.ndarray | None, np.ndarray]]:
+    """Each sentence's depparse score arrays, in document order, cut to its own ``n+1`` nodes.
+
+    Args:
+        dp: the depparse processor. doc: a stanza Document with POS tags.
+        with_labels: keep the model's argmax label ids (needed unless ``resolve_head_constraints``).
+
+    Returns:
+        per sentence ``(head_logp (n+1, n+1) float32, label_ids (n+1, n+1) int32 or None,
+        rel_logp (n+1, n+1, R) float32)``: the values of the padded batch, unchanged.
+    """
+    from stanza.models.common.utils import unsort
+
+    loader, batches = depparse_batches(dp, doc)
+    out: list = []
+    for scores, sentlens, orig_idx in batches:
+        cut = []
+        for i, m in enumerate(sentlens):
+            labels = np.ascontiguousarray(scores[1][i, :m, :m], dtype=np.int32) if with_labels else None
+            cut.append((np.ascontiguousarray(scores[0][i, :m, :m]), labels, np.ascontiguousarray(scores[2][i, :m, :m])))
+        out += unsort(cut, orig_idx)
+    if loader.data_orig_idx is not None:
+        out = unsort(out, loader.data_orig_idx)
+    return out
