@@ -18,12 +18,12 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+from builders import copy_folder, one_line, reseal, write_folder
 from conftest import ROOT
-from fuzz_strategies import damage_attribute_metadata, damage_gzip_chunk, declare_huge, deflate_bomb, reseal
+from fuzz_strategies import damage_attribute_metadata, damage_gzip_chunk, declare_huge, deflate_bomb
 
 from synprep.errors import InputError
 from synprep.shards import SplitReader, check_dir, open_split
-from synprep.shards.synthetic import write_folder
 
 #: a synprep command on a hostile shard may use at most this much memory (the interpreter, h5py,
 #: numpy and the readers take ~150 MB; the hostile shard used to take 10 GB)
@@ -39,9 +39,7 @@ def valid(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def folder(valid, tmp_path) -> Path:
-    out = tmp_path / "out"
-    shutil.copytree(valid, out)
-    return out
+    return copy_folder(valid, tmp_path)
 
 
 def run_measured(*args: str) -> tuple[subprocess.CompletedProcess, float]:
@@ -61,15 +59,6 @@ def run_measured(*args: str) -> tuple[subprocess.CompletedProcess, float]:
         status = peak_file.read_text()
     [kb] = [line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")]
     return proc, int(kb) / 1024
-
-
-def one_line(proc: subprocess.CompletedProcess, status: int, *parts: str) -> None:
-    assert proc.returncode == status, proc.stderr
-    assert "Traceback" not in proc.stderr, proc.stderr
-    errors = [x for x in proc.stderr.splitlines() if x.startswith(("synprep: error:", "synprep check: FAILED"))]
-    assert len(errors) == 1, proc.stderr
-    for p in parts:
-        assert p in errors[0], errors[0]
 
 
 def test_a_shard_that_differs_from_the_manifest_is_refused_by_train_and_show(folder):

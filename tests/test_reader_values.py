@@ -10,19 +10,16 @@ status 2 — never a traceback, never accepted data.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
+from builders import copy_folder, one_line, reseal, write_folder
 from conftest import run_cli
-from fuzz_strategies import reseal
-from test_hostile_shards import one_line
 
 from synprep.errors import InputError
 from synprep.shards import check_dir, open_split
-from synprep.shards.synthetic import write_folder
 
 VOCAB = 1000
 
@@ -36,9 +33,7 @@ def valid(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def folder(valid, tmp_path) -> Path:
-    out = tmp_path / "out"
-    shutil.copytree(valid, out)
-    return out
+    return copy_folder(valid, tmp_path)
 
 
 def _set(f: h5py.File, name: str, k: int, value: int) -> None:

@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 
 import pytest
+from builders import write_corpus
 from conftest import run_cli
-from test_lock import write_corpus
 
 from synprep.shards.synthetic import write_folder
 from synprep.types import DEPRELS, UPOS_TAGS
