@@ -22,8 +22,6 @@ pair, cached and not), ``show`` (``load_pair``) and ``check`` do.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import resource
 import sys
@@ -31,6 +29,8 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
+
+from _cli import arg_parser, emit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -276,7 +276,7 @@ def make_bound_targets(scratch: Path, n: int) -> tuple[dict, dict]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = arg_parser(__doc__, whole=True)
     ap.add_argument("--seconds", type=float, default=600.0, help="time budget of the whole campaign")
     ap.add_argument("--round", type=int, default=500, help="hypothesis examples per target per round")
     ap.add_argument("--targets", default=",".join(TARGETS), help="comma-separated subset of " + ",".join(TARGETS))
@@ -315,10 +315,10 @@ def main() -> int:
                     break
             rounds += 1
     counts = {k: v for tally in tallies for k, v in tally.items()}
-    print(json.dumps({"inputs": counts, "total_inputs": sum(counts.values()), "rounds": rounds,
+    emit({"inputs": counts, "total_inputs": sum(counts.values()), "rounds": rounds,
                       "seconds": round(time.perf_counter() - t0, 1), "kinds": counts_by_kind,
                       "peak_rss_mb": peak_rss_mb(), "peak_rss_mb_after_first_round": peaks,
-                      "failures": failures}, indent=2))
+                      "failures": failures})
     return 1 if failures else 0
 
 

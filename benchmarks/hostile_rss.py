@@ -25,7 +25,6 @@ stored, so nothing else gives the edit away); ``load_model`` runs on each in its
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -33,6 +32,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from _cli import arg_parser, emit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -172,7 +173,7 @@ def bounds(tmp: str) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = arg_parser(__doc__, whole=True)
     ap.add_argument("--cases", default="shards,bomb,checkpoint,bounds",
                     help="comma-separated subset of shards,bomb,checkpoint,bounds")
     cases = ap.parse_args().cases.split(",")
@@ -186,7 +187,7 @@ def main() -> int:
             out.update(bombs(tmp))
         if "bounds" in cases:
             out.update(bounds(tmp))
-    print(json.dumps(out, indent=2))
+    emit(out)
     return 0
 
 
