@@ -5,30 +5,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from synprep.shards.layout import (  # noqa: F401 - re-exported: the reader's public names
-    EXPANSION_SLACK,
-    MAX_EXPANSION,
-    ShardFormatError,
-    check_declared_size,
-    check_layout,
-    declared_bytes,
-    read_attrs,
-)
-from synprep.shards.schema import (
-    FIELDS,
-    LINE,
-)
-from synprep.types import PairRecord
-
-if TYPE_CHECKING:
-    pass
-
+from synprep.shards.schema import FIELDS, LINE
 from synprep.shards.shard_reader import ShardReader
 from synprep.shards.verified import open_split
+from synprep.types import PairRecord
 
 #: the keys of a pair dict: ``line`` then every ragged field of docs/FORMAT.md, in writing order
 PAIR_KEYS = (LINE, *(fl.name for fl in FIELDS))

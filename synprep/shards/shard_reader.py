@@ -7,21 +7,13 @@ import os
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import h5py
 import numpy as np
 
 from synprep.errors import InputError
-from synprep.shards.layout import (  # noqa: F401 - re-exported: the reader's public names
-    EXPANSION_SLACK,
-    MAX_EXPANSION,
-    ShardFormatError,
-    check_declared_size,
-    check_layout,
-    declared_bytes,
-    read_attrs,
-)
+from synprep.shards.layout import check_layout, read_attrs
 from synprep.shards.schema import (
     AXES,
     FIELDS,
@@ -32,9 +24,6 @@ from synprep.shards.schema import (
     parse_shard_name,
 )
 from synprep.types import PairRecord
-
-if TYPE_CHECKING:
-    pass
 
 
 class ShardReader:

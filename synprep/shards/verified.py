@@ -13,25 +13,12 @@ import numpy as np
 
 from synprep.constants import VOCAB_NAME
 from synprep.errors import InputError
-from synprep.shards.layout import (  # noqa: F401 - re-exported: the reader's public names
-    EXPANSION_SLACK,
-    MAX_EXPANSION,
-    ShardFormatError,
-    check_declared_size,
-    check_layout,
-    declared_bytes,
-    read_attrs,
-)
-from synprep.shards.schema import (
-    inside_name,
-    parse_shard_name,
-)
+from synprep.shards.schema import inside_name, parse_shard_name
+from synprep.shards.shard_reader import ShardReader, split_files
 
 if TYPE_CHECKING:
     from synprep.shards.manifest import Manifest
     from synprep.vocab import Vocab
-
-from synprep.shards.shard_reader import ShardReader, split_files
 
 #: shards whose sha256 this process already verified: (resolved path, size, mtime_ns, sha256)
 _VERIFIED: set[tuple[str, int, int, str]] = set()
