@@ -71,7 +71,7 @@ def test_a_shard_that_differs_from_the_manifest_is_refused_by_train_and_show(fol
     with pytest.raises(InputError, match="sha256 .* does not match manifest.json's") as e:
         ShardDataset(folder, "train")
     assert e.value.path == str(shard)
-    proc, _ = run_measured("show", str(folder), "--split", "train", "--index", "0")
+    proc, _ = run_measured("show", str(folder), "--split", "train", "--index", "5")  # the damaged pair's shard
     one_line(proc, 2, "train.00001.h5", "does not match manifest.json")
 
 

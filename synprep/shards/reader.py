@@ -24,7 +24,7 @@ verified shards name, its sha256 checked (``train``, ``translate`` and ``export`
 
 The module re-exports its parts: :mod:`synprep.shards.shard_reader` (:class:`ShardReader`,
 :class:`SplitReader`, the shard files), :mod:`synprep.shards.verified` (:func:`open_split`,
-:func:`load_vocab`) and :mod:`synprep.shards.pairs` (:func:`iter_pairs`, plain dicts).
+:func:`open_shard`, :func:`load_vocab`) and :mod:`synprep.shards.pairs` (:func:`iter_pairs`, plain dicts).
 """
 
 from __future__ import annotations
@@ -42,8 +42,10 @@ from synprep.shards.pairs import PAIR_KEYS, iter_pairs, pad_batch, pair_dict, sh
 from synprep.shards.shard_reader import ShardReader, SplitReader, split_files, splits_in  # noqa: F401
 from synprep.shards.verified import (  # noqa: F401
     load_vocab,
+    open_shard,
     open_split,
     refuse_incomplete,
     resume_command,
+    split_entry,
     verify_values,
 )

@@ -17,7 +17,7 @@ from synprep.shards.schema import inside_name, parse_shard_name
 from synprep.shards.shard_reader import ShardReader, split_files
 
 if TYPE_CHECKING:
-    from synprep.shards.manifest import Manifest
+    from synprep.shards.manifest import Manifest, SplitEntry
     from synprep.vocab import Vocab
 
 #: shards whose sha256 this process already verified: (resolved path, size, mtime_ns, sha256)
@@ -143,12 +143,69 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
             malformed manifest (``verify``), a shard that differs from its entry (named);
             ShardFormatError: a shard of an unknown format.
     """
+    entry, files, manifest = split_entry(folder, split, verify=verify, manifest=manifest, complete=complete)
+    if not verify:
+        return [ShardReader(p, cache=cache) for p in files]
+    assert manifest is not None
+    vocab = _vocab_entry(folder, manifest, files)
+    readers: list[ShardReader] = []
+    assert entry is not None or not files
+    for index, p in enumerate(files):
+        assert entry is not None
+        readers.append(_verified_shard(p, entry, index, split, vocab, cache))
+    if entry is not None and complete:
+        from synprep.shards.check import split_counts_violation
+
+        v = split_counts_violation(split, entry.to_dict(), np.concatenate([r.lines for r in readers]) if readers
+                                   else np.zeros(0, np.int64))
+        if v is not None:
+            raise InputError(f"{v.what} (`synprep check` reports it too)", str(Path(folder) / "manifest.json"))
+    return readers
+
+
+def open_shard(folder: str | os.PathLike, split: str, shard: int, *, cache: bool = True,
+               manifest: Manifest | None = None, complete: bool = True) -> ShardReader:
+    """Shard number ``shard`` (0-based shard index) of ``split``, verified as :func:`open_split` verifies
+    each shard, without reading the split's other shards (``show`` reads one pair with it).
+
+    Checked, as :func:`open_split` checks them: the split's shard files are the manifest's list (by
+    name), the split is complete (``complete``: :func:`refuse_incomplete`), ``dict.txt``'s sha256,
+    and this shard's size and sha256 (hashed once per process and file version), pairs and first/last
+    line, ``split``/``shard_index``/vocabulary attributes and values (:func:`verify_values`, after the
+    previous shard's last line in the manifest). Not read: the other shards (a damaged one is refused
+    when it is read, not before) and so the split's line counts (``check``'s section 4, which needs
+    every shard's lines; ``check`` and :func:`open_split` verify them). No byte of this shard is
+    returned before it is verified.
+
+    Raises:
+        ConfigError, InputError, ShardFormatError: as :func:`open_split`, for this shard and the manifest.
+        IndexError: ``shard`` is not a shard index of the split.
+    """
+    entry, files, manifest = split_entry(folder, split, manifest=manifest, complete=complete)
+    assert manifest is not None
+    if not 0 <= shard < len(files):
+        raise IndexError(f"split {split!r} has {len(files)} shards, no shard {shard}")
+    assert entry is not None
+    return _verified_shard(files[shard], entry, shard, split, _vocab_entry(folder, manifest, files), cache)
+
+
+def split_entry(folder: str | os.PathLike, split: str, *, verify: bool = True, manifest: Manifest | None = None,
+                complete: bool = True) -> tuple[SplitEntry | None, list[Path], Manifest | None]:
+    """``(manifest entry of split or None, its shard files in shard order, the manifest)``, checked as
+    :func:`open_split` checks them before it opens a shard: a valid split name, shard files numbered
+    0..n-1 and (``verify``) exactly the manifest's list, the split complete (``complete``). Without
+    ``verify`` the manifest is not read: ``(None, files, None)``.
+
+    Raises:
+        ConfigError: an invalid split name. InputError: see :func:`split_files`; a missing or malformed
+            manifest, shard files other than its list; an incomplete split (:func:`refuse_incomplete`).
+    """
     from synprep.lock import check_split_name
 
     check_split_name(split)
     files = split_files(folder, split)
     if not verify:
-        return [ShardReader(p, cache=cache) for p in files]
+        return None, files, None
     from synprep.shards.manifest import Manifest
 
     if manifest is None:
@@ -171,42 +228,43 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
                          mpath)
     if entry is not None and complete:
         refuse_incomplete(folder, split, entry)
+    return entry, files, manifest
+
+
+def _vocab_entry(folder: str | os.PathLike, manifest: Manifest, files: list[Path]) -> tuple[str, str, int | None]:
+    """The manifest's vocabulary ``(path, sha256, size)``; the size from ``dict.txt``, its sha256 checked
+    (:func:`load_vocab`), when there are shards and a vocabulary entry (else None)."""
     vocab_path = str((manifest.vocab or {}).get("path", ""))
     vocab_sha256 = str((manifest.vocab or {}).get("sha256", ""))
     vocab_size = len(load_vocab(folder, {"vocab_path": vocab_path, "vocab_sha256": vocab_sha256})) \
         if files and vocab_path else None
-    readers: list[ShardReader] = []
-    assert entry is not None or not files
-    after = 0
-    for info, p in zip(entry.shards if entry is not None else [], files, strict=True):
-        _verify_file(p, info.bytes, info.sha256)
-        r = ShardReader(p, cache=cache)
-        a = r.attrs
-        if len(r) != info.pairs or (len(r) and (int(r.lines[0]), int(r.lines[-1])) != (info.first_line,
-                                                                                         info.last_line)):
-            raise InputError(f"holds {len(r)} pairs (lines {r.lines[:1].tolist()}…{r.lines[-1:].tolist()}), "
-                             f"manifest.json says {info.pairs} (lines {info.first_line}…{info.last_line})", str(p))
-        index = len(readers)
-        if a.get("split") != split or a.get("shard_index") != index:
-            raise InputError(f"attributes split/shard_index are {a.get('split')!r}/{a.get('shard_index')!r}, "
-                             f"expected {split!r}/{index}", str(p))
-        if vocab_path and a.get("vocab_path") != vocab_path:
-            raise InputError(f"vocab_path attribute {a.get('vocab_path')!r} is not manifest.json's vocabulary "
-                             f"{vocab_path!r}", str(p))
-        if vocab_sha256 and a.get("vocab_sha256") != vocab_sha256:
-            raise InputError(f"vocab_sha256 attribute {str(a.get('vocab_sha256'))[:12]}… is not manifest.json's "
-                             f"vocabulary's {vocab_sha256[:12]}…", str(p))
-        verify_values(p, info.sha256, vocab_size=vocab_size, after_line=after)
-        after = info.last_line
-        readers.append(r)
-    if entry is not None and complete:
-        from synprep.shards.check import split_counts_violation
+    return vocab_path, vocab_sha256, vocab_size
 
-        v = split_counts_violation(split, entry.to_dict(), np.concatenate([r.lines for r in readers]) if readers
-                                   else np.zeros(0, np.int64))
-        if v is not None:
-            raise InputError(f"{v.what} (`synprep check` reports it too)", mpath)
-    return readers
+
+def _verified_shard(p: Path, entry: SplitEntry, index: int, split: str, vocab: tuple[str, str, int | None],
+                    cache: bool) -> ShardReader:
+    """Shard ``index`` (file ``p``) of the split whose manifest entry is ``entry``, verified against it:
+    size and sha256, pairs and first/last line, attributes, values (after the previous shard's last line)."""
+    vocab_path, vocab_sha256, vocab_size = vocab
+    info = entry.shards[index]
+    _verify_file(p, info.bytes, info.sha256)
+    r = ShardReader(p, cache=cache)
+    a = r.attrs
+    if len(r) != info.pairs or (len(r) and (int(r.lines[0]), int(r.lines[-1])) != (info.first_line,
+                                                                                     info.last_line)):
+        raise InputError(f"holds {len(r)} pairs (lines {r.lines[:1].tolist()}…{r.lines[-1:].tolist()}), "
+                         f"manifest.json says {info.pairs} (lines {info.first_line}…{info.last_line})", str(p))
+    if a.get("split") != split or a.get("shard_index") != index:
+        raise InputError(f"attributes split/shard_index are {a.get('split')!r}/{a.get('shard_index')!r}, "
+                         f"expected {split!r}/{index}", str(p))
+    if vocab_path and a.get("vocab_path") != vocab_path:
+        raise InputError(f"vocab_path attribute {a.get('vocab_path')!r} is not manifest.json's vocabulary "
+                         f"{vocab_path!r}", str(p))
+    if vocab_sha256 and a.get("vocab_sha256") != vocab_sha256:
+        raise InputError(f"vocab_sha256 attribute {str(a.get('vocab_sha256'))[:12]}… is not manifest.json's "
+                         f"vocabulary's {vocab_sha256[:12]}…", str(p))
+    verify_values(p, info.sha256, vocab_size=vocab_size, after_line=entry.shards[index - 1].last_line if index else 0)
+    return r
 
 
 def load_vocab(folder: str | os.PathLike, attrs: dict[str, Any]) -> Vocab:

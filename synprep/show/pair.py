@@ -59,11 +59,9 @@ class PairView:
         return f"{self.split} pair {self.index} (line {self.line}) — {self.folder.name}/{self.shard}"
 
 
-def _find_line(folder: Path, split: str, lines: np.ndarray, line: int) -> int:
-    """Global index of the pair with original line ``line``; InputError saying why it is absent."""
-    hit = np.flatnonzero(lines == line)
-    if hit.size:
-        return int(hit[0])
+def _find_line(folder: Path, split: str, stored: tuple[int, int] | None, line: int) -> None:
+    """Raise the InputError saying why original line ``line`` is absent: ``stored`` is the split's
+    ``(first, last)`` stored line (None: no pairs), the reason comes from the manifest."""
     reason = ""
     try:
         from synprep.shards.manifest import Manifest
@@ -78,8 +76,8 @@ def _find_line(folder: Path, split: str, lines: np.ndarray, line: int) -> int:
                 reason = f": the split's input has {entry.input_lines} lines"
     except InputError:
         pass
-    stored = f"lines {int(lines.min())}..{int(lines.max())}" if lines.size else "no lines"
-    raise InputError(f"line {line} is not in split {split!r} ({stored} stored){reason}", str(folder))
+    have = f"lines {stored[0]}..{stored[1]}" if stored is not None else "no lines"
+    raise InputError(f"line {line} is not in split {split!r} ({have} stored){reason}", str(folder))
 
 
 def _join_pieces(pieces: list[str], word_index: np.ndarray) -> list[str]:
@@ -103,37 +101,59 @@ def load_pair(folder: str | os.PathLike, split: str = "train", *, index: int | N
     Returns:
         :class:`PairView`.
 
+    Only the shard that holds the pair is opened, verified as :func:`~synprep.shards.reader.open_split`
+    verifies each shard (:func:`~synprep.shards.reader.open_shard`): a damaged other shard does not
+    stop it; the manifest's pair counts and first/last lines choose the shard.
+
     Raises:
         InputError: missing folder, split or vocabulary; an index out of range or a line not stored
-            (with the reason from the manifest when the line was dropped).
+            (with the reason from the manifest when the line was dropped); the shard that holds the
+            pair differs from its manifest entry or breaks an invariant of ``synprep check``.
         ValueError: neither or both of ``index`` and ``line``.
     """
-    from synprep.shards.reader import SplitReader, open_split, splits_in
+    from synprep.shards.reader import open_shard, split_entry, splits_in
     from synprep.text.escape import unescape_tokens
     from synprep.vocab import Vocab
 
     if (index is None) == (line is None):
         raise ValueError("give exactly one of index and line")
     folder = Path(folder)
-    readers = open_split(folder, split)
-    if not readers:
+    entry, files, manifest = split_entry(folder, split)
+    if entry is None or not files:
         have = ", ".join(splits_in(folder)) or "none"
         raise InputError(f"split {split!r} has no shards here (splits: {have})", str(folder))
-    with SplitReader(readers) as data:
-        n = len(data)
-        if line is not None:
-            index = _find_line(folder, split, data.lines, line)
+    # the manifest's counts choose the shard; only that one is opened (and verified) and read
+    starts = np.cumsum([0, *(s.pairs for s in entry.shards)])
+    n = int(starts[-1])
+    if line is not None:
+        s = next((k for k, info in enumerate(entry.shards) if info.pairs and info.first_line <= line <= info.last_line),
+                 None)
+        reader = None if s is None else open_shard(folder, split, s, manifest=manifest)
+        hit = np.flatnonzero(reader.lines == line) if reader is not None else np.zeros(0, np.int64)
+        if not hit.size:
+            if reader is not None:
+                reader.close()
+            stored = [(info.first_line, info.last_line) for info in entry.shards if info.pairs]
+            _find_line(folder, split, (stored[0][0], stored[-1][1]) if stored else None, line)
+        assert s is not None and reader is not None
+        j = int(hit[0])
+        index = int(starts[s]) + j
+    else:
         assert index is not None
         if not -n <= index < n:
             raise InputError(f"pair index {index} out of range: split {split!r} has {n} pairs (0..{n - 1})",
                              str(folder))
         index %= n
-        s, j = data.locate(index)
-        reader = data.readers[s]
+        s = int(np.searchsorted(starts, index, side="right")) - 1
+        j = index - int(starts[s])
+        reader = open_shard(folder, split, s, manifest=manifest)
+    try:
         rec = reader[j]
-        stored = reader.words(j)
+        stored_words = reader.words(j)
         attrs = dict(reader.attrs)
         shard = reader.path.name
+    finally:
+        reader.close()
     vocab_path = folder / str(attrs.get("vocab_path") or VOCAB_NAME)
     if not vocab_path.is_file():
         raise InputError("no vocabulary to decode the ids with", str(vocab_path))
@@ -142,7 +162,7 @@ def load_pair(folder: str | os.PathLike, split: str = "train", *, index: int | N
     if attrs.get("vocab_sha256") and vocab.sha256 != attrs["vocab_sha256"]:
         notes.append(f"warning: {vocab_path.name} is not the vocabulary the shard was written with")
     src, tgt = vocab.decode(rec.src_ids), vocab.decode(rec.tgt_ids)
-    words = stored if stored is not None else unescape_tokens(_join_pieces(src, rec.word_index))
+    words = stored_words if stored_words is not None else unescape_tokens(_join_pieces(src, rec.word_index))
     deprel_labels = list(attrs.get("deprel_labels") or [])
     upos_labels = list(attrs.get("upos_labels") or [])
 
@@ -151,7 +171,7 @@ def load_pair(folder: str | os.PathLike, split: str = "train", *, index: int | N
 
     return PairView(folder=folder, split=split, index=index, shard=shard, position=j, record=rec, attrs=attrs,
                     src=src, tgt=tgt, words=words, deprels=names(rec.deprel, deprel_labels),
-                    upos=names(rec.upos, upos_labels), notes=notes, words_stored=stored is not None)
+                    upos=names(rec.upos, upos_labels), notes=notes, words_stored=stored_words is not None)
 
 
 def pair_json(view: PairView) -> dict[str, Any]:
