@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # the strategies live with the tests that use them
 
+from builders import small_folder  # noqa: E402
 from fuzz_strategies import (  # noqa: E402
     check_conllu_bytes,
     check_damaged_folder,
@@ -49,8 +50,6 @@ from fuzz_strategies import (  # noqa: E402
 )
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-
-from synprep.shards.synthetic import write_folder  # noqa: E402
 
 SHARED = Path(os.environ.get("SYNPREP_SHARED", ROOT.parent / "shared")).resolve()
 READER_TARGETS = ("trees", "mrg", "conllu", "check", "shards")
@@ -67,7 +66,7 @@ def make_targets(scratch: Path, n: int) -> dict:
               + read_blocks(SHARED / "data/ud/en_ewt-ud-dev.conllu", 800)
               + read_blocks(SHARED / "data/ud/de_pud-ud-test.conllu", 400))
     base = scratch / "valid"
-    write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=4)
+    small_folder(base)
 
     @opts
     @given(text=tree_texts)
@@ -254,7 +253,7 @@ def make_bound_targets(scratch: Path, n: int) -> tuple[dict, dict]:
     counts = dict.fromkeys(BOUND_TARGETS, 0)
     opts = settings(max_examples=n, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     base = scratch / "bounds-valid"
-    write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=4)
+    small_folder(base)
     spec = ParserSpec(lang="de", dir=str(SHARED / "data" / "stanza_resources"), package="synprep")
 
     def counted(target: str, check, *args):

@@ -8,6 +8,7 @@
   BPE'd text with CoNLL-U parses, the ``shard`` command's input;
 * :func:`toy_records`, :func:`toy_shards` — Multi30k lines as toy records and shard folders (random
   trees) for the trainer's tests;
+* :func:`small_folder` — the small synthetic folder the hostile-input tests and fuzzers damage;
 * :func:`copy_folder`, :func:`reseal` — a fresh copy of a folder to damage, and its manifest made to
   match the damaged files again (so the content checks are reached);
 * :func:`one_line` — the one error line of a ``synprep`` child process, asserted.
@@ -31,8 +32,8 @@ from synprep.train import toydata
 from synprep.types import PairRecord
 from synprep.vocab import Vocab
 
-__all__ = ["copy_folder", "make_record", "one_line", "random_records", "record", "reseal", "toy_records",
-           "toy_shards", "write_corpora", "write_corpus", "write_folder", "write_folder_records", "write_pair"]
+__all__ = ["copy_folder", "make_record", "one_line", "random_records", "record", "reseal", "small_folder",
+           "toy_records", "toy_shards", "write_corpora", "write_corpus", "write_folder", "write_folder_records", "write_pair"]
 
 
 def record(src_ids: Sequence[int], word_index: Sequence[int], heads: Sequence[int], *,
@@ -123,6 +124,17 @@ def toy_shards(shared_data: Path, folder: Path, sizes: dict[str, int], *, shard_
         splits[name], start = recs[start:start + k], start + k
     toydata.write_toy_shards(folder, splits, vocab, shard_size=shard_size)
     return vocab, recs
+
+
+def small_folder(folder: Path, *, drop_every: int = 4, **kw) -> Path:
+    """The small synthetic folder the hostile-input tests and fuzzers damage (:func:`write_folder`, seed 1):
+    9 train pairs in shards of 4 (``train.00000.h5`` holds pairs 0-3, ``train.00001.h5`` 4-7,
+    ``train.00002.h5`` pair 8) and 3 valid pairs, 6 words and 5 target pieces a pair, every
+    ``drop_every``-th input line dropped (0: none); ``kw`` goes to :func:`write_folder` (``vocab_size``…).
+    Returns ``folder``."""
+    write_folder(folder, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=drop_every,
+                 **kw)
+    return folder
 
 
 def copy_folder(folder: Path, tmp_path: Path) -> Path:

@@ -18,7 +18,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from builders import copy_folder, one_line, reseal, write_folder
+from builders import copy_folder, one_line, reseal, small_folder, write_folder
 from conftest import ROOT
 from fuzz_strategies import damage_attribute_metadata, damage_gzip_chunk, declare_huge, deflate_bomb
 
@@ -33,7 +33,7 @@ PEAK_LIMIT_MB = 600
 @pytest.fixture(scope="module")
 def valid(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("valid") / "out"
-    write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=4)
+    small_folder(base)
     return base
 
 

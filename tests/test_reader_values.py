@@ -15,7 +15,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from builders import copy_folder, one_line, reseal, write_folder
+from builders import copy_folder, one_line, reseal, small_folder
 from conftest import run_cli
 
 from synprep.errors import InputError
@@ -27,7 +27,7 @@ VOCAB = 1000
 @pytest.fixture(scope="module")
 def valid(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("valid") / "out"
-    write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, vocab_size=VOCAB, words=6, tgt_len=5)
+    small_folder(base, drop_every=0, vocab_size=VOCAB)
     return base
 
 

@@ -15,21 +15,18 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from builders import copy_folder, one_line, reseal, write_folder
+from builders import copy_folder, one_line, reseal, small_folder
 from conftest import run_cli
 
 from synprep.errors import InputError
 from synprep.shards import Manifest, SplitReader, check_dir, open_split
 from synprep.show import load_pair
 
-#: 9 train pairs in shards of 4: train.00000.h5 holds pairs 0-3, train.00001.h5 pairs 4-7, train.00002.h5 pair 8
-SHARD_SIZE = 4
-
 
 @pytest.fixture(scope="module")
 def valid(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("valid") / "out"
-    write_folder(base, {"train": 9, "valid": 3}, shard_size=SHARD_SIZE, seed=1, words=6, tgt_len=5, drop_every=4)
+    small_folder(base)
     return base
 
 
