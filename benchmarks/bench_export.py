@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _cli import arg_parser, emit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -88,7 +89,7 @@ def child(source: str, fmt: str, dest: str, split: str) -> None:
     dt, dcpu = time.perf_counter() - t, time.process_time() - cpu
     status = Path("/proc/self/status").read_text()
     [kb] = [line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")]
-    print(json.dumps({"pairs": record.pairs(split), "seconds": dt, "cpu_seconds": dcpu, "peak_rss_mb": int(kb) / 1024}))
+    emit({"pairs": record.pairs(split), "seconds": dt, "cpu_seconds": dcpu, "peak_rss_mb": int(kb) / 1024}, indent=None)
 
 
 def run_child(source: Path, fmt: str, dest: Path, split: str) -> dict:
@@ -124,7 +125,7 @@ def read_speeds(folder: Path, parquet: Path, split: str, cache: Path) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = arg_parser(__doc__)
     ap.add_argument("--shards", default=str(ROOT / "build" / "iwslt14-test-shards"))
     ap.add_argument("--split", default="test")
     ap.add_argument("--repeat", type=int, default=10)
@@ -158,7 +159,7 @@ def main() -> None:
         out["export"] = export
         out["read"] = read_speeds(base, work / "parquet-1x", args.split, work / "hf-cache")
         out["mean_src_pieces"] = float(np.mean(SplitReader(open_split(base, args.split)).src_lengths))
-    print(json.dumps(out, indent=2))
+    emit(out)
 
 
 if __name__ == "__main__":

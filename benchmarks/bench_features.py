@@ -13,13 +13,12 @@ Prints one JSON object. Timings on a shared machine are noisy: run it twice.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from _cli import arg_parser, emit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -63,7 +62,7 @@ def rate(fn, n_items: int, repeat: int) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = arg_parser(__doc__)
     ap.add_argument("--lines", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--stanza-dir", type=Path, default=SHARED / "stanza_resources")
@@ -102,7 +101,7 @@ def main() -> None:
         masks[f"torch_cpu_soft_B64_T{t}_batches_per_s"] = round(
             rate(lambda gb=gb: slr_torch.soft_slr_log_mask(gb), 1, args.repeat), 1)
 
-    print(json.dumps({
+    emit({
         "data": f"IWSLT14 test.en first {n} lines (BPE'd), stanza synprep/en pos+depparse+constituency",
         "mean_words_per_line": round(float(np.mean([len(w) for w in words])), 1),
         "mean_pieces_per_line": round(float(np.mean([len(p) for p in pieces])), 1),
@@ -112,7 +111,7 @@ def main() -> None:
         "feature_time_fraction_of_parse_time": round(parse_rate / const_rate, 4),
         **masks,
         "note": "one core, best of --repeat runs; the machine is shared, timings are noisy",
-    }, indent=2))
+    })
 
 
 if __name__ == "__main__":

@@ -41,6 +41,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _cli import arg_parser, emit
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -128,7 +130,7 @@ def measure_annotate(args, src: Path, tgt: Path, out: Path, jobs: int, cache: Pa
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = arg_parser(__doc__, whole=True)
     ap.add_argument("--lines", type=int, default=1000, help="lines for (a) and (b); the test set has 6750")
     ap.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--rss-lines", type=int, default=1000, help="N for (c): N and 10×N lines (0: skip)")
@@ -142,7 +144,7 @@ def main() -> None:
     ap.add_argument("--child-jobs", type=int, default=1, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child_parse:
-        print(json.dumps(parse_child(args)), flush=True)
+        emit(parse_child(args), indent=None)
         return
 
     summary: dict = {"input": str(PREPARED / "test.{de,en}"), "machine": {
@@ -177,7 +179,7 @@ def main() -> None:
                 summary["non_parse_vs_parse"] = {"jobs": p1["jobs"], "parse_ms_per_line": round(parse_ms, 2),
                                                  "ratio": round(extra_ms / parse_ms, 3)}
     summary["machine"]["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    print(json.dumps(summary, indent=2))
+    emit(summary)
 
 
 if __name__ == "__main__":

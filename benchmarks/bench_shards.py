@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import copy
 import itertools
-import json
 import resource
 import subprocess
 import sys
@@ -31,6 +30,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _cli import arg_parser, emit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -63,7 +63,7 @@ def _rss_child(n: int, shard_size: int) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = arg_parser(__doc__)
     ap.add_argument("--pairs", type=int, default=20_000)
     ap.add_argument("--shard-size", type=int, default=5000)
     ap.add_argument("--rss-pairs", type=int, default=20_000)
@@ -113,7 +113,7 @@ def main() -> None:
                               capture_output=True, text=True, check=True)
         rss[n] = round(float(proc.stdout.strip()), 1)
     out["peak_rss_mb"] = rss
-    print(json.dumps(out, indent=2))
+    emit(out)
 
 
 if __name__ == "__main__":

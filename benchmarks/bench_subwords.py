@@ -15,12 +15,12 @@ Prints one JSON object. Timings on a shared machine are noisy: run it twice.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _cli import arg_parser, emit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -58,7 +58,7 @@ def models(tmp: Path, vocab: int):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = arg_parser(__doc__, whole=True)
     ap.add_argument("--lines", type=int, default=300)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--vocab-size", type=int, default=4000)
@@ -106,7 +106,7 @@ def main() -> None:
     result["parse_ms_per_line"] = round(parse / len(de) * 1e3, 2)
     for s in result["schemes"].values():
         s["align_share_of_parse_percent"] = round(s["align_us_per_line"] / 1e3 / result["parse_ms_per_line"] * 100, 2)
-    print(json.dumps(result, indent=2))
+    emit(result)
 
 
 if __name__ == "__main__":

@@ -13,14 +13,14 @@ Prints one JSON object: sentences/s per task and jobs.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import platform
 import statistics
 import sys
 import time
 from pathlib import Path
+
+from _cli import arg_parser, emit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -38,7 +38,7 @@ def _time(fn) -> tuple[float, int]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = arg_parser(__doc__)
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
@@ -71,7 +71,7 @@ def main() -> None:
                 times.append(dt)
             result[name][f"jobs{jobs}"] = {"first": round(n / times[0]), "best": round(n / min(times)),
                                            "median": round(n / statistics.median(times))}
-    print(json.dumps(result, indent=2))
+    emit(result)
 
 
 if __name__ == "__main__":

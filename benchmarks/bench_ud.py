@@ -12,12 +12,12 @@ sentences of each file (say so when quoting the numbers).
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import sys
 import time
 from pathlib import Path
+
+from _cli import arg_parser, emit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -41,7 +41,7 @@ ROWS = [
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = arg_parser(__doc__)
     ap.add_argument("--only", nargs="+", default=None, help="row names or prefixes (ja_gsd, en_pud/stanza ...)")
     ap.add_argument("--limit", type=int, default=None, help="only the first N sentences of each file")
     ap.add_argument("--jobs", type=int, default=1)
@@ -68,7 +68,7 @@ def main() -> None:
                 "seconds_incl_load": round(time.perf_counter() - t0, 1), "note": note,
             }  # fmt: skip
             results.append(row)
-            print(json.dumps(row, ensure_ascii=False), flush=True)
+            emit(row, indent=None, ensure_ascii=False)
     print()
     print("| treebank | parser | words from | sentences | words | UAS | LAS | UPOS | word F1 | note |")
     print("|---|---|---|---|---|---|---|---|---|---|")

@@ -22,8 +22,6 @@ pair, cached and not), ``show`` (``load_pair``) and ``check`` do.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import resource
 import sys
@@ -32,10 +30,13 @@ import time
 import traceback
 from pathlib import Path
 
+from _cli import arg_parser, emit
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # the strategies live with the tests that use them
 
+from builders import small_folder  # noqa: E402
 from fuzz_strategies import (  # noqa: E402
     check_conllu_bytes,
     check_damaged_folder,
@@ -49,8 +50,6 @@ from fuzz_strategies import (  # noqa: E402
 )
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-
-from synprep.shards.synthetic import write_folder  # noqa: E402
 
 SHARED = Path(os.environ.get("SYNPREP_SHARED", ROOT.parent / "shared")).resolve()
 READER_TARGETS = ("trees", "mrg", "conllu", "check", "shards")
@@ -67,7 +66,7 @@ def make_targets(scratch: Path, n: int) -> dict:
               + read_blocks(SHARED / "data/ud/en_ewt-ud-dev.conllu", 800)
               + read_blocks(SHARED / "data/ud/de_pud-ud-test.conllu", 400))
     base = scratch / "valid"
-    write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=4)
+    small_folder(base)
 
     @opts
     @given(text=tree_texts)
@@ -254,7 +253,7 @@ def make_bound_targets(scratch: Path, n: int) -> tuple[dict, dict]:
     counts = dict.fromkeys(BOUND_TARGETS, 0)
     opts = settings(max_examples=n, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     base = scratch / "bounds-valid"
-    write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=4)
+    small_folder(base)
     spec = ParserSpec(lang="de", dir=str(SHARED / "data" / "stanza_resources"), package="synprep")
 
     def counted(target: str, check, *args):
@@ -276,7 +275,7 @@ def make_bound_targets(scratch: Path, n: int) -> tuple[dict, dict]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = arg_parser(__doc__, whole=True)
     ap.add_argument("--seconds", type=float, default=600.0, help="time budget of the whole campaign")
     ap.add_argument("--round", type=int, default=500, help="hypothesis examples per target per round")
     ap.add_argument("--targets", default=",".join(TARGETS), help="comma-separated subset of " + ",".join(TARGETS))
@@ -315,10 +314,10 @@ def main() -> int:
                     break
             rounds += 1
     counts = {k: v for tally in tallies for k, v in tally.items()}
-    print(json.dumps({"inputs": counts, "total_inputs": sum(counts.values()), "rounds": rounds,
+    emit({"inputs": counts, "total_inputs": sum(counts.values()), "rounds": rounds,
                       "seconds": round(time.perf_counter() - t0, 1), "kinds": counts_by_kind,
                       "peak_rss_mb": peak_rss_mb(), "peak_rss_mb_after_first_round": peaks,
-                      "failures": failures}, indent=2))
+                      "failures": failures})
     return 1 if failures else 0
 
 

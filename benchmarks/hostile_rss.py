@@ -25,7 +25,6 @@ stored, so nothing else gives the edit away); ``load_model`` runs on each in its
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -34,13 +33,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _cli import arg_parser, emit
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from builders import small_folder  # noqa: E402
 from fuzz_strategies import declare_huge, deflate_bomb, reseal  # noqa: E402
-
-from synprep.shards.synthetic import write_folder  # noqa: E402
 
 MEASURE = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
            "print(json.dumps([p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, "
@@ -100,7 +100,7 @@ def _damaged(tmp: str, cases: list[tuple[str, int]], damage) -> dict:
     out = {}
     for label, n in cases:
         base = Path(tmp) / f"case{n}"
-        write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=4)
+        small_folder(base)
         damage(base / "train.00000.h5", n)
         reseal(base)
         out.update(_readers_on(base, Path(tmp) / f"run{n}", label))
@@ -155,7 +155,7 @@ def bounds(tmp: str) -> dict:
     out["annotate --parser conllu, a 100k-word imported sentence"] = {"exit": status, "peak_rss_mb": peak,
                                                                       "message": line}
     base = t / "damaged"
-    write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5)
+    small_folder(base, drop_every=0)
     with h5py.File(base / "train.00001.h5", "r+") as f:
         h = f["heads"][()]
         h[int(f["offsets/word"][1]) + 1] = np.iinfo(h.dtype).max
@@ -172,7 +172,7 @@ def bounds(tmp: str) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = arg_parser(__doc__, whole=True)
     ap.add_argument("--cases", default="shards,bomb,checkpoint,bounds",
                     help="comma-separated subset of shards,bomb,checkpoint,bounds")
     cases = ap.parse_args().cases.split(",")
@@ -186,7 +186,7 @@ def main() -> int:
             out.update(bombs(tmp))
         if "bounds" in cases:
             out.update(bounds(tmp))
-    print(json.dumps(out, indent=2))
+    emit(out)
     return 0
 
 

@@ -11,13 +11,13 @@ saw German PUD in training: its PUD score is printed but flagged ``"meaningless"
 
 from __future__ import annotations
 
-import argparse
 import io
-import json
 import logging
 import sys
 import time
 from pathlib import Path
+
+from _cli import arg_parser, emit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -28,7 +28,7 @@ from synprep.parse.stanza_parser import ldd_argmax, short_identity, stanza_ident
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = arg_parser(__doc__)
     ap.add_argument("--langs", nargs="+", default=["en", "de"])
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--shared", default=str(ROOT.parent / "shared" / "data"))
@@ -79,7 +79,7 @@ def main() -> None:
         }
         if lang == "de":
             result["note"] = "the synprep de model was trained on German PUD: this is not a held-out score"
-        print(json.dumps(result), flush=True)
+        emit(result, indent=None)
 
 
 if __name__ == "__main__":

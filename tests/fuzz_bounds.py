@@ -20,7 +20,7 @@ from pathlib import Path
 
 import h5py
 import numpy as np
-from fuzz_strategies import reseal
+from builders import reseal
 from hypothesis import strategies as st
 
 from synprep.constants import MAX_WORD_CHARS

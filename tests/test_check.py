@@ -7,14 +7,13 @@ import json
 import h5py
 import numpy as np
 import pytest
+from builders import reseal
 from conftest import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from synprep.shards import Manifest
 from synprep.shards.check import CheckError, check_dir
 from synprep.shards.synthetic import make_record, random_records, write_folder_records
-from synprep.signature import file_sha256
 
 SHARD = 6  # pairs per shard; the broken pair is pair 2 of train.00001.h5 (line 9 of 14)
 
@@ -199,17 +198,6 @@ def test_the_first_violating_pair_is_reported(tmp_path):
 
 
 # --- corruption of the files themselves (the manifest is re-sealed so the content check is reached) ---
-def reseal(folder) -> None:
-    """Make the manifest's sizes and checksums match the files again (after an edit)."""
-    m = Manifest.load(folder)
-    for entry in m.splits.values():
-        for i, s in enumerate(entry.shards):
-            p = folder / s.file
-            if p.exists():
-                entry.shards[i] = type(s)(s.file, s.pairs, s.first_line, s.last_line, file_sha256(p), p.stat().st_size)
-    m.save(folder)
-
-
 def _edit(fn):
     def run(folder):
         with h5py.File(folder / "train.00001.h5", "r+") as f:

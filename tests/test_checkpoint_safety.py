@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 import pickle
 
-import numpy as np
 import pytest
 import torch
+from builders import one_line, toy_shards
 
 from synprep.errors import InputError
 from synprep.train.checkpoint import (
@@ -26,7 +26,6 @@ from synprep.train.config import load_preset, with_overrides
 from synprep.train.data import RecordDataset
 from synprep.train.decode import load_model
 from synprep.train.loop import Trainer
-from synprep.train.toydata import build_vocab, make_record, read_pairs, write_toy_shards
 from tests.conftest import run_cli
 
 
@@ -34,11 +33,7 @@ from tests.conftest import run_cli
 def run(shared_data, tmp_path_factory):
     """A tiny model trained 3 epochs with the last 2 epoch checkpoints kept, and its shards."""
     root = tmp_path_factory.mktemp("ckpt")
-    pairs = read_pairs(shared_data / "multi30k/train.de.gz", shared_data / "multi30k/train.en.gz", 20, "de", "en")
-    vocab = build_vocab([p for pair in pairs for p in pair], split_len=6)
-    rng = np.random.default_rng(0)
-    recs = [make_record(i + 1, [s], t, vocab.symbols, rng, split_len=6) for i, (s, t) in enumerate(pairs)]
-    write_toy_shards(root / "shards", {"train": recs[:16], "test": recs[16:]}, vocab)
+    vocab, recs = toy_shards(shared_data, root / "shards", {"train": 16, "test": 4})
     cfg = with_overrides(load_preset("tiny"), {"max_tokens": 512, "max_epochs": 3, "keep_last_epochs": 2,
                                                "threads": 1})
     Trainer(cfg, RecordDataset(recs[:16]), RecordDataset(recs[16:]), vocab.symbols, root / "run",
@@ -56,13 +51,6 @@ class Payload:
         return (os.system, (f"touch {self.marker}",))
 
 
-def _one_line_exit_2(proc):
-    assert proc.returncode == 2, proc.stderr
-    errors = [x for x in proc.stderr.splitlines() if not x.startswith("synprep: CUDA not available")]
-    assert "Traceback" not in proc.stderr and len(errors) == 1 and errors[0].startswith("synprep: error: "), proc.stderr
-    return errors[0]
-
-
 def test_a_pickle_payload_is_refused_and_never_runs(run, tmp_path):
     marker = tmp_path / "pwned"
     ck = load_checkpoint(run / "run" / BEST)
@@ -72,13 +60,13 @@ def test_a_pickle_payload_is_refused_and_never_runs(run, tmp_path):
         torch.save(ck, f)
     with pytest.raises(InputError, match="refused to load"):
         load_checkpoint(bad)
-    err = _one_line_exit_2(run_cli("translate", "--checkpoint", str(bad), "--shards", str(run / "shards"),
-                                   "--split", "test", "-o", str(tmp_path / "hyp"), check=False))
+    err = one_line(run_cli("translate", "--checkpoint", str(bad), "--shards", str(run / "shards"),
+                           "--split", "test", "-o", str(tmp_path / "hyp"), check=False), 2, alone=True)
     assert "refused to load" in err and str(bad) in err
     (tmp_path / "r").mkdir()
     os.replace(bad, tmp_path / "r" / LAST)
-    _one_line_exit_2(run_cli("train", "--shards", str(run / "shards"), "--out", str(tmp_path / "r"), "--resume",
-                             "--train-split", "test", "--valid-split", "test", check=False))
+    one_line(run_cli("train", "--shards", str(run / "shards"), "--out", str(tmp_path / "r"), "--resume",
+                     "--train-split", "test", "--valid-split", "test", check=False), 2, alone=True)
     assert not marker.exists()
     with open(tmp_path / "plain.pt", "wb") as f:  # a raw pickle (not a torch zip file) too
         pickle.dump(Payload(marker), f)
@@ -109,8 +97,8 @@ def test_damaged_checkpoints_are_one_line_errors(run, tmp_path, damage, message)
     save_checkpoint(path, ck)
     with pytest.raises(InputError, match=message.replace("(", r"\(")):
         validate_checkpoint(load_checkpoint(path), path)
-    err = _one_line_exit_2(run_cli("translate", "--checkpoint", str(path), "--shards", str(run / "shards"),
-                                   "--split", "test", "-o", str(tmp_path / "hyp"), check=False))
+    err = one_line(run_cli("translate", "--checkpoint", str(path), "--shards", str(run / "shards"),
+                           "--split", "test", "-o", str(tmp_path / "hyp"), check=False), 2, alone=True)
     assert message in err and str(path) in err
 
 
@@ -126,13 +114,9 @@ def test_resume_state_damage_is_a_one_line_error(run, tmp_path):
 
 
 def test_translate_refuses_shards_with_another_vocabulary(run, tmp_path, shared_data):
-    pairs = read_pairs(shared_data / "multi30k/val.de.gz", shared_data / "multi30k/val.en.gz", 5, "de", "en")
-    vocab = build_vocab([p for pair in pairs for p in pair], split_len=6)
-    rng = np.random.default_rng(0)
-    recs = [make_record(i + 1, [s], t, vocab.symbols, rng, split_len=6) for i, (s, t) in enumerate(pairs)]
-    write_toy_shards(tmp_path / "other", {"test": recs}, vocab)
-    err = _one_line_exit_2(run_cli("translate", "--checkpoint", str(run / "run" / BEST), "--shards",
-                                   str(tmp_path / "other"), "--split", "test", "-o", str(tmp_path / "h"), check=False))
+    toy_shards(shared_data, tmp_path / "other", {"test": 5}, files=("multi30k/val.de.gz", "multi30k/val.en.gz"))
+    err = one_line(run_cli("translate", "--checkpoint", str(run / "run" / BEST), "--shards",
+                           str(tmp_path / "other"), "--split", "test", "-o", str(tmp_path / "h"), check=False), 2, alone=True)
     assert "vocabulary" in err
 
 
@@ -158,6 +142,6 @@ def test_average_is_the_mean_of_the_last_epochs(run, tmp_path):
     ref = run_cli("translate", "--checkpoint", str(tmp_path / "avg.pt"), "--shards", str(run / "shards"), "--split",
                   "test", "--beam", "1")
     assert out.stdout == ref.stdout and len(out.stdout.splitlines()) == 4  # (a 3-epoch model may say nothing)
-    err = _one_line_exit_2(run_cli("translate", "--checkpoint", str(run / "run" / BEST), "--shards",
-                                   str(run / "shards"), "--split", "test", "--average-last", "3", check=False))
+    err = one_line(run_cli("translate", "--checkpoint", str(run / "run" / BEST), "--shards",
+                           str(run / "shards"), "--split", "test", "--average-last", "3", check=False), 2, alone=True)
     assert "only 2 epoch checkpoint" in err

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from builders import small_folder
 from conftest import run_cli
 from fuzz_strategies import (
     check_conllu_bytes,
@@ -28,7 +29,6 @@ from hypothesis import strategies as st
 
 from synprep.errors import InputError
 from synprep.parse.conllu_io import read_conllu
-from synprep.shards.synthetic import write_folder
 
 FUZZ = settings(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
@@ -90,7 +90,7 @@ def test_conllu_cycle_is_named(ud_blocks, tmp_path):
 @pytest.fixture(scope="module")
 def valid_folder(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("valid") / "out"
-    write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=4)
+    small_folder(base)
     assert run_cli("check", str(base)).returncode == 0
     return base
 

@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import pytest
+from builders import small_folder
 from fuzz_bounds import check_imported_lines, check_parsed_long_tokens, check_value_damage
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from synprep.shards.synthetic import write_folder
 
 
 def opts(n: int) -> settings:
@@ -18,7 +17,7 @@ def opts(n: int) -> settings:
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
     d = tmp_path_factory.mktemp("base") / "out"
-    write_folder(d, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=4)
+    small_folder(d)
     return d
 
 

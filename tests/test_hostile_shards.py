@@ -18,12 +18,12 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+from builders import copy_folder, one_line, reseal, small_folder, write_folder
 from conftest import ROOT
-from fuzz_strategies import damage_attribute_metadata, damage_gzip_chunk, declare_huge, deflate_bomb, reseal
+from fuzz_strategies import damage_attribute_metadata, damage_gzip_chunk, declare_huge, deflate_bomb
 
 from synprep.errors import InputError
 from synprep.shards import SplitReader, check_dir, open_split
-from synprep.shards.synthetic import write_folder
 
 #: a synprep command on a hostile shard may use at most this much memory (the interpreter, h5py,
 #: numpy and the readers take ~150 MB; the hostile shard used to take 10 GB)
@@ -33,15 +33,13 @@ PEAK_LIMIT_MB = 600
 @pytest.fixture(scope="module")
 def valid(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("valid") / "out"
-    write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5, drop_every=4)
+    small_folder(base)
     return base
 
 
 @pytest.fixture
 def folder(valid, tmp_path) -> Path:
-    out = tmp_path / "out"
-    shutil.copytree(valid, out)
-    return out
+    return copy_folder(valid, tmp_path)
 
 
 def run_measured(*args: str) -> tuple[subprocess.CompletedProcess, float]:
@@ -63,15 +61,6 @@ def run_measured(*args: str) -> tuple[subprocess.CompletedProcess, float]:
     return proc, int(kb) / 1024
 
 
-def one_line(proc: subprocess.CompletedProcess, status: int, *parts: str) -> None:
-    assert proc.returncode == status, proc.stderr
-    assert "Traceback" not in proc.stderr, proc.stderr
-    errors = [x for x in proc.stderr.splitlines() if x.startswith(("synprep: error:", "synprep check: FAILED"))]
-    assert len(errors) == 1, proc.stderr
-    for p in parts:
-        assert p in errors[0], errors[0]
-
-
 def test_a_shard_that_differs_from_the_manifest_is_refused_by_train_and_show(folder):
     """One /offsets/tgt entry shifted: the pair's target would gain the next pair's first word."""
     shard = folder / "train.00001.h5"
@@ -82,7 +71,7 @@ def test_a_shard_that_differs_from_the_manifest_is_refused_by_train_and_show(fol
     with pytest.raises(InputError, match="sha256 .* does not match manifest.json's") as e:
         ShardDataset(folder, "train")
     assert e.value.path == str(shard)
-    proc, _ = run_measured("show", str(folder), "--split", "train", "--index", "0")
+    proc, _ = run_measured("show", str(folder), "--split", "train", "--index", "5")  # the damaged pair's shard
     one_line(proc, 2, "train.00001.h5", "does not match manifest.json")
 
 

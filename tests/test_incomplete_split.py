@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
+from builders import one_line, write_corpus
 from conftest import run_cli
-from test_hostile_shards import one_line
-from test_lock import shard_args, start, write_corpus
+from test_lock import shard_args, start
 
 from synprep.shards import check_dir
 

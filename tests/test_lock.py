@@ -11,35 +11,18 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import random
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from builders import write_corpora
 from conftest import ROOT, run_cli
 
 from synprep.errors import ConfigError
 from synprep.lock import check_split_name, sweep_stale_temps, temp_prefix
 from synprep.shards import Manifest, check_dir
-
-
-def write_corpus(folder: Path, name: str, n: int, seed: int) -> tuple[Path, Path, Path]:
-    """BPE'd source/target lines and their CoNLL-U parses (every word hangs from the first)."""
-    rng = random.Random(seed)
-    src, tgt, conllu = [], [], []
-    for _ in range(n):
-        words = [f"w{rng.randint(0, 30)}" for _ in range(rng.randint(2, 6))]
-        src.append(" ".join(w[:2] + "@@ " + w[2:] if len(w) > 2 else w for w in words))
-        tgt.append(" ".join(f"t{rng.randint(0, 30)}" for _ in range(rng.randint(1, 6))))
-        conllu.append("".join(f"{j + 1}\t{w}\t_\tX\t_\t_\t{0 if j == 0 else 1}\t{'dep' if j else 'root'}\t_\t_\n"
-                              for j, w in enumerate(words)))
-    paths = folder / f"{name}.src", folder / f"{name}.tgt", folder / f"{name}.conllu"
-    paths[0].write_text("\n".join(src) + "\n")
-    paths[1].write_text("\n".join(tgt) + "\n")
-    paths[2].write_text("\n".join(conllu) + "\n")
-    return paths
 
 
 def shard_args(corpus: Path, split: str, out: Path) -> list[str]:
@@ -61,11 +44,7 @@ def files(folder: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("corpus")
-    write_corpus(d, "train", 12, 1)
-    write_corpus(d, "valid", 80, 2)
-    write_corpus(d, "test", 80, 3)
-    return d
+    return write_corpora(tmp_path_factory.mktemp("corpus"), {"train": 12, "valid": 80, "test": 80})
 
 
 def test_two_splits_written_concurrently_equal_sequential_runs(corpus, tmp_path):

@@ -10,19 +10,16 @@ status 2 — never a traceback, never accepted data.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
+from builders import copy_folder, one_line, reseal, small_folder
 from conftest import run_cli
-from fuzz_strategies import reseal
-from test_hostile_shards import one_line
 
 from synprep.errors import InputError
 from synprep.shards import check_dir, open_split
-from synprep.shards.synthetic import write_folder
 
 VOCAB = 1000
 
@@ -30,15 +27,13 @@ VOCAB = 1000
 @pytest.fixture(scope="module")
 def valid(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("valid") / "out"
-    write_folder(base, {"train": 9, "valid": 3}, shard_size=4, seed=1, vocab_size=VOCAB, words=6, tgt_len=5)
+    small_folder(base, drop_every=0, vocab_size=VOCAB)
     return base
 
 
 @pytest.fixture
 def folder(valid, tmp_path) -> Path:
-    out = tmp_path / "out"
-    shutil.copytree(valid, out)
-    return out
+    return copy_folder(valid, tmp_path)
 
 
 def _set(f: h5py.File, name: str, k: int, value: int) -> None:

@@ -12,17 +12,16 @@ import os
 from pathlib import Path
 
 import pytest
+from builders import small_folder, write_corpus
 from conftest import run_cli
-from test_lock import write_corpus
 
-from synprep.shards.synthetic import write_folder
 from synprep.types import DEPRELS, UPOS_TAGS
 
 
 def test_a_second_hf_export_keeps_the_label_lists(tmp_path):
     pytest.importorskip("pyarrow")
     src, dest = tmp_path / "shards", tmp_path / "hf"
-    write_folder(src, {"train": 9, "valid": 3}, shard_size=4, seed=1, words=6, tgt_len=5)
+    small_folder(src, drop_every=0)
     run_cli("export", str(src), "--format", "hf", "--to", str(dest))
     card = (dest / "README.md").read_text()
     assert f"UD relation ({len(DEPRELS)} names)" in card and f"universal POS ({len(UPOS_TAGS)} names)" in card

@@ -19,25 +19,16 @@ import shlex
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import torch
+from builders import one_line, toy_shards
 
 from synprep.train.checkpoint import LAST, load_checkpoint, save_checkpoint
 from synprep.train.config import MAX_WORKERS
 from synprep.train.rundir import bounded_workers
-from synprep.train.toydata import build_vocab, make_record, read_pairs, write_toy_shards
 from tests.conftest import ROOT, run_cli
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
-
-
-def _one_line(proc, status):
-    assert proc.returncode == status, proc.stderr
-    assert "Traceback" not in proc.stderr, proc.stderr
-    errors = [x for x in proc.stderr.splitlines() if x.startswith("synprep: error")]
-    assert len(errors) == 1, proc.stderr
-    return errors[0]
 
 
 def _limited(args, max_bytes):
@@ -52,11 +43,7 @@ def _limited(args, max_bytes):
 @pytest.fixture(scope="module")
 def shards(shared_data, tmp_path_factory):
     root = tmp_path_factory.mktemp("errors") / "shards"
-    pairs = read_pairs(shared_data / "multi30k/train.de.gz", shared_data / "multi30k/train.en.gz", 40, "de", "en")
-    vocab = build_vocab([p for pair in pairs for p in pair], split_len=6)
-    rng = np.random.default_rng(0)
-    recs = [make_record(i + 1, [s], t, vocab.symbols, rng, split_len=6) for i, (s, t) in enumerate(pairs)]
-    write_toy_shards(root, {"train": recs[:32], "valid": recs[32:]}, vocab)
+    toy_shards(shared_data, root, {"train": 32, "valid": 8})
     return root
 
 
@@ -66,7 +53,7 @@ TRAIN = ("--preset", "tiny", "--set", "threads=1", "--set", "max_tokens=256", "-
 def test_a_full_disk_during_a_checkpoint_save_is_one_line(shards, tmp_path):
     out = tmp_path / "run"
     proc = _limited(["train", "--shards", str(shards), "--out", str(out), *TRAIN, "--max-steps", "3"], 1 << 20)
-    msg = _one_line(proc, 1)  # 1: the machine, not the input (synprep.errors.EnvironmentProblem's status)
+    msg = one_line(proc, 1)  # 1: the machine, not the input (synprep.errors.EnvironmentProblem's status)
     assert msg.startswith(f"synprep: error: {out}/checkpoint_") and "File too large" in msg, msg
     assert not list(out.glob("*.tmp")) and not list(out.glob(".*.tmp"))  # nothing half-written stays
     assert not list(out.glob("checkpoint*.pt"))
@@ -75,7 +62,7 @@ def test_a_full_disk_during_a_checkpoint_save_is_one_line(shards, tmp_path):
 def test_a_full_disk_during_an_export_names_the_files(shards, tmp_path):
     dest = tmp_path / "export"
     proc = _limited(["export", str(shards), "--format", "factors", "--to", str(dest)], 2000)
-    msg = _one_line(proc, 1)
+    msg = one_line(proc, 1)
     assert f"{dest}/train.de" in msg and "File too large" in msg, msg
     assert not (dest / "train.de").exists()
 
@@ -84,19 +71,19 @@ def test_a_full_disk_during_an_export_names_the_files(shards, tmp_path):
 def test_deeply_nested_trees_are_one_line_errors(tmp_path, depth):
     trees = tmp_path / "deep.txt"
     trees.write_text("(ROOT (S (NN a)))\n(ROOT " + "(X " * depth + "(NN w)" + ")" * depth + ")\n", encoding="utf-8")
-    msg = _one_line(run_cli("distance", "--trees", str(trees), "-o", str(tmp_path / "d.txt"), check=False), 2)
+    msg = one_line(run_cli("distance", "--trees", str(trees), "-o", str(tmp_path / "d.txt"), check=False), 2)
     assert msg.startswith(f"synprep: error: {trees}:2: bad bracketed tree: the tree nests more than 500 brackets")
 
 
 @pytest.mark.parametrize("betas", ["[0.9,1.0]", "[-0.1,0.98]", "[0.9,1.5]"])
 def test_adam_betas_outside_0_1_are_refused(betas):
-    msg = _one_line(run_cli("train", "--preset", "tiny", "--set", f"adam_betas={betas}", "--print-config",
+    msg = one_line(run_cli("train", "--preset", "tiny", "--set", f"adam_betas={betas}", "--print-config",
                             check=False), 2)
     assert "adam_betas must be two numbers in [0, 1)" in msg, msg
 
 
 def test_num_workers_is_bounded():
-    msg = _one_line(run_cli("train", "--preset", "tiny", "--num-workers", "1000", "--print-config", check=False), 2)
+    msg = one_line(run_cli("train", "--preset", "tiny", "--num-workers", "1000", "--print-config", check=False), 2)
     assert "num_workers" in msg and str(MAX_WORKERS) in msg, msg
     cpus = len(os.sched_getaffinity(0))
     assert bounded_workers(MAX_WORKERS) == min(MAX_WORKERS, cpus)
@@ -127,7 +114,7 @@ def test_process_substitution_is_read_or_refused(tmp_path, shared_data, stanza_d
     for cmd in (f"pipeline --src <(cat {head}) --tgt {head}", f"annotate --src {head} --tgt <(cat {head})"):
         out = tmp_path / "out"
         proc = _bash(f"{py} -m synprep {cmd} -s de -t en --out {out} --stanza-dir {stanza_dir} --stanza-package synprep")
-        msg = _one_line(proc, 2)
+        msg = one_line(proc, 2)
         assert msg.startswith("synprep: error: /dev/fd/") and "is a pipe" in msg and "write it to a file first" in msg
         assert not out.exists()
 
@@ -144,7 +131,7 @@ def test_a_checkpoint_with_nan_weights_is_refused(shards, tmp_path):
     hyp = tmp_path / "hyp.txt"
     proc = run_cli("translate", "--checkpoint", str(bad), "--shards", str(shards), "--split", "valid", "--device",
                    "cpu", "-o", str(hyp), check=False)
-    msg = _one_line(proc, 2)
+    msg = one_line(proc, 2)
     assert msg == (f"synprep: error: {bad}: the model's weights are not finite (NaN or inf in {name}): the training "
                    "diverged; use an earlier checkpoint (checkpoint_best.pt, an epoch copy)")
     assert not hyp.exists()

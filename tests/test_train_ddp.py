@@ -10,11 +10,11 @@ import sys
 
 import numpy as np
 import torch
+from builders import toy_shards
 
 from synprep.train.checkpoint import LAST, load_checkpoint
 from synprep.train.config import config_from_dict
 from synprep.train.model import Seq2Seq
-from synprep.train.toydata import build_vocab, make_record, read_pairs, write_toy_shards
 from tests.conftest import ROOT, run_cli
 
 # no randomness inside a step (dropout, syntax dropout), gates learning from step 1
@@ -23,11 +23,7 @@ DETERMINISTIC = ["--max-steps", "2", "--set", "dropout=0", "--set", "syntax_drop
 
 
 def test_torchrun_two_cpu_processes_equal_gradient_accumulation(shared_data, tmp_path):
-    pairs = read_pairs(shared_data / "multi30k/train.de.gz", shared_data / "multi30k/train.en.gz", 70, "de", "en")
-    vocab = build_vocab([w for pair in pairs for w in pair])
-    rng = np.random.default_rng(0)
-    recs = [make_record(i + 1, [s], t, vocab.symbols, rng) for i, (s, t) in enumerate(pairs)]
-    write_toy_shards(tmp_path / "shards", {"train": recs[:60], "valid": recs[60:]}, vocab)
+    toy_shards(shared_data, tmp_path / "shards", {"train": 60, "valid": 10}, split_len=7)
     common = ["--shards", str(tmp_path / "shards"), "--preset", "tiny", "--set", "max_tokens=256", *DETERMINISTIC]
 
     ddp = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 import torch
+from builders import toy_records
 
 from synprep.train import checkpoint as ckpt
 from synprep.train.checkpoint import BEST, LAST, load_checkpoint
 from synprep.train.config import load_preset, with_overrides
 from synprep.train.data import RecordDataset
 from synprep.train.loop import Trainer
-from synprep.train.toydata import build_vocab, make_record, read_pairs, write_toy_shards
+from synprep.train.toydata import write_toy_shards
 from tests.conftest import run_cli
 
 
@@ -28,10 +28,7 @@ class Killed(BaseException):
 
 @pytest.fixture(scope="module")
 def data(shared_data):
-    pairs = read_pairs(shared_data / "multi30k/train.de.gz", shared_data / "multi30k/train.en.gz", 30, "de", "en")
-    vocab = build_vocab([p for pair in pairs for p in pair], split_len=6)
-    rng = np.random.default_rng(0)
-    recs = [make_record(i + 1, [s], t, vocab.symbols, rng, split_len=6) for i, (s, t) in enumerate(pairs)]
+    vocab, recs = toy_records(shared_data, 30)
     return recs, vocab
 
 

@@ -7,22 +7,19 @@ import json
 import numpy as np
 import pytest
 import torch
+from builders import toy_records
 
 from synprep.errors import ConfigError
 from synprep.train.checkpoint import LAST, load_checkpoint
 from synprep.train.config import load_preset, with_overrides
 from synprep.train.data import RecordDataset
 from synprep.train.loop import Trainer
-from synprep.train.toydata import build_vocab, make_record, read_pairs
 
 
 @pytest.fixture(scope="module")
 def data(shared_data):
-    pairs = read_pairs(shared_data / "multi30k/train.de.gz", shared_data / "multi30k/train.en.gz", 48, "de", "en")
-    symbols = build_vocab([p for pair in pairs for p in pair], split_len=6).symbols
-    rng = np.random.default_rng(0)
-    recs = [make_record(i + 1, [s], t, symbols, rng, split_len=6) for i, (s, t) in enumerate(pairs)]
-    return RecordDataset(recs[:40]), RecordDataset(recs[40:]), symbols
+    vocab, recs = toy_records(shared_data, 48)
+    return RecordDataset(recs[:40]), RecordDataset(recs[40:]), vocab.symbols
 
 
 def _losses(out):

@@ -7,21 +7,17 @@ import json
 
 import numpy as np
 import pytest
+from builders import toy_shards
 
-from synprep.train.toydata import build_vocab, make_record, read_pairs, write_toy_shards
 from tests.conftest import run_cli
 
 
 @pytest.fixture(scope="module")
 def run(shared_data, tmp_path_factory):
     root = tmp_path_factory.mktemp("overfit")
-    pairs = read_pairs(shared_data / "multi30k/train.de.gz", shared_data / "multi30k/train.en.gz", 220, "de", "en")
-    vocab = build_vocab([w for pair in pairs for w in pair], split_len=7)
-    rng = np.random.default_rng(0)
     # a few lines hold two source sentences (gap 999 between them, heads offset)
-    recs = [make_record(i + 1, [s[: len(s) // 2], s[len(s) // 2:]] if i % 10 == 0 else [s], t, vocab.symbols, rng)
-            for i, (s, t) in enumerate(pairs)]
-    write_toy_shards(root / "shards", {"train": recs[:200], "valid": recs[200:]}, vocab, shard_size=120)
+    toy_shards(shared_data, root / "shards", {"train": 200, "valid": 20}, shard_size=120, split_len=7,
+               two_sentences_every=10)
     out = root / "run"
     proc = run_cli("train", "--shards", str(root / "shards"), "--preset", "tiny", "--out", str(out), "--no-progress")
     return root, out, proc

@@ -18,13 +18,12 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 import pytest
 import torch
+from builders import one_line, toy_shards
 
 from synprep.train.checkpoint import BEST, KILL_ENV, KILL_SIGNAL_ENV, LAST, load_checkpoint
 from synprep.train.rundir import RUN_LOCK
-from synprep.train.toydata import build_vocab, make_record, read_pairs, write_toy_shards
 from tests.conftest import ROOT, run_cli
 
 
@@ -32,11 +31,7 @@ from tests.conftest import ROOT, run_cli
 def shards(shared_data, tmp_path_factory):
     """32 train and 8 valid pairs of Multi30k as toy shards (3 batches of ≤ 256 tokens per epoch)."""
     root = tmp_path_factory.mktemp("rundir") / "shards"
-    pairs = read_pairs(shared_data / "multi30k/train.de.gz", shared_data / "multi30k/train.en.gz", 40, "de", "en")
-    vocab = build_vocab([p for pair in pairs for p in pair], split_len=6)
-    rng = np.random.default_rng(0)
-    recs = [make_record(i + 1, [s], t, vocab.symbols, rng, split_len=6) for i, (s, t) in enumerate(pairs)]
-    write_toy_shards(root, {"train": recs[:32], "valid": recs[32:]}, vocab)
+    toy_shards(shared_data, root, {"train": 32, "valid": 8})
     return root
 
 
@@ -46,14 +41,6 @@ def _train(shards, out, *extra, env=None, check=True):
 
 
 NEW = ("--preset", "tiny", "--set", "threads=1", "--set", "max_tokens=256")
-
-
-def _one_line(proc, status):
-    assert proc.returncode == status, proc.stderr
-    assert "Traceback" not in proc.stderr, proc.stderr
-    errors = [x for x in proc.stderr.splitlines() if x.startswith("synprep: error")]
-    assert len(errors) == 1, proc.stderr
-    return errors[0]
 
 
 # --- item 5 ---------------------------------------------------------------------------------
@@ -71,7 +58,7 @@ def test_a_second_run_into_a_running_runs_folder_is_refused(shards, tmp_path):
         while not (out / "metrics.jsonl").is_file() and time.monotonic() < deadline:  # it is training
             time.sleep(0.1)
         for args in (NEW + ("--max-steps", "5"), ("--resume",)):
-            msg = _one_line(_train(shards, out, *args, check=False), 2)
+            msg = one_line(_train(shards, out, *args, check=False), 2)
             assert f"the run folder {out} is in use by another training run, pid {first.pid} on " in msg, msg
             assert "train --shards" in msg  # the holder's command
         assert first.poll() is None  # the first run goes on, alone
@@ -87,7 +74,7 @@ def test_a_second_run_into_a_running_runs_folder_is_refused(shards, tmp_path):
 def test_a_refused_start_leaves_no_folder(tmp_path):
     out = tmp_path / "run"
     proc = _train(tmp_path / "no-shards", out, *NEW, "--max-steps", "2", check=False)
-    _one_line(proc, 2)
+    one_line(proc, 2)
     assert not out.exists()
 
 
@@ -153,5 +140,5 @@ def test_a_damaged_carried_interval_is_a_one_line_error(shards, tmp_path, interv
     ck = load_checkpoint(out / LAST)
     ck["state"]["interval"] = interval
     save_checkpoint(out / LAST, {k: v for k, v in ck.items() if k not in ("format", "version")})
-    msg = _one_line(_train(shards, out, "--resume", "--max-steps", "2", check=False), 2)
+    msg = one_line(_train(shards, out, "--resume", "--max-steps", "2", check=False), 2)
     assert msg.startswith(f"synprep: error: {out / LAST}: damaged resume state: state.interval"), msg

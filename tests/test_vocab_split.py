@@ -16,8 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
+from builders import write_corpora
 from conftest import ROOT, run_cli
-from test_lock import files, hold, write_corpus
+from test_lock import files, hold
 
 from synprep.shards import check_dir
 
@@ -27,10 +28,7 @@ LONG_LINES = 3000
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("corpus")
-    write_corpus(d, "train", 2000, 1)
-    write_corpus(d, "valid", 30, 2)
-    write_corpus(d, "test", 30, 3)
+    d = write_corpora(tmp_path_factory.mktemp("corpus"), {"train": 2000, "valid": 30, "test": 30})
     for split in ("train", "valid", "test"):  # raw target text: the pipeline tokenizes it
         (d / f"{split}.raw").write_text((d / f"{split}.tgt").read_text())
         (d / f"{split}.pconllu").write_text((d / f"{split}.conllu").read_text())

@@ -1,0 +1,296 @@
+"""The verified opening of a split (:func:`open_split`): every shard against ``manifest.json`` (list, size,
+sha256, values), the split complete; and its ``dict.txt`` (:func:`load_vocab`). Part of
+:mod:`synprep.shards.reader`."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from synprep.constants import VOCAB_NAME
+from synprep.errors import InputError
+from synprep.shards.schema import inside_name, parse_shard_name
+from synprep.shards.shard_reader import ShardReader, split_files
+
+if TYPE_CHECKING:
+    from synprep.shards.manifest import Manifest, SplitEntry
+    from synprep.vocab import Vocab
+
+#: shards whose sha256 this process already verified: (resolved path, size, mtime_ns, sha256)
+_VERIFIED: set[tuple[str, int, int, str]] = set()
+
+
+def _verify_file(path: Path, size: int, sha256: str) -> None:
+    from synprep.signature import file_sha256
+
+    st = path.stat()
+    if st.st_size != size:
+        raise InputError(f"{st.st_size} bytes, manifest.json says {size} (damaged or replaced; "
+                         "`synprep check` tells more)", str(path))
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, sha256)
+    if key in _VERIFIED:
+        return
+    got = file_sha256(path)
+    if got != sha256:
+        raise InputError(f"sha256 {got[:12]}… does not match manifest.json's {sha256[:12]}… (damaged or "
+                         "replaced; `synprep check` tells more)", str(path))
+    _VERIFIED.add(key)
+
+
+#: shards whose values this process already verified: (resolved path, size, mtime_ns, sha256, vocab size, after line)
+_VALUES_OK: set[tuple[Any, ...]] = set()
+
+
+def verify_values(path: Path, sha256: str, *, vocab_size: int | None, after_line: int = 0) -> None:
+    """Refuse a shard whose values break an invariant of ``synprep check`` (its sections 2 and 3).
+
+    The one per-shard verification :func:`synprep.shards.check.check_shard` (vectorised over the
+    shard's CSR arrays), run once per process and file version: heads, word indices, sentence
+    starts, gaps, labels, LDD entries and ids inside their ranges, trees without cycles, lines
+    increasing across the split's shards. A shard re-sealed in ``manifest.json`` (its sha256 and size
+    updated) with damaged values is refused here, before any reader uses it.
+
+    Args:
+        path: the shard file (already verified against its manifest entry ``sha256``).
+        vocab_size: ids must be below it (None: not checked).
+        after_line: the previous shard's last line (0 for the first).
+
+    Raises:
+        InputError: ``FILE: pair P (line L): what`` (one line; the first violation).
+    """
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns, sha256, vocab_size, after_line)
+    if key in _VALUES_OK:
+        return
+    from synprep.shards.check import check_shard  # here: check imports this module
+
+    violation, _, _ = check_shard(path, vocab_size=vocab_size, after_line=after_line, name=path.name)
+    if violation is not None:
+        where = "" if violation.pair is None else f"pair {violation.pair}" + (
+            "" if violation.line is None else f" (line {violation.line})") + ": "
+        raise InputError(f"{where}{violation.what} (a damaged shard; `synprep check` reports it too)", str(path))
+    _VALUES_OK.add(key)
+
+
+def resume_command(folder: str | os.PathLike, split: str) -> str:
+    """How to resume ``split`` of ``folder``: the command its last writer ran (from the split lock's
+    record, which a killed run leaves behind), else the generic advice."""
+    import shlex
+
+    try:
+        d = json.loads((Path(folder) / f".{split}.lock").read_text(encoding="utf-8"))
+        argv = shlex.split(str(d["command"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        argv = []
+    if argv and (os.path.basename(argv[0]) == "synprep" or argv[0].endswith("synprep/__main__.py")):
+        return "`" + shlex.join(["synprep", *argv[1:]]) + "`"
+    return f"the same `synprep pipeline`/`annotate` command again (--split {split} --out {folder})"
+
+
+def refuse_incomplete(folder: str | os.PathLike, split: str, entry: Any) -> None:
+    """Refuse a split that ``synprep check`` reports incomplete: still being written, or its run stopped
+    (``input_lines > pairs + dropped``). The message names the split and the command that resumes it.
+
+    Raises:
+        InputError: one line, naming the split, the writer or the missing lines, and the resume command.
+    """
+    from synprep.lock import split_writer
+
+    writer = split_writer(folder, split)
+    if writer is not None:
+        raise InputError(f"the {split} split is still being written by {writer}: wait for it to finish "
+                         "(`synprep check` tells when it is complete)", str(folder))
+    missing = entry.input_lines - entry.pairs - sum(entry.dropped.values())
+    if missing > 0:
+        raise InputError(f"the {split} split is incomplete ({missing} of its {entry.input_lines} input lines neither "
+                         "stored nor dropped: its run was interrupted); resume it by running "
+                         f"{resume_command(folder, split)}", str(folder))
+
+
+def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
+               verify: bool = True, manifest: Manifest | None = None, complete: bool = True) -> list[ShardReader]:
+    """A :class:`ShardReader` for every shard of ``split`` in ``folder``, ordered by shard index.
+
+    This is how ``train``, ``translate``, ``show`` and ``export`` open a split. Wrap the list in
+    :class:`SplitReader` for one global index over the split.
+
+    Args:
+        folder: an output folder (``manifest.json``, ``SPLIT.NNNNN.h5``, ``dict.txt``).
+        split: the split's name (``[A-Za-z0-9_-]+``).
+        cache: see :class:`ShardReader`.
+        verify: check the shards against ``manifest.json`` first: the split's shard list, each
+            file's size and sha256 (hashed once per process and file version), ``n_pairs`` and the
+            first/last line against the entry, ``split``/``shard_index`` attributes, and that the
+            ``vocab_path`` and ``vocab_sha256`` attributes are the manifest's vocabulary entry's.
+            Every shard's declared shapes and offsets are checked whether or not ``verify`` is set
+            (:func:`check_layout`).
+        manifest: the folder's manifest, already loaded by the caller (so that what it plans from
+            and what is verified are one reading of the file); default: read ``manifest.json``.
+            With ``verify``, every shard's values are checked too (:func:`verify_values`, ``check``'s
+            per-shard verification, once per process and file version).
+        complete: with ``verify``, refuse a split ``synprep check`` reports incomplete (a killed run,
+            or one still writing: :func:`refuse_incomplete`).
+
+    Returns:
+        The readers (an empty list when the split has no shards and the manifest does not list it).
+
+    Raises:
+        ConfigError: an invalid split name. InputError: see :func:`split_files`; a missing or
+            malformed manifest (``verify``), a shard that differs from its entry (named);
+            ShardFormatError: a shard of an unknown format.
+    """
+    entry, files, manifest = split_entry(folder, split, verify=verify, manifest=manifest, complete=complete)
+    if not verify:
+        return [ShardReader(p, cache=cache) for p in files]
+    assert manifest is not None
+    vocab = _vocab_entry(folder, manifest, files)
+    readers: list[ShardReader] = []
+    assert entry is not None or not files
+    for index, p in enumerate(files):
+        assert entry is not None
+        readers.append(_verified_shard(p, entry, index, split, vocab, cache))
+    if entry is not None and complete:
+        from synprep.shards.check import split_counts_violation
+
+        v = split_counts_violation(split, entry.to_dict(), np.concatenate([r.lines for r in readers]) if readers
+                                   else np.zeros(0, np.int64))
+        if v is not None:
+            raise InputError(f"{v.what} (`synprep check` reports it too)", str(Path(folder) / "manifest.json"))
+    return readers
+
+
+def open_shard(folder: str | os.PathLike, split: str, shard: int, *, cache: bool = True,
+               manifest: Manifest | None = None, complete: bool = True) -> ShardReader:
+    """Shard number ``shard`` (0-based shard index) of ``split``, verified as :func:`open_split` verifies
+    each shard, without reading the split's other shards (``show`` reads one pair with it).
+
+    Checked, as :func:`open_split` checks them: the split's shard files are the manifest's list (by
+    name), the split is complete (``complete``: :func:`refuse_incomplete`), ``dict.txt``'s sha256,
+    and this shard's size and sha256 (hashed once per process and file version), pairs and first/last
+    line, ``split``/``shard_index``/vocabulary attributes and values (:func:`verify_values`, after the
+    previous shard's last line in the manifest). Not read: the other shards (a damaged one is refused
+    when it is read, not before) and so the split's line counts (``check``'s section 4, which needs
+    every shard's lines; ``check`` and :func:`open_split` verify them). No byte of this shard is
+    returned before it is verified.
+
+    Raises:
+        ConfigError, InputError, ShardFormatError: as :func:`open_split`, for this shard and the manifest.
+        IndexError: ``shard`` is not a shard index of the split.
+    """
+    entry, files, manifest = split_entry(folder, split, manifest=manifest, complete=complete)
+    assert manifest is not None
+    if not 0 <= shard < len(files):
+        raise IndexError(f"split {split!r} has {len(files)} shards, no shard {shard}")
+    assert entry is not None
+    return _verified_shard(files[shard], entry, shard, split, _vocab_entry(folder, manifest, files), cache)
+
+
+def split_entry(folder: str | os.PathLike, split: str, *, verify: bool = True, manifest: Manifest | None = None,
+                complete: bool = True) -> tuple[SplitEntry | None, list[Path], Manifest | None]:
+    """``(manifest entry of split or None, its shard files in shard order, the manifest)``, checked as
+    :func:`open_split` checks them before it opens a shard: a valid split name, shard files numbered
+    0..n-1 and (``verify``) exactly the manifest's list, the split complete (``complete``). Without
+    ``verify`` the manifest is not read: ``(None, files, None)``.
+
+    Raises:
+        ConfigError: an invalid split name. InputError: see :func:`split_files`; a missing or malformed
+            manifest, shard files other than its list; an incomplete split (:func:`refuse_incomplete`).
+    """
+    from synprep.lock import check_split_name
+
+    check_split_name(split)
+    files = split_files(folder, split)
+    if not verify:
+        return None, files, None
+    from synprep.shards.manifest import Manifest
+
+    if manifest is None:
+        manifest = Manifest.load(folder)
+    mpath = str(Path(folder) / "manifest.json")
+    entry = manifest.splits.get(split)
+    listed = [s.file for s in entry.shards] if entry is not None else []
+    for index, name in enumerate(listed):  # a listed name is only ever compared, never opened; say which is wrong
+        if parse_shard_name(name) != (split, index):
+            raise InputError(f"split {split!r}: shard {index} is listed as {name!r}, expected "
+                             f"{split}.{index:05d}.h5", mpath)
+    found = [p.name for p in files]
+    if listed != found:
+        extra = sorted(set(found) - set(listed))
+        missing = [f for f in listed if f not in found]
+        what = (f"{extra[0]} is not listed in manifest.json" if extra
+                else f"{missing[0]} is listed in manifest.json but missing" if missing
+                else "the shard files are not the manifest's")
+        raise InputError(f"split {split!r}: {what} (an interrupted or concurrent run? `synprep check` tells more)",
+                         mpath)
+    if entry is not None and complete:
+        refuse_incomplete(folder, split, entry)
+    return entry, files, manifest
+
+
+def _vocab_entry(folder: str | os.PathLike, manifest: Manifest, files: list[Path]) -> tuple[str, str, int | None]:
+    """The manifest's vocabulary ``(path, sha256, size)``; the size from ``dict.txt``, its sha256 checked
+    (:func:`load_vocab`), when there are shards and a vocabulary entry (else None)."""
+    vocab_path = str((manifest.vocab or {}).get("path", ""))
+    vocab_sha256 = str((manifest.vocab or {}).get("sha256", ""))
+    vocab_size = len(load_vocab(folder, {"vocab_path": vocab_path, "vocab_sha256": vocab_sha256})) \
+        if files and vocab_path else None
+    return vocab_path, vocab_sha256, vocab_size
+
+
+def _verified_shard(p: Path, entry: SplitEntry, index: int, split: str, vocab: tuple[str, str, int | None],
+                    cache: bool) -> ShardReader:
+    """Shard ``index`` (file ``p``) of the split whose manifest entry is ``entry``, verified against it:
+    size and sha256, pairs and first/last line, attributes, values (after the previous shard's last line)."""
+    vocab_path, vocab_sha256, vocab_size = vocab
+    info = entry.shards[index]
+    _verify_file(p, info.bytes, info.sha256)
+    r = ShardReader(p, cache=cache)
+    a = r.attrs
+    if len(r) != info.pairs or (len(r) and (int(r.lines[0]), int(r.lines[-1])) != (info.first_line,
+                                                                                     info.last_line)):
+        raise InputError(f"holds {len(r)} pairs (lines {r.lines[:1].tolist()}…{r.lines[-1:].tolist()}), "
+                         f"manifest.json says {info.pairs} (lines {info.first_line}…{info.last_line})", str(p))
+    if a.get("split") != split or a.get("shard_index") != index:
+        raise InputError(f"attributes split/shard_index are {a.get('split')!r}/{a.get('shard_index')!r}, "
+                         f"expected {split!r}/{index}", str(p))
+    if vocab_path and a.get("vocab_path") != vocab_path:
+        raise InputError(f"vocab_path attribute {a.get('vocab_path')!r} is not manifest.json's vocabulary "
+                         f"{vocab_path!r}", str(p))
+    if vocab_sha256 and a.get("vocab_sha256") != vocab_sha256:
+        raise InputError(f"vocab_sha256 attribute {str(a.get('vocab_sha256'))[:12]}… is not manifest.json's "
+                         f"vocabulary's {vocab_sha256[:12]}…", str(p))
+    verify_values(p, info.sha256, vocab_size=vocab_size, after_line=entry.shards[index - 1].last_line if index else 0)
+    return r
+
+
+def load_vocab(folder: str | os.PathLike, attrs: dict[str, Any]) -> Vocab:
+    """The vocabulary (``dict.txt``) a split's shards were written with, its sha256 checked.
+
+    Args:
+        folder: the output folder.
+        attrs: a shard's root attributes (``ShardReader.attrs``): the file is
+            ``FOLDER/attrs["vocab_path"]`` (default ``dict.txt``), its sha256 must be
+            ``attrs["vocab_sha256"]``. For shards from :func:`open_split` (``verify=True``) both
+            attributes are checked against manifest.json's vocabulary entry, so this is the
+            manifest's vocabulary, byte for byte.
+
+    Raises:
+        InputError: the file is missing or not a fairseq dictionary, or its sha256 differs (a
+            damaged or replaced ``dict.txt``; the message names it); a ``vocab_path`` outside the folder.
+    """
+    from synprep.vocab import Vocab
+
+    name = str(attrs.get("vocab_path") or VOCAB_NAME)
+    if not inside_name(name):  # the readers refuse such a shard already; this reader never follows one
+        raise InputError(f"vocab_path attribute {name!r} is not a file name inside the shards' folder", str(folder))
+    path = Path(folder) / name
+    vocab = Vocab.load(path)
+    want = attrs.get("vocab_sha256")
+    if want and vocab.sha256 != want:
+        raise InputError(f"vocabulary sha256 {vocab.sha256[:12]}… differs from the shards' {str(want)[:12]}… "
+                         "(damaged or replaced; `synprep check` tells more)", str(path))
+    return vocab
