@@ -9,8 +9,9 @@ import pickle
 from pathlib import Path
 
 import pytest
+from builders import write_corpus
 from conftest import run_cli
-from test_lock import files, write_corpus
+from test_lock import files
 
 from synprep.errors import InputError
 from synprep.shards import check_dir
