@@ -84,7 +84,7 @@ def test_forward_then_decode_gives_stanzas_trees_and_the_batch_ldd(stanza_dir, s
 
 
 @pytest.mark.slow
-def test_pipelined_parse_equals_unpipelined_with_any_jobs(stanza_dir, shared_data):
+def test_pipelined_parse_equals_unpipelined_with_any_jobs(stanza_dir, shared_data, monkeypatch):
     lines = _iwslt_lines(shared_data, 40)
     spec = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep")
     ref = _canon(parse_run.parse_lines(lines, spec, batch_size=8, jobs=1, pipeline=False))
@@ -92,7 +92,11 @@ def test_pipelined_parse_equals_unpipelined_with_any_jobs(stanza_dir, shared_dat
     for jobs in (1, 2):
         got = _canon(parse_run.parse_lines(lines, spec, batch_size=8, jobs=jobs, pipeline=True))
         assert got == ref, f"pipelined -j {jobs} differs"
-    assert STAGE_STATS.submitted - before >= 2 * 5  # every batch went through the decode processes
+    # the forward in 2 worker processes (as with 2 GPUs: scores pickled worker -> here -> decode process)
+    monkeypatch.setenv("SYNPREP_PARSE_FORWARD_WORKERS", "2")
+    assert _canon(parse_run.parse_lines(lines, spec, batch_size=8, jobs=2, pipeline=True)) == ref
+    monkeypatch.delenv("SYNPREP_PARSE_FORWARD_WORKERS")
+    assert STAGE_STATS.submitted - before >= 3 * 5  # every batch went through the decode processes
     assert _canon(parse_run.parse_lines(lines, spec, batch_size=8, jobs=2, pipeline=False)) == ref
     assert sum(len(x[2]) for x in ref) > 40 and all(x[1] is None for x in ref)
 
@@ -138,6 +142,21 @@ def test_pipelined_by_default_on_the_gpu_and_by_environment(monkeypatch):
     monkeypatch.setenv("SYNPREP_PARSE_PIPELINE", "yes")
     with pytest.raises(ConfigError, match="SYNPREP_PARSE_PIPELINE"):
         parse_run.pipelined(cpu, "loky", None, None)
+
+
+def test_forward_workers_one_per_gpu_or_as_told(monkeypatch):
+    from synprep.parse import pipelining
+
+    monkeypatch.delenv("SYNPREP_PARSE_FORWARD_WORKERS", raising=False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 3)
+    assert pipelining.forward_workers(ParserSpec(lang="de", device="cuda")) == 3
+    assert pipelining.forward_workers(ParserSpec(lang="de")) == 1  # the CPU: this process
+    monkeypatch.setenv("SYNPREP_PARSE_FORWARD_WORKERS", "2")
+    assert pipelining.forward_workers(ParserSpec(lang="de", device="cuda")) == 2
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("SYNPREP_PARSE_FORWARD_WORKERS", bad)
+        with pytest.raises(ConfigError, match="SYNPREP_PARSE_FORWARD_WORKERS"):
+            pipelining.forward_workers(ParserSpec(lang="de"))
 
 
 @pytest.mark.slow
