@@ -118,6 +118,15 @@ def test_the_queue_between_the_stages_is_bounded():
         next(stage_map(abs, [1], jobs=1, bound=0))
 
 
+def test_a_dead_decode_process_is_an_error_and_the_next_call_gets_a_new_pool():
+    import os
+    from concurrent.futures.process import BrokenProcessPool
+
+    with pytest.raises(BrokenProcessPool):
+        list(stage_map(os._exit, [3, 3], jobs=1))  # the worker process ends abruptly
+    assert list(stage_map(abs, [-1, -2], jobs=1)) == [1, 2]
+
+
 @pytest.mark.slow
 def test_a_pipelined_parse_keeps_at_most_2_jobs_batches_in_flight(stanza_dir, shared_data):
     lines = _iwslt_lines(shared_data, 24)
