@@ -185,3 +185,38 @@ def test_gpu_pipelined_equals_gpu_unpipelined(stanza_dir, shared_data):
     ref = _canon(parse_run.parse_lines(lines, spec, batch_size=8, jobs=1, pipeline=False))
     assert _canon(parse_run.parse_lines(lines, spec, batch_size=8, jobs=2, pipeline=True)) == ref
     assert sum(len(x[2]) for x in ref) > 40
+
+
+def test_parse_ahead_parses_the_next_block_while_this_one_is_written_and_keeps_the_order():
+    import threading
+
+    from synprep.parse.pipelining import ParseAhead
+
+    started = {k: threading.Event() for k in range(5)}
+    pulled: list[int] = []
+
+    def parse(block):
+        started[block[0]].set()
+        if block[0] == 3:
+            raise ValueError("bad block 3")
+        return [x * 10 for x in block]
+
+    def blocks():
+        for k in range(5):
+            pulled.append(k)
+            yield k, [k, k]
+
+    ahead = ParseAhead(parse, enabled=True)
+    got = []
+    with pytest.raises(ValueError, match="bad block 3"):
+        for k, block in ahead.blocks(blocks(), wanted=lambda k: k != 2):  # block 2 is done already: skipped
+            assert len(pulled) <= k + 2  # at most one block read ahead
+            if k == 2:
+                continue
+            got.append((k, ahead.parses(k, block)))
+            if k == 0:  # "writing shard 0": block 1 is parsed meanwhile, without being asked for
+                assert started[1].wait(30)
+    assert got == [(0, [0, 0]), (1, [10, 10])]  # in order; block 3's error surfaced when block 3 was due
+    assert not started[2].is_set()  # a skipped block is never parsed
+    plain = ParseAhead(parse, enabled=False)
+    assert [plain.parses(k, b) for k, b in plain.blocks(iter([(0, [0]), (1, [1])]), lambda k: True)] == [[0], [10]]
