@@ -1,6 +1,6 @@
 """Parse speed: sentences/s of ``parse_lines`` at several ``--jobs``, model load time apart, peak RSS.
 
-    python benchmarks/bench_parse.py [--lines 500] [--jobs 1 2] [--langs en de]
+    python benchmarks/bench_parse.py [--lines 500] [--jobs 1 2] [--langs en de] [--pipeline]
 
 Input: the first N lines of ``../shared/data/iwslt14_de-en/fairseq_prepared/tmp/test.{lang}``
 (real TED text, Moses-tokenized and lowercased), unescaped, split into sentences as
@@ -10,7 +10,9 @@ process for jobs=1; for jobs>1 a warm-up run that makes every worker load its pa
 timed parse of the N lines with the parsers already loaded, and the peak resident memory of this
 process plus its workers (sampled every 0.1 s). Each run is a fresh process, so no run sees
 another's loaded models or worker pool. Prints one JSON object per run. Timings on a shared
-machine are noisy: compare runs made together.
+machine are noisy: compare runs made together. ``--pipeline``: the forward and decode stages
+pipelined (docs/parse.md; the forward in this process, the decode in ``jobs`` processes, which the
+warm-up starts); each run also reports the seconds in each stage.
 """
 
 from __future__ import annotations
@@ -46,22 +48,26 @@ def run_one(args: argparse.Namespace, lang: str, jobs: int) -> dict:
     ident = short_identity(stanza_identity(spec))
     with PeakRSS() as mem:
         t0 = time.perf_counter()
-        if jobs == 1:
+        if jobs == 1 and not args.pipeline:
             parse_run.worker_parser(spec)  # the same global the jobs=1 path uses
-        else:
-            list(parse_lines(lines[: 2 * jobs], spec, jobs=jobs, batch_size=1))  # every worker loads
+        else:  # every worker loads (pipelined: the decode processes start)
+            list(parse_lines(lines[: 2 * jobs], spec, jobs=jobs, batch_size=1, pipeline=args.pipeline))
         load = time.perf_counter() - t0
+        thr = parse_run.THROUGHPUT
+        f0, d0 = thr.forward_seconds, thr.decode_seconds
         t0 = time.perf_counter()
-        out = list(parse_lines(lines, spec, jobs=jobs, batch_size=args.batch_size))
+        out = list(parse_lines(lines, spec, jobs=jobs, batch_size=args.batch_size, pipeline=args.pipeline))
         seconds = time.perf_counter() - t0
     sentences = sum(len(pl.sentences) for pl in out)
     words = sum(len(pl.words) for pl in out)
     return {
-        "lang": lang, "parser": ident, "jobs": jobs, "device": args.device, "lines": len(lines),
+        "lang": lang, "parser": ident, "jobs": jobs, "device": args.device, "pipelined": args.pipeline,
+        "lines": len(lines),
         "sentences": sentences, "words": words, "failed_lines": sum(pl.error is not None for pl in out),
         "load_s": round(load, 2), "parse_s": round(seconds, 2),
         "sentences_per_s": round(sentences / seconds, 1), "words_per_s": round(words / seconds),
         "peak_rss_mb": round(mem.peak / 2**20),
+        "forward_s": round(thr.forward_seconds - f0, 2), "decode_s": round(thr.decode_seconds - d0, 2),
     }  # fmt: skip
 
 
@@ -75,6 +81,7 @@ def main() -> None:
     ap.add_argument("--shared", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--stanza-dir", default=None, help="default: SHARED/stanza_resources")
     ap.add_argument("--package", default="synprep")
+    ap.add_argument("--pipeline", action="store_true", help="forward and decode pipelined (docs/parse.md)")
     ap.add_argument("--one", nargs=2, metavar=("LANG", "JOBS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
@@ -84,7 +91,7 @@ def main() -> None:
         for jobs in args.jobs:
             cmd = [sys.executable, __file__, "--one", lang, str(jobs), "--lines", str(args.lines),
                    "--batch-size", str(args.batch_size), "--device", args.device, "--shared", args.shared,
-                   "--package", args.package]  # fmt: skip
+                   "--package", args.package] + (["--pipeline"] if args.pipeline else [])  # fmt: skip
             if args.stanza_dir:
                 cmd += ["--stanza-dir", args.stanza_dir]
             proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True)

@@ -226,14 +226,16 @@ def annotate_split(
         identity = source.identity()
         cache = ParseCache(opts.cache)
     progress = Progress(manifest.split(split).input_lines, f"parse {split}")
+    ahead = _parse_ahead(source, opts, par, cache, identity, progress)  # the next block parses while this one is written
     try:
-        for k, block in enumerate(chunked(items, shard_size)):
+        for k, block in ahead.blocks(enumerate(chunked(items, shard_size)),
+                                     lambda k: not manifest.is_done(out, shard_name(split, k))):
             name = shard_name(split, k)
             if manifest.is_done(out, name):
                 result.skipped.append(name)
                 progress.skip_to(block[-1].line)
                 continue
-            parses = source.parse(block, par, cache, identity, progress)
+            parses = ahead.parses(k, block)
             progress.update_to(block[-1].line)
             stats = AlignStats()
             records, drops, sources, words = build_records_parallel(
@@ -263,6 +265,16 @@ def annotate_split(
     result.pairs = entry.pairs
     result.dropped = {k: v for k, v in entry.dropped.items() if v}
     return result
+
+
+def _parse_ahead(source: Any, opts: ParseOptions, par: Parallel, cache: Any, identity: str | None,
+                 progress: Progress) -> Any:
+    """The shard loop's parses (:class:`synprep.parse.pipelining.ParseAhead`): one block ahead in a thread when
+    the parse is pipelined (``--device cuda``: the GPU goes on while a shard is written), else in turn."""
+    from synprep.parse.pipelining import ParseAhead, pipelined
+
+    on = source.runs_parser and pipelined(opts.spec, par.backend, par.scheduler, None)
+    return ParseAhead(lambda block: source.parse(block, par, cache, identity, progress), enabled=on)
 
 
 def with_parse_src(items: Iterable[Item], cased: Iterator[str], name: str) -> Iterator[Item]:

@@ -413,9 +413,11 @@ def stage_map(func: Callable[[Any], R], items: Iterable[Any], *, jobs: int, boun
         bound: items in flight at most (>= 1).
 
     Raises:
-        ConfigError: jobs or bound < 1. Whatever ``func`` raised, for the item whose result is due.
+        ConfigError: jobs or bound < 1. Whatever ``func`` raised, for the item whose result is due;
+        ``BrokenProcessPool`` when a worker died (the pool is then replaced on the next call).
     """
     from collections import deque
+    from concurrent.futures.process import BrokenProcessPool
 
     if jobs < 1:
         raise ConfigError(f"--jobs must be >= 1, got {jobs}")
@@ -433,6 +435,17 @@ def stage_map(func: Callable[[Any], R], items: Iterable[Any], *, jobs: int, boun
             STAGE_STATS.max_in_flight = max(STAGE_STATS.max_in_flight, len(pending))
         while pending:
             yield pending.popleft().result()
+    except BrokenProcessPool:  # a worker died (killed, out of memory): the next call starts a new pool
+        _drop_stage_pool(pool)
+        raise
     finally:
         for f in pending:  # an error or a consumer that stopped: drop what is left
             f.cancel()
+
+
+def _drop_stage_pool(pool: Any) -> None:
+    global _STAGE_POOL
+    if _STAGE_POOL is not None and _STAGE_POOL[1] is pool:
+        _STAGE_POOL = None
+        with contextlib.suppress(Exception):
+            pool.shutdown(wait=False)

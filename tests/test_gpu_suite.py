@@ -33,6 +33,9 @@ def test_gpu_suite_on_the_cpu_prints_every_figure(shared_data, stanza_dir):
     assert speed["device"] == "cpu" and speed["decoder"] == "compiled"
     assert speed["lines"] == 12 and speed["sentences"] >= 12 and speed["words"] > speed["sentences"]
     assert speed["cpu_one_core"]["lines"] == 6 and speed["speedup_vs_one_core"] > 0
+    # the device side ran pipelined (forward here, decode in the pool), the one-core side did not
+    assert speed["pipelined"] is True and speed["cpu_one_core"]["pipelined"] is False
+    assert speed["forward_seconds"] > 0 and speed["decode_seconds"] > 0 and speed["gpu_busy_fraction"] is None
     assert figures["gpu_utilization"] == {"figure": "gpu_utilization", "skipped": "device cpu"}
     diff = figures["gpu_cpu_difference"]
     assert diff["same_words"] and diff["sentences"] >= 6
@@ -40,6 +43,8 @@ def test_gpu_suite_on_the_cpu_prints_every_figure(shared_data, stanza_dir):
     assert diff["ldd_entries_device"] == diff["ldd_entries_cpu"] > diff["words"]
     ann = figures["annotate"]
     assert ann["lines"] == 10 and ann["device_seconds"] > 0 and ann["cpu_seconds"] > 0
+    assert ann["device_pipelined"] is True and ann["gpu_busy_fraction"] is None
+    assert ann["device_stages"]["decode_seconds"] > 0 and ann["cpu_stages"]["forward_seconds"] > 0
     for script in ("bench_train_gpu.py", "bench_translate.py"):  # the trainer's figures, once they exist
         if not (ROOT / "benchmarks" / script).exists():
             assert figures[script] == {"figure": script, "skipped": "not in this checkout"}

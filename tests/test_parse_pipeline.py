@@ -84,7 +84,7 @@ def test_forward_then_decode_gives_stanzas_trees_and_the_batch_ldd(stanza_dir, s
 
 
 @pytest.mark.slow
-def test_pipelined_parse_equals_unpipelined_with_any_jobs(stanza_dir, shared_data):
+def test_pipelined_parse_equals_unpipelined_with_any_jobs(stanza_dir, shared_data, monkeypatch):
     lines = _iwslt_lines(shared_data, 40)
     spec = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep")
     ref = _canon(parse_run.parse_lines(lines, spec, batch_size=8, jobs=1, pipeline=False))
@@ -92,7 +92,11 @@ def test_pipelined_parse_equals_unpipelined_with_any_jobs(stanza_dir, shared_dat
     for jobs in (1, 2):
         got = _canon(parse_run.parse_lines(lines, spec, batch_size=8, jobs=jobs, pipeline=True))
         assert got == ref, f"pipelined -j {jobs} differs"
-    assert STAGE_STATS.submitted - before >= 2 * 5  # every batch went through the decode processes
+    # the forward in 2 worker processes (as with 2 GPUs: scores pickled worker -> here -> decode process)
+    monkeypatch.setenv("SYNPREP_PARSE_FORWARD_WORKERS", "2")
+    assert _canon(parse_run.parse_lines(lines, spec, batch_size=8, jobs=2, pipeline=True)) == ref
+    monkeypatch.delenv("SYNPREP_PARSE_FORWARD_WORKERS")
+    assert STAGE_STATS.submitted - before >= 3 * 5  # every batch went through the decode processes
     assert _canon(parse_run.parse_lines(lines, spec, batch_size=8, jobs=2, pipeline=False)) == ref
     assert sum(len(x[2]) for x in ref) > 40 and all(x[1] is None for x in ref)
 
@@ -112,6 +116,15 @@ def test_the_queue_between_the_stages_is_bounded():
     assert STAGE_STATS.max_in_flight == 3  # the bound was reached, never passed
     with pytest.raises(ConfigError):
         next(stage_map(abs, [1], jobs=1, bound=0))
+
+
+def test_a_dead_decode_process_is_an_error_and_the_next_call_gets_a_new_pool():
+    import os
+    from concurrent.futures.process import BrokenProcessPool
+
+    with pytest.raises(BrokenProcessPool):
+        list(stage_map(os._exit, [3, 3], jobs=1))  # the worker process ends abruptly
+    assert list(stage_map(abs, [-1, -2], jobs=1)) == [1, 2]
 
 
 @pytest.mark.slow
@@ -140,6 +153,21 @@ def test_pipelined_by_default_on_the_gpu_and_by_environment(monkeypatch):
         parse_run.pipelined(cpu, "loky", None, None)
 
 
+def test_forward_workers_one_per_gpu_or_as_told(monkeypatch):
+    from synprep.parse import pipelining
+
+    monkeypatch.delenv("SYNPREP_PARSE_FORWARD_WORKERS", raising=False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 3)
+    assert pipelining.forward_workers(ParserSpec(lang="de", device="cuda")) == 3
+    assert pipelining.forward_workers(ParserSpec(lang="de")) == 1  # the CPU: this process
+    monkeypatch.setenv("SYNPREP_PARSE_FORWARD_WORKERS", "2")
+    assert pipelining.forward_workers(ParserSpec(lang="de", device="cuda")) == 2
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("SYNPREP_PARSE_FORWARD_WORKERS", bad)
+        with pytest.raises(ConfigError, match="SYNPREP_PARSE_FORWARD_WORKERS"):
+            pipelining.forward_workers(ParserSpec(lang="de"))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_pipelined_folder_bytes_equal_the_unpipelined_run(tmp_path_factory, tmp_path, stanza_dir, monkeypatch, jobs):
@@ -157,3 +185,38 @@ def test_gpu_pipelined_equals_gpu_unpipelined(stanza_dir, shared_data):
     ref = _canon(parse_run.parse_lines(lines, spec, batch_size=8, jobs=1, pipeline=False))
     assert _canon(parse_run.parse_lines(lines, spec, batch_size=8, jobs=2, pipeline=True)) == ref
     assert sum(len(x[2]) for x in ref) > 40
+
+
+def test_parse_ahead_parses_the_next_block_while_this_one_is_written_and_keeps_the_order():
+    import threading
+
+    from synprep.parse.pipelining import ParseAhead
+
+    started = {k: threading.Event() for k in range(5)}
+    pulled: list[int] = []
+
+    def parse(block):
+        started[block[0]].set()
+        if block[0] == 3:
+            raise ValueError("bad block 3")
+        return [x * 10 for x in block]
+
+    def blocks():
+        for k in range(5):
+            pulled.append(k)
+            yield k, [k, k]
+
+    ahead = ParseAhead(parse, enabled=True)
+    got = []
+    with pytest.raises(ValueError, match="bad block 3"):
+        for k, block in ahead.blocks(blocks(), wanted=lambda k: k != 2):  # block 2 is done already: skipped
+            assert len(pulled) <= k + 2  # at most one block read ahead
+            if k == 2:
+                continue
+            got.append((k, ahead.parses(k, block)))
+            if k == 0:  # "writing shard 0": block 1 is parsed meanwhile, without being asked for
+                assert started[1].wait(30)
+    assert got == [(0, [0, 0]), (1, [10, 10])]  # in order; block 3's error surfaced when block 3 was due
+    assert not started[2].is_set()  # a skipped block is never parsed
+    plain = ParseAhead(parse, enabled=False)
+    assert [plain.parses(k, b) for k, b in plain.blocks(iter([(0, [0]), (1, [1])]), lambda k: True)] == [[0], [10]]

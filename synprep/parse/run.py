@@ -55,6 +55,7 @@ from synprep.parse.blocks import (  # noqa: F401 - Throughput, THROUGHPUT: impor
     repeats,
 )
 from synprep.parse.cache import ParseCache
+from synprep.parse.pipelining import forward_workers, pipelined  # noqa: F401 - pipelined: its old home
 from synprep.types import ParsedLine, ParsedSentence
 
 log = logging.getLogger(__name__)
@@ -248,36 +249,13 @@ def parse_work(item: tuple[ParserSpec, str | None, list[list[str]]]) -> tuple[li
     return decode_work(forward_work(item))
 
 
-def visible_gpus() -> int:
-    """The GPUs torch sees (0 without CUDA); one forward worker each in a pipelined GPU parse."""
-    import torch
-
-    return int(torch.cuda.device_count())
-
-
-def pipelined(spec: ParserSpec, backend: str, scheduler: str | None, pipeline: bool | None) -> bool:
-    """Whether :func:`parse_block` runs the two stages apart (forward here or in GPU workers, decode in a pool).
-
-    ``pipeline`` when given; else ``$SYNPREP_PARSE_PIPELINE`` (``1``/``0``) when set; else on for
-    ``device="cuda"`` with the loky backend (a dask cluster's workers parse whole batches, as before).
-    """
-    if pipeline is None:
-        env = os.environ.get("SYNPREP_PARSE_PIPELINE", "")
-        if env not in ("", "0", "1"):
-            from synprep.errors import ConfigError
-
-            raise ConfigError(f"SYNPREP_PARSE_PIPELINE must be 0 or 1, not {env!r}")
-        pipeline = env == "1" if env else spec.device == "cuda" and backend == "loky" and scheduler is None
-    return pipeline
-
-
 def _results(spec: ParserSpec, batches: list[list[list[str]]], *, jobs: int, backend: str, scheduler: str | None,
              pipeline: bool) -> Iterator[tuple[list[ParsedSentence | str], float, float]]:
     """:func:`parse_work`'s result of every batch, in order.
 
     Unpipelined: ``jobs`` workers each parse whole batches (:func:`synprep.parallel.parallel_map`).
-    Pipelined: the forward stage runs in this process (one GPU, or the CPU) or in one loky worker per
-    visible GPU, and its results go through a bounded queue to ``jobs`` decode processes
+    Pipelined: the forward stage runs in this process (one GPU, or the CPU) or in :func:`forward_workers`
+    loky workers (one per visible GPU), and its results go through a bounded queue to ``jobs`` decode processes
     (:func:`synprep.parallel.stage_map`): the next batch's forward runs while the earlier ones decode.
     """
     if not pipeline:
@@ -285,9 +263,9 @@ def _results(spec: ParserSpec, batches: list[list[list[str]]], *, jobs: int, bac
         work = ((spec, slot_dir, b) for b in batches)
         yield from parallel_map(parse_work, work, jobs=min(jobs, len(batches)), backend=backend, scheduler=scheduler)
         return
-    gpus = visible_gpus() if spec.device == "cuda" else 1
-    slot_dir = gpu_slot_dir() if gpus > 1 else None
-    forward = parallel_map(forward_work, ((spec, slot_dir, b) for b in batches), jobs=max(1, min(gpus, len(batches))),
+    n = forward_workers(spec)
+    slot_dir = gpu_slot_dir() if spec.device == "cuda" and n > 1 else None
+    forward = parallel_map(forward_work, ((spec, slot_dir, b) for b in batches), jobs=max(1, min(n, len(batches))),
                            backend=backend, scheduler=scheduler)
     yield from stage_map(decode_work, forward, jobs=jobs)
 

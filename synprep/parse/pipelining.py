@@ -1,0 +1,101 @@
+"""When a parse runs its two stages apart, and with how many forward processes (docs/parse.md, "Forward and decode").
+
+Read by :func:`synprep.parse.run.parse_block`: :func:`pipelined` (on by default with ``device="cuda"``;
+``$SYNPREP_PARSE_PIPELINE``), :func:`forward_workers` (one per visible GPU; ``$SYNPREP_PARSE_FORWARD_WORKERS``).
+:class:`ParseAhead`: ``annotate`` parses the next shard's block while it writes the current one (when
+pipelined). None of them changes the output: every mode gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from synprep.errors import ConfigError
+from synprep.parse.base import ParserSpec
+
+
+def visible_gpus() -> int:
+    """The GPUs torch sees (0 without CUDA); one forward worker each in a pipelined GPU parse."""
+    import torch
+
+    return int(torch.cuda.device_count())
+
+
+def pipelined(spec: ParserSpec, backend: str, scheduler: str | None, pipeline: bool | None) -> bool:
+    """Whether :func:`~synprep.parse.run.parse_block` runs the two stages apart (forward here or in GPU workers, decode in a pool).
+
+    ``pipeline`` when given; else ``$SYNPREP_PARSE_PIPELINE`` (``1``/``0``) when set; else on for
+    ``device="cuda"`` with the loky backend (a dask cluster's workers parse whole batches, as before).
+    """
+    if pipeline is None:
+        env = os.environ.get("SYNPREP_PARSE_PIPELINE", "")
+        if env not in ("", "0", "1"):
+            raise ConfigError(f"SYNPREP_PARSE_PIPELINE must be 0 or 1, not {env!r}")
+        pipeline = env == "1" if env else spec.device == "cuda" and backend == "loky" and scheduler is None
+    return pipeline
+
+
+def forward_workers(spec: ParserSpec) -> int:
+    """The forward stage's processes in a pipelined parse: ``$SYNPREP_PARSE_FORWARD_WORKERS`` when set (workers
+    beyond the GPUs share them), else one per visible GPU (``device="cuda"``) or 1 (the CPU: this process).
+
+    Raises:
+        ConfigError: the variable is not a whole number >= 1.
+    """
+    env = os.environ.get("SYNPREP_PARSE_FORWARD_WORKERS", "")
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise ConfigError(f"SYNPREP_PARSE_FORWARD_WORKERS must be a whole number >= 1, not {env!r}")
+        return int(env)
+    return visible_gpus() if spec.device == "cuda" else 1
+
+
+class ParseAhead:
+    """Parse the next block in a background thread while the caller finishes the current one.
+
+    ``annotate``'s shard loop: while the main thread aligns, computes the features of and writes shard
+    ``k``, block ``k+1`` is already being parsed (its forward on the GPU, its decode in the pool), so the
+    GPU does not wait for the shard writing. Parses run one at a time, in block order (one thread), and
+    each result is handed out with any exception its parse raised, when the caller asks for that block —
+    so errors surface in the same order as without it, and the bytes are the same (a block's parse
+    depends on nothing but the block). At most one block is read and parsed ahead.
+
+    Args:
+        parse: ``parse(block) -> parses`` (one call per block).
+        enabled: False: :meth:`parses` parses in the caller's thread, nothing runs ahead.
+    """
+
+    def __init__(self, parse: Callable[[Any], Any], enabled: bool):
+        self.parse = parse
+        self.enabled = enabled
+        self.futures: dict[int, Any] = {}
+        self.pool: Any = None
+
+    def blocks(self, blocks: Iterable[tuple[int, Any]], wanted: Callable[[int], bool]) -> Iterator[tuple[int, Any]]:
+        """``blocks`` (``(k, block)``) as they come, each wanted one's parse started before the previous is yielded."""
+        if not self.enabled:
+            yield from blocks
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="synprep-parse-ahead")
+        it = iter(blocks)
+        try:
+            cur = next(it, None)
+            if cur is not None and wanted(cur[0]):
+                self.futures[cur[0]] = self.pool.submit(self.parse, cur[1])
+            while cur is not None:
+                nxt = next(it, None)
+                if nxt is not None and wanted(nxt[0]):  # runs once the current block's parse is done
+                    self.futures[nxt[0]] = self.pool.submit(self.parse, nxt[1])
+                yield cur
+                cur = nxt
+        finally:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+
+    def parses(self, k: int, block: Any) -> Any:
+        """Block ``k``'s parses: the background parse's result (or its exception), else parsed here."""
+        future = self.futures.pop(k, None)
+        return future.result() if future is not None else self.parse(block)
