@@ -29,7 +29,7 @@ from synprep.defaults import SHARD_DEFAULTS
 from synprep.errors import ConfigError, InputError
 from synprep.features.line import line_features, tree_source
 from synprep.lock import folder_lock
-from synprep.parallel import chunked, parallel_map
+from synprep.parallel import chunked, parallel_map, stage_map
 from synprep.parse.options import Item, Parallel, ParseOptions
 from synprep.progress import Progress
 from synprep.shards import Manifest, shard_name, write_shard
@@ -136,11 +136,15 @@ def _records_work(item: tuple) -> tuple:
 
 def build_records_parallel(items: list[Item], parses: list[ParsedLine], vocab: Vocab, par: Parallel, *,
                            ldd_threshold: float, lowercase: bool, path: str | None,
-                           alignment: AlignStats | None = None
+                           alignment: AlignStats | None = None, stage_pool: bool = False
                            ) -> tuple[list[PairRecord], list[tuple[int, str, str]], set[str], list[list[str]]]:
     """:func:`build_records` of a shard's lines in ``par.jobs`` workers (the features are per-line Python:
     4.5 ms a line, the whole of annotate's time after a GPU parse). The chunks are consecutive lines and
     their results are joined in input order, so the records are the same bytes with any ``jobs``.
+
+    ``stage_pool``: run the chunks in the decode stage's pool (:func:`synprep.parallel.stage_map`), not joblib's
+    (``par.backend``): while the next block parses in a thread (:class:`synprep.parse.pipelining.ParseAhead`),
+    joblib's one reusable executor may be in that thread's use.
 
     Raises:
         InputError: as :func:`build_records`, for the first failing chunk (its line named).
@@ -155,8 +159,10 @@ def build_records_parallel(items: list[Item], parses: list[ParsedLine], vocab: V
     drops: list[tuple[int, str, str]] = []
     sources: set[str] = set()
     words: list[list[str]] = []
-    for r, d, s, w, stats in parallel_map(_records_work, work, jobs=min(par.jobs, -(-len(items) // size)),
-                                          backend=par.backend, scheduler=par.scheduler):
+    jobs = min(par.jobs, -(-len(items) // size))
+    results = (stage_map(_records_work, work, jobs=par.jobs) if stage_pool else
+               parallel_map(_records_work, work, jobs=jobs, backend=par.backend, scheduler=par.scheduler))
+    for r, d, s, w, stats in results:
         records += r
         drops += d
         sources |= s
@@ -240,7 +246,7 @@ def annotate_split(
             stats = AlignStats()
             records, drops, sources, words = build_records_parallel(
                 block, parses, vocab, par, ldd_threshold=ldd_threshold, lowercase=opts.lowercase,
-                path=source_name, alignment=stats)
+                path=source_name, alignment=stats, stage_pool=ahead.enabled)
             manifest.record_drops(split, drops)
             if records:
                 attrs = {

@@ -1,7 +1,7 @@
 """When a parse runs its two stages apart, and with how many forward processes (docs/parse.md, "Forward and decode").
 
-Read by :func:`synprep.parse.run.parse_block`: :func:`pipelined` (on by default with ``device="cuda"``;
-``$SYNPREP_PARSE_PIPELINE``), :func:`forward_workers` (one per visible GPU; ``$SYNPREP_PARSE_FORWARD_WORKERS``).
+Read by :func:`synprep.parse.run.parse_block`: :func:`pipelined` (off unless asked: ``$SYNPREP_PARSE_PIPELINE=1``;
+on an H100 it was slower than unpipelined GPU workers, docs/parse.md "GPU figures"), :func:`forward_workers` (one per visible GPU; ``$SYNPREP_PARSE_FORWARD_WORKERS``).
 :class:`ParseAhead`: ``annotate`` parses the next shard's block while it writes the current one (when
 pipelined). None of them changes the output: every mode gives the same bytes.
 """
@@ -26,14 +26,17 @@ def visible_gpus() -> int:
 def pipelined(spec: ParserSpec, backend: str, scheduler: str | None, pipeline: bool | None) -> bool:
     """Whether :func:`~synprep.parse.run.parse_block` runs the two stages apart (forward here or in GPU workers, decode in a pool).
 
-    ``pipeline`` when given; else ``$SYNPREP_PARSE_PIPELINE`` (``1``/``0``) when set; else on for
-    ``device="cuda"`` with the loky backend (a dask cluster's workers parse whole batches, as before).
+    ``pipeline`` when given; else ``$SYNPREP_PARSE_PIPELINE`` (``1``/``0``) when set; else off. Measured on one
+    H100 with 16 cores (IWSLT14 test.de, docs/parse.md "GPU figures"): stanza's forward is host-bound (12 % mean
+    GPU utilization), so one forward process feeding 16 decode processes parsed no faster than one unpipelined
+    GPU worker (295 against 305 sentences/s), and ``annotate -j 16`` took 44-55 s pipelined against 35 s
+    unpipelined (16 workers sharing the GPU). A dask backend is never pipelined (its workers parse whole batches).
     """
     if pipeline is None:
         env = os.environ.get("SYNPREP_PARSE_PIPELINE", "")
         if env not in ("", "0", "1"):
             raise ConfigError(f"SYNPREP_PARSE_PIPELINE must be 0 or 1, not {env!r}")
-        pipeline = env == "1" if env else spec.device == "cuda" and backend == "loky" and scheduler is None
+        pipeline = env == "1" and backend == "loky" and scheduler is None
     return pipeline
 
 
