@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -303,7 +304,7 @@ class Seq2Seq(nn.Module):
         """
         x = self.dec_embed(tokens[:, None]) * self.embed_scale + self.positions[step:step + 1]
         for i, layer in enumerate(self.decoder):
-            x, self_kv[i] = layer.step(x, self_kv[i], mem_kv[i], mem_bias)
+            x, self_kv[i] = cast(DecoderLayer, layer).step(x, self_kv[i], mem_kv[i], mem_bias)
         if self.dec_final_norm is not None:
             x = self.dec_final_norm(x)
         return F.linear(x, self.dec_embed.weight)[:, -1]
