@@ -191,7 +191,7 @@ def translate_cmd(checkpoint, shards_dir, split, input_path, output_path, beam, 
     from synprep.constants import UNK_ID
     from synprep.train.data import RecordDataset, ShardDataset
     from synprep.train.decode import load_model, translate_dataset
-    from synprep.train.loop import resolve_device
+    from synprep.train.distributed import resolve_device
     from synprep.types import PairRecord
 
     dev = resolve_device(device)

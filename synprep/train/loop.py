@@ -23,10 +23,9 @@ import contextlib
 import json
 import logging
 import math
-import os
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,6 @@ from torch.utils.data import DataLoader, Dataset
 
 from synprep.errors import ConfigError, InputError
 from synprep.parallel import limit_threads
-from synprep.signature import signature
 from synprep.train import runtime
 from synprep.train.checkpoint import (
     BEST,
@@ -52,6 +50,7 @@ from synprep.train.checkpoint import (
 )
 from synprep.train.config import RESUME_OVERRIDABLE, TrainConfig, config_from_dict
 from synprep.train.data import Batch, BucketBatchSampler, Collater
+from synprep.train.distributed import DistEnv, init_distributed
 from synprep.train.loss import label_smoothed_nll_loss
 from synprep.train.metrics import MetricsLog, draw_gate_heatmap
 from synprep.train.model import EncoderOut, Seq2Seq, real_positions
@@ -62,132 +61,10 @@ from synprep.train.rundir import (
     run_lock,
     sweep_partial_files,
 )
+from synprep.train.state import TrainState, effective_gates, inverse_sqrt, train_signature
 
 log = logging.getLogger("synprep.train")
 LN2 = math.log(2.0)
-
-
-# --------------------------------------------------------------------------------------------
-# pieces
-# --------------------------------------------------------------------------------------------
-@dataclass
-class TrainState:
-    """Where a run is. ``epoch`` is 0-based; ``batch_in_epoch`` counts this rank's batches done."""
-
-    epoch: int = 0
-    batch_in_epoch: int = 0
-    step: int = 0
-    best_valid: float = math.inf
-    epoch_loss: float = 0.0  # running sums over the current epoch (natural log)
-    epoch_nll: float = 0.0
-    epoch_tokens: int = 0
-    validated: bool = True  # the end-of-period validation of ``step`` is done (False between an
-    #                         update and its period's end: an interval checkpoint saved then resumes
-    #                         into that validation instead of skipping it)
-    interval: dict[str, float] = field(default_factory=dict)  # sums since the last metrics row (rundir.py)
-
-
-@dataclass
-class DistEnv:
-    rank: int = 0
-    world_size: int = 1
-    local_rank: int = 0
-
-    @property
-    def is_main(self) -> bool:
-        return self.rank == 0
-
-    @property
-    def enabled(self) -> bool:
-        return self.world_size > 1
-
-
-def resolve_device(device: str | None, local_rank: int = 0) -> torch.device:
-    """The torch device ``--device`` names: None/``auto`` = ``cuda:LOCAL_RANK`` when CUDA is available,
-    else the CPU; ``cuda`` without an index = ``cuda:LOCAL_RANK``.
-
-    Raises:
-        ConfigError: a CUDA device was asked for but CUDA is not available.
-    """
-    if device is None or device == "auto":
-        return torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"--device {device}: CUDA is not available on this machine (use --device cpu)")
-    if dev.type == "cuda" and dev.index is None:
-        dev = torch.device(f"cuda:{local_rank}")
-    return dev
-
-
-def init_distributed(device: str | None) -> tuple[DistEnv, torch.device]:
-    """Join the ``torchrun`` process group when ``WORLD_SIZE > 1`` and pick this process's device.
-
-    Device: ``device`` when given; else ``cuda:LOCAL_RANK`` when CUDA is available; else CPU
-    (with a log line). Backend: NCCL on CUDA, gloo on CPU.
-
-    Raises:
-        ConfigError: a CUDA device was asked for but CUDA is not available.
-    """
-    env = DistEnv(int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)),
-                  int(os.environ.get("LOCAL_RANK", 0)))
-    dev = resolve_device(device, env.local_rank)
-    if dev.type == "cpu" and (device is None or device == "auto") and env.rank == 0:
-        log.info("CUDA not available: training on the CPU")
-    if dev.type == "cuda":
-        torch.cuda.set_device(dev)
-    if env.enabled and not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if dev.type == "cuda" else "gloo")
-    return env, dev
-
-
-def inverse_sqrt(cfg: TrainConfig):
-    """fairseq's ``inverse_sqrt`` schedule as a LambdaLR factor of ``cfg.lr``.
-
-    Linear warm-up from ``warmup_init_lr`` to ``lr`` over ``warmup_updates`` updates, then
-    ``lr · sqrt(warmup_updates / step)`` (paper §5.1: 1e-3 → 7e-3 over 4000 updates).
-    """
-    w = max(cfg.warmup_updates, 1)
-
-    def factor(step: int) -> float:
-        if step < w:
-            return (cfg.warmup_init_lr + step * (cfg.lr - cfg.warmup_init_lr) / w) / cfg.lr
-        return math.sqrt(w / step)
-
-    return factor
-
-
-def effective_gates(cfg: TrainConfig, learned: dict[int, list[float]] | None = None) -> list[list[float]]:
-    """(encoder_layers, heads) matrix of the G every head applies: the learned mean for gated
-    heads, the constant for avg/pure/hard heads, 0 for plain heads and vanilla layers."""
-    const = cfg.gate_value
-    sources = cfg.head_sources()
-    out = []
-    for layer in range(cfg.encoder_layers):
-        row = []
-        for h in range(cfg.heads):
-            src = sources.get(layer, [None] * cfg.heads)[h]
-            if src is None:
-                row.append(0.0)
-            elif const is not None:
-                row.append(const)
-            else:
-                row.append(float(learned[layer][h]) if learned and layer in learned else float("nan"))
-        out.append(row)
-    return out
-
-
-def train_signature(cfg: TrainConfig, data_signature: str | None = None, world_size: int = 1) -> str:
-    """Signature line of a training run (model, syntax variant, data, seed, torch)."""
-    from synprep.signature import package_version
-
-    data = None
-    if data_signature:
-        import hashlib
-
-        data = hashlib.sha256(data_signature.encode("utf-8")).hexdigest()[:8]
-    return signature(task="train", model=f"d{cfg.d_model}-ffn{cfg.ffn_dim}-h{cfg.heads}-L{cfg.encoder_layers}+{cfg.decoder_layers}",
-                     syntax=cfg.describe(), data=data, seed=cfg.seed, world=world_size if world_size > 1 else None,
-                     torch=package_version("torch"))
 
 
 # --------------------------------------------------------------------------------------------
