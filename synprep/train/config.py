@@ -283,6 +283,29 @@ def with_overrides(cfg: TrainConfig, overrides: dict[str, Any]) -> TrainConfig:
     return config_from_dict(data, "overrides")
 
 
+
+def resume_config(saved: dict[str, Any], overrides: dict[str, Any] | None, where: str = "checkpoint") -> TrainConfig:
+    """The configuration of a resumed run: the checkpoint's, with ``overrides`` applied. The one
+    merge of ``synprep train --resume`` and ``--resume --print-config`` (CLI) and of
+    :class:`~synprep.train.loop.Trainer` (``resume=True``), so both show and run the same config.
+
+    Args:
+        saved: the checkpoint's config object (``ck["config"]``). overrides: field → new value
+            (``--set``, ``--max-steps``, …); fields of :data:`RESUME_OVERRIDABLE` take it, any other
+            field must keep its saved value. where: named in errors.
+
+    Raises:
+        ConfigError: an override of a field that cannot change on resume (all of them named), or a
+            bad value (:func:`config_from_dict`).
+    """
+    data = dict(saved)
+    overrides = overrides or {}
+    bad = sorted(k for k, v in overrides.items() if k not in RESUME_OVERRIDABLE and data.get(k) != v)
+    if bad:
+        raise ConfigError(f"cannot change {', '.join(bad)} when resuming (only {', '.join(sorted(RESUME_OVERRIDABLE))})")
+    data.update({k: v for k, v in overrides.items() if k in RESUME_OVERRIDABLE})
+    return config_from_dict(data, where)
+
 # --------------------------------------------------------------------------------------------
 # systems: named syntax settings for comparisons (make multi30k-seeds, synprep train --system)
 # --------------------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ from synprep.train.checkpoint import (
     set_rng_state,
     validate_checkpoint,
 )
-from synprep.train.config import RESUME_OVERRIDABLE, TrainConfig, config_from_dict
+from synprep.train.config import TrainConfig, resume_config
 from synprep.train.data import Batch, BucketBatchSampler, Collater
 from synprep.train.distributed import DistEnv, init_distributed
 from synprep.train.loss import label_smoothed_nll_loss
@@ -97,12 +97,7 @@ class Trainer:
         if resume:
             ck = load_checkpoint(self.out / LAST, map_location="cpu")
             validate_checkpoint(ck, self.out / LAST, resume=True)
-            data = dict(ck["config"])
-            bad = sorted(k for k, v in (overrides or {}).items() if k not in RESUME_OVERRIDABLE and data.get(k) != v)
-            if bad:
-                raise ConfigError(f"cannot change {', '.join(bad)} when resuming (only {', '.join(sorted(RESUME_OVERRIDABLE))})")
-            data.update({k: v for k, v in (overrides or {}).items() if k in RESUME_OVERRIDABLE})
-            cfg = config_from_dict(data, f"{self.out / LAST}")
+            cfg = resume_config(ck["config"], overrides, str(self.out / LAST))
             if list(ck["symbols"]) != self.symbols:
                 raise InputError("the shards' vocabulary differs from the checkpoint's", str(self.out / LAST))
         if cfg is None:
