@@ -83,6 +83,8 @@ class Trainer:
         data_signature: the shards' signature, recorded in checkpoints.
     """
 
+    ddp: torch.nn.Module  #: the model, or its DDP / torch.compile wrapper (what the updates call)
+
     def __init__(self, cfg: TrainConfig | None, train_ds: Dataset, valid_ds: Dataset, symbols: list[str], out_dir: str | Path,
                  device: torch.device, dist_env: DistEnv | None = None, resume: bool = False,
                  overrides: dict[str, Any] | None = None, progress: bool | None = None,
@@ -93,10 +95,8 @@ class Trainer:
         self.symbols = list(symbols)
         self.progress = progress
         self.data_signature = data_signature
-        ck = None
-        if resume:
-            ck = load_checkpoint(self.out / LAST, map_location="cpu")
-            validate_checkpoint(ck, self.out / LAST, resume=True)
+        ck = self._checkpoint() if resume else None
+        if ck is not None:
             cfg = resume_config(ck["config"], overrides, str(self.out / LAST))
             if list(ck["symbols"]) != self.symbols:
                 raise InputError("the shards' vocabulary differs from the checkpoint's", str(self.out / LAST))
@@ -109,45 +109,80 @@ class Trainer:
             torch.set_num_threads(cfg.threads)
         self.runtime = runtime.resolve(cfg, device)  # device, autocast, TF32, attention kernels, compile
         runtime.apply(self.runtime)
+        self._build(cfg, device)
+        if ck is not None:
+            self._restore(ck)
+        if self.env.enabled:  # after the restore: DDP starts from the restored weights
+            from torch.nn.parallel import DistributedDataParallel as DDP
 
+            self.ddp = DDP(self.model, device_ids=[device.index] if device.type == "cuda" else None)
+        self._loaders(cfg, train_ds, valid_ds, device)
+        self.autocast = self.runtime.autocast("train")
+        if cfg.compile:
+            self.ddp = torch.compile(self.ddp, dynamic=True)  # type: ignore[assignment]
+        self.signature = train_signature(cfg, data_signature, self.env.world_size)
+        if self.env.is_main:
+            self._open_run_folder(resumed=ck is not None)
+        self.gates: list[list[float]] = effective_gates(cfg)
+
+    # --- construction steps ------------------------------------------------------------------
+    def _checkpoint(self) -> dict[str, Any]:
+        """``out/checkpoint_last.pt``, loaded and validated for a resume."""
+        ck = load_checkpoint(self.out / LAST, map_location="cpu")
+        validate_checkpoint(ck, self.out / LAST, resume=True)
+        return ck
+
+    def _build(self, cfg: TrainConfig, device: torch.device) -> None:
+        """Model (seeded by ``cfg.seed``), fused AdamW, the inverse-sqrt schedule, a fresh state;
+        then the per-rank dropout stream."""
         torch.manual_seed(cfg.seed)
         self.model = Seq2Seq(cfg, len(self.symbols)).to(device)
         self.gate_params = self.model.gate_parameters()
-        self.ddp: torch.nn.Module = self.model
+        self.ddp = self.model
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=(cfg.adam_betas[0], cfg.adam_betas[1]),
                                            eps=cfg.adam_eps, weight_decay=cfg.weight_decay, fused=True)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, inverse_sqrt(cfg))
         self.state = TrainState()
         torch.manual_seed(cfg.seed + self.env.rank)  # dropout streams differ per rank
-        if ck is not None:
-            try:
-                self.model.load_state_dict(ck["model"])
-                self.optimizer.load_state_dict(ck["optimizer"])
-                for group in self.optimizer.param_groups:  # a checkpoint of the unfused optimizer
-                    group.update(fused=True, foreach=None)
-                self.scheduler.load_state_dict(ck["scheduler"])
-                self.state = TrainState(**ck["state"])
-                restored_interval(self.state.interval)  # checked here: a damaged one is a one-line error
-                rngs = ck["rng"]
-                set_rng_state(rngs[self.env.rank % len(rngs)])
-            except (KeyError, TypeError, ValueError, RuntimeError, IndexError, ZeroDivisionError) as e:
-                msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                raise InputError(f"damaged resume state: {msg}", str(self.out / LAST)) from None
-            if ck.get("world_size", 1) != self.env.world_size and self.state.batch_in_epoch:
-                raise ConfigError(f"this checkpoint stopped inside an epoch with {ck.get('world_size', 1)} process(es): "
-                                  f"resume it with as many (now {self.env.world_size})")
+
+    def _restore(self, ck: dict[str, Any]) -> None:
+        """Weights, optimizer, schedule, position and this rank's RNG from a checkpoint; the epoch
+        copies a killed run left unfinished are completed and pruned.
+
+        Raises:
+            InputError: a damaged resume state. ConfigError: stopped inside an epoch with another
+                number of processes.
+        """
+        try:
+            self.model.load_state_dict(ck["model"])
+            self.optimizer.load_state_dict(ck["optimizer"])
+            for group in self.optimizer.param_groups:  # a checkpoint of the unfused optimizer
+                group.update(fused=True, foreach=None)
+            self.scheduler.load_state_dict(ck["scheduler"])
+            self.state = TrainState(**ck["state"])
+            restored_interval(self.state.interval)  # checked here: a damaged one is a one-line error
+            rngs = ck["rng"]
+            set_rng_state(rngs[self.env.rank % len(rngs)])
+        except (KeyError, TypeError, ValueError, RuntimeError, IndexError, ZeroDivisionError) as e:
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise InputError(f"damaged resume state: {msg}", str(self.out / LAST)) from None
         st = self.state
-        if ck is not None and self.env.is_main and cfg.keep_last_epochs:
+        if ck.get("world_size", 1) != self.env.world_size and st.batch_in_epoch:
+            raise ConfigError(f"this checkpoint stopped inside an epoch with {ck.get('world_size', 1)} process(es): "
+                              f"resume it with as many (now {self.env.world_size})")
+        if self.env.is_main and self.cfg.keep_last_epochs:
             if st.epoch > 0 and st.batch_in_epoch == 0 and st.validated \
                     and not (self.out / epoch_checkpoint(st.epoch)).exists():
                 # killed between an epoch's checkpoint_last.pt and its epoch copy: that LAST *is* the copy
                 copy_checkpoint(self.out / LAST, self.out / epoch_checkpoint(st.epoch))
-            prune_epoch_checkpoints(self.out, cfg.keep_last_epochs)  # killed before the pruning
-        if self.env.enabled:
-            from torch.nn.parallel import DistributedDataParallel as DDP
+            prune_epoch_checkpoints(self.out, self.cfg.keep_last_epochs)  # killed before the pruning
 
-            self.ddp = DDP(self.model, device_ids=[device.index] if device.type == "cuda" else None)
+    def _loaders(self, cfg: TrainConfig, train_ds: Dataset, valid_ds: Dataset, device: torch.device) -> None:
+        """Length-bucketed samplers (this rank's share) and DataLoaders of both splits.
 
+        Raises:
+            InputError: no training pair fits ``max_tokens`` / ``max_positions``.
+        """
         collate = Collater.for_model(self.model)
         self.train_sampler = BucketBatchSampler(train_ds.src_lengths, train_ds.tgt_lengths, cfg.max_tokens,  # type: ignore[attr-defined]
                                                 shuffle=True, seed=cfg.seed, rank=self.env.rank,
@@ -166,22 +201,19 @@ class Trainer:
                                          worker_init_fn=_worker_init if workers else None)
         self.train_loader = DataLoader(train_ds, batch_sampler=self.train_sampler, **loader_kw)
         self.valid_loader = DataLoader(valid_ds, batch_sampler=self.valid_sampler, **loader_kw)
-        self.autocast = self.runtime.autocast("train")
-        if cfg.compile:
-            self.ddp = torch.compile(self.ddp, dynamic=True)  # type: ignore[assignment]
 
-        self.signature = train_signature(cfg, data_signature, self.env.world_size)
-        if self.env.is_main:
-            self.out.mkdir(parents=True, exist_ok=True)
-            sweep_partial_files(self.out)  # a killed run's partial checkpoint (the run lock is held: train())
-            from synprep.textio import atomic_write
+    def _open_run_folder(self, resumed: bool) -> None:
+        """The main rank's run folder: partial files swept, ``config.json`` (with ``_runtime``), the
+        runtime policy logged, the metrics log opened (cut back to the checkpoint when ``resumed``)."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        sweep_partial_files(self.out)  # a killed run's partial checkpoint (the run lock is held: train())
+        from synprep.textio import atomic_write
 
-            with atomic_write(self.out / "config.json") as f:  # _runtime: metadata, skipped when read back
-                f.write(json.dumps({**cfg.to_dict(), "_runtime": self.runtime.record()}, indent=2) + "\n")
-            log.info("%s", self.runtime.describe())
-            self.metrics = MetricsLog(self.out / "metrics.jsonl", resume_step=self.state.step if ck else None,
-                                      resume_validated=self.state.validated)
-        self.gates: list[list[float]] = effective_gates(cfg)
+        with atomic_write(self.out / "config.json") as f:  # _runtime: metadata, skipped when read back
+            f.write(json.dumps({**self.cfg.to_dict(), "_runtime": self.runtime.record()}, indent=2) + "\n")
+        log.info("%s", self.runtime.describe())
+        self.metrics = MetricsLog(self.out / "metrics.jsonl", resume_step=self.state.step if resumed else None,
+                                  resume_validated=self.state.validated)
 
     # --- one update --------------------------------------------------------------------------
     #: device accumulators of the epoch's (loss, nll, tokens), started from ``self.state``'s and read
