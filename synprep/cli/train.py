@@ -85,7 +85,7 @@ def train_cmd(shards_dir, config_path, preset, system, out_dir, print_config, ma
         system_overrides,
         with_overrides,
     )
-    from synprep.train.loop import train
+    from synprep.train.run import train
     from synprep.train.rundir import check_not_busy
 
     overrides = dict(system_overrides(system)) if system else {}

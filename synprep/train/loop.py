@@ -31,10 +31,9 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 
 from synprep.errors import ConfigError, InputError
-from synprep.parallel import limit_threads
 from synprep.train import runtime
 from synprep.train.checkpoint import (
     BEST,
@@ -49,16 +48,14 @@ from synprep.train.checkpoint import (
     validate_checkpoint,
 )
 from synprep.train.config import TrainConfig, resume_config
-from synprep.train.data import Batch, BucketBatchSampler, Collater
-from synprep.train.distributed import DistEnv, init_distributed
+from synprep.train.data import Batch, Collater, make_loaders
+from synprep.train.distributed import DistEnv
 from synprep.train.loss import label_smoothed_nll_loss
 from synprep.train.metrics import MetricsLog, draw_gate_heatmap
 from synprep.train.model import EncoderOut, Seq2Seq, real_positions
 from synprep.train.rundir import (
-    bounded_workers,
     carried_interval,
     restored_interval,
-    run_lock,
     sweep_partial_files,
 )
 from synprep.train.state import TrainState, effective_gates, inverse_sqrt, train_signature
@@ -178,29 +175,10 @@ class Trainer:
             prune_epoch_checkpoints(self.out, self.cfg.keep_last_epochs)  # killed before the pruning
 
     def _loaders(self, cfg: TrainConfig, train_ds: Dataset, valid_ds: Dataset, device: torch.device) -> None:
-        """Length-bucketed samplers (this rank's share) and DataLoaders of both splits.
-
-        Raises:
-            InputError: no training pair fits ``max_tokens`` / ``max_positions``.
-        """
-        collate = Collater.for_model(self.model)
-        self.train_sampler = BucketBatchSampler(train_ds.src_lengths, train_ds.tgt_lengths, cfg.max_tokens,  # type: ignore[attr-defined]
-                                                shuffle=True, seed=cfg.seed, rank=self.env.rank,
-                                                world_size=self.env.world_size, max_positions=cfg.max_positions)
-        self.valid_sampler = BucketBatchSampler(valid_ds.src_lengths, valid_ds.tgt_lengths, cfg.max_tokens,  # type: ignore[attr-defined]
-                                                shuffle=False, rank=self.env.rank, world_size=self.env.world_size,
-                                                max_positions=cfg.max_positions)
-        if self.train_sampler.skipped and self.env.is_main:
-            log.info("skipping %d training pairs longer than %d tokens", self.train_sampler.skipped,
-                     min(cfg.max_tokens, cfg.max_positions))
-        if not len(self.train_sampler.valid):
-            raise InputError("no training pair fits max_tokens / max_positions")
-        workers = bounded_workers(cfg.num_workers)  # num_workers: 1000 starts no 1000 processes
-        loader_kw: dict[str, Any] = dict(collate_fn=collate, num_workers=workers,
-                                         pin_memory=device.type == "cuda", generator=torch.Generator(),
-                                         worker_init_fn=_worker_init if workers else None)
-        self.train_loader = DataLoader(train_ds, batch_sampler=self.train_sampler, **loader_kw)
-        self.valid_loader = DataLoader(valid_ds, batch_sampler=self.valid_sampler, **loader_kw)
+        """Samplers and loaders of both splits (:func:`synprep.train.data.make_loaders`)."""
+        (self.train_sampler, self.valid_sampler, self.train_loader,
+         self.valid_loader) = make_loaders(cfg, train_ds, valid_ds, Collater.for_model(self.model), self.env.rank,
+                                           self.env.world_size, device, log_skipped=self.env.is_main)
 
     def _open_run_folder(self, resumed: bool) -> None:
         """The main rank's run folder: partial files swept, ``config.json`` (with ``_runtime``), the
@@ -496,48 +474,3 @@ class Trainer:
                          rec["step"], rec["train_loss"], rec["train_nll_loss"], rec["lr"], rec["gnorm"],
                          rec["tokens_per_s"])
         iv.update(restored_interval(None))
-
-
-def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None = None, *, device: str | None = None,
-          resume: bool = False, overrides: dict[str, Any] | None = None, progress: bool | None = None,
-          train_split: str = "train", valid_split: str = "valid") -> dict[str, Any]:
-    """Train on one split of a shard folder (``train``), validating on another (``valid``).
-
-    Joins the ``torchrun`` process group when launched by it (``WORLD_SIZE > 1``).
-
-    Args:
-        shards_dir: output folder of the pipeline (``dict.txt``, ``train.*.h5``, ``valid.*.h5``).
-        out_dir: run folder (``metrics.jsonl``, ``gates.png``, ``config.json``, checkpoints).
-        cfg: configuration of a new run (None with ``resume``).
-        device: ``cpu``, ``cuda``, ``cuda:1``, … or None (CUDA when available, else CPU).
-        resume: continue exactly from ``out_dir/checkpoint_last.pt``.
-        overrides: with ``resume``: new ``max_steps``/``max_epochs``/… (see RESUME_OVERRIDABLE).
-        progress: tqdm bars (None: when stderr is a terminal).
-        train_split, valid_split: split names (the same split for both makes a smoke run on a
-            folder holding only a test split).
-
-    Returns:
-        summary: ``step``, ``epoch``, ``best_valid_loss``, ``signature``, ….
-
-    Raises:
-        InputError: missing shards, splits or vocabulary; ConfigError: bad configuration;
-        FolderBusy (a ConfigError): another run trains into ``out_dir`` (:mod:`synprep.train.rundir`).
-    """
-    from synprep.train.data import ShardDataset, load_symbols
-
-    env, dev = init_distributed(device)
-    try:
-        with run_lock(out_dir) if env.is_main else contextlib.nullcontext():  # one run per folder (rundir.py)
-            train_ds = ShardDataset(shards_dir, train_split)
-            valid_ds = ShardDataset(shards_dir, valid_split)
-            symbols = load_symbols(shards_dir, train_ds.attrs)
-            trainer = Trainer(cfg, train_ds, valid_ds, symbols, out_dir, dev, env, resume=resume,
-                              overrides=overrides, progress=progress, data_signature=train_ds.attrs.get("signature"))
-            return trainer.run()
-    finally:
-        if env.enabled and dist.is_initialized():
-            dist.destroy_process_group()
-
-
-def _worker_init(_: int) -> None:
-    limit_threads(1)
