@@ -10,7 +10,9 @@ capped by the model's positions. ``<pad>`` and ``<s>`` are never produced.
 Both searches work on tensors only (issue 18): sentences × beams are rows of one batch, the
 selection of each step is a handful of tensor operations, the best finished hypothesis of every
 sentence is kept on the device, and a sentence that is done leaves the batch (its rows of the
-encoder output and of the key/value cache are dropped). The one host synchronisation per step is
+encoder's keys/values and of the self-attention cache are dropped). Each step is one
+:meth:`~synprep.train.model.Seq2Seq.decode_step` (:class:`_Decoder`): the cross-attention
+keys/values are kept once per sentence and its beams query them together. The one host synchronisation per step is
 the stop test (which sentences are still running); the hypotheses come to the host once per
 batch. The results equal those of the earlier per-hypothesis Python loop (kept as
 ``tests/decode_reference.py``; ``tests/test_decode_batched.py``). Under ``torch.autocast`` the
