@@ -39,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from synprep.shards.synthetic import random_records, write_folder  # noqa: E402
 from synprep.train.config import load_preset, with_overrides  # noqa: E402
 from synprep.train.data import RecordDataset  # noqa: E402
-from synprep.train.loop import Trainer, train  # noqa: E402
+from synprep.train.loop import Trainer  # noqa: E402
+from synprep.train.run import train  # noqa: E402
 
 PRESETS = ["vanilla_iwslt14_de_en", "gated_iwslt14_de_en", "pascal_iwslt14_de_en", "ldd_iwslt14_de_en",
            "ldd_parent_iwslt14_de_en", "sla_iwslt14_de_en", "slr_iwslt14_de_en", "lisa_iwslt14_de_en",

@@ -66,7 +66,7 @@ def test_finished_sentences_leave_the_batch(trained):
     model, batches = trained
     batch = batches["unseen"]
     rows: list[int] = []
-    hook = model.decoder[0].register_forward_hook(lambda _m, args, _o: rows.append(args[0].shape[0]))
+    hook = model.decoder[0].ffn.register_forward_hook(lambda _m, args, _o: rows.append(args[0].shape[0]))
     try:
         hyps = beam_search(model, batch, 5, 1.0, 0.0, 200)
     finally:

@@ -14,6 +14,7 @@ from synprep.train.checkpoint import LAST, load_checkpoint
 from synprep.train.config import load_preset, with_overrides
 from synprep.train.data import RecordDataset
 from synprep.train.loop import Trainer
+from tests.conftest import run_cli
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +68,35 @@ def test_resume_refuses_model_changes(tmp_path, data):
     Trainer(cfg, train, valid, symbols, tmp_path, torch.device("cpu"), progress=False).run()
     with pytest.raises(ConfigError, match="d_model"):
         Trainer(None, train, valid, symbols, tmp_path, torch.device("cpu"), resume=True, overrides={"d_model": 32})
+
+
+def test_resume_overrides_are_one_merge_for_the_cli_and_the_trainer(tmp_path, data):
+    """``--resume --print-config`` shows what ``--resume`` runs (resume_config, issue 19 item 4): an
+    override of a fixed field is refused by both with one message (print-config dropped it silently
+    before), an allowed one is applied by both, an unchanged fixed field passes both."""
+    train, valid, symbols = data
+    cfg = with_overrides(load_preset("tiny"), {"max_steps": 1, "max_tokens": 256, "threads": 1})
+    Trainer(cfg, train, valid, symbols, tmp_path, torch.device("cpu"), progress=False).run()
+
+    def trainer_error(overrides):
+        with pytest.raises(ConfigError) as e:
+            Trainer(None, train, valid, symbols, tmp_path, torch.device("cpu"), resume=True, overrides=overrides)
+        return str(e.value)
+
+    proc = run_cli("train", "--out", str(tmp_path), "--resume", "--print-config", "--set", "d_model=32",
+                   "--set", "lr=0.5", check=False)
+    assert proc.returncode == 2 and proc.stdout == ""
+    msg = trainer_error({"d_model": 32, "lr": 0.5})
+    assert msg.startswith("cannot change d_model, lr when resuming (only ")
+    assert proc.stderr.strip() == f"synprep: error: {msg}"
+
+    proc = run_cli("train", "--out", str(tmp_path), "--resume", "--print-config", "--max-steps", "7",
+                   "--set", "beam=3", "--seed", str(cfg.seed))
+    shown = json.loads(proc.stdout)
+    resumed = Trainer(None, train, valid, symbols, tmp_path, torch.device("cpu"), resume=True,
+                      overrides={"max_steps": 7, "beam": 3, "seed": cfg.seed}, progress=False)
+    assert shown == resumed.cfg.to_dict()
+    assert (shown["max_steps"], shown["beam"], shown["d_model"]) == (7, 3, cfg.d_model)
 
 
 @pytest.mark.parametrize(("variant", "expected"), [

@@ -52,7 +52,8 @@ def _device_option(f):
                    "Required unless --print-config.")
 @click.option("--print-config", is_flag=True,
               help="Print the resolved configuration (preset/config + overrides; with --resume the "
-                   "checkpoint's) as JSON on stdout and exit without training.")
+                   "checkpoint's with the overrides --resume applies, or its refusal) as JSON on stdout "
+                   "and exit without training.")
 @click.option("--max-steps", type=click.IntRange(min=0), default=None, help="Stop after N updates (0: no limit).")
 @click.option("--epochs", "max_epochs", type=click.IntRange(min=0), default=None, help="Stop after N epochs (0: no limit).")
 @click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Tokens per batch (padding included).")
@@ -77,14 +78,14 @@ def train_cmd(shards_dir, config_path, preset, system, out_dir, print_config, ma
     """
     from synprep.train.checkpoint import LAST, load_checkpoint
     from synprep.train.config import (
-        config_from_dict,
         load_config,
         load_preset,
         parse_override,
+        resume_config,
         system_overrides,
         with_overrides,
     )
-    from synprep.train.loop import train
+    from synprep.train.run import train
     from synprep.train.rundir import check_not_busy
 
     overrides = dict(system_overrides(system)) if system else {}
@@ -110,12 +111,9 @@ def train_cmd(shards_dir, config_path, preset, system, out_dir, print_config, ma
         if not (out / LAST).is_file():
             raise InputError(f"nothing to resume: no {LAST}", str(out))
         cfg = None
-        if print_config:
-            from synprep.train.config import RESUME_OVERRIDABLE
-
-            data = dict(load_checkpoint(out / LAST)["config"])
-            data.update({k: v for k, v in overrides.items() if k in RESUME_OVERRIDABLE})
-            click.echo(config_from_dict(data, str(out / LAST)).to_json(), nl=False)
+        if print_config:  # the trainer's merge (resume_config): what --resume would run, or its refusal
+            click.echo(resume_config(load_checkpoint(out / LAST)["config"], overrides, str(out / LAST)).to_json(),
+                       nl=False)
             return
     else:
         if bool(config_path) == bool(preset):
@@ -191,7 +189,7 @@ def translate_cmd(checkpoint, shards_dir, split, input_path, output_path, beam, 
     from synprep.constants import UNK_ID
     from synprep.train.data import RecordDataset, ShardDataset
     from synprep.train.decode import load_model, translate_dataset
-    from synprep.train.loop import resolve_device
+    from synprep.train.distributed import resolve_device
     from synprep.types import PairRecord
 
     dev = resolve_device(device)

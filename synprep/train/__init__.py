@@ -11,7 +11,11 @@ One module per concept:
 * :mod:`~synprep.train.gate` — the per-layer gate network.
 * :mod:`~synprep.train.model` — the encoder-decoder.
 * :mod:`~synprep.train.loss` — fairseq's label-smoothed cross-entropy.
-* :mod:`~synprep.train.loop` — :func:`train` / :class:`Trainer`: updates, validation, checkpoints, DDP.
+* :mod:`~synprep.train.run` — :func:`~synprep.train.run.train`: one run on a shard folder (run lock, DDP group).
+* :mod:`~synprep.train.loop` — :class:`Trainer`: updates, validation, checkpoints, DDP.
+* :mod:`~synprep.train.schema` — :class:`TrainConfig`'s fields, defaults and checks.
+* :mod:`~synprep.train.state` — a run's position, schedule, effective gates, signature.
+* :mod:`~synprep.train.distributed` — rank and device of a training process.
 * :mod:`~synprep.train.checkpoint` — exact-resume checkpoints.
 * :mod:`~synprep.train.decode` — greedy and beam search, translating a dataset.
 * :mod:`~synprep.train.metrics` — BLEU (sacrebleu), gate heatmap, metrics.jsonl.

@@ -107,6 +107,44 @@ class MultiheadAttention(nn.Module):
         return self.out_proj(_merge(out))
 
 
+    def step_self(self, x: torch.Tensor, kv: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """One incremental decoding step of causal self-attention.
+
+        Args:
+            x: (N, 1, D) this step's states. kv: the cache, (2, N, H, t, dh) keys and values of the
+                t earlier steps (one tensor, so a beam reorder is one ``index_select``), or None.
+
+        Returns:
+            ((N, 1, D), the cache grown to (2, N, H, t + 1, dh)).
+        """
+        q, k, v = self.project(x)
+        new = torch.stack([k, v])
+        kv = new if kv is None else torch.cat([kv, new], dim=3)
+        return self.out_proj(_merge(sdpa(q, kv[0], kv[1]))), kv
+
+    def step_cross(self, x: torch.Tensor, kv: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        """One incremental decoding step of cross-attention, the ``g`` beams of a sentence at once.
+
+        Args:
+            x: (A·g, 1, D), the g rows of a sentence adjacent. kv: (2, A, H, T, dh) the keys and
+                values of the A sentences' encoder output (:meth:`memory_kv`), computed once.
+            bias: (A, 1, 1, T) additive key padding mask.
+
+        Returns:
+            (A·g, 1, D). The g queries of a sentence attend its one copy of the keys (no copy per beam).
+        """
+        A = kv.shape[1]
+        q = _split(self.q_proj(x), self.heads)  # (A·g, H, 1, dh)
+        N, H, _, dh = q.shape
+        q = q.view(A, N // A, H, dh).transpose(1, 2)  # (A, H, g, dh)
+        out = sdpa(q, kv[0], kv[1], attn_mask=_like(bias, q))  # (A, H, g, dh)
+        return self.out_proj(out.transpose(1, 2).reshape(N, 1, H * dh))
+
+    def memory_kv(self, memory: torch.Tensor) -> torch.Tensor:
+        """(B, T, D) encoder output → (2, B, H, T, dh) its keys and values (for :meth:`step_cross`)."""
+        return torch.stack([_split(self.k_proj(memory), self.heads), _split(self.v_proj(memory), self.heads)])
+
+
 class SyntacticSelfAttention(MultiheadAttention):
     """Encoder self-attention whose heads mix syntactic and raw attention by a gate.
 

@@ -17,18 +17,23 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-from torch.utils.data import Dataset, Sampler
+from torch.utils.data import DataLoader, Dataset, Sampler
 
 from synprep.constants import EOS_ID, PAD_ID
 from synprep.errors import InputError
+from synprep.parallel import limit_threads
 from synprep.train.batch import Batch  # noqa: F401 - re-exported (its home before synprep.train.batch)
+from synprep.train.rundir import bounded_workers
 from synprep.types import PairRecord
+
+log = logging.getLogger("synprep.train")
 
 if TYPE_CHECKING:
     from synprep.train.config import TrainConfig
@@ -243,3 +248,39 @@ class BucketBatchSampler(Sampler[list[int]]):
 
     def __len__(self) -> int:
         return max(len(self.rank_batches(self.epoch)) - self.start, 0)
+
+
+def make_loaders(cfg: Any, train_ds: Any, valid_ds: Any, collate: Any, rank: int, world_size: int,
+                 device: torch.device, log_skipped: bool = True) -> tuple[Any, Any, Any, Any]:
+    """The trainer's length-bucketed samplers (this rank's share) and DataLoaders of both splits.
+
+    Args:
+        cfg: the :class:`~synprep.train.config.TrainConfig`. train_ds, valid_ds: datasets with
+            ``src_lengths``/``tgt_lengths``. collate: :meth:`Collater.for_model`. log_skipped: log
+            the count of training pairs too long to fit (the main rank).
+
+    Returns:
+        (train_sampler, valid_sampler, train_loader, valid_loader).
+
+    Raises:
+        InputError: no training pair fits ``max_tokens`` / ``max_positions``.
+    """
+    train_sampler = BucketBatchSampler(train_ds.src_lengths, train_ds.tgt_lengths, cfg.max_tokens, shuffle=True,
+                                       seed=cfg.seed, rank=rank, world_size=world_size, max_positions=cfg.max_positions)
+    valid_sampler = BucketBatchSampler(valid_ds.src_lengths, valid_ds.tgt_lengths, cfg.max_tokens, shuffle=False,
+                                       rank=rank, world_size=world_size, max_positions=cfg.max_positions)
+    if train_sampler.skipped and log_skipped:
+        log.info("skipping %d training pairs longer than %d tokens", train_sampler.skipped,
+                 min(cfg.max_tokens, cfg.max_positions))
+    if not len(train_sampler.valid):
+        raise InputError("no training pair fits max_tokens / max_positions")
+    workers = bounded_workers(cfg.num_workers)  # num_workers: 1000 starts no 1000 processes
+    loader_kw: dict[str, Any] = dict(collate_fn=collate, num_workers=workers,
+                                     pin_memory=device.type == "cuda", generator=torch.Generator(),
+                                     worker_init_fn=_worker_init if workers else None)
+    return (train_sampler, valid_sampler, DataLoader(train_ds, batch_sampler=train_sampler, **loader_kw),
+            DataLoader(valid_ds, batch_sampler=valid_sampler, **loader_kw))
+
+
+def _worker_init(_: int) -> None:
+    limit_threads(1)

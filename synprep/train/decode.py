@@ -10,7 +10,9 @@ capped by the model's positions. ``<pad>`` and ``<s>`` are never produced.
 Both searches work on tensors only (issue 18): sentences × beams are rows of one batch, the
 selection of each step is a handful of tensor operations, the best finished hypothesis of every
 sentence is kept on the device, and a sentence that is done leaves the batch (its rows of the
-encoder output and of the key/value cache are dropped). The one host synchronisation per step is
+encoder's keys/values and of the self-attention cache are dropped). Each step is one
+:meth:`~synprep.train.model.Seq2Seq.decode_step` (:class:`_Decoder`): the cross-attention
+keys/values are kept once per sentence and its beams query them together. The one host synchronisation per step is
 the stop test (which sentences are still running); the hypotheses come to the host once per
 batch. The results equal those of the earlier per-hypothesis Python loop (kept as
 ``tests/decode_reference.py``; ``tests/test_decode_batched.py``). Under ``torch.autocast`` the
@@ -25,7 +27,6 @@ from typing import cast
 import torch
 
 from synprep.constants import BOS_ID, EOS_ID, PAD_ID
-from synprep.train.attention import _split
 from synprep.train.data import Batch
 from synprep.train.model import DecoderLayer, EncoderOut, Seq2Seq
 
@@ -37,39 +38,38 @@ def _limits(model: Seq2Seq, batch: Batch, max_len_a: float, max_len_b: int) -> t
     return lim.long()
 
 
-def _lprobs(model: Seq2Seq, tokens: torch.Tensor, enc, cache) -> torch.Tensor:
-    logits = model.decode(tokens, enc, cache)[:, -1].float()
-    lp = torch.log_softmax(logits, dim=-1)
-    lp[:, PAD_ID] = float("-inf")
-    lp[:, BOS_ID] = float("-inf")
-    return lp
+class _Decoder:
+    """The incremental decoding state of one search: per decoder layer the self-attention cache
+    (2, N, H, t, dh) of the N hypothesis rows and the cross-attention keys/values (2, A, H, T, dh)
+    of the A running sentences, computed once per sentence (the g = N / A rows of a sentence are
+    adjacent and share them; a beam reorder moves rows only within a sentence, so it never touches
+    them)."""
 
+    def __init__(self, model: Seq2Seq, enc: EncoderOut):
+        self.model = model
+        layers = [cast(DecoderLayer, layer) for layer in model.decoder]
+        self.mem = [layer.cross_attn.memory_kv(enc.x) for layer in layers]
+        self.bias = enc.bias
+        self.kv: list[torch.Tensor | None] = [None] * len(layers)
+        self.step = 0
 
-def _select_rows(cache: list[dict], order: torch.Tensor, part: str | None = None) -> None:
-    """The cached keys/values (of ``part``: ``self``/``cross``; both when None) reordered / subset
-    along the batch, in place."""
-    for layer in cache:
-        for name, kv in layer.items():
-            if part is None or name == part:
-                for key in ("k", "v"):
-                    if key in kv:
-                        kv[key] = kv[key].index_select(0, order)
+    def lprobs(self, tokens: torch.Tensor) -> torch.Tensor:
+        """(N, V) float32 log-probabilities of the next token after ``tokens`` (N,) (the newest of
+        each row); ``<pad>`` and ``<s>`` get −inf."""
+        logits = self.model.decode_step(tokens, self.step, self.kv, self.mem, self.bias).float()
+        self.step += 1
+        lp = torch.log_softmax(logits, dim=-1)
+        lp[:, PAD_ID] = float("-inf")
+        lp[:, BOS_ID] = float("-inf")
+        return lp
 
-
-def _beam_start(model: Seq2Seq, enc: EncoderOut, k: int) -> tuple[EncoderOut, list[dict]]:
-    """The encoder output and a decoder cache for ``k`` beams per sentence.
-
-    The cross-attention keys/values are computed once per sentence and repeated ``k`` times, so
-    the rows of one sentence are equal by construction and a beam reorder (which moves rows only
-    within a sentence) never has to touch them: only the self-attention cache is reordered per step.
-    """
-    rep = torch.arange(enc.x.shape[0], device=enc.x.device).repeat_interleave(k)
-    cache = model.new_cache()
-    for layer, c in zip(model.decoder, cache, strict=True):
-        attn = cast(DecoderLayer, layer).cross_attn
-        c["cross"]["k"] = _split(attn.k_proj(enc.x), attn.heads).index_select(0, rep)
-        c["cross"]["v"] = _split(attn.v_proj(enc.x), attn.heads).index_select(0, rep)
-    return EncoderOut(enc.x.index_select(0, rep), enc.pad.index_select(0, rep), enc.bias.index_select(0, rep)), cache
+    def select(self, rows: torch.Tensor, sentences: torch.Tensor | None = None) -> None:
+        """Keep (reorder / subset) hypothesis ``rows``; with ``sentences``, keep only those sentences
+        (whose rows ``rows`` must index)."""
+        self.kv = [kv.index_select(1, rows) if kv is not None else None for kv in self.kv]
+        if sentences is not None:
+            self.mem = [m.index_select(1, sentences) for m in self.mem]
+            self.bias = self.bias.index_select(0, sentences)
 
 
 def _hypotheses(best: torch.Tensor, length: torch.Tensor, found: torch.Tensor) -> list[list[int]]:
@@ -90,16 +90,15 @@ def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 0.0, max_len_
     """
     B = batch.size
     dev = batch.src_tokens.device
-    enc = model.encode(batch)
+    dec = _Decoder(model, model.encode(batch))
     lim = _limits(model, batch, max_len_a, max_len_b)
     L = int(lim.max())
-    cache = model.new_cache()
     tokens = torch.full((B, 1), EOS_ID, dtype=torch.long, device=dev)
     sent = torch.arange(B, device=dev)  # original index of each running sentence
     best = torch.full((B, L), PAD_ID, dtype=torch.long, device=dev)
     length = torch.zeros(B, dtype=torch.long, device=dev)
     for step in range(L):
-        nxt = _lprobs(model, tokens, enc, cache).argmax(dim=-1)
+        nxt = dec.lprobs(tokens[:, -1]).argmax(dim=-1)
         nxt = nxt.masked_fill_(lim <= step + 1, EOS_ID)  # </s> forced at the length limit
         fin = nxt.eq(EOS_ID)
         if step:
@@ -111,8 +110,7 @@ def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 0.0, max_len_
         tokens = torch.cat([tokens, nxt[:, None]], dim=1)
         if alive.numel() < fin.numel():
             tokens, sent, lim = tokens[alive], sent[alive], lim[alive]
-            enc = enc.index_select(alive)
-            _select_rows(cache, alive)
+            dec.select(alive, alive)
     return _hypotheses(best, length, torch.ones(B, dtype=torch.bool))
 
 
@@ -129,7 +127,7 @@ def beam_search(model: Seq2Seq, batch: Batch, beam: int = 5, lenpen: float = 1.0
     """
     B, k = batch.size, beam
     dev = batch.src_tokens.device
-    enc, cache = _beam_start(model, model.encode(batch), k)
+    dec = _Decoder(model, model.encode(batch))
     lim = _limits(model, batch, max_len_a, max_len_b)  # (A,)
     L = int(lim.max())
     tokens = torch.full((B * k, 1), EOS_ID, dtype=torch.long, device=dev)
@@ -142,16 +140,17 @@ def beam_search(model: Seq2Seq, batch: Batch, beam: int = 5, lenpen: float = 1.0
     best_score = torch.full((B,), float("-inf"), dtype=torch.float64, device=dev)
     found = torch.zeros(B, dtype=torch.bool, device=dev)
     j = torch.arange(2 * k, device=dev)
+    first = torch.arange(min(2 * k, model.dec_embed.num_embeddings), device=dev) == 0
     for step in range(L):
         A = sent.numel()
-        lp = _lprobs(model, tokens, enc, cache)  # (A*k, V)
+        lp = dec.lprobs(tokens[:, -1])  # (A*k, V)
         V = lp.shape[1]
-        # the best 2k continuations of a sentence are among the best 2k of each of its beams
+        # the best 2k continuations of a sentence are among the best 2k of each of its beams (two
+        # topk, not one over beam × V: the reference's order among equal scores, common under bf16)
         row_s, row_i = lp.topk(min(2 * k, V), dim=1)  # (A*k, 2k)
         width = row_s.shape[1]
         # </s> alone at the length limit: the row's only finite candidate (the others are never used)
         forced = (lim <= step + 1).repeat_interleave(k)[:, None]
-        first = torch.arange(width, device=dev) == 0
         row_s = torch.where(forced, torch.where(first, lp[:, EOS_ID:EOS_ID + 1], float("-inf")), row_s)
         row_i = torch.where(forced & first, EOS_ID, row_i)
         cand = (scores.view(A * k, 1) + row_s).view(A, -1)  # (A, k*2k)
@@ -189,11 +188,11 @@ def beam_search(model: Seq2Seq, batch: Batch, beam: int = 5, lenpen: float = 1.0
         if alive.numel() < A:  # finished sentences leave the batch
             order, new_tok, new_s = order[alive], new_tok[alive], new_s[alive]
             sent, lim, n_fin = sent[alive], lim[alive], n_fin[alive]
-            kept_rows = (alive[:, None] * k + torch.arange(k, device=dev)).view(-1)
-            enc = enc.index_select(kept_rows)
-            _select_rows(cache, kept_rows, "cross")
-        order = order.reshape(-1)
-        _select_rows(cache, order, "self")
+            order = order.reshape(-1)
+            dec.select(order, alive)
+        else:
+            order = order.reshape(-1)
+            dec.select(order)
         tokens = torch.cat([tokens.index_select(0, order), new_tok.reshape(-1, 1)], dim=1)
         scores = new_s
     return _hypotheses(best, best_len, found)

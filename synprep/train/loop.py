@@ -23,20 +23,17 @@ import contextlib
 import json
 import logging
 import math
-import os
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 
 from synprep.errors import ConfigError, InputError
-from synprep.parallel import limit_threads
-from synprep.signature import signature
 from synprep.train import runtime
 from synprep.train.checkpoint import (
     BEST,
@@ -50,144 +47,21 @@ from synprep.train.checkpoint import (
     set_rng_state,
     validate_checkpoint,
 )
-from synprep.train.config import RESUME_OVERRIDABLE, TrainConfig, config_from_dict
-from synprep.train.data import Batch, BucketBatchSampler, Collater
+from synprep.train.config import TrainConfig, resume_config
+from synprep.train.data import Batch, Collater, make_loaders
+from synprep.train.distributed import DistEnv
 from synprep.train.loss import label_smoothed_nll_loss
 from synprep.train.metrics import MetricsLog, draw_gate_heatmap
 from synprep.train.model import EncoderOut, Seq2Seq, real_positions
 from synprep.train.rundir import (
-    bounded_workers,
     carried_interval,
     restored_interval,
-    run_lock,
     sweep_partial_files,
 )
+from synprep.train.state import TrainState, effective_gates, inverse_sqrt, train_signature
 
 log = logging.getLogger("synprep.train")
 LN2 = math.log(2.0)
-
-
-# --------------------------------------------------------------------------------------------
-# pieces
-# --------------------------------------------------------------------------------------------
-@dataclass
-class TrainState:
-    """Where a run is. ``epoch`` is 0-based; ``batch_in_epoch`` counts this rank's batches done."""
-
-    epoch: int = 0
-    batch_in_epoch: int = 0
-    step: int = 0
-    best_valid: float = math.inf
-    epoch_loss: float = 0.0  # running sums over the current epoch (natural log)
-    epoch_nll: float = 0.0
-    epoch_tokens: int = 0
-    validated: bool = True  # the end-of-period validation of ``step`` is done (False between an
-    #                         update and its period's end: an interval checkpoint saved then resumes
-    #                         into that validation instead of skipping it)
-    interval: dict[str, float] = field(default_factory=dict)  # sums since the last metrics row (rundir.py)
-
-
-@dataclass
-class DistEnv:
-    rank: int = 0
-    world_size: int = 1
-    local_rank: int = 0
-
-    @property
-    def is_main(self) -> bool:
-        return self.rank == 0
-
-    @property
-    def enabled(self) -> bool:
-        return self.world_size > 1
-
-
-def resolve_device(device: str | None, local_rank: int = 0) -> torch.device:
-    """The torch device ``--device`` names: None/``auto`` = ``cuda:LOCAL_RANK`` when CUDA is available,
-    else the CPU; ``cuda`` without an index = ``cuda:LOCAL_RANK``.
-
-    Raises:
-        ConfigError: a CUDA device was asked for but CUDA is not available.
-    """
-    if device is None or device == "auto":
-        return torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"--device {device}: CUDA is not available on this machine (use --device cpu)")
-    if dev.type == "cuda" and dev.index is None:
-        dev = torch.device(f"cuda:{local_rank}")
-    return dev
-
-
-def init_distributed(device: str | None) -> tuple[DistEnv, torch.device]:
-    """Join the ``torchrun`` process group when ``WORLD_SIZE > 1`` and pick this process's device.
-
-    Device: ``device`` when given; else ``cuda:LOCAL_RANK`` when CUDA is available; else CPU
-    (with a log line). Backend: NCCL on CUDA, gloo on CPU.
-
-    Raises:
-        ConfigError: a CUDA device was asked for but CUDA is not available.
-    """
-    env = DistEnv(int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)),
-                  int(os.environ.get("LOCAL_RANK", 0)))
-    dev = resolve_device(device, env.local_rank)
-    if dev.type == "cpu" and (device is None or device == "auto") and env.rank == 0:
-        log.info("CUDA not available: training on the CPU")
-    if dev.type == "cuda":
-        torch.cuda.set_device(dev)
-    if env.enabled and not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if dev.type == "cuda" else "gloo")
-    return env, dev
-
-
-def inverse_sqrt(cfg: TrainConfig):
-    """fairseq's ``inverse_sqrt`` schedule as a LambdaLR factor of ``cfg.lr``.
-
-    Linear warm-up from ``warmup_init_lr`` to ``lr`` over ``warmup_updates`` updates, then
-    ``lr · sqrt(warmup_updates / step)`` (paper §5.1: 1e-3 → 7e-3 over 4000 updates).
-    """
-    w = max(cfg.warmup_updates, 1)
-
-    def factor(step: int) -> float:
-        if step < w:
-            return (cfg.warmup_init_lr + step * (cfg.lr - cfg.warmup_init_lr) / w) / cfg.lr
-        return math.sqrt(w / step)
-
-    return factor
-
-
-def effective_gates(cfg: TrainConfig, learned: dict[int, list[float]] | None = None) -> list[list[float]]:
-    """(encoder_layers, heads) matrix of the G every head applies: the learned mean for gated
-    heads, the constant for avg/pure/hard heads, 0 for plain heads and vanilla layers."""
-    const = cfg.gate_value
-    sources = cfg.head_sources()
-    out = []
-    for layer in range(cfg.encoder_layers):
-        row = []
-        for h in range(cfg.heads):
-            src = sources.get(layer, [None] * cfg.heads)[h]
-            if src is None:
-                row.append(0.0)
-            elif const is not None:
-                row.append(const)
-            else:
-                row.append(float(learned[layer][h]) if learned and layer in learned else float("nan"))
-        out.append(row)
-    return out
-
-
-def train_signature(cfg: TrainConfig, data_signature: str | None = None, world_size: int = 1) -> str:
-    """Signature line of a training run (model, syntax variant, data, seed, torch)."""
-    from synprep.signature import package_version
-
-    data = None
-    if data_signature:
-        import hashlib
-
-        data = hashlib.sha256(data_signature.encode("utf-8")).hexdigest()[:8]
-    return signature(task="train", model=f"d{cfg.d_model}-ffn{cfg.ffn_dim}-h{cfg.heads}-L{cfg.encoder_layers}+{cfg.decoder_layers}",
-                     syntax=cfg.describe(), data=data, seed=cfg.seed, world=world_size if world_size > 1 else None,
-                     torch=package_version("torch"))
 
 
 # --------------------------------------------------------------------------------------------
@@ -206,6 +80,8 @@ class Trainer:
         data_signature: the shards' signature, recorded in checkpoints.
     """
 
+    ddp: torch.nn.Module  #: the model, or its DDP / torch.compile wrapper (what the updates call)
+
     def __init__(self, cfg: TrainConfig | None, train_ds: Dataset, valid_ds: Dataset, symbols: list[str], out_dir: str | Path,
                  device: torch.device, dist_env: DistEnv | None = None, resume: bool = False,
                  overrides: dict[str, Any] | None = None, progress: bool | None = None,
@@ -216,16 +92,9 @@ class Trainer:
         self.symbols = list(symbols)
         self.progress = progress
         self.data_signature = data_signature
-        ck = None
-        if resume:
-            ck = load_checkpoint(self.out / LAST, map_location="cpu")
-            validate_checkpoint(ck, self.out / LAST, resume=True)
-            data = dict(ck["config"])
-            bad = sorted(k for k, v in (overrides or {}).items() if k not in RESUME_OVERRIDABLE and data.get(k) != v)
-            if bad:
-                raise ConfigError(f"cannot change {', '.join(bad)} when resuming (only {', '.join(sorted(RESUME_OVERRIDABLE))})")
-            data.update({k: v for k, v in (overrides or {}).items() if k in RESUME_OVERRIDABLE})
-            cfg = config_from_dict(data, f"{self.out / LAST}")
+        ck = self._checkpoint() if resume else None
+        if ck is not None:
+            cfg = resume_config(ck["config"], overrides, str(self.out / LAST))
             if list(ck["symbols"]) != self.symbols:
                 raise InputError("the shards' vocabulary differs from the checkpoint's", str(self.out / LAST))
         if cfg is None:
@@ -237,79 +106,92 @@ class Trainer:
             torch.set_num_threads(cfg.threads)
         self.runtime = runtime.resolve(cfg, device)  # device, autocast, TF32, attention kernels, compile
         runtime.apply(self.runtime)
+        self._build(cfg, device)
+        if ck is not None:
+            self._restore(ck)
+        if self.env.enabled:  # after the restore: DDP starts from the restored weights
+            from torch.nn.parallel import DistributedDataParallel as DDP
 
+            self.ddp = DDP(self.model, device_ids=[device.index] if device.type == "cuda" else None)
+        self._loaders(cfg, train_ds, valid_ds, device)
+        self.autocast = self.runtime.autocast("train")
+        if cfg.compile:
+            self.ddp = torch.compile(self.ddp, dynamic=True)  # type: ignore[assignment]
+        self.signature = train_signature(cfg, data_signature, self.env.world_size)
+        if self.env.is_main:
+            self._open_run_folder(resumed=ck is not None)
+        self.gates: list[list[float]] = effective_gates(cfg)
+
+    # --- construction steps ------------------------------------------------------------------
+    def _checkpoint(self) -> dict[str, Any]:
+        """``out/checkpoint_last.pt``, loaded and validated for a resume."""
+        ck = load_checkpoint(self.out / LAST, map_location="cpu")
+        validate_checkpoint(ck, self.out / LAST, resume=True)
+        return ck
+
+    def _build(self, cfg: TrainConfig, device: torch.device) -> None:
+        """Model (seeded by ``cfg.seed``), fused AdamW, the inverse-sqrt schedule, a fresh state;
+        then the per-rank dropout stream."""
         torch.manual_seed(cfg.seed)
         self.model = Seq2Seq(cfg, len(self.symbols)).to(device)
         self.gate_params = self.model.gate_parameters()
-        self.ddp: torch.nn.Module = self.model
+        self.ddp = self.model
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=(cfg.adam_betas[0], cfg.adam_betas[1]),
                                            eps=cfg.adam_eps, weight_decay=cfg.weight_decay, fused=True)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, inverse_sqrt(cfg))
         self.state = TrainState()
         torch.manual_seed(cfg.seed + self.env.rank)  # dropout streams differ per rank
-        if ck is not None:
-            try:
-                self.model.load_state_dict(ck["model"])
-                self.optimizer.load_state_dict(ck["optimizer"])
-                for group in self.optimizer.param_groups:  # a checkpoint of the unfused optimizer
-                    group.update(fused=True, foreach=None)
-                self.scheduler.load_state_dict(ck["scheduler"])
-                self.state = TrainState(**ck["state"])
-                restored_interval(self.state.interval)  # checked here: a damaged one is a one-line error
-                rngs = ck["rng"]
-                set_rng_state(rngs[self.env.rank % len(rngs)])
-            except (KeyError, TypeError, ValueError, RuntimeError, IndexError, ZeroDivisionError) as e:
-                msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-                raise InputError(f"damaged resume state: {msg}", str(self.out / LAST)) from None
-            if ck.get("world_size", 1) != self.env.world_size and self.state.batch_in_epoch:
-                raise ConfigError(f"this checkpoint stopped inside an epoch with {ck.get('world_size', 1)} process(es): "
-                                  f"resume it with as many (now {self.env.world_size})")
+
+    def _restore(self, ck: dict[str, Any]) -> None:
+        """Weights, optimizer, schedule, position and this rank's RNG from a checkpoint; the epoch
+        copies a killed run left unfinished are completed and pruned.
+
+        Raises:
+            InputError: a damaged resume state. ConfigError: stopped inside an epoch with another
+                number of processes.
+        """
+        try:
+            self.model.load_state_dict(ck["model"])
+            self.optimizer.load_state_dict(ck["optimizer"])
+            for group in self.optimizer.param_groups:  # a checkpoint of the unfused optimizer
+                group.update(fused=True, foreach=None)
+            self.scheduler.load_state_dict(ck["scheduler"])
+            self.state = TrainState(**ck["state"])
+            restored_interval(self.state.interval)  # checked here: a damaged one is a one-line error
+            rngs = ck["rng"]
+            set_rng_state(rngs[self.env.rank % len(rngs)])
+        except (KeyError, TypeError, ValueError, RuntimeError, IndexError, ZeroDivisionError) as e:
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise InputError(f"damaged resume state: {msg}", str(self.out / LAST)) from None
         st = self.state
-        if ck is not None and self.env.is_main and cfg.keep_last_epochs:
+        if ck.get("world_size", 1) != self.env.world_size and st.batch_in_epoch:
+            raise ConfigError(f"this checkpoint stopped inside an epoch with {ck.get('world_size', 1)} process(es): "
+                              f"resume it with as many (now {self.env.world_size})")
+        if self.env.is_main and self.cfg.keep_last_epochs:
             if st.epoch > 0 and st.batch_in_epoch == 0 and st.validated \
                     and not (self.out / epoch_checkpoint(st.epoch)).exists():
                 # killed between an epoch's checkpoint_last.pt and its epoch copy: that LAST *is* the copy
                 copy_checkpoint(self.out / LAST, self.out / epoch_checkpoint(st.epoch))
-            prune_epoch_checkpoints(self.out, cfg.keep_last_epochs)  # killed before the pruning
-        if self.env.enabled:
-            from torch.nn.parallel import DistributedDataParallel as DDP
+            prune_epoch_checkpoints(self.out, self.cfg.keep_last_epochs)  # killed before the pruning
 
-            self.ddp = DDP(self.model, device_ids=[device.index] if device.type == "cuda" else None)
+    def _loaders(self, cfg: TrainConfig, train_ds: Dataset, valid_ds: Dataset, device: torch.device) -> None:
+        """Samplers and loaders of both splits (:func:`synprep.train.data.make_loaders`)."""
+        (self.train_sampler, self.valid_sampler, self.train_loader,
+         self.valid_loader) = make_loaders(cfg, train_ds, valid_ds, Collater.for_model(self.model), self.env.rank,
+                                           self.env.world_size, device, log_skipped=self.env.is_main)
 
-        collate = Collater.for_model(self.model)
-        self.train_sampler = BucketBatchSampler(train_ds.src_lengths, train_ds.tgt_lengths, cfg.max_tokens,  # type: ignore[attr-defined]
-                                                shuffle=True, seed=cfg.seed, rank=self.env.rank,
-                                                world_size=self.env.world_size, max_positions=cfg.max_positions)
-        self.valid_sampler = BucketBatchSampler(valid_ds.src_lengths, valid_ds.tgt_lengths, cfg.max_tokens,  # type: ignore[attr-defined]
-                                                shuffle=False, rank=self.env.rank, world_size=self.env.world_size,
-                                                max_positions=cfg.max_positions)
-        if self.train_sampler.skipped and self.env.is_main:
-            log.info("skipping %d training pairs longer than %d tokens", self.train_sampler.skipped,
-                     min(cfg.max_tokens, cfg.max_positions))
-        if not len(self.train_sampler.valid):
-            raise InputError("no training pair fits max_tokens / max_positions")
-        workers = bounded_workers(cfg.num_workers)  # num_workers: 1000 starts no 1000 processes
-        loader_kw: dict[str, Any] = dict(collate_fn=collate, num_workers=workers,
-                                         pin_memory=device.type == "cuda", generator=torch.Generator(),
-                                         worker_init_fn=_worker_init if workers else None)
-        self.train_loader = DataLoader(train_ds, batch_sampler=self.train_sampler, **loader_kw)
-        self.valid_loader = DataLoader(valid_ds, batch_sampler=self.valid_sampler, **loader_kw)
-        self.autocast = self.runtime.autocast("train")
-        if cfg.compile:
-            self.ddp = torch.compile(self.ddp, dynamic=True)  # type: ignore[assignment]
+    def _open_run_folder(self, resumed: bool) -> None:
+        """The main rank's run folder: partial files swept, ``config.json`` (with ``_runtime``), the
+        runtime policy logged, the metrics log opened (cut back to the checkpoint when ``resumed``)."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        sweep_partial_files(self.out)  # a killed run's partial checkpoint (the run lock is held: train())
+        from synprep.textio import atomic_write
 
-        self.signature = train_signature(cfg, data_signature, self.env.world_size)
-        if self.env.is_main:
-            self.out.mkdir(parents=True, exist_ok=True)
-            sweep_partial_files(self.out)  # a killed run's partial checkpoint (the run lock is held: train())
-            from synprep.textio import atomic_write
-
-            with atomic_write(self.out / "config.json") as f:  # _runtime: metadata, skipped when read back
-                f.write(json.dumps({**cfg.to_dict(), "_runtime": self.runtime.record()}, indent=2) + "\n")
-            log.info("%s", self.runtime.describe())
-            self.metrics = MetricsLog(self.out / "metrics.jsonl", resume_step=self.state.step if ck else None,
-                                      resume_validated=self.state.validated)
-        self.gates: list[list[float]] = effective_gates(cfg)
+        with atomic_write(self.out / "config.json") as f:  # _runtime: metadata, skipped when read back
+            f.write(json.dumps({**self.cfg.to_dict(), "_runtime": self.runtime.record()}, indent=2) + "\n")
+        log.info("%s", self.runtime.describe())
+        self.metrics = MetricsLog(self.out / "metrics.jsonl", resume_step=self.state.step if resumed else None,
+                                  resume_validated=self.state.validated)
 
     # --- one update --------------------------------------------------------------------------
     #: device accumulators of the epoch's (loss, nll, tokens), started from ``self.state``'s and read
@@ -592,48 +474,3 @@ class Trainer:
                          rec["step"], rec["train_loss"], rec["train_nll_loss"], rec["lr"], rec["gnorm"],
                          rec["tokens_per_s"])
         iv.update(restored_interval(None))
-
-
-def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None = None, *, device: str | None = None,
-          resume: bool = False, overrides: dict[str, Any] | None = None, progress: bool | None = None,
-          train_split: str = "train", valid_split: str = "valid") -> dict[str, Any]:
-    """Train on one split of a shard folder (``train``), validating on another (``valid``).
-
-    Joins the ``torchrun`` process group when launched by it (``WORLD_SIZE > 1``).
-
-    Args:
-        shards_dir: output folder of the pipeline (``dict.txt``, ``train.*.h5``, ``valid.*.h5``).
-        out_dir: run folder (``metrics.jsonl``, ``gates.png``, ``config.json``, checkpoints).
-        cfg: configuration of a new run (None with ``resume``).
-        device: ``cpu``, ``cuda``, ``cuda:1``, … or None (CUDA when available, else CPU).
-        resume: continue exactly from ``out_dir/checkpoint_last.pt``.
-        overrides: with ``resume``: new ``max_steps``/``max_epochs``/… (see RESUME_OVERRIDABLE).
-        progress: tqdm bars (None: when stderr is a terminal).
-        train_split, valid_split: split names (the same split for both makes a smoke run on a
-            folder holding only a test split).
-
-    Returns:
-        summary: ``step``, ``epoch``, ``best_valid_loss``, ``signature``, ….
-
-    Raises:
-        InputError: missing shards, splits or vocabulary; ConfigError: bad configuration;
-        FolderBusy (a ConfigError): another run trains into ``out_dir`` (:mod:`synprep.train.rundir`).
-    """
-    from synprep.train.data import ShardDataset, load_symbols
-
-    env, dev = init_distributed(device)
-    try:
-        with run_lock(out_dir) if env.is_main else contextlib.nullcontext():  # one run per folder (rundir.py)
-            train_ds = ShardDataset(shards_dir, train_split)
-            valid_ds = ShardDataset(shards_dir, valid_split)
-            symbols = load_symbols(shards_dir, train_ds.attrs)
-            trainer = Trainer(cfg, train_ds, valid_ds, symbols, out_dir, dev, env, resume=resume,
-                              overrides=overrides, progress=progress, data_signature=train_ds.attrs.get("signature"))
-            return trainer.run()
-    finally:
-        if env.enabled and dist.is_initialized():
-            dist.destroy_process_group()
-
-
-def _worker_init(_: int) -> None:
-    limit_threads(1)

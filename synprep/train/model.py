@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -121,6 +122,24 @@ class DecoderLayer(_ResidualLayer):
         x = self._block(x, self.cross_norm, lambda h: self.cross_attn(
             h, memory, bias=mem_bias, cache=cross_cache, static_kv=True))
         return self._block(x, self.ffn_norm, self.ffn)
+
+
+    def step(self, x: torch.Tensor, self_kv: torch.Tensor | None, mem_kv: torch.Tensor,
+             mem_bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One incremental decoding step (:meth:`Seq2Seq.decode_step`): x (N, 1, D), the N rows
+        being the g = N / A hypotheses of each of the A sentences of ``mem_kv`` (2, A, H, T, dh),
+        adjacent; ``self_kv`` (2, N, H, t, dh) or None. Returns ((N, 1, D), the grown ``self_kv``)."""
+        kv: torch.Tensor | None = None
+
+        def self_attn(h: torch.Tensor) -> torch.Tensor:
+            nonlocal kv
+            out, kv = self.self_attn.step_self(h, self_kv)
+            return out
+
+        x = self._block(x, self.self_norm, self_attn)
+        x = self._block(x, self.cross_norm, lambda h: self.cross_attn.step_cross(h, mem_kv, mem_bias))
+        assert kv is not None
+        return self._block(x, self.ffn_norm, self.ffn), kv
 
 
 @dataclass
@@ -265,6 +284,30 @@ class Seq2Seq(nn.Module):
         if self.dec_final_norm is not None:
             x = self.dec_final_norm(x)
         return F.linear(x, self.dec_embed.weight) if project else x
+
+    def decode_step(self, tokens: torch.Tensor, step: int, self_kv: list[torch.Tensor | None],
+                    mem_kv: list[torch.Tensor], mem_bias: torch.Tensor) -> torch.Tensor:
+        """Next-token logits of one incremental decoding step, for beam and greedy search.
+
+        The same computation as :meth:`decode` with a cache, laid out for search: the N rows are
+        g = N / A hypotheses per sentence (adjacent), and the cross-attention keys/values are kept
+        once per sentence, not per hypothesis.
+
+        Args:
+            tokens: (N,) the newest token of each row. step: its position (0 = the leading ``</s>``).
+            self_kv: per decoder layer (2, N, H, step, dh) or None at step 0; replaced in place by
+                the grown caches. mem_kv: per layer :meth:`MultiheadAttention.memory_kv` of the
+                A sentences' encoder output. mem_bias: (A, 1, 1, T) the encoder's padding bias.
+
+        Returns:
+            (N, V) logits.
+        """
+        x = self.dec_embed(tokens[:, None]) * self.embed_scale + self.positions[step:step + 1]
+        for i, layer in enumerate(self.decoder):
+            x, self_kv[i] = cast(DecoderLayer, layer).step(x, self_kv[i], mem_kv[i], mem_bias)
+        if self.dec_final_norm is not None:
+            x = self.dec_final_norm(x)
+        return F.linear(x, self.dec_embed.weight)[:, -1]
 
     def new_cache(self) -> list[dict]:
         return [{"self": {}, "cross": {}} for _ in self.decoder]

@@ -174,12 +174,12 @@ class SET(SETSpec, SyntaxSource):
         g_e = torch.matmul(ctx.x, u.t().to(ctx.x.dtype)).transpose(1, 2).unsqueeze(-1)  # (B, Hs, T, 1)
         z = g_e.to(s.dtype) + g_r
         g = torch.sigmoid(z) if self.cfg.set_gate == "sigmoid" else torch.tanh(z)
-        s = s + (g * (s_r - s)).masked_fill(~prepared["has_rel"], 0.0)  # eq. 2 where a relation exists
-        half = Hs // 2
-        if half:
-            s = torch.cat([s[:, :half] + prepared["subtree_bias"].to(s.dtype), s[:, half:]], dim=1)
+        s = torch.where(prepared["has_rel"], s + g * (s_r - s), s)  # eq. 2 where a relation exists
         if ctx.pad_bias is not None:
             s = s + ctx.pad_bias
+        half = Hs // 2
+        if half:  # subtree masks (0 / -inf, padding included): added in place, no copy of the other heads
+            s[:, :half] += prepared["subtree_bias"].to(s.dtype)
         a = torch.softmax(s, dim=-1)
         if ctx.dropout_p > 0:
             a = F.dropout(a, ctx.dropout_p)

@@ -25,7 +25,6 @@ from typing import Any
 import torch
 
 from synprep.features.relations import tree_relations
-from synprep.train.masks import padding_bias
 from synprep.train.sources.base import (
     AttendContext,
     SyntaxSource,
@@ -59,9 +58,9 @@ class SLA(SLASpec, SyntaxSource):
     def prepare(self, data: Any, pad: torch.Tensor) -> torch.Tensor:
         """(B, 1, T, T) float32 bias: 0 within range, -inf beyond, plus the key padding."""
         allowed = expand_word_pairs(data["allowed"], data["word_index"])  # (B, T, T)
-        bias = torch.zeros(allowed.shape, dtype=torch.float32, device=allowed.device)
-        bias = bias.masked_fill(~allowed, float("-inf"))
-        return (bias + padding_bias(pad)[:, 0]).unsqueeze(1)
+        allowed &= ~pad[:, None, :]  # padding keys: one where, not zeros + masked_fill + the padding bias
+        zero = torch.zeros((), dtype=torch.float32, device=allowed.device)
+        return torch.where(allowed, zero, float("-inf")).unsqueeze(1)
 
     def attend(self, q, k, v, heads, prepared, ctx: AttendContext) -> torch.Tensor:
         return bias_attention(q, k, v, prepared, ctx.dropout_p)

@@ -1,0 +1,56 @@
+"""``train``: one training run on a shard folder, in one process or one per device under ``torchrun``
+(the folder's run lock held from start to end; :class:`~synprep.train.loop.Trainer` does the work)."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import torch.distributed as dist
+
+from synprep.train.config import TrainConfig
+from synprep.train.distributed import init_distributed
+from synprep.train.loop import Trainer
+from synprep.train.rundir import run_lock
+
+
+def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None = None, *, device: str | None = None,
+          resume: bool = False, overrides: dict[str, Any] | None = None, progress: bool | None = None,
+          train_split: str = "train", valid_split: str = "valid") -> dict[str, Any]:
+    """Train on one split of a shard folder (``train``), validating on another (``valid``).
+
+    Joins the ``torchrun`` process group when launched by it (``WORLD_SIZE > 1``).
+
+    Args:
+        shards_dir: output folder of the pipeline (``dict.txt``, ``train.*.h5``, ``valid.*.h5``).
+        out_dir: run folder (``metrics.jsonl``, ``gates.png``, ``config.json``, checkpoints).
+        cfg: configuration of a new run (None with ``resume``).
+        device: ``cpu``, ``cuda``, ``cuda:1``, … or None (CUDA when available, else CPU).
+        resume: continue exactly from ``out_dir/checkpoint_last.pt``.
+        overrides: with ``resume``: new ``max_steps``/``max_epochs``/… (see RESUME_OVERRIDABLE).
+        progress: tqdm bars (None: when stderr is a terminal).
+        train_split, valid_split: split names (the same split for both makes a smoke run on a
+            folder holding only a test split).
+
+    Returns:
+        summary: ``step``, ``epoch``, ``best_valid_loss``, ``signature``, ….
+
+    Raises:
+        InputError: missing shards, splits or vocabulary; ConfigError: bad configuration;
+        FolderBusy (a ConfigError): another run trains into ``out_dir`` (:mod:`synprep.train.rundir`).
+    """
+    from synprep.train.data import ShardDataset, load_symbols
+
+    env, dev = init_distributed(device)
+    try:
+        with run_lock(out_dir) if env.is_main else contextlib.nullcontext():  # one run per folder (rundir.py)
+            train_ds = ShardDataset(shards_dir, train_split)
+            valid_ds = ShardDataset(shards_dir, valid_split)
+            symbols = load_symbols(shards_dir, train_ds.attrs)
+            trainer = Trainer(cfg, train_ds, valid_ds, symbols, out_dir, dev, env, resume=resume,
+                              overrides=overrides, progress=progress, data_signature=train_ds.attrs.get("signature"))
+            return trainer.run()
+    finally:
+        if env.enabled and dist.is_initialized():
+            dist.destroy_process_group()
