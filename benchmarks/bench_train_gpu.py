@@ -111,7 +111,7 @@ def real_loop(preset: str, args, vocab: int, tmp: Path) -> float:
     """tokens/s that ``synprep train`` logs on synthetic shards (the last log interval)."""
     n = 300 if args.small else 20000
     write_folder(tmp / "shards", {"train": n, "valid": 50}, vocab_size=vocab)
-    steps = 6 if args.small else 200
+    steps = args.loop_steps or (6 if args.small else 200)
     cfg = _cfg(preset, args, max_steps=steps, max_epochs=0, log_interval=steps // 2,
                num_workers=0 if args.small else 2)
     train(tmp / "shards", tmp / "run", cfg, device=args.device, progress=False)
@@ -126,6 +126,7 @@ def main() -> None:
     ap.add_argument("--presets", nargs="+", choices=PRESETS, help="default: all (--small: vanilla, gated)")
     ap.add_argument("--max-tokens", type=int, default=None, help="default 16384 (--small: 1024)")
     ap.add_argument("--steps", type=int, default=None, help="timed updates per preset (default 20; --small 2)")
+    ap.add_argument("--loop-steps", type=int, default=None, help="updates of the real loop (default 200; --small 6)")
     ap.add_argument("--fp32", action="store_true", help="float32 on CUDA instead of bf16 autocast")
     ap.add_argument("--threads", type=int, default=1, help="torch threads on the CPU")
     args = ap.parse_args()

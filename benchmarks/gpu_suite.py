@@ -369,7 +369,7 @@ def translate_figure(args) -> None:
     from tests import decode_reference as reference
 
     cuda = args.device.startswith("cuda")
-    n, ref_n, steps, preset = (24, 8, 10, "tiny") if args.small else (3000, 300, 400, "vanilla_iwslt14_de_en")
+    n, ref_n, steps, preset = (24, 8, 10, "tiny") if args.small else (2000, 200, 300, "vanilla_iwslt14_de_en")
     t0 = time.perf_counter()
     model, dataset = bt.copy_task_model(n, steps, args.device, preset=preset)
     train_s = time.perf_counter() - t0
