@@ -5,8 +5,8 @@ is to the trainer: the one input of :func:`synprep.pipeline.run_pipeline` and
 :func:`synprep.pipeline.run_annotate`. It is nested: the text stage's settings (:class:`TextConfig`), the
 subword scheme's (:class:`SubwordConfig`), the parser's with its backend's options (:class:`ParseConfig`)
 and the shards' (:class:`ShardConfig`); its saved form is flat (one key per field, as every earlier
-version wrote it), mapped to the sections in one place (:data:`FLAT`). Its defaults are the stages' own (:mod:`synprep.defaults`, which the
-stage modules read: they never import this module). The command line reads its options into it through
+version wrote it), mapped to the sections in one place (:data:`FLAT`). Its defaults are the stages' own
+(:mod:`synprep.defaults`, which the stage modules read: they never import this module). The command line reads its options into it through
 the fields' metadata (:func:`option_fields`); the text stage's options, the parse stage's options and the
 parser's :class:`~synprep.parse.base.ParserSpec`, ``OUT/pipeline.json``, the manifest's guard and the
 shards' ``config`` are views of it (:mod:`synprep.pipeline.views`). A saved configuration of an older
