@@ -90,6 +90,26 @@ def test_every_field_has_another_value():
     assert sorted(OTHER) == sorted(FIELDS)
 
 
+def test_the_configuration_is_nested_in_typed_sections_and_saved_flat():
+    from synprep.config import ParseConfig, ShardConfig, SubwordConfig, TextConfig
+
+    cfg = DataConfig.of(**{**OTHER, "parser": "stanza"})  # every field at another value
+    assert (type(cfg.text), type(cfg.subword), type(cfg.parse), type(cfg.shards)) == (
+        TextConfig, SubwordConfig, ParseConfig, ShardConfig)
+    assert (cfg.text.tokenizer, cfg.subword.scheme, cfg.parse.batch_size, cfg.parse.parser_options,
+            cfg.shards.vocab_split) == ("parser", "spm", 7, (("stanza_extra", 2),), "valid")
+    d = cfg.to_dict()  # flat: one key per field, by the names pipeline.json has always had
+    assert set(d) == set(FLAT) | {"format", "version"} and not {"text", "parse", "shards"} & set(d)
+    assert (d["subword"], d["batch_size"], d["parser_options"]) == ("spm", 7, {"stanza_extra": 2})
+    assert DataConfig.from_dict(json.loads(cfg.to_json())) == cfg
+    assert cfg.replace(parse=ParseConfig(batch_size=8)).parse == ParseConfig(batch_size=8)  # a whole section
+    assert cfg.replace(subword="bpe").subword == SubwordConfig(merges=123, scheme="bpe", vocab_size=321)
+    with pytest.raises(ConfigError, match="batch_size must be >= 1, got 0"):  # named as the user sees it
+        DataConfig.of(batch_size=0)
+    with pytest.raises(ConfigError, match="unknown field.s. text"):
+        DataConfig.of(text={"lowercase": True})
+
+
 def _resolve(out: Path, args: list[str]) -> DataConfig:
     """The configuration ``synprep pipeline ARGS --out OUT`` resolves (the CLI's one place that builds it)."""
     from synprep.cli.pipeline import pipeline_cmd, resolve_config
