@@ -2,8 +2,11 @@
 
 :class:`DataConfig` is to ``synprep pipeline`` / ``annotate`` what :class:`synprep.train.config.TrainConfig`
 is to the trainer: the one input of :func:`synprep.pipeline.run_pipeline` and
-:func:`synprep.pipeline.run_annotate`. Its defaults are the stages' own (:mod:`synprep.defaults`, which the
-stage modules read: they never import this module). The command line reads its options into it through
+:func:`synprep.pipeline.run_annotate`. It is nested: the text stage's settings (:class:`TextConfig`), the
+subword scheme's (:class:`SubwordConfig`), the parser's with its backend's options (:class:`ParseConfig`)
+and the shards' (:class:`ShardConfig`); its saved form is flat (one key per field, as every earlier
+version wrote it), mapped to the sections in one place (:data:`FLAT`). Its defaults are the stages' own
+(:mod:`synprep.defaults`, which the stage modules read: they never import this module). The command line reads its options into it through
 the fields' metadata (:func:`option_fields`); the text stage's options, the parse stage's options and the
 parser's :class:`~synprep.parse.base.ParserSpec`, ``OUT/pipeline.json``, the manifest's guard and the
 shards' ``config`` are views of it (:mod:`synprep.pipeline.views`). A saved configuration of an older
@@ -41,24 +44,69 @@ MODES = ("pipeline", "annotate")
 
 
 @dataclass(frozen=True)
-class DataConfig:
-    """Every setting that determines a data folder (defaults: fairseq's IWSLT14 recipe, SPEC.md §1).
+class TextConfig:
+    """The text stage's settings (``synprep pipeline``; an ``annotate`` folder records their defaults).
 
     Attributes:
-        mode: ``pipeline`` (raw or tokenized text) or ``annotate`` (BPE'd text).
-        src_lang, tgt_lang: language codes (the source side is parsed); may be equal.
         tokenized: the ``pipeline`` input is already Moses-tokenized and escaped (``--tokenized``).
         lowercase: lowercase after tokenizing; the parser still reads the cased words.
         fairseq_compat: the old tokenizer.perl's final-period rule.
-        merges: joint BPE merge operations learned on the train split (fairseq IWSLT14: 10000).
-        subword: the subword scheme (:data:`synprep.subword.SCHEMES`: ``bpe``, ``spm``, ``hf``).
-        vocab_size: the SentencePiece vocabulary size when a model is learned (``--subword spm``).
+        tokenizer: where the source words come from (``moses``, or ``parser``: the parser's own tokenizer).
         ratio: cleaning: maximum token-count ratio either way (clean-corpus-n.perl ``-ratio``).
         min_len, max_len: cleaning: inclusive token-count bounds of each side.
-        parser: ``stanza``, ``corenlp``, or ``conllu`` (imported parses).
+        language_check: refuse a side whose sampled text is in another language than ``-s``/``-t``
+            say (:mod:`synprep.text.langid`); False: ``--no-language-check``.
+    """
+
+    tokenized: bool = False
+    lowercase: bool = False
+    fairseq_compat: bool = False
+    tokenizer: str = field(default="moses", metadata={"optional": True})
+    ratio: float = CLEAN_DEFAULTS.ratio
+    min_len: int = CLEAN_DEFAULTS.min_len
+    max_len: int = CLEAN_DEFAULTS.max_len
+    language_check: bool = field(default=True, metadata={"optional": True, "param": "no_language_check",
+                                                          "negated": True})
+
+    def __post_init__(self) -> None:
+        _at_least(self, min_len=0, max_len=1)
+        if not self.ratio > 0:
+            raise ConfigError(f"ratio must be > 0, got {self.ratio}")
+        if self.tokenizer not in TOKENIZERS:
+            raise ConfigError(f"tokenizer must be one of {', '.join(TOKENIZERS)}, got {self.tokenizer!r}")
+
+
+@dataclass(frozen=True)
+class SubwordConfig:
+    """How the text becomes subword pieces.
+
+    Attributes:
+        scheme: the subword scheme (:data:`synprep.subword.SCHEMES`: ``bpe``, ``spm``, ``hf``; saved and
+            given as ``subword``).
+        merges: joint BPE merge operations learned on the train split (fairseq IWSLT14: 10000).
+        vocab_size: the SentencePiece vocabulary size when a model is learned (``--subword spm``).
+    """
+
+    merges: int = 10000
+    scheme: str = field(default=DEFAULT_SCHEME, metadata={"saved": "subword"})
+    vocab_size: int = 8000
+
+    def __post_init__(self) -> None:
+        _at_least(self, merges=1, vocab_size=1)
+
+
+@dataclass(frozen=True)
+class ParseConfig:
+    """The parse stage's settings: the parser, its backend's options, and how it is run where that
+    changes the parses.
+
+    Attributes:
+        parser: ``stanza``, ``corenlp``, ``spacy``, a plugin, or ``conllu`` (imported parses).
         stanza_package: the stanza package (None: stanza's default for the language).
-        tokenizer: where the source words come from (``moses``, or ``parser``: the parser's own tokenizer).
         spacy_model, label_map: the spaCy pipeline and its label map (``--parser spacy``).
+        parser_options: the parser backend's own options that change its parses and have no field
+            here (a plugin's :attr:`~synprep.parse.base.ParserBackend.Options`: ``(("toy_label",
+            "nsubj"),)``, sorted), those not at their default: saved as a JSON object when there is one.
         device: the device kind the parser runs on, ``cpu`` or ``cuda`` (``--device``): CPU and GPU
             parses differ slightly, so a folder is made on one kind (a version-2 file, without
             the field, was made on ``cpu`` unless its parser identity names ``device=cuda``).
@@ -68,37 +116,10 @@ class DataConfig:
         batch_size: sentences per parser call (stanza's scores depend, in the 7th digit, on which
             sentences share a batch, so it is part of the output).
         ldd_threshold: LDD entries below this probability are dropped (each word keeps its best).
-        shard_size: input pairs per shard (the unit of resume).
-        vocab_split: the split whose subword pieces make ``dict.txt`` (the folder's one vocabulary);
-            every other split waits for it while that split is being written, or is refused. Saved in
-            ``pipeline.json`` only when it is not ``train`` (folders of earlier versions keep their bytes).
-        language_check: refuse a side whose sampled text is in another language than ``-s``/``-t``
-            say (:mod:`synprep.text.langid`); False: ``--no-language-check``.
-        parser_options: the parser backend's own options that change its parses and have no field
-            here (a plugin's :attr:`~synprep.parse.base.ParserBackend.Options`: ``(("toy_label",
-            "nsubj"),)``, sorted), those not at their default: saved as a JSON object when there is one.
-
-    A field's metadata is its command-line schema (:func:`option_fields`): ``param``, the click
-    parameter that sets it (default: the field's name; None: no option); ``negated``, a flag that sets
-    it to False; ``spec``, the :class:`~synprep.parse.base.ParserSpec` field it is; ``optional``, added
-    within version 3: saved only when it is not at its default (:data:`OMIT_DEFAULT`).
     """
 
-    mode: str = field(default="pipeline", metadata={"param": None})  # the command, not an option
-    src_lang: str = ""
-    tgt_lang: str = ""
-    tokenized: bool = False
-    lowercase: bool = False
-    fairseq_compat: bool = False
-    merges: int = 10000
-    subword: str = DEFAULT_SCHEME
-    vocab_size: int = 8000
-    ratio: float = CLEAN_DEFAULTS.ratio
-    min_len: int = CLEAN_DEFAULTS.min_len
-    max_len: int = CLEAN_DEFAULTS.max_len
     parser: str = field(default="stanza", metadata={"param": "parser_name"})
     stanza_package: str | None = field(default=None, metadata={"spec": "package"})
-    tokenizer: str = field(default="moses", metadata={"optional": True})
     spacy_model: str | None = field(default=None, metadata={"optional": True, "spec": "spacy_model"})
     label_map: str | None = field(default=None, metadata={"optional": True, "spec": "label_map",
                                                           "param": "spacy_label_map"})
@@ -108,41 +129,133 @@ class DataConfig:
     max_words: int = PARSE_DEFAULTS.max_words
     batch_size: int = PARSE_DEFAULTS.batch_size
     ldd_threshold: float = PARSE_DEFAULTS.ldd_threshold
-    shard_size: int = SHARD_DEFAULTS.shard_size
-    vocab_split: str = field(default="train", metadata={"optional": True})
-    language_check: bool = field(default=True, metadata={"optional": True, "param": "no_language_check",
-                                                          "negated": True})
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        for name in ("merges", "vocab_size", "min_len", "max_len", "max_words", "batch_size", "shard_size"):
-            if int(getattr(self, name)) < (0 if name == "min_len" else 1):
-                raise ConfigError(f"{name} must be >= {0 if name == 'min_len' else 1}, got {getattr(self, name)}")
+        _at_least(self, max_words=1, batch_size=1)
         if self.device not in ("cpu", "cuda"):
             raise ConfigError(f"device must be cpu or cuda, got {self.device!r}")
-        if not self.ratio > 0:
-            raise ConfigError(f"ratio must be > 0, got {self.ratio}")
         if not 0.0 <= self.ldd_threshold <= 1.0:
             raise ConfigError(f"ldd_threshold must be in [0, 1], got {self.ldd_threshold}")
-        if self.tokenizer not in TOKENIZERS:
-            raise ConfigError(f"tokenizer must be one of {', '.join(TOKENIZERS)}, got {self.tokenizer!r}")
-        from synprep.lock import check_split_name
-
-        check_split_name(self.vocab_split)
         for item in self.parser_options:
             if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
                     and item[0].startswith(f"{self.parser}_")):
                 raise ConfigError(f"parser_options: {item!r} is not an option of --parser {self.parser} "
                                   f"(NAME_FIELD, value)")
 
+
+@dataclass(frozen=True)
+class ShardConfig:
+    """The folder's shards and their vocabulary.
+
+    Attributes:
+        shard_size: input pairs per shard (the unit of resume).
+        vocab_split: the split whose subword pieces make ``dict.txt`` (the folder's one vocabulary);
+            every other split waits for it while that split is being written, or is refused. Saved in
+            ``pipeline.json`` only when it is not ``train`` (folders of earlier versions keep their bytes).
+    """
+
+    shard_size: int = SHARD_DEFAULTS.shard_size
+    vocab_split: str = field(default="train", metadata={"optional": True})
+
+    def __post_init__(self) -> None:
+        _at_least(self, shard_size=1)
+        from synprep.lock import check_split_name
+
+        check_split_name(self.vocab_split)
+
+
+def _at_least(section: Any, **bounds: int) -> None:
+    for name, low in bounds.items():
+        if int(getattr(section, name)) < low:
+            raise ConfigError(f"{name} must be >= {low}, got {getattr(section, name)}")
+
+
+#: the configuration's sections: attribute of :class:`DataConfig` → its type
+SECTIONS = {"text": TextConfig, "subword": SubwordConfig, "parse": ParseConfig, "shards": ShardConfig}
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Every setting that determines a data folder (defaults: fairseq's IWSLT14 recipe, SPEC.md §1), in
+    sections: ``text`` (:class:`TextConfig`), ``subword`` (:class:`SubwordConfig`), ``parse``
+    (:class:`ParseConfig`, the backend's options included) and ``shards`` (:class:`ShardConfig`). Where
+    the work runs (``-j``, the cache, the device's runtime options) is not here:
+    :class:`synprep.pipeline.views.Runtime`.
+
+    Attributes:
+        mode: ``pipeline`` (raw or tokenized text) or ``annotate`` (BPE'd text).
+        src_lang, tgt_lang: language codes (the source side is parsed); may be equal.
+
+    The saved form (``pipeline.json``, :meth:`to_dict`) is flat: one key per field, named as the
+    field (or by its metadata ``saved``: ``subword.scheme`` is ``subword``), as earlier versions wrote
+    it; :data:`FLAT` maps each saved name to its section, the one place the two forms meet. The flat
+    names are also the command line's and the refusals' (:func:`differences`); :meth:`of` and
+    :meth:`replace` take them. A field's metadata is its command-line schema (:func:`option_fields`):
+    ``param``, the click parameter that sets it (default: the saved name; None: no option);
+    ``negated``, a flag that sets it to False; ``spec``, the :class:`~synprep.parse.base.ParserSpec`
+    field it is; ``optional``, added within version 3: saved only when it is not at its default
+    (:data:`OMIT_DEFAULT`).
+    """
+
+    mode: str = field(default="pipeline", metadata={"param": None})  # the command, not an option
+    src_lang: str = ""
+    tgt_lang: str = ""
+    text: TextConfig = field(default_factory=TextConfig)
+    subword: SubwordConfig = field(default_factory=SubwordConfig)
+    parse: ParseConfig = field(default_factory=ParseConfig)
+    shards: ShardConfig = field(default_factory=ShardConfig)
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ConfigError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        for name, kind in SECTIONS.items():
+            if not isinstance(getattr(self, name), kind):
+                raise ConfigError(f"{name} must be a {kind.__name__}, got {getattr(self, name)!r}")
+
+    # --- the flat form: the saved names ------------------------------------------------------------
+
+    @classmethod
+    def of(cls, **flat: Any) -> DataConfig:
+        """The configuration of these fields by their flat (saved) names, the others at their defaults:
+        ``DataConfig.of(src_lang="de", tgt_lang="en", batch_size=16)``.
+
+        Raises:
+            ConfigError: an unknown name or a bad value.
+        """
+        return cls().replace(**flat)
+
+    def replace(self, **changes: Any) -> DataConfig:
+        """A copy with ``changes``, by flat (saved) name (``batch_size=16``) or by section
+        (``parse=ParseConfig(...)``). ``subword`` is both: a :class:`SubwordConfig` replaces the section, a
+        string its scheme (the saved field ``subword``).
+
+        Raises:
+            ConfigError: an unknown name or a bad value.
+        """
+        top = {k: changes.pop(k) for k in list(changes)
+               if k in _TOP and (k not in SECTIONS or isinstance(changes[k], SECTIONS[k]))}
+        unknown = sorted(set(changes) - set(FLAT))
+        if unknown:
+            raise ConfigError(f"unknown field(s) {', '.join(unknown)} (known: {', '.join(FLAT)})")
+        for section in SECTIONS:
+            mine = {FLAT[k][1]: v for k, v in changes.items() if FLAT[k][0] == section}
+            if mine:
+                top[section] = dataclasses.replace(top.get(section, getattr(self, section)), **mine)
+        return dataclasses.replace(self, **top)
+
+    def flat(self) -> dict[str, Any]:
+        """Every field by its flat (saved) name, as Python values (``parser_options`` a tuple)."""
+        return {name: getattr(getattr(self, section), attr) if section else getattr(self, attr)
+                for name, (section, attr) in FLAT.items()}
+
     # --- reading and writing ------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """The saved fields; those of :data:`OMIT_DEFAULT` only when set (earlier folders' files are unchanged)."""
-        d = {k: v for k, v in dataclasses.asdict(self).items() if k not in OMIT_DEFAULT or v != OMIT_DEFAULT[k]}
+        """The saved fields, flat; those of :data:`OMIT_DEFAULT` only when set (earlier folders' files are
+        unchanged)."""
+        d = {k: v for k, v in self.flat().items() if k not in OMIT_DEFAULT or v != OMIT_DEFAULT[k]}
         if "parser_options" in d:
-            d["parser_options"] = dict(self.parser_options)
+            d["parser_options"] = dict(self.parse.parser_options)
         return {"format": CONFIG_FORMAT, "version": CONFIG_VERSION, **d}
 
     def to_json(self) -> str:
@@ -158,14 +271,13 @@ class DataConfig:
             ConfigError: an unknown field, a value of the wrong type, another format or a newer version.
         """
         d = migrate(d, where)
-        fields = {f.name: f for f in dataclasses.fields(cls)}
         values = {k: v for k, v in d.items() if k not in ("format", "version")}
-        unknown = sorted(set(values) - set(fields))
+        unknown = sorted(set(values) - set(FLAT))
         if unknown:
-            raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)} (known: {', '.join(fields)})")
-        defaults = cls()
+            raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)} (known: {', '.join(FLAT)})")
+        defaults = cls().flat()
         for k, v in values.items():
-            default = getattr(defaults, k)
+            default = defaults[k]
             if k in ("stanza_package", "spacy_model", "label_map"):
                 ok = v is None or isinstance(v, str)
             elif k == "parser_options":
@@ -182,7 +294,7 @@ class DataConfig:
                 ok = isinstance(v, str)
             if not ok:
                 raise ConfigError(f"{where}: {k} must be of the type of its default {default!r}, got {v!r}")
-        return cls(**values)
+        return cls.of(**values)
 
     @classmethod
     def load(cls, path: str | Path) -> DataConfig:
@@ -206,28 +318,44 @@ class DataConfig:
             raise InputError("not a JSON object", str(p))
         return cls.from_dict(d, str(p))
 
-    def replace(self, **changes: Any) -> DataConfig:
-        return dataclasses.replace(self, **changes)
+
+def _flat_fields() -> dict[str, tuple[str | None, dataclasses.Field]]:
+    """Saved name → (section or None for a top-level field, the dataclass field): the one flat↔nested map."""
+    out: dict[str, tuple[str | None, dataclasses.Field]] = {}
+    for f in dataclasses.fields(DataConfig):
+        if f.name in SECTIONS:
+            out.update({g.metadata.get("saved", g.name): (f.name, g) for g in dataclasses.fields(SECTIONS[f.name])})
+        else:
+            out[f.name] = (None, f)
+    return out
 
 
+_FIELDS = _flat_fields()
+#: the saved (flat) name of every field → (its section, or None for a top-level field; its attribute there):
+#: ``batch_size`` → ``("parse", "batch_size")``, ``subword`` → ``("subword", "scheme")``
+FLAT = {name: (section, f.name) for name, (section, f) in _FIELDS.items()}
+#: the top-level attributes of :class:`DataConfig` (fields and sections)
+_TOP = {f.name for f in dataclasses.fields(DataConfig)}
 #: the defaults, for the command-line options and the library's keyword arguments
 DEFAULTS = DataConfig()
-#: the fields added within version 3 (metadata ``optional``): saved only when not at their default, so the
-#: ``pipeline.json`` of a folder made before each existed keeps its bytes
-OMIT_DEFAULT = {f.name: f.default for f in dataclasses.fields(DataConfig) if f.metadata.get("optional")}
+#: the fields added within version 3 (metadata ``optional``), by saved name: saved only when not at their
+#: default, so the ``pipeline.json`` of a folder made before each existed keeps its bytes
+OMIT_DEFAULT = {name: f.default for name, (_, f) in _FIELDS.items() if f.metadata.get("optional")}
 
 
 def option_fields() -> list[tuple[str, str, bool]]:
-    """``(click parameter, field, negated)`` for every field a command-line option sets (the fields'
-    metadata, :class:`DataConfig`): what ``synprep pipeline``/``annotate`` read into the configuration."""
-    return [(f.metadata.get("param", f.name), f.name, bool(f.metadata.get("negated")))
-            for f in dataclasses.fields(DataConfig) if f.metadata.get("param", f.name) is not None]
+    """``(click parameter, saved field name, negated)`` for every field a command-line option sets (the
+    fields' metadata, :class:`DataConfig`): what ``synprep pipeline``/``annotate`` read into the
+    configuration (:meth:`DataConfig.replace` takes them)."""
+    return [(f.metadata.get("param", name), name, bool(f.metadata.get("negated")))
+            for name, (_, f) in _FIELDS.items() if f.metadata.get("param", name) is not None]
 
 
 def spec_fields() -> dict[str, str]:
-    """:class:`~synprep.parse.base.ParserSpec` field → :class:`DataConfig` field, for the parser's folder
-    settings (metadata ``spec``): ``package`` → ``stanza_package``, ``spacy_model``, ``label_map``."""
-    return {f.metadata["spec"]: f.name for f in dataclasses.fields(DataConfig) if "spec" in f.metadata}
+    """:class:`~synprep.parse.base.ParserSpec` field → :class:`ParseConfig` field (its saved name too), for
+    the parser's folder settings (metadata ``spec``): ``package`` → ``stanza_package``, ``spacy_model``,
+    ``label_map``."""
+    return {f.metadata["spec"]: f.name for f in dataclasses.fields(ParseConfig) if "spec" in f.metadata}
 
 
 # --- older formats: one step per version ---------------------------------------------------------------
@@ -295,14 +423,15 @@ def differences(old: DataConfig, new: DataConfig) -> list[str]:
     compares what its shards were made with); ``parser_options`` always is (it holds only values that
     differ from their defaults, so an empty one is a setting too)."""
     out = []
-    for f in dataclasses.fields(DataConfig):
-        a, b = getattr(old, f.name), getattr(new, f.name)
-        if a == b or (f.name in OMIT_DEFAULT and a == OMIT_DEFAULT[f.name] and f.name != "parser_options"):
+    flat_old, flat_new = old.flat(), new.flat()
+    for name in FLAT:
+        a, b = flat_old[name], flat_new[name]
+        if a == b or (name in OMIT_DEFAULT and a == OMIT_DEFAULT[name] and name != "parser_options"):
             continue  # parser_options holds the values that differ from the backend's defaults: () is all of them
-        if f.name == "parser_options":
+        if name == "parser_options":
             da, db = dict(a), dict(b)
             out += [f"parser_options.{k}: the folder has {json.dumps(da.get(k))}, this run {json.dumps(db.get(k))}"
                     for k in sorted(set(da) | set(db)) if da.get(k) != db.get(k)]
         else:
-            out.append(f"{f.name}: the folder has {json.dumps(a)}, this run {json.dumps(b)}")
+            out.append(f"{name}: the folder has {json.dumps(a)}, this run {json.dumps(b)}")
     return out

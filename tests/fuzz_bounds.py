@@ -70,7 +70,7 @@ def check_imported_lines(out: Path, data) -> str:
                              for j, w in enumerate(sent))
                 c.write("\n")
     folder = out / "out"
-    m = run_annotate(str(out / "s"), str(out / "t"), folder, DataConfig(src_lang="de", tgt_lang="en", parser="conllu"),
+    m = run_annotate(str(out / "s"), str(out / "t"), folder, DataConfig.of(src_lang="de", tgt_lang="en", parser="conllu"),
                      conllu=str(out / "c.conllu"))
     report = check_dir(folder)
     assert report.ok, report.summary()

@@ -4,7 +4,6 @@ the field."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from synprep.config import CONFIG_FORMAT, CONFIG_VERSION, MIGRATIONS, DataConfig, differences, migrate
+from synprep.config import CONFIG_FORMAT, CONFIG_VERSION, FLAT, MIGRATIONS, DataConfig, differences, migrate
 from synprep.errors import ConfigError
 
 TESTS = Path(__file__).resolve().parent
@@ -21,7 +20,7 @@ ROOT = TESTS.parent
 SAMPLE = ROOT / "sample_data"
 
 #: today's configuration of the folders below (what every old version must migrate to)
-TODAY = DataConfig(src_lang="de", tgt_lang="en", lowercase=True, merges=1000, stanza_package="synprep",
+TODAY = DataConfig.of(src_lang="de", tgt_lang="en", lowercase=True, merges=1000, stanza_package="synprep",
                    batch_size=16, shard_size=50)
 #: one saved configuration per old version, as that version wrote it for TODAY's settings
 OLD = {
@@ -64,13 +63,13 @@ def test_migrate_refuses_other_formats_and_versions():
 
 
 def test_parser_options_are_saved_only_when_given():
-    cfg = DataConfig(src_lang="de", tgt_lang="en", parser="toy", parser_options=(("toy_label", "obj"),))
+    cfg = DataConfig.of(src_lang="de", tgt_lang="en", parser="toy", parser_options=(("toy_label", "obj"),))
     d = cfg.to_dict()
     assert d["parser_options"] == {"toy_label": "obj"} and d["version"] == CONFIG_VERSION
     assert DataConfig.from_dict(d) == cfg
-    assert "parser_options" not in DataConfig(src_lang="de", tgt_lang="en").to_dict()  # earlier folders' bytes
+    assert "parser_options" not in DataConfig.of(src_lang="de", tgt_lang="en").to_dict()  # earlier folders' bytes
     with pytest.raises(ConfigError, match="not an option of --parser stanza"):
-        DataConfig(parser_options=(("toy_label", "obj"),))
+        DataConfig.of(parser_options=(("toy_label", "obj"),))
 
 
 # --- a later split inherits every field, a different value is refused naming it --------------------------
@@ -84,11 +83,31 @@ OTHER: dict[str, object] = {
     "parser_options": (("stanza_extra", 2),), "device": "cuda", "ssplit": False, "max_words": 77, "batch_size": 7,
     "ldd_threshold": 0.2, "shard_size": 33, "vocab_split": "valid", "language_check": False,
 }
-FIELDS = [f.name for f in dataclasses.fields(DataConfig) if f.name != "mode"]  # mode: the command's
+FIELDS = [name for name in FLAT if name != "mode"]  # by saved name; mode: the command's
 
 
 def test_every_field_has_another_value():
     assert sorted(OTHER) == sorted(FIELDS)
+
+
+def test_the_configuration_is_nested_in_typed_sections_and_saved_flat():
+    from synprep.config import ParseConfig, ShardConfig, SubwordConfig, TextConfig
+
+    cfg = DataConfig.of(**{**OTHER, "parser": "stanza"})  # every field at another value
+    assert (type(cfg.text), type(cfg.subword), type(cfg.parse), type(cfg.shards)) == (
+        TextConfig, SubwordConfig, ParseConfig, ShardConfig)
+    assert (cfg.text.tokenizer, cfg.subword.scheme, cfg.parse.batch_size, cfg.parse.parser_options,
+            cfg.shards.vocab_split) == ("parser", "spm", 7, (("stanza_extra", 2),), "valid")
+    d = cfg.to_dict()  # flat: one key per field, by the names pipeline.json has always had
+    assert set(d) == set(FLAT) | {"format", "version"} and not {"text", "parse", "shards"} & set(d)
+    assert (d["subword"], d["batch_size"], d["parser_options"]) == ("spm", 7, {"stanza_extra": 2})
+    assert DataConfig.from_dict(json.loads(cfg.to_json())) == cfg
+    assert cfg.replace(parse=ParseConfig(batch_size=8)).parse == ParseConfig(batch_size=8)  # a whole section
+    assert cfg.replace(subword="bpe").subword == SubwordConfig(merges=123, scheme="bpe", vocab_size=321)
+    with pytest.raises(ConfigError, match="batch_size must be >= 1, got 0"):  # named as the user sees it
+        DataConfig.of(batch_size=0)
+    with pytest.raises(ConfigError, match="unknown field.s. text"):
+        DataConfig.of(text={"lowercase": True})
 
 
 def _resolve(out: Path, args: list[str]) -> DataConfig:
@@ -104,18 +123,18 @@ def _resolve(out: Path, args: list[str]) -> DataConfig:
 def test_a_later_split_inherits_every_field_of_its_folder(field, tmp_path):
     value = OTHER[field]
     parser = "stanza" if field == "parser_options" else None  # the option belongs to the folder's parser
-    folder = DataConfig(src_lang="de", tgt_lang="en").replace(**{field: value}, **({"parser": parser} if parser else {}))
+    folder = DataConfig.of(src_lang="de", tgt_lang="en").replace(**{field: value}, **({"parser": parser} if parser else {}))
     out = tmp_path / "out"
     out.mkdir()
     (out / "pipeline.json").write_text(folder.to_json())
     cfg = _resolve(out, ["--split", "valid"])  # names none of the folder's settings
-    assert getattr(cfg, field) == value
+    assert cfg.flat()[field] == value
     assert differences(DataConfig.load(out / "pipeline.json"), cfg) == []
 
 
 @pytest.mark.parametrize("field", FIELDS)
 def test_a_different_value_is_refused_naming_the_field(field):
-    run = DataConfig(src_lang="de", tgt_lang="en")  # each field left at its default ...
+    run = DataConfig.of(src_lang="de", tgt_lang="en")  # each field left at its default ...
     folder = run.replace(**{field: OTHER[field]})  # ... where the folder has another value
     name = "parser_options.stanza_extra" if field == "parser_options" else field
     assert [d.split(": the folder has ")[0] for d in differences(folder, run)] == [name]
@@ -166,7 +185,7 @@ def test_a_later_split_inherits_the_parser_option_and_refuses_another_naming_it(
 
 def test_a_new_default_folder_keeps_the_pipeline_json_bytes_of_earlier_versions():
     """Version 3 as main wrote it before the configuration became the input (a803ddb): no new key, same bytes."""
-    assert DataConfig(src_lang="de", tgt_lang="en").to_json() == (
+    assert DataConfig.of(src_lang="de", tgt_lang="en").to_json() == (
         '{\n  "batch_size": 64,\n  "device": "cpu",\n  "fairseq_compat": false,\n  "format": "synprep-data-config",\n'
         '  "ldd_threshold": 0.01,\n  "lowercase": false,\n  "max_len": 175,\n  "max_words": 250,\n  "merges": 10000,\n'
         '  "min_len": 1,\n  "mode": "pipeline",\n  "parser": "stanza",\n  "ratio": 1.5,\n  "shard_size": 10000,\n'

@@ -121,9 +121,10 @@ def test_data_config_defaults_are_the_stage_defaults():
 
     for group in (CLEAN_DEFAULTS, PARSE_DEFAULTS, SHARD_DEFAULTS):
         for name, value in vars(group).items():
-            assert getattr(DEFAULTS, name) == value, name
+            assert DEFAULTS.flat()[name] == value, name
     assert (DEFAULT_MAX_WORDS, DEFAULT_LDD_THRESHOLD, DEFAULT_BATCH_SIZE, ParseOptions().batch_size) == (250, 0.01, 64, 64)
-    assert (DEFAULTS.ratio, DEFAULTS.min_len, DEFAULTS.max_len, DEFAULTS.shard_size) == (1.5, 1, 175, 10000)
+    assert (DEFAULTS.text.ratio, DEFAULTS.text.min_len, DEFAULTS.text.max_len, DEFAULTS.shards.shard_size) == (
+        1.5, 1, 175, 10000)
 
 
 #: measured (2 loaded cores, python -X importtime): torch 3.3 s, sacremoses 0.9 s, nltk 0.8 s,

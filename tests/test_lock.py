@@ -193,7 +193,7 @@ def test_library_refuses_an_invalid_split_before_any_io(corpus, tmp_path):
     out = tmp_path / "out"
     with pytest.raises(ConfigError, match="invalid split name"):
         run_annotate(str(corpus / "train.src"), str(corpus / "train.tgt"), out,
-                     DataConfig(src_lang="de", tgt_lang="en", parser="conllu"), split="../escape",
+                     DataConfig.of(src_lang="de", tgt_lang="en", parser="conllu"), split="../escape",
                      conllu=str(corpus / "train.conllu"))
     assert not out.exists() and not (tmp_path / "escape.00000.h5").exists()
 

@@ -22,12 +22,12 @@ SAMPLE = ROOT / "sample_data"
 
 
 def test_a_version_2_configuration_was_made_on_the_cpu():
-    old = {**DataConfig(src_lang="de", tgt_lang="en").to_dict(), "version": 2}
+    old = {**DataConfig.of(src_lang="de", tgt_lang="en").to_dict(), "version": 2}
     del old["device"]
-    assert DataConfig.from_dict(old).device == "cpu"
-    assert CONFIG_VERSION == 3 and DataConfig(device="cuda").to_dict()["device"] == "cuda"
+    assert DataConfig.from_dict(old).parse.device == "cpu"
+    assert CONFIG_VERSION == 3 and DataConfig.of(device="cuda").to_dict()["device"] == "cuda"
     with pytest.raises(ConfigError, match="device must be cpu or cuda"):
-        DataConfig(device="tpu")
+        DataConfig.of(device="tpu")
 
 
 @pytest.fixture(scope="module")

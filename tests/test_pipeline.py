@@ -125,7 +125,7 @@ def test_annotate_fairseq_prepared_test(shared_data, stanza_dir, tmp_path):
     src.write_text("".join((prep / "test.de").read_text().splitlines(keepends=True)[:150]))
     tgt.write_text("".join((prep / "test.en").read_text().splitlines(keepends=True)[:150]))
     out = tmp_path / "out"
-    cfg = DataConfig(src_lang="de", tgt_lang="en", stanza_package="synprep", shard_size=64, vocab_split="test")
+    cfg = DataConfig.of(src_lang="de", tgt_lang="en", stanza_package="synprep", shard_size=64, vocab_split="test")
     m = run_annotate(str(src), str(tgt), out, cfg, split="test",  # a test-only folder: its vocabulary is the test split's
                      runtime=stanza_runtime(stanza_dir, tmp_path / "c.sqlite"))  # a test-only folder: its vocabulary comes from the test split
     assert check_dir(out).ok
@@ -161,7 +161,7 @@ def test_pud_through_conllu_import(shared_data, tmp_path, src_lang, tgt_lang):
     tgt = tmp_path / f"pud.{tgt_lang}"
     tgt.write_text("\n".join(_pud_texts(shared_data / "ud" / f"{tgt_lang}_pud-ud-test.conllu", n)) + "\n")
     out = tmp_path / "out"
-    cfg = DataConfig(src_lang=src_lang, tgt_lang=tgt_lang, parser="conllu", shard_size=25, vocab_split="test")
+    cfg = DataConfig.of(src_lang=src_lang, tgt_lang=tgt_lang, parser="conllu", shard_size=25, vocab_split="test")
     m = run_pipeline(None, str(tgt), out, cfg, split="test", codes=_learn_codes(tmp_path, gold, tgt), conllu=str(gold))
     report = check_dir(out)
     assert report.ok, report.violation
@@ -192,7 +192,7 @@ def test_pud_english_through_stanza(shared_data, stanza_dir, tmp_path):
     src.write_text("\n".join(_pud_texts(shared_data / "ud" / "en_pud-ud-test.conllu", n)) + "\n")
     tgt.write_text("\n".join(_pud_texts(shared_data / "ud" / "de_pud-ud-test.conllu", n)) + "\n")
     out = tmp_path / "out"
-    cfg = DataConfig(src_lang="en", tgt_lang="de", merges=300, stanza_package="synprep", shard_size=20)
+    cfg = DataConfig.of(src_lang="en", tgt_lang="de", merges=300, stanza_package="synprep", shard_size=20)
     m = run_pipeline(str(src), str(tgt), out, cfg, split="train", runtime=stanza_runtime(stanza_dir, tmp_path / "c.sqlite"))
     assert check_dir(out).ok
     entry = m.split("train")
@@ -215,7 +215,7 @@ def test_conllu_words_must_match_the_pieces(shared_data, tmp_path):
     src.write_text("\n".join(words) + "\n")
     tgt.write_text("a\nb\nc\n")
     with pytest.raises(InputError, match=r":2: .*"):
-        run_annotate(str(src), str(tgt), tmp_path / "out", DataConfig(src_lang="en", tgt_lang="de", parser="conllu"),
+        run_annotate(str(src), str(tgt), tmp_path / "out", DataConfig.of(src_lang="en", tgt_lang="de", parser="conllu"),
                      conllu=str(gold))
     assert not list((tmp_path / "out").glob("*.h5"))
 
@@ -225,14 +225,14 @@ def test_mismatched_sides_name_both_counts(tmp_path):
     src.write_text("eins\nzwei\ndrei\n")
     tgt.write_text("one\ntwo\n")
     with pytest.raises(InputError, match="has 3 lines, .* has 2"):
-        run_pipeline(str(src), str(tgt), tmp_path / "out", DataConfig(src_lang="de", tgt_lang="en"))
+        run_pipeline(str(src), str(tgt), tmp_path / "out", DataConfig.of(src_lang="de", tgt_lang="en"))
 
 
 def test_conllu_parser_needs_a_file(tmp_path):
     tgt = tmp_path / "t.en"
     tgt.write_text("x\n")
     with pytest.raises(ConfigError, match="--conllu"):
-        run_pipeline(None, str(tgt), tmp_path / "out", DataConfig(src_lang="en", tgt_lang="de", parser="conllu"))
+        run_pipeline(None, str(tgt), tmp_path / "out", DataConfig.of(src_lang="en", tgt_lang="de", parser="conllu"))
     assert not (tmp_path / "out").exists()
 
 
@@ -242,7 +242,7 @@ def test_annotate_conllu_parser_needs_a_file_and_writes_nothing(tmp_path):
     src.write_text("x\n")
     tgt.write_text("y\n")
     with pytest.raises(ConfigError, match="--conllu"):
-        run_annotate(str(src), str(tgt), tmp_path / "out", DataConfig(src_lang="en", tgt_lang="de", parser="conllu"))
+        run_annotate(str(src), str(tgt), tmp_path / "out", DataConfig.of(src_lang="en", tgt_lang="de", parser="conllu"))
     assert not (tmp_path / "out").exists()
 
 

@@ -39,18 +39,18 @@ def test_a_later_split_inherits_spacy_model_and_parser_tokenizer(tmp_path):
 
 
 def test_a_different_value_is_refused_naming_the_field():
-    old = DataConfig(src_lang="ja", tgt_lang="en", parser="spacy", spacy_model="ja_ginza", tokenizer="parser")
+    old = DataConfig.of(src_lang="ja", tgt_lang="en", parser="spacy", spacy_model="ja_ginza", tokenizer="parser")
     assert differences(old, old.replace(spacy_model="other")) == [
         'spacy_model: the folder has "ja_ginza", this run "other"']
     assert differences(old, old.replace(tokenizer="moses")) == ['tokenizer: the folder has "parser", this run "moses"']
     # a folder made before the fields existed recorded none of them: they are not compared there
-    before = DataConfig.from_dict({k: v for k, v in DataConfig(src_lang="de", tgt_lang="en").to_dict().items()})
+    before = DataConfig.from_dict({k: v for k, v in DataConfig.of(src_lang="de", tgt_lang="en").to_dict().items()})
     assert differences(before, before.replace(tokenizer="parser")) == []
     with pytest.raises(ConfigError, match="tokenizer must be one of moses, parser"):
-        DataConfig(tokenizer="spacy")
+        DataConfig.of(tokenizer="spacy")
 
 
 def test_default_folders_keep_their_pipeline_json():
-    d = DataConfig(src_lang="de", tgt_lang="en").to_dict()
+    d = DataConfig.of(src_lang="de", tgt_lang="en").to_dict()
     assert not {"tokenizer", "spacy_model", "label_map"} & set(d)
-    assert DataConfig.from_dict(d) == DataConfig(src_lang="de", tgt_lang="en")
+    assert DataConfig.from_dict(d) == DataConfig.of(src_lang="de", tgt_lang="en")

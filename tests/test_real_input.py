@@ -326,8 +326,8 @@ def test_a_pipeline_json_of_the_earlier_layout_is_read(tmp_path):
     path = tmp_path / "pipeline.json"
     path.write_text(json.dumps(old))
     cfg = DataConfig.load(path)
-    assert (cfg.lowercase, cfg.merges, cfg.batch_size, cfg.stanza_package, cfg.shard_size) == (True, 1000, 16,
-                                                                                               "synprep", 50)
+    assert (cfg.text.lowercase, cfg.subword.merges, cfg.parse.batch_size, cfg.parse.stanza_package,
+            cfg.shards.shard_size) == (True, 1000, 16, "synprep", 50)
     assert differences(cfg, cfg.replace(merges=2000)) == ["merges: the folder has 1000, this run 2000"]
     path.write_text(json.dumps({"format": "synprep-data-config", "version": 99}))
     with pytest.raises(Exception, match="newer"):

@@ -53,7 +53,7 @@ def de_runs(tmp_path_factory, stanza_dir):
         (d / f"test.{lang}").write_text("".join(lines[130:155]), encoding="utf-8")  # holds line 141: a ratio drop
     runtime = _stanza(stanza_dir, cache)
     outs = {"bpe": d / "bpe", "spm": d / "spm", "hf": d / "hf"}
-    cfg = DataConfig(src_lang="de", tgt_lang="en", stanza_package="synprep", shard_size=25)
+    cfg = DataConfig.of(src_lang="de", tgt_lang="en", stanza_package="synprep", shard_size=25)
     run_pipeline(str(d / "train.de"), str(d / "train.en"), outs["bpe"], cfg.replace(merges=300), runtime=runtime)
     run_pipeline(str(d / "test.de"), str(d / "test.en"), outs["bpe"], cfg.replace(merges=300), split="test",
                  clean=True, runtime=runtime)
@@ -114,7 +114,7 @@ def pud(tmp_path_factory, shared_data, stanza_dir):
     learn_bpe([d / "words.en", d / "pud.de"], 300, d / "codes")
     outs = {k: d / k for k in ("gold", "trees", "stanza", "same", "lower", "wrong")}
     kw = {"split": "test", "codes": str(d / "codes")}
-    conllu = DataConfig(src_lang="en", tgt_lang="de", parser="conllu", shard_size=10, vocab_split="test")
+    conllu = DataConfig.of(src_lang="en", tgt_lang="de", parser="conllu", shard_size=10, vocab_split="test")
     run_pipeline(None, str(d / "pud.de"), outs["gold"], conllu, conllu=str(gold), **kw)
     stanza = conllu.replace(parser="stanza", stanza_package="synprep", ssplit=False, tokenized=True)
     runtime = _stanza(stanza_dir, d / "c.sqlite")
@@ -413,7 +413,7 @@ def test_spacy_japanese_folder(shared_data, tmp_path):
     src.write_text("\n".join(texts) + "\n", encoding="utf-8")
     tgt.write_text("".join((SAMPLE_DATA / "valid.en").read_text("utf-8").splitlines(keepends=True)[:12]), encoding="utf-8")
     out = tmp_path / "out"
-    cfg = DataConfig(src_lang="ja", tgt_lang="en", merges=100, tokenizer="parser", parser="spacy",
+    cfg = DataConfig.of(src_lang="ja", tgt_lang="en", merges=100, tokenizer="parser", parser="spacy",
                      spacy_model="ja_ginza")
     run_pipeline(str(src), str(tgt), out, cfg, clean=False)
     rep = build_report(out)

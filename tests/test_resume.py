@@ -128,7 +128,7 @@ def test_a_filled_cache_alone_gives_the_same_shards(reference, tmp_path, stanza_
     shutil.copyfile(ref_cache, cache)
     root = Path(__file__).resolve().parent.parent
     before = parse_run.PARSER_CALLS
-    cfg = DataConfig(src_lang="de", tgt_lang="en", lowercase=True, merges=1000, stanza_package="synprep",
+    cfg = DataConfig.of(src_lang="de", tgt_lang="en", lowercase=True, merges=1000, stanza_package="synprep",
                      batch_size=16, shard_size=50)
     run_pipeline(str(root / "sample_data/train.de"), str(root / "sample_data/train.en"), tmp_path / "out", cfg,
                  runtime=Runtime(par=Parallel(jobs=1), cache=str(cache), parser={"dir": str(stanza_dir)}))

@@ -137,7 +137,7 @@ def test_japanese_gold_parse_through_conllu_import(shared_data: Path, tmp_path: 
     text.write_text("\n".join(" ".join(w) for w in words) + "\n" + tgt.read_text(), encoding="utf-8")
     learn_bpe([text], 50, tmp_path / "codes")
     out = tmp_path / "out"
-    run_pipeline(None, str(tgt), out, DataConfig(src_lang="ja", tgt_lang="en", parser="conllu", vocab_split="test"),
+    run_pipeline(None, str(tgt), out, DataConfig.of(src_lang="ja", tgt_lang="en", parser="conllu", vocab_split="test"),
                  split="test", codes=str(tmp_path / "codes"), conllu=str(gold))
     view = load_pair(out, "test", index=0)
     assert view.words == words[0] and show.needs_cjk(view.words)

@@ -117,7 +117,7 @@ def test_annotate_reports_parse_progress(tmp_path: Path, monkeypatch: pytest.Mon
     gold.write_text(CONLLU)
     caplog.set_level(logging.INFO, logger="synprep")
     run_annotate(str(src), str(tgt), tmp_path / "out",
-                 DataConfig(src_lang="en", tgt_lang="de", parser="conllu", shard_size=1, vocab_split="test"),
+                 DataConfig.of(src_lang="en", tgt_lang="de", parser="conllu", shard_size=1, vocab_split="test"),
                  split="test", conllu=str(gold))
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("parse test: ")]
     assert [x.split(",")[0] for x in lines] == ["parse test: 1/2 lines (50%)", "parse test: 2/2 lines (100%)"]

@@ -189,10 +189,10 @@ def output_option(name: str = "--output", help: str = "Output file (default: std
 
 #: ``--shard-size`` of ``pipeline``, ``annotate`` and ``shard``
 shard_size_option = click.option("--shard-size", type=click.IntRange(min=1, max=MAX_SHARD_PAIRS),
-                                 default=DEFAULTS.shard_size, show_default=True,
+                                 default=DEFAULTS.shards.shard_size, show_default=True,
                                  help="Input pairs per shard (the unit of resume; at most 2^24, what a reader accepts).")
 #: ``--ldd-threshold`` of the parser stage and of ``shard``
-ldd_threshold_option = click.option("--ldd-threshold", type=click.FloatRange(0.0, 1.0), default=DEFAULTS.ldd_threshold,
+ldd_threshold_option = click.option("--ldd-threshold", type=click.FloatRange(0.0, 1.0), default=DEFAULTS.parse.ldd_threshold,
                                     show_default=True,
                                     help="Drop LDD entries below this probability (each word keeps its best one).")
 #: ``--lowercase`` of the commands that read a parse beside BPE text
@@ -211,10 +211,10 @@ def stanza_options(f):
 
     @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
                   help="Where the parser runs (cuda: one worker per visible GPU unless --jobs is given).")
-    @click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULTS.batch_size, show_default=True,
+    @click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULTS.parse.batch_size, show_default=True,
                   help="Sentences per parser call sent to a worker (more on a GPU).")
     @click.option("--no-ssplit", is_flag=True, help="Treat every line as one sentence (no sentence splitting).")
-    @click.option("--max-words", type=click.IntRange(min=1), default=DEFAULTS.max_words, show_default=True,
+    @click.option("--max-words", type=click.IntRange(min=1), default=DEFAULTS.parse.max_words, show_default=True,
                   help="Longer sentences are recorded as failed lines, never parsed.")
     @ldd_threshold_option
     @click.option("--cache", "cache_path", default=None, metavar="PATH",

@@ -103,12 +103,12 @@ def resolve_config(mode: str, out: str, config_path: str | None, params: dict):
 
     changes = {field: not params[param] if negated else params[param]
                for param, field, negated in option_fields() if given(param)}
-    parser = str(changes.get("parser", base.parser))
+    parser = str(changes.get("parser", base.parse.parser))
     # the backend's own options that change its parses (a plugin's Options without a ParserSpec field): the
     # folder's (when the parser is the folder's), those given on top
     from synprep.parse.base import plugin_options
 
-    plugin = dict(base.parser_options) if parser == base.parser else {}
+    plugin = dict(base.parse.parser_options) if parser == base.parse.parser else {}
     plugin.update({o.param: params[o.param] for o in plugin_options()
                    if o.backend == parser and o.spec is None and given(o.param)})
     cfg = base.replace(mode=mode, parser_options=tuple(sorted(plugin.items())), **changes)
@@ -130,13 +130,13 @@ def runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, sche
     from synprep.pipeline.views import Runtime
 
     runtime = {f.name for f in dataclasses.fields(ParserSpec) if f.metadata.get("runtime")}
-    return Runtime(par=Parallel(jobs=parser_jobs(cfg.device, jobs), backend=backend, scheduler=scheduler),
+    return Runtime(par=Parallel(jobs=parser_jobs(cfg.parse.device, jobs), backend=backend, scheduler=scheduler),
                    cache=None if no_cache else str(cache_path or default_cache_path()),
                    parser={k: v for k, v in backend_opts.items() if k in runtime})
 
 
 vocab_split_option = click.option(
-    "--vocab-split", "vocab_split", callback=split_name, default=DEFAULTS.vocab_split, show_default=True,
+    "--vocab-split", "vocab_split", callback=split_name, default=DEFAULTS.shards.vocab_split, show_default=True,
     help="The split whose pieces make OUT/dict.txt (recorded in pipeline.json); another split waits for it while "
          "it runs, else is refused. Name the first split of a folder that has no train split.")
 
@@ -173,32 +173,32 @@ def _report(manifest, split: str) -> None:
 @click.option("--split", callback=split_name, default="train", show_default=True,
               help="Split name; train learns the BPE codes and the vocabulary, later splits reuse them.")
 @click.option("--codes", default=None, metavar="FILE", help="Apply these BPE codes instead of learning them.")
-@click.option("--merges", type=click.IntRange(min=1), default=DEFAULTS.merges, show_default=True,
+@click.option("--merges", type=click.IntRange(min=1), default=DEFAULTS.subword.merges, show_default=True,
               help="BPE merge operations when learning codes (joint, on the train split).")
 @click.option("--vocab", default=None, metavar="FILE", help="Use this fairseq dict instead of building one.")
 @vocab_split_option
 @click.option("--tokenized", is_flag=True,
               help="The input is already Moses-tokenized and escaped (&quot; &apos; ...): use it as it is "
                    "(the parser sees the unescaped words).")
-@click.option("--subword", type=click.Choice(list(SCHEMES)), default=DEFAULTS.subword, show_default=True,
+@click.option("--subword", type=click.Choice(list(SCHEMES)), default=DEFAULTS.subword.scheme, show_default=True,
               help="Subword scheme: subword-nmt BPE on the tokenized text, or SentencePiece / a HuggingFace "
                    "tokenizer on the raw text, aligned to the words by character offsets (docs/subwords.md).")
 @click.option("--spm-model", default=None, metavar="FILE",
               help="--subword spm: apply this SentencePiece model instead of learning one on the train split.")
 @click.option("--hf-tokenizer", default=None, metavar="FILE_OR_DIR",
               help="--subword hf: a tokenizers tokenizer.json, or a local directory holding one.")
-@click.option("--vocab-size", type=click.IntRange(min=1), default=DEFAULTS.vocab_size, show_default=True,
+@click.option("--vocab-size", type=click.IntRange(min=1), default=DEFAULTS.subword.vocab_size, show_default=True,
               help="--subword spm: vocabulary size of the model learned on the train split.")
 @click.option("--lowercase", is_flag=True, help="Lowercase after tokenizing (the parser still sees cased words).")
 @click.option("--fairseq-compat", is_flag=True, help="Tokenize like fairseq's old tokenizer.perl (final period).")
 @tokenizer_option
 @click.option("--clean/--no-clean", "clean", default=None,
               help="Clean this split (default: the train split only; others lose only empty pairs).")
-@click.option("--ratio", type=click.FloatRange(min=0, min_open=True), default=DEFAULTS.ratio, show_default=True,
+@click.option("--ratio", type=click.FloatRange(min=0, min_open=True), default=DEFAULTS.text.ratio, show_default=True,
               help="clean: max length ratio.")
-@click.option("--min-len", type=click.IntRange(min=0), default=DEFAULTS.min_len, show_default=True,
+@click.option("--min-len", type=click.IntRange(min=0), default=DEFAULTS.text.min_len, show_default=True,
               help="clean: min tokens per side.")
-@click.option("--max-len", type=click.IntRange(min=1), default=DEFAULTS.max_len, show_default=True,
+@click.option("--max-len", type=click.IntRange(min=1), default=DEFAULTS.text.max_len, show_default=True,
               help="clean: max tokens per side.")
 @language_check_option
 @config_option
@@ -221,9 +221,9 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
         from synprep.cli.common import refuse_unused
 
         refuse_unused(["ratio", "min_len", "max_len"], "with --no-clean (the split is not cleaned)")
-    refuse_unused_parser_options(cfg.parser, codes)
-    model = _subword_model_option(cfg.subword, codes=codes, merges=cfg.merges, spm_model=spm_model,
-                                  hf_tokenizer=hf_tokenizer, vocab_size=cfg.vocab_size)
+    refuse_unused_parser_options(cfg.parse.parser, codes)
+    model = _subword_model_option(cfg.subword.scheme, codes=codes, merges=cfg.subword.merges, spm_model=spm_model,
+                                  hf_tokenizer=hf_tokenizer, vocab_size=cfg.subword.vocab_size)
     runtime = runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler)
     manifest = run_pipeline(src, tgt, out, cfg, split=split, clean=clean, codes=codes, vocab=vocab, conllu=conllu_path,
                             trees=trees_path, subword_model=model, runtime=runtime)
@@ -287,7 +287,7 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, vocab_split, p
     from synprep.pipeline import run_annotate
 
     cfg = resolve_config("annotate", out, config_path, click.get_current_context().params)
-    refuse_unused_parser_options(cfg.parser)
+    refuse_unused_parser_options(cfg.parse.parser)
     runtime = runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler)
     manifest = run_annotate(src, tgt, out, cfg, split=split, vocab=vocab, conllu=conllu_path, trees=trees_path,
                             parse_src=parse_src, runtime=runtime)

@@ -96,9 +96,10 @@ def shard_cmd(src: str, tgt: str, conllu_path: str, src_lang: str, tgt_lang: str
     from synprep.pipeline import run_annotate
     from synprep.pipeline.dictionary import folder_vocab_split
 
-    cfg = DataConfig(mode="annotate", src_lang=src_lang, tgt_lang=tgt_lang, parser="conllu", lowercase=lowercase,
-                     ldd_threshold=ldd_threshold, shard_size=shard_size,
-                     vocab_split=folder_vocab_split(Path(out), vocab_split), language_check=not no_language_check)
+    cfg = DataConfig.of(mode="annotate", src_lang=src_lang, tgt_lang=tgt_lang, parser="conllu", lowercase=lowercase,
+                        ldd_threshold=ldd_threshold, shard_size=shard_size,
+                        vocab_split=folder_vocab_split(Path(out), vocab_split),
+                        language_check=not no_language_check)
     manifest = run_annotate(src, tgt, out, cfg, split=split, vocab=vocab, conllu=conllu_path)
     _report(manifest, split)
 

@@ -107,11 +107,11 @@ def _lang_suffix(path: str) -> str:
 @click.command("clean")
 @click.argument("src", metavar="SRC")
 @click.argument("tgt", metavar="TGT")
-@click.option("--ratio", type=click.FloatRange(min=0, min_open=True), default=DEFAULTS.ratio, show_default=True,
+@click.option("--ratio", type=click.FloatRange(min=0, min_open=True), default=DEFAULTS.text.ratio, show_default=True,
               help="Maximum token-count ratio between the sides.")
-@click.option("--min-len", type=click.IntRange(min=0), default=DEFAULTS.min_len, show_default=True,
+@click.option("--min-len", type=click.IntRange(min=0), default=DEFAULTS.text.min_len, show_default=True,
               help="Minimum tokens per side.")
-@click.option("--max-len", type=click.IntRange(min=1), default=DEFAULTS.max_len, show_default=True,
+@click.option("--max-len", type=click.IntRange(min=1), default=DEFAULTS.text.max_len, show_default=True,
               help="Maximum tokens per side.")
 @click.option("--max-word-length", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Longest token in characters.")

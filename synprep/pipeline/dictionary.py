@@ -109,4 +109,4 @@ def folder_vocab_split(out: Path, given: str | None) -> str:
     if given is not None:
         return given
     path = out / CONFIG_NAME
-    return DataConfig.load(path).vocab_split if path.is_file() else TRAIN
+    return DataConfig.load(path).shards.vocab_split if path.is_file() else TRAIN

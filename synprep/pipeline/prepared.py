@@ -38,8 +38,8 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
     gets a warning naming ``--parse-src``. With ``--parser conllu`` the parses come from ``conllu``
     (one CoNLL-U sentence per line, or ``# line = N`` groups) and must match the pieces' words.
     A pair with an empty side is dropped (``parse:empty`` / ``annotate:empty_target``).
-    ``dict.txt`` is built from ``config.vocab_split`` (:func:`~synprep.pipeline.run_pipeline`); another
-    split waits for it. ``config.language_check``: refuse a side whose sampled text is in another
+    ``dict.txt`` is built from ``config.shards.vocab_split`` (:func:`~synprep.pipeline.run_pipeline`); another
+    split waits for it. ``config.text.language_check``: refuse a side whose sampled text is in another
     language than given (:func:`synprep.text.langid.check_language`).
 
     Args:
@@ -56,17 +56,17 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
     parse = parse_options(config, runtime, trees)
     source = parse.source()
     n_src = check_annotate_inputs(src, tgt, out, source, src_lang=config.src_lang, tgt_lang=config.tgt_lang,
-                                  language_check=config.language_check, conllu=conllu, trees=trees,
+                                  language_check=config.text.language_check, conllu=conllu, trees=trees,
                                   parse_src=parse_src)
     out.mkdir(parents=True, exist_ok=True)
     shared = guard(config, parse, parse_src=parse_src is not None)  # the parser's identity, before any writing
-    builds_vocab = split == config.vocab_split and vocab is None  # then dict.txt is made from this split
+    builds_vocab = split == config.shards.vocab_split and vocab is None  # then dict.txt is made from this split
     input_sha = open_split(out, split, recorded(config, source.runs_parser),
                            {"src": src, "tgt": tgt, "conllu": conllu, "trees": trees, "parse_src": parse_src},
                            [out / VOCAB_NAME] if builds_vocab else [], vocab=vocab, runs_parser=source.runs_parser,
                            cache=parse.cache)
-    v = split_vocab(out, split, [Path(src), Path(tgt)], vocab, config.vocab_split)  # waits for its split
-    manifest, sig = split_manifest(out, split, shared, v, parse, n_src, tok="given", lowercase=config.lowercase,
+    v = split_vocab(out, split, [Path(src), Path(tgt)], vocab, config.shards.vocab_split)  # waits for its split
+    manifest, sig = split_manifest(out, split, shared, v, parse, n_src, tok="given", lowercase=config.text.lowercase,
                                    words="cased" if parse_src is not None else None, input_sha=input_sha)
     parses = source.imported(conllu, range(1, n_src + 1), n_src)
     items: Iterable[Any] = items_from_files(
@@ -79,6 +79,6 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
     annotate_split(out, split, items, vocab=v, manifest=manifest, opts=parse, par=runtime.par,
                    src_lang=config.src_lang, tgt_lang=config.tgt_lang, signature=sig,
                    config=shard_config(shared, config, split, vocab_sha256=v.sha256, input_sha=input_sha),
-                   ldd_threshold=config.ldd_threshold, shard_size=config.shard_size, source_name=src)
+                   ldd_threshold=config.parse.ldd_threshold, shard_size=config.shards.shard_size, source_name=src)
     _finish(out, manifest, split)
     return manifest

@@ -50,7 +50,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
     """Raw parallel text of one split → shards in ``out`` (module docstring of :mod:`synprep.pipeline`).
 
     Args:
-        src, tgt: raw (untokenized) source and target files of the split. With ``config.parser ==
+        src, tgt: raw (untokenized) source and target files of the split. With ``config.parse.parser ==
             "conllu"`` the source tokens are the CoNLL-U surface tokens of ``conllu`` and ``src``
             may be None (when given, its line count must match).
         out: the output folder, shared by every split of a corpus.
@@ -79,9 +79,9 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
     out, runtime, config = Path(out), runtime or Runtime(), config.replace(mode="pipeline")
     check_output_folder(out)
     text, parse = text_options(config, clean), parse_options(config, runtime, trees)
-    source, scheme = parse.source(), scheme_class(config.subword)
+    source, scheme = parse.source(), scheme_class(config.subword.scheme)
     n_tgt = check_pipeline_inputs(src, tgt, out, split, text, source, scheme, src_lang=config.src_lang,
-                                  tgt_lang=config.tgt_lang, language_check=config.language_check, conllu=conllu,
+                                  tgt_lang=config.tgt_lang, language_check=config.text.language_check, conllu=conllu,
                                   trees=trees, codes=codes, subword_model=subword_model)
     tok = choose_tokenizer(text, parse, source, config.src_lang)
     shared = guard(config, parse, tok=tok.name, scheme=scheme)  # the parser's identity: before anything is written
@@ -97,7 +97,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
     _clean(files, text)
     words_file = files.side("words" if text.lowercase else "clean", "src")
     pieces = subwords(out, files, src, tgt, words_file, text, scheme, codes, subword_model, runtime.par)
-    v = split_vocab(out, split, [pieces.src, pieces.tgt], vocab, config.vocab_split)  # waits for its split
+    v = split_vocab(out, split, [pieces.src, pieces.tgt], vocab, config.shards.vocab_split)  # waits for its split
     # 5. parse, features, shards
     manifest, sig = split_manifest(out, split, shared, v, parse, n_src, tok=tok.field, old_tok=tok.name,
                                    lowercase=text.lowercase, codes_sha=pieces.codes_sha, sub=pieces.sub,
@@ -143,7 +143,7 @@ def _annotate(out: Path, split: str, items: Iterator[Item], v: Vocab, manifest: 
         annotate_split(out, split, items, vocab=v, manifest=manifest,
                        opts=dataclasses.replace(parse, lowercase=text.lowercase), par=runtime.par,
                        src_lang=config.src_lang, tgt_lang=config.tgt_lang, signature=sig, config=attrs,
-                       ldd_threshold=config.ldd_threshold, shard_size=config.shard_size, source_name=source_name,
+                       ldd_threshold=config.parse.ldd_threshold, shard_size=config.shards.shard_size, source_name=source_name,
                        subword=subword)
     except TreeLeavesError as e:  # issue 16 item 9: the trees' words are a treebank's tokenization, not sacremoses'
         if text.tokenized or text.tokenizer != "moses":

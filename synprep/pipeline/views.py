@@ -76,17 +76,17 @@ class TextOptions:
             tokenizer (:mod:`synprep.text.parser_tokenize`; Japanese with ja_ginza); the target side stays Moses.
     """
 
-    tokenized: bool = DEFAULTS.tokenized
-    lowercase: bool = DEFAULTS.lowercase
-    fairseq_compat: bool = DEFAULTS.fairseq_compat
+    tokenized: bool = DEFAULTS.text.tokenized
+    lowercase: bool = DEFAULTS.text.lowercase
+    fairseq_compat: bool = DEFAULTS.text.fairseq_compat
     clean: bool | None = None
-    ratio: float = DEFAULTS.ratio
-    min_len: int = DEFAULTS.min_len
-    max_len: int = DEFAULTS.max_len
-    merges: int = DEFAULTS.merges
-    subword: str = DEFAULTS.subword
-    vocab_size: int = DEFAULTS.vocab_size
-    tokenizer: str = DEFAULTS.tokenizer
+    ratio: float = DEFAULTS.text.ratio
+    min_len: int = DEFAULTS.text.min_len
+    max_len: int = DEFAULTS.text.max_len
+    merges: int = DEFAULTS.subword.merges
+    subword: str = DEFAULTS.subword.scheme
+    vocab_size: int = DEFAULTS.subword.vocab_size
+    tokenizer: str = DEFAULTS.text.tokenizer
 
 
 #: the configuration's fields that only the text stage of ``synprep pipeline`` reads (annotate has none:
@@ -96,7 +96,8 @@ TEXT_FIELDS = tuple(f.name for f in dataclasses.fields(TextOptions) if f.name no
 
 def text_options(config: DataConfig, clean: bool | None = None) -> TextOptions:
     """The text stage's view of ``config``; ``clean``: the split's ``--clean/--no-clean`` (None: the default)."""
-    return TextOptions(clean=clean, **{f.name: getattr(config, f.name) for f in dataclasses.fields(TextOptions)
+    flat = config.flat()  # TextOptions' fields are the saved names of the text and subword sections' fields
+    return TextOptions(clean=clean, **{f.name: flat[f.name] for f in dataclasses.fields(TextOptions)
                                        if f.name != "clean"})
 
 
@@ -112,17 +113,17 @@ def parse_options(config: DataConfig, runtime: Runtime, trees: str | None = None
     """
     from synprep.parse.registry import parse_source_class
 
-    spec = None
-    if parse_source_class(config.parser).runs_parser:
+    spec, p = None, config.parse
+    if parse_source_class(p.parser).runs_parser:
         from synprep.parse.base import ParserSpec
 
-        spec = ParserSpec(name=config.parser, lang=config.src_lang, device=config.device,
-                          constituency=trees is None, max_words=config.max_words, ldd_threshold=config.ldd_threshold,
-                          plugin_options=config.parser_options, **runtime.parser,
-                          **{name: getattr(config, f) for name, f in spec_fields().items()})
-    return ParseOptions(parser=config.parser, spec=spec, ssplit=config.ssplit, batch_size=config.batch_size,
-                        cache=runtime.cache, trees=trees, lowercase=config.lowercase,
-                        max_words=None if spec is not None else config.max_words)
+        spec = ParserSpec(name=p.parser, lang=config.src_lang, device=p.device,
+                          constituency=trees is None, max_words=p.max_words, ldd_threshold=p.ldd_threshold,
+                          plugin_options=p.parser_options, **runtime.parser,
+                          **{name: getattr(p, f) for name, f in spec_fields().items()})
+    return ParseOptions(parser=p.parser, spec=spec, ssplit=p.ssplit, batch_size=p.batch_size,
+                        cache=runtime.cache, trees=trees, lowercase=config.text.lowercase,
+                        max_words=None if spec is not None else p.max_words)
 
 
 def recorded(config: DataConfig, runs_parser: bool) -> DataConfig:
@@ -132,7 +133,8 @@ def recorded(config: DataConfig, runs_parser: bool) -> DataConfig:
     unread = set(TEXT_FIELDS) if config.mode == "annotate" else set()
     if not runs_parser:
         unread |= {"device", "parser_options", *spec_fields().values()}
-    return config.replace(**{name: getattr(DEFAULTS, name) for name in unread})
+    defaults = DEFAULTS.flat()
+    return config.replace(**{name: defaults[name] for name in unread})
 
 
 def guard(config: DataConfig, parse: ParseOptions, *, tok: str | None = None, scheme: Any = None,
@@ -146,15 +148,16 @@ def guard(config: DataConfig, parse: ParseOptions, *, tok: str | None = None, sc
     """
     shared: dict[str, Any] = {"mode": config.mode, "src_lang": config.src_lang, "tgt_lang": config.tgt_lang}
     if config.mode == "pipeline":
-        shared.update({"tokenizer": tok, "lowercase": config.lowercase, "fairseq_compat": config.fairseq_compat,
-                       "merges": config.merges})
-    shared.update({"parser": parse.config(), "ldd_threshold": config.ldd_threshold, "shard_size": config.shard_size})
+        shared.update({"tokenizer": tok, "lowercase": config.text.lowercase,
+                       "fairseq_compat": config.text.fairseq_compat, "merges": config.subword.merges})
+    shared.update({"parser": parse.config(), "ldd_threshold": config.parse.ldd_threshold,
+                   "shard_size": config.shards.shard_size})
     if scheme is not None and scheme.reads_raw:  # only then: folders made before schemes existed keep theirs
         del shared["merges"]
         shared["subword"] = scheme.name
         if scheme.size_option is not None:
-            shared["vocab_size"] = config.vocab_size
-    if config.mode == "annotate" and config.lowercase:  # only when set: older folders keep their configuration
+            shared["vocab_size"] = config.subword.vocab_size
+    if config.mode == "annotate" and config.text.lowercase:  # only when set: older folders keep their configuration
         shared["lowercase"] = True
     if parse_src:  # the same: every split of the folder then gives the parser's words
         shared["parse_src"] = True
@@ -174,7 +177,7 @@ def shard_config(shared: dict[str, Any], config: DataConfig, split: str, *, voca
     out: dict[str, Any] = {**shared, "split": split, **(facts or {}), "vocab_sha256": vocab_sha256, **digests}
     if config.mode == "pipeline" and not parse_runs(config):
         out["src_tokens"] = "conllu"
-    if not config.language_check:
+    if not config.text.language_check:
         out["language_check"] = False
     return out
 
@@ -183,4 +186,4 @@ def parse_runs(config: DataConfig) -> bool:
     """Whether the configuration's parser runs (False: the parses are imported)."""
     from synprep.parse.registry import parse_source_class
 
-    return bool(parse_source_class(config.parser).runs_parser)
+    return bool(parse_source_class(config.parse.parser).runs_parser)
