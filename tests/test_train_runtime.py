@@ -1,6 +1,6 @@
 """The runtime policy (issue 18 item 1): every attention_backend the CPU has gives math's outputs,
-the others a clear error; `auto` keeps masked calls off cuDNN attention and leaves unmasked ones
-alone; the policy is logged and recorded in config.json and metrics.jsonl; configs and checkpoints
+the others a clear error; `auto` keeps every call off cuDNN attention on CUDA (a plan per shape: 58k
+against 205k tokens/s for vanilla on an H100); the policy is logged and recorded in config.json and metrics.jsonl; configs and checkpoints
 written before these fields existed still load."""
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def test_flex_and_unknown_backends_are_clear_errors():
     assert set(ATTENTION_BACKENDS) == {"auto", "efficient", "flash", "cudnn", "math", "flex"}
 
 
-def test_auto_on_cuda_keeps_masked_calls_off_cudnn(monkeypatch):
+def test_auto_on_cuda_keeps_every_call_off_cudnn(monkeypatch):
     """The kernels switched on while SDPA runs (read from torch's global flags, so this runs on the CPU)."""
     seen: list[tuple[bool, bool]] = []
 
@@ -89,7 +89,7 @@ def test_auto_on_cuda_keeps_masked_calls_off_cudnn(monkeypatch):
         runtime.sdpa(q, q, q, attn_mask=torch.zeros(1, 1, 1, 2))
     finally:
         runtime._masked, runtime._unmasked, torch.backends.cuda.matmul.allow_tf32 = saved
-    assert seen == [(True, False), (False, True), (True, True)]
+    assert seen == [(True, False), (False, False), (True, True)]
     assert torch.backends.cuda.cudnn_sdp_enabled()  # the scope ended with the call
 
 

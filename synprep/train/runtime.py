@@ -15,7 +15,7 @@ scoped separately with :func:`torch.nn.attention.sdpa_kernel`:
 ==========  ====================================  =========================================
 value       masked / biased calls                 unmasked calls (decoder, causal)
 ==========  ====================================  =========================================
-auto        flash, efficient or math: never cuDNN  every kernel (torch's fastest)
+auto        flash, efficient or math: never cuDNN  flash, efficient or math: never cuDNN
 math        math                                  math
 flash       flash, else efficient, else math      flash, else math
 efficient   efficient, else math (CUDA only)      efficient, else math
@@ -23,9 +23,11 @@ cudnn       cuDNN, else math (CUDA only)          cuDNN, else math
 flex        not supported: a ConfigError          (its kernels need torch.compile, no dropout)
 ==========  ====================================  =========================================
 
-``auto`` exists because cuDNN attention (which PyTorch prefers on Hopper for a float mask) builds
+``auto`` exists because cuDNN attention (which PyTorch prefers on Hopper, masked or not) builds
 a new plan for every new (batch, length) shape: 2.5 s of 3.1 s host time in four gated bf16
-updates on an H200 (``../shared/gpu/README.md``). "else math" is the fallback where the kernel
+updates on an H200 (``../shared/gpu/README.md``). Unmasked calls (the decoder's causal
+self-attention) too: on an H100, bf16, 16384 tokens, vanilla ran at 58k target tokens/s with torch's
+own choice (cuDNN) against 205k with flash (docs/train.md, "GPU figures"), so ``auto`` never takes it. "else math" is the fallback where the kernel
 cannot run the call (CUDA flash takes no mask; the CPU's flash kernel takes no dropout). On the
 CPU, ``auto`` restricts nothing (the CPU has no cuDNN attention) and costs nothing.
 """
@@ -52,7 +54,8 @@ _CUDA_ONLY = {"efficient", "cudnn"}
 _B = SDPBackend
 #: per backend value: (kernels allowed for masked calls, for unmasked calls); None = no restriction
 _KERNELS: dict[str, tuple[list[SDPBackend] | None, list[SDPBackend] | None]] = {
-    "auto": ([_B.FLASH_ATTENTION, _B.EFFICIENT_ATTENTION, _B.MATH], None),
+    # never cuDNN on CUDA, masked or not: it builds a plan per (batch, length) shape (measured, module docstring)
+    "auto": ([_B.FLASH_ATTENTION, _B.EFFICIENT_ATTENTION, _B.MATH], [_B.FLASH_ATTENTION, _B.EFFICIENT_ATTENTION, _B.MATH]),
     "math": ([_B.MATH], [_B.MATH]),
     "flash": ([_B.FLASH_ATTENTION, _B.EFFICIENT_ATTENTION, _B.MATH], [_B.FLASH_ATTENTION, _B.MATH]),
     "efficient": ([_B.EFFICIENT_ATTENTION, _B.MATH], [_B.EFFICIENT_ATTENTION, _B.MATH]),
@@ -131,7 +134,7 @@ def apply(policy: RuntimePolicy) -> None:
         torch.backends.cudnn.allow_tf32 = policy.tf32
     masked, unmasked = _KERNELS[policy.attention_backend]
     if policy.attention_backend == "auto" and torch.device(policy.device).type != "cuda":
-        masked = None  # no cuDNN attention off CUDA: nothing to avoid
+        masked = unmasked = None  # no cuDNN attention off CUDA: nothing to avoid
     _masked, _unmasked = masked, unmasked
 
 
