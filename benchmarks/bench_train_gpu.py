@@ -107,8 +107,9 @@ def profile(tr: Trainer, it, steps: int, device: str) -> dict:
             "top_host_ops": [[e.key, round(e.self_cpu_time_total / 1e6 / steps, 5)] for e in top]}
 
 
-def real_loop(preset: str, args, vocab: int, tmp: Path) -> float:
-    """tokens/s that ``synprep train`` logs on synthetic shards (the last log interval)."""
+def real_loop(preset: str, args, vocab: int, tmp: Path) -> dict:
+    """The last interval row ``synprep train`` logs on synthetic shards: its tokens/s and where its wall
+    time went (``data_wait_s``, ``valid_s``, ``checkpoint_s`` of ``seconds``)."""
     n = 300 if args.small else 20000
     write_folder(tmp / "shards", {"train": n, "valid": 50}, vocab_size=vocab)
     steps = args.loop_steps or (6 if args.small else 200)
@@ -116,7 +117,7 @@ def real_loop(preset: str, args, vocab: int, tmp: Path) -> float:
                num_workers=0 if args.small else 2)
     train(tmp / "shards", tmp / "run", cfg, device=args.device, progress=False)
     rows = [json.loads(x) for x in (tmp / "run" / "metrics.jsonl").read_text().splitlines()]
-    return [r["tokens_per_s"] for r in rows if "tokens_per_s" in r][-1]
+    return [r for r in rows if "tokens_per_s" in r][-1]
 
 
 def main() -> None:
@@ -171,9 +172,14 @@ def main() -> None:
                 split[f"{mt}x{uf}"] = round(tokens_per_s(tr, _endless(tr), steps, warmup, args.device, uf), 1)
                 del tr
             emit({"figure": "batch_split", "preset": gated, "tokens_per_s": split})
-            loop = real_loop(gated, args, vocab, tmp / "loop")
+            row = real_loop(gated, args, vocab, tmp / "loop")
+            loop = row["tokens_per_s"]
+            rest = row["seconds"] - row["data_wait_s"] - row["valid_s"] - row["checkpoint_s"]
             emit({"figure": "real_loop_tokens_per_s", "preset": gated, "tokens_per_s": loop,
-                  "step_tokens_per_s": round(rates[gated], 1), "ratio": round(loop / rates[gated], 3)})
+                  "step_tokens_per_s": round(rates[gated], 1), "ratio": round(loop / rates[gated], 3),
+                  "interval_seconds": row["seconds"], "data_wait_s": row["data_wait_s"], "valid_s": row["valid_s"],
+                  "checkpoint_s": row["checkpoint_s"],
+                  "updates_only_tokens_per_s": round(loop * row["seconds"] / rest, 1) if rest > 0 else None})
 
 
 if __name__ == "__main__":

@@ -278,7 +278,10 @@ def make_loaders(cfg: Any, train_ds: Any, valid_ds: Any, collate: Any, rank: int
     loader_kw: dict[str, Any] = dict(collate_fn=collate, num_workers=workers,
                                      pin_memory=device.type == "cuda", generator=torch.Generator(),
                                      worker_init_fn=_worker_init if workers else None)
-    return (train_sampler, valid_sampler, DataLoader(train_ds, batch_sampler=train_sampler, **loader_kw),
+    # the train loader's workers live across epochs (not started anew each epoch); the sampler is read in this
+    # process at every epoch's iter(), so the batches are the same
+    return (train_sampler, valid_sampler,
+            DataLoader(train_ds, batch_sampler=train_sampler, persistent_workers=bool(workers), **loader_kw),
             DataLoader(valid_ds, batch_sampler=valid_sampler, **loader_kw))
 
 

@@ -376,7 +376,9 @@ class Trainer:
 
     # --- the run -----------------------------------------------------------------------------
     def _end_of_period(self, record: dict[str, Any], final: bool) -> None:
+        t_valid = time.perf_counter()
         v = self.validate()
+        self._interval["valid_s"] += time.perf_counter() - t_valid
         is_best = v["valid_loss"] < self.state.best_valid
         if is_best:
             self.state.best_valid = v["valid_loss"]
@@ -389,7 +391,9 @@ class Trainer:
                 self._draw(record["epoch"])
             log.info("epoch %d step %d | valid loss %.3f | nll %.3f | ppl %.2f%s", record["epoch"], self.state.step,
                      v["valid_loss"], v["valid_nll_loss"], v["valid_ppl"], " | best" if is_best else "")
+        t_save = time.perf_counter()
         self.save(is_best, epoch_end=record["epoch_done"])
+        self._interval["checkpoint_s"] += time.perf_counter() - t_save
 
     def run(self) -> dict[str, Any]:
         """Train until ``max_epochs`` or ``max_steps``; returns a summary."""
@@ -412,7 +416,9 @@ class Trainer:
                        file=sys.stderr, disable=not show, unit="batch")
             it = iter(self.train_loader)
             while not (cfg.max_steps and st.step >= cfg.max_steps):
+                t_wait = time.perf_counter()
                 group = [b for _, b in zip(range(cfg.update_freq), it, strict=False)]
+                interval["wait_s"] += time.perf_counter() - t_wait  # the DataLoader: reading, collation
                 if not group:
                     break
                 out = self.train_step(group)
@@ -427,7 +433,9 @@ class Trainer:
                 if st.step % cfg.log_interval == 0:
                     self._log_interval(interval, bar)
                 if cfg.save_interval_updates and st.step % cfg.save_interval_updates == 0:
+                    t_save = time.perf_counter()
                     self.save(False)
+                    interval["checkpoint_s"] += time.perf_counter() - t_save
             stopped = bool(cfg.max_steps and st.step >= cfg.max_steps)
             bar.close()
             last_valid = self._close_period(n_batches, stopped)
@@ -465,7 +473,10 @@ class Trainer:
         rec = {"step": self.state.step, "epoch": self.state.epoch + 1, "train_loss": iv["loss"] / tok / LN2,
                "train_nll_loss": iv["nll"] / tok / LN2, "lr": self.optimizer.param_groups[0]["lr"],
                "gnorm": iv["gnorm"] / max(iv["n"], 1), "ntokens": int(iv["ntokens"]),
-               "tokens_per_s": round((iv["ntokens"] - iv.get("ntokens_t0", 0.0)) / dt, 1)}
+               "tokens_per_s": round((iv["ntokens"] - iv.get("ntokens_t0", 0.0)) / dt, 1),
+               # where the interval's wall time went besides the updates (issue 18 item 6)
+               "seconds": round(dt, 3), "data_wait_s": round(iv["wait_s"], 3), "valid_s": round(iv["valid_s"], 3),
+               "checkpoint_s": round(iv["checkpoint_s"], 3)}
         if self.env.is_main:
             self.metrics.write(rec)
             bar.set_postfix(loss=f"{rec['train_loss']:.3f}", lr=f"{rec['lr']:.2e}")

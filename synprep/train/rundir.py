@@ -44,6 +44,8 @@ RUN_LOCK = ".train.lock"
 RUN_FILES = ("checkpoint", "metrics.jsonl", "config.json", "gates.png")
 #: the sums of a metrics interval that a checkpoint carries (see the module docstring)
 INTERVAL_KEYS = ("loss", "nll", "ntokens", "gnorm", "n")
+#: the keys of a metrics.jsonl interval row that are wall-clock timings (they differ between equal runs)
+WALL_CLOCK_KEYS = ("tokens_per_s", "seconds", "data_wait_s", "valid_s", "checkpoint_s")
 
 _held: dict[str, int] = {}  # resolved run folder → fd of its lock (this process)
 _guard = threading.Lock()
@@ -168,7 +170,8 @@ def carried_interval(interval: Mapping[str, Any]) -> dict[str, float]:
 def restored_interval(carried: Mapping[str, Any] | None) -> dict[str, Any]:
     """A metrics interval that continues ``carried`` (from a checkpoint; None or {} for a fresh one).
 
-    ``t0`` (the wall clock the interval's ``tokens_per_s`` is measured from) restarts now.
+    ``t0`` (the wall clock the interval's ``tokens_per_s`` is measured from) restarts now, and so do its
+    timings (``wait_s``, ``valid_s``, ``checkpoint_s``: seconds of that wall clock spent on them).
 
     Raises:
         TypeError, ValueError: ``carried`` is not a mapping of finite numbers (a damaged checkpoint).
@@ -184,6 +187,8 @@ def restored_interval(carried: Mapping[str, Any] | None) -> dict[str, Any]:
             iv[k] = int(v) if k == "n" else float(v)
     iv["t0"] = time.perf_counter()
     iv["ntokens_t0"] = iv["ntokens"]  # tokens_per_s counts the tokens since t0 only
+    # wall seconds since t0 spent waiting for batches, validating, writing checkpoints (not carried: timing)
+    iv.update(wait_s=0.0, valid_s=0.0, checkpoint_s=0.0)
     return iv
 
 
