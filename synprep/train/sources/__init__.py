@@ -81,8 +81,9 @@ def source_options(names: tuple[str, ...] | None = None) -> list[SourceOption]:
         out.extend(SourceOption(name, f.name, spec.option_key(f), hints[f.name], f)
                    for f in dataclasses.fields(spec.Options))
     keys = [o.key for o in out]
-    if len(set(keys)) != len(keys):
-        raise ValueError(f"syntax sources declare the same option key twice: {keys}")
+    twice = [k for i, k in enumerate(keys) if k in keys[:i]]  # not set(): this package's ``set`` is a module
+    if twice:
+        raise ValueError(f"syntax sources declare the same option key twice: {', '.join(twice)}")
     return out
 
 
