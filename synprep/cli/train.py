@@ -61,7 +61,8 @@ def _device_option(f):
 @click.option("--num-workers", type=click.IntRange(min=0), default=None, help="DataLoader worker processes.")
 @click.option("--resume", is_flag=True, help="Continue exactly from OUT/checkpoint_last.pt (its config is used).")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-              help="Override a config field (value parsed as JSON), e.g. --set syntax=vanilla. Repeatable.")
+              help="Override a config field (value parsed as JSON), e.g. --set syntax=vanilla; a syntax "
+                   "source's option as SOURCE_FIELD or SOURCE.FIELD (--set sla.threshold=2). Repeatable.")
 @click.option("--train-split", default="train", show_default=True, help="Split to train on.")
 @click.option("--valid-split", default="valid", show_default=True, help="Split to validate on.")
 @click.option("--progress/--no-progress", default=None, help="tqdm progress bars (default: when stderr is a terminal).")

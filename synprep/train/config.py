@@ -33,6 +33,7 @@ from synprep.train.schema import (  # noqa: F401 (re-exported: the config's publ
     SLR_GAPS,
     SLR_HARD,
     SOURCE_DEFAULTED,
+    SOURCE_OPTION_KEYS,
     SYNTAX_FIELDS,
     SYNTAX_GATE,
     SYNTAX_MODES,
@@ -187,7 +188,8 @@ def config_from_dict(data: dict[str, Any], where: str = "config") -> TrainConfig
     data = {k: v for k, v in data.items() if not (isinstance(k, str) and k.startswith("_"))}
     unknown = sorted(str(k) for k in set(data) - set(FIELDS))
     if unknown:  # repr: a key may hold a newline or control characters (found by benchmarks/fuzz.py)
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(k if k.isidentifier() else repr(k) for k in unknown)}")
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(k if k.isidentifier() else repr(k) for k in unknown)}"
+                          + _source_hint(unknown))
     check_types(data, where)
     try:
         cfg = TrainConfig(**data)
@@ -255,8 +257,46 @@ def load_config(path: str | Path) -> TrainConfig:
     return config_from_dict(data, str(p))
 
 
+def source_option_names(source: str) -> list[str]:
+    """The configuration keys of a syntax source's options (``sla`` → ``["sla_threshold"]``)."""
+    return [k for k, (s, _) in SOURCE_OPTION_KEYS.items() if s == source]
+
+
+def _source_hint(keys: list[str]) -> str:
+    """``; SOURCE's options: KEYS`` for the first unknown key that names a syntax source (``sla_windw``,
+    ``sla.windw``), else ``""``."""
+    for key in keys:
+        for source in sorted(SOURCES, key=len, reverse=True):  # ldd_parent before ldd
+            if key.startswith((f"{source}_", f"{source}.")):
+                known = source_option_names(source)
+                return (f"; the options of syntax source {source!r} are {', '.join(known)}" if known
+                        else f"; syntax source {source!r} has no options")
+    return ""
+
+
+def option_key(key: str) -> str:
+    """The configuration key of ``key``: a field name as is, ``SOURCE.FIELD`` as ``SOURCE_FIELD`` (the
+    key of that source option, :data:`SOURCE_OPTION_KEYS`: ``sla.threshold`` → ``sla_threshold``,
+    ``pascal.parent_ignore`` → ``parent_ignore``).
+
+    Raises:
+        ConfigError: an unknown key (a source's key: the message lists that source's options).
+    """
+    if key in FIELDS:
+        return key
+    source, dot, name = key.partition(".")
+    if dot:
+        for k, (s, n) in SOURCE_OPTION_KEYS.items():
+            if (s, n) == (source, name):
+                return k
+        if source not in SOURCES:
+            raise ConfigError(f"--set: unknown key {key!r}: {SOURCES.unknown(source)}")
+    raise ConfigError(f"--set: unknown key {key!r}" + _source_hint([key]))
+
+
 def parse_override(item: str) -> tuple[str, Any]:
-    """Parse ``key=value`` (value as JSON, else as a plain string).
+    """Parse ``key=value`` (value as JSON, else as a plain string); a source option may be given as
+    ``SOURCE.FIELD`` (:func:`option_key`).
 
     Raises:
         ConfigError: no ``=`` or an unknown key.
@@ -264,9 +304,7 @@ def parse_override(item: str) -> tuple[str, Any]:
     if "=" not in item:
         raise ConfigError(f"--set expects key=value, got {item!r}")
     key, raw = item.split("=", 1)
-    key = key.strip()
-    if key not in FIELDS:
-        raise ConfigError(f"--set: unknown key {key!r}")
+    key = option_key(key.strip())
     try:
         value = json.loads(raw)
     except json.JSONDecodeError:

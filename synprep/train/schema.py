@@ -27,12 +27,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import MISSING, dataclass, field
+from typing import Any, TypeVar
 
 from synprep.errors import ConfigError
 from synprep.features.slr import HARD_MODES
-from synprep.train.sources import SOURCES, spec_class
+from synprep.train.sources import SOURCES, source_options, spec_class
 from synprep.types import DEPRELS
 
 SYNTAX_MODES = ("vanilla", "gated", "avg", "pure", "hard")
@@ -57,9 +57,34 @@ RESUME_OVERRIDABLE = frozenset({"max_steps", "max_epochs", "num_workers", "log_i
 ATTENTION_BACKENDS = ("auto", "efficient", "flash", "cudnn", "math", "flex")
 
 log = logging.getLogger("synprep.train")
+#: the syntax fields of TrainConfig that belong to no one source (the sources' options follow syntax_source)
+SYNTAX_CORE = ("syntax", "syntax_layers", "syntax_heads", "syntax_source")
+#: the gate and syntax-dropout fields (SOURCE_DEFAULTED and the gate network's size)
+GATE_FIELDS = ("syntax_dropout", "gate_hidden", "gate_freeze_epochs", "gate_batch_norm")
+
+_C = TypeVar("_C")
+
+
+def _with_source_options(cls: type[_C]) -> type[_C]:
+    """Add a field per source option (:func:`synprep.train.sources.source_options`) to ``cls``'s
+    annotations after ``syntax_source``, before :func:`dataclasses.dataclass` reads them."""
+    added: dict[str, Any] = {}
+    for opt in source_options():
+        f = opt.field
+        setattr(cls, opt.key, field(default=f.default) if f.default_factory is MISSING
+                else field(default_factory=f.default_factory))
+        added[opt.key] = opt.type
+    ann: dict[str, Any] = {}
+    for name, tp in cls.__dict__["__annotations__"].items():
+        ann[name] = tp
+        if name == "syntax_source":
+            ann.update(added)
+    cls.__annotations__ = ann
+    return cls
 
 
 @dataclass
+@_with_source_options
 class TrainConfig:
     """Every hyperparameter of a training run (defaults = the paper's IWSLT14 De→En setup).
 
@@ -85,25 +110,14 @@ class TrainConfig:
     syntax_layers: list[int] | None = None  # 0-based encoder layers; None = all (hard: [0])
     syntax_heads: list[int] | None = None  # 0-based heads of those layers; None = all
     syntax_source: Any = "slr"  # a name in sources.SOURCES, or one per syntax layer (name or list per head)
-    slr_gaps: str = "cnf"  # cnf | nary (which stored gaps build the SLR mask)
-    slr_tau: float = 10.0  # soft SLR temperature τ
-    slr_hard: str | None = None  # None = soft; strict | nonstrict = hard SLR (SPEC §3)
-    pascal_sigma: float = 1.0  # Gaussian σ of PASCAL weights (SPEC §4)
-    parent_ignore: float = 0.0  # PASCAL parent ignoring: per query row, weights := 1 with prob p
-    ldd_labels: list[str] = field(default_factory=lambda: ["nsubj", "obj", "amod", "det"])  # per head
+    # the sources' options follow here: one field per field of each source's ``Options`` dataclass
+    # (synprep/train/sources/specs.py), named SOURCE_FIELD (slr_tau, sla_threshold, …; PASCAL's
+    # parent_ignore keeps its name): see _with_source_options and docs/train.md
     # None = the sources' paper default (SOURCE_DEFAULTED), resolved when the config is built
     syntax_dropout: float = None  # type: ignore[assignment]  # syntax ignoring: dropout on A_syn (Table 2 "ignore rate")
     gate_hidden: int = 256  # d' of the gate network (not given in the paper; d/2)
     gate_freeze_epochs: int = None  # type: ignore[assignment]  # pre-warmup: gate network frozen for the first K epochs
     gate_batch_norm: bool = None  # type: ignore[assignment]  # BatchNorm in the gate network (SLA: none)
-    sla_threshold: int = 3  # SLA: largest dependency path length (arcs) a query attends to
-    lisa_variant: str = "lisa"  # lisa (L2 to the parent row, gated paper) | sisa (bilinear + NLL, PASCAL paper)
-    lisa_weight: float = 1.0  # weight of LISA's auxiliary loss (summed over source pieces)
-    set_max_path: int = 3  # SET: word pairs up to this path length (arcs) get a relation
-    set_rel_dim: int = 64  # SET: d_r, size of the relation vectors
-    set_max_depth: int = 16  # SET: level embeddings for depths 0 … set_max_depth-1 (deeper clipped)
-    set_gate: str = "sigmoid"  # SET eq. 3 gate: sigmoid (the equation) | tanh (the text)
-
     # --- optimisation (paper §5.1) ------------------------------------------------------------
     lr: float = 7e-3
     warmup_init_lr: float = 1e-3
@@ -186,11 +200,12 @@ class TrainConfig:
         if self.attention_backend not in ATTENTION_BACKENDS:
             raise ConfigError(f"attention_backend must be one of {', '.join(ATTENTION_BACKENDS)}, "
                               f"got {self.attention_backend!r}")
-        if self.slr_gaps not in SLR_GAPS:
-            raise ConfigError(f"slr_gaps must be one of {', '.join(SLR_GAPS)}, got {self.slr_gaps!r}")
-        if self.slr_hard is not None and self.slr_hard not in SLR_HARD:
-            raise ConfigError(f"slr_hard must be null, strict or nonstrict, got {self.slr_hard!r}")
-        if self.slr_tau <= 0 or self.pascal_sigma <= 0:
+        slr, pascal = self.options("slr"), self.options("pascal")
+        if slr.gaps not in SLR_GAPS:
+            raise ConfigError(f"slr_gaps must be one of {', '.join(SLR_GAPS)}, got {slr.gaps!r}")
+        if slr.hard is not None and slr.hard not in SLR_HARD:
+            raise ConfigError(f"slr_hard must be null, strict or nonstrict, got {slr.hard!r}")
+        if slr.tau <= 0 or pascal.sigma <= 0:
             raise ConfigError("slr_tau and pascal_sigma must be > 0")
         if self.max_epochs < 0 or self.max_steps < 0 or self.gate_freeze_epochs < 0:
             raise ConfigError("max_epochs, max_steps and gate_freeze_epochs must be >= 0")
@@ -198,12 +213,20 @@ class TrainConfig:
             raise ConfigError(f"adam_betas must be two numbers, got {self.adam_betas}")
         if not all(0.0 <= b < 1.0 for b in self.adam_betas):  # torch's AdamW raises a ValueError
             raise ConfigError(f"adam_betas must be two numbers in [0, 1), got {self.adam_betas}")
-        for label in self.ldd_labels:
+        for label in self.options("ldd").labels:
             if label not in DEPRELS:
                 raise ConfigError(f"ldd_labels: {label!r} is not a UD relation ({', '.join(DEPRELS)})")
         self.head_sources()  # validates syntax_layers/heads, syntax_source and ldd_labels length
 
     # ------------------------------------------------------------------------------------------
+    def options(self, source: str) -> Any:
+        """The options of the source ``source`` (its spec's ``Options`` dataclass) with this config's values.
+
+        Raises:
+            ConfigError: ``source`` is not registered.
+        """
+        return spec_class(source).options_of(self)
+
     @property
     def uses_syntax(self) -> bool:
         return self.syntax != "vanilla"
@@ -291,5 +314,8 @@ class TrainConfig:
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(TrainConfig)}
-#: the fields of TrainConfig's syntax block (``syntax`` … the last source parameter, before ``lr``)
-SYNTAX_FIELDS = tuple(list(FIELDS)[list(FIELDS).index("syntax"):list(FIELDS).index("lr")])
+#: the configuration key of every source option (``sla_threshold``) -> (source, Options field)
+SOURCE_OPTION_KEYS = {o.key: (o.source, o.name) for o in source_options()}
+#: the fields of TrainConfig's syntax block: the mode and placement, every source's options (from their
+#: declarations, :func:`synprep.train.sources.source_options`), the gate and syntax-dropout fields
+SYNTAX_FIELDS = (*SYNTAX_CORE, *SOURCE_OPTION_KEYS, *GATE_FIELDS)

@@ -15,7 +15,9 @@ new source may register its ``SyntaxSource`` subclass directly (it then is its o
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import typing
+from typing import Any, NamedTuple
 
 from synprep.registry import Registry
 
@@ -53,4 +55,36 @@ def source_class(name: str) -> Any:
     return Registry("syntax_source", {name: spec.runtime}).load(name) if spec.runtime else spec
 
 
-__all__ = ["SOURCES", "source_class", "spec_class"]
+class SourceOption(NamedTuple):
+    """One option of a syntax source (a field of its spec's ``Options`` dataclass), as a config key."""
+
+    source: str  # the registry name (``sla``)
+    name: str  # the field of its Options (``threshold``)
+    key: str  # the TrainConfig key: ``SOURCE_FIELD`` (``sla_threshold``), or the field's older ``key``
+    type: Any  # the field's resolved annotation
+    field: dataclasses.Field  # the Options field (default / default_factory, ``help`` in its metadata)
+
+
+def source_options(names: tuple[str, ...] | None = None) -> list[SourceOption]:
+    """The options of the registered sources (each spec's ``Options``), in registry and field order.
+    Imports the specs only (no torch). :class:`~synprep.train.config.TrainConfig` has one field per entry.
+
+    Raises:
+        ValueError: two sources declare the same key.
+    """
+    out: list[SourceOption] = []
+    for name in tuple(SOURCES) if names is None else names:
+        spec = spec_class(name)
+        if spec.Options is None:
+            continue
+        hints = typing.get_type_hints(spec.Options)
+        out.extend(SourceOption(name, f.name, spec.option_key(f), hints[f.name], f)
+                   for f in dataclasses.fields(spec.Options))
+    keys = [o.key for o in out]
+    twice = [k for i, k in enumerate(keys) if k in keys[:i]]  # not set(): this package's ``set`` is a module
+    if twice:
+        raise ValueError(f"syntax sources declare the same option key twice: {', '.join(twice)}")
+    return out
+
+
+__all__ = ["SOURCES", "SourceOption", "source_class", "source_options", "spec_class"]

@@ -87,6 +87,8 @@ class SyntaxSource(SourceSpec, nn.Module):
     def __init__(self, cfg: TrainConfig):
         super().__init__()
         self.cfg = cfg
+        #: the source's own options (its ``Options`` dataclass, from ``cfg``'s ``NAME_FIELD`` keys), or None
+        self.opts: Any = self.options_of(cfg)
 
     # --- data ------------------------------------------------------------------------------------
     def collate(self, recs: Sequence[PairRecord], T: int) -> Any:

@@ -42,7 +42,7 @@ def ldd_entries(recs: Sequence[PairRecord], labels: np.ndarray | None) -> tuple[
 class LDD(LDDSpec, SyntaxSource):
     def __init__(self, cfg):
         super().__init__(cfg)
-        self.label_ids = [DEPRELS.index(lab) for lab in cfg.ldd_labels]
+        self.label_ids = [DEPRELS.index(lab) for lab in self.opts.labels]
 
     def collate(self, recs: Sequence[PairRecord], T: int) -> dict[str, Any]:
         """``word_index`` (B, T), ``n_words`` (int), ``entries`` (batch, dep, head, rel, prob)."""

@@ -83,7 +83,7 @@ class LISA(LISASpec, SyntaxSource):
         return {"parents": torch.from_numpy(par.astype(np.int64)), "real": torch.from_numpy(real)}
 
     def layer_module(self, layer: int, heads: list[int]) -> nn.Module | None:
-        if self.cfg.lisa_variant != "sisa":
+        if self.opts.variant != "sisa":
             return None
         return Bilinear(len(heads), self.cfg.d_model // self.cfg.heads)
 
@@ -95,8 +95,8 @@ class LISA(LISASpec, SyntaxSource):
         if ctx.pad_bias is not None:
             s = s + ctx.pad_bias
         if ctx.training:  # a training objective: validation and decoding skip it
-            ctx.aux.append(self.cfg.lisa_weight * lisa_loss(s, prepared["parents"], prepared["real"],
-                                                            self.cfg.lisa_variant))
+            ctx.aux.append(self.opts.weight * lisa_loss(s, prepared["parents"], prepared["real"],
+                                                            self.opts.variant))
         a = torch.softmax(s, dim=-1)
         if ctx.dropout_p > 0:
             a = F.dropout(a, ctx.dropout_p)

@@ -30,11 +30,11 @@ class Pascal(PascalSpec, SyntaxSource):
 
     def prepare(self, data: Any, pad: torch.Tensor) -> torch.Tensor:
         """(B, 1, T, T) Gaussian weights."""
-        return pascal_weights(data, self.cfg.pascal_sigma)
+        return pascal_weights(data, self.opts.sigma)
 
     def attend(self, q, k, v, heads, prepared, ctx: AttendContext) -> torch.Tensor:
         w = prepared
-        p = self.cfg.parent_ignore
+        p = self.opts.parent_ignore
         if ctx.training and p > 0:
             B, _, T, _ = w.shape
             w = ignore_rows(w.expand(B, len(heads), T, T), p)  # independent rows per head

@@ -117,24 +117,23 @@ class SETLayer(nn.Module):
 class SET(SETSpec, SyntaxSource):
     def __init__(self, cfg):
         super().__init__(cfg)
-        self.n_rel = n_relations(cfg.set_max_path)
-        self.rel_embed = nn.Embedding(self.n_rel, cfg.set_rel_dim, padding_idx=NONE)
-        nn.init.normal_(self.rel_embed.weight, std=cfg.set_rel_dim ** -0.5)
+        self.n_rel = n_relations(self.opts.max_path)
+        self.rel_embed = nn.Embedding(self.n_rel, self.opts.rel_dim, padding_idx=NONE)
+        nn.init.normal_(self.rel_embed.weight, std=self.opts.rel_dim ** -0.5)
         nn.init.zeros_(self.rel_embed.weight[NONE])
-        self.level_embed = nn.Embedding(cfg.set_max_depth + 1, cfg.d_model)  # last = </s> / padding
+        self.level_embed = nn.Embedding(self.opts.max_depth + 1, cfg.d_model)  # last = </s> / padding
         nn.init.normal_(self.level_embed.weight, std=cfg.d_model ** -0.5)  # fairseq's learned positions
 
     def collate(self, recs: Sequence[PairRecord], T: int) -> dict[str, torch.Tensor]:
         """``word_index`` (B, T); ``rel`` (B, W+1, W+1) long; ``subtree`` (B, W+1, W+1) bool;
         ``level`` (B, T) long depth ids (``set_max_depth`` for ``</s>`` and padding)."""
-        cfg = self.cfg
         rels, subs = [], []
-        level = np.full((len(recs), T), cfg.set_max_depth, dtype=np.int64)
+        level = np.full((len(recs), T), self.opts.max_depth, dtype=np.int64)
         for b, r in enumerate(recs):
-            rel, sub, depth = set_relations(r.heads, r.deprel, cfg.set_max_path)
+            rel, sub, depth = set_relations(r.heads, r.deprel, self.opts.max_path)
             rels.append(rel)
             subs.append(sub)
-            level[b, : len(r.src_ids)] = np.minimum(depth, cfg.set_max_depth - 1)[np.asarray(r.word_index)]
+            level[b, : len(r.src_ids)] = np.minimum(depth, self.opts.max_depth - 1)[np.asarray(r.word_index)]
         rel_t = stack_word_pairs(rels, NONE, np.int64)
         rel_t[:, -1, -1] = SELF  # </s> with itself
         sub_t = stack_word_pairs(subs, False, bool)
@@ -157,7 +156,7 @@ class SET(SETSpec, SyntaxSource):
         return self.level_embed(prepared["level"])
 
     def layer_module(self, layer: int, heads: list[int]) -> nn.Module:
-        return SETLayer(len(heads), self.cfg.d_model, self.cfg.set_rel_dim)
+        return SETLayer(len(heads), self.cfg.d_model, self.opts.rel_dim)
 
     def attend(self, q, k, v, heads, prepared, ctx: AttendContext) -> torch.Tensor:
         m = ctx.module
@@ -173,7 +172,7 @@ class SET(SETSpec, SyntaxSource):
         u = torch.einsum("hdr,hr->hd", m.w_ge, m.v_g)  # W_{g,e} V_g (Hs, d)
         g_e = torch.matmul(ctx.x, u.t().to(ctx.x.dtype)).transpose(1, 2).unsqueeze(-1)  # (B, Hs, T, 1)
         z = g_e.to(s.dtype) + g_r
-        g = torch.sigmoid(z) if self.cfg.set_gate == "sigmoid" else torch.tanh(z)
+        g = torch.sigmoid(z) if self.opts.gate == "sigmoid" else torch.tanh(z)
         s = torch.where(prepared["has_rel"], s + g * (s_r - s), s)  # eq. 2 where a relation exists
         if ctx.pad_bias is not None:
             s = s + ctx.pad_bias

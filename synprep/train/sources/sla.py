@@ -51,7 +51,7 @@ def sla_word_mask(heads, threshold: int):
 class SLA(SLASpec, SyntaxSource):
     def collate(self, recs: Sequence[PairRecord], T: int) -> dict[str, Any]:
         """``word_index`` (B, T); ``allowed`` (B, W+1, W+1) bool, the last word = ``</s>``/padding."""
-        allowed = stack_word_pairs([sla_word_mask(r.heads, self.cfg.sla_threshold) for r in recs], False, bool)
+        allowed = stack_word_pairs([sla_word_mask(r.heads, self.opts.threshold) for r in recs], False, bool)
         allowed[:, -1, -1] = True  # </s> sees itself (padding rows too; padding keys are masked)
         return {"word_index": piece_word_index(recs, T), "allowed": allowed}
 

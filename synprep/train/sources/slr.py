@@ -26,7 +26,7 @@ class SLR(SLRSpec, SyntaxSource):
         """(B, T-1) float32 gaps, ``GAP_EOS`` between the last piece and ``</s>``, 0 under padding."""
         gaps = np.zeros((len(recs), max(T - 1, 0)), dtype=np.float32)
         for b, r in enumerate(recs):
-            g = r.gaps_cnf if self.cfg.slr_gaps == "cnf" else r.gaps_nary
+            g = r.gaps_cnf if self.opts.gaps == "cnf" else r.gaps_nary
             n = len(r.src_ids)
             if n:
                 gaps[b, : n - 1] = g
@@ -35,7 +35,7 @@ class SLR(SLRSpec, SyntaxSource):
 
     def prepare(self, data: Any, pad: torch.Tensor) -> torch.Tensor:
         """(B, 1, T, T) bias: ``log M`` plus the key padding."""
-        return slr_bias(data, pad, self.cfg.slr_tau, self.cfg.slr_hard)
+        return slr_bias(data, pad, self.opts.tau, self.opts.hard)
 
     def attend(self, q, k, v, heads, prepared, ctx: AttendContext) -> torch.Tensor:
         return bias_attention(q, k, v, prepared, ctx.dropout_p)

@@ -10,6 +10,7 @@ points here; :func:`synprep.train.sources.source_class` loads the runtime class.
 
 from __future__ import annotations
 
+from dataclasses import MISSING, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from synprep.errors import ConfigError
@@ -35,6 +36,21 @@ def n_relations(max_path: int) -> int:
     return LABEL0 + 2 * len(DEPRELS) + n_paths
 
 
+def source_option(default: Any = MISSING, *, help: str, key: str | None = None, default_factory: Any = MISSING) -> Any:
+    """A field of a source's :attr:`SourceSpec.Options` dataclass: one configuration key of the trainer.
+
+    The key is ``SOURCE_FIELD`` (the source's registry name, ``_``, the field: ``sla_threshold``), a
+    field of :class:`~synprep.train.config.TrainConfig` (``config.json``, ``--set sla_threshold=3``,
+    also spelled ``--set sla.threshold=3``).
+
+    Args:
+        default / default_factory: the value when the key is not given. help: what it does (docs).
+        key: the stored name where it is older than the rule (PASCAL's ``parent_ignore``); configs,
+            presets and checkpoints keep it.
+    """
+    return field(default=default, default_factory=default_factory, metadata={"help": help, "key": key})
+
+
 class SourceSpec:
     """A syntax source's configuration side (the base of :class:`~synprep.train.sources.base.SyntaxSource`)."""
 
@@ -52,6 +68,28 @@ class SourceSpec:
     modes: ClassVar[tuple[str, ...]] = ("gated", "avg", "pure", "hard")
     #: ``"module:Class"`` of the source's ``nn.Module`` (None: this class is it)
     runtime: ClassVar[str | None] = None
+    #: the source's options: a dataclass of :func:`source_option` fields, or None. Each field is a
+    #: :class:`~synprep.train.config.TrainConfig` key (:meth:`option_key`); adding an option = one field.
+    Options: ClassVar[Any] = None
+
+    @classmethod
+    def option_key(cls, f: Any) -> str:
+        """The configuration key of the :attr:`Options` field ``f``: ``NAME_FIELD`` (or its older ``key``)."""
+        key: str = f.metadata.get("key") or f"{cls.name}_{f.name}"
+        return key
+
+    @classmethod
+    def option_keys(cls) -> dict[str, str]:
+        """``{field: configuration key}`` of the source's :attr:`Options` (empty: it has none)."""
+        return {f.name: cls.option_key(f) for f in fields(cls.Options)} if cls.Options is not None else {}
+
+    @classmethod
+    def options_of(cls, cfg: Any) -> Any:
+        """The source's :attr:`Options` with the values of ``cfg`` (a :class:`~synprep.train.config.TrainConfig`),
+        or None when it has none."""
+        if cls.Options is None:
+            return None
+        return cls.Options(**{name: getattr(cfg, key) for name, key in cls.option_keys().items()})
 
     @classmethod
     def check(cls, cfg: TrainConfig, placement: dict[int, list[int]]) -> None:
@@ -89,6 +127,12 @@ class SLRSpec(SourceSpec):
     defaults = {"syntax_dropout": 0.0}
     runtime = "synprep.train.sources.slr:SLR"
 
+    @dataclass
+    class Options:
+        gaps: str = source_option("cnf", help="cnf | nary: which stored gaps build the SLR mask")
+        tau: float = source_option(10.0, help="soft SLR temperature τ")
+        hard: str | None = source_option(None, help="None = soft; strict | nonstrict = hard SLR (SPEC §3)")
+
     @classmethod
     def describe(cls, cfg) -> str:
         kind = f"hard-{cfg.slr_hard}" if cfg.slr_hard else f"tau{cfg.slr_tau:g}"
@@ -102,6 +146,11 @@ class LDDSpec(SourceSpec):
     #: the LDD paper infuses the first encoder layer, without dropout on it
     defaults = {"syntax_dropout": 0.0}
     runtime = "synprep.train.sources.ldd:LDD"
+
+    @dataclass
+    class Options:
+        labels: list[str] = source_option(default_factory=lambda: ["nsubj", "obj", "amod", "det"],
+                                          help="one UD relation per head")
 
     @classmethod
     def check(cls, cfg, placement) -> None:
@@ -125,6 +174,12 @@ class PascalSpec(SourceSpec):
     defaults = {"syntax_dropout": 0.0}
     runtime = "synprep.train.sources.pascal:Pascal"
 
+    @dataclass
+    class Options:
+        sigma: float = source_option(1.0, help="Gaussian σ of PASCAL weights (SPEC §4)")
+        parent_ignore: float = source_option(0.0, key="parent_ignore",
+                                             help="parent ignoring: per query row, weights := 1 with prob p")
+
     @classmethod
     def check(cls, cfg, placement) -> None:
         if cfg.pascal_sigma <= 0:
@@ -143,6 +198,11 @@ class LISASpec(SourceSpec):
     paper_modes = ("hard", "pure")
     modes = ("hard", "pure")
     runtime = "synprep.train.sources.lisa:LISA"
+
+    @dataclass
+    class Options:
+        variant: str = source_option("lisa", help="lisa (L2 to the parent row, gated paper) | sisa (bilinear + NLL, PASCAL paper)")
+        weight: float = source_option(1.0, help="weight of LISA's auxiliary loss (summed over source pieces)")
 
     @classmethod
     def check(cls, cfg, placement) -> None:
@@ -174,6 +234,10 @@ class SLASpec(SourceSpec):
     paper_modes = ("gated", "hard")
     runtime = "synprep.train.sources.sla:SLA"
 
+    @dataclass
+    class Options:
+        threshold: int = source_option(3, help="largest dependency path length (arcs) a query attends to")
+
     @classmethod
     def check(cls, cfg, placement) -> None:
         if cfg.sla_threshold < 1:
@@ -193,6 +257,13 @@ class SETSpec(SourceSpec):
     #: SET's attention replaces the self-attention of every encoder layer (G ≡ 1)
     paper_modes = ("pure", "hard")
     runtime = "synprep.train.sources.set:SET"
+
+    @dataclass
+    class Options:
+        max_path: int = source_option(3, help="word pairs up to this path length (arcs) get a relation")
+        rel_dim: int = source_option(64, help="d_r, size of the relation vectors")
+        max_depth: int = source_option(16, help="level embeddings for depths 0 … max_depth-1 (deeper clipped)")
+        gate: str = source_option("sigmoid", help="eq. 3 gate: sigmoid (the equation) | tanh (the text)")
 
     @classmethod
     def check(cls, cfg, placement) -> None:
