@@ -144,6 +144,24 @@ def copy_folder(folder: Path, tmp_path: Path) -> Path:
     return out
 
 
+def small_folder_fixtures():
+    """pytest fixtures ``(valid, folder)``: a :func:`small_folder` built once per module, and a copy of it
+    per test to damage (``valid, folder = small_folder_fixtures()`` at a test module's top level)."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def valid(tmp_path_factory) -> Path:
+        base = tmp_path_factory.mktemp("valid") / "out"
+        small_folder(base)
+        return base
+
+    @pytest.fixture
+    def folder(valid, tmp_path) -> Path:
+        return copy_folder(valid, tmp_path)
+
+    return valid, folder
+
+
 def reseal(folder: Path, *, missing_ok: bool = False) -> None:
     """Make the manifest's sizes and checksums match the shard files again (after an edit), so the
     content is checked. ``missing_ok``: a manifest that does not load is left as it is (the fuzzers

@@ -18,7 +18,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from builders import copy_folder, one_line, reseal, small_folder, write_folder
+from builders import one_line, reseal, small_folder_fixtures, write_folder
 from conftest import ROOT
 from fuzz_strategies import damage_attribute_metadata, damage_gzip_chunk, declare_huge, deflate_bomb
 
@@ -30,16 +30,7 @@ from synprep.shards import SplitReader, check_dir, open_split
 PEAK_LIMIT_MB = 600
 
 
-@pytest.fixture(scope="module")
-def valid(tmp_path_factory) -> Path:
-    base = tmp_path_factory.mktemp("valid") / "out"
-    small_folder(base)
-    return base
-
-
-@pytest.fixture
-def folder(valid, tmp_path) -> Path:
-    return copy_folder(valid, tmp_path)
+valid, folder = small_folder_fixtures()  # a small valid folder per module, a copy of it per test
 
 
 def run_measured(*args: str) -> tuple[subprocess.CompletedProcess, float]:

@@ -10,29 +10,17 @@ whole split.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import h5py
 import numpy as np
 import pytest
-from builders import copy_folder, one_line, reseal, small_folder
+from builders import one_line, reseal, small_folder_fixtures
 from conftest import run_cli
 
 from synprep.errors import InputError
 from synprep.shards import Manifest, SplitReader, check_dir, open_split
 from synprep.show import load_pair
 
-
-@pytest.fixture(scope="module")
-def valid(tmp_path_factory) -> Path:
-    base = tmp_path_factory.mktemp("valid") / "out"
-    small_folder(base)
-    return base
-
-
-@pytest.fixture
-def folder(valid, tmp_path) -> Path:
-    return copy_folder(valid, tmp_path)
+valid, folder = small_folder_fixtures()  # a small valid folder per module, a copy of it per test
 
 
 def _same_record(a, b) -> None:
