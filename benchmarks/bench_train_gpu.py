@@ -61,7 +61,8 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _endless(tr: Trainer):
+def endless(tr: Trainer):
+    """The trainer's train batches, epoch after epoch, without end (benchmarks time updates, not epochs)."""
     epoch = 0
     while True:
         tr.train_sampler.set_epoch(epoch)
@@ -154,7 +155,7 @@ def main() -> None:
             if cuda:
                 torch.cuda.reset_peak_memory_stats()
             tr = _trainer(_cfg(preset, args), data, vocab, args.device, tmp / preset)
-            it = _endless(tr)
+            it = endless(tr)
             rates[preset] = tokens_per_s(tr, it, steps, warmup, args.device)
             base = rates.get(PRESETS[0])
             emit({"figure": "train_tokens_per_s", "preset": preset, "tokens_per_s": round(rates[preset], 1),
@@ -169,7 +170,7 @@ def main() -> None:
             for mt, uf in ((args.max_tokens, 1), (args.max_tokens // 2, 2)):
                 tr = _trainer(_cfg(gated, args, max_tokens=mt, update_freq=uf), data, vocab, args.device,
                               tmp / f"split{uf}")
-                split[f"{mt}x{uf}"] = round(tokens_per_s(tr, _endless(tr), steps, warmup, args.device, uf), 1)
+                split[f"{mt}x{uf}"] = round(tokens_per_s(tr, endless(tr), steps, warmup, args.device, uf), 1)
                 del tr
             emit({"figure": "batch_split", "preset": gated, "tokens_per_s": split})
             row = real_loop(gated, args, vocab, tmp / "loop")

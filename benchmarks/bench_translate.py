@@ -32,6 +32,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench_train_gpu import endless  # noqa: E402 - the train batches, epoch after epoch
+
 from synprep.shards.synthetic import random_records  # noqa: E402
 from synprep.train import decode  # noqa: E402
 from synprep.train.config import load_preset, with_overrides  # noqa: E402
@@ -50,17 +52,9 @@ def copy_task_model(n_sent: int, steps: int, device: str, vocab: int = 1000, pre
     with tempfile.TemporaryDirectory() as tmp:
         tr = Trainer(cfg, RecordDataset(recs[:2000]), RecordDataset(recs[2000:2016]), [f"p{i}" for i in range(vocab)],
                      tmp, torch.device(device), progress=False)
-        for _, batch in zip(range(steps), _endless(tr), strict=False):
+        for _, batch in zip(range(steps), endless(tr), strict=False):
             tr.train_step([batch])
     return tr.model.eval(), RecordDataset(recs[2000:])
-
-
-def _endless(tr: Trainer):
-    epoch = 0
-    while True:
-        tr.train_sampler.set_epoch(epoch)
-        yield from tr.train_loader
-        epoch += 1
 
 
 def batches(model, dataset, max_tokens: int, device: str) -> list:

@@ -346,7 +346,7 @@ def attention_figure(args) -> None:
                 try:
                     tr = btg._trainer(btg._cfg(preset, ns, attention_backend=backend), data, vocab, args.device,
                                       Path(tmp) / f"{backend}-{preset}")
-                    rates[f"{preset} {backend}"] = round(btg.tokens_per_s(tr, btg._endless(tr), steps, warm,
+                    rates[f"{preset} {backend}"] = round(btg.tokens_per_s(tr, btg.endless(tr), steps, warm,
                                                                           args.device), 1)
                     del tr
                 except Exception as e:  # noqa: BLE001 - a kernel this GPU lacks: say so, go on

@@ -200,3 +200,16 @@ def one_line(proc: subprocess.CompletedProcess, status: int, *parts: str, alone:
     for p in parts:
         assert p in errors[0], errors[0]
     return errors[0]
+
+
+def metrics_rows(out: Path) -> list[dict]:
+    """A run folder's ``metrics.jsonl`` rows without their wall-clock fields (equal runs give equal rows)."""
+    import json
+
+    from synprep.train.rundir import WALL_CLOCK_KEYS
+
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    for r in rows:
+        for k in WALL_CLOCK_KEYS:
+            r.pop(k, None)
+    return rows

@@ -7,18 +7,15 @@ checkpoint."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
-from builders import toy_records
+from builders import metrics_rows, toy_records
 
 from synprep.train import checkpoint as ckpt
 from synprep.train.checkpoint import BEST, LAST, load_checkpoint
 from synprep.train.config import load_preset, with_overrides
 from synprep.train.data import RecordDataset
 from synprep.train.loop import Trainer
-from synprep.train.rundir import WALL_CLOCK_KEYS
 from synprep.train.toydata import write_toy_shards
 from tests.conftest import run_cli
 
@@ -39,14 +36,6 @@ def _cfg(max_steps=6):
     return with_overrides(load_preset("tiny"), {"max_tokens": 256, "max_steps": max_steps, "log_interval": 1,
                                                 "save_interval_updates": 3, "keep_last_epochs": 1,
                                                 "gate_freeze_epochs": 1, "threads": 1})
-
-
-def _rows(out):
-    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
-    for r in rows:
-        for k in WALL_CLOCK_KEYS:
-            r.pop(k, None)
-    return rows
 
 
 def _run(cfg, data, out, resume=False):
@@ -70,7 +59,7 @@ def test_kill_after_every_checkpoint_write_resumes_exactly(tmp_path, data, monke
     n_writes = len(writes)
     final_interval = [i for i, w in enumerate(writes) if w.endswith(LAST)]
     assert n_writes >= 5 and final_interval  # several save points, among them the interval save at step 6
-    expected = _rows(tmp_path / "straight")
+    expected = metrics_rows(tmp_path / "straight")
     assert expected[-1]["step"] == 6 and "valid_loss" in expected[-1]
 
     for k in range(1, n_writes + 1):
@@ -89,7 +78,7 @@ def test_kill_after_every_checkpoint_write_resumes_exactly(tmp_path, data, monke
         # killed after the very first write (checkpoint_best.pt, written before checkpoint_last.pt):
         # there is nothing to resume (the CLI says so) and a fresh run is allowed and redoes it all
         _run(_cfg(), data, out, resume=(out / LAST).is_file())
-        assert _rows(out) == expected, f"killed after write {k} ({writes[k - 1]})"
+        assert metrics_rows(out) == expected, f"killed after write {k} ({writes[k - 1]})"
         for name in (LAST, BEST):
             _same_checkpoint(tmp_path / "straight" / name, out / name)
         assert sorted(p.name for p in out.glob("checkpoint*.pt")) == \
@@ -105,16 +94,16 @@ def test_sigkill_after_the_final_interval_save(tmp_path, data):
     straight = ["train", "--shards", str(tmp_path / "shards"), "--out", str(tmp_path / "ref"), "--no-progress",
                 "--config", str(tmp_path / "c.json")]
     run_cli(*straight)
-    ref_rows = _rows(tmp_path / "ref")
+    ref_rows = metrics_rows(tmp_path / "ref")
     # count the writes up to the interval save at step 6: every LAST/BEST/epoch write before it, +1
     proc = run_cli(*args, "--config", str(tmp_path / "c.json"), check=False,
                    env={ckpt.KILL_ENV: str(_writes_until_final_interval(tmp_path))})
     assert proc.returncode == -9  # SIGKILL
     state = load_checkpoint(tmp_path / "run" / LAST)["state"]
     assert state["step"] == 6 and state["validated"] is False  # killed between the save and the validation
-    assert "valid_loss" not in _rows(tmp_path / "run")[-1]
+    assert "valid_loss" not in metrics_rows(tmp_path / "run")[-1]
     run_cli(*args, "--resume")
-    assert _rows(tmp_path / "run") == ref_rows
+    assert metrics_rows(tmp_path / "run") == ref_rows
     _same_checkpoint(tmp_path / "ref" / BEST, tmp_path / "run" / BEST)
     assert (tmp_path / "run" / "gates.png").is_file()
 
@@ -123,7 +112,7 @@ def _writes_until_final_interval(tmp_path):
     """The 1-based index of the write of checkpoint_last.pt by the interval save at step 6 (from
     the reference run's rows: every epoch end before step 6 writes LAST (+BEST if best, +epoch copy),
     interval saves at steps 3 and 6 write LAST)."""
-    rows = _rows(tmp_path / "ref")
+    rows = metrics_rows(tmp_path / "ref")
     n = 0
     best = float("inf")
     for r in rows:

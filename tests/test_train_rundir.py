@@ -20,10 +20,10 @@ import time
 
 import pytest
 import torch
-from builders import one_line, toy_shards
+from builders import metrics_rows, one_line, toy_shards
 
 from synprep.train.checkpoint import BEST, KILL_ENV, KILL_SIGNAL_ENV, LAST, load_checkpoint
-from synprep.train.rundir import RUN_LOCK, WALL_CLOCK_KEYS
+from synprep.train.rundir import RUN_LOCK
 from tests.conftest import ROOT, run_cli
 
 
@@ -84,14 +84,6 @@ def test_a_refused_start_leaves_no_folder(tmp_path):
 STEPS = ("--set", "log_interval=5", "--set", "save_interval_updates=2", "--max-steps", "10")
 
 
-def _rows(out):
-    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
-    for r in rows:
-        for k in WALL_CLOCK_KEYS:
-            r.pop(k, None)
-    return rows
-
-
 def _same_checkpoints(a, b):
     for name in (BEST, LAST):
         ca, cb = load_checkpoint(a / name), load_checkpoint(b / name)
@@ -124,9 +116,9 @@ def test_a_resumed_run_writes_the_rows_of_the_uninterrupted_run(shards, straight
     _train(shards, out, "--resume")
     assert not any(p.exists() for p in partial)
     assert not list(out.glob(".*.tmp"))
-    expected = _rows(straight)
+    expected = metrics_rows(straight)
     assert [r["step"] for r in expected if "train_loss" in r and "valid_loss" not in r] == [5, 10]
-    assert _rows(out) == expected  # the row of update 5 covers updates 1-5, as without the stop
+    assert metrics_rows(out) == expected  # the row of update 5 covers updates 1-5, as without the stop
     _same_checkpoints(straight, out)
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in straight.iterdir())
     assert (out / RUN_LOCK).read_text() == ""  # an ended run's lock file is empty
