@@ -276,7 +276,7 @@ def annotate_split(
 def _parse_ahead(source: Any, opts: ParseOptions, par: Parallel, cache: Any, identity: str | None,
                  progress: Progress) -> Any:
     """The shard loop's parses (:class:`synprep.parse.pipelining.ParseAhead`): one block ahead in a thread when
-    the parse is pipelined (``--device cuda``: the GPU goes on while a shard is written), else in turn."""
+    the parse is pipelined (``$SYNPREP_PARSE_PIPELINE=1``: the GPU goes on while a shard is written), else in turn."""
     from synprep.parse.pipelining import ParseAhead, pipelined
 
     on = source.runs_parser and pipelined(opts.spec, par.backend, par.scheduler, None)

@@ -322,7 +322,8 @@ def parse_block(
         batch_size: sentences per work item (one stanza document).
         progress: called as ``progress(done, total)`` after each batch, with the sentences parsed so far
             and the block's sentences to parse (:mod:`synprep.progress`).
-        pipeline: run the forward and decode stages apart (:func:`pipelined`; None: on for ``device="cuda"``).
+        pipeline: run the forward and decode stages apart (:func:`pipelined`; None: only with
+            ``$SYNPREP_PARSE_PIPELINE=1``).
             The output is the same bytes either way.
         others: as :func:`parse_lines`.
 
@@ -443,7 +444,7 @@ def parse_lines(
         stats: a :class:`ParseStats` to fill.
         pipeline: the forward stage (the models: this process, or one worker per visible GPU) apart from
             the decode stage (trees, relations, LDD: ``jobs`` processes, a bounded queue between them);
-            None: :func:`pipelined` decides (on for ``device="cuda"``). The same bytes either way.
+            None: :func:`pipelined` decides (only with ``$SYNPREP_PARSE_PIPELINE=1``). The same bytes either way.
 
     Yields:
         :class:`ParsedLine` with ``line = first_line + index``; sentences in order, each with
