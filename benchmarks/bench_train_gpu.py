@@ -17,6 +17,11 @@ Figures (``figure`` key):
 * ``real_loop_tokens_per_s``: the real ``synprep train`` loop (shards written to a temporary
   folder, DataLoader, collation, logging) as logged in metrics.jsonl, against the same preset's
   ``train_tokens_per_s``.
+* ``compile`` (only with ``--compile``; issue 18 item 4): per preset, ``compile: true``
+  (``torch.compile(dynamic=True)``) against eager from the same seed on the same batches, dropout off
+  (so the two runs compute the same function): the seconds of the first ``--compile-updates``
+  updates (compilation included), tokens/s of the timed updates after them, and the largest relative
+  difference of the per-update losses over all updates.
 
 ``--small``: a d=64 model, 2 presets (vanilla, gated), a few updates of 1024 tokens: the figures'
 shapes, not their values.
@@ -108,6 +113,36 @@ def profile(tr: Trainer, it, steps: int, device: str) -> dict:
             "top_host_ops": [[e.key, round(e.self_cpu_time_total / 1e6 / steps, 5)] for e in top]}
 
 
+def compile_figure(preset: str, args, data, vocab: int, steps: int, tmp: Path) -> dict:
+    """Eager against ``torch.compile`` on one preset (see the module docstring: ``compile``)."""
+    n_first = args.compile_updates
+    rec: dict = {"figure": "compile", "preset": preset, "first_updates": n_first, "timed_updates": steps}
+    losses = {}
+    off = {"dropout": 0.0, "attention_dropout": 0.0, "activation_dropout": 0.0, "syntax_dropout": 0.0}
+    for name, on in (("eager", False), ("compiled", True)):
+        cfg = _cfg(preset, args, compile=on, **off)
+        tr = _trainer(cfg, data, vocab, args.device, tmp / name)
+        it = endless(tr)
+        groups = [[next(it)] for _ in range(n_first + steps)]
+        _sync(args.device)
+        t0 = time.perf_counter()
+        out = [tr.train_step(g) for g in groups[:n_first]]
+        _sync(args.device)
+        first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        out += [tr.train_step(g) for g in groups[n_first:]]
+        _sync(args.device)
+        timed = time.perf_counter() - t0
+        tokens = sum(float(o["ntokens"]) for o in out[n_first:])
+        losses[name] = np.array([float(o["loss"]) / max(float(o["ntokens"]), 1.0) for o in out])
+        rec[name] = {"first_updates_s": round(first, 2), "tokens_per_s": round(tokens / timed, 1)}
+        del tr, it
+    rel = np.abs(losses["compiled"] - losses["eager"]) / np.abs(losses["eager"])
+    rec["speedup"] = round(rec["compiled"]["tokens_per_s"] / rec["eager"]["tokens_per_s"], 3)
+    rec["max_relative_loss_difference"] = float(rel.max())
+    return rec
+
+
 def real_loop(preset: str, args, vocab: int, tmp: Path) -> dict:
     """The last interval row ``synprep train`` logs on synthetic shards: its tokens/s and where its wall
     time went (``data_wait_s``, ``valid_s``, ``checkpoint_s`` of ``seconds``)."""
@@ -131,7 +166,12 @@ def main() -> None:
     ap.add_argument("--loop-steps", type=int, default=None, help="updates of the real loop (default 200; --small 6)")
     ap.add_argument("--fp32", action="store_true", help="float32 on CUDA instead of bf16 autocast")
     ap.add_argument("--threads", type=int, default=1, help="torch threads on the CPU")
+    ap.add_argument("--compile", action="store_true", help="add the compile figure (eager vs torch.compile)")
+    ap.add_argument("--compile-only", action="store_true", help="only the compile figure")
+    ap.add_argument("--compile-updates", type=int, default=None,
+                    help="updates counted as compilation (default 4; --small 2)")
     args = ap.parse_args()
+    args.compile_updates = args.compile_updates or (2 if args.small else 4)
     cuda = args.device.startswith("cuda")
     args.bf16 = cuda and not args.fp32
     args.max_tokens = args.max_tokens or (1024 if args.small else 16384)
@@ -151,6 +191,14 @@ def main() -> None:
     rates: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
+        if args.compile or args.compile_only:
+            for preset in args.presets or PRESETS[:2]:
+                try:
+                    emit(compile_figure(preset, args, data, vocab, steps, tmp / f"compile-{preset}"))
+                except Exception as e:  # noqa: BLE001 - a preset torch.compile cannot take is a finding
+                    emit({"figure": "compile", "preset": preset, "error": f"{type(e).__name__}: {str(e)[:600]}"})
+            if args.compile_only:
+                return
         for preset in presets:
             if cuda:
                 torch.cuda.reset_peak_memory_stats()

@@ -25,6 +25,9 @@ Run through ``benchmarks/gpu_suite.sh`` (``make gpu-suite``). Data: ``$SHARED/da
   and the GPU busy fraction during DEV's command (null on the CPU).
 - the trainer's figures: every JSON line of ``benchmarks/bench_train_gpu.py --device DEV [--small]`` and
   ``benchmarks/bench_translate.py --device DEV [--small]`` when those scripts exist (``skipped`` otherwise).
+- then ``translate_iwslt_size``, ``attention_backends``, ``stanza_path``, ``parse_workers`` (each function's
+  docstring), and last ``compile``: ``bench_train_gpu.py --compile-only`` (eager against
+  ``torch.compile``, vanilla and gated; compilation takes minutes on a full-size model).
 
 Timings are wall seconds (``time.perf_counter``); a figure that fails prints ``{"figure": ..., "error": ...}``
 and the suite goes on.
@@ -240,13 +243,13 @@ def annotate_figure(args, shared: Path) -> None:
     emit(rec)
 
 
-def trainer_figures(args) -> None:
-    for script in ("bench_train_gpu.py", "bench_translate.py"):
+def trainer_figures(args, scripts=(("bench_train_gpu.py", []), ("bench_translate.py", []))) -> None:
+    for script, extra in scripts:
         path = ROOT / "benchmarks" / script
         if not path.exists():
             emit({"figure": script, "skipped": "not in this checkout"})
             continue
-        cmd = [sys.executable, str(path), "--device", args.device] + (["--small"] if args.small else [])
+        cmd = [sys.executable, str(path), "--device", args.device] + (["--small"] if args.small else []) + extra
         env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
         with tempfile.TemporaryFile("w+") as err:  # figures streamed as they come: a cut-off run keeps them
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
@@ -259,6 +262,14 @@ def trainer_figures(args) -> None:
             if rc != 0:
                 err.seek(0)
                 emit({"figure": script, "error": f"exited {rc}: {err.read()[-800:]}"})
+
+
+def compile_figure(args) -> None:
+    """``compile: true`` against eager for vanilla and gated (bench_train_gpu.py ``--compile-only``: compilation
+    seconds, tokens/s after it, the largest relative loss difference); ``--small``: vanilla, one update each."""
+    extra = ["--compile-only"] + (["--presets", "vanilla_iwslt14_de_en", "--steps", "1", "--compile-updates", "1"]
+                                  if args.small else [])
+    trainer_figures(args, (("bench_train_gpu.py", extra),))
 
 
 def environment_figure(args) -> None:
@@ -444,7 +455,8 @@ def main() -> None:
     ap.add_argument("--small", action="store_true", help="tiny sizes (the test suite's run)")
     ap.add_argument("--shared", default=os.environ.get("SHARED", str(ROOT.parent / "shared")))
     ap.add_argument("--only", nargs="*", default=None,
-                    help="figures to run: environment parse annotate trainer translate attention stanza_path workers")
+                    help="figures to run: environment parse annotate trainer translate attention stanza_path workers "
+                         "compile")
     args = ap.parse_args()
     args.lines, args.cpu_lines, args.annotate_lines = (12, 6, 10) if args.small else (6750, 1000, 6750)
     shared = Path(args.shared) / "data"
@@ -454,7 +466,7 @@ def main() -> None:
              ("annotate", lambda: annotate_figure(args, shared)), ("trainer", lambda: trainer_figures(args)),
              ("translate", lambda: translate_figure(args)), ("attention", lambda: attention_figure(args)),
              ("stanza_path", lambda: stanza_path_figure(args, shared)),
-             ("workers", lambda: workers_figure(args, shared)))
+             ("workers", lambda: workers_figure(args, shared)), ("compile", lambda: compile_figure(args)))
     only = set(args.only or [name for name, _ in steps])
     for name, run in steps:
         if name not in only:

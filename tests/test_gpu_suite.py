@@ -48,4 +48,7 @@ def test_gpu_suite_on_the_cpu_prints_every_figure(shared_data, stanza_dir):
     for script in ("bench_train_gpu.py", "bench_translate.py"):  # the trainer's figures, once they exist
         if not (ROOT / "benchmarks" / script).exists():
             assert figures[script] == {"figure": script, "skipped": "not in this checkout"}
+    comp = figures["compile"]  # torch.compile against eager, same seed and batches, dropout off
+    assert comp["preset"] == "vanilla_iwslt14_de_en" and comp["compiled"]["tokens_per_s"] > 0
+    assert comp["max_relative_loss_difference"] < 1e-5
     assert figures["suite"]["small"] is True
