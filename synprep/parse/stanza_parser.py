@@ -51,7 +51,8 @@ from synprep.parse.stanza_decode import (  # noqa: F401 - sentence_ldd, reverse_
     sentence_ldd,
     stanza_reproduced,
 )
-from synprep.parse.stanza_forward import depparse_batches, depparse_scores, pos_stage
+from synprep.parse.stanza_forward import depparse_batches, depparse_scores, forward_words, pos_stage
+from synprep.parse.stanza_inputs import InputBuilder, unsupported_reason
 from synprep.parse.trees import match_leaves, parse_tree, tree_to_str
 from synprep.signature import package_version
 from synprep.types import ParsedSentence
@@ -296,6 +297,12 @@ class StanzaParser(ParserBackend):
 
         self.relations = vocab.unmap(list(range(VOCAB_PREFIX_SIZE, len(vocab))))
         self.last_loader: Any = None  # the DataLoader of the latest depparse_batches call
+        pos = self.nlp.processors["pos"]
+        #: why the model inputs are built by stanza's Document/Dataset/DataLoader (None: synprep builds them)
+        self.inputs_fallback = unsupported_reason(pos, self.depparse)
+        self.inputs = InputBuilder(pos, self.depparse) if self.inputs_fallback is None else None
+        if self.inputs is None:
+            log.info("stanza: %s: the models' inputs come from stanza's Document and loaders", self.inputs_fallback)
 
     @property
     def has_constituency(self) -> bool:
@@ -338,6 +345,41 @@ class StanzaParser(ParserBackend):
         """
         if not sentences:
             return []
+        if self.inputs is not None and all(sentences):
+            return self._forward_words(sentences)
+        return self._forward_doc(sentences)
+
+    def _forward_words(self, sentences: list[list[str]]) -> list[SentenceScores]:
+        """:meth:`forward` with the models' inputs built from the words (:mod:`synprep.parse.stanza_inputs`).
+
+        A Document is built only for the constituency processor (which reads it), tagged as
+        :func:`~synprep.parse.stanza_forward.pos_stage` tags it.
+        """
+        from stanza.models.common import doc as sdoc
+
+        assert self.inputs is not None
+        fw = forward_words(self.nlp.processors["pos"], self.depparse, self.inputs, sentences,
+                           with_labels=not self.decode_context().resolve)
+        if fw is None:
+            return self._forward_doc(sentences)
+        starts = fw.starts.tolist()
+        upos = fw.upos.tolist()
+        trees: list = [None] * len(sentences)
+        if self.has_constituency:
+            doc = self.nlp([list(s) for s in sentences], processors="tokenize")
+            doc.set([sdoc.UPOS, sdoc.XPOS, sdoc.FEATS], [list(x) for x in zip(upos, fw.xpos.tolist(), fw.feats.tolist())])
+            doc = self.nlp(self.nlp(doc, processors="lemma"), processors="constituency")
+            for k, (words, sent) in enumerate(zip(sentences, doc.sentences, strict=True)):
+                if [w.text for w in sent.words] != list(words):
+                    raise ValueError(f"stanza changed the words: {words!r} -> {[w.text for w in sent.words]!r}")
+                if sent.constituency is not None:
+                    trees[k] = tree_to_str(match_leaves(parse_tree(str(sent.constituency)), list(words)))
+        return [SentenceScores(list(words), upos[starts[k]:starts[k + 1]], trees[k], head, labels, rel)
+                for k, (words, (head, labels, rel)) in enumerate(zip(sentences, fw.scores, strict=True))]
+
+    def _forward_doc(self, sentences: list[list[str]]) -> list[SentenceScores]:
+        """:meth:`forward` through stanza's Document, POS ``Dataset`` and depparse ``DataLoader`` (the reference;
+        used where :attr:`inputs_fallback` names a reason, or for an empty sentence)."""
         if stanza_reproduced():  # stanza 1.15: its POS processor, with the label lookups vectorized
             doc = self.nlp([list(s) for s in sentences], processors="tokenize")
             self._pos(doc)
