@@ -298,11 +298,19 @@ class StanzaParser(ParserBackend):
         self.relations = vocab.unmap(list(range(VOCAB_PREFIX_SIZE, len(vocab))))
         self.last_loader: Any = None  # the DataLoader of the latest depparse_batches call
         pos = self.nlp.processors["pos"]
-        #: why the model inputs are built by stanza's Document/Dataset/DataLoader (None: synprep builds them)
-        self.inputs_fallback = unsupported_reason(pos, self.depparse)
-        self.inputs = InputBuilder(pos, self.depparse) if self.inputs_fallback is None else None
-        if self.inputs is None:
-            log.info("stanza: %s: the models' inputs come from stanza's Document and loaders", self.inputs_fallback)
+        #: builds the models' inputs from the words (:mod:`synprep.parse.stanza_inputs`); None: stanza's loaders
+        self.inputs: InputBuilder | None = None if unsupported_reason(pos, self.depparse) else InputBuilder(pos, self.depparse)
+        self._fallback_logged: str | None = None
+
+    @property
+    def inputs_fallback(self) -> str | None:
+        """Why the models' inputs come from stanza's Document, ``Dataset`` and ``DataLoader`` now (None: from
+        :attr:`inputs`): :func:`~synprep.parse.stanza_inputs.unsupported_reason` of the loaded models'
+        configuration (read at every :meth:`forward`), or ``inputs`` set to None."""
+        reason = unsupported_reason(self.nlp.processors["pos"], self.depparse)
+        if reason is None and self.inputs is None:
+            return "synprep's input building is switched off"
+        return reason
 
     @property
     def has_constituency(self) -> bool:
@@ -345,8 +353,12 @@ class StanzaParser(ParserBackend):
         """
         if not sentences:
             return []
-        if self.inputs is not None and all(sentences):
+        reason = self.inputs_fallback
+        if reason is None and all(sentences):
             return self._forward_words(sentences)
+        if reason is not None and reason != self._fallback_logged:
+            log.info("stanza: %s: the models' inputs come from stanza's Document and loaders", reason)
+            self._fallback_logged = reason
         return self._forward_doc(sentences)
 
     def _forward_words(self, sentences: list[list[str]]) -> list[SentenceScores]:
