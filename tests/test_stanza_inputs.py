@@ -167,6 +167,11 @@ def test_a_configuration_the_builder_does_not_reproduce_takes_the_document_path(
     monkeypatch.setitem(pos.config, "tag_columns", cols)
     assert unsupported_reason(pos, dp) is not None
     monkeypatch.undo()
+    # an empty word: the Document path, which rejects it as stanza does (a word with white space likewise)
+    with pytest.raises(ValueError, match="Could not process document"):
+        parser.forward([["ein", "Haus"], ["ein", ""]])
+    assert parser.inputs.table([["a b"]]).blank and parser.inputs.table([[" "]]).blank
+    assert not parser.inputs.table([["a", "?!"]]).blank
     # switched off: the Document path, the same floats
     parser.inputs, builder = None, parser.inputs
     try:

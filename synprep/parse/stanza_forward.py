@@ -211,12 +211,13 @@ def forward_words(pos: Any, dp: Any, builder: InputBuilder, sentences: list[list
         with_labels: see :func:`depparse_scores`.
 
     Returns:
-        the labels and scores, or None where a word's POS word id is PAD (a word ``<PAD>`` in a
-        case-sensitive vocabulary: stanza's loader then miscounts the sentence; the caller takes the
-        Document path, as stanza would).
+        the labels and scores, or None where stanza's Document path behaves otherwise, which the caller
+        then takes (with stanza's own errors): an empty word or one with white space (the Document
+        rejects it), or a word whose POS word id is PAD (``<PAD>`` in a case-sensitive vocabulary:
+        stanza's loader miscounts that sentence).
     """
     t = builder.table(sentences)
-    if (t.pos_word == 0).any():
+    if t.blank or (t.pos_word == 0).any():
         return None
     labels, dep = pos_words(pos, builder, t)
     data_orig_idx, batches = builder.dp_batches(t, dep["upos"], dep["xpos"], dep["feats"])

@@ -82,6 +82,7 @@ class _Table:
     dp_chars: np.ndarray  # (U+1, C')
     dp_nchars: np.ndarray
     text: list[list[str]]  # per sentence, after stanza's simplify_punct
+    blank: bool  # a word is empty or has white space (stanza's Document rejects or splits it)
 
 
 def _pad_rows(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -166,7 +167,8 @@ class InputBuilder:
             dp_word=np.array([e[2][0] for e in entries] + [ROOT_ID], dtype=np.int64),
             dp_lemma=np.array([e[2][1] for e in entries] + [ROOT_ID], dtype=np.int64),
             dp_pretrain=np.array([e[2][2] for e in entries] + [ROOT_ID], dtype=np.int64),
-            dp_chars=dp_chars, dp_nchars=dp_nchars, text=text)
+            dp_chars=dp_chars, dp_nchars=dp_nchars, text=text,
+            blank=any(len(w.split()) != 1 or w.strip() != w for w in index))
 
     # --- POS ----------------------------------------------------------------------------------------
 

@@ -379,7 +379,7 @@ class StanzaParser(ParserBackend):
         trees: list = [None] * len(sentences)
         if self.has_constituency:
             doc = self.nlp([list(s) for s in sentences], processors="tokenize")
-            doc.set([sdoc.UPOS, sdoc.XPOS, sdoc.FEATS], [list(x) for x in zip(upos, fw.xpos.tolist(), fw.feats.tolist())])
+            doc.set([sdoc.UPOS, sdoc.XPOS, sdoc.FEATS], [list(x) for x in zip(upos, fw.xpos.tolist(), fw.feats.tolist(), strict=True)])
             doc = self.nlp(self.nlp(doc, processors="lemma"), processors="constituency")
             for k, (words, sent) in enumerate(zip(sentences, doc.sentences, strict=True)):
                 if [w.text for w in sent.words] != list(words):
