@@ -91,6 +91,20 @@ def test_pos_batches_are_stanzas(loaded: dict, lang: str):
     assert unk.pos_word.tolist() == [1]  # UNK_ID: the odd words were looked up, not skipped
 
 
+def test_the_word_cache_only_saves_time(loaded: dict, monkeypatch):
+    from synprep.parse import stanza_inputs
+
+    parser, sents = loaded["de"]
+    fresh = stanza_inputs.InputBuilder(parser.nlp.processors["pos"], parser.depparse)
+    monkeypatch.setattr(stanza_inputs, "CACHE_WORDS", 20)  # emptied again and again
+    a, b = fresh.table(sents[:40]), fresh.table(sents[:40])
+    assert len(fresh.words) > 20
+    c = parser.inputs.table(sents[:40])  # the parser's builder, its cache full of other sentences' words
+    for name in ("rows", "pos_word", "pos_pretrain", "pos_chars", "dp_word", "dp_lemma", "dp_pretrain", "dp_chars"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)) and np.array_equal(getattr(a, name), getattr(c, name))
+    assert a.text == b.text == c.text == sents[:40]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("lang", ["de", "en"])
 def test_tags_and_depparse_batches_are_stanzas(loaded: dict, lang: str):
