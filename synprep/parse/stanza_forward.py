@@ -6,6 +6,10 @@ batches and forward calls, so the same floats — without their per-word Python 
 :func:`depparse_scores` returns each sentence's compact score arrays for the decode stage
 (:class:`synprep.parse.stanza_decode.SentenceScores`, decoded by
 :meth:`synprep.parse.stanza_decode.DecodeContext.decode`, possibly in another process).
+
+:func:`forward_words` is the same on the batches :class:`synprep.parse.stanza_inputs.InputBuilder`
+builds from the word lists (no Document, no stanza ``Dataset``/``DataLoader``: equal tensors); the
+Document functions stay the reference and the fallback.
 """
 
 from __future__ import annotations

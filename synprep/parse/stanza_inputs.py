@@ -111,12 +111,9 @@ class InputBuilder:
     """
 
     def __init__(self, pos: Any, dp: Any):
-        from stanza.models.common.vocab import CompositeVocab
-
         self.pos, self.dp = pos, dp
         self.pos_pretrain = pos.pretrain.vocab if pos.pretrain is not None and pos.config["pretrain"] else None
         self.dp_pretrain = dp.pretrain.vocab if dp.pretrain is not None and dp.config["pretrain"] else None
-        self.xpos_composite = isinstance(dp.vocab["xpos"], CompositeVocab)
         self.words: dict[str, tuple] = {}  # word -> (simplified text, pos ids, dp ids)
         self.tags: dict[tuple, tuple] = {}  # (column, POS id or id tuple) -> (label, depparse id(s))
         self.deprel_none = dp.vocab["deprel"].unit2id("_")

@@ -7,9 +7,10 @@ the words are never re-tokenized (SPEC.md §1), nothing is ever downloaded while
 only where the resources hold a model for the language (the German ``synprep`` package has none:
 ``tree`` is None there and the features stage derives trees from the dependencies, SPEC.md §4).
 
-LDD (SPEC.md §4) in the same pass as the parse: :meth:`StanzaParser.parse` runs stanza's own
-processors for tokenize/lemma and constituency, but drives the POS and depparse models itself — the
-same batches and forward calls that stanza's ``POSProcessor`` and ``DepparseProcessor`` make, with
+LDD (SPEC.md §4) in the same pass as the parse: :meth:`StanzaParser.parse` drives the POS and
+depparse models itself — the same batches and forward calls that stanza's ``POSProcessor`` and
+``DepparseProcessor`` make, on inputs built from the words (:mod:`synprep.parse.stanza_inputs`; stanza's
+Document, tokenize and lemma processors where that does not apply, and for constituency), with
 stanza 1.15's label lookup and tree decoding reproduced fast (:mod:`synprep.parse.stanza_decode`,
 :mod:`synprep.parse.mst`: the same results) — and keeps
 the two score tensors that forward already returns: the log-softmax over heads ``[B, N+1, N+1]``
