@@ -1,6 +1,7 @@
 """The host-side Python of a stanza parse's forward stage: the models' inputs, stanza's way and synprep's.
 
     python benchmarks/bench_parse_inputs.py [--lang de] [--sentences 2000] [--repeat 3]
+    python benchmarks/bench_parse_inputs.py --parse [--lang de] [--sentences 2000]
 
 The first N sentences of IWSLT14 ``tmp/test.{lang}`` (split as ``synprep parse`` splits), in work items of
 ``--batch-size`` (64) sentences, as ``synprep parse`` hands them to the parser. No model runs: the POS tags
@@ -15,6 +16,12 @@ are computed once beforehand and fed to both sides.
   other half of the corpus (steady state of a long run: the items measured are not the ones it saw).
 
 Both run alternately ``--repeat`` times; the minimum CPU time (``time.process_time``) of each is kept.
+
+``--parse``: the whole ``StanzaParser.parse`` (models, decode, LDD) of every work item on the Document path
+(``parser.inputs = None``, what the parser ran before) and on the word path, the two alternating per item
+(which goes first alternates too), CPU times summed per path: a before/after that a loaded machine's drift
+hits equally (the same models, one process).
+
 Prints one JSON object.
 """
 
@@ -44,8 +51,11 @@ def main() -> None:
     ap.add_argument("--sentences", type=int, default=2000)
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--parse", action="store_true", help="whole parses, Document path vs word path, per item")
     ap.add_argument("--shared", default=str(ROOT.parent / "shared" / "data"))
     args = ap.parse_args()
+    if args.parse and args.repeat != ap.get_default("repeat"):
+        ap.error("--repeat has no effect with --parse (each item is parsed once per path)")
     logging.getLogger("stanza").setLevel(logging.WARNING)
     limit_threads(1)
     import numpy as np
@@ -60,6 +70,9 @@ def main() -> None:
     items = [sents[i:i + args.batch_size] for i in range(0, len(sents), args.batch_size)]
     parser = StanzaParser(ParserSpec(lang=args.lang, dir=str(shared / "stanza_resources"), package="synprep"))
     pos, dp = parser.nlp.processors["pos"], parser.depparse
+    if args.parse:
+        parse_paths(parser, items, args)
+        return
     # the tags once (stanza's POS processor): per item, the words' [upos, xpos, feats] and their POS ids
     tags, ids = [], []
     for item in items:
@@ -111,6 +124,26 @@ def main() -> None:
         "synprep_warm_cpu_s": round(best["synprep_warm"], 3),
         "stanza_over_synprep_warm": round(best["stanza"] / best["synprep_warm"], 1),
         "all": {k: [round(x, 3) for x in v] for k, v in times.items()},
+    }), flush=True)
+
+
+def parse_paths(parser: StanzaParser, items: list, args) -> None:
+    """``--parse``: each item parsed on the Document path and on the word path, alternately; CPU s summed."""
+    builder = parser.inputs
+    parser.parse(items[0])  # warm-up
+    total = {"document_path": 0.0, "word_path": 0.0}
+    for k, item in enumerate(items):
+        for name in (("document_path", "word_path") if k % 2 else ("word_path", "document_path")):
+            parser.inputs = builder if name == "word_path" else None
+            t0 = time.process_time()
+            parser.parse(item)
+            total[name] += time.process_time() - t0
+    parser.inputs = builder
+    print(json.dumps({
+        "lang": args.lang, "sentences": sum(map(len, items)), "words": sum(len(s) for i in items for s in i),
+        "items": len(items), "document_path_cpu_s": round(total["document_path"], 2),
+        "word_path_cpu_s": round(total["word_path"], 2),
+        "word_over_document": round(total["word_path"] / total["document_path"], 3),
     }), flush=True)
 
 
