@@ -2,7 +2,7 @@
 
     python benchmarks/bench_parse_overhead.py spacy [--model fr_core_news_sm --lang fr] [--sentences 456]
     python benchmarks/bench_parse_overhead.py stanza [--lang de] [--sentences 500] [--profile]
-    python benchmarks/bench_parse_overhead.py stanza-cli [--lang de] [--sentences 2000]
+    python benchmarks/bench_parse_overhead.py stanza-cli [--lang de] [--sentences 2000] [--baseline DIR]
 
 spacy: the gold words of ``../shared/data/ud/{lang}_*-ud-test.conllu`` (fr: Sequoia, ja: GSD). Plain:
 ``nlp.pipe`` over ``Doc(nlp.vocab, words=...)`` in batches of ``--batch-size`` with the same loaded
@@ -19,7 +19,9 @@ top functions of synprep's run (cProfile, cumulative).
 stanza-cli: whole commands, start-up included (the issue's measure): ``synprep parse -l LANG --no-ssplit
 --no-cache`` on the first N sentences (one per line, Moses-escaped) against a plain Python process that
 imports stanza, builds the same Pipeline and writes each doc's CoNLL-U; both with one torch thread.
-CPU time = the child's user + system time (``os.wait4``). Target: synprep ≤ 1.1 × plain.
+CPU time = the child's user + system time (``os.wait4``). Target: synprep ≤ 1.1 × plain. ``--baseline DIR``
+also runs ``synprep parse`` of another checkout (``git worktree``/``git archive`` of an older commit) in the
+same rounds, for a before/after on the same machine load.
 
 Both sides run alternately ``--repeat`` times after a warm-up; the minimum CPU time (``time.process_time``)
 of each is kept. Prints one JSON object.
@@ -76,12 +78,16 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--constituency", action="store_true", help="stanza: also the constituency model (en)")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--baseline", default=None, metavar="DIR",
+                    help="stanza-cli: another synprep checkout (e.g. the commit before a change), run alternately too")
     ap.add_argument("--shared", default=str(ROOT.parent / "shared" / "data"))
     args = ap.parse_args()
     logging.getLogger("stanza").setLevel(logging.WARNING)
     limit_threads(1)
     shared = Path(args.shared)
     bs = args.batch_size
+    if args.baseline and (args.backend != "stanza-cli" or not (Path(args.baseline) / "synprep").is_dir()):
+        ap.error("--baseline DIR: only with stanza-cli, and DIR must be a synprep checkout")
     if args.backend == "stanza-cli":
         cli_overhead(args, shared)
         return
@@ -151,14 +157,14 @@ with open("/dev/null", "w") as out:
 """
 
 
-def child_cpu(cmd: list[str], stdin_path: str | None = None) -> float:
-    """Run ``cmd`` (one torch thread); its user + system CPU seconds (os.wait4)."""
+def child_cpu(cmd: list[str], stdin_path: str | None = None, root: Path = ROOT) -> float:
+    """Run ``cmd`` (one torch thread) with the synprep checkout ``root``; its user + system CPU seconds (os.wait4)."""
     import os
     import subprocess
 
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": str(root)}
     stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL  # noqa: SIM115
-    proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=root)
     assert proc.stderr is not None
     err = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -187,10 +193,12 @@ def cli_overhead(args, shared: Path) -> None:
         ours = [sys.executable, "-m", "synprep", "parse", "-l", lang, "--stanza-dir", sdir, "--stanza-package",
                 "synprep", "--no-ssplit", "--no-cache", "--batch-size", str(args.batch_size)]
         plain = [sys.executable, "-c", PLAIN, lang, sdir, procs, str(words), str(args.batch_size)]
-        t_plain, t_ours = [], []
+        t_plain, t_ours, t_base = [], [], []
         for _ in range(args.repeat):
             t_plain.append(child_cpu(plain))
             t_ours.append(child_cpu(ours, str(moses)))
+            if args.baseline:
+                t_base.append(child_cpu(ours, str(moses), root=Path(args.baseline).resolve()))
     result = {
         "backend": "stanza-cli", "lang": lang, "processors": procs, "sentences": len(sents),
         "words": sum(map(len, sents)), "batch_size": args.batch_size,
@@ -198,6 +206,10 @@ def cli_overhead(args, shared: Path) -> None:
         "synprep_over_plain_time": round(min(t_ours) / min(t_plain), 3),
         "all_plain": [round(t, 2) for t in t_plain], "all_synprep": [round(t, 2) for t in t_ours],
     }  # fmt: skip
+    if t_base:
+        result |= {"baseline": str(args.baseline), "baseline_cpu_s": round(min(t_base), 2),
+                   "baseline_over_plain_time": round(min(t_base) / min(t_plain), 3),
+                   "all_baseline": [round(t, 2) for t in t_base]}
     print(json.dumps(result), flush=True)
 
 

@@ -6,15 +6,21 @@ batches and forward calls, so the same floats — without their per-word Python 
 :func:`depparse_scores` returns each sentence's compact score arrays for the decode stage
 (:class:`synprep.parse.stanza_decode.SentenceScores`, decoded by
 :meth:`synprep.parse.stanza_decode.DecodeContext.decode`, possibly in another process).
+
+:func:`forward_words` is the same on the batches :class:`synprep.parse.stanza_inputs.InputBuilder`
+builds from the word lists (no Document, no stanza ``Dataset``/``DataLoader``: equal tensors); the
+Document functions stay the reference and the fallback.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from synprep.parse.stanza_decode import unmap_ids
+from synprep.parse.stanza_inputs import InputBuilder
 
 
 def pos_stage(pos: Any, doc: Any) -> None:
@@ -97,7 +103,7 @@ def depparse_batches(dp: Any, doc: Any) -> tuple[Any, Any]:
     return loader, _forward(dp, loader)
 
 
-def _forward(dp: Any, loader: Any):
+def _forward(dp: Any, batches: Any):
     import torch
     from stanza.models.depparse.trainer import unpack_batch
 
@@ -105,10 +111,25 @@ def _forward(dp: Any, loader: Any):
     device = model.get_device()
     model.eval()
     with torch.no_grad():
-        for b in loader:
+        for b in batches:
             inputs, orig_idx, word_orig_idx, sentlens, wordlens, text = unpack_batch(b, device)
             _, scores = model(*inputs, word_orig_idx, sentlens, wordlens, text)
             yield scores, sentlens, orig_idx
+
+
+def _cut(batches: Any, data_orig_idx: list | None, with_labels: bool) -> list:
+    from stanza.models.common.utils import unsort
+
+    out: list = []
+    for scores, sentlens, orig_idx in batches:
+        cut = []
+        for i, m in enumerate(sentlens):
+            labels = np.ascontiguousarray(scores[1][i, :m, :m], dtype=np.int32) if with_labels else None
+            cut.append((np.ascontiguousarray(scores[0][i, :m, :m]), labels, np.ascontiguousarray(scores[2][i, :m, :m])))
+        out += unsort(cut, orig_idx)
+    if data_orig_idx is not None:
+        out = unsort(out, data_orig_idx)
+    return out
 
 
 def depparse_scores(dp: Any, doc: Any, with_labels: bool) -> list[tuple[np.ndarray, np.ndarray | None, np.ndarray]]:
@@ -122,16 +143,87 @@ def depparse_scores(dp: Any, doc: Any, with_labels: bool) -> list[tuple[np.ndarr
         per sentence ``(head_logp (n+1, n+1) float32, label_ids (n+1, n+1) int32 or None,
         rel_logp (n+1, n+1, R) float32)``: the values of the padded batch, unchanged.
     """
-    from stanza.models.common.utils import unsort
-
     loader, batches = depparse_batches(dp, doc)
-    out: list = []
-    for scores, sentlens, orig_idx in batches:
-        cut = []
-        for i, m in enumerate(sentlens):
-            labels = np.ascontiguousarray(scores[1][i, :m, :m], dtype=np.int32) if with_labels else None
-            cut.append((np.ascontiguousarray(scores[0][i, :m, :m]), labels, np.ascontiguousarray(scores[2][i, :m, :m])))
-        out += unsort(cut, orig_idx)
-    if loader.data_orig_idx is not None:
-        out = unsort(out, loader.data_orig_idx)
-    return out
+    return _cut(batches, loader.data_orig_idx, with_labels)
+
+
+@dataclass
+class WordsForward:
+    """:func:`forward_words`' result for S sentences of N words in all.
+
+    Attributes:
+        upos, xpos, feats: ``(N,)`` object arrays of the POS labels (stanza's strings), flat in order.
+        starts: ``(S+1,)`` the sentences' word offsets in those arrays.
+        scores: per sentence, :func:`depparse_scores`' arrays.
+    """
+
+    upos: np.ndarray
+    xpos: np.ndarray
+    feats: np.ndarray
+    starts: np.ndarray
+    scores: list
+
+
+def pos_words(pos: Any, builder: InputBuilder, t: Any) -> tuple[dict, dict]:
+    """The POS model over the batches :meth:`InputBuilder.pos_batches` builds; labels looked up per distinct id.
+
+    Returns:
+        ``(labels, dep)``: per column (``upos``, ``xpos``, ``feats``) the ``(N,)`` object array of labels
+        and the ``(N,)`` / ``(N, K)`` ids of those labels in the depparse vocabulary, flat document order.
+    """
+    import torch
+    from stanza.models.pos.trainer import unpack_batch
+
+    model = pos.trainer.model
+    device = next(model.parameters()).device
+    columns = [(k, c.name) for k, c in enumerate(model.tag_columns) if c.output]
+    n_words = len(t.rows)
+    labels = {name: np.empty(n_words, dtype=object) for _, name in columns}
+    dep: dict = {}
+    model.eval()
+    with torch.no_grad():
+        for b, idx in builder.pos_batches(t):
+            inputs, orig_idx, word_orig_idx, sentlens, wordlens, text = unpack_batch(b, device)
+            word, word_mask, wordchars, wordchars_mask, tags, pretrained = inputs
+            _, out = model(word, word_mask, wordchars, wordchars_mask, tags, pretrained, word_orig_idx, sentlens,
+                           wordlens, text)
+            sel = np.asarray(idx, dtype=np.int64)[np.asarray(orig_idx, dtype=np.int64)]  # sorted order -> sentence
+            lengths = t.lengths[sel]
+            real = np.arange(int(lengths.max()))[None, :] < lengths[:, None]
+            before = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+            where = np.repeat(t.starts[sel] - before, lengths) + np.arange(int(lengths.sum()))  # flat positions
+            for k, name in columns:
+                names, ids = builder.dp_tags(name, out[k].cpu().numpy()[:, : real.shape[1]][real])
+                labels[name][where] = names
+                if name not in dep:
+                    dep[name] = np.zeros((n_words,) + ids.shape[1:], dtype=np.int64)
+                dep[name][where] = ids
+    return labels, dep
+
+
+def forward_words(pos: Any, dp: Any, builder: InputBuilder, sentences: list[list[str]],
+                  with_labels: bool) -> WordsForward | None:
+    """POS and depparse forward over word lists, stanza's batches built by ``builder`` (no Document).
+
+    The same forward calls on equal tensors as :func:`pos_stage` + :func:`depparse_scores` on the
+    Document stanza builds from these words (tests/test_stanza_inputs.py), so the same floats.
+
+    Args:
+        pos, dp: the pipeline's POS and depparse processors (a pair
+            :func:`~synprep.parse.stanza_inputs.unsupported_reason` accepts).
+        builder: their :class:`InputBuilder`. sentences: non-empty word lists.
+        with_labels: see :func:`depparse_scores`.
+
+    Returns:
+        the labels and scores, or None where stanza's Document path behaves otherwise, which the caller
+        then takes (with stanza's own errors): an empty word or one with white space (the Document
+        rejects it), or a word whose POS word id is PAD (``<PAD>`` in a case-sensitive vocabulary:
+        stanza's loader miscounts that sentence).
+    """
+    t = builder.table(sentences)
+    if t.blank or (t.pos_word == 0).any():
+        return None
+    labels, dep = pos_words(pos, builder, t)
+    data_orig_idx, batches = builder.dp_batches(t, dep["upos"], dep["xpos"], dep["feats"])
+    scores = _cut(_forward(dp, batches), data_orig_idx, with_labels)
+    return WordsForward(labels["upos"], labels["xpos"], labels["feats"], t.starts, scores)

@@ -7,9 +7,10 @@ the words are never re-tokenized (SPEC.md §1), nothing is ever downloaded while
 only where the resources hold a model for the language (the German ``synprep`` package has none:
 ``tree`` is None there and the features stage derives trees from the dependencies, SPEC.md §4).
 
-LDD (SPEC.md §4) in the same pass as the parse: :meth:`StanzaParser.parse` runs stanza's own
-processors for tokenize/lemma and constituency, but drives the POS and depparse models itself — the
-same batches and forward calls that stanza's ``POSProcessor`` and ``DepparseProcessor`` make, with
+LDD (SPEC.md §4) in the same pass as the parse: :meth:`StanzaParser.parse` drives the POS and
+depparse models itself — the same batches and forward calls that stanza's ``POSProcessor`` and
+``DepparseProcessor`` make, on inputs built from the words (:mod:`synprep.parse.stanza_inputs`; stanza's
+Document, tokenize and lemma processors where that does not apply, and for constituency), with
 stanza 1.15's label lookup and tree decoding reproduced fast (:mod:`synprep.parse.stanza_decode`,
 :mod:`synprep.parse.mst`: the same results) — and keeps
 the two score tensors that forward already returns: the log-softmax over heads ``[B, N+1, N+1]``
@@ -51,7 +52,8 @@ from synprep.parse.stanza_decode import (  # noqa: F401 - sentence_ldd, reverse_
     sentence_ldd,
     stanza_reproduced,
 )
-from synprep.parse.stanza_forward import depparse_batches, depparse_scores, pos_stage
+from synprep.parse.stanza_forward import depparse_batches, depparse_scores, forward_words, pos_stage
+from synprep.parse.stanza_inputs import InputBuilder, unsupported_reason
 from synprep.parse.trees import match_leaves, parse_tree, tree_to_str
 from synprep.signature import package_version
 from synprep.types import ParsedSentence
@@ -296,6 +298,20 @@ class StanzaParser(ParserBackend):
 
         self.relations = vocab.unmap(list(range(VOCAB_PREFIX_SIZE, len(vocab))))
         self.last_loader: Any = None  # the DataLoader of the latest depparse_batches call
+        pos = self.nlp.processors["pos"]
+        #: builds the models' inputs from the words (:mod:`synprep.parse.stanza_inputs`); None: stanza's loaders
+        self.inputs: InputBuilder | None = None if unsupported_reason(pos, self.depparse) else InputBuilder(pos, self.depparse)
+        self._fallback_logged: str | None = None
+
+    @property
+    def inputs_fallback(self) -> str | None:
+        """Why the models' inputs come from stanza's Document, ``Dataset`` and ``DataLoader`` now (None: from
+        :attr:`inputs`): :func:`~synprep.parse.stanza_inputs.unsupported_reason` of the loaded models'
+        configuration (read at every :meth:`forward`), or ``inputs`` set to None."""
+        reason = unsupported_reason(self.nlp.processors["pos"], self.depparse)
+        if reason is None and self.inputs is None:
+            return "synprep's input building is switched off"
+        return reason
 
     @property
     def has_constituency(self) -> bool:
@@ -338,6 +354,45 @@ class StanzaParser(ParserBackend):
         """
         if not sentences:
             return []
+        reason = self.inputs_fallback
+        if reason is None and all(sentences):
+            return self._forward_words(sentences)
+        if reason is not None and reason != self._fallback_logged:
+            log.info("stanza: %s: the models' inputs come from stanza's Document and loaders", reason)
+            self._fallback_logged = reason
+        return self._forward_doc(sentences)
+
+    def _forward_words(self, sentences: list[list[str]]) -> list[SentenceScores]:
+        """:meth:`forward` with the models' inputs built from the words (:mod:`synprep.parse.stanza_inputs`).
+
+        A Document is built only for the constituency processor (which reads it), tagged as
+        :func:`~synprep.parse.stanza_forward.pos_stage` tags it.
+        """
+        from stanza.models.common import doc as sdoc
+
+        assert self.inputs is not None
+        fw = forward_words(self.nlp.processors["pos"], self.depparse, self.inputs, sentences,
+                           with_labels=not self.decode_context().resolve)
+        if fw is None:
+            return self._forward_doc(sentences)
+        starts = fw.starts.tolist()
+        upos = fw.upos.tolist()
+        trees: list = [None] * len(sentences)
+        if self.has_constituency:
+            doc = self.nlp([list(s) for s in sentences], processors="tokenize")
+            doc.set([sdoc.UPOS, sdoc.XPOS, sdoc.FEATS], [list(x) for x in zip(upos, fw.xpos.tolist(), fw.feats.tolist(), strict=True)])
+            doc = self.nlp(self.nlp(doc, processors="lemma"), processors="constituency")
+            for k, (words, sent) in enumerate(zip(sentences, doc.sentences, strict=True)):
+                if [w.text for w in sent.words] != list(words):
+                    raise ValueError(f"stanza changed the words: {words!r} -> {[w.text for w in sent.words]!r}")
+                if sent.constituency is not None:
+                    trees[k] = tree_to_str(match_leaves(parse_tree(str(sent.constituency)), list(words)))
+        return [SentenceScores(list(words), upos[starts[k]:starts[k + 1]], trees[k], head, labels, rel)
+                for k, (words, (head, labels, rel)) in enumerate(zip(sentences, fw.scores, strict=True))]
+
+    def _forward_doc(self, sentences: list[list[str]]) -> list[SentenceScores]:
+        """:meth:`forward` through stanza's Document, POS ``Dataset`` and depparse ``DataLoader`` (the reference;
+        used where :attr:`inputs_fallback` names a reason, or for an empty sentence)."""
         if stanza_reproduced():  # stanza 1.15: its POS processor, with the label lookups vectorized
             doc = self.nlp([list(s) for s in sentences], processors="tokenize")
             self._pos(doc)
