@@ -107,20 +107,34 @@ class MultiheadAttention(nn.Module):
         return self.out_proj(_merge(out))
 
 
-    def step_self(self, x: torch.Tensor, kv: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    def step_self(self, x: torch.Tensor, kv: torch.Tensor | None, order: torch.Tensor | None = None
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
         """One incremental decoding step of causal self-attention.
 
         Args:
-            x: (N, 1, D) this step's states. kv: the cache, (2, N, H, t, dh) keys and values of the
-                t earlier steps (one tensor, so a beam reorder is one ``index_select``), or None.
+            x: (N, 1, D) this step's states. kv: the cache, (2, N', H, t, dh) keys and values of the
+                t earlier steps of the N' rows of the previous step (one tensor), or None (t = 0).
+            order: (N,) long, the previous step's row that each row continues (a beam reorder, and
+                rows dropped), or None: the same N rows in order.
 
         Returns:
-            ((N, 1, D), the cache grown to (2, N, H, t + 1, dh)).
+            ((N, 1, D), the new cache (2, N, H, t + 1, dh), contiguous). The reorder and the growth
+            are one copy: the reordered cache is written straight into the first t positions of the
+            new tensor (``index_select(out=…)``), this step's keys/values into the last; SDPA reads
+            the contiguous result (it is slower on a strided view of a preallocated buffer).
         """
         q, k, v = self.project(x)
-        new = torch.stack([k, v])
-        kv = new if kv is None else torch.cat([kv, new], dim=3)
-        return self.out_proj(_merge(sdpa(q, kv[0], kv[1]))), kv
+        N, H, _, dh = q.shape
+        t = 0 if kv is None else kv.shape[3]
+        new = torch.empty((2, N, H, t + 1, dh), dtype=k.dtype, device=k.device)
+        if kv is not None:
+            if order is None:
+                new[:, :, :, :t] = kv
+            else:
+                torch.index_select(kv, 1, order, out=new[:, :, :, :t])
+        new[0, :, :, t:] = k
+        new[1, :, :, t:] = v
+        return self.out_proj(_merge(sdpa(q, new[0], new[1]))), new
 
     def step_cross(self, x: torch.Tensor, kv: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
         """One incremental decoding step of cross-attention, the ``g`` beams of a sentence at once.

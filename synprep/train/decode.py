@@ -43,7 +43,9 @@ class _Decoder:
     (2, N, H, t, dh) of the N hypothesis rows and the cross-attention keys/values (2, A, H, T, dh)
     of the A running sentences, computed once per sentence (the g = N / A rows of a sentence are
     adjacent and share them; a beam reorder moves rows only within a sentence, so it never touches
-    them)."""
+    them). A reorder of the hypothesis rows (:meth:`select`) is kept as ``order`` and applied by the
+    next step, in the copy that grows the cache by one position (one copy of the cache per step,
+    not a ``cat`` and an ``index_select``)."""
 
     def __init__(self, model: Seq2Seq, enc: EncoderOut):
         self.model = model
@@ -52,12 +54,14 @@ class _Decoder:
         self.bias = enc.bias
         self.kv: list[torch.Tensor | None] = [None] * len(layers)
         self.step = 0
+        self.order: torch.Tensor | None = None
 
     def lprobs(self, tokens: torch.Tensor) -> torch.Tensor:
         """(N, V) float32 log-probabilities of the next token after ``tokens`` (N,) (the newest of
         each row); ``<pad>`` and ``<s>`` get −inf."""
-        logits = self.model.decode_step(tokens, self.step, self.kv, self.mem, self.bias).float()
+        logits = self.model.decode_step(tokens, self.step, self.kv, self.order, self.mem, self.bias).float()
         self.step += 1
+        self.order = None
         lp = torch.log_softmax(logits, dim=-1)
         lp[:, PAD_ID] = float("-inf")
         lp[:, BOS_ID] = float("-inf")
@@ -66,7 +70,7 @@ class _Decoder:
     def select(self, rows: torch.Tensor, sentences: torch.Tensor | None = None) -> None:
         """Keep (reorder / subset) hypothesis ``rows``; with ``sentences``, keep only those sentences
         (whose rows ``rows`` must index)."""
-        self.kv = [kv.index_select(1, rows) if kv is not None else None for kv in self.kv]
+        self.order = rows if self.order is None else self.order.index_select(0, rows)
         if sentences is not None:
             self.mem = [m.index_select(1, sentences) for m in self.mem]
             self.bias = self.bias.index_select(0, sentences)

@@ -124,16 +124,18 @@ class DecoderLayer(_ResidualLayer):
         return self._block(x, self.ffn_norm, self.ffn)
 
 
-    def step(self, x: torch.Tensor, self_kv: torch.Tensor | None, mem_kv: torch.Tensor,
-             mem_bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def step(self, x: torch.Tensor, self_kv: torch.Tensor | None, order: torch.Tensor | None,
+             mem_kv: torch.Tensor, mem_bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """One incremental decoding step (:meth:`Seq2Seq.decode_step`): x (N, 1, D), the N rows
         being the g = N / A hypotheses of each of the A sentences of ``mem_kv`` (2, A, H, T, dh),
-        adjacent; ``self_kv`` (2, N, H, t, dh) or None. Returns ((N, 1, D), the grown ``self_kv``)."""
+        adjacent; ``self_kv`` (2, N', H, t, dh) of the previous step's rows or None, ``order`` (N,) the
+        previous row each row continues or None (:meth:`MultiheadAttention.step_self`). Returns
+        ((N, 1, D), the new self-attention cache (2, N, H, t + 1, dh))."""
         kv: torch.Tensor | None = None
 
         def self_attn(h: torch.Tensor) -> torch.Tensor:
             nonlocal kv
-            out, kv = self.self_attn.step_self(h, self_kv)
+            out, kv = self.self_attn.step_self(h, self_kv, order)
             return out
 
         x = self._block(x, self.self_norm, self_attn)
@@ -286,7 +288,7 @@ class Seq2Seq(nn.Module):
         return F.linear(x, self.dec_embed.weight) if project else x
 
     def decode_step(self, tokens: torch.Tensor, step: int, self_kv: list[torch.Tensor | None],
-                    mem_kv: list[torch.Tensor], mem_bias: torch.Tensor) -> torch.Tensor:
+                    order: torch.Tensor | None, mem_kv: list[torch.Tensor], mem_bias: torch.Tensor) -> torch.Tensor:
         """Next-token logits of one incremental decoding step, for beam and greedy search.
 
         The same computation as :meth:`decode` with a cache, laid out for search: the N rows are
@@ -295,16 +297,19 @@ class Seq2Seq(nn.Module):
 
         Args:
             tokens: (N,) the newest token of each row. step: its position (0 = the leading ``</s>``).
-            self_kv: per decoder layer (2, N, H, step, dh) or None at step 0; replaced in place by
-                the grown caches. mem_kv: per layer :meth:`MultiheadAttention.memory_kv` of the
-                A sentences' encoder output. mem_bias: (A, 1, 1, T) the encoder's padding bias.
+            self_kv: per decoder layer (2, N', H, step, dh), the previous step's N' rows, or None at
+                step 0; replaced in place by the new caches (2, N, H, step + 1, dh). order: (N,)
+                long, the previous step's row that each row continues (beam reorder and dropped
+                rows, applied to ``self_kv`` in the same copy that grows it), or None: the same rows.
+                mem_kv: per layer :meth:`MultiheadAttention.memory_kv` of the A sentences' encoder
+                output. mem_bias: (A, 1, 1, T) the encoder's padding bias.
 
         Returns:
             (N, V) logits.
         """
         x = self.dec_embed(tokens[:, None]) * self.embed_scale + self.positions[step:step + 1]
         for i, layer in enumerate(self.decoder):
-            x, self_kv[i] = cast(DecoderLayer, layer).step(x, self_kv[i], mem_kv[i], mem_bias)
+            x, self_kv[i] = cast(DecoderLayer, layer).step(x, self_kv[i], order, mem_kv[i], mem_bias)
         if self.dec_final_norm is not None:
             x = self.dec_final_norm(x)
         return F.linear(x, self.dec_embed.weight)[:, -1]
