@@ -92,3 +92,24 @@ def test_the_resume_command_is_shell_quoted(tmp_path):
     (tmp_path / ".train.lock").write_text(json.dumps({"pid": 1, "host": "h", "started": "x",
                                                       "command": shlex.join(argv)}))
     assert resume_command(tmp_path, "train") == "`synprep annotate --src 'a b.txt' --split train`"
+
+
+def test_a_run_killed_between_a_shards_rename_and_its_listing_is_incomplete_not_unlisted(corpus, tmp_path):
+    """A writer renames a shard into place, then lists it in manifest.json: a run killed between the two
+    leaves a shard file the manifest does not list. export and train name the interrupted split and the
+    command that resumes it (they said "train.00003.h5 is not listed", which hid both); the command repairs it."""
+    out = tmp_path / "out"
+    run_cli(*shard_args(corpus, "train", out))
+    m = json.loads((out / "manifest.json").read_text())
+    entry = m["splits"]["train"]
+    for s in entry["shards"][4:]:  # shards 0-2 listed, shard 3 on disk but not listed, nothing after
+        (out / s["file"]).unlink()
+    entry["shards"] = entry["shards"][:3]
+    entry["pairs"] = sum(s["pairs"] for s in entry["shards"])
+    (out / "manifest.json").write_text(json.dumps(m))
+    assert (out / "train.00003.h5").exists() and not check_dir(out).ok
+    for args in commands(out, tmp_path).values():
+        p = run_cli(*args, check=False)
+        one_line(p, 2, "the train split is incomplete (388 of its 400 input lines", "its run was interrupted")
+    run_cli(*shard_args(corpus, "train", out))  # what the message advises (--split train --out OUT)
+    assert check_dir(out).ok

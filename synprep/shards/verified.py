@@ -91,12 +91,11 @@ def resume_command(folder: str | os.PathLike, split: str) -> str:
     return f"the same `synprep pipeline`/`annotate` command again (--split {split} --out {folder})"
 
 
-def refuse_incomplete(folder: str | os.PathLike, split: str, entry: Any) -> None:
-    """Refuse a split that ``synprep check`` reports incomplete: still being written, or its run stopped
-    (``input_lines > pairs + dropped``). The message names the split and the command that resumes it.
+def refuse_live_writer(folder: str | os.PathLike, split: str) -> None:
+    """Refuse a split whose writer is alive (its lock held).
 
     Raises:
-        InputError: one line, naming the split, the writer or the missing lines, and the resume command.
+        InputError: one line naming the split and the writer.
     """
     from synprep.lock import split_writer
 
@@ -104,6 +103,16 @@ def refuse_incomplete(folder: str | os.PathLike, split: str, entry: Any) -> None
     if writer is not None:
         raise InputError(f"the {split} split is still being written by {writer}: wait for it to finish "
                          "(`synprep check` tells when it is complete)", str(folder))
+
+
+def refuse_incomplete(folder: str | os.PathLike, split: str, entry: Any) -> None:
+    """Refuse a split that ``synprep check`` reports incomplete: still being written, or its run stopped
+    (``input_lines > pairs + dropped``). The message names the split and the command that resumes it.
+
+    Raises:
+        InputError: one line, naming the split, the writer or the missing lines, and the resume command.
+    """
+    refuse_live_writer(folder, split)
     missing = entry.input_lines - entry.pairs - sum(entry.dropped.values())
     if missing > 0:
         raise InputError(f"the {split} split is incomplete ({missing} of its {entry.input_lines} input lines neither "
@@ -219,6 +228,11 @@ def split_entry(folder: str | os.PathLike, split: str, *, verify: bool = True, m
                              f"{split}.{index:05d}.h5", mpath)
     found = [p.name for p in files]
     if listed != found:
+        if complete:  # a writer renames a shard into place, then lists it: a live or killed run between the
+            # two leaves a shard not (yet) listed; say that (and how to resume), not "not listed"
+            if entry is not None:
+                refuse_incomplete(folder, split, entry)
+            refuse_live_writer(folder, split)
         extra = sorted(set(found) - set(listed))
         missing = [f for f in listed if f not in found]
         what = (f"{extra[0]} is not listed in manifest.json" if extra
