@@ -231,8 +231,9 @@ def split_entry(folder: str | os.PathLike, split: str, *, verify: bool = True, m
         if complete:  # a writer renames a shard into place, then lists it: a live or killed run between the
             # two leaves a shard not (yet) listed; say that (and how to resume), not "not listed"
             if entry is not None:
-                refuse_incomplete(folder, split, entry)
-            refuse_live_writer(folder, split)
+                refuse_incomplete(folder, split, entry)  # a live writer first, then missing lines
+            else:
+                refuse_live_writer(folder, split)
         extra = sorted(set(found) - set(listed))
         missing = [f for f in listed if f not in found]
         what = (f"{extra[0]} is not listed in manifest.json" if extra
