@@ -227,13 +227,13 @@ def split_entry(folder: str | os.PathLike, split: str, *, verify: bool = True, m
             raise InputError(f"split {split!r}: shard {index} is listed as {name!r}, expected "
                              f"{split}.{index:05d}.h5", mpath)
     found = [p.name for p in files]
+    # completeness before the file list: a writer renames a shard into place, then lists it, so a live or
+    # killed run between the two leaves a shard not (yet) listed; say that (and how to resume), not "not listed"
+    if complete and entry is not None:
+        refuse_incomplete(folder, split, entry)
     if listed != found:
-        if complete:  # a writer renames a shard into place, then lists it: a live or killed run between the
-            # two leaves a shard not (yet) listed; say that (and how to resume), not "not listed"
-            if entry is not None:
-                refuse_incomplete(folder, split, entry)  # a live writer first, then missing lines
-            else:
-                refuse_live_writer(folder, split)
+        if complete and entry is None:
+            refuse_live_writer(folder, split)
         extra = sorted(set(found) - set(listed))
         missing = [f for f in listed if f not in found]
         what = (f"{extra[0]} is not listed in manifest.json" if extra
@@ -241,8 +241,6 @@ def split_entry(folder: str | os.PathLike, split: str, *, verify: bool = True, m
                 else "the shard files are not the manifest's")
         raise InputError(f"split {split!r}: {what} (an interrupted or concurrent run? `synprep check` tells more)",
                          mpath)
-    if entry is not None and complete:
-        refuse_incomplete(folder, split, entry)
     return entry, files, manifest
 
 
