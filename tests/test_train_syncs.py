@@ -112,15 +112,62 @@ def test_a_non_finite_gradient_skips_the_update_without_a_host_test(tmp_path, ca
     assert "1 update(s) up to step 0 skipped" in caplog.text
 
 
+PAPER_PRESETS = ["vanilla_iwslt14_de_en", "gated_iwslt14_de_en", "pascal_iwslt14_de_en", "ldd_iwslt14_de_en",
+                 "ldd_parent_iwslt14_de_en", "sla_iwslt14_de_en", "slr_iwslt14_de_en", "lisa_iwslt14_de_en",
+                 "set_iwslt14_de_en"]
+
+
+def cuda_sync_sites(fn) -> list[str]:
+    """Run ``fn`` under ``torch.cuda.set_sync_debug_mode("warn")``; the innermost synprep frame (else the
+    warning's own location) of every synchronising CUDA call it made, in order: all of them, where the
+    ``"error"`` mode would stop at the first."""
+    import traceback
+    import warnings
+
+    sites: list[str] = []
+
+    def hook(message, category, filename, lineno, file=None, line=None):
+        if "called a synchronizing" not in str(message):  # not the one-time "prototype feature" notice
+            return
+        ours = [f for f in traceback.extract_stack()[:-1] if "/synprep/" in f.filename]
+        sites.append(f"{ours[-1].filename.split('/synprep/')[-1]}:{ours[-1].lineno} ({ours[-1].name})" if ours
+                     else f"{filename}:{lineno}")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = hook
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            fn()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    return sites
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_no_cuda_sync_inside_an_update(tmp_path):
-    tr = _trainer(tmp_path, "slr", device="cuda", bf16=True)
+@pytest.mark.parametrize("preset", PAPER_PRESETS)
+def test_no_cuda_sync_inside_an_update(tmp_path, preset):
+    """Every paper preset's update (its source, placement and gate; a small model), bf16 on CUDA."""
+    small = {"d_model": 64, "ffn_dim": 128, "encoder_layers": 2, "decoder_layers": 2, "gate_hidden": 32}
+    recs = list(random_records(120, np.random.default_rng(0), words=8, tgt_len=10, vocab_size=300))
+    base = load_preset(preset)
+    over = {k: v for k, v in small.items() if k != "gate_hidden" or base.syntax == "gated"}
+    cfg = with_overrides(base, {**over, "max_tokens": 256, "max_steps": 7, "log_interval": 3, "gate_freeze_epochs": 0,
+                                "bf16": True})
+    tr = Trainer(cfg, RecordDataset(recs[:100]), RecordDataset(recs[100:]), [f"p{i}" for i in range(300)],
+                 tmp_path, torch.device("cuda"), progress=False)
     tr.train_sampler.set_epoch(0)
     batches = [b for _, b in zip(range(3), tr.train_loader, strict=False)]
     tr.train_step([batches[0]])  # warm-up (lazy initialisations may synchronise once)
-    torch.cuda.set_sync_debug_mode("error")
-    try:
-        for b in batches[1:]:
-            tr.train_step([b])
-    finally:
-        torch.cuda.set_sync_debug_mode("default")
+    sites = cuda_sync_sites(lambda: [tr.train_step([b]) for b in batches[1:]])
+    assert sites == [], f"{preset}: {len(sites)} synchronising calls: {sorted(set(sites))}"
+
+
+def test_heads_taken_by_a_cached_device_index_equal_list_indexing():
+    from synprep.train.attention import _take
+    from synprep.train.masks import device_index
+
+    t = torch.randn(2, 5, 3, 4)
+    for idx in ([1, 3], [4, 0, 2], [0, 1], [2]):
+        assert torch.equal(_take(t, idx, 5), t[:, idx])
+    assert device_index([1, 3], t.device) is device_index([1, 3], t.device)  # made once, kept

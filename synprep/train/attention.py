@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from synprep.train.masks import device_index
 from synprep.train.runtime import sdpa
 from synprep.train.sources.base import AttendContext, SyntaxInputs, SyntaxSource
 
@@ -218,7 +219,7 @@ def _take(t: torch.Tensor, idx: list[int], H: int) -> torch.Tensor:
         return t
     if idx == list(range(idx[0], idx[0] + len(idx))):
         return t[:, idx[0]:idx[0] + len(idx)]
-    return t[:, idx]
+    return t.index_select(1, device_index(idx, t.device))
 
 
 def scaled_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, weights: torch.Tensor,
@@ -311,7 +312,7 @@ def gated_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, sources: l
         r = raw if len(heads) == len(raw_heads) == H else _take(raw, [raw_pos[h] for h in heads], len(raw_heads))
         if gate_value is None:
             assert gate is not None, "a learned gate needs G"
-            g = gate[:, heads][:, :, None, None].to(syn.dtype)  # (B, Hs, 1, 1)
+            g = _take(gate, heads, H)[:, :, None, None].to(syn.dtype)  # (B, Hs, 1, 1)
         else:
             g = torch.full((), gate_value, dtype=syn.dtype, device=syn.device)
         pieces.append((heads, g * syn + (1.0 - g) * r))
@@ -324,7 +325,8 @@ def gated_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, sources: l
     pieces.sort(key=lambda p: p[0][0])
     order = [h for heads, _ in pieces for h in heads]
     out = torch.cat([t for _, t in pieces], dim=1)
-    return out if order == list(range(H)) else out[:, [order.index(h) for h in range(H)]]
+    return out if order == list(range(H)) else out.index_select(1, device_index([order.index(h) for h in range(H)],
+                                                                               out.device))
 
 
 def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, gate: torch.Tensor,

@@ -25,7 +25,23 @@ import torch
 
 from synprep.features.slr_torch import slr_log_mask
 
-__all__ = ["slr_log_mask", "slr_bias", "padding_bias", "pascal_weights", "ldd_weights", "ignore_rows"]
+__all__ = ["slr_log_mask", "slr_bias", "padding_bias", "pascal_weights", "ldd_weights", "ignore_rows", "device_index"]
+
+_DEVICE_INDEX: dict[tuple[tuple[int, ...], torch.device], torch.Tensor] = {}
+
+
+def device_index(idx: list[int], device: torch.device) -> torch.Tensor:
+    """``idx`` (head or label ids) as a (len(idx),) long tensor on ``device``, made once per (ids, device), kept.
+
+    Indexing a CUDA tensor with a Python list builds the index on the host and copies it with a blocking
+    copy: a host synchronisation per call (found by ``torch.cuda.set_sync_debug_mode`` on an H100, in the
+    gate's ``gate[:, heads]``). ``index_select`` with this cached device tensor makes none.
+    """
+    key = (tuple(idx), device)
+    t = _DEVICE_INDEX.get(key)
+    if t is None:
+        t = _DEVICE_INDEX[key] = torch.tensor(idx, dtype=torch.long, device=device)
+    return t
 
 
 def padding_bias(pad: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -99,7 +115,7 @@ def ldd_weights(word_index: torch.Tensor, n_words: int, ent_batch: torch.Tensor,
     dev = word_index.device
     words = torch.zeros(B, L, n_words + 1, n_words + 1, dtype=torch.float32, device=dev)  # last = "none"
     if ent_prob.numel():
-        lab = torch.as_tensor(labels, device=dev)
+        lab = device_index([int(x) for x in labels], dev)
         hit = ent_rel[:, None] == lab[None, :]  # (K, L)
         # every (entry, label) pair is scattered, the probability times 0 where the relation differs:
         # no nonzero() (a host sync on CUDA) and the same sums (adding 0.0 changes no value)

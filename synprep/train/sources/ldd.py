@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from synprep.train.attention import scaled_attention
-from synprep.train.masks import ldd_weights
+from synprep.train.masks import device_index, ldd_weights
 from synprep.train.sources.base import AttendContext, SyntaxSource, piece_word_index
 from synprep.train.sources.specs import LDDSpec
 from synprep.types import DEPRELS, PairRecord
@@ -56,5 +56,5 @@ class LDD(LDDSpec, SyntaxSource):
         return ldd_weights(data["word_index"], data["n_words"], b, dep, head, rel, prob, self.label_ids)
 
     def attend(self, q, k, v, heads, prepared, ctx: AttendContext) -> torch.Tensor:
-        w = prepared if len(heads) == prepared.shape[1] else prepared[:, heads]
+        w = prepared if len(heads) == prepared.shape[1] else prepared.index_select(1, device_index(heads, prepared.device))
         return scaled_attention(q, k, v, w, ctx.pad_bias, ctx.dropout_p)
