@@ -101,3 +101,28 @@ def test_parser_jobs_without_a_gpu_is_a_config_error():
 
     res = CliRunner().invoke(_jobs_cmd(), [])
     assert isinstance(res.exception, ConfigError) and "sees no GPU" in str(res.exception)
+
+
+def test_unpipelined_gpu_workers_are_capped_per_visible_gpu(monkeypatch, two_gpus, caplog):
+    """-j beyond 8 workers per GPU slowed an H100 down (16 workers: 664 sentences/s, 8: 1759): the cap is
+    per visible GPU, only for a CUDA parse on this machine (loky), and the variable overrides it."""
+    from synprep.errors import ConfigError
+    from synprep.parse.base import ParserSpec
+    from synprep.parse.pipelining import gpu_parse_jobs
+
+    cuda, cpu = ParserSpec(lang="de", device="cuda"), ParserSpec(lang="de")
+    monkeypatch.delenv("SYNPREP_GPU_WORKERS_PER_DEVICE", raising=False)
+    with caplog.at_level("INFO", logger="synprep.parse.pipelining"):
+        assert gpu_parse_jobs(32, cuda, "loky", None) == 16  # 8 per GPU, two GPUs
+    assert "16 GPU workers (8 per visible GPU; -j 32)" in caplog.text
+    assert gpu_parse_jobs(12, cuda, "loky", None) == 12
+    assert gpu_parse_jobs(32, cpu, "loky", None) == 32  # the CPU: every worker
+    assert gpu_parse_jobs(32, cuda, "dask", "tcp://x:1") == 32  # a cluster's workers are on other machines
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert gpu_parse_jobs(16, cuda, "loky", None) == 8
+    monkeypatch.setenv("SYNPREP_GPU_WORKERS_PER_DEVICE", "3")
+    assert gpu_parse_jobs(16, cuda, "loky", None) == 3
+    for bad in ("0", "x", "-2"):
+        monkeypatch.setenv("SYNPREP_GPU_WORKERS_PER_DEVICE", bad)
+        with pytest.raises(ConfigError, match="SYNPREP_GPU_WORKERS_PER_DEVICE must be a whole number"):
+            gpu_parse_jobs(16, cuda, "loky", None)

@@ -1,19 +1,24 @@
 """When a parse runs its two stages apart, and with how many forward processes (docs/parse.md, "Forward and decode").
 
 Read by :func:`synprep.parse.run.parse_block`: :func:`pipelined` (off unless asked: ``$SYNPREP_PARSE_PIPELINE=1``;
-on an H100 it was slower than unpipelined GPU workers, docs/parse.md "GPU figures"), :func:`forward_workers` (one per visible GPU; ``$SYNPREP_PARSE_FORWARD_WORKERS``).
+on an H100 it was slower than unpipelined GPU workers, docs/parse.md "GPU figures"), :func:`forward_workers` (one per visible GPU; ``$SYNPREP_PARSE_FORWARD_WORKERS``),
+:func:`gpu_parse_jobs` (unpipelined GPU workers: at most 8 per visible GPU; ``$SYNPREP_GPU_WORKERS_PER_DEVICE``).
 :class:`ParseAhead`: ``annotate`` parses the next shard's block while it writes the current one (when
 pipelined). None of them changes the output: every mode gives the same bytes.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from synprep.defaults import PARSE_DEFAULTS
 from synprep.errors import ConfigError
 from synprep.parse.base import ParserSpec
+
+log = logging.getLogger(__name__)
 
 
 def visible_gpus() -> int:
@@ -21,6 +26,32 @@ def visible_gpus() -> int:
     import torch
 
     return int(torch.cuda.device_count())
+
+
+def gpu_parse_jobs(jobs: int, spec: ParserSpec, backend: str, scheduler: str | None) -> int:
+    """The workers of an unpipelined parse given ``-j jobs``: ``jobs``, except for a ``device="cuda"`` parse
+    on this machine (loky), capped at ``gpu_workers_per_device`` (:class:`synprep.defaults.ParseDefaults`, or
+    ``$SYNPREP_GPU_WORKERS_PER_DEVICE``) per visible GPU: more processes than that slow the shared GPU down.
+    The output is the same bytes with any worker count.
+
+    Raises:
+        ConfigError: the variable is not a whole number >= 1.
+    """
+    if spec.device != "cuda" or backend != "loky" or scheduler is not None or jobs <= 1:
+        return jobs
+    env = os.environ.get("SYNPREP_GPU_WORKERS_PER_DEVICE", "")
+    if env and (not env.isdigit() or int(env) < 1):
+        raise ConfigError(f"SYNPREP_GPU_WORKERS_PER_DEVICE must be a whole number >= 1, not {env!r}")
+    per = int(env) if env else PARSE_DEFAULTS.gpu_workers_per_device
+    cap = per * max(1, visible_gpus())
+    if jobs > cap and cap not in _CAPPED:
+        _CAPPED.add(cap)
+        log.info("parse: %d GPU workers (%d per visible GPU; -j %d): more processes slow a shared GPU down "
+                 "(SYNPREP_GPU_WORKERS_PER_DEVICE)", cap, per, jobs)
+    return min(jobs, cap)
+
+
+_CAPPED: set[int] = set()
 
 
 def pipelined(spec: ParserSpec, backend: str, scheduler: str | None, pipeline: bool | None) -> bool:

@@ -55,7 +55,7 @@ from synprep.parse.blocks import (  # noqa: F401 - Throughput, THROUGHPUT: impor
     repeats,
 )
 from synprep.parse.cache import ParseCache
-from synprep.parse.pipelining import forward_workers, pipelined  # noqa: F401 - pipelined: its old home
+from synprep.parse.pipelining import forward_workers, gpu_parse_jobs, pipelined  # noqa: F401 - pipelined: its old home
 from synprep.types import ParsedLine, ParsedSentence
 
 log = logging.getLogger(__name__)
@@ -259,6 +259,7 @@ def _results(spec: ParserSpec, batches: list[list[list[str]]], *, jobs: int, bac
     (:func:`synprep.parallel.stage_map`): the next batch's forward runs while the earlier ones decode.
     """
     if not pipeline:
+        jobs = gpu_parse_jobs(jobs, spec, backend, scheduler)
         slot_dir = gpu_slot_dir() if spec.device == "cuda" and jobs > 1 else None
         work = ((spec, slot_dir, b) for b in batches)
         yield from parallel_map(parse_work, work, jobs=min(jobs, len(batches)), backend=backend, scheduler=scheduler)
