@@ -83,12 +83,18 @@ def _jobs_cmd():
     return cmd
 
 
-@pytest.mark.parametrize(("args", "expected"), [([], "2"), (["-j", "1"], "1"), (["-j", "3"], "3"),
-                                                (["--device", "cpu"], "1")])
-def test_parser_jobs_one_worker_per_gpu_unless_jobs_is_given(two_gpus, monkeypatch, args, expected):
+@pytest.mark.parametrize(("args", "cores", "expected"), [([], 64, "16"), ([], 12, "12"), ([], 1, "2"),
+                                                         (["-j", "1"], 64, "1"), (["-j", "3"], 64, "3"),
+                                                         (["--device", "cpu"], 64, "1")])
+def test_parser_jobs_eight_workers_per_gpu_unless_jobs_is_given(two_gpus, monkeypatch, args, cores, expected):
+    """Without -j, 8 per visible GPU (two here), at most one per core, at least one per GPU."""
+    import os
+
     from click.testing import CliRunner
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    monkeypatch.delenv("SYNPREP_GPU_WORKERS_PER_DEVICE", raising=False)
     res = CliRunner().invoke(_jobs_cmd(), args)
     assert res.exit_code == 0, res.output
     assert res.output.strip() == expected

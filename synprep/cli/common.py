@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -157,10 +158,12 @@ def check_jobs_options(backend: str) -> None:
 
 
 def parser_jobs(device: str, jobs: int) -> int:
-    """The parser's worker count: with ``--device cuda``, one per visible GPU unless ``--jobs`` was given.
+    """The parser's worker count: with ``--device cuda`` and no ``--jobs``, ``gpu_workers_per_device`` (8) per
+    visible GPU, at most one per core (several processes keep a GPU busy: docs/parse.md "GPU figures").
 
-    Reads the current click context (was ``--jobs`` on the command line?); more workers than GPUs
-    share them, with a warning.
+    Reads the current click context (was ``--jobs`` on the command line?); workers beyond the GPUs share
+    them (an unpipelined parse runs at most ``gpu_workers_per_device`` per GPU of them:
+    :func:`synprep.parse.pipelining.gpu_parse_jobs`).
 
     Raises:
         ConfigError: ``--device cuda`` and torch sees no GPU.
@@ -173,9 +176,9 @@ def parser_jobs(device: str, jobs: int) -> int:
     if n_gpus == 0:
         raise ConfigError("--device cuda but torch sees no GPU")
     if click.get_current_context().get_parameter_source("jobs") == ParameterSource.DEFAULT:
-        return n_gpus
-    if jobs > n_gpus:
-        log.warning("%d workers share %d GPUs", jobs, n_gpus)
+        from synprep.parse.pipelining import gpu_workers_per_device
+
+        return max(n_gpus, min(gpu_workers_per_device() * n_gpus, os.cpu_count() or 1))
     return jobs
 
 
@@ -210,7 +213,7 @@ def stanza_options(f):
     """
 
     @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
-                  help="Where the parser runs (cuda: one worker per visible GPU unless --jobs is given).")
+                  help="Where the parser runs (cuda: 8 workers per visible GPU, at most one per core, unless --jobs is given).")
     @click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULTS.parse.batch_size, show_default=True,
                   help="Sentences per parser call sent to a worker (more on a GPU).")
     @click.option("--no-ssplit", is_flag=True, help="Treat every line as one sentence (no sentence splitting).")

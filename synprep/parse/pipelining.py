@@ -28,6 +28,19 @@ def visible_gpus() -> int:
     return int(torch.cuda.device_count())
 
 
+def gpu_workers_per_device() -> int:
+    """Parse workers per visible GPU: ``$SYNPREP_GPU_WORKERS_PER_DEVICE`` when set, else
+    :attr:`synprep.defaults.ParseDefaults.gpu_workers_per_device` (8).
+
+    Raises:
+        ConfigError: the variable is not a whole number >= 1.
+    """
+    env = os.environ.get("SYNPREP_GPU_WORKERS_PER_DEVICE", "")
+    if env and (not env.isdigit() or int(env) < 1):
+        raise ConfigError(f"SYNPREP_GPU_WORKERS_PER_DEVICE must be a whole number >= 1, not {env!r}")
+    return int(env) if env else PARSE_DEFAULTS.gpu_workers_per_device
+
+
 def gpu_parse_jobs(jobs: int, spec: ParserSpec, backend: str, scheduler: str | None) -> int:
     """The workers of an unpipelined parse given ``-j jobs``: ``jobs``, except for a ``device="cuda"`` parse
     on this machine (loky), capped at ``gpu_workers_per_device`` (:class:`synprep.defaults.ParseDefaults`, or
@@ -39,10 +52,7 @@ def gpu_parse_jobs(jobs: int, spec: ParserSpec, backend: str, scheduler: str | N
     """
     if spec.device != "cuda" or backend != "loky" or scheduler is not None or jobs <= 1:
         return jobs
-    env = os.environ.get("SYNPREP_GPU_WORKERS_PER_DEVICE", "")
-    if env and (not env.isdigit() or int(env) < 1):
-        raise ConfigError(f"SYNPREP_GPU_WORKERS_PER_DEVICE must be a whole number >= 1, not {env!r}")
-    per = int(env) if env else PARSE_DEFAULTS.gpu_workers_per_device
+    per = gpu_workers_per_device()
     cap = per * max(1, visible_gpus())
     if jobs > cap and cap not in _CAPPED:
         _CAPPED.add(cap)
