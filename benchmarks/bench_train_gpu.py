@@ -21,7 +21,8 @@ Figures (``figure`` key):
   (``torch.compile(dynamic=True)``) against eager from the same seed on the same batches, dropout off
   (so the two runs compute the same function): the seconds of the first ``--compile-updates``
   updates (compilation included), tokens/s of the timed updates after them, and the largest relative
-  difference of the per-update losses over all updates.
+  difference of the per-update losses over all updates; ``compile_progress`` lines (seconds since the first
+  compiled update began, after each of them) say how far a run cut off by a time limit got.
 
 ``--small``: a d=64 model, 2 presets (vanilla, gated), a few updates of 1024 tokens: the figures'
 shapes, not their values.
@@ -126,7 +127,13 @@ def compile_figure(preset: str, args, data, vocab: int, steps: int, tmp: Path) -
         groups = [[next(it)] for _ in range(n_first + steps)]
         _sync(args.device)
         t0 = time.perf_counter()
-        out = [tr.train_step(g) for g in groups[:n_first]]
+        out = []
+        for k, g in enumerate(groups[:n_first]):
+            out.append(tr.train_step(g))
+            if on:  # compilation can take minutes: a run cut off still says how far it got
+                _sync(args.device)
+                print(json.dumps({"figure": "compile_progress", "preset": preset, "update": k + 1,
+                                  "seconds": round(time.perf_counter() - t0, 2)}), flush=True)
         _sync(args.device)
         first = time.perf_counter() - t0
         t0 = time.perf_counter()
