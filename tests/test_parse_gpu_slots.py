@@ -78,16 +78,21 @@ def _jobs_cmd():
     @click.option("--device", default="cuda")
     @jobs_options
     def cmd(device, jobs, backend, scheduler):
-        click.echo(parser_jobs(device, jobs))
+        click.echo(parser_jobs(device, jobs, backend, scheduler))
 
     return cmd
 
 
 @pytest.mark.parametrize(("args", "cores", "expected"), [([], 64, "16"), ([], 12, "12"), ([], 1, "2"),
                                                          (["-j", "1"], 64, "1"), (["-j", "3"], 64, "3"),
-                                                         (["--device", "cpu"], 64, "1")])
+                                                         (["-j", "40"], 64, "16"),  # 8 per GPU at most
+                                                         (["-j", "40", "--backend", "dask", "--scheduler",
+                                                           "tcp://127.0.0.1:1"], 64, "40"),
+                                                         (["--device", "cpu"], 64, "1"),
+                                                         (["--device", "cpu", "-j", "40"], 64, "40")])
 def test_parser_jobs_eight_workers_per_gpu_unless_jobs_is_given(two_gpus, monkeypatch, args, cores, expected):
-    """Without -j, 8 per visible GPU (two here), at most one per core, at least one per GPU."""
+    """Without -j, 8 per visible GPU (two here), at most one per core, at least one per GPU; a larger -j is
+    capped at 8 per GPU on this machine, not on a dask cluster, not on the CPU."""
     import os
 
     from click.testing import CliRunner
@@ -113,10 +118,9 @@ def test_unpipelined_gpu_workers_are_capped_per_visible_gpu(monkeypatch, two_gpu
     """-j beyond 8 workers per GPU slowed an H100 down (16 workers: 664 sentences/s, 8: 1759): the cap is
     per visible GPU, only for a CUDA parse on this machine (loky), and the variable overrides it."""
     from synprep.errors import ConfigError
-    from synprep.parse.base import ParserSpec
     from synprep.parse.pipelining import gpu_parse_jobs
 
-    cuda, cpu = ParserSpec(lang="de", device="cuda"), ParserSpec(lang="de")
+    cuda, cpu = "cuda", "cpu"
     monkeypatch.delenv("SYNPREP_GPU_WORKERS_PER_DEVICE", raising=False)
     with caplog.at_level("INFO", logger="synprep.parse.pipelining"):
         assert gpu_parse_jobs(32, cuda, "loky", None) == 16  # 8 per GPU, two GPUs

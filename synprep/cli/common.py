@@ -157,13 +157,14 @@ def check_jobs_options(backend: str) -> None:
         refuse_unused(["scheduler"], "without --backend dask")
 
 
-def parser_jobs(device: str, jobs: int) -> int:
+def parser_jobs(device: str, jobs: int, backend: str = "loky", scheduler: str | None = None) -> int:
     """The parser's worker count: with ``--device cuda`` and no ``--jobs``, ``gpu_workers_per_device`` (8) per
     visible GPU, at most one per core (several processes keep a GPU busy: docs/parse.md "GPU figures").
 
     Reads the current click context (was ``--jobs`` on the command line?); workers beyond the GPUs share
-    them (an unpipelined parse runs at most ``gpu_workers_per_device`` per GPU of them:
-    :func:`synprep.parse.pipelining.gpu_parse_jobs`).
+    them, at most ``gpu_workers_per_device`` per GPU on this machine (loky): a larger ``--jobs`` is capped
+    for the whole command, logged (one pool size for the parse and the stages around it: loky resizes its
+    pool when the size changes, and the parse workers it stops would load their models again).
 
     Raises:
         ConfigError: ``--device cuda`` and torch sees no GPU.
@@ -175,11 +176,11 @@ def parser_jobs(device: str, jobs: int) -> int:
     n_gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if n_gpus == 0:
         raise ConfigError("--device cuda but torch sees no GPU")
-    if click.get_current_context().get_parameter_source("jobs") == ParameterSource.DEFAULT:
-        from synprep.parse.pipelining import gpu_workers_per_device
+    from synprep.parse.pipelining import gpu_parse_jobs, gpu_workers_per_device
 
+    if click.get_current_context().get_parameter_source("jobs") == ParameterSource.DEFAULT:
         return max(n_gpus, min(gpu_workers_per_device() * n_gpus, os.cpu_count() or 1))
-    return jobs
+    return gpu_parse_jobs(jobs, "cuda", backend, scheduler)
 
 
 def input_option(name: str = "--input", help: str = "Input file (default: stdin).") -> Callable[[Any], Any]:

@@ -126,7 +126,7 @@ def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | Non
         refuse_unused(["no_ssplit"], "with --trees (each tree is one sentence)")
     if no_cache:
         refuse_unused(["cache_path"], "with --no-cache")
-    jobs = parser_jobs(device, jobs)
+    jobs = parser_jobs(device, jobs, backend, scheduler)
     spec = ParserSpec(name=parser_name, lang=lang, device=device, constituency=trees_path is None,
                       max_words=max_words, ldd_threshold=ldd_threshold, **backend_opts)
     identity = parser_identity(spec)

@@ -130,7 +130,7 @@ def runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, sche
     from synprep.pipeline.views import Runtime
 
     runtime = {f.name for f in dataclasses.fields(ParserSpec) if f.metadata.get("runtime")}
-    return Runtime(par=Parallel(jobs=parser_jobs(cfg.parse.device, jobs), backend=backend, scheduler=scheduler),
+    return Runtime(par=Parallel(jobs=parser_jobs(cfg.parse.device, jobs, backend, scheduler), backend=backend, scheduler=scheduler),
                    cache=None if no_cache else str(cache_path or default_cache_path()),
                    parser={k: v for k, v in backend_opts.items() if k in runtime})
 

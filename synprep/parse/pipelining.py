@@ -41,8 +41,8 @@ def gpu_workers_per_device() -> int:
     return int(env) if env else PARSE_DEFAULTS.gpu_workers_per_device
 
 
-def gpu_parse_jobs(jobs: int, spec: ParserSpec, backend: str, scheduler: str | None) -> int:
-    """The workers of an unpipelined parse given ``-j jobs``: ``jobs``, except for a ``device="cuda"`` parse
+def gpu_parse_jobs(jobs: int, device: str, backend: str, scheduler: str | None) -> int:
+    """The workers of a parse given ``-j jobs``: ``jobs``, except for a ``device="cuda"`` parse
     on this machine (loky), capped at ``gpu_workers_per_device`` (:class:`synprep.defaults.ParseDefaults`, or
     ``$SYNPREP_GPU_WORKERS_PER_DEVICE``) per visible GPU: more processes than that slow the shared GPU down.
     The output is the same bytes with any worker count.
@@ -50,18 +50,15 @@ def gpu_parse_jobs(jobs: int, spec: ParserSpec, backend: str, scheduler: str | N
     Raises:
         ConfigError: the variable is not a whole number >= 1.
     """
-    if spec.device != "cuda" or backend != "loky" or scheduler is not None or jobs <= 1:
+    if device != "cuda" or backend != "loky" or scheduler is not None or jobs <= 1:
         return jobs
     per = gpu_workers_per_device()
     cap = per * max(1, visible_gpus())
-    if jobs > cap and cap not in _CAPPED:
-        _CAPPED.add(cap)
+    if jobs > cap:
         log.info("parse: %d GPU workers (%d per visible GPU; -j %d): more processes slow a shared GPU down "
                  "(SYNPREP_GPU_WORKERS_PER_DEVICE)", cap, per, jobs)
     return min(jobs, cap)
 
-
-_CAPPED: set[int] = set()
 
 
 def pipelined(spec: ParserSpec, backend: str, scheduler: str | None, pipeline: bool | None) -> bool:

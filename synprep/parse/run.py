@@ -259,7 +259,7 @@ def _results(spec: ParserSpec, batches: list[list[list[str]]], *, jobs: int, bac
     (:func:`synprep.parallel.stage_map`): the next batch's forward runs while the earlier ones decode.
     """
     if not pipeline:
-        jobs = gpu_parse_jobs(jobs, spec, backend, scheduler)
+        jobs = gpu_parse_jobs(jobs, spec.device, backend, scheduler)
         slot_dir = gpu_slot_dir() if spec.device == "cuda" and jobs > 1 else None
         work = ((spec, slot_dir, b) for b in batches)
         yield from parallel_map(parse_work, work, jobs=min(jobs, len(batches)), backend=backend, scheduler=scheduler)
