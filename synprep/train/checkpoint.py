@@ -207,12 +207,18 @@ def snapshot(obj: Any, buffers: dict[Any, torch.Tensor] | None = None) -> Any:
     def walk(x: Any) -> Any:
         if isinstance(x, torch.Tensor):
             return host_copy(x.detach())
-        if isinstance(x, dict):
-            return {k: walk(v) for k, v in x.items()}
+        if isinstance(x, dict):  # a state_dict is an OrderedDict with a _metadata attribute: both kept
+            y = copy.copy(x)
+            for k, v in x.items():
+                y[k] = walk(v)
+            if getattr(x, "__dict__", None):
+                y.__dict__.update(copy.deepcopy(x.__dict__))
+            return y
         if isinstance(x, list):
             return [walk(v) for v in x]
         if isinstance(x, tuple):
-            return tuple(walk(v) for v in x)
+            items = [walk(v) for v in x]
+            return type(x)(*items) if hasattr(x, "_fields") else tuple(items)
         return x if isinstance(x, _IMMUTABLE) else copy.deepcopy(x)
 
     out = walk(obj)
