@@ -285,8 +285,9 @@ class CheckpointWriter:
             self.wait()
 
     def close(self, raise_errors: bool = True) -> None:
-        """Wait for the write in flight and stop the thread. ``raise_errors=False`` (the run is
-        already failing with another exception): a failed write is logged, not raised."""
+        """Wait for the write in flight, stop the thread and free the host buffers (a later
+        :meth:`submit` starts again). ``raise_errors=False`` (the run is already failing with
+        another exception): a failed write is logged, not raised."""
         try:
             if raise_errors:
                 self.wait()
@@ -296,9 +297,11 @@ class CheckpointWriter:
                 except Exception as e:  # noqa: BLE001 - the error in flight is the one to report
                     log.error("the checkpoint written in the background failed too: %s", e)
         finally:
-            if self._pool is not None and self._pending is None:
-                self._pool.shutdown(wait=True)
-                self._pool = None
+            if self._pending is None:  # nothing in flight: the thread and the host buffers go
+                self.buffers.clear()
+                if self._pool is not None:
+                    self._pool.shutdown(wait=True)
+                    self._pool = None
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
