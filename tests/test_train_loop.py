@@ -198,3 +198,21 @@ def test_loader_workers_kept_across_epochs_feed_the_same_batches(tmp_path, data)
         tr.run()
         runs[workers] = _losses(tmp_path / f"w{workers}")
     assert runs[0] == runs[2] and len(runs[0]) == 14
+
+
+def test_validation_keeps_its_loader_workers_and_its_values(tmp_path, data):
+    """Issue 18 item 2: the validation loader's worker processes are started once, not at every validation
+    (0.13 s of a 0.18 s validation on the CPU); every validation still gives what one without workers gives."""
+    train, valid, symbols = data
+    results, pids = {}, []
+    for workers in (0, 2):
+        cfg = with_overrides(load_preset("tiny"), {"max_tokens": 256, "max_steps": 1, "threads": 1,
+                                                   "num_workers": workers})
+        tr = Trainer(cfg, train, valid, symbols, tmp_path / f"w{workers}", torch.device("cpu"), progress=False)
+        results[workers] = []
+        for _ in range(3):
+            results[workers].append(tr.validate())
+            if workers:  # the DataLoader's worker processes (private: what persistent_workers keeps)
+                pids.append([w.pid for w in tr.valid_loader._iterator._workers])  # type: ignore[union-attr]
+    assert results[2] == results[0] and results[0][0]["valid_tokens"] > 0
+    assert len(pids[0]) == 2 and pids[1] == pids[0] and pids[2] == pids[0]

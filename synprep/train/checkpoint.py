@@ -18,17 +18,26 @@ which allocates nothing — before a real model is built.
 
 ``checkpoint{EPOCH}.pt`` (1-based epoch) are the per-epoch copies kept with ``keep_last_epochs``;
 :func:`average_checkpoints` averages them like fairseq's ``scripts/average_checkpoints.py``.
+
+Writing without stalling the training (issue 18 item 2, ``async_checkpoint``): :func:`snapshot`
+copies the payload's tensors to host memory (pinned, non-blocking copies and one synchronisation
+on CUDA), and a :class:`CheckpointWriter` runs :func:`write_checkpoints` (serialisation, fsync,
+rename) in one background thread, one write at a time; the files it leaves are the same files,
+written by the same atomic steps, as a synchronous save.
 """
 
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import pickle
 import re
 import shutil
 import signal
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +45,8 @@ import torch
 
 from synprep.errors import InputError
 from synprep.textio import atomic_write
+
+log = logging.getLogger("synprep.train")
 
 CHECKPOINT_FORMAT = "synprep-checkpoint"
 CHECKPOINT_VERSION = 1
@@ -124,6 +135,173 @@ def copy_checkpoint(src: str | os.PathLike, dst: str | os.PathLike) -> None:
     with atomic_write(dst, "wb", encoding=None) as f, open(src, "rb") as g:
         shutil.copyfileobj(g, f)
     _written(dst)
+
+
+def write_checkpoints(out: str | os.PathLike, payload: dict[str, Any], is_best: bool,
+                      epoch: int | None = None, keep_last_epochs: int = 0) -> None:
+    """Write one save point's files into the run folder ``out``: ``checkpoint_last.pt``, with
+    ``is_best`` ``checkpoint_best.pt`` too, with ``epoch`` (1-based) the epoch copy, then prune the
+    epoch copies to ``keep_last_epochs``.
+
+    Order: the best checkpoint is written first and then copied to checkpoint_last.pt, so a run
+    killed between the two resumes from the previous checkpoint_last.pt, redoes the period and
+    writes both again; killed after, both are there. Epoch copies come last.
+
+    Raises:
+        OSError: a file cannot be written (:func:`save_checkpoint`).
+    """
+    out = Path(out)
+    if is_best:
+        save_checkpoint(out / BEST, payload)
+        copy_checkpoint(out / BEST, out / LAST)
+    else:
+        save_checkpoint(out / LAST, payload)
+    if epoch is not None and keep_last_epochs:
+        copy_checkpoint(out / LAST, out / epoch_checkpoint(epoch))
+        prune_epoch_checkpoints(out, keep_last_epochs)
+
+
+_IMMUTABLE = (str, bytes, int, float, complex, bool, type(None), torch.dtype, torch.device)
+
+
+def snapshot(obj: Any, buffers: dict[Any, torch.Tensor] | None = None) -> Any:
+    """A copy of ``obj`` (nested dicts, lists and tuples of tensors and plain data, such as a
+    checkpoint payload) whose tensors live in host memory of their own: the training may change
+    the originals in place as soon as this returns.
+
+    Each tensor storage is copied once and the tensors are rebuilt over the copies as views with
+    their offsets, sizes and strides, so tensors that shared a storage (tied embeddings) still do
+    and ``torch.save`` writes the same records, byte for byte on the CPU (a CUDA tensor's copy
+    is saved as a CPU tensor: ``map_location`` makes no difference to its values). From CUDA the copies go
+    to pinned memory without blocking, then the device's current stream is synchronised once.
+
+    Args:
+        obj: the payload. buffers: host buffers of the previous snapshot, keyed by source storage,
+            reused where the size fits and replaced by this snapshot's (the caller must not
+            reuse them while that snapshot is still being written).
+
+    Returns:
+        the copy (containers new; immutable leaves shared; other leaves deep-copied).
+    """
+    import copy
+
+    old = dict(buffers or {})
+    memo: dict[Any, torch.Tensor] = {}
+    devices: set[torch.device] = set()
+
+    def host_copy(t: torch.Tensor) -> torch.Tensor:
+        st = t.untyped_storage()
+        key = (t.device, st._cdata if st.nbytes() else id(t))  # torch.save's record key: the storage itself
+        buf = memo.get(key)
+        if buf is None:
+            cuda = t.device.type == "cuda"
+            buf = old.pop(key, None)
+            if buf is None or buf.numel() != st.nbytes():
+                buf = torch.empty(st.nbytes(), dtype=torch.uint8, pin_memory=cuda)
+            buf.copy_(torch.empty(0, dtype=torch.uint8, device=t.device).set_(st), non_blocking=cuda)
+            if cuda:
+                devices.add(t.device)
+            memo[key] = buf
+        return torch.empty(0, dtype=t.dtype).set_(buf.untyped_storage(), t.storage_offset(), t.size(), t.stride())
+
+    def walk(x: Any) -> Any:
+        if isinstance(x, torch.Tensor):
+            return host_copy(x.detach())
+        if isinstance(x, dict):  # a state_dict is an OrderedDict with a _metadata attribute: both kept
+            y = copy.copy(x)
+            for k, v in x.items():
+                y[k] = walk(v)
+            if getattr(x, "__dict__", None):
+                y.__dict__.update(copy.deepcopy(x.__dict__))
+            return y
+        if isinstance(x, list):
+            return [walk(v) for v in x]
+        if isinstance(x, tuple):
+            items = [walk(v) for v in x]
+            return type(x)(*items) if hasattr(x, "_fields") else tuple(items)
+        return x if isinstance(x, _IMMUTABLE) else copy.deepcopy(x)
+
+    out = walk(obj)
+    for d in devices:  # the one wait: the copies are in host memory when this returns
+        torch.cuda.current_stream(d).synchronize()
+    if buffers is not None:
+        buffers.clear()
+        buffers.update(memo)
+    return out
+
+
+class CheckpointWriter:
+    """Runs checkpoint writes in one background thread, at most one in flight (issue 18 item 2).
+
+    :meth:`submit` first waits for the write in flight, then starts the new one; :meth:`wait`
+    waits for it; :meth:`check` looks without waiting. A failed write is never lost: its exception
+    (the ``OSError`` of :func:`save_checkpoint` naming the file, exactly as a synchronous save
+    raises it) is raised in the caller's thread by the next :meth:`submit`, :meth:`wait`,
+    :meth:`check` or :meth:`close`. With ``background=False`` every write runs in :meth:`submit`.
+
+    Attributes:
+        write_s: seconds spent in finished writes so far (in the background thread: overlapped
+            with the training). buffers: the host buffers of the last :func:`snapshot`, reused by
+            the next (touch them only after :meth:`wait`).
+    """
+
+    def __init__(self, background: bool = True):
+        self.background = background
+        self.write_s = 0.0
+        self.buffers: dict[Any, torch.Tensor] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: Future | None = None
+
+    def _timed(self, job: Callable[..., None], *args: Any) -> None:
+        t = time.perf_counter()
+        try:
+            job(*args)
+        finally:
+            self.write_s += time.perf_counter() - t
+
+    def submit(self, job: Callable[..., None], *args: Any) -> None:
+        """Wait for the write in flight (raising its error), then run ``job(*args)`` in the background."""
+        self.wait()
+        if not self.background:
+            self._timed(job, *args)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="synprep-checkpoint")
+        self._pending = self._pool.submit(self._timed, job, *args)
+
+    def wait(self) -> None:
+        """Wait for the write in flight; raise its exception if it failed (once)."""
+        f = self._pending
+        if f is None:
+            return
+        exc = f.exception()  # a signal (SIGTERM) interrupting the wait leaves the write pending
+        self._pending = None
+        if exc is not None:
+            raise exc
+
+    def check(self) -> None:
+        """Raise the exception of a write that has already failed; never waits."""
+        if self._pending is not None and self._pending.done():
+            self.wait()
+
+    def close(self, raise_errors: bool = True) -> None:
+        """Wait for the write in flight, stop the thread and free the host buffers (a later
+        :meth:`submit` starts again). ``raise_errors=False`` (the run is already failing with
+        another exception): a failed write is logged, not raised."""
+        try:
+            if raise_errors:
+                self.wait()
+            else:
+                try:
+                    self.wait()
+                except Exception as e:  # noqa: BLE001 - the error in flight is the one to report
+                    log.error("the checkpoint written in the background failed too: %s", e)
+        finally:
+            if self._pending is None:  # nothing in flight: the thread and the host buffers go
+                self.buffers.clear()
+                if self._pool is not None:
+                    self._pool.shutdown(wait=True)
+                    self._pool = None
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:

@@ -278,11 +278,12 @@ def make_loaders(cfg: Any, train_ds: Any, valid_ds: Any, collate: Any, rank: int
     loader_kw: dict[str, Any] = dict(collate_fn=collate, num_workers=workers,
                                      pin_memory=device.type == "cuda", generator=torch.Generator(),
                                      worker_init_fn=_worker_init if workers else None)
-    # the train loader's workers live across epochs (not started anew each epoch); the sampler is read in this
-    # process at every epoch's iter(), so the batches are the same
+    # both loaders' workers live across epochs and validations (not started anew each time: 0.13 s of a 0.18 s
+    # validation on the CPU, issue 18 item 2); the sampler is read in this process at every iter(), so the
+    # batches are the same
     return (train_sampler, valid_sampler,
             DataLoader(train_ds, batch_sampler=train_sampler, persistent_workers=bool(workers), **loader_kw),
-            DataLoader(valid_ds, batch_sampler=valid_sampler, **loader_kw))
+            DataLoader(valid_ds, batch_sampler=valid_sampler, persistent_workers=bool(workers), **loader_kw))
 
 
 def _worker_init(_: int) -> None:

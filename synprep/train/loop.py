@@ -10,6 +10,10 @@ neither moves them nor accumulates state for them.
 After every epoch (and when ``max_steps`` stops a run mid-epoch) the validation split is scored,
 the mean gate of every encoder layer and head over it is logged and drawn (``gates.png``), and
 ``checkpoint_last.pt`` is written (``checkpoint_best.pt`` too when the validation loss improved).
+With ``async_checkpoint`` (the default) the loop only copies the state to host memory and a
+background thread writes the files (:class:`~synprep.train.checkpoint.CheckpointWriter`); the run
+waits for that write before it ends, fails or stops on SIGTERM, and a failed write stops the run
+with the error a synchronous save gives.
 A checkpoint holds everything needed to continue *exactly*: model, optimizer, scheduler, the
 position inside the epoch and every rank's RNG state; batch order is a pure function of
 ``(seed, epoch)``, and the DataLoader gets its own generator so it never draws from the global one.
@@ -36,16 +40,17 @@ from torch.utils.data import Dataset
 from synprep.errors import ConfigError, InputError
 from synprep.train import runtime
 from synprep.train.checkpoint import (
-    BEST,
     LAST,
+    CheckpointWriter,
     copy_checkpoint,
     epoch_checkpoint,
     load_checkpoint,
     prune_epoch_checkpoints,
     rng_state,
-    save_checkpoint,
     set_rng_state,
+    snapshot,
     validate_checkpoint,
+    write_checkpoints,
 )
 from synprep.train.config import TrainConfig, resume_config
 from synprep.train.data import Batch, Collater, make_loaders
@@ -121,6 +126,8 @@ class Trainer:
         if self.env.is_main:
             self._open_run_folder(resumed=ck is not None)
         self.gates: list[list[float]] = effective_gates(cfg)
+        self.writer = CheckpointWriter(background=cfg.async_checkpoint)
+        self._write_s_logged = 0.0  # writer.write_s at the last metrics row
 
     # --- construction steps ------------------------------------------------------------------
     def _checkpoint(self) -> dict[str, Any]:
@@ -190,6 +197,8 @@ class Trainer:
         with atomic_write(self.out / "config.json") as f:  # _runtime: metadata, skipped when read back
             f.write(json.dumps({**self.cfg.to_dict(), "_runtime": self.runtime.record()}, indent=2) + "\n")
         log.info("%s", self.runtime.describe())
+        log.info("checkpoints: %s", "written by a background thread from a host copy (async_checkpoint)"
+                 if self.cfg.async_checkpoint else "written in the training loop (async_checkpoint false)")
         self.metrics = MetricsLog(self.out / "metrics.jsonl", resume_step=self.state.step if resumed else None,
                                   resume_validated=self.state.validated)
 
@@ -327,11 +336,15 @@ class Trainer:
     # --- checkpoints ---------------------------------------------------------------------------
     def save(self, is_best: bool, epoch_end: bool = False) -> None:
         """Write checkpoint_last.pt (and checkpoint_best.pt, and ``checkpoint{EPOCH}.pt`` at the end
-        of an epoch when ``keep_last_epochs``); every rank takes part (RNG gather).
+        of an epoch when ``keep_last_epochs``; order: :func:`~synprep.train.checkpoint.write_checkpoints`);
+        every rank takes part (RNG gather).
 
-        Order: the best checkpoint is written first and then copied to checkpoint_last.pt, so a
-        run killed between the two resumes from the previous checkpoint_last.pt, redoes the period
-        and writes both again; killed after, both are there. Epoch copies come last."""
+        With ``async_checkpoint`` the files are written in the background from a host copy of the
+        state taken here (:func:`~synprep.train.checkpoint.snapshot`), after the previous write
+        has finished: call :meth:`finish_writes` before reading them.
+
+        Raises:
+            OSError: this write, or the previous background write, failed (naming the file)."""
         self._flush()
         rngs = [rng_state()]
         if self.env.enabled:
@@ -346,14 +359,18 @@ class Trainer:
             "data_signature": self.data_signature, "world_size": self.env.world_size,
             "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(), "state": asdict(self.state), "rng": rngs}
-        if is_best:
-            save_checkpoint(self.out / BEST, payload)
-            copy_checkpoint(self.out / BEST, self.out / LAST)
-        else:
-            save_checkpoint(self.out / LAST, payload)
-        if epoch_end and self.cfg.keep_last_epochs:
-            copy_checkpoint(self.out / LAST, self.out / epoch_checkpoint(self.state.epoch))
-            prune_epoch_checkpoints(self.out, self.cfg.keep_last_epochs)
+        self.writer.wait()  # one write at a time: the previous one's error surfaces here, its buffers are free
+        if self.writer.background:  # copies: the next update changes the weights in place
+            payload = snapshot(payload, self.writer.buffers)
+        self.writer.submit(write_checkpoints, self.out, payload, is_best,
+                           self.state.epoch if epoch_end else None, self.cfg.keep_last_epochs)
+
+    def finish_writes(self, raise_errors: bool = True) -> None:
+        """Wait for the checkpoint write in flight (see :class:`~synprep.train.checkpoint.CheckpointWriter`).
+
+        Raises:
+            OSError: it failed (with ``raise_errors=False``: logged instead)."""
+        self.writer.close(raise_errors)
 
     def _draw(self, epoch: int) -> None:
         """gates.png, titled with the 1-based epoch of the metrics row and log line it belongs to; a
@@ -396,7 +413,21 @@ class Trainer:
         self._interval["checkpoint_s"] += time.perf_counter() - t_save
 
     def run(self) -> dict[str, Any]:
-        """Train until ``max_epochs`` or ``max_steps``; returns a summary."""
+        """Train until ``max_epochs`` or ``max_steps``; returns a summary once every checkpoint is
+        written (an exception or SIGTERM also waits for the write in flight before it propagates).
+
+        Raises:
+            OSError: a checkpoint could not be written (a background write: at the next save, the
+                next update or the end)."""
+        try:
+            summary = self._run()
+        except BaseException:
+            self.finish_writes(raise_errors=False)
+            raise
+        self.finish_writes()
+        return summary
+
+    def _run(self) -> dict[str, Any]:
         cfg, st = self.cfg, self.state
         from tqdm import tqdm
 
@@ -430,6 +461,7 @@ class Trainer:
                     interval[key] += out[key]
                 interval["n"] += 1
                 bar.update(len(group))
+                self.writer.check()  # a failed background write stops the run now (no wait)
                 if st.step % cfg.log_interval == 0:
                     self._log_interval(interval, bar)
                 if cfg.save_interval_updates and st.step % cfg.save_interval_updates == 0:
@@ -476,7 +508,10 @@ class Trainer:
                "tokens_per_s": round((iv["ntokens"] - iv.get("ntokens_t0", 0.0)) / dt, 1),
                # where the interval's wall time went besides the updates (issue 18 item 6)
                "seconds": round(dt, 3), "data_wait_s": round(iv["wait_s"], 3), "valid_s": round(iv["valid_s"], 3),
-               "checkpoint_s": round(iv["checkpoint_s"], 3)}
+               "checkpoint_s": round(iv["checkpoint_s"], 3),
+               # background checkpoint writes that ended in the interval (overlapping the updates)
+               "checkpoint_write_s": round(self.writer.write_s - self._write_s_logged, 3)}
+        self._write_s_logged = self.writer.write_s
         if self.env.is_main:
             self.metrics.write(rec)
             bar.set_postfix(loss=f"{rec['train_loss']:.3f}", lr=f"{rec['lr']:.2e}")

@@ -45,7 +45,7 @@ RUN_FILES = ("checkpoint", "metrics.jsonl", "config.json", "gates.png")
 #: the sums of a metrics interval that a checkpoint carries (see the module docstring)
 INTERVAL_KEYS = ("loss", "nll", "ntokens", "gnorm", "n")
 #: the keys of a metrics.jsonl interval row that are wall-clock timings (they differ between equal runs)
-WALL_CLOCK_KEYS = ("tokens_per_s", "seconds", "data_wait_s", "valid_s", "checkpoint_s")
+WALL_CLOCK_KEYS = ("tokens_per_s", "seconds", "data_wait_s", "valid_s", "checkpoint_s", "checkpoint_write_s")
 
 _held: dict[str, int] = {}  # resolved run folder → fd of its lock (this process)
 _guard = threading.Lock()

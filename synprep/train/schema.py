@@ -52,7 +52,8 @@ SLR_HARD = HARD_MODES
 #: fields that may change when a run is resumed (they do not change the model or the data order)
 RESUME_OVERRIDABLE = frozenset({"max_steps", "max_epochs", "num_workers", "log_interval", "threads",
                                 "save_interval_updates", "keep_last_epochs", "beam", "lenpen", "max_len_a",
-                                "max_len_b", "decode_bf16", "tf32", "attention_backend", "compile"})
+                                "max_len_b", "decode_bf16", "tf32", "attention_backend", "compile",
+                                "async_checkpoint"})
 #: values of ``attention_backend`` (what each does: synprep/train/runtime.py)
 ATTENTION_BACKENDS = ("auto", "efficient", "flash", "cudnn", "math", "flex")
 
@@ -140,6 +141,9 @@ class TrainConfig:
     log_interval: int = 100  # updates between metrics.jsonl step records
     save_interval_updates: int = 0  # also save checkpoint_last.pt every N updates; 0 = per epoch
     keep_last_epochs: int = 0  # keep checkpoint{EPOCH}.pt of the last N epochs (fairseq); 0 = none
+    # write checkpoints in a background thread from a host copy of the weights and optimizer state
+    # (held in memory between saves, pinned on CUDA); false: torch.save in the loop (issue 18 item 2)
+    async_checkpoint: bool = True
 
     # --- runtime (issue 18; synprep/train/runtime.py; ``bf16`` above is the training autocast) -
     decode_bf16: bool = False  # bf16 autocast when translating
