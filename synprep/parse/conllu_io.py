@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import IO
 
 import numpy as np
+import orjson
 from conllu.exceptions import ParseException
 from conllu.models import Metadata, Token, TokenList
 from conllu.parser import DEFAULT_FIELDS, parse_comment_line, parse_id_value, parse_int_value
@@ -65,14 +66,42 @@ WORD_MODES = ("surface", "syntactic")
 
 
 def format_prob(p: float) -> str:
-    """Shortest decimal string that reads back to the same float32."""
+    """Shortest decimal string that reads back to the same float32 (positional, no exponent, no trailing
+    ``.0``): numpy's Dragon4, the definition :func:`format_probs` is tested against."""
     return np.format_float_positional(np.float32(p), unique=True, trim="-")
+
+
+def format_probs(prob: np.ndarray) -> list[str]:
+    """:func:`format_prob` of every value, in one C call: ``orjson`` writes a float32 array with the shortest
+    digits that read back to the same float32 (as Dragon4), and this drops its ``.0`` on integral values.
+    Entries orjson writes with an exponent (below about 1e-6 or above 1e16) or as ``null`` (NaN, inf) are
+    made by :func:`format_prob` itself; the parity test (``tests/test_conllu_writer.py``) compares the two.
+
+    Args:
+        prob: (K,) probabilities, any float dtype (cast to float32).
+
+    Returns:
+        K strings.
+    """
+    a = np.ascontiguousarray(prob, dtype=np.float32).reshape(-1)
+    if a.size == 0:
+        return []
+    raw = orjson.dumps(a, option=orjson.OPT_SERIALIZE_NUMPY)  # b"[0.5,1.0,...]"
+    # shortest digits never end in 0 after the point, so ".0," only ends an integral value
+    out = (raw[1:-1] + b",").replace(b".0,", b",").decode("ascii").split(",")
+    out.pop()
+    if b"e" in raw or b"n" in raw:  # exponent, null: the rare values numpy writes positionally
+        for i, s in enumerate(out):
+            if "e" in s or "n" in s:
+                out[i] = format_prob(a[i])
+    return out
 
 
 def format_ldd(ldd: SparseLDD) -> str:
     """``DEP,HEAD,REL,PROB`` entries joined by spaces (the ``# ldd`` comment value)."""
     return " ".join(
-        f"{int(d)},{int(h)},{r},{format_prob(p)}" for d, h, r, p in zip(ldd.dep, ldd.head, ldd.rel, ldd.prob, strict=True)
+        f"{d},{h},{r},{p}"
+        for d, h, r, p in zip(np.asarray(ldd.dep).tolist(), np.asarray(ldd.head).tolist(), ldd.rel, format_probs(ldd.prob), strict=True)
     )
 
 
@@ -382,8 +411,40 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def _comment(key: str, value: str) -> str:
+    return f"# {key} = {value}" if value else f"# {key}"  # conllu's serializer: an empty value gives "# key"
+
+
+def sentence_block(sent: ParsedSentence, line: int) -> str:
+    """The CoNLL-U block of one sentence (comments, token lines, the blank line), as a string.
+
+    Byte-identical to ``sentence_tokenlist(sent, line).serialize()`` (the ``conllu`` library's serializer:
+    ``None`` as ``_``, values with ``str.format``, an empty comment value as ``# key``), without building a
+    ``Token`` per word; ``tests/test_conllu_writer.py`` checks the two agree on real parses.
+    """
+    out = [f"# line = {line}", _comment("text", " ".join(sent.words))]
+    if sent.tree:
+        out.append(_comment("constituency", _one_line(sent.tree)))
+        if sent.tree_source and sent.tree_source != "constituency":
+            out.append(_comment("tree_source", sent.tree_source))
+    if sent.ldd is not None:
+        out.append(_comment("ldd_threshold", format_prob(sent.ldd.threshold)))
+        out.append(_comment("ldd", format_ldd(sent.ldd)))
+    out += [
+        f"{i}\t{w}\t_\t{u or '_'}\t_\t_\t{int(h)}\t{'_' if d is None else d}\t_\t_"
+        for i, (w, u, h, d) in enumerate(zip(sent.words, sent.upos, sent.heads, sent.deprels, strict=True), 1)
+    ]
+    return "\n".join(out) + "\n\n"
+
+
+def error_block(line: int, reason: str) -> str:
+    """The comment-only block of a line without a parse (``error_tokenlist(line, reason).serialize()``)."""
+    return f"# line = {line}\n# error = {_one_line(reason) or 'unknown error'}\n\n"
+
+
 def sentence_tokenlist(sent: ParsedSentence, line: int) -> TokenList:
-    """The ``conllu.TokenList`` of one sentence, with the comments described in the module docstring."""
+    """The ``conllu.TokenList`` of one sentence, with the comments described in the module docstring
+    (:func:`write_conllu` writes the same bytes with :func:`sentence_block`)."""
     meta = Metadata()
     meta["line"] = str(line)
     meta["text"] = " ".join(sent.words)
@@ -419,9 +480,8 @@ def write_conllu(lines: Iterable[ParsedLine], out: IO[str]) -> int:
     n = 0
     for pl in lines:
         if pl.error is not None or not pl.sentences:
-            out.write(error_tokenlist(pl.line, pl.error or "empty line").serialize())
+            out.write(error_block(pl.line, pl.error or "empty line"))
         else:
-            for sent in pl.sentences:
-                out.write(sentence_tokenlist(sent, pl.line).serialize())
+            out.write("".join([sentence_block(sent, pl.line) for sent in pl.sentences]))
         n += 1
     return n

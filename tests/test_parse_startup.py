@@ -1,0 +1,45 @@
+"""Start-up work ``synprep parse`` skips: the stanza trainers' optimizers (only training uses them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+PROBE = """
+import json, sys
+import stanza.models.common.utils as su
+real = su.get_split_optimizer
+from synprep.parse import ParserSpec, parse_lines
+spec = ParserSpec(lang="de", dir=sys.argv[1], package="synprep")
+out = list(parse_lines([["Das", "Haus", "ist", "alt", "."]], spec))
+from synprep.parse import run
+parser = run.worker_parser(spec)
+print(json.dumps({
+    "dynamo": "torch._dynamo" in sys.modules,
+    "restored": su.get_split_optimizer is real,
+    "pos_optimizers": sorted(parser.nlp.processors["pos"].trainer.optimizers),
+    "heads": out[0].sentences[0].heads,
+}))
+"""
+
+
+def test_parsing_builds_no_optimizer_and_never_imports_dynamo(stanza_dir: Path):
+    # stanza's POS/depparse Trainer.__init__ build torch optimizers even to predict; the first one imports
+    # torch._dynamo (~1.4 s CPU per process, per worker). synprep's parser skips them while it loads.
+    proc = subprocess.run([sys.executable, "-c", PROBE, str(stanza_dir)], capture_output=True, text=True,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["pos_optimizers"] == []
+    assert got["dynamo"] is False
+    assert got["restored"] is True  # a Pipeline built afterwards (or training) gets stanza's optimizers again
+    assert len(got["heads"]) == 5 and got["heads"].count(0) == 1
