@@ -236,7 +236,10 @@ def _no_training_optimizers() -> Iterator[None]:
     """
     from stanza.models.common import utils
 
-    real = utils.get_split_optimizer
+    real = getattr(utils, "get_split_optimizer", None)
+    if real is None:  # another stanza: build the pipeline as it does
+        yield
+        return
 
     def skip(name: str, model: Any, *args: Any, **kwargs: Any) -> Any:
         if any(n.startswith("bert_model.") for n, _ in model.named_parameters()):
