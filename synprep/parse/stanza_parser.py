@@ -32,6 +32,7 @@ import functools
 import hashlib
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -232,25 +233,30 @@ def _no_training_optimizers() -> Iterator[None]:
     ``torch.optim`` optimizer imports ``torch._dynamo`` (and sympy): about 1.4 s of CPU per process — per
     worker — that parsing never uses (the optimizers only serve ``Trainer.update``/``save``). A model with
     BERT parameters keeps stanza's own call (its ``bert_finetuning`` flag is read from the optimizers' names).
-    The function is restored on exit.
+    The function is restored on exit; one pipeline is built at a time under the switch (a lock: two threads
+    building at once must not restore each other's stand-in).
     """
     from stanza.models.common import utils
 
-    real = getattr(utils, "get_split_optimizer", None)
-    if real is None:  # another stanza: build the pipeline as it does
-        yield
-        return
+    with _OPTIMIZER_SWITCH:
+        real = getattr(utils, "get_split_optimizer", None)
+        if real is None:  # another stanza: build the pipeline as it does
+            yield
+            return
 
-    def skip(name: str, model: Any, *args: Any, **kwargs: Any) -> Any:
-        if any(n.startswith("bert_model.") for n, _ in model.named_parameters()):
-            return real(name, model, *args, **kwargs)
-        return {}
+        def skip(name: str, model: Any, *args: Any, **kwargs: Any) -> Any:
+            if any(n.startswith("bert_model.") for n, _ in model.named_parameters()):
+                return real(name, model, *args, **kwargs)
+            return {}
 
-    utils.get_split_optimizer = skip
-    try:
-        yield
-    finally:
-        utils.get_split_optimizer = real
+        utils.get_split_optimizer = skip
+        try:
+            yield
+        finally:
+            utils.get_split_optimizer = real
+
+
+_OPTIMIZER_SWITCH = threading.Lock()
 
 
 class StanzaParser(ParserBackend):
