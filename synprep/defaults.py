@@ -32,16 +32,11 @@ class ParseDefaults:
             runs out of memory on 400+ words).
         batch_size: sentences per parser call sent to a worker.
         ldd_threshold: LDD entries with P(head, rel) below this are dropped (SPEC.md §4).
-        gpu_workers_per_device: an unpipelined ``--device cuda`` parse on this machine (loky) runs at most
-            this many ``-j`` workers per visible GPU (``$SYNPREP_GPU_WORKERS_PER_DEVICE`` overrides it). Measured
-            on one H100 with 16 cores, IWSLT14 test.de (docs/parse.md "GPU figures"): 4 workers 1665, 8 workers
-            1759, 16 workers 664 sentences/s (the processes' time slices on the GPU). Never changes the output.
     """
 
     max_words: int = 250
     batch_size: int = 64
     ldd_threshold: float = 0.01
-    gpu_workers_per_device: int = 8
 
 
 @dataclass(frozen=True)
@@ -51,6 +46,21 @@ class ShardDefaults:
     shard_size: int = 10000
 
 
+@dataclass(frozen=True)
+class RuntimeDefaults:
+    """How a run uses the machine: never part of a folder's configuration, never changes the output.
+
+    Attributes:
+        gpu_workers_per_device: a ``--device cuda`` parse on this machine (loky) runs this many workers per
+            visible GPU without ``-j``, and at most this many with it (``$SYNPREP_GPU_WORKERS_PER_DEVICE``
+            overrides it). Measured on one H100 with 16 cores, IWSLT14 test.de (docs/parse.md "GPU
+            figures"): 4 workers 1665, 8 workers 1759, 16 workers 664 sentences/s.
+    """
+
+    gpu_workers_per_device: int = 8
+
+
 CLEAN_DEFAULTS = CleanDefaults()
 PARSE_DEFAULTS = ParseDefaults()
 SHARD_DEFAULTS = ShardDefaults()
+RUNTIME_DEFAULTS = RuntimeDefaults()

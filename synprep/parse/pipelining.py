@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from synprep.defaults import PARSE_DEFAULTS
+from synprep.defaults import RUNTIME_DEFAULTS
 from synprep.errors import ConfigError
 from synprep.parse.base import ParserSpec
 
@@ -30,7 +30,7 @@ def visible_gpus() -> int:
 
 def gpu_workers_per_device() -> int:
     """Parse workers per visible GPU: ``$SYNPREP_GPU_WORKERS_PER_DEVICE`` when set, else
-    :attr:`synprep.defaults.ParseDefaults.gpu_workers_per_device` (8).
+    :attr:`synprep.defaults.RuntimeDefaults.gpu_workers_per_device` (8).
 
     Raises:
         ConfigError: the variable is not a whole number >= 1.
@@ -38,12 +38,12 @@ def gpu_workers_per_device() -> int:
     env = os.environ.get("SYNPREP_GPU_WORKERS_PER_DEVICE", "")
     if env and (not env.isdigit() or int(env) < 1):
         raise ConfigError(f"SYNPREP_GPU_WORKERS_PER_DEVICE must be a whole number >= 1, not {env!r}")
-    return int(env) if env else PARSE_DEFAULTS.gpu_workers_per_device
+    return int(env) if env else RUNTIME_DEFAULTS.gpu_workers_per_device
 
 
 def gpu_parse_jobs(jobs: int, device: str, backend: str, scheduler: str | None) -> int:
     """The workers of a parse given ``-j jobs``: ``jobs``, except for a ``device="cuda"`` parse
-    on this machine (loky), capped at ``gpu_workers_per_device`` (:class:`synprep.defaults.ParseDefaults`, or
+    on this machine (loky), capped at ``gpu_workers_per_device`` (:class:`synprep.defaults.RuntimeDefaults`, or
     ``$SYNPREP_GPU_WORKERS_PER_DEVICE``) per visible GPU: more processes than that slow the shared GPU down.
     The output is the same bytes with any worker count.
 
