@@ -28,6 +28,18 @@ def visible_gpus() -> int:
     return int(torch.cuda.device_count())
 
 
+def _env_count(name: str) -> int | None:
+    """The whole number >= 1 in ``$name``, None when unset or empty.
+
+    Raises:
+        ConfigError: the variable is set to anything else.
+    """
+    env = os.environ.get(name, "")
+    if env and (not env.isdigit() or int(env) < 1):
+        raise ConfigError(f"{name} must be a whole number >= 1, not {env!r}")
+    return int(env) if env else None
+
+
 def gpu_workers_per_device() -> int:
     """Parse workers per visible GPU: ``$SYNPREP_GPU_WORKERS_PER_DEVICE`` when set, else
     :attr:`synprep.defaults.RuntimeDefaults.gpu_workers_per_device` (8).
@@ -35,10 +47,8 @@ def gpu_workers_per_device() -> int:
     Raises:
         ConfigError: the variable is not a whole number >= 1.
     """
-    env = os.environ.get("SYNPREP_GPU_WORKERS_PER_DEVICE", "")
-    if env and (not env.isdigit() or int(env) < 1):
-        raise ConfigError(f"SYNPREP_GPU_WORKERS_PER_DEVICE must be a whole number >= 1, not {env!r}")
-    return int(env) if env else RUNTIME_DEFAULTS.gpu_workers_per_device
+    n = _env_count("SYNPREP_GPU_WORKERS_PER_DEVICE")
+    return RUNTIME_DEFAULTS.gpu_workers_per_device if n is None else n
 
 
 def gpu_parse_jobs(jobs: int, device: str, backend: str, scheduler: str | None) -> int:
@@ -58,7 +68,6 @@ def gpu_parse_jobs(jobs: int, device: str, backend: str, scheduler: str | None) 
         log.info("parse: %d GPU workers (%d per visible GPU; -j %d): more processes slow a shared GPU down "
                  "(SYNPREP_GPU_WORKERS_PER_DEVICE)", cap, per, jobs)
     return min(jobs, cap)
-
 
 
 def pipelined(spec: ParserSpec, backend: str, scheduler: str | None, pipeline: bool | None) -> bool:
@@ -85,11 +94,9 @@ def forward_workers(spec: ParserSpec) -> int:
     Raises:
         ConfigError: the variable is not a whole number >= 1.
     """
-    env = os.environ.get("SYNPREP_PARSE_FORWARD_WORKERS", "")
-    if env:
-        if not env.isdigit() or int(env) < 1:
-            raise ConfigError(f"SYNPREP_PARSE_FORWARD_WORKERS must be a whole number >= 1, not {env!r}")
-        return int(env)
+    n = _env_count("SYNPREP_PARSE_FORWARD_WORKERS")
+    if n is not None:
+        return n
     return visible_gpus() if spec.device == "cuda" else 1
 
 
