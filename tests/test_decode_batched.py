@@ -95,3 +95,57 @@ def _pair(batch, b):
     return PairRecord(line=b + 1, src_ids=batch.src_tokens[b, :n].numpy(), tgt_ids=e, word_index=e, heads=e, deprel=e,
                       upos=e, sent_start=e, gaps_cnf=gaps, gaps_nary=gaps, ldd_dep=e, ldd_head=e, ldd_rel=e,
                       ldd_prob=e.astype(np.float32))
+
+
+@pytest.mark.parametrize("backend", ["auto", "math"])
+def test_translate_in_threads_gives_the_same_hypotheses(trained, backend, monkeypatch):
+    """`translate -j 3`: batches decoded in three threads (torch's threads shared out, the attention
+    kernels scoped once around the pool) give the hypotheses of one thread, in dataset order; torch's
+    thread count and the checkpoint's kernel policy are restored after."""
+    import dataclasses
+
+    from synprep.train import runtime
+
+    model, batches = trained
+    monkeypatch.setattr(model, "cfg", dataclasses.replace(model.cfg, attention_backend=backend))
+    batch = batches["unseen"]
+    recs = RecordDataset([_pair(batch, b) for b in range(batch.size)])
+    threads = torch.get_num_threads()
+    try:
+        one = translate_dataset(model, recs, beam=5, max_len_b=200, max_tokens=64, progress=False)
+        three = translate_dataset(model, recs, beam=5, max_len_b=200, max_tokens=64, progress=False, jobs=3)
+        kernels = (runtime._masked, runtime._unmasked)
+    finally:
+        runtime.set_attention_backend("auto")
+    assert three == one == reference.beam_search(model, batch, 5, 1.0, 0.0, 200)
+    assert torch.get_num_threads() == threads
+    assert kernels == ((None, None) if backend == "auto" else runtime._KERNELS["math"])
+
+
+def test_shared_kernels_scope_the_kernels_once():
+    """Inside `shared_kernels` sdpa enters no scope of its own (a per-call scope ending in one thread
+    while another thread's call runs would switch that call's kernel) and the policy's kernels are
+    the process's; after it, both are as before."""
+    from synprep.train import runtime
+
+    runtime.set_attention_backend("math")
+    try:
+        assert torch.backends.cuda.flash_sdp_enabled()  # per call only, outside
+        with runtime.shared_kernels():
+            assert (runtime._masked, runtime._unmasked) == (None, None)
+            assert torch.backends.cuda.math_sdp_enabled() and not torch.backends.cuda.flash_sdp_enabled()
+        assert torch.backends.cuda.flash_sdp_enabled()
+        assert runtime._masked == [torch.nn.attention.SDPBackend.MATH]
+    finally:
+        runtime.set_attention_backend("auto")
+
+
+def test_jobs_on_a_gpu_is_an_error():
+    """-j decodes batches side by side on the CPU only: on a GPU the option would have no effect."""
+    from synprep.errors import ConfigError
+    from synprep.train.decode import check_jobs
+
+    check_jobs(4, "cpu")
+    check_jobs(1, "cuda")
+    with pytest.raises(ConfigError, match="-j/--jobs 2 decodes several batches at once on the CPU; on cuda:0"):
+        check_jobs(2, "cuda:0")

@@ -174,9 +174,12 @@ def _postprocess(pieces: list[str], remove_bpe: bool) -> str:
                    "keep_last_epochs) of the run folder holding --checkpoint, instead of --checkpoint itself "
                    "(fairseq's average_checkpoints --num-epoch-checkpoints N).")
 @click.option("--progress/--no-progress", default=None, help="tqdm progress bar.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="CPU: batches decoded at once, each in a thread of this process (torch's threads shared out "
+                   "between them); try the number of cores. Same hypotheses. 1 on a GPU.")
 @_device_option
 def translate_cmd(checkpoint, shards_dir, split, input_path, output_path, beam, lenpen, max_len_a, max_len_b,
-                  max_tokens, remove_bpe, detok_lang, ref_out, lines_out, average_last, progress, device):
+                  max_tokens, remove_bpe, detok_lang, ref_out, lines_out, average_last, progress, jobs, device):
     """Translate with a trained model (beam search).
 
     \b
@@ -189,11 +192,12 @@ def translate_cmd(checkpoint, shards_dir, split, input_path, output_path, beam, 
 
     from synprep.constants import UNK_ID
     from synprep.train.data import RecordDataset, ShardDataset
-    from synprep.train.decode import load_model, translate_dataset
+    from synprep.train.decode import check_jobs, load_model, translate_dataset
     from synprep.train.distributed import resolve_device
     from synprep.types import PairRecord
 
     dev = resolve_device(device)
+    check_jobs(jobs, dev)  # before the model is loaded
     average = _last_epochs(Path(checkpoint).parent, average_last) if average_last else None
     model, cfg, symbols = load_model(checkpoint, dev, average=average)
     beam = beam or cfg.beam
@@ -229,7 +233,7 @@ def translate_cmd(checkpoint, shards_dir, split, input_path, output_path, beam, 
     hyps = translate_dataset(model, dataset, beam=beam, lenpen=lenpen,
                              max_len_a=cfg.max_len_a if max_len_a is None else max_len_a,
                              max_len_b=cfg.max_len_b if max_len_b is None else max_len_b, max_tokens=max_tokens,
-                             device=dev, progress=progress)
+                             device=dev, progress=progress, jobs=jobs)
     rb = remove_bpe or detok_lang is not None
 
     def post(lines: list[str]) -> list[str]:

@@ -228,21 +228,35 @@ def load_model(path, device: torch.device | str = "cpu", average=None):
     return model.to(device).eval(), cfg, symbols
 
 
+def check_jobs(jobs: int, device: torch.device | str) -> None:
+    """Raises ConfigError: ``jobs`` > 1 on a device other than the CPU (a GPU decodes one batch at a time)."""
+    from synprep.errors import ConfigError
+
+    if jobs > 1 and torch.device(device).type != "cpu":
+        raise ConfigError(f"-j/--jobs {jobs} decodes several batches at once on the CPU; on {device} the batches "
+                          "run one after another (raise --max-tokens for larger batches instead)")
+
+
 @torch.no_grad()
 def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float = 1.0, max_len_a: float = 0.0,
                       max_len_b: int = 200, max_tokens: int = 4096, device: torch.device | str = "cpu",
-                      progress: bool | None = None) -> list[list[int]]:
+                      progress: bool | None = None, jobs: int = 1) -> list[list[int]]:
     """Translate every pair of a dataset (its source side), batched by source length.
 
     Args:
         model: in eval mode. dataset: yields ``(index, PairRecord)``, has ``src_lengths``.
         beam: 1 = greedy search. max_tokens: source tokens per batch (padding included).
+        jobs: batches decoded at once, each in a thread of this process (CPU only): torch's
+            intra-op threads are shared out between them (``max(1, threads // jobs)`` each, restored
+            after). A small model's search step is many small operations that one thread runs
+            better than several; batches in parallel use the cores instead (:func:`_in_threads`).
 
     Returns:
-        hypotheses (token ids, no ``</s>``) in dataset order.
+        hypotheses (token ids, no ``</s>``) in dataset order, whatever ``jobs``.
 
     Raises:
         InputError: a source longer than the model's ``max_positions`` (the message names its line).
+        ConfigError: ``jobs`` > 1 on a device other than the CPU (a GPU decodes one batch at a time).
     """
     import sys
 
@@ -262,21 +276,53 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
                          None, line)
     from synprep.train import runtime
 
+    check_jobs(jobs, device)
     policy = runtime.resolve(cfg, device)  # the checkpoint's decode autocast and attention kernels
     runtime.apply(policy)
     sampler = BucketBatchSampler(src, src, max(max_tokens, int(src.max(initial=0)) + 1), shuffle=False)
     collate = Collater.for_model(model)
     out: list[list[int]] = [[] for _ in range(len(dataset))]
     show = sys.stderr.isatty() if progress is None else progress
+
+    def search(batch: Batch) -> tuple[list[int], list[list[int]]]:
+        with policy.autocast("decode"):  # autocast and no_grad are per thread
+            if beam == 1:
+                return batch.ids.tolist(), greedy_search(model, batch, max_len_a, max_len_b)
+            return batch.ids.tolist(), beam_search(model, batch, beam, lenpen, max_len_a, max_len_b)
+
+    batches = (collate([dataset[i] for i in idx]).to(device) for idx in sampler)  # read in this thread only
     with tqdm(total=len(dataset), desc="translate", unit="sent", file=sys.stderr, disable=not show, leave=False) as bar:
-        for idx in sampler:
-            batch = collate([dataset[i] for i in idx]).to(device)
-            with policy.autocast("decode"):
-                if beam == 1:
-                    hyps = greedy_search(model, batch, max_len_a, max_len_b)
-                else:
-                    hyps = beam_search(model, batch, beam, lenpen, max_len_a, max_len_b)
-            for i, h in zip(batch.ids.tolist(), hyps, strict=True):
+        for ids, hyps in _in_threads(search, batches, jobs):
+            for i, h in zip(ids, hyps, strict=True):
                 out[i] = h
-            bar.update(len(idx))
+            bar.update(len(ids))
     return out
+
+
+def _in_threads(fn, items, jobs: int):
+    """``fn(item)`` for every item, in order; with ``jobs`` > 1 in a pool of ``jobs`` threads, at most
+    ``2 · jobs`` items taken from ``items`` ahead of the result returned (memory stays flat), torch's
+    intra-op threads shared out (``max(1, n // jobs)`` each while the pool runs) and the attention
+    kernels scoped once around the pool (:func:`synprep.train.runtime.shared_kernels`). torch releases
+    the GIL inside its operations, so the threads' searches run on different cores."""
+    if jobs <= 1:
+        yield from map(fn, items)
+        return
+    import collections
+    from concurrent.futures import ThreadPoolExecutor
+
+    from synprep.train import runtime
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(1, threads // jobs))
+    try:
+        with runtime.shared_kernels(), ThreadPoolExecutor(jobs, thread_name_prefix="translate") as pool:
+            pending: collections.deque = collections.deque()
+            for item in items:
+                pending.append(pool.submit(fn, item))
+                if len(pending) >= 2 * jobs:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+    finally:
+        torch.set_num_threads(threads)

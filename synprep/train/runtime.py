@@ -161,6 +161,31 @@ def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, attn_mask: torch.Ten
 
 
 @contextlib.contextmanager
+def shared_kernels():
+    """Context for :func:`sdpa` called from several threads at once (``translate -j``).
+
+    ``sdpa_kernel``'s switches are process-wide: a scope that :func:`sdpa` enters per call in one
+    thread can end while another thread's call runs, which then runs under the switches from before
+    its own scope (another kernel, other bits). Inside this context the kernels are scoped once, around
+    every thread, and :func:`sdpa` enters no scope of its own. It takes the masked calls' kernels for
+    all calls: off CUDA (the only device decoded from several threads) they equal the unmasked
+    calls' (the two lists differ in CUDA kernels only, :data:`_KERNELS`).
+    """
+    global _masked, _unmasked
+    saved = (_masked, _unmasked)
+    kernels = _masked if _masked is not None else _unmasked
+    if kernels is None:
+        yield
+        return
+    _masked = _unmasked = None
+    try:
+        with sdpa_kernel(kernels):
+            yield
+    finally:
+        _masked, _unmasked = saved
+
+
+@contextlib.contextmanager
 def attention_backend(name: str, device: torch.device | str = "cpu"):
     """Context: :func:`set_attention_backend` inside, the previous kernels restored after."""
     global _masked, _unmasked
