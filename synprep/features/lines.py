@@ -338,7 +338,7 @@ def ldd_lines(items: Iterable[LineInput], *, threshold: float = 0.0, labels: lis
         InputError: malformed LDD entries (names the line).
     """
     from synprep.features.ldd import ldd_piece_matrix, line_ldd
-    from synprep.parse.conllu_io import format_prob
+    from synprep.parse.conllu_io import format_probs
     from synprep.types import DEPRELS
 
     for item in items:
@@ -348,14 +348,13 @@ def ldd_lines(items: Iterable[LineInput], *, threshold: float = 0.0, labels: lis
             continue
         try:
             dep, head, rel, prob = line_ldd(pl.sentences, threshold)
-            if labels is None:
-                entries = [(int(d), int(h), DEPRELS[int(r)], float(p)) for d, h, r, p in zip(dep, head, rel, prob,
-                                                                                          strict=True)]
+            if labels is None:  # the probabilities formatted in one call (format_probs), as parse's CoNLL-U
+                entries = list(zip(np.asarray(dep).tolist(), np.asarray(head).tolist(),
+                                   [DEPRELS[r] for r in np.asarray(rel).tolist()], format_probs(prob), strict=True))
                 if as_json:
-                    yield json.dumps([[d, h, r, float(format_prob(p))] for d, h, r, p in entries],
-                                     separators=(",", ":"))
+                    yield json.dumps([[d, h, r, float(p)] for d, h, r, p in entries], separators=(",", ":"))
                 else:
-                    yield " ".join(f"{d},{h},{r},{format_prob(p)}" for d, h, r, p in entries)
+                    yield " ".join(f"{d},{h},{r},{p}" for d, h, r, p in entries)
                 continue
             wi = item.word_index if item.word_index is not None else np.arange(len(pl.words))
             dense = ldd_piece_matrix(dep, head, rel, prob, wi, labels, root=root)
