@@ -23,6 +23,7 @@ Timings on a shared machine are noisy: compare the ratio, measured in the same r
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import sys
@@ -42,6 +43,7 @@ from synprep.train import decode  # noqa: E402
 from synprep.train.config import load_preset, with_overrides  # noqa: E402
 from synprep.train.data import BucketBatchSampler, Collater, RecordDataset  # noqa: E402
 from synprep.train.loop import Trainer  # noqa: E402
+from synprep.train.model import Seq2Seq  # noqa: E402
 from tests import decode_reference as reference  # noqa: E402
 
 
@@ -58,6 +60,75 @@ def copy_task_model(n_sent: int, steps: int, device: str, vocab: int = 1000, pre
         for _, batch in zip(range(steps), endless(tr), strict=False):
             tr.train_step([batch])
     return tr.model.eval(), RecordDataset(recs[2000:])
+
+
+def length_bound_model(preset: str, n_sent: int, device: str, vocab: int = 10000, seed: int = 0,
+                       overrides: dict | None = None):
+    """An UNTRAINED ``preset`` model and ``n_sent`` synthetic records: a decoding workload whose length is
+    realistic by construction (the GPU suite's ``translate_iwslt_size``; a proxy, not a translation).
+
+    The model is the preset's :class:`~synprep.train.model.Seq2Seq` (with ``overrides``, config fields, if
+    given) over a ``vocab``-token vocabulary, its initialisation seeded by ``seed`` (``torch.manual_seed``),
+    in eval mode on ``device``; the records are
+    :func:`synprep.shards.synthetic.random_records` (seed ``seed``, ids in [4, ``vocab``): ~20 words, ~30
+    pieces per source, every syntax field, so the gated presets collate too). Decoded with ``max_len_a =
+    1.0, max_len_b = 0`` (limit = source length with ``</s>``: ``synprep.train.decode._limits``), nearly
+    every sentence runs to its limit, as an untrained model almost never ranks ``</s>`` among a beam's best
+    2·beam of ``vocab`` tokens (and a sentence leaves the search early only after beam finished
+    hypotheses): the steps per sentence = its source length + 1, like a trained IWSLT14 model's, whose
+    hypotheses are about as long as the sources. Measured on the CPU (300 sentences per preset, beam 5,
+    fp32 and bf16 autocast, :func:`counting_steps`): every search of both IWSLT14 presets ran to its
+    limit; vanilla's best hypotheses were all source-long, 11-12 % of gated's shorter (a short finished
+    hypothesis kept the best score while the search went on). The real measure is a trained checkpoint:
+    ``bench_translate.py --checkpoint CK --shards DIR``.
+
+    Returns:
+        (model, dataset): dataset a :class:`~synprep.train.data.RecordDataset` (``src_lengths``: pieces
+        without ``</s>``).
+    """
+    torch.manual_seed(seed)
+    model = Seq2Seq(with_overrides(load_preset(preset), overrides or {}), vocab).to(device).eval()
+    recs = list(random_records(n_sent, np.random.default_rng(seed), vocab_size=vocab))
+    return model, RecordDataset(recs)
+
+
+@contextlib.contextmanager
+def counting_steps(model, beam: int):
+    """Count the decoding steps of the searches run inside the block, without touching the decoder: a
+    forward hook on the decoder's embedding, which each incremental step calls once on the (N, 1)
+    newest tokens of the N = beam · A rows of its A running sentences (the encoder's calls are (B, T ≥ 2)).
+    Yields a one-element list: the sentence-steps so far (Σ over steps of A). Host-side shapes only: no sync."""
+    count = [0]
+
+    def hook(_module, inputs, _output) -> None:
+        x = inputs[0]
+        if x.dim() == 2 and x.shape[1] == 1:
+            count[0] += x.shape[0] // beam
+
+    handle = model.dec_embed.register_forward_hook(hook)
+    try:
+        yield count
+    finally:
+        handle.remove()
+
+
+def length_figures(model, bs: list, hyps: list[list[int]], sentence_steps: int, max_len_a: float,
+                   max_len_b: int) -> dict:
+    """How far the searches of batches ``bs`` ran (``hyps`` in batch order, as :func:`run` returns them;
+    ``sentence_steps`` from :func:`counting_steps`): ``mean_source_tokens`` (pieces, no ``</s>``),
+    ``mean_limit_steps`` (the length limit ``decode._limits``: a search's most steps, the last one ``</s>``)
+    and ``mean_search_steps`` (steps a sentence was in the search, ``steps_to_limit_fraction`` their ratio:
+    1.0 when every search ran to its limit); ``mean_hypothesis_tokens`` and ``ended_before_limit_fraction``
+    (best hypotheses shorter than limit − 1 tokens: a search may run on past a short finished hypothesis
+    that stays the best)."""
+    src = np.concatenate([b.src_lengths.cpu().numpy() - 1 for b in bs])  # src_lengths count </s>
+    lim = np.concatenate([decode._limits(model, b, max_len_a, max_len_b).cpu().numpy() for b in bs])
+    hyp = np.array([len(h) for h in hyps])
+    return {"mean_source_tokens": round(float(src.mean()), 2), "mean_limit_steps": round(float(lim.mean()), 2),
+            "mean_search_steps": round(sentence_steps / len(hyps), 2),
+            "steps_to_limit_fraction": round(sentence_steps / float(lim.sum()), 4),
+            "mean_hypothesis_tokens": round(float(hyp.mean()), 2),
+            "ended_before_limit_fraction": round(float(np.mean(hyp < lim - 1)), 4)}
 
 
 def batches(model, dataset, max_tokens: int, device: str) -> list:

@@ -390,10 +390,46 @@ def attention_figure(args) -> None:
           "steps": steps, "tokens_per_s": rates})
 
 
+TRANSLATE_PRESETS = ("vanilla_iwslt14_de_en", "gated_iwslt14_de_en")
+
+
 def translate_figure(args) -> None:
-    """Beam-5 sentences/s of the batched decoder on an IWSLT14-size model (``vanilla_iwslt14_de_en``, trained
-    a few hundred updates on a copy task: its hypotheses end), against the per-hypothesis reference on a
-    subset; bf16 autocast on CUDA."""
+    """Beam-5 sentences/s of the batched decoder on IWSLT14-size models (``vanilla_iwslt14_de_en`` and
+    ``gated_iwslt14_de_en``, vocabulary 10,000), bf16 autocast on CUDA: a PROXY workload, not a translation.
+
+    The models are UNTRAINED (seeded init: ``bench_translate.length_bound_model``) and decode synthetic
+    records of realistic shape (~30 source pieces) with the limit ``1.0·src_len`` (``max_len_a 1.0,
+    max_len_b 0``): an untrained model almost never ranks ``</s>`` among a beam's best 10 of 10,000
+    tokens, so nearly every sentence runs to its limit and takes about as many steps as it has source
+    pieces, as a trained IWSLT14 model's hypotheses do. The record says how far the searches ran (over
+    the ``max_tokens`` 4096 run: ``bench_translate.length_figures``): ``mean_search_steps`` against
+    ``mean_limit_steps`` (``steps_to_limit_fraction``), ``mean_hypothesis_tokens`` against
+    ``mean_source_tokens``, ``ended_before_limit_fraction``. The real measure is a trained checkpoint:
+    ``bench_translate.py --checkpoint CK --shards DIR``.
+
+    Per preset (a ``translate_iwslt_size_preset`` line as each ends, then the whole record): 6750
+    sentences (IWSLT14 test's size; ``--small``: 16, the models shrunk to 2+2 layers of width 64) in
+    ``translate``'s length-bucketed batches of ``max_tokens`` 4096, 16384 and 32768 source tokens
+    (collation untimed), each after a warm-up on its first batch: decode seconds and sentences/s; then the first 200 sentences (``--small``: 4) through the
+    per-hypothesis reference decoder (``tests/decode_reference.py``) and the batched one, ``max_tokens``
+    4096, no further warm-up: ``identical_on_subset`` and both timings. No training: a few seconds per
+    run on an H100. A run that would start after the suite's ``--budget`` is spent is skipped with the
+    reason; one that fails records its error and the figure goes on.
+    """
+    import torch
+
+    cuda = args.device.startswith("cuda")
+    threads = torch.get_num_threads()
+    if not cuda:  # one thread, as bench_translate.py's default: two spinning threads on a loaded 2-core
+        torch.set_num_threads(1)  # machine made single runs 40x slower
+    try:
+        _translate_runs(args, cuda)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _translate_runs(args, cuda: bool) -> None:
+    """:func:`translate_figure`'s runs and record."""
     import bench_translate as bt
     import numpy as np
     import torch
@@ -401,33 +437,67 @@ def translate_figure(args) -> None:
     from synprep.train import decode
     from tests import decode_reference as reference
 
-    cuda = args.device.startswith("cuda")
-    n, ref_n, steps, preset = (24, 8, 10, "tiny") if args.small else (2000, 200, 300, "vanilla_iwslt14_de_en")
-    t0 = time.perf_counter()
-    model, dataset = bt.copy_task_model(n, steps, args.device, preset=preset)
-    train_s = time.perf_counter() - t0
-    rec: dict = {"figure": "translate_iwslt_size", "device": args.device, "preset": preset, "copy_task_updates": steps,
-                 "train_seconds": round(train_s, 1), "beam": 5, "bf16": cuda}
+    n, ref_n = (16, 4) if args.small else (6750, 200)
+    # --small: the presets' syntax variants at the tiny preset's width and depth (seconds on a CPU; the
+    # vocabulary, what keeps </s> out of the beams, stays 10,000)
+    shrink = {"d_model": 64, "ffn_dim": 128, "encoder_layers": 2, "decoder_layers": 2} if args.small else None
+    beam, lenpen, a, b, vocab = 5, 1.0, 1.0, 0, 10000
+    rec: dict = {"figure": "translate_iwslt_size", "device": args.device,
+                 "model": "untrained (seeded init), length-bound workload: a proxy of IWSLT14 test's decoding "
+                          "length; a trained checkpoint is the real measure (bench_translate.py --checkpoint)",
+                 "sentences": n, "vocab": vocab, "beam": beam, "lenpen": lenpen, "max_len_a": a, "max_len_b": b,
+                 "bf16": cuda, "torch_threads": torch.get_num_threads(), "architecture_overrides": shrink,
+                 "presets": {}}
+    errors: dict[str, str] = {}
     amp = torch.autocast(torch.device(args.device).type, dtype=torch.bfloat16, enabled=cuda)
-    with amp:
-        for max_tokens in (4096, 16384):
-            bs = bt.batches(model, dataset, max_tokens, args.device)
-            bt.run(decode, model, bs[:1], 5, 1.0, 1.5, 10, args.device)  # warm-up
-            dt, hyps = bt.run(decode, model, bs, 5, 1.0, 1.5, 10, args.device)
-            sents = sum(x.size for x in bs)
-            rec[f"batched max_tokens {max_tokens}"] = {"sentences": sents, "seconds": round(dt, 2),
-                                                       "sentences_per_s": round(sents / dt, 1)}
-        rec["mean_hypothesis_tokens"] = round(float(np.mean([len(h) for h in hyps])), 1)
-        rec["mean_source_tokens"] = round(float(np.mean(dataset.src_lengths)), 1)
-        sub = torch.utils.data.Subset(dataset, range(ref_n))
-        sub.src_lengths = np.asarray(dataset.src_lengths)[:ref_n]  # type: ignore[attr-defined]
-        bs = bt.batches(model, sub, 4096, args.device)
-        out = {}
-        for name, search in (("reference", reference), ("batched", decode)):
-            bt.run(search, model, bs[:1], 5, 1.0, 1.5, 10, args.device)
-            dt, out[name] = bt.run(search, model, bs, 5, 1.0, 1.5, 10, args.device)
-            rec[f"{name} on {ref_n}"] = {"seconds": round(dt, 2), "sentences_per_s": round(ref_n / dt, 1)}
-        rec["identical_on_subset"] = out["reference"] == out["batched"]
+    budget = f"skipped: the suite's --budget of {args.budget:.0f} s is spent"
+    for preset in TRANSLATE_PRESETS:
+        if remaining(args) <= 0:
+            rec["presets"][preset] = budget
+            continue
+        model, dataset = bt.length_bound_model(preset, n, args.device, vocab=vocab, overrides=shrink)
+        out: dict = {}
+        with amp:
+            for max_tokens in (4096, 16384, 32768):
+                key = f"max_tokens {max_tokens}"
+                if remaining(args) <= 0:
+                    out[key] = budget
+                    continue
+                try:
+                    bs = bt.batches(model, dataset, max_tokens, args.device)
+                    bt.run(decode, model, bs[:1], beam, lenpen, a, b, args.device)  # warm-up
+                    with bt.counting_steps(model, beam) as steps:
+                        dt, hyps = bt.run(decode, model, bs, beam, lenpen, a, b, args.device)
+                    sents = sum(x.size for x in bs)
+                    out[key] = {"sentences": sents, "batches": len(bs), "decode_seconds": round(dt, 2),
+                                "sentences_per_s": round(sents / dt, 1)}
+                    if "mean_search_steps" not in out:
+                        out.update(bt.length_figures(model, bs, hyps, steps[0], a, b))
+                except Exception as e:  # noqa: BLE001 - e.g. out of memory at one size: say so, go on
+                    errors[f"{preset} {key}"] = out[key] = f"{type(e).__name__}: {str(e)[:300]}"
+            if remaining(args) <= 0:
+                out["identical_on_subset"] = budget
+            else:
+                try:
+                    sub = torch.utils.data.Subset(dataset, range(ref_n))
+                    sub.src_lengths = np.asarray(dataset.src_lengths)[:ref_n]  # type: ignore[attr-defined]
+                    bs = bt.batches(model, sub, 4096, args.device)
+                    same: dict[str, list] = {}
+                    for name, search in (("reference", reference), ("batched", decode)):
+                        dt, same[name] = bt.run(search, model, bs, beam, lenpen, a, b, args.device)
+                        out[f"{name} on {ref_n}"] = {"decode_seconds": round(dt, 2),
+                                                     "sentences_per_s": round(ref_n / dt, 1)}
+                    out["identical_on_subset"] = same["reference"] == same["batched"]
+                except Exception as e:  # noqa: BLE001 - the timings above still count
+                    errors[f"{preset} identical_on_subset"] = out["identical_on_subset"] = \
+                        f"{type(e).__name__}: {str(e)[:300]}"
+        rec["presets"][preset] = out
+        emit({"figure": "translate_iwslt_size_preset", "device": args.device, "preset": preset, **out})
+        del model
+        if cuda:
+            torch.cuda.empty_cache()
+    if errors:
+        rec["error"] = errors
     emit(rec)
 
 
