@@ -36,3 +36,20 @@ def test_bench_translate_small_on_the_cpu():
                                                                 ("translate_speedup", None)]
     assert rows[2]["identical"] is True and rows[2]["sentences"] == 64 and rows[2]["beam"] == 5
     assert all(r["sentences_per_s"] > 0 for r in rows[:2])
+
+
+def test_bench_translate_versions_small_against_this_checkout():
+    """The cross-version translate benchmark's machinery (baseline = this checkout): the baseline's code
+    trains the checkpoint, every run reads it and decodes the same sentences, -j included, and the
+    comparison says the hypotheses are the same."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_translate_versions.py"), "--baseline",
+                           str(ROOT), "--small", "--jobs", "2", "--threads", "1"],
+                          capture_output=True, text=True, cwd=ROOT, check=True, timeout=900)
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [(r["figure"], r.get("run")) for r in rows] == [("translate_version", "baseline"),
+                                                            ("translate_version", "now -j 1"),
+                                                            ("translate_version", "now -j 2"),
+                                                            ("translate_versions", None)]
+    assert len({r["hypotheses_sha256"] for r in rows[:3]}) == 1 and rows[3]["identical"] is True
+    assert all(r["sentences_per_s"] > 0 for r in rows[:3]) and rows[3]["sentences"] == 24
+    assert set(rows[3]["vs_baseline"]) == {"now -j 1", "now -j 2"}
