@@ -248,8 +248,8 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
         beam: 1 = greedy search. max_tokens: source tokens per batch (padding included).
         jobs: batches decoded at once, each in a thread of this process (CPU only): torch's
             intra-op threads are shared out between them (``max(1, threads // jobs)`` each, restored
-            after). A small model's search step is many small operations that one thread runs
-            better than several; batches in parallel use the cores instead (:func:`_in_threads`).
+            after). A small model's search step is many small operations that intra-op threads speed
+            up little; batches side by side use the cores better (:func:`_in_threads`; docs/train.md).
 
     Returns:
         hypotheses (token ids, no ``</s>``) in dataset order, whatever ``jobs``.
