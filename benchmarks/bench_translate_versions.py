@@ -38,7 +38,9 @@ TRAIN_RECORDS = 2000
 
 def _records(n_eval: int):
     """The copy-task records of ``bench_translate.copy_task_model`` (the same generator and seed):
-    ``TRAIN_RECORDS`` to train on, then ``n_eval`` to translate."""
+    ``TRAIN_RECORDS`` to train on, then ``n_eval`` to translate. Repeated here, as is its training loop
+    in :func:`child_train`, on purpose: a child runs with the baseline checkout first on ``sys.path``,
+    whose ``bench_translate`` may not exist or may differ; only the library's API is shared."""
     import dataclasses
 
     import numpy as np
