@@ -89,7 +89,18 @@ def length_bound_model(preset: str, n_sent: int, device: str, vocab: int = 10000
     torch.manual_seed(seed)
     model = Seq2Seq(with_overrides(load_preset(preset), overrides or {}), vocab).to(device).eval()
     recs = list(random_records(n_sent, np.random.default_rng(seed), vocab_size=vocab))
+    decode_policy(model, device)
     return model, RecordDataset(recs)
+
+
+def decode_policy(model, device: str) -> None:
+    """Apply ``model``'s runtime policy (TF32, attention kernels) as ``synprep translate`` does before it
+    decodes (:func:`synprep.train.decode.translate_dataset`). Without it SDPA keeps torch's own kernel
+    choice: on Hopper cuDNN attention, which builds a new plan for every new shape, and the search's cache
+    grows by one position a step (the H200 run of 2026-11-26: 38 ms a step, 110 sentences/s)."""
+    from synprep.train import runtime
+
+    runtime.apply(runtime.resolve(model.cfg, torch.device(device)))
 
 
 @contextlib.contextmanager
@@ -182,6 +193,7 @@ def main() -> None:
         from synprep.train.data import ShardDataset
 
         model, cfg, _ = decode.load_model(args.checkpoint, args.device)
+        decode_policy(model, args.device)
         dataset = ShardDataset(args.shards, args.split)
         a, b, what = cfg.max_len_a, cfg.max_len_b, str(args.checkpoint)
     else:
