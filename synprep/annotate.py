@@ -288,6 +288,10 @@ def annotate_split(
 
         identity = source.identity()
         cache = ParseCache(opts.cache)
+    if source.runs_parser:
+        from synprep.parse.pipelining import wait_for_warm_workers
+
+        wait_for_warm_workers()  # warm_parse's workers, started before the input was read
     progress = Progress(manifest.split(split).input_lines, f"parse {split}")
     stream = source.runs_parser and _records_while_parsing(opts, par)
     ahead = _parse_ahead(source, opts, par, cache, identity, progress)  # the next block parses while this one is written
@@ -334,6 +338,17 @@ def annotate_split(
     result.pairs = entry.pairs
     result.dropped = {k: v for k, v in entry.dropped.items() if v}
     return result
+
+
+def warm_parse(opts: ParseOptions, par: Parallel) -> None:
+    """Start the parse's workers (imports, CUDA context, models) in the background, before the input is read
+    (:func:`synprep.parse.pipelining.warm_parse_workers`); :func:`annotate_split` waits for them."""
+    if not opts.source().runs_parser:
+        return
+    from synprep.parse.pipelining import warm_parse_workers
+
+    spec = dataclasses.replace(opts.spec, constituency=False) if opts.trees is not None else opts.spec  # as parsed
+    warm_parse_workers(spec, par.jobs, par.backend, par.scheduler)
 
 
 def _records_while_parsing(opts: ParseOptions, par: Parallel) -> bool:

@@ -120,6 +120,61 @@ def records_while_parsing(device: str, jobs: int, backend: str, scheduler: str |
     return env == "1" if env else device == "cuda"
 
 
+_WARMING: Any = None
+
+
+def warm_work(item: tuple[ParserSpec, str | None]) -> int:
+    """Worker entry point of :func:`warm_parse_workers`: load this process's parser (imports, CUDA context, models)."""
+    from synprep.parse.run import worker_parser
+
+    spec, slot_dir = item
+    worker_parser(spec, slot_dir)
+    return os.getpid()
+
+
+def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str | None) -> None:
+    """Start the parse's workers now, in a background thread, while this process still reads its input.
+
+    ``annotate`` calls it as soon as its options are known: each worker's start-up (importing torch and stanza,
+    a CUDA context, loading the models: seconds) then overlaps the main process's own (reading and checking
+    the input, the vocabulary) instead of following it. The workers are the parse's own (joblib's reusable
+    loky executor, the same ``jobs`` as :func:`~synprep.parse.run.parse_block` gives it, the same GPU slots),
+    or with one worker this process's parser. :func:`wait_for_warm_workers` joins the thread before the
+    parse starts. A failure here is left to the parse to report (the same error, in its place). Nothing is
+    warmed for a dask or threading backend or a pipelined parse (their workers are others).
+    """
+    global _WARMING
+    import threading
+
+    if backend != "loky" or scheduler is not None or pipelined(spec, backend, scheduler, None) or _WARMING is not None:
+        return
+    n = gpu_parse_jobs(jobs, spec.device, backend, scheduler)
+
+    def warm() -> None:
+        try:
+            if n <= 1:
+                warm_work((spec, None))
+                return
+            from synprep.parallel import parallel_map
+            from synprep.parse.run import gpu_slot_dir
+
+            slot_dir = gpu_slot_dir() if spec.device == "cuda" else None
+            list(parallel_map(warm_work, [(spec, slot_dir)] * n, jobs=n, backend=backend))
+        except Exception as e:  # the parse meets the same error and reports it
+            log.debug("warming the parse workers failed: %s", e)
+
+    _WARMING = threading.Thread(target=warm, name="synprep-warm-parse", daemon=True)
+    _WARMING.start()
+
+
+def wait_for_warm_workers() -> None:
+    """Wait for :func:`warm_parse_workers`' thread (if any) to finish: the parse then uses its workers alone."""
+    global _WARMING
+    if _WARMING is not None:
+        _WARMING.join()
+        _WARMING = None
+
+
 class ParseAhead:
     """Parse the next block in a background thread while the caller finishes the current one.
 
