@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
 import pickle
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from pipeline_runs import assert_same_folder, pipeline_args, reference_run, run_ok
+from test_parse_pipeline import _canon as parse_canon
 
 from synprep.annotate import build_records, build_records_streamed
 from synprep.errors import ConfigError
@@ -93,7 +96,7 @@ def test_streamed_records_equal_the_records_built_after_the_parse(stanza_dir, sh
     for jobs, chunk in ((2, 1), (2, 7), (3, None), (2, 1000)):
         submitted_before_the_end: list[int] = []
 
-        def watched():
+        def watched(submitted_before_the_end=submitted_before_the_end):
             before = STAGE_STATS.submitted
             for k, pl in enumerate(parse_run.parse_block_stream(words, spec, batch_size=8)):
                 if k == len(words) - 1:  # the parse's last line: what reached the workers before it
@@ -145,3 +148,41 @@ def test_streamed_folder_bytes_equal_the_reference_with_cache_and_resume(tmp_pat
     shards[1].unlink()
     run_ok(pipeline_args(out, None, stanza_dir, "-j", "2"))
     assert_same_folder(out, ref)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.slow
+def test_the_parse_runs_in_the_workers_warmed_before_it_and_they_are_killed_when_done(stanza_dir, shared_data):
+    from synprep.parse import pipelining
+
+    words, _ = _iwslt(shared_data, 12)
+    spec = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep")
+    pipelining.release_workers()  # no pool left by an earlier test
+    pipelining.WARMED.clear()
+    pipelining.warm_parse_workers(spec, 2, "loky", None)
+    pipelining.wait_for_warm_workers()
+    warmed = set(pipelining.WARMED)
+    assert warmed and os.getpid() not in warmed and all(_alive(p) for p in warmed)
+    got = parse_canon(parse_run.parse_block(words, spec, batch_size=4, jobs=2))
+    assert got == parse_canon(parse_run.parse_block(words, spec, batch_size=4))
+    # the parse kept those workers (the same executor, not a new one): they still answer, with their parser
+    from synprep.parallel import parallel_map
+
+    assert set(parallel_map(pipelining.warm_work, [(spec, None)] * 6, jobs=2)) <= warmed
+    pipelining.release_workers()
+    deadline = time.monotonic() + 30
+    while any(_alive(p) for p in warmed) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in warmed)
+    # one worker: the parser is loaded in this process
+    pipelining.WARMED.clear()
+    pipelining.warm_parse_workers(spec, 1, "loky", None)
+    pipelining.wait_for_warm_workers()
+    assert pipelining.WARMED == {os.getpid()} and parse_run._PARSER is not None and parse_run._PARSER[0] == spec

@@ -121,6 +121,8 @@ def records_while_parsing(device: str, jobs: int, backend: str, scheduler: str |
 
 
 _WARMING: Any = None
+#: the processes :func:`warm_parse_workers` loaded a parser in (this process's pid with one worker)
+WARMED: set[int] = set()
 
 
 def warm_work(item: tuple[ParserSpec, str | None]) -> int:
@@ -153,13 +155,13 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
     def warm() -> None:
         try:
             if n <= 1:
-                warm_work((spec, None))
+                WARMED.add(warm_work((spec, None)))
                 return
             from synprep.parallel import parallel_map
             from synprep.parse.run import gpu_slot_dir
 
             slot_dir = gpu_slot_dir() if spec.device == "cuda" else None
-            list(parallel_map(warm_work, [(spec, slot_dir)] * n, jobs=n, backend=backend))
+            WARMED.update(parallel_map(warm_work, [(spec, slot_dir)] * n, jobs=n, backend=backend))
         except Exception as e:  # the parse meets the same error and reports it
             log.debug("warming the parse workers failed: %s", e)
 
