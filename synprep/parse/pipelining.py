@@ -142,7 +142,8 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
     the input, the vocabulary) instead of following it. The workers are the parse's own (joblib's reusable
     loky executor, the same ``jobs`` as :func:`~synprep.parse.run.parse_block` gives it, the same GPU slots),
     or with one worker this process's parser. :func:`wait_for_warm_workers` joins the thread before the
-    parse starts. A failure here is left to the parse to report (the same error, in its place). Nothing is
+    parse starts. When the records will be built beside the parse (:func:`records_while_parsing`), their pool is
+    started too. A failure here is left to the parse to report (the same error, in its place). Nothing is
     warmed for a dask or threading backend or a pipelined parse (their workers are others).
     """
     global _WARMING
@@ -162,6 +163,10 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
 
             slot_dir = gpu_slot_dir() if spec.device == "cuda" else None
             WARMED.update(parallel_map(warm_work, [(spec, slot_dir)] * n, jobs=n, backend=backend))
+            if records_while_parsing(spec.device, jobs, backend, scheduler):  # the records' pool too
+                from synprep.parallel import stage_map
+
+                list(stage_map(abs, range(jobs), jobs=jobs))
         except Exception as e:  # the parse meets the same error and reports it
             log.debug("warming the parse workers failed: %s", e)
 
