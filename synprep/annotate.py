@@ -289,7 +289,7 @@ def annotate_split(
         identity = source.identity()
         cache = ParseCache(opts.cache)
     if source.runs_parser:
-        from synprep.parse.pipelining import wait_for_warm_workers
+        from synprep.parse.warming import wait_for_warm_workers
 
         wait_for_warm_workers()  # warm_parse's workers, started before the input was read
     progress = Progress(manifest.split(split).input_lines, f"parse {split}")
@@ -342,10 +342,10 @@ def annotate_split(
 
 def warm_parse(opts: ParseOptions, par: Parallel) -> None:
     """Start the parse's workers (imports, CUDA context, models) in the background, before the input is read
-    (:func:`synprep.parse.pipelining.warm_parse_workers`); :func:`annotate_split` waits for them."""
+    (:func:`synprep.parse.warming.warm_parse_workers`); :func:`annotate_split` waits for them."""
     if not opts.source().runs_parser:
         return
-    from synprep.parse.pipelining import warm_parse_workers
+    from synprep.parse.warming import warm_parse_workers
 
     spec = dataclasses.replace(opts.spec, constituency=False) if opts.trees is not None else opts.spec  # as parsed
     warm_parse_workers(spec, par.jobs, par.backend, par.scheduler)

@@ -160,29 +160,29 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.slow
 def test_the_parse_runs_in_the_workers_warmed_before_it_and_they_are_killed_when_done(stanza_dir, shared_data):
-    from synprep.parse import pipelining
+    from synprep.parse import warming
 
     words, _ = _iwslt(shared_data, 12)
     spec = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep")
-    pipelining.release_workers()  # no pool left by an earlier test
-    pipelining.WARMED.clear()
-    pipelining.warm_parse_workers(spec, 2, "loky", None)
-    pipelining.wait_for_warm_workers()
-    warmed = set(pipelining.WARMED)
+    warming.release_workers()  # no pool left by an earlier test
+    warming.WARMED.clear()
+    warming.warm_parse_workers(spec, 2, "loky", None)
+    warming.wait_for_warm_workers()
+    warmed = set(warming.WARMED)
     assert warmed and os.getpid() not in warmed and all(_alive(p) for p in warmed)
     got = parse_canon(parse_run.parse_block(words, spec, batch_size=4, jobs=2))
     assert got == parse_canon(parse_run.parse_block(words, spec, batch_size=4))
     # the parse kept those workers (the same executor, not a new one): they still answer, with their parser
     from synprep.parallel import parallel_map
 
-    assert set(parallel_map(pipelining.warm_work, [(spec, None)] * 6, jobs=2)) <= warmed
-    pipelining.release_workers()
+    assert set(parallel_map(warming.warm_work, [(spec, None)] * 6, jobs=2)) <= warmed
+    warming.release_workers()
     deadline = time.monotonic() + 30
     while any(_alive(p) for p in warmed) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(_alive(p) for p in warmed)
     # one worker: the parser is loaded in this process
-    pipelining.WARMED.clear()
-    pipelining.warm_parse_workers(spec, 1, "loky", None)
-    pipelining.wait_for_warm_workers()
-    assert pipelining.WARMED == {os.getpid()} and parse_run._PARSER is not None and parse_run._PARSER[0] == spec
+    warming.WARMED.clear()
+    warming.warm_parse_workers(spec, 1, "loky", None)
+    warming.wait_for_warm_workers()
+    assert warming.WARMED == {os.getpid()} and parse_run._PARSER is not None and parse_run._PARSER[0] == spec
