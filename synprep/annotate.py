@@ -12,7 +12,8 @@ Resume and determinism: shard ``k`` of a split always holds the pairs ``k*shard_
 skipped, and every shard is parsed as one block (:func:`synprep.parse.run.parse_block`) whose
 batches depend only on the input and the cache's content at the block's start, never on timing,
 ``--jobs`` or the backend. So a run killed at any point and started again writes byte-identical
-shards, and so does a run with another number of workers.
+shards, and so does a run with another number of workers. With a GPU parse the records of a shard's first
+lines are built in CPU workers while its later batches parse (:func:`build_records_streamed`): the same bytes.
 """
 
 from __future__ import annotations
