@@ -48,10 +48,10 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
 
     if backend != "loky" or scheduler is not None or pipelined(spec, backend, scheduler, None) or _WARMING is not None:
         return
-    n = gpu_parse_jobs(jobs, spec.device, backend, scheduler)
 
     def warm() -> None:
         try:
+            n = gpu_parse_jobs(jobs, spec.device, backend, scheduler)  # here: with cuda it imports torch
             if n <= 1:
                 WARMED.add(warm_work((spec, None)))
                 return
