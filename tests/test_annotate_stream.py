@@ -186,3 +186,26 @@ def test_the_parse_runs_in_the_workers_warmed_before_it_and_they_are_killed_when
     warming.warm_parse_workers(spec, 1, "loky", None)
     warming.wait_for_warm_workers()
     assert warming.WARMED == {os.getpid()} and parse_run._PARSER is not None and parse_run._PARSER[0] == spec
+
+
+@pytest.mark.slow
+def test_annotate_command_streamed_and_warmed_gives_the_one_worker_bytes(shared_data, stanza_dir, tmp_path,
+                                                                        monkeypatch):
+    """``synprep annotate`` as a user runs it (workers warmed before the input is read, records built beside
+    the parse, the pools killed at the end): the folder of a ``-j 1`` run, three shards of 50 pairs."""
+    prep = shared_data / "iwslt14_de-en" / "fairseq_prepared"
+    for side in ("de", "en"):
+        lines = (prep / f"test.{side}").read_text(encoding="utf-8").splitlines(keepends=True)[:130]
+        (tmp_path / f"t.{side}").write_text("".join(lines), encoding="utf-8")
+
+    def annotate(out: Path, *extra: str):
+        return run_ok(["annotate", "--src", str(tmp_path / "t.de"), "--tgt", str(tmp_path / "t.en"), "-s", "de",
+                       "-t", "en", "--out", str(out), "--split", "test", "--vocab-split", "test", "--no-cache",
+                       "--shard-size", "50", "--no-language-check", "--stanza-dir", str(stanza_dir),
+                       "--stanza-package", "synprep", *extra])
+
+    annotate(tmp_path / "ref", "-j", "1")
+    monkeypatch.setenv("SYNPREP_ANNOTATE_STREAM", "1")
+    proc = annotate(tmp_path / "j2", "-j", "2")
+    assert "130 input lines, 130 pairs in 3 shard(s)" in proc.stderr and "sentences/s" in proc.stderr
+    assert_same_folder(tmp_path / "j2", tmp_path / "ref")
