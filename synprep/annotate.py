@@ -12,7 +12,8 @@ Resume and determinism: shard ``k`` of a split always holds the pairs ``k*shard_
 skipped, and every shard is parsed as one block (:func:`synprep.parse.run.parse_block`) whose
 batches depend only on the input and the cache's content at the block's start, never on timing,
 ``--jobs`` or the backend. So a run killed at any point and started again writes byte-identical
-shards, and so does a run with another number of workers.
+shards, and so does a run with another number of workers. With a GPU parse the records of a shard's first
+lines are built in CPU workers while its later batches parse (:func:`build_records_streamed`): the same bytes.
 """
 
 from __future__ import annotations
@@ -172,6 +173,63 @@ def build_records_parallel(items: list[Item], parses: list[ParsedLine], vocab: V
     return records, drops, sources, words
 
 
+#: input lines per work item of :func:`build_records_streamed` (at most): small, because the last chunk's
+#: records are built after the parse has ended (128 lines: about 0.6 s of one core)
+STREAM_CHUNK_LINES = 128
+
+
+def build_records_streamed(items: list[Item], parses: Iterable[ParsedLine], vocab: Vocab, par: Parallel, *,
+                           ldd_threshold: float, lowercase: bool, path: str | None,
+                           alignment: AlignStats | None = None, chunk_lines: int | None = None,
+                           stream: bool = True
+                           ) -> tuple[list[PairRecord], list[tuple[int, str, str]], set[str], list[list[str]]]:
+    """:func:`build_records` of a shard's lines while their parse still runs (``stream``, with ``-j`` > 1 on
+    this machine: :func:`synprep.parse.pipelining.records_while_parsing` decides for ``annotate``).
+
+    ``parses`` yields each line's parse as soon as it is ready
+    (:meth:`synprep.parse.source.ParseSource.parse_stream`); every ``chunk_lines`` consecutive lines
+    (default :data:`STREAM_CHUNK_LINES`, fewer when the shard is small) go to ``par.jobs`` worker processes
+    (:func:`synprep.parallel.stage_map`, a pool apart from the parse's) at once, so the features of the early
+    lines are computed while the later batches parse (a GPU parse leaves the CPU cores free). The stream is
+    read to its end before any result is taken (the parse writes its cache last), and the chunks' results
+    are joined in input order: the same records, drops and bytes as :func:`build_records` of the whole
+    shard, with any ``jobs`` and ``chunk_lines``. Without ``stream``, or with one worker, dask or threading:
+    the parse first, then :func:`build_records_parallel` (in the parse's own pool).
+
+    Raises:
+        InputError: as :func:`build_records`, for the first failing chunk (its line named), after the parse.
+    """
+    local = par.jobs > 1 and par.backend == "loky" and par.scheduler is None
+    if not (stream and local) or len(items) < 2:
+        return build_records_parallel(items, list(parses), vocab, par, ldd_threshold=ldd_threshold,
+                                      lowercase=lowercase, path=path, alignment=alignment)
+    size = chunk_lines if chunk_lines is not None else max(1, min(STREAM_CHUNK_LINES, -(-len(items) // par.jobs)))
+    if size < 1:
+        raise ConfigError(f"chunk_lines must be >= 1, got {size}")
+
+    def work() -> Iterator[tuple]:
+        start, buf = 0, []
+        for _, parsed in zip(items, parses, strict=True):  # strict: one parse per line
+            buf.append(parsed)
+            if len(buf) == size or start + len(buf) == len(items):
+                yield items[start:start + len(buf)], buf, vocab, ldd_threshold, lowercase, path
+                start, buf = start + len(buf), []
+
+    records: list[PairRecord] = []
+    drops: list[tuple[int, str, str]] = []
+    sources: set[str] = set()
+    words: list[list[str]] = []
+    # every chunk may be in flight: the parse is never held up, and a shard's records are in memory anyway
+    for r, d, s, w, stats in stage_map(_records_work, work(), jobs=par.jobs, bound=-(-len(items) // size)):
+        records += r
+        drops += d
+        sources |= s
+        words += w
+        if alignment is not None:
+            alignment += stats
+    return records, drops, sources, words
+
+
 def _merged_source(sources: set[str]) -> str:
     if not sources:
         return "constituency"
@@ -231,7 +289,12 @@ def annotate_split(
 
         identity = source.identity()
         cache = ParseCache(opts.cache)
+    if source.runs_parser:
+        from synprep.parse.warming import wait_for_warm_workers
+
+        wait_for_warm_workers()  # warm_parse's workers, started before the input was read
     progress = Progress(manifest.split(split).input_lines, f"parse {split}")
+    stream = source.runs_parser and _records_while_parsing(opts, par)
     ahead = _parse_ahead(source, opts, par, cache, identity, progress)  # the next block parses while this one is written
     try:
         for k, block in ahead.blocks(enumerate(chunked(items, shard_size)),
@@ -241,12 +304,17 @@ def annotate_split(
                 result.skipped.append(name)
                 progress.skip_to(block[-1].line)
                 continue
-            parses = ahead.parses(k, block)
-            progress.update_to(block[-1].line)
             stats = AlignStats()
-            records, drops, sources, words = build_records_parallel(
-                block, parses, vocab, par, ldd_threshold=ldd_threshold, lowercase=opts.lowercase,
-                path=source_name, alignment=stats, stage_pool=ahead.enabled)
+            if ahead.enabled:  # this block was parsed in the background: build its records now
+                records, drops, sources, words = build_records_parallel(
+                    block, ahead.parses(k, block), vocab, par, ldd_threshold=ldd_threshold,
+                    lowercase=opts.lowercase, path=source_name, alignment=stats, stage_pool=True)
+            else:  # the records of the first lines are built while the later ones parse
+                records, drops, sources, words = build_records_streamed(
+                    block, source.parse_stream(block, par, cache, identity, progress), vocab, par,
+                    ldd_threshold=ldd_threshold, lowercase=opts.lowercase, path=source_name, alignment=stats,
+                    stream=stream)
+            progress.update_to(block[-1].line)
             manifest.record_drops(split, drops)
             if records:
                 attrs = {
@@ -271,6 +339,23 @@ def annotate_split(
     result.pairs = entry.pairs
     result.dropped = {k: v for k, v in entry.dropped.items() if v}
     return result
+
+
+def warm_parse(opts: ParseOptions, par: Parallel) -> None:
+    """Start the parse's workers (imports, CUDA context, models) in the background, before the input is read
+    (:func:`synprep.parse.warming.warm_parse_workers`); :func:`annotate_split` waits for them."""
+    if not opts.source().runs_parser:
+        return
+    from synprep.parse.warming import warm_parse_workers
+
+    spec = dataclasses.replace(opts.spec, constituency=False) if opts.trees is not None else opts.spec  # as parsed
+    warm_parse_workers(spec, par.jobs, par.backend, par.scheduler)
+
+
+def _records_while_parsing(opts: ParseOptions, par: Parallel) -> bool:
+    from synprep.parse.pipelining import records_while_parsing
+
+    return records_while_parsing(opts.spec.device, par.jobs, par.backend, par.scheduler)
 
 
 def _parse_ahead(source: Any, opts: ParseOptions, par: Parallel, cache: Any, identity: str | None,

@@ -289,6 +289,11 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, vocab_split, p
     cfg = resolve_config("annotate", out, config_path, click.get_current_context().params)
     refuse_unused_parser_options(cfg.parse.parser)
     runtime = runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler)
-    manifest = run_annotate(src, tgt, out, cfg, split=split, vocab=vocab, conllu=conllu_path, trees=trees_path,
-                            parse_src=parse_src, runtime=runtime)
+    from synprep.parse.warming import release_workers
+
+    try:
+        manifest = run_annotate(src, tgt, out, cfg, split=split, vocab=vocab, conllu=conllu_path, trees=trees_path,
+                                parse_src=parse_src, runtime=runtime)
+    finally:
+        release_workers()  # idle now: killed at once, not each waited for while it unloads its models
     _report(manifest, split)

@@ -289,7 +289,19 @@ def _run_spec(spec: ParserSpec, with_trees: bool, identity: str | None,
     return spec, identity
 
 
-def parse_block(
+def parse_block(word_lines: list[list[str]], spec: ParserSpec, **kwargs: Any) -> list[ParsedLine]:
+    """Parse a bounded block of lines as one unit: :func:`parse_block_stream`'s lines, as a list.
+
+    Returns:
+        One :class:`ParsedLine` per input line (``line = first_line + index``).
+
+    Raises:
+        InputError: trees that do not match the words. ConfigError: missing models.
+    """
+    return list(parse_block_stream(word_lines, spec, **kwargs))
+
+
+def parse_block_stream(
     word_lines: list[list[str]],
     spec: ParserSpec,
     *,
@@ -306,8 +318,11 @@ def parse_block(
     stats: ParseStats | None = None,
     progress: Callable[[int, int], None] | None = None,
     pipeline: bool | None = None,
-) -> list[ParsedLine]:
-    """Parse a bounded block of lines as one unit, with batches that depend on nothing but the block.
+) -> Iterator[ParsedLine]:
+    """Parse a bounded block of lines as one unit, with batches that depend on nothing but the block;
+    each line is yielded, in order, as soon as its sentences' batches are parsed (``annotate`` builds
+    its records while the later batches parse). Consume it to the end: the cache is written, and the
+    statistics and :data:`THROUGHPUT` counted, after the last line.
 
     stanza's probabilities depend (in the 7th digit) on which sentences share a batch, so a
     sentence's parse must not depend on what else happened: the batches are the block's unique
@@ -328,11 +343,11 @@ def parse_block(
             The output is the same bytes either way.
         others: as :func:`parse_lines`.
 
-    Returns:
+    Yields:
         One :class:`ParsedLine` per input line (``line = first_line + index``).
 
     Raises:
-        InputError: trees that do not match the words. ConfigError: missing models.
+        InputError: trees that do not match the words (before the first line). ConfigError: missing models.
     """
     started = time.perf_counter()
     spec, identity = _run_spec(spec, trees is not None, identity, cache)
@@ -358,6 +373,24 @@ def parse_block(
                 todo.append(k)
     cached = set(parses)
     misses = [s for k in todo for s in batches[k]]
+    out: list[ParsedLine] = []
+    used: set[tuple[str, ...]] = set()
+
+    def ready() -> Iterator[ParsedLine]:  # the next lines whose sentences are all parsed, in order
+        while len(out) < len(recs) and all(s in parses for s in recs[len(out)].sentences):
+            rec = recs[len(out)]
+            pl = assemble(rec, parses, used)
+            stats.lines += 1
+            if pl.error is not None:
+                stats.failed_lines += 1
+                stats.reasons[STATS_REASON[error_kind(pl.error)]] += 1
+            else:
+                stats.sentences += len(pl.sentences)
+                stats.cache_hits += sum(1 for s in rec.sentences if s in cached)
+            out.append(pl)
+            yield pl
+
+    yield from ready()
     if misses:
         pipe = pipelined(spec, backend, scheduler, pipeline)
         THROUGHPUT.decode_jobs = jobs if pipe else 0
@@ -377,21 +410,11 @@ def parse_block(
                 pending.append((batch_identity(identity, batch), fresh))
             if progress is not None:
                 progress(len(parses) - len(cached), len(misses))
+            yield from ready()
         if cache is not None and pending:
             cache.put_batches(pending)
     stats.parsed += len(misses)
-    out = []
-    used: set[tuple[str, ...]] = set()
-    for rec in recs:
-        pl = assemble(rec, parses, used)
-        stats.lines += 1
-        if pl.error is not None:
-            stats.failed_lines += 1
-            stats.reasons[STATS_REASON[error_kind(pl.error)]] += 1
-        else:
-            stats.sentences += len(pl.sentences)
-            stats.cache_hits += sum(1 for s in rec.sentences if s in cached)
-        out.append(pl)
+    assert len(out) == len(recs)  # every sentence is parsed now: ready() handed out every line
     stats.repeats += repeats(recs, out, cached)
     ok = [s for pl in out if pl.error is None for s in pl.sentences]
     THROUGHPUT.sentences += len(ok)
@@ -400,7 +423,6 @@ def parse_block(
                              for s in rec.sentences if s in cached)
     THROUGHPUT.seconds += time.perf_counter() - started
     THROUGHPUT.device = spec.device
-    return out
 
 
 def parse_lines(

@@ -85,6 +85,15 @@ class ParseSource:
         """
         raise NotImplementedError
 
+    def parse_stream(self, items: list[Item], par: Parallel, cache: Any, identity: str | None,
+                     progress: Any = None) -> Iterator[ParsedLine]:
+        """:meth:`parse`'s lines one by one, each as soon as it is ready (here: all at once, after the parse).
+
+        Raises:
+            InputError: as :meth:`parse`.
+        """
+        yield from self.parse(items, par, cache, identity, progress)
+
 
 class RunParser(ParseSource):
     """Run stanza or CoreNLP (:class:`synprep.parse.base.ParserSpec`) on the items' words."""
@@ -131,15 +140,22 @@ class RunParser(ParseSource):
 
     def parse(self, items: list[Item], par: Parallel, cache: Any, identity: str | None,
               progress: Any = None) -> list[ParsedLine]:
-        from synprep.parse.run import parse_block
+        return list(self.parse_stream(items, par, cache, identity, progress))
+
+    def parse_stream(self, items: list[Item], par: Parallel, cache: Any, identity: str | None,
+                     progress: Any = None) -> Iterator[ParsedLine]:
+        """The block's lines as its batches finish (:func:`synprep.parse.run.parse_block_stream`): consume
+        it to the end (the cache is written after the last line)."""
+        from synprep.parse.run import parse_block_stream
 
         opts = self.opts
         trees = [it.trees if it.trees is not None else [] for it in items] if opts.trees is not None else None
         try:
-            return parse_block([it.words for it in items], opts.spec, cache=cache, jobs=par.jobs,
-                               backend=par.backend, scheduler=par.scheduler, ssplit=opts.ssplit,
-                               batch_size=opts.batch_size, identity=identity, trees=trees, trees_name=opts.trees,
-                               progress=progress.block(items[0].line - 1, items[-1].line) if progress else None)
+            yield from parse_block_stream(
+                [it.words for it in items], opts.spec, cache=cache, jobs=par.jobs, backend=par.backend,
+                scheduler=par.scheduler, ssplit=opts.ssplit, batch_size=opts.batch_size, identity=identity,
+                trees=trees, trees_name=opts.trees,
+                progress=progress.block(items[0].line - 1, items[-1].line) if progress else None)
         except InputError as e:  # parse_block numbers the block's lines 1..n: name the input line
             if e.line is not None and 1 <= e.line <= len(items):
                 from synprep.parse.trees import TreeLeavesError

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from synprep.annotate import annotate_split, items_from_files
+from synprep.annotate import annotate_split, items_from_files, warm_parse
 from synprep.config import DataConfig
 from synprep.constants import VOCAB_NAME
 from synprep.lock import writer
@@ -55,6 +55,7 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
     out, runtime, config = Path(out), runtime or Runtime(), config.replace(mode="annotate")
     parse = parse_options(config, runtime, trees)
     source = parse.source()
+    warm_parse(parse, runtime.par)  # the parse's workers start while the input is read and checked
     n_src = check_annotate_inputs(src, tgt, out, source, src_lang=config.src_lang, tgt_lang=config.tgt_lang,
                                   language_check=config.text.language_check, conllu=conllu, trees=trees,
                                   parse_src=parse_src)
