@@ -50,11 +50,12 @@ def compiled_layers(model: nn.Module) -> list[nn.Module]:
     return [*model.encoder, *model.decoder]  # type: ignore[misc]
 
 
-def compile_model(model: nn.Module) -> None:
+def compile_model(model: nn.Module, backend: str = "inductor") -> None:
     """Compile every encoder and decoder layer of a :class:`~synprep.train.model.Seq2Seq` in place
-    (dynamic shapes; the first call of each kind of layer compiles it). State dict unchanged."""
+    (dynamic shapes; the first call of each kind of layer compiles it). State dict unchanged.
+    backend: ``torch.compile``'s (the trainer's is Inductor; tests trace with ``eager``)."""
     # float hyperparameters (dropout rates) are constants of the graph, not symbols: with symbolic
     # floats torch 2.13 fails its own guard on 1 - (1-a)(1-p) (the syntactic heads' dropout)
     torch._dynamo.config.specialize_float = True
     for layer in compiled_layers(model):
-        layer.compile(dynamic=True)
+        layer.compile(dynamic=True, backend=backend)
