@@ -52,10 +52,10 @@ from synprep.train.checkpoint import (
     validate_checkpoint,
     write_checkpoints,
 )
+from synprep.train.compiling import compile_model, compiled_loss, smoothed_loss
 from synprep.train.config import TrainConfig, resume_config
 from synprep.train.data import Batch, Collater, make_loaders
 from synprep.train.distributed import DistEnv
-from synprep.train.compiling import compile_model, compiled_loss, smoothed_loss
 from synprep.train.metrics import MetricsLog, draw_gate_heatmap
 from synprep.train.model import EncoderOut, Seq2Seq, real_positions
 from synprep.train.rundir import (
