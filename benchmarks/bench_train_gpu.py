@@ -22,9 +22,10 @@ Figures (``figure`` key):
 * ``compile`` (only with ``--compile``; issue 18 item 4): per preset, ``compile: true``
   (each layer and the loss through ``torch.compile(dynamic=True)``, :mod:`synprep.train.compiling`)
   against eager from the same seed on the same batches, dropout off (so the two runs compute the
-  same function): the seconds of the first ``--compile-updates`` updates (compilation included), tokens/s of the timed updates after them, and the largest relative
-  difference of the per-update losses over all updates; ``graphs`` compiled, ``graph_breaks``,
-  ``recompiles`` (Dynamo's counters; each preset starts from a reset); ``compile_progress`` lines
+  same function): the seconds of the first ``--compile-updates`` updates (compilation included),
+  tokens/s of the timed updates after them, and the largest relative difference of the per-update
+  losses over all updates; ``graphs`` compiled, ``graph_breaks``, ``recompiles`` (Dynamo's
+  counters; each preset starts from a reset); ``compile_progress`` lines
   (seconds since the first compiled update began, after each of them) say how far a run cut off by a
   time limit got.
 
