@@ -85,7 +85,6 @@ def test_vanilla_compiled_layers_give_eager_losses_with_one_graph_per_kind_of_la
     # every layer compiled in place (the old compile wrapped the whole model and no layer)
     assert all(layer._compiled_call_impl is not None for layer in compiled_layers(comp.model))
     np.testing.assert_allclose(got, want, rtol=RTOL)
-    assert got != want or graphs > 0  # compiled code ran (its sums differ in the last bits, or it compiled)
     # one graph for the 2 encoder layers, one for the 2 decoder layers, one for the loss: not one per
     # layer, and none more for the other 5 shapes (dynamic from the first compilation)
     assert graphs == 3
