@@ -20,11 +20,14 @@ Figures (``figure`` key):
   folder, DataLoader, collation, logging) as logged in metrics.jsonl, against the same preset's
   ``train_tokens_per_s``.
 * ``compile`` (only with ``--compile``; issue 18 item 4): per preset, ``compile: true``
-  (``torch.compile(dynamic=True)``) against eager from the same seed on the same batches, dropout off
-  (so the two runs compute the same function): the seconds of the first ``--compile-updates``
-  updates (compilation included), tokens/s of the timed updates after them, and the largest relative
-  difference of the per-update losses over all updates; ``compile_progress`` lines (seconds since the first
-  compiled update began, after each of them) say how far a run cut off by a time limit got.
+  (each layer and the loss through ``torch.compile(dynamic=True)``, :mod:`synprep.train.compiling`)
+  against eager from the same seed on the same batches, dropout off (so the two runs compute the
+  same function): the seconds of the first ``--compile-updates`` updates (compilation included),
+  tokens/s of the timed updates after them, and the largest relative difference of the per-update
+  losses over all updates; ``graphs`` compiled, ``graph_breaks``, ``recompiles`` (Dynamo's
+  counters; each preset starts from a reset); ``compile_progress`` lines
+  (seconds since the first compiled update began, after each of them) say how far a run cut off by a
+  time limit got.
 
 ``--small``: a d=64 model, 2 presets (vanilla, gated), a few updates of 1024 tokens: the figures'
 shapes, not their values.
@@ -129,11 +132,17 @@ def profile(tr: Trainer, it, steps: int, device: str) -> dict:
 
 def compile_figure(preset: str, args, data, vocab: int, steps: int, tmp: Path) -> dict:
     """Eager against ``torch.compile`` on one preset (see the module docstring: ``compile``)."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+
     n_first = args.compile_updates
     rec: dict = {"figure": "compile", "preset": preset, "first_updates": n_first, "timed_updates": steps}
     losses = {}
     off = {"dropout": 0.0, "attention_dropout": 0.0, "activation_dropout": 0.0, "syntax_dropout": 0.0}
     for name, on in (("eager", False), ("compiled", True)):
+        if on:  # this preset's cold start: no graph of an earlier preset reused (Inductor's disk cache may be)
+            torch._dynamo.reset()
+            counters.clear()
         cfg = _cfg(preset, args, compile=on, **off)
         tr = _trainer(cfg, data, vocab, args.device, tmp / name)
         it = endless(tr)
@@ -160,6 +169,10 @@ def compile_figure(preset: str, args, data, vocab: int, steps: int, tmp: Path) -
     rel = np.abs(losses["compiled"] - losses["eager"]) / np.abs(losses["eager"])
     rec["speedup"] = round(rec["compiled"]["tokens_per_s"] / rec["eager"]["tokens_per_s"], 3)
     rec["max_relative_loss_difference"] = float(rel.max())
+    # graphs compiled (regional: one per kind of layer, and the loss), graph breaks, recompilations
+    rec["graphs"] = counters["stats"]["unique_graphs"]
+    rec["graph_breaks"] = sum(counters["graph_break"].values())
+    rec["recompiles"] = sum(counters["recompiles"].values())
     return rec
 
 

@@ -52,10 +52,10 @@ from synprep.train.checkpoint import (
     validate_checkpoint,
     write_checkpoints,
 )
+from synprep.train.compiling import compile_model, compiled_loss, smoothed_loss
 from synprep.train.config import TrainConfig, resume_config
 from synprep.train.data import Batch, Collater, make_loaders
 from synprep.train.distributed import DistEnv
-from synprep.train.loss import label_smoothed_nll_loss
 from synprep.train.metrics import MetricsLog, draw_gate_heatmap
 from synprep.train.model import EncoderOut, Seq2Seq, real_positions
 from synprep.train.rundir import (
@@ -120,8 +120,8 @@ class Trainer:
             self.ddp = DDP(self.model, device_ids=[device.index] if device.type == "cuda" else None)
         self._loaders(cfg, train_ds, valid_ds, device)
         self.autocast = self.runtime.autocast("train")
-        if cfg.compile:
-            self.ddp = torch.compile(self.ddp, dynamic=True)  # type: ignore[assignment]
+        if cfg.compile:  # regional: each layer in place, and the loss (synprep.train.compiling)
+            compile_model(self.model)
         self.signature = train_signature(cfg, data_signature, self.env.world_size)
         if self.env.is_main:
             self._open_run_folder(resumed=ck is not None)
@@ -223,9 +223,9 @@ class Trainer:
         its DDP wrapper), and the encoder output. Forward under autocast, log-softmax in float32."""
         with self.autocast:
             logits, enc = module(batch)  # (N, V): real target positions only
-        lprobs = torch.log_softmax(logits.float(), dim=-1)
         target = batch.target.flatten().index_select(0, real_positions(batch))  # no host sync (N is known)
-        loss, nll = label_smoothed_nll_loss(lprobs, target, self.cfg.label_smoothing)
+        loss_fn = compiled_loss if self.cfg.compile else smoothed_loss
+        loss, nll = loss_fn(logits, target, self.cfg.label_smoothing)
         return loss, nll, enc
 
     def train_step(self, group: list[Batch]) -> dict[str, torch.Tensor]:
