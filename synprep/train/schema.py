@@ -149,7 +149,7 @@ class TrainConfig:
     decode_bf16: bool = False  # bf16 autocast when translating
     tf32: bool = False  # TF32 matrix products / convolutions on CUDA
     attention_backend: str = "auto"  # auto | efficient | flash | cudnn | math | flex (runtime.py)
-    compile: bool = False  # torch.compile the training forward (dynamic shapes)
+    compile: bool = False  # torch.compile each layer and the loss (synprep.train.compiling; slower on an H200: docs/train.md)
 
     # --- decoding (paper §5.1 Evaluation; fairseq generate defaults) ---------------------------
     beam: int = 5
