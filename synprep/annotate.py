@@ -156,13 +156,20 @@ def build_records_parallel(items: list[Item], parses: list[ParsedLine], vocab: V
     size = max(1, min(RECORD_CHUNK_LINES, -(-len(items) // par.jobs)))
     work = ((items[i:i + size], parses[i:i + size], vocab, ldd_threshold, lowercase, path)
             for i in range(0, len(items), size))
+    jobs = min(par.jobs, -(-len(items) // size))
+    results = (stage_map(_records_work, work, jobs=par.jobs) if stage_pool else
+               parallel_map(_records_work, work, jobs=jobs, backend=par.backend, scheduler=par.scheduler))
+    return _joined(results, alignment)
+
+
+def _joined(results: Iterable[tuple], alignment: AlignStats | None
+            ) -> tuple[list[PairRecord], list[tuple[int, str, str]], set[str], list[list[str]]]:
+    """The chunks' :func:`_records_work` results joined in their order (records, drops, sources, words); their
+    alignment counts added to ``alignment``."""
     records: list[PairRecord] = []
     drops: list[tuple[int, str, str]] = []
     sources: set[str] = set()
     words: list[list[str]] = []
-    jobs = min(par.jobs, -(-len(items) // size))
-    results = (stage_map(_records_work, work, jobs=par.jobs) if stage_pool else
-               parallel_map(_records_work, work, jobs=jobs, backend=par.backend, scheduler=par.scheduler))
     for r, d, s, w, stats in results:
         records += r
         drops += d
@@ -215,19 +222,8 @@ def build_records_streamed(items: list[Item], parses: Iterable[ParsedLine], voca
                 yield items[start:start + len(buf)], buf, vocab, ldd_threshold, lowercase, path
                 start, buf = start + len(buf), []
 
-    records: list[PairRecord] = []
-    drops: list[tuple[int, str, str]] = []
-    sources: set[str] = set()
-    words: list[list[str]] = []
     # every chunk may be in flight: the parse is never held up, and a shard's records are in memory anyway
-    for r, d, s, w, stats in stage_map(_records_work, work(), jobs=par.jobs, bound=-(-len(items) // size)):
-        records += r
-        drops += d
-        sources |= s
-        words += w
-        if alignment is not None:
-            alignment += stats
-    return records, drops, sources, words
+    return _joined(stage_map(_records_work, work(), jobs=par.jobs, bound=-(-len(items) // size)), alignment)
 
 
 def _merged_source(sources: set[str]) -> str:
