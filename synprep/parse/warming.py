@@ -87,12 +87,16 @@ def release_workers() -> None:
     asked to stop and waited for while it unloads torch, stanza and its models (1.1 s of the 2-core machine's
     600-line ``annotate -j 2``; 2.8 s with 8 GPU workers, CUDA contexts included); killed, 0.1 s. They hold
     nothing to write (the parse cache and the shards are this process's; a GPU slot's lock goes with its
-    process). A later parse in this process starts new workers.
+    process). A later parse in this process starts new workers. A warm-up in progress
+    (:func:`warm_parse_workers`) is waited for first.
     """
     import contextlib
 
     from synprep import parallel
 
+    # a warm-up still starting workers (a command that failed on its input before the parse) would make a new
+    # pool after this one is killed, left to the interpreter's exit: it finishes first
+    wait_for_warm_workers()
     with contextlib.suppress(ImportError):
         from joblib.externals.loky import reusable_executor  # private: loky keeps its one executor there
 
