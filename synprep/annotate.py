@@ -206,8 +206,9 @@ def build_records_streamed(items: list[Item], parses: Iterable[ParsedLine], voca
     Raises:
         InputError: as :func:`build_records`, for the first failing chunk (its line named), after the parse.
     """
-    local = par.jobs > 1 and par.backend == "loky" and par.scheduler is None
-    if not (stream and local) or len(items) < 2:
+    from synprep.parse.pipelining import local_pool
+
+    if not (stream and par.jobs > 1 and local_pool(par.backend, par.scheduler)) or len(items) < 2:
         return build_records_parallel(items, list(parses), vocab, par, ldd_threshold=ldd_threshold,
                                       lowercase=lowercase, path=path, alignment=alignment)
     size = chunk_lines if chunk_lines is not None else max(1, min(STREAM_CHUNK_LINES, -(-len(items) // par.jobs)))

@@ -60,7 +60,7 @@ def gpu_parse_jobs(jobs: int, device: str, backend: str, scheduler: str | None) 
     Raises:
         ConfigError: the variable is not a whole number >= 1.
     """
-    if device != "cuda" or backend != "loky" or scheduler is not None or jobs <= 1:
+    if device != "cuda" or not local_pool(backend, scheduler) or jobs <= 1:
         return jobs
     per = gpu_workers_per_device()
     cap = per * max(1, visible_gpus())
@@ -80,11 +80,25 @@ def pipelined(spec: ParserSpec, backend: str, scheduler: str | None, pipeline: b
     unpipelined (16 workers sharing the GPU). A dask backend is never pipelined (its workers parse whole batches).
     """
     if pipeline is None:
-        env = os.environ.get("SYNPREP_PARSE_PIPELINE", "")
-        if env not in ("", "0", "1"):
-            raise ConfigError(f"SYNPREP_PARSE_PIPELINE must be 0 or 1, not {env!r}")
-        pipeline = env == "1" and backend == "loky" and scheduler is None
+        pipeline = env_switch("SYNPREP_PARSE_PIPELINE") is True and local_pool(backend, scheduler)
     return pipeline
+
+
+def env_switch(name: str) -> bool | None:
+    """The on/off environment variable ``name``: True for ``1``, False for ``0``, None when unset or empty.
+
+    Raises:
+        ConfigError: any other value.
+    """
+    env = os.environ.get(name, "")
+    if env not in ("", "0", "1"):
+        raise ConfigError(f"{name} must be 0 or 1, not {env!r}")
+    return None if env == "" else env == "1"
+
+
+def local_pool(backend: str, scheduler: str | None) -> bool:
+    """Whether ``-j`` workers are processes of this machine (joblib's loky), not dask's or threads."""
+    return backend == "loky" and scheduler is None
 
 
 def forward_workers(spec: ParserSpec) -> int:
@@ -112,12 +126,10 @@ def records_while_parsing(device: str, jobs: int, backend: str, scheduler: str |
     Raises:
         ConfigError: the variable is set to anything but 0 or 1.
     """
-    env = os.environ.get("SYNPREP_ANNOTATE_STREAM", "")
-    if env not in ("", "0", "1"):
-        raise ConfigError(f"SYNPREP_ANNOTATE_STREAM must be 0 or 1, not {env!r}")
-    if jobs <= 1 or backend != "loky" or scheduler is not None:
+    forced = env_switch("SYNPREP_ANNOTATE_STREAM")
+    if jobs <= 1 or not local_pool(backend, scheduler):
         return False
-    return env == "1" if env else device == "cuda"
+    return forced if forced is not None else device == "cuda"
 
 
 class ParseAhead:

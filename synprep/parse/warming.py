@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from synprep.parse.base import ParserSpec
-from synprep.parse.pipelining import gpu_parse_jobs, pipelined, records_while_parsing
+from synprep.parse.pipelining import gpu_parse_jobs, local_pool, pipelined, records_while_parsing
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
     global _WARMING
     import threading
 
-    if backend != "loky" or scheduler is not None or pipelined(spec, backend, scheduler, None) or _WARMING is not None:
+    if not local_pool(backend, scheduler) or pipelined(spec, backend, scheduler, None) or _WARMING is not None:
         return
 
     def warm() -> None:
