@@ -22,7 +22,9 @@ Run through ``benchmarks/gpu_suite.sh`` (``make gpu-suite``). Data: ``$SHARED/da
 - ``annotate``: ``synprep annotate --device DEV -j $(nproc)`` (pipelined: ``SYNPREP_PARSE_PIPELINE=1``)
   against ``--device cpu -j $(nproc)`` (unpipelined) on the first ``--annotate-lines`` BPE'd lines, wall
   seconds of each command and the ratio, each side's forward/decode seconds (from its throughput line),
-  and the GPU busy fraction during DEV's command (null on the CPU).
+  the GPU busy fraction during DEV's command (null on the CPU), and ``timelines``: each command's milestones
+  (``synprep.timeline``: imports, input checks, parser identity, workers ready, each block parsed, each shard's
+  records and write, the check, the workers released; seconds since the process started).
 - the trainer's figures: every JSON line of ``benchmarks/bench_train_gpu.py --device DEV [--small]`` and
   ``benchmarks/bench_translate.py --device DEV [--small]`` when those scripts exist (``skipped`` otherwise).
 - then ``translate_iwslt_size``, ``attention_backends``, ``stanza_path``, ``parse_workers`` (each function's
@@ -193,6 +195,7 @@ def annotate_figure(args, shared: Path) -> None:
     lang = _language_check_args()
     # numba's on-disk cache of the tree decoder warmed first: on a fresh machine every variant's workers would
     # otherwise compile it, and only the first variant pays (run 3 of 2026-11-26: decode summed 48.8 s vs 8.9 s)
+    from synprep import timeline
     from synprep.parse import ParserSpec
     from synprep.parse import run as parse_run
 
@@ -215,6 +218,7 @@ def annotate_figure(args, shared: Path) -> None:
         stages: dict[str, dict | None] = {}
         lines: dict[str, str] = {}
         errors: dict[str, str] = {}
+        timelines: dict[str, dict | None] = {}
         busy = None
         for name, extra, pipe in variants:
             out = Path(tmp) / name
@@ -233,6 +237,7 @@ def annotate_figure(args, shared: Path) -> None:
             times[name] = round(dt, 2)
             m = re.search(r"; forward ([\d.]+) s, decode ([\d.]+) s", proc.stderr)
             stages[name] = {"forward_seconds": float(m[1]), "decode_seconds": float(m[2])} if m else None
+            timelines[name] = timeline.parse_line(proc.stderr)  # where each variant's wall time went
             tail = [x for x in proc.stderr.splitlines() if "sentences/s" in x]
             if tail:
                 lines[name] = tail[-1].strip()[-240:]
@@ -242,7 +247,8 @@ def annotate_figure(args, shared: Path) -> None:
                  "device_jobs": jobs, "device_pipelined": True, "device_stages": stages.get(args.device),
                  "gpu_busy_fraction": busy if args.device != "cpu" else None, "cpu_jobs": jobs, "cpu_seconds": cpu,
                  "cpu_stages": stages.get(f"cpu-j{jobs}"), "device_speedup": round(cpu / dev, 2) if cpu and dev else None,
-                 "language_check": not lang, "seconds": times, "stages": stages, "throughput_lines": lines}
+                 "language_check": not lang, "seconds": times, "stages": stages, "throughput_lines": lines,
+                 "timelines": timelines}
     for name, _, _ in variants[:-1]:
         if cpu and name in times:
             rec[f"speedup {name} vs cpu-j{jobs}"] = round(cpu / times[name], 2)

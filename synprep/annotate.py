@@ -36,6 +36,7 @@ from synprep.progress import Progress
 from synprep.shards import Manifest, shard_name, write_shard
 from synprep.subword import DEFAULT_SCHEME
 from synprep.subword.offsets import AlignStats
+from synprep.timeline import mark
 from synprep.types import DEPRELS, UPOS_TAGS, PairRecord, ParsedLine
 from synprep.vocab import Vocab
 
@@ -290,6 +291,7 @@ def annotate_split(
         from synprep.parse.warming import wait_for_warm_workers
 
         wait_for_warm_workers()  # warm_parse's workers, started before the input was read
+        mark("workers ready")
     progress = Progress(manifest.split(split).input_lines, f"parse {split}")
     stream = source.runs_parser and _records_while_parsing(opts, par)
     ahead = _parse_ahead(source, opts, par, cache, identity, progress)  # the next block parses while this one is written
@@ -312,6 +314,7 @@ def annotate_split(
                     ldd_threshold=ldd_threshold, lowercase=opts.lowercase, path=source_name, alignment=stats,
                     stream=stream)
             progress.update_to(block[-1].line)
+            mark(f"records {name}")
             manifest.record_drops(split, drops)
             if records:
                 attrs = {
@@ -327,6 +330,7 @@ def annotate_split(
                         manifest.set_alignment(split, name, stats.as_dict())
                     result.written.append(name)
                 manifest.save(out)
+            mark(f"shard {name}")
             log.info("%s: %d pairs, %d dropped", name, len(records), len(drops))
     finally:
         progress.close()

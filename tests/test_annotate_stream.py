@@ -206,6 +206,24 @@ def test_annotate_command_streamed_and_warmed_gives_the_one_worker_bytes(shared_
 
     annotate(tmp_path / "ref", "-j", "1")
     monkeypatch.setenv("SYNPREP_ANNOTATE_STREAM", "1")
+    t0 = time.time()
     proc = annotate(tmp_path / "j2", "-j", "2")
+    wall = time.time() - t0
     assert "130 input lines, 130 pairs in 3 shard(s)" in proc.stderr and "sentences/s" in proc.stderr
     assert_same_folder(tmp_path / "j2", tmp_path / "ref")
+    # where the wall time went: the milestones in the order they happen, each shard's after its block's parse,
+    # within the run's wall time; the line before the signature (still the last line)
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-2].startswith("synprep: timeline: ") and lines[-1].startswith("synprep:0.1.0|")
+    from synprep.timeline import parse_line
+
+    marks = lines[-2].split("timeline: ", 1)[1].rsplit(" (s since", 1)[0].split(" · ")
+    names = [m.rpartition(" ")[0] for m in marks]
+    times = [float(m.rpartition(" ")[2]) for m in marks]
+    shards = [f"test.{k:05d}.h5" for k in range(3)]
+    assert names == ["command", "inputs checked", "parser identity", "vocabulary", "workers ready",
+                     *[x for k, (a, b) in enumerate([(1, 50), (51, 100), (101, 130)])
+                       for x in (f"parsed {a}-{b}", f"records {shards[k]}", f"shard {shards[k]}")],
+                     "check", "workers released"]
+    assert times == sorted(times) and 0 < times[0] and times[-1] <= wall + 1.0  # +1: the exit, the clock's 10 ms
+    assert parse_line(proc.stderr) == dict(zip(names, times, strict=True))

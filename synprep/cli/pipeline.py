@@ -161,6 +161,10 @@ def _report(manifest, split: str) -> None:
 
     if THROUGHPUT.line():
         click.echo(f"synprep: {THROUGHPUT.line()}", err=True)
+    from synprep import timeline
+
+    if timeline.line():  # where the command's wall time went (issue 17), before the signature (the last line)
+        click.echo(f"synprep: {timeline.line()}", err=True)
     click.echo(manifest.split(split).signature or manifest.signature, err=True)  # the split's (its input digests)
 
 
@@ -284,8 +288,11 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, vocab_split, p
     input without it gets a warning); with --parser conllu the parses come from --conllu and must
     match those words.
     """
+    from synprep import timeline
     from synprep.pipeline import run_annotate
 
+    timeline.reset()
+    timeline.mark("command")  # the interpreter, the imports and the options
     cfg = resolve_config("annotate", out, config_path, click.get_current_context().params)
     refuse_unused_parser_options(cfg.parse.parser)
     runtime = runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler)
@@ -296,4 +303,5 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, vocab_split, p
                                 parse_src=parse_src, runtime=runtime)
     finally:
         release_workers()  # idle now: killed at once, not each waited for while it unloads its models
+    timeline.mark("workers released")
     _report(manifest, split)

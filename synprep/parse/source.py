@@ -156,6 +156,9 @@ class RunParser(ParseSource):
                 scheduler=par.scheduler, ssplit=opts.ssplit, batch_size=opts.batch_size, identity=identity,
                 trees=trees, trees_name=opts.trees,
                 progress=progress.block(items[0].line - 1, items[-1].line) if progress else None)
+            from synprep.timeline import mark
+
+            mark(f"parsed {items[0].line}-{items[-1].line}")  # the block's last batch is back (and cached)
         except InputError as e:  # parse_block numbers the block's lines 1..n: name the input line
             if e.line is not None and 1 <= e.line <= len(items):
                 from synprep.parse.trees import TreeLeavesError

@@ -19,6 +19,7 @@ from synprep.pipeline.record import _finish, open_split, split_manifest, trees_f
 from synprep.pipeline.views import Runtime, guard, parse_options, recorded, shard_config
 from synprep.shards import Manifest
 from synprep.textio import display_name, iter_lines
+from synprep.timeline import mark
 
 log = logging.getLogger(__name__)
 
@@ -59,14 +60,17 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
     n_src = check_annotate_inputs(src, tgt, out, source, src_lang=config.src_lang, tgt_lang=config.tgt_lang,
                                   language_check=config.text.language_check, conllu=conllu, trees=trees,
                                   parse_src=parse_src)
+    mark("inputs checked")
     out.mkdir(parents=True, exist_ok=True)
     shared = guard(config, parse, parse_src=parse_src is not None)  # the parser's identity, before any writing
+    mark("parser identity")
     builds_vocab = split == config.shards.vocab_split and vocab is None  # then dict.txt is made from this split
     input_sha = open_split(out, split, recorded(config, source.runs_parser),
                            {"src": src, "tgt": tgt, "conllu": conllu, "trees": trees, "parse_src": parse_src},
                            [out / VOCAB_NAME] if builds_vocab else [], vocab=vocab, runs_parser=source.runs_parser,
                            cache=parse.cache)
     v = split_vocab(out, split, [Path(src), Path(tgt)], vocab, config.shards.vocab_split)  # waits for its split
+    mark("vocabulary")
     manifest, sig = split_manifest(out, split, shared, v, parse, n_src, tok="given", lowercase=config.text.lowercase,
                                    words="cased" if parse_src is not None else None, input_sha=input_sha)
     parses = source.imported(conllu, range(1, n_src + 1), n_src)
@@ -82,4 +86,5 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
                    config=shard_config(shared, config, split, vocab_sha256=v.sha256, input_sha=input_sha),
                    ldd_threshold=config.parse.ldd_threshold, shard_size=config.shards.shard_size, source_name=src)
     _finish(out, manifest, split)
+    mark("check")
     return manifest

@@ -1,0 +1,69 @@
+"""Milestones of one command's run, in seconds since its process started: where the wall time goes.
+
+``annotate`` on IWSLT14 test (6750 pairs) spent 19-24 s outside its parse on a 16-core GPU machine and about
+8 s on a 2-core one (docs/parse.md, issue 17), with no record of where. The command marks its milestones
+(:func:`mark`) and logs them in one line at its end (:func:`line`)::
+
+    timeline: process start 0 · command 1.31 · inputs checked 1.52 · parser identity 2.9 · vocabulary 3.0
+    · workers ready 8.7 · parse test 70.9 · shard test.00000 71.3 · check 71.5 · workers released 72.0 (s)
+
+The start is the process's creation time as the kernel records it (``psutil``; 10 ms resolution), so the
+first mark includes the interpreter's start-up and the imports. Marks are kept in the order they are made;
+a name may repeat (one per split or shard). Not thread-safe beyond what ``list.append`` gives; made from
+the main thread only.
+"""
+
+from __future__ import annotations
+
+import time
+
+_start: float | None = None
+_marks: list[tuple[str, float]] = []
+
+
+def process_start() -> float:
+    """This process's creation time (seconds since the epoch, ``time.time()``'s clock; 10 ms resolution)."""
+    global _start
+    if _start is None:
+        import psutil
+
+        _start = psutil.Process().create_time()
+    return _start
+
+
+def mark(name: str) -> float:
+    """Record milestone ``name`` now; returns its time in seconds since the process started."""
+    t = time.time() - process_start()
+    _marks.append((name, t))
+    return t
+
+
+def marks() -> list[tuple[str, float]]:
+    """The milestones so far: (name, seconds since the process started), in the order made."""
+    return list(_marks)
+
+
+def reset() -> None:
+    """Forget the milestones (a command run in process more than once, as the tests do)."""
+    _marks.clear()
+
+
+def line() -> str | None:
+    """``timeline: command 1.31 · inputs checked 1.52 · … (s since the process started)``; None without marks."""
+    if not _marks:
+        return None
+    return "timeline: " + " · ".join(f"{n} {t:.2f}" for n, t in _marks) + " (s since the process started)"
+
+
+def parse_line(text: str) -> dict[str, float] | None:
+    """The milestones of the last ``timeline:`` line in ``text`` (a command's stderr): name → seconds; a repeated
+    name keeps its last time. None when there is no such line (benchmarks/gpu_suite.py reads it)."""
+    found = [ln for ln in text.splitlines() if "timeline: " in ln]
+    if not found:
+        return None
+    body = found[-1].split("timeline: ", 1)[1].rsplit(" (s since", 1)[0]
+    out: dict[str, float] = {}
+    for part in body.split(" · "):
+        name, _, t = part.rpartition(" ")
+        out[name] = float(t)
+    return out
