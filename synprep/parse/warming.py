@@ -66,6 +66,10 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
                 list(stage_map(abs, range(jobs), jobs=jobs))
         except Exception as e:  # the parse meets the same error and reports it
             log.debug("warming the parse workers failed: %s", e)
+        finally:
+            from synprep.timeline import mark
+
+            mark("warm-up done")  # from this thread: later than "vocabulary", the workers held the parse back
 
     _WARMING = threading.Thread(target=warm, name="synprep-warm-parse", daemon=True)
     _WARMING.start()
