@@ -229,8 +229,13 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
     model = _subword_model_option(cfg.subword.scheme, codes=codes, merges=cfg.subword.merges, spm_model=spm_model,
                                   hf_tokenizer=hf_tokenizer, vocab_size=cfg.subword.vocab_size)
     runtime = runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler)
-    manifest = run_pipeline(src, tgt, out, cfg, split=split, clean=clean, codes=codes, vocab=vocab, conllu=conllu_path,
-                            trees=trees_path, subword_model=model, runtime=runtime)
+    from synprep.parse.warming import release_workers
+
+    try:
+        manifest = run_pipeline(src, tgt, out, cfg, split=split, clean=clean, codes=codes, vocab=vocab,
+                                conllu=conllu_path, trees=trees_path, subword_model=model, runtime=runtime)
+    finally:
+        release_workers()  # idle now (the parse's and the text stage's): killed at once, as annotate's
     _report(manifest, split)
 
 

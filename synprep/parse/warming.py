@@ -22,23 +22,33 @@ _WARMING: Any = None
 WARMED: set[int] = set()
 
 
-def warm_work(item: tuple[ParserSpec, str | None]) -> int:
-    """Worker entry point of :func:`warm_parse_workers`: load this process's parser (imports, CUDA context, models)."""
+def warm_work(item: tuple[ParserSpec, str | None]) -> int | None:
+    """Worker entry point of :func:`warm_parse_workers`: load this process's parser (imports, CUDA context, models);
+    its pid, or None when loading failed.
+
+    A failure is kept here, not raised: joblib would then kill the whole pool (``abort_everything``), and
+    ``pipeline``'s text stage runs its own work in that pool meanwhile; the parse meets the same error, in its place.
+    """
     from synprep.parse.run import worker_parser
 
     spec, slot_dir = item
-    worker_parser(spec, slot_dir)
+    try:
+        worker_parser(spec, slot_dir)
+    except Exception as e:
+        log.debug("warming the parser failed in worker %d: %s", os.getpid(), e)
+        return None
     return os.getpid()
 
 
 def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str | None) -> None:
     """Start the parse's workers now, in a background thread, while this process still reads its input.
 
-    ``annotate`` calls it as soon as its options are known: each worker's start-up (importing torch and stanza,
-    a CUDA context, loading the models: seconds) then overlaps the main process's own (reading and checking
-    the input, the vocabulary) instead of following it. The workers are the parse's own (joblib's reusable
-    loky executor, the same ``jobs`` as :func:`~synprep.parse.run.parse_block` gives it, the same GPU slots),
-    or with one worker this process's parser. :func:`wait_for_warm_workers` joins the thread before the
+    ``annotate`` and ``pipeline`` call it as soon as their parse options are known: each worker's start-up
+    (importing torch and stanza, a CUDA context, loading the models: seconds) then overlaps the main process's
+    own (reading and checking the input, ``pipeline``'s text stage, the vocabulary) instead of following it.
+    The workers are the parse's own (joblib's reusable loky executor, the same ``jobs`` as
+    :func:`~synprep.parse.run.parse_block` gives it, the same GPU slots), or with one worker this process's
+    parser; ``pipeline``'s text stage runs its work in the same pool meanwhile (after the warm-up's). :func:`wait_for_warm_workers` joins the thread before the
     parse starts. When the records will be built beside the parse (:func:`records_while_parsing`), their pool is
     started too. A failure here is left to the parse to report (the same error, in its place). Nothing is
     warmed for a dask or threading backend or a pipelined parse (their workers are others).
@@ -53,13 +63,15 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
         try:
             n = gpu_parse_jobs(jobs, spec.device, backend, scheduler)  # here: with cuda it imports torch
             if n <= 1:
-                WARMED.add(warm_work((spec, None)))
+                pid = warm_work((spec, None))
+                WARMED.update([pid] if pid is not None else [])
                 return
             from synprep.parallel import parallel_map
             from synprep.parse.run import gpu_slot_dir
 
             slot_dir = gpu_slot_dir() if spec.device == "cuda" else None
-            WARMED.update(parallel_map(warm_work, [(spec, slot_dir)] * n, jobs=n, backend=backend))
+            WARMED.update(p for p in parallel_map(warm_work, [(spec, slot_dir)] * n, jobs=n, backend=backend)
+                          if p is not None)
             if records_while_parsing(spec.device, jobs, backend, scheduler):  # the records' pool too
                 from synprep.parallel import stage_map
 
@@ -87,9 +99,10 @@ def release_workers() -> None:
     """End this process's idle worker pools at once: joblib's reusable loky executor (the parse's workers) and
     :func:`synprep.parallel.stage_map`'s pool.
 
-    For a command that is done with them (``annotate``'s end): left to the interpreter's exit, each worker is
-    asked to stop and waited for while it unloads torch, stanza and its models (1.1 s of the 2-core machine's
-    600-line ``annotate -j 2``; 2.8 s with 8 GPU workers, CUDA contexts included); killed, 0.1 s. They hold
+    For a command that is done with them (``annotate``'s and ``pipeline``'s end): left to the interpreter's
+    exit, each worker is asked to stop and waited for while it unloads torch, stanza and its models (1.1 s of
+    the 2-core machine's 600-line ``annotate -j 2``; 2.8 s with 8 GPU workers, CUDA contexts included);
+    killed, 0.1 s. They hold
     nothing to write (the parse cache and the shards are this process's; a GPU slot's lock goes with its
     process). A later parse in this process starts new workers. A warm-up in progress
     (:func:`warm_parse_workers`) is waited for first.

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from synprep.annotate import annotate_split, items_from_files
+from synprep.annotate import annotate_split, items_from_files, warm_parse
 from synprep.config import DataConfig
 from synprep.errors import InputError
 from synprep.lock import writer
@@ -80,6 +80,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
     check_output_folder(out)
     text, parse = text_options(config, clean), parse_options(config, runtime, trees)
     source, scheme = parse.source(), scheme_class(config.subword.scheme)
+    warm_parse(parse, runtime.par)  # the parse's workers start while the text stage runs (annotate_split waits)
     n_tgt = check_pipeline_inputs(src, tgt, out, split, text, source, scheme, src_lang=config.src_lang,
                                   tgt_lang=config.tgt_lang, language_check=config.text.language_check, conllu=conllu,
                                   trees=trees, codes=codes, subword_model=subword_model)
