@@ -97,6 +97,16 @@ def test_a_warmed_pipeline_writes_the_one_worker_folder(warmed_run, raw, stanza_
     proc = run_ok(pipeline_args(ref, None, stanza_dir, "-j", "1", src=raw["de"], tgt=raw["en"], flags=FLAGS))
     assert f"{LINES} input lines" in proc.stderr and "in 2 shard(s)" in proc.stderr
     assert_same_folder(warmed_run["out"], ref)  # shards, dict.txt, codes, manifest, text files: every byte
+    # the pipeline's milestones (synprep.timeline), in the order they happen, the text stage's among them
+    from synprep.timeline import parse_line
+
+    marks = parse_line(proc.stderr)
+    assert marks is not None and list(marks.values()) == sorted(marks.values())
+    assert marks.pop("warm-up done") <= marks["workers ready"]  # the warm-up thread's mark: wherever it falls
+    assert list(marks) == ["command", "inputs checked", "parser identity", "tokenized", "cleaned",
+                           "subwords", "vocabulary", "workers ready", "parsed 1-20", "records train.00000.h5",
+                           "shard train.00000.h5", "parsed 21-40", "records train.00001.h5", "shard train.00001.h5",
+                           "check", "workers released"]
 
 
 @pytest.mark.slow

@@ -218,8 +218,11 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
     Run once per split into the same --out (train first: it learns the BPE codes and the
     vocabulary). Running the same command again resumes: finished steps and shards are skipped.
     """
+    from synprep import timeline
     from synprep.pipeline import run_pipeline
 
+    timeline.reset()
+    timeline.mark("command")  # the interpreter, the imports and the options
     cfg = resolve_config("pipeline", out, config_path, click.get_current_context().params)
     if clean is False:  # issue 16 item 8: the bounds of a cleaning that does not run
         from synprep.cli.common import refuse_unused
@@ -236,6 +239,7 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
                                 conllu=conllu_path, trees=trees_path, subword_model=model, runtime=runtime)
     finally:
         release_workers()  # idle now (the parse's and the text stage's): killed at once, as annotate's
+    timeline.mark("workers released")
     _report(manifest, split)
 
 

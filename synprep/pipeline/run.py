@@ -37,6 +37,7 @@ from synprep.pipeline.views import (
 )
 from synprep.shards import Manifest
 from synprep.textio import iter_lines
+from synprep.timeline import mark
 from synprep.vocab import Vocab
 
 log = logging.getLogger(__name__)
@@ -84,8 +85,10 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
     n_tgt = check_pipeline_inputs(src, tgt, out, split, text, source, scheme, src_lang=config.src_lang,
                                   tgt_lang=config.tgt_lang, language_check=config.text.language_check, conllu=conllu,
                                   trees=trees, codes=codes, subword_model=subword_model)
+    mark("inputs checked")
     tok = choose_tokenizer(text, parse, source, config.src_lang)
     shared = guard(config, parse, tok=tok.name, scheme=scheme)  # the parser's identity: before anything is written
+    mark("parser identity")
     files = TextFiles(out / "text", split, config.src_lang, config.tgt_lang)
     files.work.mkdir(parents=True, exist_ok=True)
     made = [files.side(stage, side) for stage in ("tok", "clean", "bpe") for side in ("src", "tgt")]
@@ -95,10 +98,14 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
                            cache=parse.cache)
     # 1. tokenize, 2. clean (+ lowercase), 3. subwords, 4. the vocabulary
     n_src = tokenize_split(files, src, tgt, conllu, n_tgt, text, tok, source, runtime.par)
+    mark("tokenized")
     _clean(files, text)
+    mark("cleaned")
     words_file = files.side("words" if text.lowercase else "clean", "src")
     pieces = subwords(out, files, src, tgt, words_file, text, scheme, codes, subword_model, runtime.par)
+    mark("subwords")
     v = split_vocab(out, split, [pieces.src, pieces.tgt], vocab, config.shards.vocab_split)  # waits for its split
+    mark("vocabulary")
     # 5. parse, features, shards
     manifest, sig = split_manifest(out, split, shared, v, parse, n_src, tok=tok.field, old_tok=tok.name,
                                    lowercase=text.lowercase, codes_sha=pieces.codes_sha, sub=pieces.sub,
@@ -112,6 +119,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
               attrs=shard_config(shared, config, split, vocab_sha256=v.sha256, input_sha=input_sha, facts=facts))
     _write_drop_report(files.dropped, manifest, split)
     _finish(out, manifest, split)
+    mark("check")
     return manifest
 
 
