@@ -164,3 +164,32 @@ def test_parse_gives_stanzas_heads(stanza_dir: Path):
     want = [([w.head for w in s.words], [w.deprel for w in s.words], [w.upos for w in s.words])
             for s in nlp(words).sentences]
     assert [(p.heads, p.deprels, p.upos) for p in parser.parse(words)] == want
+
+
+def test_the_parser_loads_the_compiled_decoder_with_its_models(stanza_dir):
+    """A parse worker pays numba's load of the decoder (its on-disk cache, or a compile) when it loads its parser
+    — during the warm-up — not inside its first batch: in a fresh process, after ``make_parser`` and before any
+    parse, the decoder holds machine code for stanza's float32 scores."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from synprep.parse import ParserSpec, make_parser; import synprep.parse.mst as m\n"
+            "assert not m._one_root.signatures\n"
+            f"make_parser(ParserSpec(lang='de', dir={str(stanza_dir)!r}, package='synprep'))\n"
+            "print(*[s[0].dtype for s in m._one_root.signatures])")
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "float32"
+
+
+def test_warm_decodes_a_cycle_as_stanza_does():
+    """:func:`synprep.parse.mst.warm`'s matrix needs the compiled decoder (the argmax heads form a cycle), so every
+    part of it is loaded; its tree is stanza's."""
+    from synprep.parse import mst
+
+    a = np.array([[-np.inf, -9.0, -9.0, -9.0], [-5.0, -np.inf, -1.0, -2.0], [-5.0, -2.0, -np.inf, -1.0],
+                  [-5.0, -1.0, -2.0, -np.inf]], dtype=np.float32)
+    assert not argmax_trees(a[None], [4])[1][0]
+    assert chuliu_edmonds_one_root(a).tolist() == stanza_one_root(a.copy()).tolist() == [0, 0, 3, 1]
+    mst.warm()

@@ -303,6 +303,19 @@ def chuliu_edmonds_one_root(scores: np.ndarray) -> np.ndarray:
     return _one_root(a)
 
 
+def warm() -> None:
+    """Have :func:`chuliu_edmonds_one_root`'s machine code for stanza's scores (``float32``) loaded now.
+
+    numba loads it from its on-disk cache (or compiles it: seconds, once per checkout) on the first call of a
+    process: 0.2-1.2 s of each parse worker's first batch (measured on the 2-core machine, cache on disk).
+    The stanza parser calls this as it loads its models, so a warmed worker (:mod:`synprep.parse.warming`)
+    pays it during the warm-up, beside the main process's own start-up, not inside the parse.
+    """
+    # a 3-cycle under ROOT: the whole decoder runs (Tarjan, a contraction, the expansion)
+    chuliu_edmonds_one_root(np.array([[-np.inf, -9.0, -9.0, -9.0], [-5.0, -np.inf, -1.0, -2.0],
+                                      [-5.0, -2.0, -np.inf, -1.0], [-5.0, -1.0, -2.0, -np.inf]], dtype=np.float32))
+
+
 # --- the vectorized fast path ------------------------------------------------------------------
 
 

@@ -340,6 +340,10 @@ class StanzaParser(ParserBackend):
         #: builds the models' inputs from the words (:mod:`synprep.parse.stanza_inputs`); None: stanza's loaders
         self.inputs: InputBuilder | None = None if unsupported_reason(pos, self.depparse) else InputBuilder(pos, self.depparse)
         self._fallback_logged: str | None = None
+        if fast_decoder_available():  # the compiled decoder's code loaded with the models, not in the first batch
+            from synprep.parse.mst import warm
+
+            warm()
 
     @property
     def inputs_fallback(self) -> str | None:
