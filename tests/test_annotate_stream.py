@@ -189,6 +189,33 @@ def test_the_parse_runs_in_the_workers_warmed_before_it_and_they_are_killed_when
 
 
 @pytest.mark.slow
+def test_a_warm_up_released_while_its_workers_load_is_cancelled(stanza_dir):
+    """A command that fails on its input before its parse releases the workers while they still load their parser
+    (seconds: torch, stanza, the models): the release does not wait for that. It kills them as they load, the
+    warm-up's thread ends with the error kept, nothing is warmed and no pool is left."""
+    from joblib.externals.loky import reusable_executor
+
+    from synprep.parse import warming
+
+    spec = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep")
+    warming.release_workers()  # no pool left by an earlier test
+    warming.WARMED.clear()
+    old = reusable_executor._executor
+    warming.warm_parse_workers(spec, 2, "loky", None)
+    deadline = time.monotonic() + 30  # the warm-up's pool exists (its workers start), they have not loaded yet
+    while reusable_executor._executor is old and time.monotonic() < deadline:
+        time.sleep(0.01)
+    pids = set(reusable_executor._executor._processes)
+    warming.release_workers()
+    assert warming._WARMING is None and warming.WARMED == set()  # killed before any had loaded its parser
+    assert reusable_executor._executor is None or not any(_alive(p) for p in reusable_executor._executor._processes)
+    deadline = time.monotonic() + 30
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids)
+
+
+@pytest.mark.slow
 def test_annotate_command_streamed_and_warmed_gives_the_one_worker_bytes(shared_data, stanza_dir, tmp_path,
                                                                         monkeypatch):
     """``synprep annotate`` as a user runs it (workers warmed before the input is read, records built beside

@@ -113,14 +113,13 @@ def test_a_warmed_pipeline_writes_the_one_worker_folder(warmed_run, raw, stanza_
 def test_input_refused_before_the_parse_exits_2_with_its_message_and_no_worker_left(raw, stanza_dir, tmp_path,
                                                                                      capsys):
     out = tmp_path / "out"
-    code, _ = _in_process(pipeline_args(out, None, stanza_dir, "-j", "2", src=raw["de"], tgt=raw["short.en"],
+    code, pool = _in_process(pipeline_args(out, None, stanza_dir, "-j", "2", src=raw["de"], tgt=raw["short.en"],
                                         flags=FLAGS))
     err = capsys.readouterr().err
     assert code == 2
     assert f"line counts differ: {raw['de']} has {LINES} lines, {raw['short.en']} has {LINES - 1}" in err
-    warmed = set(warming.WARMED)
-    assert len(warmed) == 2  # the workers had started loading their parser when the input was refused
-    assert _all_dead(warmed)
+    # the warm-up was cancelled (its workers killed while loading, or done by then): none is left
+    assert _all_dead(set(warming.WARMED) | pool)
     assert not out.exists()  # nothing written
 
 

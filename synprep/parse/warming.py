@@ -18,6 +18,8 @@ from synprep.parse.pipelining import gpu_parse_jobs, local_pool, pipelined, reco
 log = logging.getLogger(__name__)
 
 _WARMING: Any = None
+#: set by :func:`release_workers` when a command ends before its parse: the warm-up starts nothing more
+_CANCEL: Any = None
 #: the processes :func:`warm_parse_workers` loaded a parser in (this process's pid with one worker)
 WARMED: set[int] = set()
 
@@ -53,15 +55,18 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
     started too. A failure here is left to the parse to report (the same error, in its place). Nothing is
     warmed for a dask or threading backend or a pipelined parse (their workers are others).
     """
-    global _WARMING
+    global _WARMING, _CANCEL
     import threading
 
     if not local_pool(backend, scheduler) or pipelined(spec, backend, scheduler, None) or _WARMING is not None:
         return
+    cancel = _CANCEL = threading.Event()
 
     def warm() -> None:
         try:
             n = gpu_parse_jobs(jobs, spec.device, backend, scheduler)  # here: with cuda it imports torch
+            if cancel.is_set():
+                return
             if n <= 1:
                 pid = warm_work((spec, None))
                 WARMED.update([pid] if pid is not None else [])
@@ -72,7 +77,7 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
             slot_dir = gpu_slot_dir() if spec.device == "cuda" else None
             WARMED.update(p for p in parallel_map(warm_work, [(spec, slot_dir)] * n, jobs=n, backend=backend)
                           if p is not None)
-            if records_while_parsing(spec.device, jobs, backend, scheduler):  # the records' pool too
+            if records_while_parsing(spec.device, jobs, backend, scheduler) and not cancel.is_set():  # their pool too
                 from synprep.parallel import stage_map
 
                 list(stage_map(abs, range(jobs), jobs=jobs))
@@ -104,16 +109,25 @@ def release_workers() -> None:
     the 2-core machine's 600-line ``annotate -j 2``; 2.8 s with 8 GPU workers, CUDA contexts included);
     killed, 0.1 s. They hold
     nothing to write (the parse cache and the shards are this process's; a GPU slot's lock goes with its
-    process). A later parse in this process starts new workers. A warm-up in progress
-    (:func:`warm_parse_workers`) is waited for first.
+    process). A later parse in this process starts new workers. A warm-up still in progress (a command that
+    failed on its input before its parse) is cancelled: it starts nothing more, its workers are killed while
+    they load, and once its thread has ended the pools are killed again (a pool it made meanwhile). The bad
+    input's exit then no longer waits for the workers' start-up.
     """
+    if _WARMING is not None and _CANCEL is not None:
+        _CANCEL.set()
+        while _WARMING.is_alive():  # its workers killed while they load (a pool made meanwhile too): its wait
+            _kill_pools()           # for them ends with an error, kept in the thread
+            _WARMING.join(0.1)
+    wait_for_warm_workers()
+    _kill_pools()
+
+
+def _kill_pools() -> None:
     import contextlib
 
     from synprep import parallel
 
-    # a warm-up still starting workers (a command that failed on its input before the parse) would make a new
-    # pool after this one is killed, left to the interpreter's exit: it finishes first
-    wait_for_warm_workers()
     with contextlib.suppress(ImportError):
         from joblib.externals.loky import reusable_executor  # private: loky keeps its one executor there
 
