@@ -1,16 +1,18 @@
 """Milestones of one command's run, in seconds since its process started: where the wall time goes.
 
 ``annotate`` on IWSLT14 test (6750 pairs) spent 19-24 s outside its parse on a 16-core GPU machine and about
-8 s on a 2-core one (docs/parse.md, issue 17), with no record of where. The command marks its milestones
-(:func:`mark`) and logs them in one line at its end (:func:`line`)::
+10 s on a 2-core one (docs/parse.md, issue 17), with no record of where. ``annotate`` and ``pipeline`` mark
+their milestones (:func:`mark`) and print them in one line at their end (:func:`line`)::
 
-    timeline: process start 0 · command 1.31 · inputs checked 1.52 · parser identity 2.9 · vocabulary 3.0
-    · workers ready 8.7 · parse test 70.9 · shard test.00000 71.3 · check 71.5 · workers released 72.0 (s)
+    timeline: command 1.34 · inputs checked 2.37 · parser identity 5.21 · vocabulary 5.39 · warm-up done 5.75
+    · workers ready 5.76 · parsed 1-6750 63.78 · records test.00000.h5 67.58 · shard test.00000.h5 67.83
+    · check 67.99 · workers released 68.09 (s since the process started)
 
 The start is the process's creation time as the kernel records it (``psutil``; 10 ms resolution), so the
 first mark includes the interpreter's start-up and the imports. Marks are kept in the order they are made;
-a name may repeat (one per split or shard). Not thread-safe beyond what ``list.append`` gives; made from
-the main thread only.
+a name may repeat (one per split, block or shard). Marks come from the main thread and from the parse's
+helper threads (the warm-up's ``warm-up done``, a streamed parse's ``parsed``): ``list.append`` is atomic.
+The CLI commands :func:`reset` the marks when they start; the Python API only adds to them.
 """
 
 from __future__ import annotations
