@@ -6,6 +6,7 @@ described there and in the README.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 
@@ -152,6 +153,24 @@ config_option = click.option(
          "options given too override it. Default: OUT/pipeline.json when OUT exists.")
 
 
+@contextlib.contextmanager
+def _command_run():
+    """The body of ``pipeline`` and ``annotate``: their timeline started (:mod:`synprep.timeline`: ``command``
+    marks the interpreter, the imports and the options), and at their end, also when it raises, their worker
+    pools killed at once (the parse's, warmed early, and the text stage's: :func:`~synprep.parse.warming.
+    release_workers`), not each waited for while it unloads its models; ``workers released`` marked after."""
+    from synprep import timeline
+    from synprep.parse.warming import release_workers
+
+    timeline.reset()
+    timeline.mark("command")
+    try:
+        yield
+    finally:
+        release_workers()
+    timeline.mark("workers released")
+
+
 def _report(manifest, split: str) -> None:
     from synprep.pipeline import split_summary
 
@@ -218,28 +237,20 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
     Run once per split into the same --out (train first: it learns the BPE codes and the
     vocabulary). Running the same command again resumes: finished steps and shards are skipped.
     """
-    from synprep import timeline
     from synprep.pipeline import run_pipeline
 
-    timeline.reset()
-    timeline.mark("command")  # the interpreter, the imports and the options
-    cfg = resolve_config("pipeline", out, config_path, click.get_current_context().params)
-    if clean is False:  # issue 16 item 8: the bounds of a cleaning that does not run
-        from synprep.cli.common import refuse_unused
+    with _command_run():
+        cfg = resolve_config("pipeline", out, config_path, click.get_current_context().params)
+        if clean is False:  # issue 16 item 8: the bounds of a cleaning that does not run
+            from synprep.cli.common import refuse_unused
 
-        refuse_unused(["ratio", "min_len", "max_len"], "with --no-clean (the split is not cleaned)")
-    refuse_unused_parser_options(cfg.parse.parser, codes)
-    model = _subword_model_option(cfg.subword.scheme, codes=codes, merges=cfg.subword.merges, spm_model=spm_model,
-                                  hf_tokenizer=hf_tokenizer, vocab_size=cfg.subword.vocab_size)
-    runtime = runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler)
-    from synprep.parse.warming import release_workers
-
-    try:
+            refuse_unused(["ratio", "min_len", "max_len"], "with --no-clean (the split is not cleaned)")
+        refuse_unused_parser_options(cfg.parse.parser, codes)
+        model = _subword_model_option(cfg.subword.scheme, codes=codes, merges=cfg.subword.merges,
+                                      spm_model=spm_model, hf_tokenizer=hf_tokenizer, vocab_size=cfg.subword.vocab_size)
+        runtime = runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler)
         manifest = run_pipeline(src, tgt, out, cfg, split=split, clean=clean, codes=codes, vocab=vocab,
                                 conllu=conllu_path, trees=trees_path, subword_model=model, runtime=runtime)
-    finally:
-        release_workers()  # idle now (the parse's and the text stage's): killed at once, as annotate's
-    timeline.mark("workers released")
     _report(manifest, split)
 
 
@@ -297,20 +308,12 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, vocab_split, p
     input without it gets a warning); with --parser conllu the parses come from --conllu and must
     match those words.
     """
-    from synprep import timeline
     from synprep.pipeline import run_annotate
 
-    timeline.reset()
-    timeline.mark("command")  # the interpreter, the imports and the options
-    cfg = resolve_config("annotate", out, config_path, click.get_current_context().params)
-    refuse_unused_parser_options(cfg.parse.parser)
-    runtime = runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler)
-    from synprep.parse.warming import release_workers
-
-    try:
+    with _command_run():
+        cfg = resolve_config("annotate", out, config_path, click.get_current_context().params)
+        refuse_unused_parser_options(cfg.parse.parser)
+        runtime = runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler)
         manifest = run_annotate(src, tgt, out, cfg, split=split, vocab=vocab, conllu=conllu_path, trees=trees_path,
                                 parse_src=parse_src, runtime=runtime)
-    finally:
-        release_workers()  # idle now: killed at once, not each waited for while it unloads its models
-    timeline.mark("workers released")
     _report(manifest, split)
