@@ -60,6 +60,15 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
 
     if not local_pool(backend, scheduler) or pipelined(spec, backend, scheduler, None) or _WARMING is not None:
         return
+    # the modules this thread shares with the command's own work, imported here first: two threads importing
+    # joblib and its loky at once deadlocked (Python's _DeadlockError; `pipeline`'s text stage imports
+    # sacremoses, hence joblib, while the warm-up imported loky: a CI run of 2026-11-27)
+    import joblib  # noqa: F401
+    import joblib.externals.loky  # noqa: F401
+
+    import synprep.parallel  # noqa: F401
+    import synprep.parse.run  # noqa: F401
+
     cancel = _CANCEL = threading.Event()
 
     def warm() -> None:
