@@ -19,6 +19,10 @@ Figures (``figure`` key):
 * ``real_loop_tokens_per_s``: the real ``synprep train`` loop (shards written to a temporary
   folder, DataLoader, collation, logging) as logged in metrics.jsonl, against the same preset's
   ``train_tokens_per_s``.
+* ``host_profile`` (only with ``--host-profile``): where an update's host time goes, from Python's
+  cProfile over 6 updates after the warm-up (profiler overhead included, so read shares, not totals): the
+  wall seconds per update, and the 25 functions with the most own time (file:line:function, milliseconds
+  per update, calls per update) and the 15 with the most cumulative time.
 * ``compile`` (only with ``--compile``; issue 18 item 4): per preset, ``compile: true``
   (each layer and the loss through ``torch.compile(dynamic=True)``, :mod:`synprep.train.compiling`)
   against eager from the same seed on the same batches, dropout off (so the two runs compute the
@@ -130,6 +134,32 @@ def profile(tr: Trainer, it, steps: int, device: str) -> dict:
     return rec
 
 
+def host_profile(tr: Trainer, it, steps: int, device: str) -> dict:
+    """cProfile of ``steps`` updates (see the module docstring: ``host_profile``)."""
+    import cProfile
+    import pstats
+
+    groups = [[next(it)] for _ in range(steps)]
+    _sync(device)
+    pr = cProfile.Profile()
+    t0 = time.perf_counter()
+    pr.enable()
+    for g in groups:
+        tr.train_step(g)
+    _sync(device)
+    pr.disable()
+    wall = time.perf_counter() - t0
+    st = pstats.Stats(pr).stats  # {(file, line, name): (cc, ncalls, tottime, cumtime, callers)}
+
+    def rows(key: int, n: int) -> list:
+        top = sorted(st.items(), key=lambda kv: kv[1][key], reverse=True)[:n]
+        return [[f"{Path(f).name}:{line}:{name}"[:90], round(v[key] * 1e3 / steps, 2), v[1] // steps]
+                for (f, line, name), v in top]
+
+    return {"updates": steps, "wall_s_per_update": round(wall / steps, 5), "top_own_ms": rows(2, 25),
+            "top_cumulative_ms": rows(3, 15)}
+
+
 def compile_figure(preset: str, args, data, vocab: int, steps: int, tmp: Path) -> dict:
     """Eager against ``torch.compile`` on one preset (see the module docstring: ``compile``)."""
     import torch._dynamo
@@ -202,6 +232,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="torch threads on the CPU")
     ap.add_argument("--compile", action="store_true", help="add the compile figure (eager vs torch.compile)")
     ap.add_argument("--compile-only", action="store_true", help="only the compile figure")
+    ap.add_argument("--host-profile", action="store_true", help="add the host_profile figure (cProfile)")
     ap.add_argument("--compile-updates", type=int, default=None,
                     help="updates counted as compilation (default 4; --small 2)")
     args = ap.parse_args()
@@ -247,6 +278,9 @@ def main() -> None:
                   "peak_memory_bytes": torch.cuda.max_memory_allocated() if cuda else None,
                   "attention_backend": tr.runtime.attention_backend})
             emit({"figure": "update_profile", "preset": preset, **profile(tr, it, 2 if args.small else 4, args.device)})
+            if args.host_profile:
+                emit({"figure": "host_profile", "preset": preset, **host_profile(tr, it, 2 if args.small else 6,
+                                                                                  args.device)})
             del tr, it
         gated = "gated_iwslt14_de_en"
         if gated in presets:

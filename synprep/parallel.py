@@ -26,6 +26,7 @@ import dataclasses
 import itertools
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -147,12 +148,18 @@ def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
 
 
 def limit_threads(n: int = 1) -> None:
-    """Cap torch's intra-op threads (and BLAS through the environment) in this process."""
+    """Cap torch's intra-op threads (and BLAS through the environment) in this process.
+
+    torch is not imported for it: where it is loaded already its threads are set, else ``OMP_NUM_THREADS`` is
+    set to ``n``, which a later ``import torch`` starts with. A worker that never uses torch (``annotate``'s
+    records pool: alignment and features) then never pays its import: 1–2 s of CPU per process, which 16
+    records workers paid beside the GPU workers' own start-up on the GPU machine (docs/parse.md).
+    """
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ.setdefault(var, str(n))
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a dependency
+    torch = sys.modules.get("torch")
+    if torch is None:
+        os.environ["OMP_NUM_THREADS"] = str(n)  # torch's intra-op threads when it is imported
         return
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)

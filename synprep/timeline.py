@@ -9,9 +9,12 @@ their milestones (:func:`mark`) and print them in one line at their end (:func:`
     · check 67.99 · workers released 68.09 (s since the process started)
 
 The start is the process's creation time as the kernel records it (``psutil``; 10 ms resolution), so the
-first mark includes the interpreter's start-up and the imports. Marks are kept in the order they are made;
-a name may repeat (one per split, block or shard). Marks come from the main thread and from the parse's
+first mark includes the interpreter's start-up and the imports. The line gives the marks in time order; a
+name may repeat (one per split, block or shard). Marks come from the main thread and from the parse's
 helper threads (the warm-up's ``warm-up done``, a streamed parse's ``parsed``): ``list.append`` is atomic.
+The warm-up also marks its workers' phases, at the times the workers report (``warm: processes started``,
+``warm: calls begun``, ``warm: imports done``, ``warm: parsers loaded``: each its last worker's) and
+``warm: records pool ready`` (:mod:`synprep.parse.warming`).
 The CLI commands :func:`reset` the marks when they start; the Python API only adds to them.
 """
 
@@ -33,9 +36,10 @@ def process_start() -> float:
     return _start
 
 
-def mark(name: str) -> float:
-    """Record milestone ``name`` now; returns its time in seconds since the process started."""
-    t = time.time() - process_start()
+def mark(name: str, at: float | None = None) -> float:
+    """Record milestone ``name`` now, or at ``at`` (``time.time()``'s clock: a worker process's time, which the
+    warm-up reports); returns its time in seconds since the process started."""
+    t = (time.time() if at is None else at) - process_start()
     _marks.append((name, t))
     return t
 
@@ -51,10 +55,12 @@ def reset() -> None:
 
 
 def line() -> str | None:
-    """``timeline: command 1.31 · inputs checked 1.52 · … (s since the process started)``; None without marks."""
+    """``timeline: command 1.31 · inputs checked 1.52 · … (s since the process started)``, in time order (marks
+    of equal times in the order made); None without marks."""
     if not _marks:
         return None
-    return "timeline: " + " · ".join(f"{n} {t:.2f}" for n, t in _marks) + " (s since the process started)"
+    ordered = sorted(_marks, key=lambda m: m[1])
+    return "timeline: " + " · ".join(f"{n} {t:.2f}" for n, t in ordered) + " (s since the process started)"
 
 
 def parse_line(text: str) -> dict[str, float] | None:

@@ -28,6 +28,7 @@ from synprep.parse import run as parse_run
 from synprep.parse.base import ParserSpec
 from synprep.parse.options import Item, Parallel
 from synprep.parse.pipelining import records_while_parsing
+from synprep import timeline
 from synprep.subword.offsets import AlignStats
 from synprep.text.escape import escape, unescape_tokens
 from synprep.vocab import Vocab
@@ -166,16 +167,24 @@ def test_the_parse_runs_in_the_workers_warmed_before_it_and_they_are_killed_when
     spec = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep")
     warming.release_workers()  # no pool left by an earlier test
     warming.WARMED.clear()
+    timeline.reset()
     warming.warm_parse_workers(spec, 2, "loky", None)
     warming.wait_for_warm_workers()
     warmed = set(warming.WARMED)
     assert warmed and os.getpid() not in warmed and all(_alive(p) for p in warmed)
+    # the warm-up's phases, each at its last worker's time, in the order they happen, before its end
+    phases = dict(timeline.marks())
+    names = ["warm: processes started", "warm: calls begun", "warm: imports done", "warm: parsers loaded",
+             "warm-up done"]
+    assert [phases[n] for n in names] == sorted(phases[n] for n in names) and phases[names[0]] > 0
     got = parse_canon(parse_run.parse_block(words, spec, batch_size=4, jobs=2))
     assert got == parse_canon(parse_run.parse_block(words, spec, batch_size=4))
     # the parse kept those workers (the same executor, not a new one): they still answer, with their parser
     from synprep.parallel import parallel_map
 
-    assert set(parallel_map(warming.warm_work, [(spec, None)] * 6, jobs=2)) <= warmed
+    again = parallel_map(warming.warm_work, [(spec, None)] * 6, jobs=2)
+    assert {w.pid for w in again} <= warmed
+    assert all(w.created <= w.begun <= w.imported <= w.loaded <= time.time() for w in again)
     warming.release_workers()
     deadline = time.monotonic() + 30
     while any(_alive(p) for p in warmed) and time.monotonic() < deadline:
@@ -249,11 +258,20 @@ def test_annotate_command_streamed_and_warmed_gives_the_one_worker_bytes(shared_
     times = [float(m.rpartition(" ")[2]) for m in marks]
     shards = [f"test.{k:05d}.h5" for k in range(3)]
     assert "warm-up done" in names and names.index("warm-up done") < names.index("workers ready")
-    del times[names.index("warm-up done")], names[names.index("warm-up done")]  # its place: whichever came first
+    # the warm-up's marks (its thread's, and its workers' phases): their places depend on the timing; their own
+    # order is fixed, before the workers are taken
+    # order is fixed, before the workers are taken; the records' pool (streamed: warmed too) beside them
+    warm = [n for n in names if n.startswith("warm")]
+    assert "warm: records pool ready" in warm and warm.index("warm: records pool ready") < warm.index("warm-up done")
+    assert [n for n in warm if n != "warm: records pool ready"] == [
+        "warm: processes started", "warm: calls begun", "warm: imports done", "warm: parsers loaded", "warm-up done"]
+    assert names.index("warm-up done") < names.index("workers ready")
+    times = [t for n, t in zip(names, times, strict=True) if not n.startswith("warm")]
+    names = [n for n in names if not n.startswith("warm")]
     assert names == ["command", "inputs checked", "parser identity", "vocabulary", "workers ready",
                      *[x for k, (a, b) in enumerate([(1, 50), (51, 100), (101, 130)])
                        for x in (f"parsed {a}-{b}", f"records {shards[k]}", f"shard {shards[k]}")],
                      "check", "workers released"]
     assert times == sorted(times) and 0 < times[0] and times[-1] <= wall + 1.0  # +1: the exit, the clock's 10 ms
-    assert {k: v for k, v in parse_line(proc.stderr).items() if k != "warm-up done"} == dict(zip(names, times,
-                                                                                             strict=True))
+    assert {k: v for k, v in parse_line(proc.stderr).items() if not k.startswith("warm")} == dict(zip(names, times,
+                                                                                                   strict=True))

@@ -118,6 +118,21 @@ def test_the_queue_between_the_stages_is_bounded():
         next(stage_map(abs, [1], jobs=1, bound=0))
 
 
+def test_a_stage_worker_does_not_import_torch_and_gets_one_thread_when_it_does():
+    """The records' pool (alignment, features) never uses torch: its workers start without importing it (1-2 s
+    of CPU each, paid 16 times beside the GPU workers' start-up); a worker that imports it later still gets the
+    one intra-op thread :func:`synprep.parallel.limit_threads` promises."""
+    from synprep import parallel
+
+    if parallel._STAGE_POOL is not None:  # a pool of an earlier test may have imported torch already
+        parallel._STAGE_POOL[1].shutdown(wait=True, kill_workers=True)
+        parallel._STAGE_POOL = None
+    from worker_probe import torch_state
+
+    got = list(stage_map(torch_state, range(4), jobs=2))
+    assert got[0] == (False, 1) and all(n == 1 for _, n in got)
+
+
 def test_a_dead_decode_process_is_an_error_and_the_next_call_gets_a_new_pool():
     import os
     from concurrent.futures.process import BrokenProcessPool

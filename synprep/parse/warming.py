@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 from synprep.parse.base import ParserSpec
 from synprep.parse.pipelining import gpu_parse_jobs, local_pool, pipelined, records_while_parsing
@@ -24,22 +24,56 @@ _CANCEL: Any = None
 WARMED: set[int] = set()
 
 
-def warm_work(item: tuple[ParserSpec, str | None]) -> int | None:
+class Warmed(NamedTuple):
+    """What :func:`warm_work` did in one worker: its pid, and when (``time.time()``, seconds since the epoch) the
+    process was created, the warm-up's call reached it, torch and stanza were imported, its parser was loaded."""
+
+    pid: int
+    created: float
+    begun: float
+    imported: float
+    loaded: float
+
+
+def warm_work(item: tuple[ParserSpec, str | None]) -> Warmed | None:
     """Worker entry point of :func:`warm_parse_workers`: load this process's parser (imports, CUDA context, models);
-    its pid, or None when loading failed.
+    its :class:`Warmed` times, or None when loading failed.
 
     A failure is kept here, not raised: joblib would then kill the whole pool (``abort_everything``), and
     ``pipeline``'s text stage runs its own work in that pool meanwhile; the parse meets the same error, in its place.
     """
+    import time
+
+    import psutil
+
+    begun = time.time()
     from synprep.parse.run import worker_parser
 
     spec, slot_dir = item
     try:
+        if spec.name == "stanza":  # its imports timed apart from the models' load (the timeline's phases)
+            import stanza  # noqa: F401
+            import torch  # noqa: F401
+        imported = time.time()
         worker_parser(spec, slot_dir)
     except Exception as e:
         log.debug("warming the parser failed in worker %d: %s", os.getpid(), e)
         return None
-    return os.getpid()
+    return Warmed(os.getpid(), psutil.Process().create_time(), begun, imported, time.time())
+
+
+def _mark_phases(warmed: list[Warmed], started: float) -> None:
+    """The warm-up's phases in the timeline, each at its last worker's time: the workers' processes created,
+    the warm-up's call begun in them, their imports done, their parsers loaded (a worker that existed before
+    this warm-up, or this process with one worker, counts from ``started``)."""
+    from synprep.timeline import mark
+
+    if not warmed:
+        return
+    mark("warm: processes started", at=max(max(w.created, started) for w in warmed))
+    for name, field in (("warm: calls begun", "begun"), ("warm: imports done", "imported"),
+                        ("warm: parsers loaded", "loaded")):
+        mark(name, at=max(getattr(w, field) for w in warmed))
 
 
 def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str | None) -> None:
@@ -71,30 +105,49 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
 
     cancel = _CANCEL = threading.Event()
 
-    def warm() -> None:
+    def records_pool() -> None:  # the records' pool, started beside the parse workers, not after them
+        from synprep.parallel import stage_map
+        from synprep.timeline import mark
+
         try:
+            if not cancel.is_set():
+                list(stage_map(abs, range(jobs), jobs=jobs))
+                mark("warm: records pool ready")
+        except Exception as e:  # its own start-up again in the parse, which reports any error
+            log.debug("starting the records pool failed: %s", e)
+
+    def warm() -> None:
+        import time
+
+        from synprep.timeline import mark
+
+        pool = None
+        try:
+            if records_while_parsing(spec.device, jobs, backend, scheduler):
+                pool = threading.Thread(target=records_pool, name="synprep-warm-records", daemon=True)
+                pool.start()
+            started = time.time()
             n = gpu_parse_jobs(jobs, spec.device, backend, scheduler)  # here: with cuda it imports torch
             if cancel.is_set():
                 return
-            if n <= 1:
-                pid = warm_work((spec, None))
-                WARMED.update([pid] if pid is not None else [])
+            if n <= 1:  # this process's parser, loaded in this thread
+                done = warm_work((spec, None))
+                WARMED.update([done.pid] if done is not None else [])
+                _mark_phases([done] if done is not None else [], started)
                 return
             from synprep.parallel import parallel_map
             from synprep.parse.run import gpu_slot_dir
 
             slot_dir = gpu_slot_dir() if spec.device == "cuda" else None
-            WARMED.update(p for p in parallel_map(warm_work, [(spec, slot_dir)] * n, jobs=n, backend=backend)
-                          if p is not None)
-            if records_while_parsing(spec.device, jobs, backend, scheduler) and not cancel.is_set():  # their pool too
-                from synprep.parallel import stage_map
-
-                list(stage_map(abs, range(jobs), jobs=jobs))
+            warmed = [w for w in parallel_map(warm_work, [(spec, slot_dir)] * n, jobs=n, backend=backend)
+                      if w is not None]
+            WARMED.update(w.pid for w in warmed)
+            _mark_phases(warmed, started)
         except Exception as e:  # the parse meets the same error and reports it
             log.debug("warming the parse workers failed: %s", e)
         finally:
-            from synprep.timeline import mark
-
+            if pool is not None:
+                pool.join()
             mark("warm-up done")  # from this thread: later than "vocabulary", the workers held the parse back
 
     _WARMING = threading.Thread(target=warm, name="synprep-warm-parse", daemon=True)
