@@ -14,4 +14,22 @@ export PYTHONUNBUFFERED=1
 if [ -z "${PY:-}" ]; then
   if [ -x .venv/bin/python ]; then PY=.venv/bin/python; else PY=$(command -v python3 || command -v python); fi
 fi
+# Bytecode as a pip-installed environment has it. The bundle installs its wheels with --no-compile, and where
+# Python writes no bytecode (PYTHONDONTWRITEBYTECODE) every process of a figure compiled those imports from source:
+# on the H100 machine of 2026-11-27 a fresh process took 5.75 s for `import torch` and 4.3 s for `import
+# synprep.cli` (1.6 s and 0.4 s on the 2-core machine, whose packages have their bytecode). Then the bytecode
+# goes to a cache of its own (PYTHONPYCACHEPREFIX), written by the first process that imports each module.
+if "$PY" - <<'CHECK'
+import importlib.util, os, sys
+def compiled(name):
+    spec = importlib.util.find_spec(name)
+    d = os.path.join(os.path.dirname(spec.origin), "__pycache__")
+    return os.path.isdir(d) and any(f.endswith(".pyc") for f in os.listdir(d))
+sys.exit(0 if sys.flags.dont_write_bytecode and not all(map(compiled, ("torch", "numpy", "stanza", "nltk"))) else 1)
+CHECK
+then
+  export PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-${TMPDIR:-/tmp}/synprep-pycache}"
+  unset PYTHONDONTWRITEBYTECODE
+  echo "gpu_suite: packages without bytecode, and none written: caching it in $PYTHONPYCACHEPREFIX" >&2
+fi
 exec "$PY" benchmarks/gpu_suite.py "$@"

@@ -136,3 +136,21 @@ def test_unpipelined_gpu_workers_are_capped_per_visible_gpu(monkeypatch, two_gpu
         monkeypatch.setenv("SYNPREP_GPU_WORKERS_PER_DEVICE", bad)
         with pytest.raises(ConfigError, match="SYNPREP_GPU_WORKERS_PER_DEVICE must be a whole number"):
             gpu_parse_jobs(16, cuda, "loky", None)
+
+
+def test_the_warm_up_starts_one_gpus_workers_before_counting_the_gpus(monkeypatch):
+    """``annotate --device cuda``'s warm-up starts one GPU's share of workers at once (known without torch) and
+    counts the GPUs beside them; with one worker per GPU it counts first (the first share would be one worker:
+    the parse in this process); a CPU parse starts its ``-j``."""
+    from synprep.parse.base import ParserSpec
+    from synprep.parse.warming import first_workers
+
+    gpu, cpu = ParserSpec(lang="de", device="cuda"), ParserSpec(lang="de")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.delenv("SYNPREP_GPU_WORKERS_PER_DEVICE", raising=False)
+    assert first_workers(gpu, 16, "loky", None) == (8, True)
+    assert first_workers(gpu, 4, "loky", None) == (4, True)
+    assert first_workers(gpu, 1, "loky", None) == (1, False)
+    assert first_workers(cpu, 16, "loky", None) == (16, False)
+    monkeypatch.setenv("SYNPREP_GPU_WORKERS_PER_DEVICE", "1")
+    assert first_workers(gpu, 16, "loky", None) == (2, False)  # counted first: one per GPU, 2 GPUs

@@ -51,11 +51,15 @@ def gpu_workers_per_device() -> int:
     return RUNTIME_DEFAULTS.gpu_workers_per_device if n is None else n
 
 
-def gpu_parse_jobs(jobs: int, device: str, backend: str, scheduler: str | None) -> int:
+def gpu_parse_jobs(jobs: int, device: str, backend: str, scheduler: str | None, gpus: int | None = None) -> int:
     """The workers of a parse given ``-j jobs``: ``jobs``, except for a ``device="cuda"`` parse
     on this machine (loky), capped at ``gpu_workers_per_device`` (:class:`synprep.defaults.RuntimeDefaults`, or
     ``$SYNPREP_GPU_WORKERS_PER_DEVICE``) per visible GPU: more processes than that slow the shared GPU down.
     The output is the same bytes with any worker count.
+
+    Args:
+        gpus: the GPUs to count with; default: :func:`visible_gpus` (which imports torch). The warm-up starts
+            one GPU's workers with ``gpus=1`` while torch is imported to count the rest.
 
     Raises:
         ConfigError: the variable is not a whole number >= 1.
@@ -63,8 +67,8 @@ def gpu_parse_jobs(jobs: int, device: str, backend: str, scheduler: str | None) 
     if device != "cuda" or not local_pool(backend, scheduler) or jobs <= 1:
         return jobs
     per = gpu_workers_per_device()
-    cap = per * max(1, visible_gpus())
-    if jobs > cap:
+    cap = per * max(1, visible_gpus() if gpus is None else gpus)
+    if jobs > cap and gpus is None:
         log.info("parse: %d GPU workers (%d per visible GPU; -j %d): more processes slow a shared GPU down "
                  "(SYNPREP_GPU_WORKERS_PER_DEVICE)", cap, per, jobs)
     return min(jobs, cap)

@@ -76,6 +76,24 @@ def _mark_phases(warmed: list[Warmed], started: float) -> None:
         mark(name, at=max(getattr(w, field) for w in warmed))
 
 
+def first_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str | None) -> tuple[int, bool]:
+    """The workers :func:`warm_parse_workers` starts first, and whether more may follow once the GPUs are counted.
+
+    A GPU parse with more than one worker per GPU: one GPU's share (``gpu_workers_per_device``, at most ``jobs``)
+    at once, known without importing torch, and ``True``: torch, imported to count the GPUs (seconds, 3.6 s on
+    the H100 machine without bytecode), no longer holds back every worker's start; a machine with more GPUs gets
+    the rest after it. Otherwise :func:`~synprep.parse.pipelining.gpu_parse_jobs` (the count, torch imported for
+    it where needed) and ``False``.
+
+    Raises:
+        ConfigError: ``$SYNPREP_GPU_WORKERS_PER_DEVICE`` is not a whole number >= 1.
+    """
+    one_gpu = gpu_parse_jobs(jobs, spec.device, backend, scheduler, gpus=1)
+    if spec.device == "cuda" and one_gpu > 1:
+        return one_gpu, True
+    return gpu_parse_jobs(jobs, spec.device, backend, scheduler), False
+
+
 def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str | None) -> None:
     """Start the parse's workers now, in a background thread, while this process still reads its input.
 
@@ -127,7 +145,14 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
                 pool = threading.Thread(target=records_pool, name="synprep-warm-records", daemon=True)
                 pool.start()
             started = time.time()
-            n = gpu_parse_jobs(jobs, spec.device, backend, scheduler)  # here: with cuda it imports torch
+            n, later = first_workers(spec, jobs, backend, scheduler)
+            counted: list[int] = []
+            counter = None
+            if later:  # torch imported beside the first workers' start, to count the GPUs
+                counter = threading.Thread(target=lambda: counted.append(gpu_parse_jobs(jobs, spec.device, backend,
+                                                                                        scheduler)),
+                                           name="synprep-count-gpus", daemon=True)
+                counter.start()
             if cancel.is_set():
                 return
             if n <= 1:  # this process's parser, loaded in this thread
@@ -141,6 +166,11 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
             slot_dir = gpu_slot_dir() if spec.device == "cuda" else None
             warmed = [w for w in parallel_map(warm_work, [(spec, slot_dir)] * n, jobs=n, backend=backend)
                       if w is not None]
+            if counter is not None:
+                counter.join()
+                if counted and counted[0] > n and not cancel.is_set():  # more GPUs: their workers join the pool
+                    more = parallel_map(warm_work, [(spec, slot_dir)] * counted[0], jobs=counted[0], backend=backend)
+                    warmed += [w for w in more if w is not None and w.pid not in {x.pid for x in warmed}]
             WARMED.update(w.pid for w in warmed)
             _mark_phases(warmed, started)
         except Exception as e:  # the parse meets the same error and reports it
