@@ -21,6 +21,7 @@ import pytest
 from pipeline_runs import assert_same_folder, pipeline_args, reference_run, run_ok
 from test_parse_pipeline import _canon as parse_canon
 
+from synprep import timeline
 from synprep.annotate import build_records, build_records_streamed
 from synprep.errors import ConfigError
 from synprep.parallel import STAGE_STATS
@@ -28,7 +29,6 @@ from synprep.parse import run as parse_run
 from synprep.parse.base import ParserSpec
 from synprep.parse.options import Item, Parallel
 from synprep.parse.pipelining import records_while_parsing
-from synprep import timeline
 from synprep.subword.offsets import AlignStats
 from synprep.text.escape import escape, unescape_tokens
 from synprep.vocab import Vocab

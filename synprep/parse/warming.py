@@ -26,13 +26,16 @@ WARMED: set[int] = set()
 
 class Warmed(NamedTuple):
     """What :func:`warm_work` did in one worker: its pid, and when (``time.time()``, seconds since the epoch) the
-    process was created, the warm-up's call reached it, torch and stanza were imported, its parser was loaded."""
+    process was created, the warm-up's call reached it, torch and stanza were imported, its parser was loaded;
+    for a GPU parse the GPUs it sees (``torch.cuda.device_count()``, which the main process need not import torch
+    for)."""
 
     pid: int
     created: float
     begun: float
     imported: float
     loaded: float
+    gpus: int = 0
 
 
 def warm_work(item: tuple[ParserSpec, str | None]) -> Warmed | None:
@@ -59,7 +62,13 @@ def warm_work(item: tuple[ParserSpec, str | None]) -> Warmed | None:
     except Exception as e:
         log.debug("warming the parser failed in worker %d: %s", os.getpid(), e)
         return None
-    return Warmed(os.getpid(), psutil.Process().create_time(), begun, imported, time.time())
+    loaded = time.time()
+    gpus = 0
+    if spec.device == "cuda":
+        import torch
+
+        gpus = int(torch.cuda.device_count())
+    return Warmed(os.getpid(), psutil.Process().create_time(), begun, imported, loaded, gpus)
 
 
 def _mark_phases(warmed: list[Warmed], started: float) -> None:
@@ -80,10 +89,12 @@ def first_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str | No
     """The workers :func:`warm_parse_workers` starts first, and whether more may follow once the GPUs are counted.
 
     A GPU parse with more than one worker per GPU: one GPU's share (``gpu_workers_per_device``, at most ``jobs``)
-    at once, known without importing torch, and ``True``: torch, imported to count the GPUs (seconds, 3.6 s on
-    the H100 machine without bytecode), no longer holds back every worker's start; a machine with more GPUs gets
-    the rest after it. Otherwise :func:`~synprep.parse.pipelining.gpu_parse_jobs` (the count, torch imported for
-    it where needed) and ``False``.
+    at once, known without importing torch, and ``True``: the workers report the GPUs they see (:class:`Warmed`),
+    and a machine with more GPUs gets the rest of its workers after them. Importing torch in this process to count
+    the GPUs first held back every worker's start: by 3.6 s on the H100 machine without bytecode, and by 2.1 s
+    with it while the count ran beside the workers' start (the import holds the GIL the pools' start-up needs).
+    Otherwise :func:`~synprep.parse.pipelining.gpu_parse_jobs` (the count, torch imported for it where needed)
+    and ``False``.
 
     Raises:
         ConfigError: ``$SYNPREP_GPU_WORKERS_PER_DEVICE`` is not a whole number >= 1.
@@ -104,7 +115,8 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
     :func:`~synprep.parse.run.parse_block` gives it, the same GPU slots), or with one worker this process's
     parser; ``pipeline``'s text stage runs its work in the same pool meanwhile (after the warm-up's). :func:`wait_for_warm_workers` joins the thread before the
     parse starts. When the records will be built beside the parse (:func:`records_while_parsing`), their pool is
-    started too. A failure here is left to the parse to report (the same error, in its place). Nothing is
+    started too, in a thread of its own, beside the parse workers. A GPU parse starts one GPU's share of workers
+    first (:func:`first_workers`). The timeline gets the workers' phases (:func:`_mark_phases`). A failure here is left to the parse to report (the same error, in its place). Nothing is
     warmed for a dask or threading backend or a pipelined parse (their workers are others).
     """
     global _WARMING, _CANCEL
@@ -146,13 +158,6 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
                 pool.start()
             started = time.time()
             n, later = first_workers(spec, jobs, backend, scheduler)
-            counted: list[int] = []
-            counter = None
-            if later:  # torch imported beside the first workers' start, to count the GPUs
-                counter = threading.Thread(target=lambda: counted.append(gpu_parse_jobs(jobs, spec.device, backend,
-                                                                                        scheduler)),
-                                           name="synprep-count-gpus", daemon=True)
-                counter.start()
             if cancel.is_set():
                 return
             if n <= 1:  # this process's parser, loaded in this thread
@@ -166,10 +171,10 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
             slot_dir = gpu_slot_dir() if spec.device == "cuda" else None
             warmed = [w for w in parallel_map(warm_work, [(spec, slot_dir)] * n, jobs=n, backend=backend)
                       if w is not None]
-            if counter is not None:
-                counter.join()
-                if counted and counted[0] > n and not cancel.is_set():  # more GPUs: their workers join the pool
-                    more = parallel_map(warm_work, [(spec, slot_dir)] * counted[0], jobs=counted[0], backend=backend)
+            if later and warmed and not cancel.is_set():  # the GPUs the workers see: more get their workers now
+                total = gpu_parse_jobs(jobs, spec.device, backend, scheduler, gpus=max(w.gpus for w in warmed))
+                if total > n:
+                    more = parallel_map(warm_work, [(spec, slot_dir)] * total, jobs=total, backend=backend)
                     warmed += [w for w in more if w is not None and w.pid not in {x.pid for x in warmed}]
             WARMED.update(w.pid for w in warmed)
             _mark_phases(warmed, started)
