@@ -8,8 +8,9 @@ their milestones (:func:`mark`) and print them in one line at their end (:func:`
     · workers ready 5.76 · parsed 1-6750 63.78 · records test.00000.h5 67.58 · shard test.00000.h5 67.83
     · check 67.99 · workers released 68.09 (s since the process started)
 
-The start is the process's creation time as the kernel records it (``psutil``; 10 ms resolution), so the
-first mark includes the interpreter's start-up and the imports. The line gives the marks in time order; a
+The start is the process's creation time as the kernel records it (``psutil``), so the first mark includes
+the interpreter's start-up and the imports; psutil adds it to the boot time, which ``/proc/stat`` gives in
+whole seconds, so every mark of a line may be off by the same fraction of a second (the differences are exact). The line gives the marks in time order; a
 name may repeat (one per split, block or shard). Marks come from the main thread and from the parse's
 helper threads (the warm-up's ``warm-up done``, a streamed parse's ``parsed``): ``list.append`` is atomic.
 The warm-up also marks its workers' phases, at the times the workers report (``warm: processes started``,
@@ -27,7 +28,8 @@ _marks: list[tuple[str, float]] = []
 
 
 def process_start() -> float:
-    """This process's creation time (seconds since the epoch, ``time.time()``'s clock; 10 ms resolution)."""
+    """This process's creation time (seconds since the epoch, ``time.time()``'s clock; its base, the boot time, in
+    whole seconds)."""
     global _start
     if _start is None:
         import psutil

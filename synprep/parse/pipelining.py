@@ -59,7 +59,8 @@ def gpu_parse_jobs(jobs: int, device: str, backend: str, scheduler: str | None, 
 
     Args:
         gpus: the GPUs to count with; default: :func:`visible_gpus` (which imports torch). The warm-up starts
-            one GPU's workers with ``gpus=1`` while torch is imported to count the rest.
+            one GPU's workers with ``gpus=1``, then counts with the GPUs its workers report
+            (:func:`synprep.parse.warming.first_workers`).
 
     Raises:
         ConfigError: the variable is not a whole number >= 1.

@@ -174,8 +174,9 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
             if later and warmed and not cancel.is_set():  # the GPUs the workers see: more get their workers now
                 total = gpu_parse_jobs(jobs, spec.device, backend, scheduler, gpus=max(w.gpus for w in warmed))
                 if total > n:
+                    known = {w.pid for w in warmed}
                     more = parallel_map(warm_work, [(spec, slot_dir)] * total, jobs=total, backend=backend)
-                    warmed += [w for w in more if w is not None and w.pid not in {x.pid for x in warmed}]
+                    warmed += [w for w in more if w is not None and w.pid not in known]
             WARMED.update(w.pid for w in warmed)
             _mark_phases(warmed, started)
         except Exception as e:  # the parse meets the same error and reports it
