@@ -204,6 +204,9 @@ class ParserBackend(ABC):
             one module and one line in :data:`synprep.parse.registry.PARSER_BACKENDS`.
         has_trees: the backend can run a constituency model (spaCy: never; stanza: when the language's
             package has one, which its identity's ``processors`` name).
+        libraries: the Python modules its parser imports when it loads (stanza: torch, stanza), which the
+            parse workers' warm-up imports first to time them apart from the models' load
+            (:mod:`synprep.parse.warming`); empty: not timed apart.
     """
 
     name: ClassVar[str] = ""
@@ -211,6 +214,7 @@ class ParserBackend(ABC):
     has_trees: ClassVar[bool] = True
     options: ClassVar[tuple[str, ...]] = ()
     devices: ClassVar[tuple[str, ...]] = ("cpu",)
+    libraries: ClassVar[tuple[str, ...]] = ()
     #: the backend's command-line options: a dataclass of :func:`plugin_option` fields, or None
     Options: ClassVar[Any] = None
 

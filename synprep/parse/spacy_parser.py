@@ -243,6 +243,7 @@ class SpacyParser(ParserBackend):
     has_trees = False
     Options = SpacyOptions
     devices = ("cpu", "cuda")
+    libraries = ("spacy",)
 
     @classmethod
     def probe(cls) -> dict[str, Any]:

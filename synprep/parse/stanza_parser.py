@@ -277,6 +277,7 @@ class StanzaParser(ParserBackend):
     options = ("dir", "package")
     Options = StanzaOptions
     devices = ("cpu", "cuda")
+    libraries = ("torch", "stanza")
 
     @classmethod
     def identity(cls, spec: ParserSpec) -> str:

@@ -26,7 +26,8 @@ WARMED: set[int] = set()
 
 class Warmed(NamedTuple):
     """What :func:`warm_work` did in one worker: its pid, and when (``time.time()``, seconds since the epoch) the
-    process was created, the warm-up's call reached it, torch and stanza were imported, its parser was loaded;
+    process was created, the warm-up's call reached it, its parser's libraries were imported (the backend's
+    ``libraries``: torch and stanza for stanza), its parser was loaded;
     for a GPU parse the GPUs it sees (``torch.cuda.device_count()``, which the main process need not import torch
     for)."""
 
@@ -45,18 +46,19 @@ def warm_work(item: tuple[ParserSpec, str | None]) -> Warmed | None:
     A failure is kept here, not raised: joblib would then kill the whole pool (``abort_everything``), and
     ``pipeline``'s text stage runs its own work in that pool meanwhile; the parse meets the same error, in its place.
     """
+    import importlib
     import time
 
     import psutil
 
     begun = time.time()
+    from synprep.parse.registry import PARSER_BACKENDS
     from synprep.parse.run import worker_parser
 
     spec, slot_dir = item
     try:
-        if spec.name == "stanza":  # its imports timed apart from the models' load (the timeline's phases)
-            import stanza  # noqa: F401
-            import torch  # noqa: F401
+        for module in PARSER_BACKENDS.load(spec.name).libraries:  # timed apart from the models' load
+            importlib.import_module(module)
         imported = time.time()
         worker_parser(spec, slot_dir)
     except Exception as e:
