@@ -122,14 +122,11 @@ def test_a_stage_worker_does_not_import_torch_and_gets_one_thread_when_it_does()
     """The records' pool (alignment, features) never uses torch: its workers start without importing it (1-2 s
     of CPU each, paid 16 times beside the GPU workers' start-up); a worker that imports it later still gets the
     one intra-op thread :func:`synprep.parallel.limit_threads` promises."""
-    from synprep import parallel
-
-    if parallel._STAGE_POOL is not None:  # a pool of an earlier test may have imported torch already
-        parallel._STAGE_POOL[1].shutdown(wait=True, kill_workers=True)
-        parallel._STAGE_POOL = None
     from worker_probe import torch_state
 
-    got = list(stage_map(torch_state, range(4), jobs=2))
+    # 3 workers: a pool of its own (an earlier test's pool, of 2, whose workers may have imported torch, is shut
+    # down by stage_map as any change of -j does), so the first result is a fresh worker's
+    got = list(stage_map(torch_state, range(6), jobs=3))
     assert got[0] == (False, 1) and all(n == 1 for _, n in got)
 
 
