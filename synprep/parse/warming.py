@@ -13,7 +13,13 @@ import os
 from typing import Any, NamedTuple
 
 from synprep.parse.base import ParserSpec
-from synprep.parse.pipelining import gpu_parse_jobs, local_pool, pipelined, records_while_parsing
+from synprep.parse.pipelining import (
+    gpu_parse_jobs,
+    local_pool,
+    pipelined,
+    records_while_parsing,
+    visible_gpus,
+)
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +34,7 @@ class Warmed(NamedTuple):
     """What :func:`warm_work` did in one worker: its pid, and when (``time.time()``, seconds since the epoch) the
     process was created, the warm-up's call reached it, its parser's libraries were imported (the backend's
     ``libraries``: torch and stanza for stanza), its parser was loaded;
-    for a GPU parse the GPUs it sees (``torch.cuda.device_count()``, which the main process need not import torch
+    for a GPU parse the GPUs it sees (:func:`~synprep.parse.pipelining.visible_gpus`, which the main process need not import torch
     for)."""
 
     pid: int
@@ -65,11 +71,7 @@ def warm_work(item: tuple[ParserSpec, str | None]) -> Warmed | None:
         log.debug("warming the parser failed in worker %d: %s", os.getpid(), e)
         return None
     loaded = time.time()
-    gpus = 0
-    if spec.device == "cuda":
-        import torch
-
-        gpus = int(torch.cuda.device_count())
+    gpus = visible_gpus() if spec.device == "cuda" else 0
     return Warmed(os.getpid(), psutil.Process().create_time(), begun, imported, loaded, gpus)
 
 
