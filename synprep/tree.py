@@ -1,7 +1,7 @@
 """Tree primitives shared by the parser stage (:mod:`synprep.parse.trees`) and the syntax features
 (:mod:`synprep.features.distance`): the PTB leaf escapes, the bracket scanner, normalization and the
 one :func:`parse_tree` (one error, :class:`TreeError`). Neither of those modules imports the other;
-both import this one (it imports only nltk and :mod:`synprep.errors`).
+both import this one (it imports only :mod:`synprep.errors`; nltk when a function first builds a tree).
 
 The accepted brackets and the normalization rules are described in :mod:`synprep.parse.trees`.
 """
@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import re
 import sys
-
-from nltk import Tree
+from typing import TYPE_CHECKING
 
 from synprep.errors import InputError
+
+if TYPE_CHECKING:  # nltk (0.2 s to import on a warm disk, seconds on a cold one) is imported by the functions that build trees, not
+# by this module: a dependency parse's workers and records never load it
+    from nltk import Tree
 
 #: PTB bracket escapes (leaf text → word)
 PTB_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}"}
@@ -58,6 +61,8 @@ def clean_label(label: str) -> str:
 
 def _strip(t: Tree) -> Tree | None:
     """Copy of ``t`` without -NONE- elements, empty constituents and function tags (None if empty)."""
+    from nltk import Tree
+
     if t.label() == "-NONE-":
         return None
     kids: list[Tree | str] = []
@@ -81,6 +86,8 @@ def normalize_tree(tree: Tree) -> Tree:
     Raises:
         ValueError: the tree has no words left after removing empty elements.
     """
+    from nltk import Tree
+
     top_label = tree.label()
     stripped = _strip(tree)
     if stripped is None:
@@ -134,6 +141,8 @@ def _scan(text: str, *, partial: bool = False) -> tuple[list[tuple[Tree, int, in
             (naming the label and column where it was opened), an empty ``()``, or brackets nested
             more than :data:`MAX_NESTING` deep.
     """
+    from nltk import Tree
+
     # a stack of open nodes: [label, children, column of "(", whitespace after label]
     out: list[tuple[Tree, int, int]] = []
     stack: list[list] = []

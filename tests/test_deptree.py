@@ -1,4 +1,5 @@
-"""Dependency-derived constituency trees (SPEC.md §4): shape, lifting of non-projective arcs."""
+"""Dependency-derived constituency trees (SPEC.md §4): shape, lifting of non-projective arcs, and their gaps
+computed without the tree (``dependency_gaps``) against nltk's binarization of the tree itself."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 
-from synprep.features.deptree import dependency_tree, nonprojective_arcs, projectivize
+from synprep.features.deptree import dependency_gaps, dependency_tree, nonprojective_arcs, projectivize
 from synprep.features.distance import both_gaps, cnf_gaps, nary_gaps
 from synprep.features.relations import ancestor_mask
 from tests.strategies import head_vectors
@@ -21,6 +22,9 @@ def test_monkey_tree():
         "(ROOT (root (nsubj (DET The) (NOUN monkey)) (VERB eats) (obj (DET a) (NOUN banana))))")
     assert nary_gaps(t).tolist() == [1, 2, 2, 1]
     assert cnf_gaps(t).tolist() == [1, 3, 2, 1]
+    cnf, nary = dependency_gaps([2, 3, 0, 5, 3])  # SPEC.md §4's vector, straight from the heads
+    assert cnf.tolist() == [1, 3, 2, 1] and nary.tolist() == [1, 2, 2, 1]
+    assert cnf.dtype == nary.dtype == np.int16
 
 
 def test_default_labels_and_single_word():
@@ -131,3 +135,54 @@ def test_real_german_pud_gold_trees(shared_data):
     assert n == 1000
     # German PUD has non-projective sentences: the lifting path is exercised on real data
     assert lifted_sentences > 10
+
+
+def _same_gaps(words, heads):
+    """``dependency_gaps`` equals nltk's binarization of ``dependency_tree`` (both conventions)."""
+    c, a = both_gaps(dependency_tree(words, heads), inplace=True)
+    c2, a2 = dependency_gaps(heads)
+    assert c2.dtype == a2.dtype == np.int16
+    return np.array_equal(c, c2) and np.array_equal(a, a2)
+
+
+def test_gaps_without_the_tree_small_cases():
+    assert [g.tolist() for g in dependency_gaps([0])] == [[], []]
+    assert [g.tolist() for g in dependency_gaps([2, 3, 4, 0])] == [[1, 2, 3], [1, 2, 3]]  # the chain
+    # one head over four words: right-factored 3 2 1, n-ary 1 1 1
+    assert [g.tolist() for g in dependency_gaps([0, 1, 1, 1])] == [[3, 2, 1], [1, 1, 1]]
+    # two roots after a lift are ROOT's children: ROOT binarizes like any other node
+    heads = [0, 1, 0]
+    assert _same_gaps(["hello", ".", "bye"], heads)
+    assert [g.tolist() for g in dependency_gaps(heads)] == [[1, 2], [1, 2]]
+    with pytest.raises(ValueError, match="at least one word"):
+        dependency_gaps([])
+    with pytest.raises(ValueError):
+        dependency_gaps([0, 3, 2])  # a cycle
+    with pytest.raises(ValueError, match="shape"):
+        dependency_gaps([0, 1, 1], ancestors=np.eye(2, dtype=bool))
+
+
+@settings(max_examples=400, deadline=None)
+@given(head_vectors(max_words=30, roots=None))
+def test_gaps_without_the_tree_equal_the_binarized_tree_random_heads(heads):
+    # several roots and non-projective arcs included: the lifting is the same function on both sides
+    words = [f"w{i}" for i in range(len(heads))]
+    assert _same_gaps(words, heads)
+    h = np.array(heads)  # a caller's ancestor mask (the pipeline's path) gives the same gaps
+    c, a = dependency_gaps(h, ancestors=ancestor_mask(h))
+    ref_c, ref_a = both_gaps(dependency_tree(words, heads))
+    assert np.array_equal(c, ref_c) and np.array_equal(a, ref_a)
+
+
+def test_gaps_without_the_tree_equal_the_binarized_tree_on_every_ud_sentence(shared_data):
+    """Every gold tree of the UD treebanks in ../shared/data/ud (8853 sentences in 8 treebanks, German,
+    English, French, Japanese; non-projective ones among them): the pipeline's gaps of a dependency parse
+    are the tree's."""
+    n = differ = 0
+    files = sorted((shared_data / "ud").glob("*.conllu"))
+    assert len(files) == 8
+    for path in files:
+        for words, heads, _, _ in _read_conllu(path):
+            n += 1
+            differ += not _same_gaps(words, heads)
+    assert n == 8853 and differ == 0

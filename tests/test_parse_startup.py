@@ -1,4 +1,5 @@
-"""Start-up work ``synprep parse`` skips: the stanza trainers' optimizers (only training uses them)."""
+"""Start-up work ``synprep parse`` skips: the stanza trainers' optimizers (only training uses them), and nltk
+wherever the parse is a dependency parse (the parse and its records need no tree object)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,11 @@ spec = ParserSpec(lang="de", dir=sys.argv[1], package="synprep")
 out = list(parse_lines([["Das", "Haus", "ist", "alt", "."]], spec))
 from synprep.parse import run
 parser = run.worker_parser(spec)
+from synprep.features.line import line_features
+feats = line_features(out[0], ["Das", "Haus", "ist", "alt", "."], 1)
 print(json.dumps({
+    "nltk": "nltk" in sys.modules,
+    "gaps": feats.gaps_cnf.tolist(),
     "dynamo": "torch._dynamo" in sys.modules,
     "restored": su.get_split_optimizer is real,
     "pos_optimizers": sorted(parser.nlp.processors["pos"].trainer.optimizers),
@@ -32,7 +37,7 @@ print(json.dumps({
 """
 
 
-def test_parsing_builds_no_optimizer_and_never_imports_dynamo(stanza_dir: Path):
+def test_parsing_builds_no_optimizer_and_never_imports_dynamo_or_nltk(stanza_dir: Path):
     # stanza's POS/depparse Trainer.__init__ build torch optimizers even to predict; the first one imports
     # torch._dynamo (~1.4 s CPU per process, per worker). synprep's parser skips them while it loads.
     proc = subprocess.run([sys.executable, "-c", PROBE, str(stanza_dir)], capture_output=True, text=True,
@@ -43,3 +48,7 @@ def test_parsing_builds_no_optimizer_and_never_imports_dynamo(stanza_dir: Path):
     assert got["dynamo"] is False
     assert got["restored"] is True  # a Pipeline built afterwards (or training) gets stanza's optimizers again
     assert len(got["heads"]) == 5 and got["heads"].count(0) == 1
+    # a German dependency parse and its records (the gaps of the derived tree) never import nltk (0.2 s on
+    # a warm disk, ~2 s per worker process on the H100 machine's: docs/parse.md)
+    assert got["nltk"] is False
+    assert len(got["gaps"]) == 4 and min(got["gaps"]) >= 2  # word gaps d + 1, d >= 1

@@ -17,6 +17,13 @@ Example: "The monkey eats a banana" (heads 2 3 0 5 3) → ``(ROOT (root (nsubj (
 monkey)) (VERB eats) (obj (DET a) (NOUN banana))))``, nary gaps ``[1, 2, 2, 1]``, cnf
 ``[1, 3, 2, 1]``.
 
+The gaps of that tree do not need the tree: :func:`dependency_gaps` computes them from the
+(projectivized) heads alone, on arrays, without nltk — what the pipeline runs for every sentence
+without a constituency tree. :func:`dependency_tree` builds the :class:`nltk.Tree` itself (for
+display and export) and, through :func:`~synprep.features.distance.both_gaps`, is the reference
+that :func:`dependency_gaps` is tested against (tests/test_deptree.py, every sentence of the UD
+treebanks in ``../shared/data/ud``).
+
 Non-projective arcs. An arc ``h → d`` is projective when every word strictly between ``h`` and
 ``d`` descends from ``h`` (arcs from the virtual root 0 always are). While some arc is not, the
 *shortest* non-projective arc (ties: the leftmost dependent) is lifted: ``d`` is re-attached to
@@ -28,11 +35,14 @@ words in order, and the derived tree covers exactly the sentence.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-from nltk.tree import Tree
 
 from synprep.features.relations import ancestor_mask
+
+if TYPE_CHECKING:  # nltk (~0.3–2 s to import) only where a tree object is built: dependency_tree
+    from nltk.tree import Tree
 
 
 def nonprojective_arcs(heads: np.ndarray) -> np.ndarray:
@@ -122,6 +132,8 @@ def dependency_tree(words: Sequence[str], heads: Sequence[int] | np.ndarray, upo
     Raises:
         ValueError: lengths differ, no words, bad heads or a cycle.
     """
+    from nltk.tree import Tree
+
     w = len(words)
     if w == 0:
         raise ValueError("a sentence needs at least one word")
@@ -149,3 +161,80 @@ def dependency_tree(words: Sequence[str], heads: Sequence[int] | np.ndarray, upo
         nodes[x] = Tree(deprels[x] if deprels is not None else "dep", [n for _, n in items])
     tree = Tree("ROOT", [nodes[r] for r in deps[0]])
     return tree
+
+
+def dependency_gaps(heads: Sequence[int] | np.ndarray, *, ancestors: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """``(cnf, nary)`` word gaps of the tree :func:`dependency_tree` derives, without building it.
+
+    SPEC.md §2 and §4: the same numbers as ``both_gaps(dependency_tree(words, heads))``
+    (:func:`synprep.features.distance.both_gaps`), computed from the projectivized heads in one
+    pass over the words, children before parents. A word with dependents heads a constituent whose
+    children, in word order, are its dependents' constituents and its own preterminal (value 0);
+    the roots are the children of ``ROOT``. With child values ``v_1 … v_k`` (k ≥ 2):
+
+    * ``nary`` (Algorithm 1): the node's value is ``1 + max(v)``, and so is every gap between
+      two of its children;
+    * ``cnf`` (right-factored binarization, nltk's ``chomsky_normal_form(factor='right')``):
+      ``R_k = v_k``, ``R_j = 1 + max(v_j, R_{j+1})``; the gap between children j and j + 1 is
+      ``R_j`` and the node's value ``R_1``.
+
+    A node with one child (a preterminal, ``ROOT`` over one root) passes its child's value on.
+    Unlike nltk's binarization, no depth limit applies (nltk refuses trees it would nest more
+    than 500 levels deep, which a dependency tree of up to 250 words never is).
+
+    Args:
+        heads: ``(W,)`` 1-based sentence-relative heads, 0 = root (non-projective allowed: lifted
+            as in the module docstring).
+        ancestors: ``ancestor_mask(heads)`` when the caller has already computed it (taken as
+            given: the heads are then not checked again).
+
+    Returns:
+        ``(cnf, nary)``, each ``(W-1,) int16``, every gap ≥ 1; empty for one word.
+
+    Raises:
+        ValueError: no words, bad heads or a cycle.
+    """
+    h = np.array(heads, dtype=np.int64)
+    w = h.size
+    if w == 0:
+        raise ValueError("a sentence needs at least one word")
+    if ancestors is None:
+        ancestors = ancestor_mask(h)
+    elif ancestors.shape != (w, w):
+        raise ValueError(f"ancestors has shape {ancestors.shape} for {w} words")
+    h, _, anc = _projectivize(h, ancestors)
+    deps: list[list[int]] = [[] for _ in range(w + 1)]  # deps[0]: roots; each in word order
+    for d, head in enumerate(h.tolist()):
+        deps[head].append(d)
+    cnf = [0] * max(w - 1, 0)
+    nary = [0] * max(w - 1, 0)
+    # per word: its constituent's (cnf value, nary value, last word) — a preterminal's until it heads one
+    value_c = [0] * w
+    value_n = [0] * w
+    last = list(range(w))
+
+    def join(kids: list[tuple[int, int, int]]) -> tuple[int, int, int]:
+        """(cnf value, nary value, last word) of a node over ``kids`` (each the same triple, in word
+        order); writes the gaps between them."""
+        if len(kids) == 1:
+            return kids[0]
+        top = 1 + max(k[1] for k in kids)
+        r = kids[-1][0]
+        for j in range(len(kids) - 2, -1, -1):
+            r = 1 + max(kids[j][0], r)
+            cnf[kids[j][2]] = r
+            nary[kids[j][2]] = top
+        return r, top, kids[-1][2]
+
+    depth = anc.sum(axis=1)
+    for x in np.argsort(-depth, kind="stable").tolist():  # children before parents
+        ds = deps[x + 1]
+        if not ds:
+            continue
+        kids = [(value_c[d], value_n[d], last[d]) for d in ds if d < x]
+        kids.append((0, 0, x))  # the word's own preterminal
+        kids += [(value_c[d], value_n[d], last[d]) for d in ds if d > x]
+        value_c[x], value_n[x], last[x] = join(kids)
+    join([(value_c[r], value_n[r], last[r]) for r in deps[0]])
+    return np.asarray(cnf, dtype=np.int16), np.asarray(nary, dtype=np.int16)

@@ -28,13 +28,15 @@ before (the parser stage does this for PTB ``-NONE-``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-from nltk.tree import Tree
-from nltk.tree.transforms import chomsky_normal_form
 
 from synprep.constants import GAP_EOS, GAP_INTRA_WORD, GAP_SENTENCE
 from synprep.tree import depth_message, leaf_to_word, parse_tree
+
+if TYPE_CHECKING:  # nltk by the functions that read or binarize a tree: the spreading and the checks never load it
+    from nltk.tree import Tree
 
 MODES = ("cnf", "nary")
 
@@ -46,6 +48,8 @@ def as_tree(tree: str | Tree) -> Tree:
         TreeError: (a ValueError) the string is not one well-formed bracketed tree
             (:func:`synprep.tree.parse_tree`; read as written, not normalized).
     """
+    from nltk.tree import Tree
+
     if isinstance(tree, Tree):
         return tree
     if not isinstance(tree, str):
@@ -59,6 +63,8 @@ def _split_values(tree: Tree) -> np.ndarray:
     Each node's value is 1 + max(child values) when it has two or more children, its child's value
     when it has one, and 0 for a leaf (a str); the gaps between a node's children take its value.
     """
+    from nltk.tree import Tree
+
     gaps: list[int] = []
     # frame: [node, next child index, max child value, gap slots of this node]
     stack: list[list] = [[tree, 0, 0, []]]
@@ -126,6 +132,8 @@ def cnf_gaps(tree: str | Tree) -> np.ndarray:
 
     Example: the tree of :func:`nary_gaps` → ``[5, 3, 2, 1, 4]``.
     """
+    from nltk.tree.transforms import chomsky_normal_form
+
     t = as_tree(tree) if isinstance(tree, str) else as_tree(tree).copy(deep=True)
     try:
         chomsky_normal_form(t, factor="right")
@@ -158,6 +166,8 @@ def both_gaps(tree: str | Tree, *, inplace: bool = False) -> tuple[np.ndarray, n
     Returns:
         two ``(n-1,) int16`` arrays. Raises ValueError as :func:`cnf_gaps`.
     """
+    from nltk.tree.transforms import chomsky_normal_form
+
     if isinstance(tree, str):
         t = parse_tree(tree, normalize=False)
     else:

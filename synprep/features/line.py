@@ -5,8 +5,9 @@ Source: SPEC.md §1–4, docs/FORMAT.md (fields and dtypes), :class:`synprep.typ
 :func:`line_features` takes the parse of a source line (:class:`~synprep.types.ParsedLine`, word
 level) and its BPE pieces, checks that they agree (:func:`synprep.align.align`), and returns
 exactly the source-side fields of :class:`~synprep.types.PairRecord`. Every sentence-relative
-index is offset by its sentence's start. Trees: ``ParsedSentence.tree`` when present, else a
-tree derived from the dependencies (:mod:`synprep.features.deptree`).
+index is offset by its sentence's start. Trees: ``ParsedSentence.tree`` when present, else the
+tree derived from the dependencies (:mod:`synprep.features.deptree`), whose gaps come straight from
+the heads (:func:`~synprep.features.deptree.dependency_gaps`: no tree object, no nltk).
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
 import numpy as np
-from nltk.tree import Tree
 
 from synprep.align import align
 from synprep.errors import InputError
-from synprep.features.deptree import dependency_tree
+from synprep.features.deptree import dependency_gaps
 from synprep.features.distance import both_gaps, leaf_mismatch, line_word_gaps, parse_tree, spread_gaps
 from synprep.features.ldd import line_ldd
 from synprep.features.parents import check_heads
@@ -91,14 +91,13 @@ def _sentence_heads(heads: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
 def _sentence_gaps(s: ParsedSentence, h: np.ndarray, anc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(cnf, nary)`` word gaps of one sentence with checked heads ``h`` (ancestor mask ``anc``);
     ValueError with a reason on bad input."""
-    if s.tree is not None:
-        tree: Tree = parse_tree(s.tree, normalize=False)
-        bad = leaf_mismatch(tree, s.words)
-        if bad is not None:
-            i, leaf, word = bad
-            raise ValueError(f"tree leaves differ from the words at word {i + 1}: leaf {leaf!r} vs word {word!r}")
-    else:
-        tree = dependency_tree(s.words, h, s.upos, s.deprels, ancestors=anc)
+    if s.tree is None:  # the tree derived from the dependencies: its gaps straight from the heads
+        return dependency_gaps(h, ancestors=anc)
+    tree = parse_tree(s.tree, normalize=False)
+    bad = leaf_mismatch(tree, s.words)
+    if bad is not None:
+        i, leaf, word = bad
+        raise ValueError(f"tree leaves differ from the words at word {i + 1}: leaf {leaf!r} vs word {word!r}")
     return both_gaps(tree, inplace=True)
 
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-
-from nltk import Tree
+from typing import TYPE_CHECKING
 
 from synprep.errors import InputError
 from synprep.parse.base import ParserSpec, bound_error
 from synprep.parse.ssplit import split_sentences
 from synprep.parse.trees import TreeLeavesError, leaves_differ_message, match_leaves, tree_to_str
 from synprep.types import ParsedLine, ParsedSentence
+
+if TYPE_CHECKING:  # nltk only where a tree is built (synprep.tree): a dependency parse never loads it
+    from nltk import Tree
 
 
 @dataclasses.dataclass

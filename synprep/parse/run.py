@@ -28,9 +28,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any
-
-from nltk import Tree
+from typing import IO, TYPE_CHECKING, Any
 
 from synprep.defaults import PARSE_DEFAULTS as DEFAULTS
 from synprep.errors import InputError
@@ -57,6 +55,9 @@ from synprep.parse.blocks import (  # noqa: F401 - Throughput, THROUGHPUT: impor
 from synprep.parse.cache import ParseCache
 from synprep.parse.pipelining import forward_workers, gpu_parse_jobs, pipelined  # noqa: F401 - pipelined: its old home
 from synprep.types import ParsedLine, ParsedSentence
+
+if TYPE_CHECKING:  # nltk only where a tree is built (synprep.tree): a dependency parse never loads it
+    from nltk import Tree
 
 log = logging.getLogger(__name__)
 

@@ -34,8 +34,7 @@ the first differing word — never a silent fallback (the reference code fell ba
 from __future__ import annotations
 
 from collections.abc import Iterator
-
-from nltk import Tree
+from typing import TYPE_CHECKING
 
 from synprep.errors import InputError
 from synprep.text.escape import unescape as moses_unescape
@@ -57,10 +56,15 @@ from synprep.tree import (  # noqa: F401
     word_to_leaf,
 )
 
+if TYPE_CHECKING:  # nltk only where a tree is built (synprep.tree): a dependency parse never loads it
+    from nltk import Tree
+
 
 def tree_words(tree: str | Tree) -> list[str]:
     """The words of a stored tree: its leaves with the PTB bracket escapes undone."""
     if isinstance(tree, str):
+        from nltk import Tree
+
         tree = Tree.fromstring(tree)
     return [leaf_to_word(leaf) for leaf in tree.leaves()]
 
