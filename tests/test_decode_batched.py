@@ -85,6 +85,25 @@ def test_translate_dataset_matches_the_reference(trained):
     assert got == reference.beam_search(model, batch, 5, 1.0, 0.0, 200)
 
 
+def test_the_batch_size_defaults_per_device_kind(trained, monkeypatch):
+    from synprep.defaults import DECODE_DEFAULTS
+    from synprep.train import decode
+
+    kinds = ("cpu", torch.device("cpu"), "cuda", "cuda:1", torch.device("cuda", 0))
+    assert [DECODE_DEFAULTS.max_tokens(d) for d in kinds] == [4096, 4096, 16384, 16384, 16384]
+    model, batches = trained
+    batch = batches["unseen"]
+    recs = RecordDataset([_pair(batch, b) for b in range(batch.size)])
+    sizes: list[int] = []
+    real = decode.beam_search
+    monkeypatch.setattr(decode, "beam_search", lambda m, b, *a: sizes.append(b.size) or real(m, b, *a))
+    got = translate_dataset(model, recs, beam=5, max_len_b=200, progress=False)  # the CPU's 4096: one batch
+    assert sizes == [60] and got == reference.beam_search(model, batch, 5, 1.0, 0.0, 200)
+    sizes.clear()
+    assert translate_dataset(model, recs, beam=5, max_len_b=200, max_tokens=256, progress=False) == got
+    assert len(sizes) > 2 and sum(sizes) == 60
+
+
 def _pair(batch, b):
     """The b-th source of a collated batch as a record (its syntax columns rebuilt from the batch)."""
     from synprep.types import PairRecord

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from synprep.cli.common import split_name
+from synprep.defaults import DECODE_DEFAULTS
 from synprep.errors import ConfigError, InputError
 from synprep.textio import open_output, read_lines, write_lines
 
@@ -160,8 +161,10 @@ def _postprocess(pieces: list[str], remove_bpe: bool) -> str:
 @click.option("--lenpen", type=float, default=None, help="Length penalty (default: config's).")
 @click.option("--max-len-a", type=float, default=None, help="Max length = a · source length + b.")
 @click.option("--max-len-b", type=int, default=None, help="See --max-len-a.")
-@click.option("--max-tokens", type=click.IntRange(min=1), default=4096, show_default=True,
-              help="Source tokens per batch.")
+@click.option("--max-tokens", type=click.IntRange(min=1), default=None,
+              help=f"Source tokens per batch (default: {DECODE_DEFAULTS.max_tokens_cpu} on the CPU, "
+                   f"{DECODE_DEFAULTS.max_tokens_cuda} on a GPU, where larger batches cost about the same per "
+                   "search step).")
 @click.option("--remove-bpe", is_flag=True, help="Join BPE pieces (drop '@@ ') in the output.")
 @click.option("--detok", "detok_lang", default=None, metavar="LANG",
               help="Moses-detokenize the output for LANG (implies --remove-bpe).")

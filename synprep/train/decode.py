@@ -239,13 +239,14 @@ def check_jobs(jobs: int, device: torch.device | str) -> None:
 
 @torch.no_grad()
 def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float = 1.0, max_len_a: float = 0.0,
-                      max_len_b: int = 200, max_tokens: int = 4096, device: torch.device | str = "cpu",
+                      max_len_b: int = 200, max_tokens: int | None = None, device: torch.device | str = "cpu",
                       progress: bool | None = None, jobs: int = 1) -> list[list[int]]:
     """Translate every pair of a dataset (its source side), batched by source length.
 
     Args:
         model: in eval mode. dataset: yields ``(index, PairRecord)``, has ``src_lengths``.
-        beam: 1 = greedy search. max_tokens: source tokens per batch (padding included).
+        beam: 1 = greedy search. max_tokens: source tokens per batch (padding included); None: the
+            device kind's default (:class:`synprep.defaults.DecodeDefaults`: 4096 on the CPU, 16384 on a GPU).
         jobs: batches decoded at once, each in a thread of this process (CPU only): torch's
             intra-op threads are shared out between them (``max(1, threads // jobs)`` each, restored
             after). A small model's search step is many small operations that intra-op threads speed
@@ -277,6 +278,10 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
     from synprep.train import runtime
 
     check_jobs(jobs, device)
+    if max_tokens is None:
+        from synprep.defaults import DECODE_DEFAULTS
+
+        max_tokens = DECODE_DEFAULTS.max_tokens(device)
     policy = runtime.resolve(cfg, device)  # the checkpoint's decode autocast and attention kernels
     runtime.apply(policy)
     sampler = BucketBatchSampler(src, src, max(max_tokens, int(src.max(initial=0)) + 1), shuffle=False)
