@@ -8,8 +8,10 @@ The accepted brackets and the normalization rules are described in :mod:`synprep
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from synprep.errors import InputError
@@ -17,6 +19,23 @@ from synprep.errors import InputError
 if TYPE_CHECKING:  # nltk (0.2 s to import on a warm disk, seconds on a cold one) is imported by the functions that build trees, not
 # by this module: a dependency parse's workers and records never load it
     from nltk import Tree
+
+@functools.cache
+def nltk_tree() -> type[Tree]:
+    """nltk's ``Tree`` class, imported on the first call (nltk's package import is 0.2 s on a warm disk and
+    seconds on a cold one; a dependency parse never needs it), then a cached lookup."""
+    from nltk import Tree
+
+    return Tree
+
+
+@functools.cache
+def nltk_cnf() -> Callable[..., None]:
+    """nltk's ``chomsky_normal_form`` (imported as :func:`nltk_tree` is)."""
+    from nltk.tree.transforms import chomsky_normal_form
+
+    return chomsky_normal_form
+
 
 #: PTB bracket escapes (leaf text → word)
 PTB_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}"}
@@ -59,16 +78,15 @@ def clean_label(label: str) -> str:
     return label.replace("(", "LRB").replace(")", "RRB")
 
 
-def _strip(t: Tree) -> Tree | None:
-    """Copy of ``t`` without -NONE- elements, empty constituents and function tags (None if empty)."""
-    from nltk import Tree
-
+def _strip(t: Tree, tree: type[Tree]) -> Tree | None:
+    """Copy of ``t`` without -NONE- elements, empty constituents and function tags (None if empty);
+    ``tree`` is nltk's ``Tree`` class (imported once by the caller, not per node)."""
     if t.label() == "-NONE-":
         return None
     kids: list[Tree | str] = []
     for child in t:
-        if isinstance(child, Tree):
-            c = _strip(child)
+        if isinstance(child, tree):
+            c = _strip(child, tree)
             if c is not None:
                 kids.append(c)
         else:
@@ -76,8 +94,8 @@ def _strip(t: Tree) -> Tree | None:
     if not kids:
         return None
     if len(kids) > 1:  # a bare word beside other children gets its own preterminal
-        kids = [Tree(BARE_WORD_LABEL, [k]) if isinstance(k, str) else k for k in kids]
-    return Tree(clean_label(t.label()), kids)
+        kids = [tree(BARE_WORD_LABEL, [k]) if isinstance(k, str) else k for k in kids]
+    return tree(clean_label(t.label()), kids)
 
 
 def normalize_tree(tree: Tree) -> Tree:
@@ -86,16 +104,15 @@ def normalize_tree(tree: Tree) -> Tree:
     Raises:
         ValueError: the tree has no words left after removing empty elements.
     """
-    from nltk import Tree
-
+    tree_cls = nltk_tree()
     top_label = tree.label()
-    stripped = _strip(tree)
+    stripped = _strip(tree, tree_cls)
     if stripped is None:
         raise ValueError("the tree has no words (only empty elements)")
     if top_label in ("", "TOP", "VROOT", ROOT):
         stripped.set_label(ROOT)
         return stripped
-    return Tree(ROOT, [stripped])
+    return tree_cls(ROOT, [stripped])
 
 
 def tree_to_str(tree: Tree) -> str:
@@ -141,8 +158,7 @@ def _scan(text: str, *, partial: bool = False) -> tuple[list[tuple[Tree, int, in
             (naming the label and column where it was opened), an empty ``()``, or brackets nested
             more than :data:`MAX_NESTING` deep.
     """
-    from nltk import Tree
-
+    tree_cls = nltk_tree()
     # a stack of open nodes: [label, children, column of "(", whitespace after label]
     out: list[tuple[Tree, int, int]] = []
     stack: list[list] = []
@@ -186,7 +202,7 @@ def _scan(text: str, *, partial: bool = False) -> tuple[list[tuple[Tree, int, in
             label, kids, col, _ = stack.pop()
             if not label and not kids:
                 raise BracketError(f"empty '()' at column {col}", col)
-            node = Tree(label, kids)
+            node = tree_cls(label, kids)
             if stack:
                 stack[-1][1].append(node)
             else:

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from synprep.features.relations import ancestor_mask
+from synprep.tree import nltk_tree
 
 if TYPE_CHECKING:  # nltk (~0.3–2 s to import) only where a tree object is built: dependency_tree
     from nltk.tree import Tree
@@ -132,7 +133,7 @@ def dependency_tree(words: Sequence[str], heads: Sequence[int] | np.ndarray, upo
     Raises:
         ValueError: lengths differ, no words, bad heads or a cycle.
     """
-    from nltk.tree import Tree
+    tree_cls = nltk_tree()
 
     w = len(words)
     if w == 0:
@@ -152,14 +153,14 @@ def dependency_tree(words: Sequence[str], heads: Sequence[int] | np.ndarray, upo
         deps[h[d]].append(d)
     nodes: list[Tree | None] = [None] * w
     for x in sorted(range(w), key=lambda i: -depth[i]):  # children before parents
-        pre = Tree(upos[x] if upos is not None else "X", [words[x]])
+        pre = tree_cls(upos[x] if upos is not None else "X", [words[x]])
         if not deps[x + 1]:
             nodes[x] = pre
             continue
         items = [(d, nodes[d]) for d in deps[x + 1]] + [(x, pre)]
         items.sort(key=lambda item: item[0])
-        nodes[x] = Tree(deprels[x] if deprels is not None else "dep", [n for _, n in items])
-    tree = Tree("ROOT", [nodes[r] for r in deps[0]])
+        nodes[x] = tree_cls(deprels[x] if deprels is not None else "dep", [n for _, n in items])
+    tree = tree_cls("ROOT", [nodes[r] for r in deps[0]])
     return tree
 
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from synprep.constants import GAP_EOS, GAP_INTRA_WORD, GAP_SENTENCE
-from synprep.tree import depth_message, leaf_to_word, parse_tree
+from synprep.tree import depth_message, leaf_to_word, nltk_cnf, nltk_tree, parse_tree
 
 if TYPE_CHECKING:  # nltk by the functions that read or binarize a tree: the spreading and the checks never load it
     from nltk.tree import Tree
@@ -48,9 +48,7 @@ def as_tree(tree: str | Tree) -> Tree:
         TreeError: (a ValueError) the string is not one well-formed bracketed tree
             (:func:`synprep.tree.parse_tree`; read as written, not normalized).
     """
-    from nltk.tree import Tree
-
-    if isinstance(tree, Tree):
+    if isinstance(tree, nltk_tree()):
         return tree
     if not isinstance(tree, str):
         raise TypeError(f"expected a bracketed string or nltk.Tree, got {type(tree).__name__}")
@@ -63,8 +61,7 @@ def _split_values(tree: Tree) -> np.ndarray:
     Each node's value is 1 + max(child values) when it has two or more children, its child's value
     when it has one, and 0 for a leaf (a str); the gaps between a node's children take its value.
     """
-    from nltk.tree import Tree
-
+    tree_cls = nltk_tree()
     gaps: list[int] = []
     # frame: [node, next child index, max child value, gap slots of this node]
     stack: list[list] = [[tree, 0, 0, []]]
@@ -89,7 +86,7 @@ def _split_values(tree: Tree) -> np.ndarray:
             continue
         frame[1] = i + 1
         child = node[i]
-        if isinstance(child, Tree):
+        if isinstance(child, tree_cls):
             stack.append([child, 0, 0, []])
         else:
             last_value = 0
@@ -132,11 +129,9 @@ def cnf_gaps(tree: str | Tree) -> np.ndarray:
 
     Example: the tree of :func:`nary_gaps` → ``[5, 3, 2, 1, 4]``.
     """
-    from nltk.tree.transforms import chomsky_normal_form
-
     t = as_tree(tree) if isinstance(tree, str) else as_tree(tree).copy(deep=True)
     try:
-        chomsky_normal_form(t, factor="right")
+        nltk_cnf()(t, factor="right")
     except ValueError as e:
         raise ValueError(depth_message(str(e))) from None
     return _split_values(t).astype(np.int16)
@@ -166,14 +161,12 @@ def both_gaps(tree: str | Tree, *, inplace: bool = False) -> tuple[np.ndarray, n
     Returns:
         two ``(n-1,) int16`` arrays. Raises ValueError as :func:`cnf_gaps`.
     """
-    from nltk.tree.transforms import chomsky_normal_form
-
     if isinstance(tree, str):
         t = parse_tree(tree, normalize=False)
     else:
         t = as_tree(tree) if inplace else as_tree(tree).copy(deep=True)
     nary = _split_values(t).astype(np.int16)
-    chomsky_normal_form(t, factor="right")
+    nltk_cnf()(t, factor="right")
     return _split_values(t).astype(np.int16), nary
 
 

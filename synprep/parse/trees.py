@@ -50,6 +50,7 @@ from synprep.tree import (  # noqa: F401
     _scan,
     clean_label,
     leaf_to_word,
+    nltk_tree,
     normalize_tree,
     parse_tree,
     tree_to_str,
@@ -63,9 +64,7 @@ if TYPE_CHECKING:  # nltk only where a tree is built (synprep.tree): a dependenc
 def tree_words(tree: str | Tree) -> list[str]:
     """The words of a stored tree: its leaves with the PTB bracket escapes undone."""
     if isinstance(tree, str):
-        from nltk import Tree
-
-        tree = Tree.fromstring(tree)
+        tree = nltk_tree().fromstring(tree)
     return [leaf_to_word(leaf) for leaf in tree.leaves()]
 
 
