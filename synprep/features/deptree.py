@@ -19,9 +19,9 @@ monkey)) (VERB eats) (obj (DET a) (NOUN banana))))``, nary gaps ``[1, 2, 2, 1]``
 
 The gaps of that tree do not need the tree: :func:`dependency_gaps` computes them from the
 (projectivized) heads alone, on arrays, without nltk — what the pipeline runs for every sentence
-without a constituency tree. :func:`dependency_tree` builds the :class:`nltk.Tree` itself (for
-display and export) and, through :func:`~synprep.features.distance.both_gaps`, is the reference
-that :func:`dependency_gaps` is tested against (tests/test_deptree.py, every sentence of the UD
+without a constituency tree. :func:`dependency_tree` builds the :class:`nltk.Tree` itself (the Python
+API, for whoever wants the tree) and, through :func:`~synprep.features.distance.both_gaps`, is the
+reference that :func:`dependency_gaps` is tested against (tests/test_deptree.py, every sentence of the UD
 treebanks in ``../shared/data/ud``).
 
 Non-projective arcs. An arc ``h → d`` is projective when every word strictly between ``h`` and
