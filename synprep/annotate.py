@@ -80,7 +80,7 @@ def build_records(items: list[Item], parses: list[ParsedLine], vocab: Vocab, *, 
         InputError: the parse does not match the pieces (names the line), or is malformed.
     """
     from synprep.align import first_difference
-    from synprep.text.tokenize import moses_lowercase
+    from synprep.text.case import moses_lowercase
 
     records: list[PairRecord] = []
     drops: list[tuple[int, str, str]] = []
@@ -378,8 +378,8 @@ def with_parse_src(items: Iterable[Item], cased: Iterator[str], name: str) -> It
         InputError: ``FILE:LINE:`` the first word that differs (both named), or the file ends early.
     """
     from synprep.align import first_difference
+    from synprep.text.case import moses_lowercase
     from synprep.text.escape import unescape_tokens
-    from synprep.text.tokenize import moses_lowercase
 
     def same(x: str, y: str) -> bool:
         return x == y or moses_lowercase(x) == moses_lowercase(y)

@@ -179,7 +179,7 @@ def line_inputs(parsed: Iterable[ParsedLine], bpe_lines: Iterable[str] | None = 
     from synprep.align import align
 
     if lowercase:
-        from synprep.text.tokenize import moses_lowercase
+        from synprep.text.case import moses_lowercase
     bpe_it = iter(bpe_lines) if bpe_lines is not None else None
     k = 0
     for k, pl in enumerate(parsed, 1):
@@ -209,7 +209,7 @@ def line_inputs(parsed: Iterable[ParsedLine], bpe_lines: Iterable[str] | None = 
 
 def _aligns_lowercased(pieces: list[str], words: list[str]) -> bool:
     from synprep.align import align
-    from synprep.text.tokenize import moses_lowercase
+    from synprep.text.case import moses_lowercase
 
     try:
         align(pieces, [moses_lowercase(w) for w in words])

@@ -51,8 +51,8 @@ def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Paral
 
 def _clean(files: TextFiles, opts: TextOptions) -> None:
     """Clean the tokenized pair into SPLIT.clean.L (+ words, lines, dropped.tsv), all or nothing."""
+    from synprep.text.case import moses_lowercase
     from synprep.text.clean import CleanStats, clean_pairs, nothing_kept_error, report_header, report_row
-    from synprep.text.tokenize import moses_lowercase
 
     split = files.split
     outputs = {
@@ -144,7 +144,7 @@ def _raw_kept(files: TextFiles, side: str, raw: str, opts: TextOptions) -> Path:
     """``text/SPLIT.raw.L`` (named by side as well with the same language on both sides,
     :class:`TextFiles`): the raw lines of the kept pairs (lowercased with ``--lowercase``): what a
     scheme that reads raw text segments."""
-    from synprep.text.tokenize import moses_lowercase
+    from synprep.text.case import moses_lowercase
 
     target = files.side("raw", side)
     if target.exists():
@@ -165,8 +165,8 @@ def _segment(files: TextFiles, src: str, tgt: str, words_file: Path,
     boundaries), ``text/SPLIT.NAME.wi`` (each source piece's word, and the line's rule counts),
     ``text/SPLIT.NAME.TGT``. Returns the three paths."""
     from synprep.subword.stream import align_stream, encode_stream
+    from synprep.text.case import moses_lowercase
     from synprep.text.escape import unescape_tokens
-    from synprep.text.tokenize import moses_lowercase
 
     raw_src, raw_tgt = _raw_kept(files, "src", src, opts), _raw_kept(files, "tgt", tgt, opts)
     out_src, out_idx, out_tgt = files.side(name, "src"), files.work / f"{files.split}.{name}.wi", \

@@ -29,6 +29,7 @@ from sacremoses.corpus import NonbreakingPrefixes
 from synprep.errors import ConfigError
 from synprep.parallel import chunked, parallel_map
 from synprep.signature import package_version
+from synprep.text.case import moses_lowercase  # defined there (no sacremoses), imported from here too
 
 log = logging.getLogger(__name__)
 
@@ -51,18 +52,6 @@ def _tokenizer(lang: str) -> MosesTokenizer:
         log.warning("no Moses nonbreaking prefixes for language %r: using the English list "
                     "(tokenizer.perl would use none)", lang)
     return MosesTokenizer(lang=lang)
-
-
-def moses_lowercase(text: str) -> str:
-    """Lowercase like Moses' ``lowercase.perl`` (Perl ``lc``).
-
-    Python's :meth:`str.lower` differs from Perl ``lc`` in one place: it writes a word-final
-    capital sigma as ``ς``; Perl always writes ``σ``. Everything else (full Unicode case
-    mapping, ``İ`` → ``i̇``) is the same.
-    """
-    if "\u03a3" in text:
-        text = text.replace("\u03a3", "\u03c3")
-    return text.lower()
 
 
 def fairseq_split_final_dot(tokens: list[str]) -> list[str]:
