@@ -114,6 +114,29 @@ def _projectivize(h: np.ndarray, anc: np.ndarray) -> tuple[np.ndarray, int, np.n
         anc = ancestor_mask(h)
 
 
+def _dependents(heads: Sequence[int] | np.ndarray, ancestors: np.ndarray | None) -> tuple[list[list[int]], list[int]]:
+    """The projectivized tree of :func:`dependency_tree` and :func:`dependency_gaps`: per head its dependents
+    (``[0]`` the roots, ``[x + 1]`` word x's; each list in word order) and the words, deepest first (every
+    word after its dependents; ties in word order).
+
+    Raises:
+        ValueError: no words, bad heads or a cycle, ``ancestors`` of another shape.
+    """
+    h = np.array(heads, dtype=np.int64)
+    w = h.size
+    if w == 0:
+        raise ValueError("a sentence needs at least one word")
+    if ancestors is None:
+        ancestors = ancestor_mask(h)
+    elif ancestors.shape != (w, w):
+        raise ValueError(f"ancestors has shape {ancestors.shape} for {w} words")
+    h, _, anc = _projectivize(h, ancestors)
+    deps: list[list[int]] = [[] for _ in range(w + 1)]
+    for d, head in enumerate(h.tolist()):
+        deps[head].append(d)
+    return deps, np.argsort(-anc.sum(axis=1), kind="stable").tolist()
+
+
 def dependency_tree(words: Sequence[str], heads: Sequence[int] | np.ndarray, upos: Sequence[str] | None = None,
                     deprels: Sequence[str] | None = None, *, ancestors: np.ndarray | None = None) -> Tree:
     """The constituency tree read off a dependency tree (SPEC.md §4; module docstring for the shape).
@@ -141,18 +164,9 @@ def dependency_tree(words: Sequence[str], heads: Sequence[int] | np.ndarray, upo
     for name, seq in (("heads", heads), ("upos", upos), ("deprels", deprels)):
         if seq is not None and len(seq) != w:
             raise ValueError(f"{name} has {len(seq)} entries for {w} words")
-    h = np.array(heads, dtype=np.int64)
-    if ancestors is None:
-        ancestors = ancestor_mask(h)
-    elif ancestors.shape != (w, w):
-        raise ValueError(f"ancestors has shape {ancestors.shape} for {w} words")
-    h, _, anc = _projectivize(h, ancestors)
-    depth = anc.sum(axis=1)
-    deps: list[list[int]] = [[] for _ in range(w + 1)]  # deps[0]: roots
-    for d in range(w):
-        deps[h[d]].append(d)
+    deps, order = _dependents(heads, ancestors)
     nodes: list[Tree | None] = [None] * w
-    for x in sorted(range(w), key=lambda i: -depth[i]):  # children before parents
+    for x in order:
         pre = tree_cls(upos[x] if upos is not None else "X", [words[x]])
         if not deps[x + 1]:
             nodes[x] = pre
@@ -196,18 +210,8 @@ def dependency_gaps(heads: Sequence[int] | np.ndarray, *, ancestors: np.ndarray 
     Raises:
         ValueError: no words, bad heads or a cycle.
     """
-    h = np.array(heads, dtype=np.int64)
-    w = h.size
-    if w == 0:
-        raise ValueError("a sentence needs at least one word")
-    if ancestors is None:
-        ancestors = ancestor_mask(h)
-    elif ancestors.shape != (w, w):
-        raise ValueError(f"ancestors has shape {ancestors.shape} for {w} words")
-    h, _, anc = _projectivize(h, ancestors)
-    deps: list[list[int]] = [[] for _ in range(w + 1)]  # deps[0]: roots; each in word order
-    for d, head in enumerate(h.tolist()):
-        deps[head].append(d)
+    deps, order = _dependents(heads, ancestors)
+    w = len(order)
     cnf = [0] * max(w - 1, 0)
     nary = [0] * max(w - 1, 0)
     # per word: its constituent's (cnf value, nary value, last word) — a preterminal's until it heads one
@@ -228,8 +232,7 @@ def dependency_gaps(heads: Sequence[int] | np.ndarray, *, ancestors: np.ndarray 
             nary[kids[j][2]] = top
         return r, top, kids[-1][2]
 
-    depth = anc.sum(axis=1)
-    for x in np.argsort(-depth, kind="stable").tolist():  # children before parents
+    for x in order:
         ds = deps[x + 1]
         if not ds:
             continue
