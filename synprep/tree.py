@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING
 
 from synprep.errors import InputError
 
-if TYPE_CHECKING:  # nltk (0.2 s to import on a warm disk, seconds on a cold one) is imported by the functions that build trees, not
-# by this module: a dependency parse's workers and records never load it
+# nltk (0.2 s to import on a warm disk, seconds on a cold one) is imported by the functions that build trees
+# (nltk_tree, nltk_cnf), not by this module: a dependency parse's workers and records never load it
+if TYPE_CHECKING:
     from nltk import Tree
+
 
 @functools.cache
 def nltk_tree() -> type[Tree]:
@@ -78,15 +80,15 @@ def clean_label(label: str) -> str:
     return label.replace("(", "LRB").replace(")", "RRB")
 
 
-def _strip(t: Tree, tree: type[Tree]) -> Tree | None:
+def _strip(t: Tree, tree_cls: type[Tree]) -> Tree | None:
     """Copy of ``t`` without -NONE- elements, empty constituents and function tags (None if empty);
-    ``tree`` is nltk's ``Tree`` class (imported once by the caller, not per node)."""
+    ``tree_cls`` is nltk's ``Tree`` class (looked up once by the caller, not per node)."""
     if t.label() == "-NONE-":
         return None
     kids: list[Tree | str] = []
     for child in t:
-        if isinstance(child, tree):
-            c = _strip(child, tree)
+        if isinstance(child, tree_cls):
+            c = _strip(child, tree_cls)
             if c is not None:
                 kids.append(c)
         else:
@@ -94,8 +96,8 @@ def _strip(t: Tree, tree: type[Tree]) -> Tree | None:
     if not kids:
         return None
     if len(kids) > 1:  # a bare word beside other children gets its own preterminal
-        kids = [tree(BARE_WORD_LABEL, [k]) if isinstance(k, str) else k for k in kids]
-    return tree(clean_label(t.label()), kids)
+        kids = [tree_cls(BARE_WORD_LABEL, [k]) if isinstance(k, str) else k for k in kids]
+    return tree_cls(clean_label(t.label()), kids)
 
 
 def normalize_tree(tree: Tree) -> Tree:
