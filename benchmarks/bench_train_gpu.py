@@ -23,6 +23,15 @@ Figures (``figure`` key):
   cProfile over 6 updates after the warm-up (profiler overhead included, so read shares, not totals): the
   wall seconds per update, and the 25 functions with the most own time (file:line:function, milliseconds
   per update, calls per update) and the 15 with the most cumulative time.
+* ``cuda_graphs`` (only with ``--graphs``, CUDA only; issue 18 item 4): per preset, ``cuda_graphs:
+  true`` (:mod:`synprep.train.graphs`) against eager on a fixed set of ``--graph-batches`` batches of
+  the same records, as the epochs of one corpus bring the same shapes back: the seconds of each pass
+  over them (``cycles_s``; eager: a warm-up, then 3 timed; graphs: eager (the warm-up), the captures,
+  then 3 timed of replays only), tokens/s over the timed passes, peak memory, the ``update_profile``
+  of a timed update, the graphs' counters, and ``distinct_keys_two_epochs`` against
+  ``batches_per_epoch`` (how well the preset's batch shapes come back epoch after epoch); then, when
+  the gated preset is among them, ``real_loop_cuda_graphs``: the real loop's last logged interval of
+  the gated preset without and with graphs.
 * ``compile`` (only with ``--compile``; issue 18 item 4): per preset, ``compile: true``
   (each layer and the loss through ``torch.compile(dynamic=True)``, :mod:`synprep.train.compiling`)
   against eager from the same seed on the same batches, dropout off (so the two runs compute the
@@ -206,7 +215,51 @@ def compile_figure(preset: str, args, data, vocab: int, steps: int, tmp: Path) -
     return rec
 
 
-def real_loop(preset: str, args, vocab: int, tmp: Path) -> dict:
+def graphs_figure(preset: str, args, data, vocab: int, tmp: Path) -> dict:
+    """``cuda_graphs`` against eager on one preset (see the module docstring: ``cuda_graphs``)."""
+    import itertools
+
+    from synprep.train.graphs import batch_key
+
+    n, cycles = (4, 2) if args.small else (args.graph_batches, 3)
+    rec: dict = {"figure": "cuda_graphs", "preset": preset, "batches": n, "timed_cycles": cycles}
+    for name, on in (("eager", False), ("graphs", True)):
+        if args.device.startswith("cuda"):
+            torch.cuda.reset_peak_memory_stats()
+        tr = _trainer(_cfg(preset, args, cuda_graphs=on), data, vocab, args.device, tmp / name)
+        it = endless(tr)
+        batches = [next(it) for _ in range(n)]  # a fixed set of shapes, as epochs of one corpus bring back
+        tokens_per_cycle = sum(b.ntokens for b in batches)
+        seconds = []
+        for _ in range(2 + cycles if on else 1 + cycles):  # graphs: 1 eager (the warm-up), 2 captures, then replays
+            _sync(args.device)
+            t0 = time.perf_counter()
+            for b in batches:
+                tr.train_step([b])
+            _sync(args.device)
+            seconds.append(time.perf_counter() - t0)
+        steady = sum(seconds[-cycles:])
+        rec[name] = {"cycles_s": [round(x, 3) for x in seconds],
+                     "tokens_per_s": round(tokens_per_cycle * cycles / steady, 1),
+                     "peak_memory_bytes": torch.cuda.max_memory_allocated() if args.device.startswith("cuda") else None,
+                     **profile(tr, itertools.cycle(batches), 4, args.device)}
+        if tr.graphs is not None:
+            rec[name]["graph_stats"] = tr.graphs.stats()
+            # how well this source's shapes come back: distinct graph keys over two whole epochs of the
+            # records (tie order shuffled per epoch) against the batches of one
+            keys, per_epoch = set(), 0
+            for epoch in (0, 1):
+                tr.train_sampler.set_epoch(epoch)
+                for b in tr.train_loader:
+                    keys.add(batch_key(b))
+                    per_epoch += epoch == 0
+            rec["distinct_keys_two_epochs"], rec["batches_per_epoch"] = len(keys), per_epoch
+        del tr, it, batches
+    rec["speedup"] = round(rec["graphs"]["tokens_per_s"] / rec["eager"]["tokens_per_s"], 3)
+    return rec
+
+
+def real_loop(preset: str, args, vocab: int, tmp: Path, **over) -> dict:
     """The last interval row ``synprep train`` logs on synthetic shards: its tokens/s and where its wall
     time went (``data_wait_s``, ``valid_s``, ``checkpoint_s`` of ``seconds``; ``checkpoint_write_s``: the
     background writes, overlapping the updates)."""
@@ -214,7 +267,7 @@ def real_loop(preset: str, args, vocab: int, tmp: Path) -> dict:
     write_folder(tmp / "shards", {"train": n, "valid": 50}, vocab_size=vocab)
     steps = args.loop_steps or (6 if args.small else 200)
     cfg = _cfg(preset, args, max_steps=steps, max_epochs=0, log_interval=steps // 2,
-               num_workers=0 if args.small else 2)
+               num_workers=0 if args.small else 2, **over)
     train(tmp / "shards", tmp / "run", cfg, device=args.device, progress=False)
     rows = [json.loads(x) for x in (tmp / "run" / "metrics.jsonl").read_text().splitlines()]
     return [r for r in rows if "tokens_per_s" in r][-1]
@@ -235,6 +288,9 @@ def main() -> None:
     ap.add_argument("--host-profile", action="store_true", help="add the host_profile figure (cProfile)")
     ap.add_argument("--compile-updates", type=int, default=None,
                     help="updates counted as compilation (default 4; --small 2)")
+    ap.add_argument("--graphs", action="store_true", help="add the cuda_graphs figure (CUDA only)")
+    ap.add_argument("--graphs-only", action="store_true", help="only the cuda_graphs figures (and the real loop)")
+    ap.add_argument("--graph-batches", type=int, default=40, help="batches of the cuda_graphs figure (default 40)")
     args = ap.parse_args()
     args.compile_updates = args.compile_updates or (2 if args.small else 4)
     cuda = args.device.startswith("cuda")
@@ -265,6 +321,28 @@ def main() -> None:
                 except Exception as e:  # noqa: BLE001 - a preset torch.compile cannot take is a finding
                     emit({"figure": "compile", "preset": preset, "error": f"{type(e).__name__}: {str(e)[:600]}"})
             if args.compile_only:
+                return
+        if args.graphs or args.graphs_only:
+            for preset in args.presets or PRESETS[:2]:
+                if not cuda:
+                    emit({"figure": "cuda_graphs", "preset": preset, "skipped": "CUDA graphs need CUDA"})
+                    continue
+                try:
+                    emit(graphs_figure(preset, args, data, vocab, tmp / f"graphs-{preset}"))
+                except Exception as e:  # noqa: BLE001 - a preset that cannot be captured is a finding
+                    emit({"figure": "cuda_graphs", "preset": preset, "error": f"{type(e).__name__}: {str(e)[:600]}"})
+            gated = "gated_iwslt14_de_en"
+            if cuda and gated in (args.presets or PRESETS[:2]):
+                for on in (False, True):
+                    try:
+                        row = real_loop(gated, args, vocab, tmp / f"loop-graphs{on}", cuda_graphs=on)
+                        emit({"figure": "real_loop_cuda_graphs", "preset": gated, "cuda_graphs": on,
+                              **{k: row.get(k) for k in ("tokens_per_s", "seconds", "data_wait_s", "valid_s",
+                                                         "checkpoint_s", "step")}})
+                    except Exception as e:  # noqa: BLE001
+                        emit({"figure": "real_loop_cuda_graphs", "cuda_graphs": on,
+                              "error": f"{type(e).__name__}: {str(e)[:600]}"})
+            if args.graphs_only:
                 return
         for preset in presets:
             if cuda:

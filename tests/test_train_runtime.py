@@ -28,7 +28,7 @@ from synprep.train.decode import load_model
 from synprep.train.loop import Trainer
 from synprep.train.model import Seq2Seq
 
-NEW_FIELDS = ("decode_bf16", "tf32", "attention_backend", "compile")
+NEW_FIELDS = ("decode_bf16", "tf32", "attention_backend", "compile", "cuda_graphs")
 #: float32 outputs of a kernel against math's: the kernels sum in different orders
 ATOL = 1e-5
 CPU_BACKENDS = ("auto", "math", "flash")
@@ -101,7 +101,7 @@ def test_policy_is_logged_and_recorded(tmp_path, caplog):
     Trainer(cfg, RecordDataset(recs[:50]), RecordDataset(recs[50:]), [f"p{i}" for i in range(300)], tmp_path,
             torch.device("cpu"), progress=False).run()
     want = {"device": "cpu", "train_autocast": None, "decode_autocast": None, "tf32": False,
-            "attention_backend": "math", "compile": False, "torch": torch.__version__}
+            "attention_backend": "math", "compile": False, "cuda_graphs": False, "torch": torch.__version__}
     saved = json.loads((tmp_path / "config.json").read_text())
     assert saved["_runtime"] == want and saved["attention_backend"] == "math"
     assert load_config(tmp_path / "config.json") == cfg  # the record is metadata: the config reads back
@@ -115,7 +115,8 @@ def test_configs_and_checkpoints_without_the_runtime_fields_load(tmp_path):
     old = {k: v for k, v in TrainConfig().to_dict().items() if k not in NEW_FIELDS}
     (tmp_path / "config.json").write_text(json.dumps(old))
     cfg = load_config(tmp_path / "config.json")
-    assert (cfg.attention_backend, cfg.compile, cfg.tf32, cfg.decode_bf16) == ("auto", False, False, False)
+    assert (cfg.attention_backend, cfg.compile, cfg.tf32, cfg.decode_bf16, cfg.cuda_graphs) == \
+        ("auto", False, False, False, False)
     tiny = {k: v for k, v in load_preset("tiny").to_dict().items() if k not in NEW_FIELDS}
     model = Seq2Seq(config_from_dict(tiny), 300)
     save_checkpoint(tmp_path / LAST, {"config": tiny, "symbols": [f"p{i}" for i in range(300)],

@@ -56,6 +56,7 @@ from synprep.train.compiling import compile_model, compiled_loss, smoothed_loss
 from synprep.train.config import TrainConfig, resume_config
 from synprep.train.data import Batch, Collater, make_loaders
 from synprep.train.distributed import DistEnv
+from synprep.train.graphs import PAD_MULTIPLE, GraphedUpdates
 from synprep.train.metrics import MetricsLog, draw_gate_heatmap
 from synprep.train.model import EncoderOut, Seq2Seq, real_positions
 from synprep.train.rundir import (
@@ -86,6 +87,7 @@ class Trainer:
     """
 
     ddp: torch.nn.Module  #: the model, or its DDP / torch.compile wrapper (what the updates call)
+    graphs: GraphedUpdates | None  #: the CUDA graphs of the updates (``cuda_graphs``), else None
 
     def __init__(self, cfg: TrainConfig | None, train_ds: Dataset, valid_ds: Dataset, symbols: list[str], out_dir: str | Path,
                  device: torch.device, dist_env: DistEnv | None = None, resume: bool = False,
@@ -110,6 +112,8 @@ class Trainer:
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         self.runtime = runtime.resolve(cfg, device)  # device, autocast, TF32, attention kernels, compile
+        if cfg.cuda_graphs:
+            self._check_graphs(cfg, device)
         runtime.apply(self.runtime)
         self._build(cfg, device)
         if ck is not None:
@@ -122,6 +126,7 @@ class Trainer:
         self.autocast = self.runtime.autocast("train")
         if cfg.compile:  # regional: each layer in place, and the loss (synprep.train.compiling)
             compile_model(self.model)
+        self.graphs = GraphedUpdates(self._static_step, self.model.parameters(), device) if cfg.cuda_graphs else None
         self.signature = train_signature(cfg, data_signature, self.env.world_size)
         if self.env.is_main:
             self._open_run_folder(resumed=ck is not None)
@@ -130,6 +135,20 @@ class Trainer:
         self._write_s_logged = 0.0  # writer.write_s at the last metrics row
 
     # --- construction steps ------------------------------------------------------------------
+    def _check_graphs(self, cfg: TrainConfig, device: torch.device) -> None:
+        """``cuda_graphs`` needs CUDA, one process and no ``compile`` (:mod:`synprep.train.graphs`).
+
+        Raises:
+            ConfigError: naming what stands in the way.
+        """
+        if device.type != "cuda":
+            raise ConfigError(f"cuda_graphs replays CUDA graphs; this run is on {device.type} (set cuda_graphs false)")
+        if self.env.enabled:
+            raise ConfigError("cuda_graphs runs in one process; this run has "
+                              f"{self.env.world_size} (set cuda_graphs false for DDP)")
+        if cfg.compile:
+            raise ConfigError("cuda_graphs and compile exclude each other (set one of them false)")
+
     def _checkpoint(self) -> dict[str, Any]:
         """``out/checkpoint_last.pt``, loaded and validated for a resume."""
         ck = load_checkpoint(self.out / LAST, map_location="cpu")
@@ -184,7 +203,8 @@ class Trainer:
     def _loaders(self, cfg: TrainConfig, train_ds: Dataset, valid_ds: Dataset, device: torch.device) -> None:
         """Samplers and loaders of both splits (:func:`synprep.train.data.make_loaders`)."""
         (self.train_sampler, self.valid_sampler, self.train_loader,
-         self.valid_loader) = make_loaders(cfg, train_ds, valid_ds, Collater.for_model(self.model), self.env.rank,
+         self.valid_loader) = make_loaders(cfg, train_ds, valid_ds,
+                                           Collater.for_model(self.model, PAD_MULTIPLE if cfg.cuda_graphs else 1), self.env.rank,
                                            self.env.world_size, device, log_skipped=self.env.is_main)
 
     def _open_run_folder(self, resumed: bool) -> None:
@@ -228,6 +248,21 @@ class Trainer:
         loss, nll = loss_fn(logits, target, self.cfg.label_smoothing)
         return loss, nll, enc
 
+    def _static_step(self, batch: Batch, scale: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Forward and backward of one device batch whose every shape is the batch's (a CUDA graph's
+        step, :class:`~synprep.train.graphs.GraphedUpdates`): logits at every target position, padding
+        ignored by the loss; gradients of ``(loss + aux) · scale`` added into ``.grad``.
+
+        Returns:
+            (loss, nll): () float32 sums over the batch's target tokens (nats), detached.
+        """
+        with self.autocast:
+            logits, enc = self.model(batch, all_positions=True)  # (B·U, V)
+        loss, nll = smoothed_loss(logits, batch.target.flatten(), self.cfg.label_smoothing)
+        total = loss if enc.aux_loss is None else loss + enc.aux_loss.float()
+        (total * scale).backward()
+        return loss.detach(), nll.detach()
+
     def train_step(self, group: list[Batch]) -> dict[str, torch.Tensor]:
         """One update on ``group`` (``update_freq`` batches).
 
@@ -251,6 +286,11 @@ class Trainer:
         loss_sum = torch.zeros((), dtype=torch.float64, device=dev)
         nll_sum = torch.zeros((), dtype=torch.float64, device=dev)
         for i, batch in enumerate(group):
+            if self.graphs is not None:  # one process, no DDP (checked)
+                loss, nll = self.graphs(batch, float(scale))
+                loss_sum = loss_sum + loss.double()
+                nll_sum = nll_sum + nll.double()
+                continue
             batch = batch.to(self.device)
             sync = contextlib.nullcontext()
             if self.env.enabled and i < len(group) - 1:
@@ -262,9 +302,9 @@ class Trainer:
                 (total * scale).backward()
             loss_sum = loss_sum + loss.detach().double()
             nll_sum = nll_sum + nll.detach().double()
-        if self._frozen():
-            for p in self.gate_params:
-                p.grad = None
+        held = [(p, p.grad) for p in self.gate_params] if self._frozen() else []
+        for p, _ in held:
+            p.grad = None
         max_norm = self.cfg.clip_norm if self.cfg.clip_norm > 0 else math.inf
         gnorm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm)
         found_inf = (~torch.isfinite(gnorm)).float()  # 1: the fused AdamW leaves weights and state alone
@@ -272,7 +312,10 @@ class Trainer:
         self.optimizer.step()
         self._skipped = found_inf if self._skipped is None else self._skipped + found_inf
         self.scheduler.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        if self.graphs is not None:  # the graphs add into these very tensors: keep them, zeroed
+            for p, g in held:
+                p.grad = g
+        self.optimizer.zero_grad(set_to_none=self.graphs is None)
         if self.env.enabled:
             loss_sum, nll_sum = self._reduce_t(torch.stack([loss_sum, nll_sum])).unbind()
         return {"loss": loss_sum, "nll": nll_sum, "ntokens": ntok, "gnorm": gnorm.double()}
@@ -512,6 +555,8 @@ class Trainer:
                # background checkpoint writes that ended in the interval (overlapping the updates)
                "checkpoint_write_s": round(self.writer.write_s - self._write_s_logged, 3)}
         self._write_s_logged = self.writer.write_s
+        if self.graphs is not None:  # graphs held, captured, replayed, eager batches, capture seconds (so far)
+            rec["cuda_graphs"] = self.graphs.stats()
         if self.env.is_main:
             self.metrics.write(rec)
             bar.set_postfix(loss=f"{rec['train_loss']:.3f}", lr=f"{rec['lr']:.2e}")

@@ -44,8 +44,10 @@ RUN_LOCK = ".train.lock"
 RUN_FILES = ("checkpoint", "metrics.jsonl", "config.json", "gates.png")
 #: the sums of a metrics interval that a checkpoint carries (see the module docstring)
 INTERVAL_KEYS = ("loss", "nll", "ntokens", "gnorm", "n")
-#: the keys of a metrics.jsonl interval row that are wall-clock timings (they differ between equal runs)
-WALL_CLOCK_KEYS = ("tokens_per_s", "seconds", "data_wait_s", "valid_s", "checkpoint_s", "checkpoint_write_s")
+#: the keys of a metrics.jsonl interval row that are wall-clock timings or this process's counters
+#: (they differ between equal runs, and between a resumed run and one that never stopped)
+WALL_CLOCK_KEYS = ("tokens_per_s", "seconds", "data_wait_s", "valid_s", "checkpoint_s", "checkpoint_write_s",
+                   "cuda_graphs")
 
 _held: dict[str, int] = {}  # resolved run folder → fd of its lock (this process)
 _guard = threading.Lock()

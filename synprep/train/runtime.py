@@ -2,7 +2,7 @@
 the attention kernel and compilation.
 
 The fields live in one block of :class:`~synprep.train.config.TrainConfig` (``bf16``,
-``decode_bf16``, ``tf32``, ``attention_backend``, ``compile``; the device comes from ``--device``).
+``decode_bf16``, ``tf32``, ``attention_backend``, ``compile``, ``cuda_graphs``; the device comes from ``--device``).
 :func:`resolve` checks them against the device and returns a :class:`RuntimePolicy`;
 :func:`apply` sets the process-wide switches (TF32, the attention kernels); the trainer logs
 :meth:`RuntimePolicy.describe` at start and records :meth:`RuntimePolicy.record` in
@@ -74,7 +74,9 @@ class RuntimePolicy:
         device: the torch device (``cpu``, ``cuda:0``, …). train_autocast, decode_autocast: ``bf16``
         or None (float32). tf32: TF32 matrix products and convolutions on CUDA. attention_backend:
         the config's value (see the module docstring). compile: ``torch.compile`` of each encoder/decoder
-        layer and of the loss, dynamic shapes (:mod:`synprep.train.compiling`).
+        layer and of the loss, dynamic shapes (:mod:`synprep.train.compiling`). cuda_graphs: each
+        training batch shape's forward and backward replayed as a CUDA graph (:mod:`synprep.train.graphs`;
+        the trainer checks it is on CUDA, in one process, without ``compile``).
     """
 
     device: str
@@ -83,6 +85,7 @@ class RuntimePolicy:
     tf32: bool
     attention_backend: str
     compile: bool
+    cuda_graphs: bool = False
     torch: str = torch.__version__
 
     def record(self) -> dict[str, Any]:
@@ -93,7 +96,8 @@ class RuntimePolicy:
         """One log line."""
         return (f"runtime: device {self.device} | autocast train {self.train_autocast or 'off'}, decode "
                 f"{self.decode_autocast or 'off'} | tf32 {'on' if self.tf32 else 'off'} | attention "
-                f"{self.attention_backend} | compile {'on' if self.compile else 'off'} | torch {self.torch}")
+                f"{self.attention_backend} | compile {'on' if self.compile else 'off'} | cuda graphs "
+                f"{'on' if self.cuda_graphs else 'off'} | torch {self.torch}")
 
     def autocast(self, kind: str = "train") -> contextlib.AbstractContextManager:
         """The autocast context of ``kind`` (``train`` or ``decode``) on this device."""
@@ -123,7 +127,7 @@ def resolve(cfg: TrainConfig, device: torch.device | str) -> RuntimePolicy:
                           "(use auto, math or flash)")
     return RuntimePolicy(device=str(dev), train_autocast="bf16" if cfg.bf16 else None,
                          decode_autocast="bf16" if cfg.decode_bf16 else None, tf32=bool(cfg.tf32),
-                         attention_backend=name, compile=bool(cfg.compile))
+                         attention_backend=name, compile=bool(cfg.compile), cuda_graphs=bool(cfg.cuda_graphs))
 
 
 def apply(policy: RuntimePolicy) -> None:

@@ -53,7 +53,7 @@ SLR_HARD = HARD_MODES
 RESUME_OVERRIDABLE = frozenset({"max_steps", "max_epochs", "num_workers", "log_interval", "threads",
                                 "save_interval_updates", "keep_last_epochs", "beam", "lenpen", "max_len_a",
                                 "max_len_b", "decode_bf16", "tf32", "attention_backend", "compile",
-                                "async_checkpoint"})
+                                "cuda_graphs", "async_checkpoint"})
 #: values of ``attention_backend`` (what each does: synprep/train/runtime.py)
 ATTENTION_BACKENDS = ("auto", "efficient", "flash", "cudnn", "math", "flex")
 
@@ -150,6 +150,9 @@ class TrainConfig:
     tf32: bool = False  # TF32 matrix products / convolutions on CUDA
     attention_backend: str = "auto"  # auto | efficient | flash | cudnn | math | flex (runtime.py)
     compile: bool = False  # torch.compile each layer and the loss (synprep.train.compiling; slower on an H200: docs/train.md)
+    # replay each batch shape's forward and backward as a CUDA graph (one process on CUDA; the
+    # batches' lengths padded to a multiple of 8; synprep/train/graphs.py, docs/train.md)
+    cuda_graphs: bool = False
 
     # --- decoding (paper §5.1 Evaluation; fairseq generate defaults) ---------------------------
     beam: int = 5

@@ -95,6 +95,13 @@ class SyntaxSource(SourceSpec, nn.Module):
         """CPU tensors for a batch of ``recs`` whose padded source length (``</s>`` included) is T."""
         return None
 
+    def pad_shapes(self, data: Any, multiple: int) -> Any:
+        """:meth:`collate`'s ``data`` with its sizes that follow the batch's contents rounded up (a word
+        count to a multiple of ``multiple``, an entry count to a power of two), and the same
+        :meth:`prepare` output: fewer distinct batch shapes for ``cuda_graphs``
+        (:mod:`synprep.train.graphs`). The default returns ``data``: sizes that follow T alone need nothing."""
+        return data
+
     def prepare(self, data: Any, pad: torch.Tensor) -> Any:
         """Per-forward inputs on the device from the collated ``data``; pad: (B, T) bool."""
         return data
@@ -149,6 +156,32 @@ def stack_word_pairs(mats: Sequence[np.ndarray], fill: Any, dtype: Any) -> torch
         n = m.shape[0]
         out[b, :n, :n] = m
     return torch.from_numpy(out)
+
+
+def pad_word_pairs(words: torch.Tensor, multiple: int) -> torch.Tensor:
+    """(B, W+1, W+1) → (B, W'+1, W'+1), W' = W rounded up to a multiple of ``multiple``: the
+    ``</s>``/padding word's row and column move to index W'; the words between (no piece maps to them,
+    so :func:`expand_word_pairs` never reads them) hold zeros."""
+    B, W1, _ = words.shape
+    W = W1 - 1
+    Wp = -(-W // multiple) * multiple
+    if Wp == W:
+        return words
+    out = words.new_zeros((B, Wp + 1, Wp + 1))
+    keep = [*range(W), Wp]
+    out[:, :W, :W] = words[:, :W, :W]
+    out[:, keep, Wp] = words[:, :, W]
+    out[:, Wp, keep] = words[:, W, :]
+    return out
+
+
+def pad_entries(entries: tuple[torch.Tensor, ...], fill: tuple[Any, ...], least: int = 64) -> tuple[torch.Tensor, ...]:
+    """(K,) entry columns padded to the next power of two (at least ``least``), column i with ``fill[i]``."""
+    K = int(entries[0].shape[0])
+    Kp = max(least, 1 << max(K - 1, 0).bit_length())
+    if Kp == K:
+        return entries
+    return tuple(torch.cat([c, torch.full((Kp - K,), f, dtype=c.dtype)]) for c, f in zip(entries, fill, strict=True))
 
 
 def expand_word_pairs(words: torch.Tensor, word_index: torch.Tensor) -> torch.Tensor:

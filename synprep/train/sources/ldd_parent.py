@@ -18,7 +18,7 @@ import torch
 
 from synprep.train.attention import scaled_attention
 from synprep.train.masks import ldd_weights
-from synprep.train.sources.base import AttendContext, SyntaxSource, piece_word_index
+from synprep.train.sources.base import AttendContext, SyntaxSource, pad_entries, piece_word_index
 from synprep.train.sources.specs import LDDParentSpec
 from synprep.types import PairRecord
 
@@ -32,12 +32,18 @@ class LDDParent(LDDParentSpec, SyntaxSource):
         return {"word_index": piece_word_index(recs, T), "n_words": max(len(r.heads) for r in recs),
                 "entries": tuple(torch.from_numpy(np.concatenate(x)) for x in (b, dep, head))}
 
+    def pad_shapes(self, data: Any, multiple: int) -> dict[str, Any]:
+        """``n_words`` rounded up; entries padded at the ``</s>``/padding word (index ``n_words``),
+        which :meth:`prepare` gives weight 0."""
+        W = -(-data["n_words"] // multiple) * multiple
+        return {**data, "n_words": W, "entries": pad_entries(data["entries"], (0, W, W))}
+
     def prepare(self, data: Any, pad: torch.Tensor) -> torch.Tensor:
         """(B, 1, T, T) 0-1 parent matrix (one channel, shared by every head)."""
         b, dep, head = data["entries"]
         zero = torch.zeros_like(dep)
-        return ldd_weights(data["word_index"], data["n_words"], b, dep, head, zero,
-                           torch.ones(dep.shape, dtype=torch.float32, device=dep.device), [0])
+        one = dep.lt(data["n_words"]).to(torch.float32)  # 1 per word; 0 for pad_shapes' entries
+        return ldd_weights(data["word_index"], data["n_words"], b, dep, head, zero, one, [0])
 
     def attend(self, q, k, v, heads, prepared, ctx: AttendContext) -> torch.Tensor:
         return scaled_attention(q, k, v, prepared, ctx.pad_bias, ctx.dropout_p)

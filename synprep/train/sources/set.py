@@ -56,6 +56,7 @@ from synprep.train.sources.base import (
     AttendContext,
     SyntaxSource,
     expand_word_pairs,
+    pad_word_pairs,
     piece_word_index,
     sentence_paths,
     stack_word_pairs,
@@ -140,6 +141,9 @@ class SET(SETSpec, SyntaxSource):
         sub_t[:, -1, -1] = True
         return {"word_index": piece_word_index(recs, T), "rel": rel_t, "subtree": sub_t,
                 "level": torch.from_numpy(level)}
+
+    def pad_shapes(self, data: Any, multiple: int) -> dict[str, Any]:
+        return {**data, "rel": pad_word_pairs(data["rel"], multiple), "subtree": pad_word_pairs(data["subtree"], multiple)}
 
     def prepare(self, data: Any, pad: torch.Tensor) -> dict[str, torch.Tensor]:
         """``rel`` (B, T, T) long, ``has_rel`` (B, 1, T, T) bool, ``subtree_bias`` (B, 1, T, T)

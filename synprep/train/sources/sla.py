@@ -30,6 +30,7 @@ from synprep.train.sources.base import (
     SyntaxSource,
     bias_attention,
     expand_word_pairs,
+    pad_word_pairs,
     piece_word_index,
     sentence_paths,
     stack_word_pairs,
@@ -54,6 +55,9 @@ class SLA(SLASpec, SyntaxSource):
         allowed = stack_word_pairs([sla_word_mask(r.heads, self.opts.threshold) for r in recs], False, bool)
         allowed[:, -1, -1] = True  # </s> sees itself (padding rows too; padding keys are masked)
         return {"word_index": piece_word_index(recs, T), "allowed": allowed}
+
+    def pad_shapes(self, data: Any, multiple: int) -> dict[str, Any]:
+        return {**data, "allowed": pad_word_pairs(data["allowed"], multiple)}
 
     def prepare(self, data: Any, pad: torch.Tensor) -> torch.Tensor:
         """(B, 1, T, T) float32 bias: 0 within range, -inf beyond, plus the key padding."""
