@@ -291,6 +291,8 @@ def main() -> None:
     ap.add_argument("--graphs", action="store_true", help="add the cuda_graphs figure (CUDA only)")
     ap.add_argument("--graphs-only", action="store_true", help="only the cuda_graphs figures (and the real loop)")
     ap.add_argument("--graph-batches", type=int, default=40, help="batches of the cuda_graphs figure (default 40)")
+    ap.add_argument("--graphs-loop", choices=["both", "graphs", "none"], default="both",
+                    help="real_loop_cuda_graphs: without and with graphs (default), with graphs only, or none")
     args = ap.parse_args()
     args.compile_updates = args.compile_updates or (2 if args.small else 4)
     cuda = args.device.startswith("cuda")
@@ -332,8 +334,8 @@ def main() -> None:
                 except Exception as e:  # noqa: BLE001 - a preset that cannot be captured is a finding
                     emit({"figure": "cuda_graphs", "preset": preset, "error": f"{type(e).__name__}: {str(e)[:600]}"})
             gated = "gated_iwslt14_de_en"
-            if cuda and gated in (args.presets or PRESETS[:2]):
-                for on in (False, True):
+            if cuda and gated in (args.presets or PRESETS[:2]) and args.graphs_loop != "none":
+                for on in ((True,) if args.graphs_loop == "graphs" else (False, True)):
                     try:
                         row = real_loop(gated, args, vocab, tmp / f"loop-graphs{on}", cuda_graphs=on)
                         emit({"figure": "real_loop_cuda_graphs", "preset": gated, "cuda_graphs": on,

@@ -1,9 +1,10 @@
 """CUDA graphs of the training update (``cuda_graphs``, synprep/train/graphs.py, issue 18 item 4).
 
-On every machine: the graphs' padding (T and U rounded up to a multiple of 8) gives every source the
-same loss and gradients as the unpadded batch; the graphs' step (logits at every target position, a
-device gradient scale) gives the same loss and gradients as the trainer's update; the batch key tells
-shapes and host values apart; the option is refused where it cannot run. On CUDA: a run with graphs
+On every machine: the graphs' padding (the sources' word counts rounded up to a multiple of 8, LDD's
+entries to a power of two) gives every source the same loss and gradients as the unpadded batch; the
+graphs' step (a device gradient scale) gives the same loss and gradients as the trainer's update; the
+batch key tells shapes and host values apart, and a batch's key comes back every epoch; the option is
+refused where it cannot run. On CUDA: a run with graphs
 gives the losses of a run without them (dropout off), and replays the graphs it captured.
 """
 
@@ -20,7 +21,7 @@ from synprep.shards.synthetic import random_records
 from synprep.train.config import load_preset, with_overrides
 from synprep.train.data import Collater, RecordDataset
 from synprep.train.distributed import DistEnv
-from synprep.train.graphs import PAD_MULTIPLE, batch_key
+from synprep.train.graphs import WORD_MULTIPLE, batch_key
 from synprep.train.loop import Trainer
 from synprep.train.model import Seq2Seq
 from synprep.train.sources import SOURCES, source_class
@@ -56,18 +57,24 @@ def _loss_and_grads(model: Seq2Seq, batch) -> tuple[torch.Tensor, dict[str, torc
 
 @pytest.mark.parametrize("source", [None, *sorted(SOURCES)])
 def test_the_graphs_padding_changes_no_loss_and_no_gradient(source):
-    """T and U rounded up to a multiple of 8 (more ``<pad>``): the same loss (LISA's auxiliary loss
-    included) and the same gradients, for vanilla and every registered source."""
+    """The sources' word counts rounded up to a multiple of 8 and LDD's entries padded to a power of
+    two: the same loss (LISA's auxiliary loss included) and the same gradients, for every source."""
     cfg = _config(source)
     torch.manual_seed(0)
     model = Seq2Seq(cfg, 200)
     model.train()  # dropout off: LISA's auxiliary loss exists in training only
     items = list(enumerate(_records()))
     plain = Collater.for_model(model)(items)
-    padded = Collater.for_model(model, pad_multiple=PAD_MULTIPLE)(items)
-    assert padded.src_tokens.shape[1] % PAD_MULTIPLE == 0 and padded.target.shape[1] % PAD_MULTIPLE == 0
-    assert padded.src_tokens.shape[1] > plain.src_tokens.shape[1]  # the test pads something
-    assert padded.ntokens == plain.ntokens
+    padded = Collater.for_model(model, graph_shapes=True)(items)
+    assert padded.src_tokens.shape == plain.src_tokens.shape and padded.target.shape == plain.target.shape
+    if source in ("sla", "set"):  # the test pads something
+        name = "allowed" if source == "sla" else "rel"
+        W1 = padded.syntax[source][name].shape[1]
+        assert (W1 - 1) % WORD_MULTIPLE == 0 and W1 > plain.syntax[source][name].shape[1]
+    if source in ("ldd", "ldd_parent"):
+        K = padded.syntax[source]["entries"][0].shape[0]
+        assert K & (K - 1) == 0 and K > plain.syntax[source]["entries"][0].shape[0]
+        assert padded.syntax[source]["n_words"] % WORD_MULTIPLE == 0
     loss_a, grads_a = _loss_and_grads(model, plain)
     loss_b, grads_b = _loss_and_grads(model, padded)
     torch.testing.assert_close(loss_b, loss_a, rtol=1e-5, atol=1e-5)
@@ -84,15 +91,15 @@ def _trainer(tmp_path, source: str | None, device: str = "cpu", **over) -> Train
                    tmp_path, torch.device(device), progress=False)
 
 
-@pytest.mark.parametrize("source", [None, "slr", "lisa"])
+@pytest.mark.parametrize("source", [None, "slr", "lisa", "ldd"])
 def test_the_graphs_step_is_the_updates_loss_and_gradient(tmp_path, source):
-    """:meth:`Trainer._static_step` (what a graph records) on a padded batch against the update's own
-    forward and backward on the unpadded batch: the same loss, NLL and gradients."""
+    """:meth:`Trainer._static_step` (what a graph records) on the graphs' batch against the update's
+    own forward and backward on the plain batch: the same loss, NLL and gradients."""
     tr = _trainer(tmp_path, source)
     tr.model.train()
     items = [(i, tr.train_loader.dataset[i][1]) for i in range(5)]
     plain = Collater.for_model(tr.model)(items)
-    padded = Collater.for_model(tr.model, pad_multiple=PAD_MULTIPLE)(items)
+    padded = Collater.for_model(tr.model, graph_shapes=True)(items)
     scale = 1.0 / plain.ntokens
     tr.model.zero_grad(set_to_none=True)
     loss, nll, enc = tr._loss(tr.model, plain)
@@ -102,6 +109,7 @@ def test_the_graphs_step_is_the_updates_loss_and_gradient(tmp_path, source):
     got_loss, got_nll = tr._static_step(padded, torch.tensor(scale, dtype=torch.float32))
     torch.testing.assert_close(got_loss, loss.detach(), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(got_nll, nll.detach(), rtol=1e-5, atol=1e-5)
+    assert want.keys() == {n for n, p in tr.model.named_parameters() if p.grad is not None}
     for n, p in tr.model.named_parameters():
         if n in want:
             torch.testing.assert_close(p.grad, want[n], rtol=1e-4, atol=1e-7, msg=n)
@@ -110,25 +118,26 @@ def test_the_graphs_step_is_the_updates_loss_and_gradient(tmp_path, source):
 def test_the_batch_key_tells_shapes_and_host_values_apart():
     cfg = _config("ldd")
     model = Seq2Seq(cfg, 200)
-    collate = Collater.for_model(model, pad_multiple=PAD_MULTIPLE)
+    collate = Collater.for_model(model, graph_shapes=True)
     recs = _records(8)
     a = collate(list(enumerate(recs[:4])))
     assert batch_key(a) == batch_key(collate(list(enumerate(recs[:4]))))
     assert batch_key(a) != batch_key(collate(list(enumerate(recs[:3]))))  # B
     parts = {k[0]: k for k in batch_key(a)}
-    n_words = -(-max(len(r.heads) for r in recs[:4]) // PAD_MULTIPLE) * PAD_MULTIPLE  # pad_shapes rounds it up
+    n_words = -(-max(len(r.heads) for r in recs[:4]) // WORD_MULTIPLE) * WORD_MULTIPLE  # pad_shapes rounds it up
     assert parts["syntax.ldd.n_words"] == ("syntax.ldd.n_words", n_words)  # a host value the model reads
     (K,) = parts["syntax.ldd.entries.0"][1]  # LDD's entries: (K,), padded to a power of two
     assert K == a.syntax["ldd"]["entries"][0].shape[0] and K & (K - 1) == 0
     assert ("src_tokens", (4, a.src_tokens.shape[1]), "torch.int64") in batch_key(a)
+    assert batch_key(a)[0] == ("ntokens", a.ntokens)  # the loss gathers that many positions
 
 
 @pytest.mark.parametrize("source", [None, *sorted(SOURCES)])
 def test_the_batch_shapes_come_back_epoch_after_epoch(source):
-    """What the padding is for: over three epochs (ties shuffled anew each), the sources whose inputs
-    follow T alone bring back exactly the first epoch's batch keys, and the padding never makes more
-    distinct keys than the unpadded batches have (word counts and LDD's entry counts change with the
-    shuffle; rounded up, they change less often)."""
+    """What the key and the padding are for: over three epochs (ties shuffled anew each), the sources
+    whose inputs follow T alone bring back exactly the first epoch's batch keys (the sampler's sizes
+    come in the same order every epoch), and the padding never makes more distinct keys than the plain
+    batches have (word counts and LDD's entry counts change with the shuffle; rounded up, less often)."""
     from synprep.train.data import BucketBatchSampler
 
     recs = list(random_records(1500, np.random.default_rng(3), words=6, tgt_len=6, vocab_size=200))
@@ -136,16 +145,16 @@ def test_the_batch_shapes_come_back_epoch_after_epoch(source):
     model = Seq2Seq(_config(source), 200)
     sampler = BucketBatchSampler(ds.src_lengths, ds.tgt_lengths, 1024, shuffle=True, seed=5)
     keys = {}
-    for m in (1, PAD_MULTIPLE):
-        collate = Collater.for_model(model, pad_multiple=m)
-        keys[m] = [{batch_key(collate([ds[i] for i in idx])) for idx in sampler.global_batches(epoch)}
-                   for epoch in range(3)]
-    padded, plain = keys[PAD_MULTIPLE], keys[1]
-    assert len(set.union(*padded)) <= len(set.union(*plain))
+    for padded in (False, True):
+        collate = Collater.for_model(model, graph_shapes=padded)
+        keys[padded] = [{batch_key(collate([ds[i] for i in idx])) for idx in sampler.global_batches(epoch)}
+                        for epoch in range(3)]
+    assert len(set.union(*keys[True])) <= len(set.union(*keys[False]))
     if source in (None, "slr", "pascal", "lisa"):
-        assert padded[1] == padded[0] and padded[2] == padded[0]
+        assert keys[True][1] == keys[True][0] and keys[True][2] == keys[True][0]
+        assert len(keys[True][0]) > 10
     else:  # the test's data changes these sources' keys with the shuffle
-        assert len(set.union(*plain)) > len(plain[0])
+        assert len(set.union(*keys[False])) > len(keys[False][0])
 
 
 def test_cuda_graphs_is_refused_where_it_cannot_run(tmp_path):

@@ -48,12 +48,13 @@ class Collater:
         sources: the syntax sources whose inputs to build (objects, or registry names built with
             ``cfg``); none for a vanilla model.
         cfg: the configuration names are built with (default: :class:`TrainConfig` defaults).
-        pad_multiple: T and U are rounded up to a multiple of it (more padding, the same loss: fewer
-            distinct batch shapes for ``cuda_graphs``, :mod:`synprep.train.graphs`); 1 = the longest pair's.
+        graph_shapes: the sources' sizes that follow a batch's contents (word counts, LDD's entry
+            counts) rounded up (:meth:`SyntaxSource.pad_shapes`; the same loss), so that a batch brings
+            the same shapes every epoch (``cuda_graphs``, :mod:`synprep.train.graphs`).
     """
 
     def __init__(self, sources: Iterable[SyntaxSource | str] = (), cfg: TrainConfig | None = None,
-                 pad_multiple: int = 1):
+                 graph_shapes: bool = False):
         from synprep.train.config import TrainConfig
         from synprep.train.sources import source_class
 
@@ -62,14 +63,12 @@ class Collater:
         for s in sources:
             obj = source_class(s)(conf) if isinstance(s, str) else s
             self.sources[obj.name] = obj
-        if pad_multiple < 1:
-            raise ValueError(f"pad_multiple must be >= 1, got {pad_multiple}")
-        self.pad_multiple = pad_multiple
+        self.graph_shapes = graph_shapes
 
     @classmethod
-    def for_model(cls, model: Seq2Seq, pad_multiple: int = 1) -> Collater:
+    def for_model(cls, model: Seq2Seq, graph_shapes: bool = False) -> Collater:
         """The collate that builds exactly the syntactic inputs ``model`` reads."""
-        return cls(model.sources_map().values(), pad_multiple=pad_multiple)
+        return cls(model.sources_map().values(), graph_shapes=graph_shapes)
 
     @classmethod
     def for_config(cls, cfg: TrainConfig) -> Collater:
@@ -81,8 +80,7 @@ class Collater:
         recs = [r for _, r in items]
         src_len = np.array([len(r.src_ids) + 1 for r in recs])
         tgt_len = np.array([len(r.tgt_ids) + 1 for r in recs])
-        mult = self.pad_multiple
-        T, U = -(-int(src_len.max()) // mult) * mult, -(-int(tgt_len.max()) // mult) * mult
+        T, U = int(src_len.max()), int(tgt_len.max())
         src = np.full((B, T), PAD_ID, dtype=np.int64)
         prev = np.full((B, U), PAD_ID, dtype=np.int64)
         tgt = np.full((B, U), PAD_ID, dtype=np.int64)
@@ -95,8 +93,10 @@ class Collater:
             tgt[b, :m] = r.tgt_ids
             tgt[b, m] = EOS_ID
         syntax = {name: src_.collate(recs, T) for name, src_ in self.sources.items()}
-        if mult > 1:
-            syntax = {name: self.sources[name].pad_shapes(data, mult) for name, data in syntax.items()}
+        if self.graph_shapes:
+            from synprep.train.graphs import WORD_MULTIPLE
+
+            syntax = {name: self.sources[name].pad_shapes(data, WORD_MULTIPLE) for name, data in syntax.items()}
         return Batch(ids=torch.as_tensor([i for i, _ in items], dtype=torch.long),
                      src_tokens=torch.from_numpy(src), src_lengths=torch.from_numpy(src_len.astype(np.int64)),
                      prev_tokens=torch.from_numpy(prev), target=torch.from_numpy(tgt), ntokens=int(tgt_len.sum()),

@@ -4,22 +4,26 @@ recorded once and replayed, so that an update costs about the GPU's kernel time 
 
 ``cuda_graphs: true`` in the config (one process on CUDA, without ``compile``; the trainer checks):
 
-- The collate pads T and U up to a multiple of :data:`PAD_MULTIPLE`, so that the same (B, T, U)
-  shapes come back epoch after epoch. Padding is masked in attention and ignored by the loss: the
-  same losses (tests/test_train_graphs.py compares padded and unpadded batches for every source).
-- :class:`GraphedUpdates` keys a batch by the shape and dtype of every tensor the model reads (and any
-  host value among its syntax inputs). The first time a key comes, the batch runs eagerly: the
-  warm-up, in which cuBLAS and the attention kernels settle for that shape. The second time, its
-  forward and backward are captured into a :class:`torch.cuda.CUDAGraph`; from then on the batch is
-  copied into that graph's static inputs and the graph replayed. All graphs share one memory pool:
-  they run one after the other and keep nothing between runs but their two loss scalars.
-- The loss covers every target position, padding included and ignored, so that its shape is the
-  batch's (:meth:`~synprep.train.model.Seq2Seq.forward` with ``all_positions``); the gradient scale
-  (1 / the update's target tokens) is a device scalar filled before each run.
-- Gradients stay allocated between updates (zeroed, not freed): the graphs add into them. Gradient
+- The length-bucketed sampler brings the same batch shapes back every epoch: it sorts the pairs by
+  (target, source) size, so the sequence of sizes, the batch boundaries and each batch's (B, T, U)
+  and target-token count are the same whatever order the shuffle gives tied pairs. What follows a
+  batch's contents beyond that (a syntax source's word count, LDD's entry count) the collate rounds
+  up (:meth:`~synprep.train.sources.base.SyntaxSource.pad_shapes`: words to a multiple of
+  :data:`WORD_MULTIPLE`, entries to a power of two; the same loss, tests/test_train_graphs.py).
+- :class:`GraphedUpdates` keys a batch by the shape and dtype of every tensor the model reads, its
+  target-token count (the loss gathers that many positions) and any host value among its syntax
+  inputs. The first time a key comes, the batch runs eagerly: the warm-up, in which cuBLAS and the
+  attention kernels settle for that shape. The second time, its forward and backward are captured
+  into a :class:`torch.cuda.CUDAGraph`; from then on the batch is copied into that graph's static
+  inputs and the graph replayed: from the second epoch on, every update. All graphs share one memory
+  pool: they run one after the other and keep nothing between runs but their two loss scalars.
+- The gradient scale (1 / the update's target tokens) is a device scalar filled before each run.
+  Gradients stay allocated between updates (zeroed, not freed): the graphs add into them. Gradient
   clipping, the fused AdamW step and the learning-rate schedule run eagerly after the graphs (a few
   launches each).
-- At most :data:`MAX_GRAPHS` graphs per run; batches of further shapes run eagerly.
+- At most :data:`MAX_GRAPHS` graphs per run (an epoch's batches of IWSLT14 fit); batches of further
+  shapes run eagerly. A corpus with more batches per epoch than that gains only on the shapes it
+  captured.
 
 Dropout draws new masks at every replay (PyTorch's graph-safe Philox offsets), but not the masks an
 eager run from the same seed draws: runs with and without graphs give the same losses with dropout off
@@ -38,12 +42,12 @@ import torch
 
 from synprep.train.batch import Batch
 
-#: the collate's T and U are rounded up to a multiple of this with ``cuda_graphs`` (8: Tensor Cores'
-#: preferred multiple; at IWSLT14's ~30 pieces a sentence, about 12 % more positions)
-PAD_MULTIPLE = 8
+#: with ``cuda_graphs``, the sources' word counts are rounded up to a multiple of this (their
+#: (B, W+1, W+1) word-pair tensors; the pieces' T is left alone, see the module docstring)
+WORD_MULTIPLE = 8
 #: most graphs one run captures (each holds its static inputs and ~1200 recorded kernel launches;
-#: their activations share one pool); later shapes run eagerly. An epoch brings the same shapes back
-#: (the sampler's length order is the same every epoch), and IWSLT14 has ~550 batches of 8192 tokens
+#: their activations share one pool); later shapes run eagerly. At most one graph per batch of an
+#: epoch: some 600 for an IWSLT14-size corpus (160k pairs of ~30 pieces, 8192 tokens a batch)
 MAX_GRAPHS = 1024
 #: the occurrence of a batch shape at which its graph is captured (the first runs eagerly: the warm-up)
 CAPTURE_AT = 2
@@ -72,10 +76,10 @@ def _leaves(batch: Batch) -> Iterator[tuple[str, Any]]:
 
 
 def batch_key(batch: Batch) -> tuple:
-    """The key of ``batch``'s graph: per tensor the model reads, its path, shape and dtype; per host
-    value among them (e.g. LDD's ``n_words``), its path and value."""
-    return tuple((p, tuple(v.shape), str(v.dtype)) if isinstance(v, torch.Tensor) else (p, v)
-                 for p, v in _leaves(batch))
+    """The key of ``batch``'s graph: its target-token count; per tensor the model reads, its path, shape
+    and dtype; per host value among them (e.g. LDD's ``n_words``), its path and value."""
+    return (("ntokens", batch.ntokens), *((p, tuple(v.shape), str(v.dtype)) if isinstance(v, torch.Tensor)
+                                           else (p, v) for p, v in _leaves(batch)))
 
 
 def _tensors(batch: Batch) -> list[torch.Tensor]:
@@ -96,7 +100,8 @@ class GraphedUpdates:
 
     Args:
         step: the forward and backward of one batch (:data:`StepFn`); it must not synchronize with
-            the host, nor read host values of the batch other than those :func:`batch_key` keys.
+            the host, nor read host values of the batch other than those :func:`batch_key` keys
+            (the trainer's reads ``ntokens``: the loss gathers that many positions).
         params: the parameters whose ``.grad`` the step adds into (allocated as zeros before the first
             capture where still None, so that every graph adds into tensors that outlive it).
         device: the CUDA device. max_graphs, capture_at: :data:`MAX_GRAPHS`, :data:`CAPTURE_AT`.

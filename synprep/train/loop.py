@@ -56,7 +56,7 @@ from synprep.train.compiling import compile_model, compiled_loss, smoothed_loss
 from synprep.train.config import TrainConfig, resume_config
 from synprep.train.data import Batch, Collater, make_loaders
 from synprep.train.distributed import DistEnv
-from synprep.train.graphs import PAD_MULTIPLE, GraphedUpdates
+from synprep.train.graphs import GraphedUpdates
 from synprep.train.metrics import MetricsLog, draw_gate_heatmap
 from synprep.train.model import EncoderOut, Seq2Seq, real_positions
 from synprep.train.rundir import (
@@ -204,7 +204,7 @@ class Trainer:
         """Samplers and loaders of both splits (:func:`synprep.train.data.make_loaders`)."""
         (self.train_sampler, self.valid_sampler, self.train_loader,
          self.valid_loader) = make_loaders(cfg, train_ds, valid_ds,
-                                           Collater.for_model(self.model, PAD_MULTIPLE if cfg.cuda_graphs else 1), self.env.rank,
+                                           Collater.for_model(self.model, graph_shapes=cfg.cuda_graphs), self.env.rank,
                                            self.env.world_size, device, log_skipped=self.env.is_main)
 
     def _open_run_folder(self, resumed: bool) -> None:
@@ -249,16 +249,14 @@ class Trainer:
         return loss, nll, enc
 
     def _static_step(self, batch: Batch, scale: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Forward and backward of one device batch whose every shape is the batch's (a CUDA graph's
-        step, :class:`~synprep.train.graphs.GraphedUpdates`): logits at every target position, padding
-        ignored by the loss; gradients of ``(loss + aux) · scale`` added into ``.grad``.
+        """Forward and backward of one device batch, the update's (a CUDA graph's step,
+        :class:`~synprep.train.graphs.GraphedUpdates`): gradients of ``(loss + aux) · scale`` added
+        into ``.grad``, ``scale`` a () float32 device tensor.
 
         Returns:
             (loss, nll): () float32 sums over the batch's target tokens (nats), detached.
         """
-        with self.autocast:
-            logits, enc = self.model(batch, all_positions=True)  # (B·U, V)
-        loss, nll = smoothed_loss(logits, batch.target.flatten(), self.cfg.label_smoothing)
+        loss, nll, enc = self._loss(self.model, batch)
         total = loss if enc.aux_loss is None else loss + enc.aux_loss.float()
         (total * scale).backward()
         return loss.detach(), nll.detach()

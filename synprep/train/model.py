@@ -326,23 +326,17 @@ class Seq2Seq(nn.Module):
                     if key in part:
                         part[key] = part[key].index_select(0, order)
 
-    def forward(self, batch: Batch, all_positions: bool = False) -> tuple[torch.Tensor, EncoderOut]:
+    def forward(self, batch: Batch) -> tuple[torch.Tensor, EncoderOut]:
         """Teacher-forced logits of the real (non-padding) target positions.
-
-        Args:
-            all_positions: logits of every (B·U) position, padding included, so that the output's
-                shape depends on the batch's shape alone (a CUDA graph's, :mod:`synprep.train.graphs`;
-                the loss ignores ``<pad>`` targets).
 
         Returns:
             (logits (N, V) for the N positions where ``batch.target != <pad>``, in row-major order,
-            i.e. aligned with ``batch.target[batch.target != <pad>]`` (with ``all_positions``: (B·U, V),
-            aligned with ``batch.target.flatten()``); the encoder output). Padding rows never reach the
-            output projection, the costliest matrix product of a small model.
+            i.e. aligned with ``batch.target[batch.target != <pad>]``; the encoder output). Padding
+            rows never reach the output projection, the costliest matrix product of a small model.
         """
         enc = self.encode(batch)
-        hidden = self.decode(batch.prev_tokens, enc, project=False).flatten(0, 1)  # (B·U, D)
-        real = hidden if all_positions else hidden.index_select(0, real_positions(batch))
+        hidden = self.decode(batch.prev_tokens, enc, project=False)  # (B, U, D)
+        real = hidden.flatten(0, 1).index_select(0, real_positions(batch))
         return F.linear(real, self.dec_embed.weight), enc
 
 
