@@ -30,6 +30,16 @@ def test_bench_train_gpu_small_on_the_cpu():
     assert rows[5]["tokens_per_s"] > 0 and rows[5]["ratio"] > 0
 
 
+def test_bench_train_gpu_graphs_say_they_need_cuda():
+    """``--graphs`` on the CPU: the cuda_graphs figure says why it did not run (the trainer refuses the
+    option there), and the real loops with and without graphs are not run."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_train_gpu.py"), "--device", "cpu", "--small",
+                           "--graphs-only"], capture_output=True, text=True, cwd=ROOT, check=True, timeout=900)
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [(r["figure"], r["preset"], r["skipped"]) for r in rows] == [
+        ("cuda_graphs", p, "CUDA graphs need CUDA") for p in ("vanilla_iwslt14_de_en", "gated_iwslt14_de_en")]
+
+
 def test_bench_translate_small_on_the_cpu():
     rows = _run("bench_translate.py")
     assert [(r["figure"], r.get("decoder")) for r in rows] == [("translate", "reference"), ("translate", "batched"),
