@@ -170,23 +170,34 @@ def test_cuda_graphs_is_refused_where_it_cannot_run(tmp_path):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-@pytest.mark.parametrize("source", [None, "slr"])
-def test_cuda_graphs_train_as_eager_does(tmp_path, source):
+@pytest.mark.parametrize(("source", "over"), [(None, {}), ("slr", {}),
+                                              ("slr", {"syntax": "gated", "update_freq": 2, "gate_freeze_epochs": 1})],
+                         ids=["vanilla", "slr", "gated-update_freq2-frozen"])
+def test_cuda_graphs_train_as_eager_does(tmp_path, source, over):
     """Dropout off, float32, the same seed and batches: a run with CUDA graphs has the losses of a
-    run without them (relative 1e-3: the padded shapes take other kernels' summation orders, and Adam
-    divides by the gradients' size), and replays the graphs it captured."""
-    runs = {}
+    run without them (relative 1e-3: the sources' padded word and entry counts may take other kernels'
+    summation orders, and Adam divides by the gradients' size), and replays the graphs it captured.
+    Two batches per update add into the same gradients; frozen gates (epoch 0 < gate_freeze_epochs)
+    stay as they were in both runs."""
+    runs, gates = {}, {}
     for graphs in (False, True):
-        tr = _trainer(tmp_path / str(graphs), source, device="cuda", cuda_graphs=graphs)
-        batches = [b for _, b in zip(range(3), tr.train_loader, strict=False)]
+        tr = _trainer(tmp_path / str(graphs), source, device="cuda", cuda_graphs=graphs, **over)
+        uf = tr.cfg.update_freq
+        batches = [b for _, b in zip(range(3 * uf), tr.train_loader, strict=False)]
+        before = [p.detach().clone() for p in tr.gate_params]
         losses = []
-        for i in range(9):  # each of 3 batches 3 times: eager, captured, replayed
-            out = tr.train_step([batches[i % 3]])
+        for i in range(9):  # each group of batches 3 times: eager, captured, replayed
+            k = (i % 3) * uf
+            out = tr.train_step(batches[k:k + uf])
             losses.append(out["loss"].item() / out["ntokens"].item())
         runs[graphs] = losses
+        gates[graphs] = [torch.equal(a, p.detach()) for a, p in zip(before, tr.gate_params, strict=True)]
         if graphs:
             assert tr.graphs is not None
-            assert tr.graphs.stats()["captures"] == 3 and tr.graphs.stats()["replays"] == 6, tr.graphs.stats()
+            assert tr.graphs.stats()["captures"] == 3 * uf and tr.graphs.stats()["replays"] == 6 * uf, tr.graphs.stats()
     rel = np.abs(np.array(runs[True]) - np.array(runs[False])) / np.abs(np.array(runs[False]))
-    print(f"cuda_graphs {source}: largest relative loss difference over 9 updates {rel.max():.2e}")
+    print(f"cuda_graphs {source} {over}: largest relative loss difference over 9 updates {rel.max():.2e}")
     np.testing.assert_allclose(runs[True], runs[False], rtol=1e-3)
+    assert gates[True] == gates[False]
+    if gates[True]:  # a gated model: its gates frozen, as in the eager run
+        assert all(gates[True]) == bool(over.get("gate_freeze_epochs"))
