@@ -93,8 +93,8 @@ def _trainer(tmp_path, source: str | None, device: str = "cpu", **over) -> Train
 
 @pytest.mark.parametrize("source", [None, "slr", "lisa", "ldd"])
 def test_the_graphs_step_is_the_updates_loss_and_gradient(tmp_path, source):
-    """:meth:`Trainer._static_step` (what a graph records) on the graphs' batch against the update's
-    own forward and backward on the plain batch: the same loss, NLL and gradients."""
+    """:meth:`Trainer._forward_backward` with a device scale (what a graph records) on the graphs' batch
+    against the update's own forward and backward on the plain batch: the same loss, NLL and gradients."""
     tr = _trainer(tmp_path, source)
     tr.model.train()
     items = [(i, tr.train_loader.dataset[i][1]) for i in range(5)]
@@ -106,7 +106,7 @@ def test_the_graphs_step_is_the_updates_loss_and_gradient(tmp_path, source):
     ((loss if enc.aux_loss is None else loss + enc.aux_loss.float()) * scale).backward()
     want = {n: p.grad.clone() for n, p in tr.model.named_parameters() if p.grad is not None}
     tr.model.zero_grad(set_to_none=True)
-    got_loss, got_nll = tr._static_step(padded, torch.tensor(scale, dtype=torch.float32))
+    got_loss, got_nll = tr._forward_backward(tr.model, padded, torch.tensor(scale, dtype=torch.float32))
     torch.testing.assert_close(got_loss, loss.detach(), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(got_nll, nll.detach(), rtol=1e-5, atol=1e-5)
     assert want.keys() == {n for n, p in tr.model.named_parameters() if p.grad is not None}

@@ -30,6 +30,7 @@ from synprep.constants import EOS_ID, PAD_ID
 from synprep.errors import InputError
 from synprep.parallel import limit_threads
 from synprep.train.batch import Batch  # noqa: F401 - re-exported (its home before synprep.train.batch)
+from synprep.train.graphs import WORD_MULTIPLE
 from synprep.train.rundir import bounded_workers
 from synprep.types import PairRecord
 
@@ -94,8 +95,6 @@ class Collater:
             tgt[b, m] = EOS_ID
         syntax = {name: src_.collate(recs, T) for name, src_ in self.sources.items()}
         if self.graph_shapes:
-            from synprep.train.graphs import WORD_MULTIPLE
-
             syntax = {name: self.sources[name].pad_shapes(data, WORD_MULTIPLE) for name, data in syntax.items()}
         return Batch(ids=torch.as_tensor([i for i, _ in items], dtype=torch.long),
                      src_tokens=torch.from_numpy(src), src_lengths=torch.from_numpy(src_len.astype(np.int64)),

@@ -24,6 +24,7 @@ Losses in metrics.jsonl are per target token in base 2 (bits), like fairseq's lo
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -126,7 +127,10 @@ class Trainer:
         self.autocast = self.runtime.autocast("train")
         if cfg.compile:  # regional: each layer in place, and the loss (synprep.train.compiling)
             compile_model(self.model)
-        self.graphs = GraphedUpdates(self._static_step, self.model.parameters(), device) if cfg.cuda_graphs else None
+        self.graphs = None
+        if cfg.cuda_graphs:  # the graphs' step: the model itself (no DDP, checked)
+            self.graphs = GraphedUpdates(functools.partial(self._forward_backward, self.model), self.model.parameters(),
+                                         device)
         self.signature = train_signature(cfg, data_signature, self.env.world_size)
         if self.env.is_main:
             self._open_run_folder(resumed=ck is not None)
@@ -248,15 +252,17 @@ class Trainer:
         loss, nll = loss_fn(logits, target, self.cfg.label_smoothing)
         return loss, nll, enc
 
-    def _static_step(self, batch: Batch, scale: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Forward and backward of one device batch, the update's (a CUDA graph's step,
-        :class:`~synprep.train.graphs.GraphedUpdates`): gradients of ``(loss + aux) · scale`` added
-        into ``.grad``, ``scale`` a () float32 device tensor.
+    def _forward_backward(self, module: torch.nn.Module, batch: Batch,
+                          scale: float | torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Forward and backward of one device batch through ``module`` (the model or its DDP wrapper):
+        gradients of ``(loss + aux) · scale`` added into ``.grad``; a source's auxiliary loss (LISA)
+        joins the objective, not the logged loss. With a device ``scale`` it reads no host value but
+        ``batch.ntokens``: a CUDA graph's step (:class:`~synprep.train.graphs.GraphedUpdates`).
 
         Returns:
             (loss, nll): () float32 sums over the batch's target tokens (nats), detached.
         """
-        loss, nll, enc = self._loss(self.model, batch)
+        loss, nll, enc = self._loss(module, batch)
         total = loss if enc.aux_loss is None else loss + enc.aux_loss.float()
         (total * scale).backward()
         return loss.detach(), nll.detach()
@@ -286,20 +292,14 @@ class Trainer:
         for i, batch in enumerate(group):
             if self.graphs is not None:  # one process, no DDP (checked)
                 loss, nll = self.graphs(batch, float(scale))
-                loss_sum = loss_sum + loss.double()
-                nll_sum = nll_sum + nll.double()
-                continue
-            batch = batch.to(self.device)
-            sync = contextlib.nullcontext()
-            if self.env.enabled and i < len(group) - 1:
-                sync = self.ddp.no_sync()  # type: ignore[operator]
-            with sync:
-                loss, nll, enc = self._loss(self.ddp, batch)
-                # a source's auxiliary loss (LISA) joins the objective, not the logged loss
-                total = loss if enc.aux_loss is None else loss + enc.aux_loss.float()
-                (total * scale).backward()
-            loss_sum = loss_sum + loss.detach().double()
-            nll_sum = nll_sum + nll.detach().double()
+            else:
+                sync = contextlib.nullcontext()
+                if self.env.enabled and i < len(group) - 1:
+                    sync = self.ddp.no_sync()  # type: ignore[operator]
+                with sync:
+                    loss, nll = self._forward_backward(self.ddp, batch.to(self.device), scale)
+            loss_sum = loss_sum + loss.double()
+            nll_sum = nll_sum + nll.double()
         held = [(p, p.grad) for p in self.gate_params] if self._frozen() else []
         for p, _ in held:
             p.grad = None
@@ -310,9 +310,8 @@ class Trainer:
         self.optimizer.step()
         self._skipped = found_inf if self._skipped is None else self._skipped + found_inf
         self.scheduler.step()
-        if self.graphs is not None:  # the graphs add into these very tensors: keep them, zeroed
-            for p, g in held:
-                p.grad = g
+        for p, g in held:  # with cuda_graphs the graphs add into these very tensors: kept, zeroed
+            p.grad = g
         self.optimizer.zero_grad(set_to_none=self.graphs is None)
         if self.env.enabled:
             loss_sum, nll_sum = self._reduce_t(torch.stack([loss_sum, nll_sum])).unbind()
