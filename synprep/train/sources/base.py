@@ -158,13 +158,18 @@ def stack_word_pairs(mats: Sequence[np.ndarray], fill: Any, dtype: Any) -> torch
     return torch.from_numpy(out)
 
 
+def round_up(n: int, multiple: int) -> int:
+    """``n`` rounded up to a multiple of ``multiple`` (:meth:`SyntaxSource.pad_shapes`' word counts)."""
+    return -(-n // multiple) * multiple
+
+
 def pad_word_pairs(words: torch.Tensor, multiple: int) -> torch.Tensor:
     """(B, W+1, W+1) → (B, W'+1, W'+1), W' = W rounded up to a multiple of ``multiple``: the
     ``</s>``/padding word's row and column move to index W'; the words between (no piece maps to them,
     so :func:`expand_word_pairs` never reads them) hold zeros."""
     B, W1, _ = words.shape
     W = W1 - 1
-    Wp = -(-W // multiple) * multiple
+    Wp = round_up(W, multiple)
     if Wp == W:
         return words
     out = words.new_zeros((B, Wp + 1, Wp + 1))

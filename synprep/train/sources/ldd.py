@@ -16,7 +16,7 @@ import torch
 
 from synprep.train.attention import scaled_attention
 from synprep.train.masks import device_index, ldd_weights
-from synprep.train.sources.base import AttendContext, SyntaxSource, pad_entries, piece_word_index
+from synprep.train.sources.base import AttendContext, SyntaxSource, pad_entries, piece_word_index, round_up
 from synprep.train.sources.specs import LDDSpec
 from synprep.types import DEPRELS, PairRecord
 
@@ -53,7 +53,7 @@ class LDD(LDDSpec, SyntaxSource):
     def pad_shapes(self, data: Any, multiple: int) -> dict[str, Any]:
         """``n_words`` rounded up; entries padded with probability 0 at the ``</s>``/padding word
         (index ``n_words``) and relation -1 (no label's): each adds 0.0 to a cell no piece's word reads."""
-        W = -(-data["n_words"] // multiple) * multiple
+        W = round_up(data["n_words"], multiple)
         return {**data, "n_words": W, "entries": pad_entries(data["entries"], (0, W, W, -1, 0.0))}
 
     def prepare(self, data: Any, pad: torch.Tensor) -> torch.Tensor:

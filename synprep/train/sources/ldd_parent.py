@@ -18,7 +18,7 @@ import torch
 
 from synprep.train.attention import scaled_attention
 from synprep.train.masks import ldd_weights
-from synprep.train.sources.base import AttendContext, SyntaxSource, pad_entries, piece_word_index
+from synprep.train.sources.base import AttendContext, SyntaxSource, pad_entries, piece_word_index, round_up
 from synprep.train.sources.specs import LDDParentSpec
 from synprep.types import PairRecord
 
@@ -35,7 +35,7 @@ class LDDParent(LDDParentSpec, SyntaxSource):
     def pad_shapes(self, data: Any, multiple: int) -> dict[str, Any]:
         """``n_words`` rounded up; entries padded at the ``</s>``/padding word (index ``n_words``),
         which :meth:`prepare` gives weight 0."""
-        W = -(-data["n_words"] // multiple) * multiple
+        W = round_up(data["n_words"], multiple)
         return {**data, "n_words": W, "entries": pad_entries(data["entries"], (0, W, W))}
 
     def prepare(self, data: Any, pad: torch.Tensor) -> torch.Tensor:
