@@ -184,7 +184,11 @@ class BucketBatchSampler(Sampler[list[int]]):
     """Length-bucketed batches of at most ``max_tokens`` (padding included), fairseq-style.
 
     A pair's size is ``max(source + 1, target + 1)`` (``</s>`` included); pairs larger than
-    ``min(max_tokens, max_positions)`` are skipped and counted in :attr:`skipped`.
+    ``min(max_tokens, max_positions)`` are skipped and counted in :attr:`skipped`. Pairs are sorted by
+    (target size, source size) and cut into batches as fairseq's ``data_utils.batch_by_size`` cuts that
+    order with ``required_batch_size_multiple=1`` (tests/test_train_batches_fairseq.py, real fairseq).
+    fairseq's ``LanguagePairDataset.ordered_indices`` sorts by (source size, target size) instead, so the
+    batches are not fairseq's own, and the shuffle is synprep's.
 
     Args:
         src_lengths, tgt_lengths: (N,) piece counts without ``</s>``.

@@ -1,0 +1,66 @@
+"""The trainer's batches are cut as REAL fairseq cuts them (fairseq-fixed 0.12.3.1's
+``data_utils.batch_by_size``), and ordered as :class:`~synprep.train.data.BucketBatchSampler` says.
+
+fairseq runs in its own venv (``make fairseq-venv``; tests/test_export_fairseq.py): locally the test
+skips when it is missing, under CI (``CI=true``) it fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+from synprep.train.data import BucketBatchSampler
+from tests.conftest import missing
+from tests.test_export_fairseq import fairseq_venv_path
+
+pytestmark = pytest.mark.slow
+
+CUT = """
+import json, sys
+import numpy as np
+from fairseq.data import data_utils
+out = []
+for q in json.load(sys.stdin):
+    sizes = np.asarray(q["sizes"])
+    cut = data_utils.batch_by_size(np.asarray(q["order"], dtype=np.int64), num_tokens_fn=lambda i: sizes[i],
+                                   max_tokens=q["max_tokens"], required_batch_size_multiple=1)
+    out.append([b.tolist() for b in cut])
+print(json.dumps(out))
+"""
+
+
+def fairseq_batches(queries: list[dict]) -> list[list[list[int]]]:
+    """fairseq's batches of each query's ``order`` (dataset indices), ``sizes`` (per index) and ``max_tokens``."""
+    path = fairseq_venv_path()
+    if not (path / ".synprep-fairseq-ready").exists():
+        missing(f"no fairseq venv at {path}: run `make fairseq-venv` (make test does)")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": ""}
+    proc = subprocess.run([str(path / "bin" / "python"), "-c", CUT], input=json.dumps(queries), capture_output=True, text=True, env=env,
+        timeout=300, cwd=path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_batches_are_cut_as_fairseq_batch_by_size_cuts_them(shared_data):
+    """IWSLT14 valid's piece counts: the unshuffled batches, laid end to end, are sorted by (target size,
+    source size), and fairseq's batch_by_size over that order returns the same batches at 3 budgets."""
+    folder = shared_data / "iwslt14_de-en" / "fairseq_prepared"
+    src = np.array([len(line.split()) for line in (folder / "valid.de").read_text(encoding="utf-8").splitlines()])
+    tgt = np.array([len(line.split()) for line in (folder / "valid.en").read_text(encoding="utf-8").splitlines()])
+    budgets, queries, expected = (256, 4096, 16384), [], []
+    for max_tokens in budgets:
+        s = BucketBatchSampler(src, tgt, max_tokens, shuffle=False)
+        ours = s.global_batches(0)
+        order = [i for b in ours for i in b]
+        assert len(order) == len(src) - s.skipped and len(ours) > 1
+        keys = list(zip(s.tgt_sizes[order].tolist(), s.src_sizes[order].tolist(), order, strict=True))
+        assert keys == sorted(keys)  # (target, source) size, ties in index order (a stable sort)
+        queries.append({"order": order, "sizes": s.sizes.tolist(), "max_tokens": max_tokens})
+        expected.append(ours)
+    for max_tokens, theirs, ours in zip(budgets, fairseq_batches(queries), expected, strict=True):
+        assert theirs == ours, max_tokens
