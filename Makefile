@@ -16,7 +16,7 @@ STAMP  := $(VENV)/.synprep-installed
 SHARED ?= ../shared
 JOBS   ?= 2
 
-.PHONY: setup sample test lint typecheck bench iwslt14 iwslt14-test clean gpu-suite
+.PHONY: setup sample test lint typecheck bench iwslt14 iwslt14-test clean gpu-suite gpu-tests
 
 setup: $(STAMP)
 
@@ -52,8 +52,18 @@ include pipelines/release.mk
 # one JSON object per figure. DEVICE=cpu SMALL=--small for the tiny CPU run the test suite makes.
 DEVICE ?= cuda
 SMALL  ?=
+# the project's .venv where there is one, else the machine's python3 (the GPU machine: the bundle's PYTHONPATH)
+GPU_PY = $(or $(wildcard $(PY)),python3)
 gpu-suite:
-	PY=$(PY) bash benchmarks/gpu_suite.sh --device $(DEVICE) $(SMALL)
+	PY=$(GPU_PY) bash benchmarks/gpu_suite.sh --device $(DEVICE) $(SMALL)
+
+# the tests that run only where CUDA is (skipped elsewhere): graphs against eager, no sync in an update, the
+# SLR maths on CUDA, pinned snapshots; on the GPU machine after `source .gpu/unpack.sh`
+GPU_TESTS := tests/test_train_graphs.py::test_cuda_graphs_train_as_eager_does \
+	tests/test_train_syncs.py::test_no_cuda_sync_inside_an_update tests/test_slr.py::test_torch_on_cuda_matches_cpu \
+	tests/test_train_async_checkpoint.py::test_a_cuda_snapshot_is_a_pinned_host_copy
+gpu-tests:
+	$(GPU_PY) -m pytest -q -rs -s -p no:cacheprovider $(GPU_TESTS)
 
 clean:
 	rm -rf build
