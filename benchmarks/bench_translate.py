@@ -62,6 +62,69 @@ def copy_task_model(n_sent: int, steps: int, device: str, vocab: int = 1000, pre
     return tr.model.eval(), RecordDataset(recs[2000:])
 
 
+def iwslt_trained_model(data: Path, preset: str, device: str, *, seconds: float, max_steps: int,
+                        overrides: dict | None = None, train_lines: int = 0, test_lines: int = 0,
+                        max_tokens: int = 16384):
+    """A ``preset`` model TRAINED here on IWSLT14 de→en BPE text, and IWSLT14 test to decode with it.
+
+    ``data``/iwslt14_de-en/fairseq_prepared/ (fairseq's prepare-iwslt14.sh output; ``../shared/data``):
+    trains on ``valid.{de,en}`` (7283 pairs) when present, else on ``test.{de,en}`` itself (the GPU
+    bundle of ``../shared/gpu/make_bundle.sh`` carries only test: then the hypotheses are those of a model
+    that has seen the test pairs, which is said in the returned ``info``). The vocabulary is the joint
+    set of the training pairs' BPE pieces (test pieces outside it read as ``<unk>``); records are
+    :func:`synprep.train.toydata.make_record` over the pieces (random syntax, which a vanilla model does
+    not read). Training: ``preset`` with ``overrides``, ``max_tokens`` target tokens × 1 per update, the
+    warm-up shortened to 400 updates, ``cuda_graphs`` on CUDA, for at most ``seconds`` of wall clock or
+    ``max_steps`` updates, whichever ends first; ``train_lines``/``test_lines``: only the first so many
+    pairs (0: all). A throughput workload whose searches end where a
+    trained model's do, not a system to compare BLEU with.
+
+    Returns:
+        (model in eval mode, test dataset, test references (BPE pieces joined, tokenized lowercased
+        text), symbols, info): info has ``trained_on`` (split name), ``train_pairs``, ``updates``,
+        ``train_seconds``, ``train_target_tokens_per_s`` and ``last_loss_per_token`` (nats).
+    """
+    from synprep.train.toydata import build_vocab, make_record
+
+    folder = data / "iwslt14_de-en" / "fairseq_prepared"
+    split = "valid" if (folder / "valid.de").exists() else "test"
+
+    def read(name: str) -> list[list[str]]:
+        return [line.split() for line in (folder / name).read_text(encoding="utf-8").splitlines()]
+
+    whole = 10 ** 6  # pieces are BPE already: make_record must not cut them again
+    train = [(s, t) for s, t in zip(read(f"{split}.de"), read(f"{split}.en"), strict=True) if s and t]
+    test = [(s, t) for s, t in zip(read("test.de"), read("test.en"), strict=True) if s and t]
+    train, test = train[:train_lines or None], test[:test_lines or None]
+    vocab = build_vocab([w for pair in train for w in pair], split_len=whole)
+    rng = np.random.default_rng(0)
+    train_recs = [make_record(i + 1, [s], t, vocab.symbols, rng, split_len=whole) for i, (s, t) in enumerate(train)]
+    test_recs = [make_record(i + 1, [s], t, vocab.symbols, rng, split_len=whole) for i, (s, t) in enumerate(test)]
+    cuda = device.startswith("cuda")
+    cfg = with_overrides(load_preset(preset), {**(overrides or {}), "max_steps": max_steps, "max_epochs": 0,
+                                               "log_interval": 10 ** 6, "max_tokens": max_tokens, "update_freq": 1,
+                                               "warmup_updates": 400, "cuda_graphs": cuda})
+    with tempfile.TemporaryDirectory() as tmp:
+        tr = Trainer(cfg, RecordDataset(train_recs), RecordDataset(train_recs[:64]), vocab.symbols, tmp,
+                     torch.device(device), progress=False)
+        steps = tokens = 0
+        t0 = time.perf_counter()
+        for batch in endless(tr):
+            out = tr.train_step([batch])
+            steps, tokens = steps + 1, tokens + batch.ntokens
+            if steps >= max_steps or time.perf_counter() - t0 >= seconds:
+                break
+        last = float(out["loss"] / out["ntokens"])  # the one read of the device: after the loop
+        dt = time.perf_counter() - t0
+    model = tr.model.eval()
+    decode_policy(model, device)
+    info = {"trained_on": split if split == "valid" else "test (the pairs it then translates: the bundle has no valid)",
+            "train_pairs": len(train_recs), "updates": steps, "train_seconds": round(dt, 1),
+            "train_target_tokens_per_s": round(tokens / dt, 1), "last_loss_per_token": round(last, 3)}
+    refs = [" ".join(t).replace("@@ ", "") for _, t in test]
+    return model, RecordDataset(test_recs), refs, vocab.symbols, info
+
+
 def length_bound_model(preset: str, n_sent: int, device: str, vocab: int = 10000, seed: int = 0,
                        overrides: dict | None = None):
     """An UNTRAINED ``preset`` model and ``n_sent`` synthetic records: a decoding workload whose length is
