@@ -168,3 +168,26 @@ def test_jobs_on_a_gpu_is_an_error():
     check_jobs(1, "cuda")
     with pytest.raises(ConfigError, match="-j/--jobs 2 decodes several batches at once on the CPU; on cuda:0"):
         check_jobs(2, "cuda:0")
+
+
+def test_training_after_decoding_in_inference_mode(tmp_path):
+    """The searches run under ``torch.inference_mode``; the index tensors the model caches for later calls
+    (``synprep.train.masks.device_index``: here heads 0 and 2, not a slice) must stay normal tensors, or
+    the next training step's ``index_select`` cannot save them for backward."""
+    from synprep.shards.synthetic import random_records
+    from synprep.train import masks
+    from synprep.train.model import Seq2Seq
+
+    masks._DEVICE_INDEX.clear()
+    cfg = with_overrides(load_preset("tiny"), {"syntax_heads": [0, 2], "dropout": 0.0})
+    torch.manual_seed(0)
+    model = Seq2Seq(cfg, 50)
+    recs = list(random_records(6, np.random.default_rng(0), vocab_size=50))
+    batch = Collater.for_model(model)(list(enumerate(recs)))
+    model.eval()
+    assert len(beam_search(model, batch, 2, 1.0, 0.0, 5)) == 6
+    assert masks._DEVICE_INDEX and not any(t.is_inference() for t in masks._DEVICE_INDEX.values())
+    model.train()
+    logits, _ = model(batch)
+    logits.sum().backward()  # RuntimeError "Inference tensors cannot be saved for backward" before
+    assert model.encoder[0].self_attn.q_proj.weight.grad is not None

@@ -82,7 +82,7 @@ def _hypotheses(best: torch.Tensor, length: torch.Tensor, found: torch.Tensor) -
     return [r[:n] if f else [] for r, n, f in zip(rows, lens, ok, strict=True)]
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 0.0, max_len_b: int = 200) -> list[list[int]]:
     """Greedy decoding.
 
@@ -118,7 +118,7 @@ def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 0.0, max_len_
     return _hypotheses(best, length, torch.ones(B, dtype=torch.bool))
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def beam_search(model: Seq2Seq, batch: Batch, beam: int = 5, lenpen: float = 1.0, max_len_a: float = 0.0,
                 max_len_b: int = 200) -> list[list[int]]:
     """Beam search (see the module docstring).
@@ -237,7 +237,7 @@ def check_jobs(jobs: int, device: torch.device | str) -> None:
                           "run one after another (raise --max-tokens for larger batches instead)")
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float = 1.0, max_len_a: float = 0.0,
                       max_len_b: int = 200, max_tokens: int | None = None, device: torch.device | str = "cpu",
                       progress: bool | None = None, jobs: int = 1) -> list[list[int]]:
@@ -290,7 +290,7 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
     show = sys.stderr.isatty() if progress is None else progress
 
     def search(batch: Batch) -> tuple[list[int], list[list[int]]]:
-        with policy.autocast("decode"):  # autocast and no_grad are per thread
+        with policy.autocast("decode"):  # autocast is per thread (the searches enter inference mode themselves)
             if beam == 1:
                 return batch.ids.tolist(), greedy_search(model, batch, max_len_a, max_len_b)
             return batch.ids.tolist(), beam_search(model, batch, beam, lenpen, max_len_a, max_len_b)

@@ -40,7 +40,10 @@ def device_index(idx: list[int], device: torch.device) -> torch.Tensor:
     key = (tuple(idx), device)
     t = _DEVICE_INDEX.get(key)
     if t is None:
-        t = _DEVICE_INDEX[key] = torch.tensor(idx, dtype=torch.long, device=device)
+        # a normal tensor even when first asked for under torch.inference_mode (the decoder's): an inference
+        # tensor kept here would make a later training step's index_select fail to save it for backward
+        with torch.inference_mode(False):
+            t = _DEVICE_INDEX[key] = torch.tensor(idx, dtype=torch.long, device=device)
     return t
 
 
