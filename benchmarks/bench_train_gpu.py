@@ -32,6 +32,12 @@ Figures (``figure`` key):
   ``batches_per_epoch`` (how well the preset's batch shapes come back epoch after epoch); then, when
   the gated preset is among them, ``real_loop_cuda_graphs``: the real loop's last logged interval of
   the gated preset without and with graphs.
+* ``batch_order`` (only with ``--batch-order``): per preset (default vanilla), ``batch_order: target``
+  against ``source`` on 160,000 pairs (20,000 synthetic records 8 times, IWSLT14's training-set size; --small:
+  800) over the first ``--graph-batches`` batches of an epoch (with ``cuda_graphs`` on CUDA, timed after the
+  eager pass and the captures; eagerly on the CPU): tokens/s, the fraction of batches without source padding
+  (the encoder and the cross-attention then take no mask), the encoder's and decoder's positions per real
+  token, the ``update_profile``; ``source_vs_target`` the ratio of tokens/s.
 * ``compile`` (only with ``--compile``; issue 18 item 4): per preset, ``compile: true``
   (each layer and the loss through ``torch.compile(dynamic=True)``, :mod:`synprep.train.compiling`)
   against eager from the same seed on the same batches, dropout off (so the two runs compute the
@@ -259,6 +265,39 @@ def graphs_figure(preset: str, args, data, vocab: int, tmp: Path) -> dict:
     return rec
 
 
+def order_figure(preset: str, args, vocab: int, tmp: Path) -> dict:
+    """``batch_order`` ``target`` against ``source`` (see the module docstring: ``batch_order``)."""
+    import itertools
+
+    distinct, copies, n, cycles = (200, 4, 4, 2) if args.small else (20000, 8, args.graph_batches, 3)
+    recs = list(random_records(distinct, np.random.default_rng(1), vocab_size=vocab))
+    data = RecordDataset(recs * copies)  # IWSLT14's training-set size (160k pairs) of synthetic lengths
+    cuda = args.device.startswith("cuda")
+    rec: dict = {"figure": "batch_order", "preset": preset, "pairs": len(data), "batches": n, "cuda_graphs": cuda}
+    for order in ("target", "source"):
+        tr = _trainer(_cfg(preset, args, batch_order=order, cuda_graphs=cuda), data, vocab, args.device, tmp / order)
+        batches = [b for _, b in zip(range(n), tr.train_loader, strict=False)]  # an epoch's first (shuffled) batches
+        real_src = sum(int(b.src_lengths.sum()) for b in batches)
+        tokens_per_cycle = sum(b.ntokens for b in batches)
+        seconds = []
+        for _ in range((2 if cuda else 1) + cycles):  # eager (the warm-up), the captures on CUDA, then timed
+            _sync(args.device)
+            t0 = time.perf_counter()
+            for b in batches:
+                tr.train_step([b])
+            _sync(args.device)
+            seconds.append(time.perf_counter() - t0)
+        rec[order] = {"unpadded_source_fraction": round(float(np.mean([not b.src_padded for b in batches])), 3),
+                      "encoder_positions_per_token": round(sum(b.src_tokens.numel() for b in batches) / real_src, 3),
+                      "decoder_positions_per_token": round(sum(b.target.numel() for b in batches) / tokens_per_cycle, 3),
+                      "cycles_s": [round(x, 3) for x in seconds],
+                      "tokens_per_s": round(tokens_per_cycle * cycles / sum(seconds[-cycles:]), 1),
+                      **profile(tr, itertools.cycle(batches), 4, args.device)}
+        del tr, batches
+    rec["source_vs_target"] = round(rec["source"]["tokens_per_s"] / rec["target"]["tokens_per_s"], 3)
+    return rec
+
+
 def real_loop(preset: str, args, vocab: int, tmp: Path, **over) -> dict:
     """The last interval row ``synprep train`` logs on synthetic shards: its tokens/s and where its wall
     time went (``data_wait_s``, ``valid_s``, ``checkpoint_s`` of ``seconds``; ``checkpoint_write_s``: the
@@ -290,6 +329,7 @@ def main() -> None:
                     help="updates counted as compilation (default 4; --small 2)")
     ap.add_argument("--graphs", action="store_true", help="add the cuda_graphs figure (CUDA only)")
     ap.add_argument("--graphs-only", action="store_true", help="only the cuda_graphs figures (and the real loop)")
+    ap.add_argument("--batch-order", action="store_true", help="add the batch_order figure (target vs source)")
     ap.add_argument("--graph-batches", type=int, default=40, help="batches of the cuda_graphs figure (default 40)")
     ap.add_argument("--graphs-loop", choices=["both", "graphs", "none"], default="both",
                     help="real_loop_cuda_graphs: without and with graphs (default), with graphs only, or none")
@@ -324,6 +364,12 @@ def main() -> None:
                     emit({"figure": "compile", "preset": preset, "error": f"{type(e).__name__}: {str(e)[:600]}"})
             if args.compile_only:
                 return
+        if args.batch_order:
+            for preset in args.presets or PRESETS[:1]:
+                try:
+                    emit(order_figure(preset, args, vocab, tmp / f"order-{preset}"))
+                except Exception as e:  # noqa: BLE001 - one figure failing must not hide the others
+                    emit({"figure": "batch_order", "preset": preset, "error": f"{type(e).__name__}: {str(e)[:600]}"})
         if args.graphs or args.graphs_only:
             for preset in args.presets or PRESETS[:2]:
                 if not cuda:

@@ -272,7 +272,8 @@ def remaining(args) -> float:
     return max(0.0, args.budget - (time.perf_counter() - args.start))
 
 
-def trainer_figures(args, scripts=(("bench_train_gpu.py", ["--graphs"]), ("bench_translate.py", []))) -> None:
+def trainer_figures(args, scripts=(("bench_train_gpu.py", ["--graphs", "--batch-order"]),
+                                   ("bench_translate.py", []))) -> None:
     for script, extra in scripts:
         path = ROOT / "benchmarks" / script
         if not path.exists():

@@ -57,6 +57,10 @@ def test_gpu_suite_on_the_cpu_prints_every_figure(shared_data, stanza_dir):
     comp = figures["compile"]  # torch.compile against eager, same seed and batches, dropout off
     assert comp["preset"] == "vanilla_iwslt14_de_en" and comp["compiled"]["tokens_per_s"] > 0
     assert comp["max_relative_loss_difference"] < 1e-5
+    order = figures["batch_order"]  # bench_train_gpu.py --batch-order: fairseq's order leaves sources unpadded
+    assert order["source"]["unpadded_source_fraction"] > order["target"]["unpadded_source_fraction"]
+    assert order["source"]["encoder_positions_per_token"] < order["target"]["encoder_positions_per_token"]
+    assert order["source_vs_target"] > 0 and order["cuda_graphs"] is False
     trained = figures["translate_trained"]  # a model trained here on IWSLT14 valid, decoding IWSLT14 test
     assert trained["trained_on"] == "valid" and trained["train_pairs"] == 400 and trained["updates"] == 10
     assert trained["sentences"] == 16 and trained["max_tokens 16384"]["sentences_per_s"] > 0

@@ -1,5 +1,6 @@
 """The trainer's batches are cut as REAL fairseq cuts them (fairseq-fixed 0.12.3.1's
-``data_utils.batch_by_size``), and ordered as :class:`~synprep.train.data.BucketBatchSampler` says.
+``data_utils.batch_by_size``), ordered as :class:`~synprep.train.data.BucketBatchSampler` says, and with
+``batch_order: source`` are fairseq's own batches.
 
 fairseq runs in its own venv (``make fairseq-venv``; tests/test_export_fairseq.py): locally the test
 skips when it is missing, under CI (``CI=true``) it fails.
@@ -23,19 +24,28 @@ pytestmark = pytest.mark.slow
 CUT = """
 import json, sys
 import numpy as np
-from fairseq.data import data_utils
+import torch
+from fairseq.data import Dictionary, LanguagePairDataset, data_utils
 out = []
 for q in json.load(sys.stdin):
-    sizes = np.asarray(q["sizes"])
-    cut = data_utils.batch_by_size(np.asarray(q["order"], dtype=np.int64), num_tokens_fn=lambda i: sizes[i],
-                                   max_tokens=q["max_tokens"], required_batch_size_multiple=1)
+    if "order" in q:  # our order, cut by batch_by_size
+        sizes = np.asarray(q["sizes"])
+        cut = data_utils.batch_by_size(np.asarray(q["order"], dtype=np.int64), num_tokens_fn=lambda i: sizes[i],
+                                       max_tokens=q["max_tokens"], required_batch_size_multiple=1)
+    else:  # fairseq's own: the dataset's ordered_indices (unshuffled), then its batch_by_size
+        d = Dictionary()
+        src, tgt = np.asarray(q["src_sizes"]), np.asarray(q["tgt_sizes"])
+        ds = LanguagePairDataset([torch.zeros(int(n), dtype=torch.long) for n in src], src, d,
+                                 [torch.zeros(int(n), dtype=torch.long) for n in tgt], tgt, d, shuffle=False)
+        cut = ds.batch_by_size(ds.ordered_indices(), max_tokens=q["max_tokens"], required_batch_size_multiple=1)
     out.append([b.tolist() for b in cut])
 print(json.dumps(out))
 """
 
 
 def fairseq_batches(queries: list[dict]) -> list[list[list[int]]]:
-    """fairseq's batches of each query's ``order`` (dataset indices), ``sizes`` (per index) and ``max_tokens``."""
+    """fairseq's batches per query: of its ``order`` (dataset indices) with ``sizes`` (per index), or, given
+    ``src_sizes`` and ``tgt_sizes`` instead, of a ``LanguagePairDataset``'s own unshuffled order; ``max_tokens``."""
     path = fairseq_venv_path()
     if not (path / ".synprep-fairseq-ready").exists():
         missing(f"no fairseq venv at {path}: run `make fairseq-venv` (make test does)")
@@ -47,8 +57,10 @@ def fairseq_batches(queries: list[dict]) -> list[list[list[int]]]:
 
 
 def test_batches_are_cut_as_fairseq_batch_by_size_cuts_them(shared_data):
-    """IWSLT14 valid's piece counts: the unshuffled batches, laid end to end, are sorted by (target size,
-    source size), and fairseq's batch_by_size over that order returns the same batches at 3 budgets."""
+    """IWSLT14 valid's piece counts, unshuffled, at 3 budgets: laid end to end the batches are sorted by
+    (target size, source size) (``batch_order: target``) and fairseq's batch_by_size over that order
+    returns them; with ``batch_order: source`` they are fairseq's own (``LanguagePairDataset``'s
+    ``ordered_indices`` and ``batch_by_size``), and most have sources of one length."""
     folder = shared_data / "iwslt14_de-en" / "fairseq_prepared"
     src = np.array([len(line.split()) for line in (folder / "valid.de").read_text(encoding="utf-8").splitlines()])
     tgt = np.array([len(line.split()) for line in (folder / "valid.en").read_text(encoding="utf-8").splitlines()])
@@ -62,5 +74,11 @@ def test_batches_are_cut_as_fairseq_batch_by_size_cuts_them(shared_data):
         assert keys == sorted(keys)  # (target, source) size, ties in index order (a stable sort)
         queries.append({"order": order, "sizes": s.sizes.tolist(), "max_tokens": max_tokens})
         expected.append(ours)
-    for max_tokens, theirs, ours in zip(budgets, fairseq_batches(queries), expected, strict=True):
-        assert theirs == ours, max_tokens
+    for max_tokens in budgets:
+        s = BucketBatchSampler(src, tgt, max_tokens, shuffle=False, order="source")
+        assert s.skipped == 0
+        queries.append({"src_sizes": s.src_sizes.tolist(), "tgt_sizes": s.tgt_sizes.tolist(), "max_tokens": max_tokens})
+        expected.append(s.global_batches(0))
+    assert np.mean([len(set(src[b])) == 1 for b in expected[3]]) > 0.5  # 256 tokens: one source length mostly
+    for i, (theirs, ours) in enumerate(zip(fairseq_batches(queries), expected, strict=True)):
+        assert theirs == ours, ("target", "source")[i // 3] + f" order, {budgets[i % 3]} tokens"

@@ -70,7 +70,8 @@ def test_an_old_flat_config_loads_unchanged_and_builds_the_same_model(old, descr
 
     cfg = config_from_dict(json.loads(json.dumps(old)), "old config.json")
     # saved again: the same keys and values (config.json, checkpoints), and the defaults of the fields added since
-    assert cfg.to_dict() == {**old, "async_checkpoint": True, "cuda_graphs": False}
+    # (batch_order "target": the order every run before the field sorted its batches by, so a resume keeps it)
+    assert cfg.to_dict() == {**old, "async_checkpoint": True, "cuda_graphs": False, "batch_order": "target"}
     assert resume_config(old, {"max_steps": 3}).max_steps == 3  # a checkpoint's config resumes
     assert cfg.describe() == described and model_elements(cfg, 50) == elements
     assert cfg.options("set").max_path == old["set_max_path"] and cfg.options("pascal").parent_ignore == old["parent_ignore"]

@@ -137,13 +137,13 @@ class MultiheadAttention(nn.Module):
         new[1, :, :, t:] = v
         return self.out_proj(_merge(sdpa(q, new[0], new[1]))), new
 
-    def step_cross(self, x: torch.Tensor, kv: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    def step_cross(self, x: torch.Tensor, kv: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
         """One incremental decoding step of cross-attention, the ``g`` beams of a sentence at once.
 
         Args:
             x: (A·g, 1, D), the g rows of a sentence adjacent. kv: (2, A, H, T, dh) the keys and
                 values of the A sentences' encoder output (:meth:`memory_kv`), computed once.
-            bias: (A, 1, 1, T) additive key padding mask.
+            bias: (A, 1, 1, T) additive key padding mask, or None (no padding).
 
         Returns:
             (A·g, 1, D). The g queries of a sentence attend its one copy of the keys (no copy per beam).

@@ -23,6 +23,9 @@ class Batch:
         ntokens: number of target tokens (``</s>`` included, padding excluded).
         syntax: per syntax source name, what its ``collate`` built (tensors, or tuples / dicts of
             them; e.g. ``syntax["slr"]`` (B, T-1) float32 gaps with ``GAP_EOS`` appended).
+        src_padded: False when every source has T tokens (no ``<pad>`` in ``src_tokens``): the
+            encoder then attends without a padding mask (the fastest kernels; a host value, no sync).
+            True is always correct.
     """
 
     ids: torch.Tensor
@@ -32,6 +35,7 @@ class Batch:
     target: torch.Tensor
     ntokens: int
     syntax: dict[str, Any] = field(default_factory=dict)
+    src_padded: bool = True
 
     def _map(self, fn) -> Batch:
         def go(v: Any) -> Any:

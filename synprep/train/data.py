@@ -99,7 +99,7 @@ class Collater:
         return Batch(ids=torch.as_tensor([i for i, _ in items], dtype=torch.long),
                      src_tokens=torch.from_numpy(src), src_lengths=torch.from_numpy(src_len.astype(np.int64)),
                      prev_tokens=torch.from_numpy(prev), target=torch.from_numpy(tgt), ntokens=int(tgt_len.sum()),
-                     syntax=syntax)
+                     syntax=syntax, src_padded=bool(src_len.min() < T))
 
 
 # --------------------------------------------------------------------------------------------
@@ -185,10 +185,12 @@ class BucketBatchSampler(Sampler[list[int]]):
 
     A pair's size is ``max(source + 1, target + 1)`` (``</s>`` included); pairs larger than
     ``min(max_tokens, max_positions)`` are skipped and counted in :attr:`skipped`. Pairs are sorted by
-    (target size, source size) and cut into batches as fairseq's ``data_utils.batch_by_size`` cuts that
-    order with ``required_batch_size_multiple=1`` (tests/test_train_batches_fairseq.py, real fairseq).
-    fairseq's ``LanguagePairDataset.ordered_indices`` sorts by (source size, target size) instead, so the
-    batches are not fairseq's own, and the shuffle is synprep's.
+    (target size, source size) (``order="target"``, the default) or by (source size, target size)
+    (``order="source"``, as fairseq's ``LanguagePairDataset.ordered_indices``: most batches of a large
+    corpus then have sources of one length, which need no padding mask), the shuffled order kept among
+    ties, and cut into batches as fairseq's ``data_utils.batch_by_size`` cuts that order with
+    ``required_batch_size_multiple=1`` (tests/test_train_batches_fairseq.py, real fairseq: unshuffled,
+    ``order="source"`` gives fairseq's own batches; the shuffle is synprep's).
 
     Args:
         src_lengths, tgt_lengths: (N,) piece counts without ``</s>``.
@@ -197,16 +199,24 @@ class BucketBatchSampler(Sampler[list[int]]):
         seed: with the epoch, seeds the shuffle (``numpy.random.default_rng([seed, epoch])``).
         rank, world_size: DDP shard of the batch list (rank takes batches ``rank::world_size``).
         max_positions: model limit on a sequence's length.
+        order: ``"target"`` or ``"source"``: the size sorted by first (``batch_order``).
+
+    Raises:
+        ValueError: another ``order``.
     """
 
     def __init__(self, src_lengths: np.ndarray, tgt_lengths: np.ndarray, max_tokens: int, *, shuffle: bool = True,
-                 seed: int = 1, rank: int = 0, world_size: int = 1, max_positions: int | None = None):
+                 seed: int = 1, rank: int = 0, world_size: int = 1, max_positions: int | None = None,
+                 order: str = "target"):
         self.sizes = np.maximum(np.asarray(src_lengths) + 1, np.asarray(tgt_lengths) + 1).astype(np.int64)
         self.src_sizes = np.asarray(src_lengths, dtype=np.int64) + 1
         self.tgt_sizes = np.asarray(tgt_lengths, dtype=np.int64) + 1
         limit = max_tokens if max_positions is None else min(max_tokens, max_positions)
         self.valid = np.flatnonzero(self.sizes <= limit)
         self.skipped = int(len(self.sizes) - len(self.valid))
+        if order not in ("target", "source"):
+            raise ValueError(f"order must be 'target' or 'source', got {order!r}")
+        self.order = order
         self.max_tokens = max_tokens
         self.shuffle = shuffle
         self.seed = seed
@@ -224,8 +234,9 @@ class BucketBatchSampler(Sampler[list[int]]):
         rng = np.random.default_rng([self.seed, epoch]) if self.shuffle else None
         if rng is not None:
             idx = idx[rng.permutation(len(idx))]
-        # sort by (target size, source size); the stable sort keeps the shuffled order among ties
-        idx = idx[np.lexsort((self.src_sizes[idx], self.tgt_sizes[idx]), axis=0)] if len(idx) else idx
+        # sort by (target size, source size) or (source, target); the stable sort keeps the shuffled order among ties
+        first, then = (self.tgt_sizes, self.src_sizes) if self.order == "target" else (self.src_sizes, self.tgt_sizes)
+        idx = idx[np.lexsort((then[idx], first[idx]), axis=0)] if len(idx) else idx
         batches: list[list[int]] = []
         cur: list[int] = []
         longest = 0
@@ -278,9 +289,11 @@ def make_loaders(cfg: Any, train_ds: Any, valid_ds: Any, collate: Any, rank: int
         InputError: no training pair fits ``max_tokens`` / ``max_positions``.
     """
     train_sampler = BucketBatchSampler(train_ds.src_lengths, train_ds.tgt_lengths, cfg.max_tokens, shuffle=True,
-                                       seed=cfg.seed, rank=rank, world_size=world_size, max_positions=cfg.max_positions)
+                                       seed=cfg.seed, rank=rank, world_size=world_size, max_positions=cfg.max_positions,
+                                       order=cfg.batch_order)
     valid_sampler = BucketBatchSampler(valid_ds.src_lengths, valid_ds.tgt_lengths, cfg.max_tokens, shuffle=False,
-                                       rank=rank, world_size=world_size, max_positions=cfg.max_positions)
+                                       rank=rank, world_size=world_size, max_positions=cfg.max_positions,
+                                       order=cfg.batch_order)
     if train_sampler.skipped and log_skipped:
         log.info("skipping %d training pairs longer than %d tokens", train_sampler.skipped,
                  min(cfg.max_tokens, cfg.max_positions))

@@ -73,7 +73,7 @@ class _Decoder:
         self.order = rows if self.order is None else self.order.index_select(0, rows)
         if sentences is not None:
             self.mem = [m.index_select(1, sentences) for m in self.mem]
-            self.bias = self.bias.index_select(0, sentences)
+            self.bias = None if self.bias is None else self.bias.index_select(0, sentences)
 
 
 def _hypotheses(best: torch.Tensor, length: torch.Tensor, found: torch.Tensor) -> list[list[int]]:

@@ -55,7 +55,7 @@ CAPTURE_AT = 2
 #: ``step(batch, scale) -> (loss, nll)``: forward and backward of one batch on the device, the
 #: gradients (scaled by the () float32 ``scale``) added into the parameters' ``.grad``
 StepFn = Callable[[Batch, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
-_READ = ("src_tokens", "src_lengths", "prev_tokens", "target", "syntax")  # what the model reads
+_READ = ("src_tokens", "src_lengths", "prev_tokens", "target", "syntax", "src_padded")  # what the model reads
 
 
 def _walk(path: str, value: Any) -> Iterator[tuple[str, Any]]:

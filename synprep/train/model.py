@@ -89,7 +89,7 @@ class EncoderLayer(_ResidualLayer):
         self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation_dropout)
         self.ffn_norm = nn.LayerNorm(cfg.d_model)
 
-    def forward(self, x: torch.Tensor, pad: torch.Tensor, pad_bias: torch.Tensor,
+    def forward(self, x: torch.Tensor, pad: torch.Tensor, pad_bias: torch.Tensor | None,
                 syntax: SyntaxInputs) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x: (B, T, D) → ((B, T, D), G of shape (B, H) or None)."""
         g = self.gate(x, pad) if self.gate is not None else None  # gate reads the layer's input H^l
@@ -113,9 +113,9 @@ class DecoderLayer(_ResidualLayer):
         self.ffn = FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation_dropout)
         self.ffn_norm = nn.LayerNorm(cfg.d_model)
 
-    def forward(self, x: torch.Tensor, memory: torch.Tensor, mem_bias: torch.Tensor,
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, mem_bias: torch.Tensor | None,
                 cache: dict | None = None) -> torch.Tensor:
-        """x: (B, U, D) target states; memory: (B, T, D); mem_bias: (B, 1, 1, T)."""
+        """x: (B, U, D) target states; memory: (B, T, D); mem_bias: (B, 1, 1, T) or None (no padding)."""
         self_cache = cache["self"] if cache is not None else None
         cross_cache = cache["cross"] if cache is not None else None
         x = self._block(x, self.self_norm, lambda h: self.self_attn(h, causal=cache is None, cache=self_cache))
@@ -125,7 +125,7 @@ class DecoderLayer(_ResidualLayer):
 
 
     def step(self, x: torch.Tensor, self_kv: torch.Tensor | None, order: torch.Tensor | None,
-             mem_kv: torch.Tensor, mem_bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+             mem_kv: torch.Tensor, mem_bias: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """One incremental decoding step (:meth:`Seq2Seq.decode_step`): x (N, 1, D), the N rows
         being the g = N / A hypotheses of each of the A sentences of ``mem_kv`` (2, A, H, T, dh),
         adjacent; ``self_kv`` (2, N', H, t, dh) of the previous step's rows or None, ``order`` (N,) the
@@ -146,19 +146,21 @@ class DecoderLayer(_ResidualLayer):
 
 @dataclass
 class EncoderOut:
-    """Encoder output. x: (B, T, D); pad: (B, T) bool; bias: (B, 1, 1, T); gates: {layer: (B, H)};
-    aux_loss: scalar sum of the sources' auxiliary losses in training (LISA), else None."""
+    """Encoder output. x: (B, T, D); pad: (B, T) bool; bias: (B, 1, 1, T) key padding (0 / -inf), or
+    None when no source is padded (``Batch.src_padded``); gates: {layer: (B, H)}; aux_loss: scalar sum
+    of the sources' auxiliary losses in training (LISA), else None."""
 
     x: torch.Tensor
     pad: torch.Tensor
-    bias: torch.Tensor
+    bias: torch.Tensor | None
     gates: dict[int, torch.Tensor] = field(default_factory=dict)
     aux_loss: torch.Tensor | None = None
 
     def index_select(self, order: torch.Tensor) -> EncoderOut:
         """Reorder / repeat sentences (beam search)."""
         return EncoderOut(self.x.index_select(0, order), self.pad.index_select(0, order),
-                          self.bias.index_select(0, order), {k: g.index_select(0, order) for k, g in self.gates.items()})
+                          None if self.bias is None else self.bias.index_select(0, order),
+                          {k: g.index_select(0, order) for k, g in self.gates.items()})
 
 
 class Seq2Seq(nn.Module):
@@ -247,7 +249,8 @@ class Seq2Seq(nn.Module):
             if extra is not None:
                 x = x + extra
         x = F.dropout(x, self.cfg.dropout, self.training)
-        bias = padding_bias(pad, x.dtype)
+        # no padding mask where no source is padded (known on the host): SDPA's fastest kernels take none
+        bias = padding_bias(pad, x.dtype) if batch.src_padded else None
         gates: dict[int, torch.Tensor] = {}
         for i, layer in enumerate(self.encoder):
             x, g = layer(x, pad, bias, syntax)
@@ -288,7 +291,7 @@ class Seq2Seq(nn.Module):
         return F.linear(x, self.dec_embed.weight) if project else x
 
     def decode_step(self, tokens: torch.Tensor, step: int, self_kv: list[torch.Tensor | None],
-                    order: torch.Tensor | None, mem_kv: list[torch.Tensor], mem_bias: torch.Tensor) -> torch.Tensor:
+                    order: torch.Tensor | None, mem_kv: list[torch.Tensor], mem_bias: torch.Tensor | None) -> torch.Tensor:
         """Next-token logits of one incremental decoding step, for beam and greedy search.
 
         The same computation as :meth:`decode` with a cache, laid out for search: the N rows are
@@ -302,7 +305,7 @@ class Seq2Seq(nn.Module):
                 long, the previous step's row that each row continues (beam reorder and dropped
                 rows, applied to ``self_kv`` in the same copy that grows it), or None: the same rows.
                 mem_kv: per layer :meth:`MultiheadAttention.memory_kv` of the A sentences' encoder
-                output. mem_bias: (A, 1, 1, T) the encoder's padding bias.
+                output. mem_bias: (A, 1, 1, T) the encoder's padding bias, or None (no padding).
 
         Returns:
             (N, V) logits.

@@ -54,6 +54,8 @@ RESUME_OVERRIDABLE = frozenset({"max_steps", "max_epochs", "num_workers", "log_i
                                 "save_interval_updates", "keep_last_epochs", "beam", "lenpen", "max_len_a",
                                 "max_len_b", "decode_bf16", "tf32", "attention_backend", "compile",
                                 "cuda_graphs", "async_checkpoint"})
+#: values of ``batch_order``: the size the training pairs are sorted by first (synprep.train.data.BucketBatchSampler)
+BATCH_ORDERS = ("target", "source")
 #: values of ``attention_backend`` (what each does: synprep/train/runtime.py)
 ATTENTION_BACKENDS = ("auto", "efficient", "flash", "cudnn", "math", "flex")
 
@@ -129,6 +131,7 @@ class TrainConfig:
     label_smoothing: float = 0.1
     clip_norm: float = 0.0  # 0 = no clipping (fairseq IWSLT recipe)
     max_tokens: int = 4096  # per batch, padding included (fairseq --max-tokens)
+    batch_order: str = "target"  # pairs sorted by (target, source) size, or "source": (source, target) as fairseq
     update_freq: int = 1  # batches per update (fairseq --update-freq)
     max_epochs: int = 100  # 0 = no limit (then max_steps must be set)
     max_steps: int = 0  # 0 = no limit
@@ -204,6 +207,8 @@ class TrainConfig:
                      "update_freq", "gate_hidden", "max_positions", "beam"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.batch_order not in BATCH_ORDERS:
+            raise ConfigError(f"batch_order must be one of {', '.join(BATCH_ORDERS)}, got {self.batch_order!r}")
         if self.attention_backend not in ATTENTION_BACKENDS:
             raise ConfigError(f"attention_backend must be one of {', '.join(ATTENTION_BACKENDS)}, "
                               f"got {self.attention_backend!r}")
