@@ -221,6 +221,19 @@ def compile_figure(preset: str, args, data, vocab: int, steps: int, tmp: Path) -
     return rec
 
 
+def passes(tr: Trainer, batches: list, n: int, device: str) -> list[float]:
+    """Wall seconds of each of ``n`` passes of one update per batch over ``batches``."""
+    seconds = []
+    for _ in range(n):
+        _sync(device)
+        t0 = time.perf_counter()
+        for b in batches:
+            tr.train_step([b])
+        _sync(device)
+        seconds.append(time.perf_counter() - t0)
+    return seconds
+
+
 def graphs_figure(preset: str, args, data, vocab: int, tmp: Path) -> dict:
     """``cuda_graphs`` against eager on one preset (see the module docstring: ``cuda_graphs``)."""
     import itertools
@@ -236,14 +249,7 @@ def graphs_figure(preset: str, args, data, vocab: int, tmp: Path) -> dict:
         it = endless(tr)
         batches = [next(it) for _ in range(n)]  # a fixed set of shapes, as epochs of one corpus bring back
         tokens_per_cycle = sum(b.ntokens for b in batches)
-        seconds = []
-        for _ in range(2 + cycles if on else 1 + cycles):  # graphs: 1 eager (the warm-up), 2 captures, then replays
-            _sync(args.device)
-            t0 = time.perf_counter()
-            for b in batches:
-                tr.train_step([b])
-            _sync(args.device)
-            seconds.append(time.perf_counter() - t0)
+        seconds = passes(tr, batches, 2 + cycles if on else 1 + cycles, args.device)  # graphs: 1 eager, 1 capture
         steady = sum(seconds[-cycles:])
         rec[name] = {"cycles_s": [round(x, 3) for x in seconds],
                      "tokens_per_s": round(tokens_per_cycle * cycles / steady, 1),
@@ -279,14 +285,7 @@ def order_figure(preset: str, args, vocab: int, tmp: Path) -> dict:
         batches = [b for _, b in zip(range(n), tr.train_loader, strict=False)]  # an epoch's first (shuffled) batches
         real_src = sum(int(b.src_lengths.sum()) for b in batches)
         tokens_per_cycle = sum(b.ntokens for b in batches)
-        seconds = []
-        for _ in range((2 if cuda else 1) + cycles):  # eager (the warm-up), the captures on CUDA, then timed
-            _sync(args.device)
-            t0 = time.perf_counter()
-            for b in batches:
-                tr.train_step([b])
-            _sync(args.device)
-            seconds.append(time.perf_counter() - t0)
+        seconds = passes(tr, batches, (2 if cuda else 1) + cycles, args.device)  # eager, the captures on CUDA, timed
         rec[order] = {"unpadded_source_fraction": round(float(np.mean([not b.src_padded for b in batches])), 3),
                       "encoder_positions_per_token": round(sum(b.src_tokens.numel() for b in batches) / real_src, 3),
                       "decoder_positions_per_token": round(sum(b.target.numel() for b in batches) / tokens_per_cycle, 3),

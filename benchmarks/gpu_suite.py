@@ -448,11 +448,9 @@ def translate_figure(args) -> None:
 def _translate_runs(args, cuda: bool) -> None:
     """:func:`translate_figure`'s runs and record."""
     import bench_translate as bt
-    import numpy as np
     import torch
 
     from synprep.train import decode
-    from tests import decode_reference as reference
 
     n, ref_n = (16, 4) if args.small else (6750, 200)
     # --small: the presets' syntax variants at the tiny preset's width and depth (seconds on a CPU; the
@@ -496,15 +494,7 @@ def _translate_runs(args, cuda: bool) -> None:
                 out["identical_on_subset"] = budget
             else:
                 try:
-                    sub = torch.utils.data.Subset(dataset, range(ref_n))
-                    sub.src_lengths = np.asarray(dataset.src_lengths)[:ref_n]  # type: ignore[attr-defined]
-                    bs = bt.batches(model, sub, 4096, args.device)
-                    same: dict[str, list] = {}
-                    for name, search in (("reference", reference), ("batched", decode)):
-                        dt, same[name] = bt.run(search, model, bs, beam, lenpen, a, b, args.device)
-                        out[f"{name} on {ref_n}"] = {"decode_seconds": round(dt, 2),
-                                                     "sentences_per_s": round(ref_n / dt, 1)}
-                    out["identical_on_subset"] = same["reference"] == same["batched"]
+                    out.update(_against_reference(model, dataset, ref_n, (beam, lenpen, a, b), args.device))
                 except Exception as e:  # noqa: BLE001 - the timings above still count
                     errors[f"{preset} identical_on_subset"] = out["identical_on_subset"] = \
                         f"{type(e).__name__}: {str(e)[:300]}"
@@ -516,6 +506,29 @@ def _translate_runs(args, cuda: bool) -> None:
     if errors:
         rec["error"] = errors
     emit(rec)
+
+
+def _against_reference(model, dataset, n: int, search_args: tuple, device: str) -> dict:
+    """The first ``n`` sentences of ``dataset`` through the per-hypothesis reference decoder
+    (``tests/decode_reference.py``) and the batched one (``max_tokens`` 4096, no warm-up; ``search_args`` =
+    beam, lenpen, max_len_a, max_len_b): each one's timing and ``identical_on_subset``."""
+    import bench_translate as bt
+    import numpy as np
+    import torch
+
+    from synprep.train import decode
+    from tests import decode_reference as reference
+
+    sub = torch.utils.data.Subset(dataset, range(n))
+    sub.src_lengths = np.asarray(dataset.src_lengths)[:n]  # type: ignore[attr-defined]
+    bs = bt.batches(model, sub, 4096, device)
+    out: dict = {}
+    same: dict[str, list] = {}
+    for name, search in (("reference", reference), ("batched", decode)):
+        dt, same[name] = bt.run(search, model, bs, *search_args, device)
+        out[f"{name} on {n}"] = {"decode_seconds": round(dt, 2), "sentences_per_s": round(n / dt, 1)}
+    out["identical_on_subset"] = same["reference"] == same["batched"]
+    return out
 
 
 def translate_trained_figure(args, shared: Path) -> None:
@@ -542,7 +555,6 @@ def translate_trained_figure(args, shared: Path) -> None:
     import torch
 
     from synprep.train import decode
-    from tests import decode_reference as reference
 
     cuda = args.device.startswith("cuda")
     threads = torch.get_num_threads()
@@ -585,14 +597,7 @@ def translate_trained_figure(args, shared: Path) -> None:
                                                         "sentences_per_s": round(len(dataset) / dt, 1),
                                                         "mean_hypothesis_tokens": round(float(np.mean(
                                                             [len(h) for h in short])), 2)}
-            sub = torch.utils.data.Subset(dataset, range(ref_n))
-            sub.src_lengths = np.asarray(dataset.src_lengths)[:ref_n]  # type: ignore[attr-defined]
-            bs = bt.batches(model, sub, 4096, args.device)
-            same: dict[str, list] = {}
-            for name, search in (("reference", reference), ("batched", decode)):
-                dt, same[name] = bt.run(search, model, bs, beam, lenpen, a, b, args.device)
-                rec[f"{name} on {ref_n}"] = {"decode_seconds": round(dt, 2), "sentences_per_s": round(ref_n / dt, 1)}
-            rec["identical_on_subset"] = same["reference"] == same["batched"]
+            rec.update(_against_reference(model, dataset, ref_n, (beam, lenpen, a, b), args.device))
     except Exception as e:  # noqa: BLE001 - the figures measured so far still count
         rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"
     finally:
