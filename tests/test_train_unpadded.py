@@ -74,7 +74,7 @@ def test_batch_order():
         keys = [(first[i], then[i], i) for i in flat]
         assert keys == sorted(keys), order
     assert BucketBatchSampler(src, tgt, 256, shuffle=False).order == "target"
-    with pytest.raises(ValueError, match="order must be"):
+    with pytest.raises(ValueError, match="order must be one of target, source"):
         BucketBatchSampler(src, tgt, 256, order="length")
     with pytest.raises(ConfigError, match="batch_order must be one of target, source"):
         with_overrides(_config(None), {"batch_order": "length"})

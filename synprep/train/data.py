@@ -32,6 +32,7 @@ from synprep.parallel import limit_threads
 from synprep.train.batch import Batch  # noqa: F401 - re-exported (its home before synprep.train.batch)
 from synprep.train.graphs import WORD_MULTIPLE
 from synprep.train.rundir import bounded_workers
+from synprep.train.schema import BATCH_ORDERS
 from synprep.types import PairRecord
 
 log = logging.getLogger("synprep.train")
@@ -214,8 +215,8 @@ class BucketBatchSampler(Sampler[list[int]]):
         limit = max_tokens if max_positions is None else min(max_tokens, max_positions)
         self.valid = np.flatnonzero(self.sizes <= limit)
         self.skipped = int(len(self.sizes) - len(self.valid))
-        if order not in ("target", "source"):
-            raise ValueError(f"order must be 'target' or 'source', got {order!r}")
+        if order not in BATCH_ORDERS:
+            raise ValueError(f"order must be one of {', '.join(BATCH_ORDERS)}, got {order!r}")
         self.order = order
         self.max_tokens = max_tokens
         self.shuffle = shuffle
