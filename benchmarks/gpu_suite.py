@@ -433,14 +433,22 @@ def translate_figure(args) -> None:
     run on an H100. A run that would start after the suite's ``--budget`` is spent is skipped with the
     reason; one that fails records its error and the figure goes on.
     """
+    cuda = args.device.startswith("cuda")
+    with _one_cpu_thread(cuda):
+        _translate_runs(args, cuda)
+
+
+@contextlib.contextmanager
+def _one_cpu_thread(cuda: bool):
+    """One torch thread inside the block on the CPU (bench_translate.py's default: two spinning threads on a
+    loaded 2-core machine made single runs 40x slower); the thread count as it was after it."""
     import torch
 
-    cuda = args.device.startswith("cuda")
     threads = torch.get_num_threads()
-    if not cuda:  # one thread, as bench_translate.py's default: two spinning threads on a loaded 2-core
-        torch.set_num_threads(1)  # machine made single runs 40x slower
+    if not cuda:
+        torch.set_num_threads(1)
     try:
-        _translate_runs(args, cuda)
+        yield
     finally:
         torch.set_num_threads(threads)
 
@@ -557,9 +565,6 @@ def translate_trained_figure(args, shared: Path) -> None:
     from synprep.train import decode
 
     cuda = args.device.startswith("cuda")
-    threads = torch.get_num_threads()
-    if not cuda:
-        torch.set_num_threads(1)  # as translate_figure: one thread on a shared CPU
     shrink = {"d_model": 64, "ffn_dim": 128, "encoder_layers": 2, "decoder_layers": 2} if args.small else None
     if args.small:  # seconds on a CPU: 10 updates of 1024 tokens over 400 pairs
         seconds, steps, train_n, test_n, ref_n, max_tokens = float("inf"), 10, 400, 16, 4, 1024
@@ -568,40 +573,39 @@ def translate_trained_figure(args, shared: Path) -> None:
     preset, beam, lenpen = "vanilla_iwslt14_de_en", 5, 1.0
     rec: dict = {"figure": "translate_trained", "device": args.device, "preset": preset, "beam": beam,
                  "lenpen": lenpen, "bf16": cuda, "architecture_overrides": shrink}
-    try:
-        model, dataset, refs, symbols, info = bt.iwslt_trained_model(
-            shared, preset, args.device, seconds=seconds, max_steps=steps, overrides=shrink, train_lines=train_n,
-            test_lines=test_n, max_tokens=max_tokens)
-        a, b = model.cfg.max_len_a, model.cfg.max_len_b
-        rec.update(info, sentences=len(dataset), max_len_a=a, max_len_b=b)
-        amp = torch.autocast(torch.device(args.device).type, dtype=torch.bfloat16, enabled=cuda)
-        with amp:
-            for max_tokens in (4096, 16384):
-                bs = bt.batches(model, dataset, max_tokens, args.device)
-                bt.run(decode, model, bs[:1], beam, lenpen, a, b, args.device)  # warm-up
-                with bt.counting_steps(model, beam) as counted:
-                    dt, hyps = bt.run(decode, model, bs, beam, lenpen, a, b, args.device)
-                rec[f"max_tokens {max_tokens}"] = {"batches": len(bs), "decode_seconds": round(dt, 2),
-                                                   "sentences_per_s": round(len(dataset) / dt, 1)}
-            rec.update(bt.length_figures(model, bs, hyps, counted[0], a, b))
-            order = np.concatenate([x.ids.cpu().numpy() for x in bs])
-            text = [""] * len(dataset)
-            for i, h in zip(order.tolist(), hyps, strict=True):
-                text[i] = " ".join(symbols[t] for t in h).replace("@@ ", "")
-            rec["mean_reference_tokens"] = round(float(np.mean([len(r.split()) for r in refs])), 2)
-            rec["bleu_tokenized"] = round(sacrebleu.corpus_bleu(text, [refs], tokenize="none", force=True).score, 2)
-            # a weakly trained model may repeat itself up to the preset's 200 tokens: the same batches with a
-            # limit of 1.2·source + 10 bound that (the figures above say how often the searches ran to the limit)
-            dt, short = bt.run(decode, model, bs, beam, lenpen, 1.2, 10, args.device)
-            rec["max_tokens 16384, max_len 1.2x+10"] = {"decode_seconds": round(dt, 2),
-                                                        "sentences_per_s": round(len(dataset) / dt, 1),
-                                                        "mean_hypothesis_tokens": round(float(np.mean(
-                                                            [len(h) for h in short])), 2)}
-            rec.update(_against_reference(model, dataset, ref_n, (beam, lenpen, a, b), args.device))
-    except Exception as e:  # noqa: BLE001 - the figures measured so far still count
-        rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"
-    finally:
-        torch.set_num_threads(threads)
+    with _one_cpu_thread(cuda):
+        try:
+            model, dataset, refs, symbols, info = bt.iwslt_trained_model(
+                shared, preset, args.device, seconds=seconds, max_steps=steps, overrides=shrink, train_lines=train_n,
+                test_lines=test_n, max_tokens=max_tokens)
+            a, b = model.cfg.max_len_a, model.cfg.max_len_b
+            rec.update(info, sentences=len(dataset), max_len_a=a, max_len_b=b)
+            amp = torch.autocast(torch.device(args.device).type, dtype=torch.bfloat16, enabled=cuda)
+            with amp:
+                for max_tokens in (4096, 16384):
+                    bs = bt.batches(model, dataset, max_tokens, args.device)
+                    bt.run(decode, model, bs[:1], beam, lenpen, a, b, args.device)  # warm-up
+                    with bt.counting_steps(model, beam) as counted:
+                        dt, hyps = bt.run(decode, model, bs, beam, lenpen, a, b, args.device)
+                    rec[f"max_tokens {max_tokens}"] = {"batches": len(bs), "decode_seconds": round(dt, 2),
+                                                       "sentences_per_s": round(len(dataset) / dt, 1)}
+                rec.update(bt.length_figures(model, bs, hyps, counted[0], a, b))
+                order = np.concatenate([x.ids.cpu().numpy() for x in bs])
+                text = [""] * len(dataset)
+                for i, h in zip(order.tolist(), hyps, strict=True):
+                    text[i] = " ".join(symbols[t] for t in h).replace("@@ ", "")
+                rec["mean_reference_tokens"] = round(float(np.mean([len(r.split()) for r in refs])), 2)
+                rec["bleu_tokenized"] = round(sacrebleu.corpus_bleu(text, [refs], tokenize="none", force=True).score, 2)
+                # a weakly trained model may repeat itself up to the preset's 200 tokens: the same batches with a
+                # limit of 1.2·source + 10 bound that (the figures above say how often the searches ran to the limit)
+                dt, short = bt.run(decode, model, bs, beam, lenpen, 1.2, 10, args.device)
+                rec["max_tokens 16384, max_len 1.2x+10"] = {"decode_seconds": round(dt, 2),
+                                                            "sentences_per_s": round(len(dataset) / dt, 1),
+                                                            "mean_hypothesis_tokens": round(float(np.mean(
+                                                                [len(h) for h in short])), 2)}
+                rec.update(_against_reference(model, dataset, ref_n, (beam, lenpen, a, b), args.device))
+        except Exception as e:  # noqa: BLE001 - the figures measured so far still count
+            rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"
     emit(rec)
 
 

@@ -60,10 +60,12 @@ def exported(sample: Sample, tmp_path_factory) -> Path:
     return dest
 
 
-def fairseq(venv: Path, *args: str, timeout: float = 400) -> subprocess.CompletedProcess:
+def fairseq(venv: Path, *args: str, timeout: float = 400, input: str | None = None) -> subprocess.CompletedProcess:
+    """``args`` run from the fairseq venv (one thread, none of synprep's PYTHONPATH), ``input`` on stdin;
+    asserts exit status 0."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONPATH": ""}
     proc = subprocess.run([str(a) for a in args], capture_output=True, text=True, env=env, timeout=timeout,
-                          cwd=venv)
+                          cwd=venv, input=input)
     assert proc.returncode == 0, f"{args[0]} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     return proc
 

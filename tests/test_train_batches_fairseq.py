@@ -9,15 +9,13 @@ skips when it is missing, under CI (``CI=true``) it fails.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from synprep.train.data import BucketBatchSampler
-from tests.conftest import missing
-from tests.test_export_fairseq import fairseq_venv_path
+from tests.test_export_fairseq import fairseq, venv  # noqa: F401 - venv: the fixture (ready, or missing())
 
 pytestmark = pytest.mark.slow
 
@@ -43,20 +41,14 @@ print(json.dumps(out))
 """
 
 
-def fairseq_batches(queries: list[dict]) -> list[list[list[int]]]:
+def fairseq_batches(venv: Path, queries: list[dict]) -> list[list[list[int]]]:  # noqa: F811 - the fixture's value
     """fairseq's batches per query: of its ``order`` (dataset indices) with ``sizes`` (per index), or, given
     ``src_sizes`` and ``tgt_sizes`` instead, of a ``LanguagePairDataset``'s own unshuffled order; ``max_tokens``."""
-    path = fairseq_venv_path()
-    if not (path / ".synprep-fairseq-ready").exists():
-        missing(f"no fairseq venv at {path}: run `make fairseq-venv` (make test does)")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": ""}
-    proc = subprocess.run([str(path / "bin" / "python"), "-c", CUT], input=json.dumps(queries), capture_output=True, text=True, env=env,
-        timeout=300, cwd=path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = fairseq(venv, venv / "bin" / "python", "-c", CUT, timeout=300, input=json.dumps(queries))
     return json.loads(proc.stdout.splitlines()[-1])
 
 
-def test_batches_are_cut_as_fairseq_batch_by_size_cuts_them(shared_data):
+def test_batches_are_cut_as_fairseq_batch_by_size_cuts_them(shared_data, venv):  # noqa: F811 - the fixture
     """IWSLT14 valid's piece counts, unshuffled, at 3 budgets: laid end to end the batches are sorted by
     (target size, source size) (``batch_order: target``) and fairseq's batch_by_size over that order
     returns them; with ``batch_order: source`` they are fairseq's own (``LanguagePairDataset``'s
@@ -80,5 +72,5 @@ def test_batches_are_cut_as_fairseq_batch_by_size_cuts_them(shared_data):
         queries.append({"src_sizes": s.src_sizes.tolist(), "tgt_sizes": s.tgt_sizes.tolist(), "max_tokens": max_tokens})
         expected.append(s.global_batches(0))
     assert np.mean([len(set(src[b])) == 1 for b in expected[3]]) > 0.5  # 256 tokens: one source length mostly
-    for i, (theirs, ours) in enumerate(zip(fairseq_batches(queries), expected, strict=True)):
+    for i, (theirs, ours) in enumerate(zip(fairseq_batches(venv, queries), expected, strict=True)):
         assert theirs == ours, ("target", "source")[i // 3] + f" order, {budgets[i % 3]} tokens"
