@@ -121,3 +121,32 @@ def test_annotate_reports_parse_progress(tmp_path: Path, monkeypatch: pytest.Mon
                  split="test", conllu=str(gold))
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("parse test: ")]
     assert [x.split(",")[0] for x in lines] == ["parse test: 1/2 lines (50%)", "parse test: 2/2 lines (100%)"]
+
+
+
+def test_other_libraries_info_lines_stay_out_of_the_log(tmp_path: Path) -> None:
+    """Only synprep's own loggers log INFO: torch logs its FakeTensor cache statistics at INFO from an
+    atexit hook once torch._subclasses is imported, and in CI those lines came after
+    "synprep: terminated (SIGTERM)". Another library's warnings still show."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    src = tmp_path / "text.txt"
+    src.write_text(TEXT)
+    code = ("import atexit, logging, sys\n"
+            "import torch._subclasses.fake_tensor\n"
+            "atexit.register(lambda: logging.getLogger('somelib').warning('a warning of somelib'))\n"
+            "atexit.register(lambda: logging.getLogger('somelib').info('an info line of somelib'))\n"
+            "from synprep.cli import main\n"
+            "main(sys.argv[1:])\n")
+    proc = subprocess.run([sys.executable, "-c", code, "bpe", "learn", "-s", "50", str(src), "-o",
+                           str(tmp_path / "codes")], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert any(x.startswith("synprep: bpe learn: 9 merges -> ") for x in lines), lines
+    assert lines[-1] == "synprep: a warning of somelib", lines
+    assert "FakeTensor" not in proc.stderr and "an info line" not in proc.stderr, lines

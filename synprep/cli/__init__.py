@@ -120,8 +120,14 @@ def _more_log(verbose: int = 0, quiet: bool = False) -> None:
 
 
 def _set_log_level() -> None:
+    """synprep's own loggers at INFO (-v/-vv: DEBUG, -q: ERROR); every other library's at WARNING.
+
+    Only the ``synprep`` logger gets the chosen level: a library that logs INFO at exit (torch's
+    FakeTensor cache statistics, once torch._subclasses.fake_tensor is imported) must not add lines after
+    "synprep: terminated (SIGTERM)" or to a command's log."""
     level = logging.ERROR if _LOG["quiet"] else (logging.DEBUG if _LOG["verbose"] > 1 else logging.INFO)
-    logging.getLogger().setLevel(level)
+    logging.getLogger().setLevel(max(level, logging.WARNING))
+    logging.getLogger("synprep").setLevel(level)
     for noisy in ("stanza", "distributed", "urllib3"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 
