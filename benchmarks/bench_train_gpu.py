@@ -38,6 +38,15 @@ Figures (``figure`` key):
   eager pass and the captures; eagerly on the CPU): tokens/s, the fraction of batches without source padding
   (the encoder and the cross-attention then take no mask), the encoder's and decoder's positions per real
   token, the ``update_profile``; ``source_vs_target`` the ratio of tokens/s.
+* ``set_lookup`` (only with ``--set-lookup``): the SET preset with ``ONE_HOT_GRAD_ON_CUDA`` off (the
+  relation table's gradient by ``embedding_dense_backward``, the default) and on (one-hot matrix products,
+  :class:`synprep.train.sources.set._RelationLookup`), over the same ``--graph-batches`` batches (with
+  ``cuda_graphs`` on CUDA, timed after the eager pass and the captures): tokens/s and ``update_profile``
+  each, ``one_hot_vs_embedding`` their ratio; and ``lookup_fwd_bwd_per_layer``: one layer's lookup forward
+  and backward alone on the largest batch's relation ids (pairs, relations, the fraction of pairs without a
+  relation), milliseconds per call for ``embedding``, ``one_hot`` and ``index_add`` (an atomic scatter, a
+  third candidate), each gradient's largest difference from the float64 sum. The fifth GPU session's
+  profile put 8.4 of SET's 12.7 ms of extra kernels per update in the lookup and its backward.
 * ``compile`` (only with ``--compile``; issue 18 item 4): per preset, ``compile: true``
   (each layer and the loss through ``torch.compile(dynamic=True)``, :mod:`synprep.train.compiling`)
   against eager from the same seed on the same batches, dropout off (so the two runs compute the
@@ -63,9 +72,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from synprep.constants import PAD_ID  # noqa: E402
 from synprep.shards.synthetic import random_records, write_folder  # noqa: E402
 from synprep.train.config import load_preset, with_overrides  # noqa: E402
 from synprep.train.data import RecordDataset  # noqa: E402
@@ -297,6 +308,70 @@ def order_figure(preset: str, args, vocab: int, tmp: Path) -> dict:
     return rec
 
 
+def _lookup_backward(kind: str, rel: torch.Tensor, table: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    """One SET layer's relation-table lookup forward and backward, by ``kind``: ``embedding`` (the default
+    path), ``one_hot`` (:class:`synprep.train.sources.set._RelationLookup`), ``index_add`` (an
+    atomic scatter into the table, a third candidate measured here only). Returns the table's gradient."""
+    from synprep.train.sources.set import relation_lookup
+
+    t = table.detach().requires_grad_(True)
+    if kind == "index_add":
+        F.embedding(rel, t)  # the same forward
+        return torch.zeros_like(t).index_add_(0, rel.reshape(-1), grad.reshape(-1, grad.shape[-1]))
+    out = relation_lookup(rel, t, one_hot=kind == "one_hot")
+    out.backward(grad)
+    assert t.grad is not None
+    return t.grad
+
+
+def set_lookup_figure(args, data, vocab: int, tmp: Path) -> dict:
+    """SET's relation-table gradient (see the module docstring: ``set_lookup``)."""
+    import itertools
+
+    from synprep.train.sources import set as set_mod
+
+    preset, cuda = "set_iwslt14_de_en", args.device.startswith("cuda")
+    n, cycles = (4, 2) if args.small else (args.graph_batches, 3)
+    rec: dict = {"figure": "set_lookup", "preset": preset, "batches": n, "cuda_graphs": cuda}
+    before = set_mod.ONE_HOT_GRAD_ON_CUDA
+    try:
+        for flag in (False, True):
+            set_mod.ONE_HOT_GRAD_ON_CUDA = flag
+            tr = _trainer(_cfg(preset, args, cuda_graphs=cuda), data, vocab, args.device, tmp / f"onehot{flag}")
+            it = endless(tr)
+            batches = [next(it) for _ in range(n)]
+            seconds = passes(tr, batches, (2 if cuda else 1) + cycles, args.device)
+            rec[f"one_hot_{str(flag).lower()}"] = {
+                "tokens_per_s": round(sum(b.ntokens for b in batches) * cycles / sum(seconds[-cycles:]), 1),
+                "cycles_s": [round(x, 3) for x in seconds], **profile(tr, itertools.cycle(batches), 4, args.device)}
+            if not flag:  # the lookup alone, on the largest batch's real relation ids
+                b = max(batches, key=lambda x: x.src_tokens.numel()).to(args.device)
+                src = tr.model.sources_map()["set"]
+                rel = src.prepare(b.syntax["set"], b.src_tokens.eq(PAD_ID))["rel"]
+                table = torch.randn(src.n_rel, 2 * tr.cfg.heads, device=args.device)
+                dtype = torch.bfloat16 if args.bf16 else torch.float32
+                grad = torch.randn(*rel.shape, table.shape[1], device=args.device).to(dtype)
+                exact = torch.zeros(table.shape, dtype=torch.float64, device=args.device).index_add_(
+                    0, rel.reshape(-1), grad.reshape(-1, table.shape[1]).double())
+                micro: dict = {"pairs": rel.numel(), "relations": src.n_rel,
+                               "none_fraction": round(float(rel.eq(set_mod.NONE).float().mean()), 3)}
+                for kind in ("embedding", "one_hot", "index_add", "embedding", "one_hot", "index_add"):
+                    g = _lookup_backward(kind, rel, table.to(dtype), grad)  # the first round: warm-up
+                    _sync(args.device)
+                    t0 = time.perf_counter()
+                    for _ in range(10):
+                        g = _lookup_backward(kind, rel, table.to(dtype), grad)
+                    _sync(args.device)
+                    micro[kind] = {"ms": round((time.perf_counter() - t0) * 100, 3),
+                                   "max_error": float((g.double() - exact).abs().max())}
+                rec["lookup_fwd_bwd_per_layer"] = micro
+            del tr, it, batches
+    finally:
+        set_mod.ONE_HOT_GRAD_ON_CUDA = before
+    rec["one_hot_vs_embedding"] = round(rec["one_hot_true"]["tokens_per_s"] / rec["one_hot_false"]["tokens_per_s"], 3)
+    return rec
+
+
 def real_loop(preset: str, args, vocab: int, tmp: Path, **over) -> dict:
     """The last interval row ``synprep train`` logs on synthetic shards: its tokens/s and where its wall
     time went (``data_wait_s``, ``valid_s``, ``checkpoint_s`` of ``seconds``; ``checkpoint_write_s``: the
@@ -329,6 +404,8 @@ def main() -> None:
     ap.add_argument("--graphs", action="store_true", help="add the cuda_graphs figure (CUDA only)")
     ap.add_argument("--graphs-only", action="store_true", help="only the cuda_graphs figures (and the real loop)")
     ap.add_argument("--batch-order", action="store_true", help="add the batch_order figure (target vs source)")
+    ap.add_argument("--set-lookup", action="store_true",
+                    help="add the set_lookup figure (SET's relation-table gradient: embedding vs one-hot)")
     ap.add_argument("--graph-batches", type=int, default=40, help="batches of the cuda_graphs figure (default 40)")
     ap.add_argument("--graphs-loop", choices=["both", "graphs", "none"], default="both",
                     help="real_loop_cuda_graphs: without and with graphs (default), with graphs only, or none")
@@ -369,6 +446,11 @@ def main() -> None:
                     emit(order_figure(preset, args, vocab, tmp / f"order-{preset}"))
                 except Exception as e:  # noqa: BLE001 - one figure failing must not hide the others
                     emit({"figure": "batch_order", "preset": preset, "error": f"{type(e).__name__}: {str(e)[:600]}"})
+        if args.set_lookup:
+            try:
+                emit(set_lookup_figure(args, data, vocab, tmp / "set-lookup"))
+            except Exception as e:  # noqa: BLE001 - one figure failing must not hide the others
+                emit({"figure": "set_lookup", "error": f"{type(e).__name__}: {str(e)[:600]}"})
         if args.graphs or args.graphs_only:
             for preset in args.presets or PRESETS[:2]:
                 if not cuda:

@@ -102,6 +102,66 @@ def set_relations(heads: np.ndarray, deprel: np.ndarray, max_path: int) -> tuple
     return rel, tr.subtree, tr.depth.astype(np.int64)
 
 
+#: On CUDA, take the relation table's gradient as one-hot matrix products (:class:`_RelationLookup`)
+#: instead of ``embedding_dense_backward``. Off until measured on a GPU: ``bench_train_gpu.py --set-lookup``
+#: (run by ``gpu_suite.sh``) times both; the CPU keeps the embedding's backward either way (the one-hot
+#: products are 7× slower there: 200 vs 30 ms at 495,000 pairs × 83 relations × 8 columns, one thread).
+ONE_HOT_GRAD_ON_CUDA = False
+
+#: The one-hot matrix of the backward is made in chunks of at most this many elements (bool, then float32):
+#: 2^26 = 256 MiB; a 16384-token batch of 30-piece sentences (495,000 pairs × 83 relations, 41 M) is one chunk.
+ONE_HOT_CHUNK = 1 << 26
+
+
+class _RelationLookup(torch.autograd.Function):
+    """``table[rel]`` (an embedding lookup, the same values) whose backward sums the gradient per relation
+    as ``one_hot(rel)ᵀ @ grad``: a matrix product, where CUDA's ``embedding_dense_backward`` sorts the
+    pairs' ids and reduces each id's run, and SET's ids are few and skewed (most pairs have none: one run
+    holds most of the batch; PyTorch's scatter kernels slow down with such "hot" indices,
+    pytorch/pytorch#194078)."""
+
+    @staticmethod
+    def forward(ctx: Any, rel: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(rel)
+        ctx.n_rel = table.shape[0]
+        return F.embedding(rel, table)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor]:
+        (rel,) = ctx.saved_tensors
+        g = grad.reshape(-1, grad.shape[-1])
+        ids = rel.reshape(1, -1)
+        classes = torch.arange(ctx.n_rel, device=rel.device).unsqueeze(1)  # (n_rel, 1)
+        # float32 products for half-precision gradients (exact inputs, TF32 or not: one-hot entries and
+        # bf16/fp16 values fit its mantissa), float32 sums, one rounding to the gradient's dtype at the end
+        dtype = torch.float32 if g.dtype in (torch.float16, torch.bfloat16) else g.dtype
+        rows = max(1, ONE_HOT_CHUNK // ctx.n_rel)
+        out = torch.zeros(ctx.n_rel, g.shape[1], dtype=dtype, device=g.device)
+        with torch.autocast(g.device.type, enabled=False):  # float32 products even under a caller's autocast
+            for start in range(0, g.shape[0], rows):  # static sizes: the same chunks at every graph replay
+                one_hot = classes.eq(ids[:, start:start + rows]).to(dtype)  # (n_rel, rows)
+                out += torch.matmul(one_hot, g[start:start + rows].to(dtype))
+        return None, out.to(grad.dtype)
+
+
+def relation_lookup(rel: torch.Tensor, table: torch.Tensor, one_hot: bool = False) -> torch.Tensor:
+    """Per-pair rows of the relation table (eq. 1's ``r_ij V_r`` and eq. 3's ``r_ij W_{g,r} V_g``).
+
+    Args:
+        rel: (B, T, T) long relation ids in ``[0, n_rel)``.
+        table: (n_rel, C) float.
+        one_hot: the gradient by one-hot products (:class:`_RelationLookup`) instead of the embedding's
+            backward; equal up to the summation order.
+
+    Returns:
+        (B, T, T, C), ``table``'s dtype.
+    """
+    if one_hot and torch.is_grad_enabled() and table.requires_grad:
+        return _RelationLookup.apply(rel, table)
+    # an embedding lookup: its backward is one dense kernel (advanced indexing's is a scatter)
+    return F.embedding(rel, table)
+
+
 class SETLayer(nn.Module):
     """SET's per-layer, per-head parameters: ``V_r``, ``W_{g,e}``, ``W_{g,r}``, ``V_g`` (eq. 1, 3)."""
 
@@ -170,8 +230,9 @@ class SET(SETSpec, SyntaxSource):
         E = self.rel_embed.weight  # (n_rel, d_r)
         w_g = torch.einsum("hrs,hs->hr", m.w_gr, m.v_g)  # W_{g,r} V_g (Hs, d_r)
         table = torch.matmul(E, torch.cat([m.v_r, w_g], 0).t())  # (n_rel, 2Hs): S^r and r W_{g,r} V_g
-        # an embedding lookup: its backward is one dense kernel (advanced indexing's is a scatter)
-        per_pair = F.embedding(prepared["rel"], table.to(s.dtype)).permute(0, 3, 1, 2)  # (B, 2Hs, T, T)
+        rel = prepared["rel"]
+        per_pair = relation_lookup(rel, table.to(s.dtype), ONE_HOT_GRAD_ON_CUDA and rel.is_cuda)
+        per_pair = per_pair.permute(0, 3, 1, 2)  # (B, 2Hs, T, T)
         s_r, g_r = per_pair[:, :Hs], per_pair[:, Hs:]
         u = torch.einsum("hdr,hr->hd", m.w_ge, m.v_g)  # W_{g,e} V_g (Hs, d)
         g_e = torch.matmul(ctx.x, u.t().to(ctx.x.dtype)).transpose(1, 2).unsqueeze(-1)  # (B, Hs, T, 1)
