@@ -122,9 +122,9 @@ def _more_log(verbose: int = 0, quiet: bool = False) -> None:
 def _set_log_level() -> None:
     """synprep's own loggers at INFO (-v/-vv: DEBUG, -q: ERROR); every other library's at WARNING.
 
-    Only the ``synprep`` logger gets the chosen level: a library that logs INFO at exit (torch's
-    FakeTensor cache statistics, once torch._subclasses.fake_tensor is imported) must not add lines after
-    "synprep: terminated (SIGTERM)" or to a command's log."""
+    Only the ``synprep`` logger gets the chosen level: a library's INFO lines must not reach the user's
+    stderr, as torch's FakeTensor cache statistics did (logged at exit when a SIGTERM landed inside
+    ``import torch``, before torch set its loggers to WARNING: after "synprep: terminated (SIGTERM)")."""
     level = logging.ERROR if _LOG["quiet"] else (logging.DEBUG if _LOG["verbose"] > 1 else logging.INFO)
     logging.getLogger().setLevel(max(level, logging.WARNING))
     logging.getLogger("synprep").setLevel(level)
