@@ -245,6 +245,11 @@ def passes(tr: Trainer, batches: list, n: int, device: str) -> list[float]:
     return seconds
 
 
+def steady_tokens_per_s(batches: list, seconds: list[float], cycles: int) -> float:
+    """Target tokens/s over the last ``cycles`` passes of :func:`passes` over ``batches``."""
+    return round(sum(b.ntokens for b in batches) * cycles / sum(seconds[-cycles:]), 1)
+
+
 def graphs_figure(preset: str, args, data, vocab: int, tmp: Path) -> dict:
     """``cuda_graphs`` against eager on one preset (see the module docstring: ``cuda_graphs``)."""
     import itertools
@@ -259,11 +264,9 @@ def graphs_figure(preset: str, args, data, vocab: int, tmp: Path) -> dict:
         tr = _trainer(_cfg(preset, args, cuda_graphs=on), data, vocab, args.device, tmp / name)
         it = endless(tr)
         batches = [next(it) for _ in range(n)]  # a fixed set of shapes, as epochs of one corpus bring back
-        tokens_per_cycle = sum(b.ntokens for b in batches)
         seconds = passes(tr, batches, 2 + cycles if on else 1 + cycles, args.device)  # graphs: 1 eager, 1 capture
-        steady = sum(seconds[-cycles:])
         rec[name] = {"cycles_s": [round(x, 3) for x in seconds],
-                     "tokens_per_s": round(tokens_per_cycle * cycles / steady, 1),
+                     "tokens_per_s": steady_tokens_per_s(batches, seconds, cycles),
                      "peak_memory_bytes": torch.cuda.max_memory_allocated() if args.device.startswith("cuda") else None,
                      **profile(tr, itertools.cycle(batches), 4, args.device)}
         if tr.graphs is not None:
@@ -301,7 +304,7 @@ def order_figure(preset: str, args, vocab: int, tmp: Path) -> dict:
                       "encoder_positions_per_token": round(sum(b.src_tokens.numel() for b in batches) / real_src, 3),
                       "decoder_positions_per_token": round(sum(b.target.numel() for b in batches) / tokens_per_cycle, 3),
                       "cycles_s": [round(x, 3) for x in seconds],
-                      "tokens_per_s": round(tokens_per_cycle * cycles / sum(seconds[-cycles:]), 1),
+                      "tokens_per_s": steady_tokens_per_s(batches, seconds, cycles),
                       **profile(tr, itertools.cycle(batches), 4, args.device)}
         del tr, batches
     rec["source_vs_target"] = round(rec["source"]["tokens_per_s"] / rec["target"]["tokens_per_s"], 3)
@@ -342,7 +345,7 @@ def set_lookup_figure(args, data, vocab: int, tmp: Path) -> dict:
             batches = [next(it) for _ in range(n)]
             seconds = passes(tr, batches, (2 if cuda else 1) + cycles, args.device)
             rec[f"one_hot_{str(flag).lower()}"] = {
-                "tokens_per_s": round(sum(b.ntokens for b in batches) * cycles / sum(seconds[-cycles:]), 1),
+                "tokens_per_s": steady_tokens_per_s(batches, seconds, cycles),
                 "cycles_s": [round(x, 3) for x in seconds], **profile(tr, itertools.cycle(batches), 4, args.device)}
             if not flag:  # the lookup alone, on the largest batch's real relation ids
                 b = max(batches, key=lambda x: x.src_tokens.numel()).to(args.device)
