@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import io
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from synprep.progress import Progress, format_duration
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 
 
 class Clock:
@@ -123,19 +126,12 @@ def test_annotate_reports_parse_progress(tmp_path: Path, monkeypatch: pytest.Mon
     assert [x.split(",")[0] for x in lines] == ["parse test: 1/2 lines (50%)", "parse test: 2/2 lines (100%)"]
 
 
-
 def test_other_libraries_info_lines_stay_out_of_the_log(tmp_path: Path) -> None:
     """Only synprep's own loggers log INFO. torch logs its FakeTensor cache statistics at INFO from an atexit
     hook, registered early in ``import torch``; the import's end sets torch's loggers to WARNING. A SIGTERM
     that lands inside the import leaves them unset, and in CI those lines came after "synprep: terminated
     (SIGTERM)" (tests/test_parent_death.py). Simulated here by unsetting torch's level after the import.
     Another library's warnings still show."""
-    import os
-    import subprocess
-    import sys
-
-    from tests.conftest import ROOT
-
     src = tmp_path / "text.txt"
     src.write_text(TEXT)
     code = ("import atexit, logging, sys\n"
