@@ -62,7 +62,7 @@ gpu-suite:
 GPU_TESTS := tests/test_train_graphs.py::test_cuda_graphs_train_as_eager_does \
 	tests/test_train_syncs.py::test_no_cuda_sync_inside_an_update tests/test_slr.py::test_torch_on_cuda_matches_cpu \
 	tests/test_train_async_checkpoint.py::test_a_cuda_snapshot_is_a_pinned_host_copy \
-	tests/test_sources_vectorized.py::test_set_one_hot_gradient_in_the_attention_on_cuda
+	tests/test_sources_vectorized.py::test_set_sorted_lookup_in_the_attention_on_cuda
 gpu-tests:
 	$(GPU_PY) -m pytest -q -rs -s -p no:cacheprovider $(GPU_TESTS)
 

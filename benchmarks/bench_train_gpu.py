@@ -38,15 +38,16 @@ Figures (``figure`` key):
   eager pass and the captures; eagerly on the CPU): tokens/s, the fraction of batches without source padding
   (the encoder and the cross-attention then take no mask), the encoder's and decoder's positions per real
   token, the ``update_profile``; ``source_vs_target`` the ratio of tokens/s.
-* ``set_lookup`` (only with ``--set-lookup``): the SET preset with ``ONE_HOT_GRAD_ON_CUDA`` off (the
-  relation table's gradient by ``embedding_dense_backward``, the default) and on (one-hot matrix products,
-  :class:`synprep.train.sources.set._RelationLookup`), over the same ``--graph-batches`` batches (with
-  ``cuda_graphs`` on CUDA, timed after the eager pass and the captures): tokens/s and ``update_profile``
-  each, ``one_hot_vs_embedding`` their ratio; and ``lookup_fwd_bwd_per_layer``: one layer's lookup forward
-  and backward alone on the largest batch's relation ids (pairs, relations, the fraction of pairs without a
-  relation), milliseconds per call for ``embedding``, ``one_hot`` and ``index_add`` (an atomic scatter, a
-  third candidate), each gradient's largest difference from the float64 sum. The fifth GPU session's
-  profile put 8.4 of SET's 12.7 ms of extra kernels per update in the lookup and its backward.
+* ``set_lookup`` (only with ``--set-lookup``): the SET preset with ``SORTED_LOOKUP_ON_CUDA`` off (the
+  relation lookup as ``F.embedding``, the default) and on (:class:`synprep.train.sources.set._SortedLookup`:
+  the rows laid out per column, the table's gradient by segment sums over the pairs sorted once per batch),
+  over the same ``--graph-batches`` batches (with ``cuda_graphs`` on CUDA, timed after the eager pass and
+  the captures): tokens/s and ``update_profile`` each, ``sorted_vs_embedding`` their ratio; and
+  ``lookup_fwd_bwd_per_layer``: one layer's lookup forward and backward alone on the largest batch's
+  relation ids (pairs, relations, the fraction of pairs without a relation), milliseconds per call for
+  ``embedding`` and ``sorted`` (``sort_ms``: the batch's sort, once for all layers), each gradient's largest
+  difference from the float64 sum. The sixth GPU session (H100) put 3.4 ms of SET's 13 ms of extra kernels
+  per update in the embedding's row gather and 4.0 ms in its backward's sort-and-reduce kernels.
 * ``compile`` (only with ``--compile``; issue 18 item 4): per preset, ``compile: true``
   (each layer and the loss through ``torch.compile(dynamic=True)``, :mod:`synprep.train.compiling`)
   against eager from the same seed on the same batches, dropout off (so the two runs compute the
@@ -72,7 +73,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -311,24 +311,21 @@ def order_figure(preset: str, args, vocab: int, tmp: Path) -> dict:
     return rec
 
 
-def _lookup_backward(kind: str, rel: torch.Tensor, table: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+def _lookup_backward(kind: str, rel: torch.Tensor, table: torch.Tensor, grad: torch.Tensor,
+                     sorted_rel: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
     """One SET layer's relation-table lookup forward and backward, by ``kind``: ``embedding`` (the default
-    path), ``one_hot`` (:class:`synprep.train.sources.set._RelationLookup`), ``index_add`` (an
-    atomic scatter into the table, a third candidate measured here only). Returns the table's gradient."""
+    path) or ``sorted`` (:class:`synprep.train.sources.set._SortedLookup` with the batch's ``sorted_rel``).
+    ``grad``: (C, B, T, T). Returns the table's gradient."""
     from synprep.train.sources.set import relation_lookup
 
     t = table.detach().requires_grad_(True)
-    if kind == "index_add":
-        F.embedding(rel, t)  # the same forward
-        return torch.zeros_like(t).index_add_(0, rel.reshape(-1), grad.reshape(-1, grad.shape[-1]))
-    out = relation_lookup(rel, t, one_hot=kind == "one_hot")
-    out.backward(grad)
+    relation_lookup(rel, t, sorted_rel if kind == "sorted" else None).backward(grad)
     assert t.grad is not None
     return t.grad
 
 
 def set_lookup_figure(args, data, vocab: int, tmp: Path) -> dict:
-    """SET's relation-table gradient (see the module docstring: ``set_lookup``)."""
+    """SET's relation lookup, ``F.embedding`` against ``_SortedLookup`` (see the module docstring: ``set_lookup``)."""
     import itertools
 
     from synprep.train.sources import set as set_mod
@@ -336,15 +333,15 @@ def set_lookup_figure(args, data, vocab: int, tmp: Path) -> dict:
     preset, cuda = "set_iwslt14_de_en", args.device.startswith("cuda")
     n, cycles = (4, 2) if args.small else (args.graph_batches, 3)
     rec: dict = {"figure": "set_lookup", "preset": preset, "batches": n, "cuda_graphs": cuda}
-    before = set_mod.ONE_HOT_GRAD_ON_CUDA
+    before = set_mod.SORTED_LOOKUP_ON_CUDA
     try:
         for flag in (False, True):
-            set_mod.ONE_HOT_GRAD_ON_CUDA = flag
-            tr = _trainer(_cfg(preset, args, cuda_graphs=cuda), data, vocab, args.device, tmp / f"onehot{flag}")
+            set_mod.SORTED_LOOKUP_ON_CUDA = flag
+            tr = _trainer(_cfg(preset, args, cuda_graphs=cuda), data, vocab, args.device, tmp / f"sorted{flag}")
             it = endless(tr)
             batches = [next(it) for _ in range(n)]
             seconds = passes(tr, batches, (2 if cuda else 1) + cycles, args.device)
-            rec[f"one_hot_{str(flag).lower()}"] = {
+            rec[f"sorted_{str(flag).lower()}"] = {
                 "tokens_per_s": steady_tokens_per_s(batches, seconds, cycles),
                 "cycles_s": [round(x, 3) for x in seconds], **profile(tr, itertools.cycle(batches), 4, args.device)}
             if not flag:  # the lookup alone, on the largest batch's real relation ids
@@ -353,25 +350,31 @@ def set_lookup_figure(args, data, vocab: int, tmp: Path) -> dict:
                 rel = src.prepare(b.syntax["set"], b.src_tokens.eq(PAD_ID))["rel"]
                 table = torch.randn(src.n_rel, 2 * tr.cfg.heads, device=args.device)
                 dtype = torch.bfloat16 if args.bf16 else torch.float32
-                grad = torch.randn(*rel.shape, table.shape[1], device=args.device).to(dtype)
+                grad = torch.randn(table.shape[1], *rel.shape, device=args.device).to(dtype)
                 exact = torch.zeros(table.shape, dtype=torch.float64, device=args.device).index_add_(
-                    0, rel.reshape(-1), grad.reshape(-1, table.shape[1]).double())
+                    0, rel.reshape(-1), grad.reshape(table.shape[1], -1).t().double())
                 micro: dict = {"pairs": rel.numel(), "relations": src.n_rel,
                                "none_fraction": round(float(rel.eq(set_mod.NONE).float().mean()), 3)}
-                for kind in ("embedding", "one_hot", "index_add", "embedding", "one_hot", "index_add"):
-                    g = _lookup_backward(kind, rel, table.to(dtype), grad)  # the first round: warm-up
+                sorted_rel = set_mod.sort_relations(rel, src.n_rel)
+                for kind in ("sort", "embedding", "sorted", "sort", "embedding", "sorted"):  # round 1: warm-up
                     _sync(args.device)
                     t0 = time.perf_counter()
                     for _ in range(10):
-                        g = _lookup_backward(kind, rel, table.to(dtype), grad)
+                        if kind == "sort":
+                            sorted_rel = set_mod.sort_relations(rel, src.n_rel)
+                        else:
+                            g = _lookup_backward(kind, rel, table.to(dtype), grad, sorted_rel)
                     _sync(args.device)
-                    micro[kind] = {"ms": round((time.perf_counter() - t0) * 100, 3),
-                                   "max_error": float((g.double() - exact).abs().max())}
+                    ms = round((time.perf_counter() - t0) * 100, 3)
+                    if kind == "sort":
+                        micro["sort_ms"] = ms
+                    else:
+                        micro[kind] = {"ms": ms, "max_error": float((g.double() - exact).abs().max())}
                 rec["lookup_fwd_bwd_per_layer"] = micro
             del tr, it, batches
     finally:
-        set_mod.ONE_HOT_GRAD_ON_CUDA = before
-    rec["one_hot_vs_embedding"] = round(rec["one_hot_true"]["tokens_per_s"] / rec["one_hot_false"]["tokens_per_s"], 3)
+        set_mod.SORTED_LOOKUP_ON_CUDA = before
+    rec["sorted_vs_embedding"] = round(rec["sorted_true"]["tokens_per_s"] / rec["sorted_false"]["tokens_per_s"], 3)
     return rec
 
 

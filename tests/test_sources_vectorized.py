@@ -124,49 +124,53 @@ def test_set_relation_lookup_equals_indexing_with_gradients():
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("chunk", [1 << 26, 83 * 7])  # one chunk; many, the last one partial
-def test_set_one_hot_table_gradient_equals_the_embeddings(monkeypatch, chunk):
-    """``relation_lookup(one_hot=True)`` (the CUDA candidate of ``ONE_HOT_GRAD_ON_CUDA``): the same rows,
-    and the table's gradient the exact per-relation sum of the pairs' gradients (float64) up to the
-    summation's rounding, on skewed ids as SET's (most pairs have none). In float32 the embedding's
-    gradient is the same sum; in bfloat16 the CPU's embedding backward adds in bfloat16 (off by ~1 at
-    sums of ~20), the one-hot products add in float32 (over chunks too) and round once."""
+def test_set_sorted_lookup_table_gradient_is_the_exact_sum():
+    """``relation_lookup(sorted_rel=...)`` (``_SortedLookup``, the CUDA candidate of
+    ``SORTED_LOOKUP_ON_CUDA``): the embedding's values, per column, and the table's gradient the exact
+    per-relation sum of the pairs' gradients (float64) rounded once to the dtype, on skewed ids as SET's
+    (most pairs have none; some ids have no pair at all). In float32 the embedding's gradient is the same
+    sum; in bfloat16 the CPU's embedding backward adds in bfloat16 (off by ~1 at sums of ~20)."""
     from synprep.train.sources import set as set_mod
 
-    monkeypatch.setattr(set_mod, "ONE_HOT_CHUNK", chunk)
     torch.manual_seed(0)
     n_rel = 83
-    rel = torch.randint(0, n_rel, (6, 11, 11))
+    rel = torch.randint(0, n_rel // 2, (6, 11, 11))  # ids n_rel // 2 … n_rel - 2: no pair
     rel[torch.rand(rel.shape) < 0.7] = 0
     rel[0, 0, 0] = n_rel - 1  # the last id
+    order, bounds = set_mod.sort_relations(rel, n_rel)
+    assert torch.equal(rel.reshape(-1)[order], rel.reshape(-1).sort(stable=True).values)
+    assert bounds.tolist() == [0, *torch.bincount(rel.reshape(-1), minlength=n_rel).cumsum(0).tolist()]
     for dtype in (torch.float32, torch.bfloat16):
         base = torch.randn(n_rel, 8)
-        grad_out = torch.randn(6, 11, 11, 8).to(dtype)
+        grad_out = torch.randn(8, 6, 11, 11).to(dtype)  # (C, B, T, T)
+        flat = grad_out.reshape(8, -1).t().double()
         exact, magnitude = (torch.zeros(n_rel, 8, dtype=torch.float64).index_add_(0, rel.reshape(-1), g)
-                            for g in (grad_out.reshape(-1, 8).double(), grad_out.reshape(-1, 8).double().abs()))
+                            for g in (flat, flat.abs()))
         results = []
-        for one_hot in (False, True):
+        for sorted_rel in (None, (order, bounds)):
             table = base.clone().requires_grad_(True)
-            out = set_mod.relation_lookup(rel, table.to(dtype), one_hot=one_hot)
+            out = set_mod.relation_lookup(rel, table.to(dtype), sorted_rel)
+            assert out.shape == (8, 6, 11, 11)
             out.backward(grad_out)
             results.append((out.detach(), table.grad.double()))
-        (out_e, grad_e), (out_o, grad_o) = results
-        assert out_o.dtype == dtype and torch.equal(out_o, out_e)
-        # float32 accumulation (1e-5 of the summed magnitudes: ~500 terms in the hot row), rounded once to dtype
-        bound = (torch.finfo(dtype).eps if dtype != torch.float32 else 0.0) * exact.abs() + 1e-5 * magnitude
-        assert ((grad_o - exact).abs() <= bound).all(), (grad_o - exact).abs().max()
+        (out_e, grad_e), (out_s, grad_s) = results
+        assert out_s.dtype == dtype and torch.equal(out_s, out_e)
+        # float64 sums (1e-12 of the summed magnitudes), rounded once to dtype (float32: eps 1.2e-7)
+        bound = torch.finfo(dtype).eps / 2 * exact.abs() + 1e-12 * magnitude
+        assert ((grad_s - exact).abs() <= bound).all(), (grad_s - exact).abs().max()
         if dtype == torch.float32:
-            torch.testing.assert_close(grad_o, grad_e, rtol=1e-5, atol=1e-5)
-        assert exact[0].abs().sum() > 0 and exact[n_rel - 1].abs().sum() > 0
-        # the one-hot path is the one taken: its graph node is the Function
+            torch.testing.assert_close(grad_s, grad_e, rtol=1e-5, atol=1e-5)
+        assert exact[0].abs().sum() > 0 and exact[n_rel - 1].abs().sum() > 0 and grad_s[n_rel - 2].eq(0).all()
+        # the sorted path is the one taken: its graph node is the Function
         table = base.clone().requires_grad_(True)
-        assert type(set_mod.relation_lookup(rel, table, one_hot=True).grad_fn).__name__ == "_RelationLookupBackward"
+        assert type(set_mod.relation_lookup(rel, table, (order, bounds)).grad_fn).__name__ == "_SortedLookupBackward"
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_set_one_hot_gradient_in_the_attention_on_cuda(monkeypatch):
-    """``ONE_HOT_GRAD_ON_CUDA`` on: SET's attention on CUDA gives the outputs and gradients of the embedding's
-    backward (float32; bf16 autocast within bf16's rounding). ``make gpu-tests``."""
+def test_set_sorted_lookup_in_the_attention_on_cuda(monkeypatch):
+    """``SORTED_LOOKUP_ON_CUDA`` on: SET's attention on CUDA gives the outputs and gradients of the embedding
+    lookup (float32; bf16 autocast within bf16's rounding), and the batch's sort is made once, by the first
+    layer. ``make gpu-tests``."""
     from synprep.train.config import TrainConfig
     from synprep.train.sources import set as set_mod
     from synprep.train.sources.base import AttendContext
@@ -177,19 +181,20 @@ def test_set_one_hot_gradient_in_the_attention_on_cuda(monkeypatch):
     src, layer = set_mod.SET(cfg).cuda(), set_mod.SETLayer(2, 16, 8).cuda()
     rel = torch.randint(0, src.n_rel, (4, 23, 23), device="cuda")
     rel[torch.rand(rel.shape, device="cuda") < 0.7] = set_mod.NONE
-    prepared = {"rel": rel, "has_rel": rel.ne(set_mod.NONE).unsqueeze(1),
-                "subtree_bias": torch.zeros(4, 1, 23, 23, device="cuda")}
     q, k, v = (torch.randn(4, 2, 23, 8, device="cuda") for _ in range(3))
     x = torch.randn(4, 23, 16, device="cuda")
 
-    def run(one_hot: bool, bf16: bool):
-        monkeypatch.setattr(set_mod, "ONE_HOT_GRAD_ON_CUDA", one_hot)
+    def run(on: bool, bf16: bool):
+        monkeypatch.setattr(set_mod, "SORTED_LOOKUP_ON_CUDA", on)
+        prepared = {"rel": rel, "has_rel": rel.ne(set_mod.NONE).unsqueeze(1),
+                    "subtree_bias": torch.zeros(4, 1, 23, 23, device="cuda")}
         src.zero_grad()
         layer.zero_grad()
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
             out = src.attend(q, k, v, [0, 1], prepared, AttendContext(pad_bias=None, dropout_p=0.0, training=True,
                                                                        x=x, module=layer, aux=[]))
         out.float().square().sum().backward()
+        assert ("rel_sorted" in prepared) == on
         return out.detach().float(), src.rel_embed.weight.grad.clone(), layer.v_r.grad.clone()
 
     for bf16, tol in ((False, 1e-5), (True, 3e-2)):

@@ -171,14 +171,20 @@ def test_cuda_graphs_is_refused_where_it_cannot_run(tmp_path):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize(("source", "over"), [(None, {}), ("slr", {}),
-                                              ("slr", {"syntax": "gated", "update_freq": 2, "gate_freeze_epochs": 1})],
-                         ids=["vanilla", "slr", "gated-update_freq2-frozen"])
-def test_cuda_graphs_train_as_eager_does(tmp_path, source, over):
+                                              ("slr", {"syntax": "gated", "update_freq": 2, "gate_freeze_epochs": 1}),
+                                              ("set", {"sorted_lookup": True})],
+                         ids=["vanilla", "slr", "gated-update_freq2-frozen", "set-sorted-lookup"])
+def test_cuda_graphs_train_as_eager_does(tmp_path, monkeypatch, source, over):
     """Dropout off, float32, the same seed and batches: a run with CUDA graphs has the losses of a
     run without them (relative 1e-3: the sources' padded word and entry counts may take other kernels'
     summation orders, and Adam divides by the gradients' size), and replays the graphs it captured.
     Two batches per update add into the same gradients; frozen gates (epoch 0 < gate_freeze_epochs)
-    stay as they were in both runs."""
+    stay as they were in both runs. ``sorted_lookup``: SET's lookup as ``_SortedLookup`` in both runs
+    (its per-batch sort is recorded in the graphs)."""
+    from synprep.train.sources import set as set_mod
+
+    over = dict(over)
+    monkeypatch.setattr(set_mod, "SORTED_LOOKUP_ON_CUDA", over.pop("sorted_lookup", False))
     runs, gates = {}, {}
     for graphs in (False, True):
         tr = _trainer(tmp_path / str(graphs), source, device="cuda", cuda_graphs=graphs, **over)

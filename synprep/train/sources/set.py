@@ -102,64 +102,74 @@ def set_relations(heads: np.ndarray, deprel: np.ndarray, max_path: int) -> tuple
     return rel, tr.subtree, tr.depth.astype(np.int64)
 
 
-#: On CUDA, take the relation table's gradient as one-hot matrix products (:class:`_RelationLookup`)
-#: instead of ``embedding_dense_backward``. Off until measured on a GPU: ``bench_train_gpu.py --set-lookup``
-#: (run by ``gpu_suite.sh``) times both; the CPU keeps the embedding's backward either way (the one-hot
-#: products are 7× slower there: 200 vs 30 ms at 495,000 pairs × 83 relations × 8 columns, one thread).
-ONE_HOT_GRAD_ON_CUDA = False
-
-#: The one-hot matrix of the backward is made in chunks of at most this many elements (bool, then float32):
-#: 2^26 = 256 MiB; a 16384-token batch of 30-piece sentences (495,000 pairs × 83 relations, 41 M) is one chunk.
-ONE_HOT_CHUNK = 1 << 26
+#: On CUDA, take SET's relation lookup as :class:`_SortedLookup` (rows laid out per column, the table's
+#: gradient by segment sums over the pairs sorted once per batch) instead of ``F.embedding``. Off until
+#: measured on a GPU: ``bench_train_gpu.py --set-lookup`` (run by ``gpu_suite.sh``) times both. The
+#: CPU keeps the embedding either way (its backward is a plain loop there; docs/train.md "SET's table
+#: gradient" has the figures of this and of an earlier one-hot candidate).
+SORTED_LOOKUP_ON_CUDA = False
 
 
-class _RelationLookup(torch.autograd.Function):
-    """``table[rel]`` (an embedding lookup, the same values) whose backward sums the gradient per relation
-    as ``one_hot(rel)ᵀ @ grad``: a matrix product, where CUDA's ``embedding_dense_backward`` sorts the
-    pairs' ids and reduces each id's run, and SET's ids are few and skewed (most pairs have none: one run
-    holds most of the batch; PyTorch's scatter kernels slow down with such "hot" indices,
-    pytorch/pytorch#194078)."""
+def sort_relations(rel: torch.Tensor, n_rel: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The pairs grouped by relation id, for :class:`_SortedLookup`'s gradient (once per batch: every
+    layer's lookup reads the same ids).
+
+    Args:
+        rel: (B, T, T) long relation ids in ``[0, n_rel)``.
+
+    Returns:
+        ``order`` (B·T·T,) long: flat pair indices sorted by id (stable: ascending within an id);
+        ``bounds`` (n_rel + 1,) long: id r's pairs are ``order[bounds[r]:bounds[r + 1]]``. On the
+        device of ``rel``, without a host sync.
+    """
+    ids, order = torch.sort(rel.reshape(-1), stable=True)
+    return order, torch.searchsorted(ids, torch.arange(n_rel + 1, device=rel.device))
+
+
+class _SortedLookup(torch.autograd.Function):
+    """``table[rel]`` laid out per column, (C, B, T, T), and the table's gradient as per-relation segment
+    sums of the pairs sorted by id (:func:`sort_relations`): one gather of the gradient into that order,
+    a float64 running sum, its differences at the ids' bounds, one rounding to the gradient's dtype.
+
+    Why: on CUDA ``F.embedding`` gathers rows of C = 2·H_s values (16 bytes in bf16) one row per pair,
+    and its backward sorts the pairs' ids again in every layer, for ids that are few and skewed (most
+    pairs have none: one run holds most of the batch, the "hot index" case of PyTorch's scatter and
+    embedding kernels, pytorch/pytorch#194078). Here the forward is an element-wise gather from a
+    (C, n_rel) table and the sort is done once per batch."""
 
     @staticmethod
-    def forward(ctx: Any, rel: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(rel)
-        ctx.n_rel = table.shape[0]
-        return F.embedding(rel, table)
+    def forward(ctx: Any, rel: torch.Tensor, table: torch.Tensor, order: torch.Tensor,
+                bounds: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(order, bounds)
+        return table.t()[:, rel]
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor]:
-        (rel,) = ctx.saved_tensors
-        g = grad.reshape(-1, grad.shape[-1])
-        ids = rel.reshape(1, -1)
-        classes = torch.arange(ctx.n_rel, device=rel.device).unsqueeze(1)  # (n_rel, 1)
-        # float32 products for half-precision gradients (exact inputs, TF32 or not: one-hot entries and
-        # bf16/fp16 values fit its mantissa), float32 sums, one rounding to the gradient's dtype at the end
-        dtype = torch.float32 if g.dtype in (torch.float16, torch.bfloat16) else g.dtype
-        rows = max(1, ONE_HOT_CHUNK // ctx.n_rel)
-        out = torch.zeros(ctx.n_rel, g.shape[1], dtype=dtype, device=g.device)
-        with torch.autocast(g.device.type, enabled=False):  # float32 products even under a caller's autocast
-            for start in range(0, g.shape[0], rows):  # static sizes: the same chunks at every graph replay
-                one_hot = classes.eq(ids[:, start:start + rows]).to(dtype)  # (n_rel, rows)
-                out += torch.matmul(one_hot, g[start:start + rows].to(dtype))
-        return None, out.to(grad.dtype)
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor, None, None]:
+        order, bounds = ctx.saved_tensors
+        g = grad.reshape(grad.shape[0], -1).index_select(1, order)  # (C, P) grouped by id
+        run = F.pad(torch.cumsum(g, dim=1, dtype=torch.float64), (1, 0))  # (C, P + 1), run[:, 0] = 0
+        sums = run.index_select(1, bounds[1:]) - run.index_select(1, bounds[:-1])  # (C, n_rel)
+        return None, sums.t().to(grad.dtype), None, None
 
 
-def relation_lookup(rel: torch.Tensor, table: torch.Tensor, one_hot: bool = False) -> torch.Tensor:
-    """Per-pair rows of the relation table (eq. 1's ``r_ij V_r`` and eq. 3's ``r_ij W_{g,r} V_g``).
+def relation_lookup(rel: torch.Tensor, table: torch.Tensor,
+                    sorted_rel: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+    """Per-pair values of the relation table (eq. 1's ``r_ij V_r`` and eq. 3's ``r_ij W_{g,r} V_g``),
+    one (B, T, T) map per column.
 
     Args:
         rel: (B, T, T) long relation ids in ``[0, n_rel)``.
         table: (n_rel, C) float.
-        one_hot: the gradient by one-hot products (:class:`_RelationLookup`) instead of the embedding's
-            backward; equal up to the summation order.
+        sorted_rel: :func:`sort_relations` of ``rel``: take the lookup as :class:`_SortedLookup` (the
+            same values; the gradient equal up to the summation's rounding); None: ``F.embedding``.
 
     Returns:
-        (B, T, T, C), ``table``'s dtype.
+        (C, B, T, T), ``table``'s dtype (a view of (B, T, T, C) rows without ``sorted_rel``).
     """
-    if one_hot and torch.is_grad_enabled() and table.requires_grad:
-        return _RelationLookup.apply(rel, table)
+    if sorted_rel is not None and torch.is_grad_enabled() and table.requires_grad:
+        return _SortedLookup.apply(rel, table, *sorted_rel)
     # an embedding lookup: its backward is one dense kernel (advanced indexing's is a scatter)
-    return F.embedding(rel, table)
+    return F.embedding(rel, table).permute(3, 0, 1, 2)
 
 
 class SETLayer(nn.Module):
@@ -231,8 +241,12 @@ class SET(SETSpec, SyntaxSource):
         w_g = torch.einsum("hrs,hs->hr", m.w_gr, m.v_g)  # W_{g,r} V_g (Hs, d_r)
         table = torch.matmul(E, torch.cat([m.v_r, w_g], 0).t())  # (n_rel, 2Hs): S^r and r W_{g,r} V_g
         rel = prepared["rel"]
-        per_pair = relation_lookup(rel, table.to(s.dtype), ONE_HOT_GRAD_ON_CUDA and rel.is_cuda)
-        per_pair = per_pair.permute(0, 3, 1, 2)  # (B, 2Hs, T, T)
+        sorted_rel = None
+        if SORTED_LOOKUP_ON_CUDA and rel.is_cuda and torch.is_grad_enabled():
+            if "rel_sorted" not in prepared:  # once per batch, for every layer (prepare's dict lives one pass)
+                prepared["rel_sorted"] = sort_relations(rel, self.n_rel)
+            sorted_rel = prepared["rel_sorted"]
+        per_pair = relation_lookup(rel, table.to(s.dtype), sorted_rel).transpose(0, 1)  # (B, 2Hs, T, T)
         s_r, g_r = per_pair[:, :Hs], per_pair[:, Hs:]
         u = torch.einsum("hdr,hr->hd", m.w_ge, m.v_g)  # W_{g,e} V_g (Hs, d)
         g_e = torch.matmul(ctx.x, u.t().to(ctx.x.dtype)).transpose(1, 2).unsqueeze(-1)  # (B, Hs, T, 1)
