@@ -381,15 +381,20 @@ def set_lookup_figure(args, data, vocab: int, tmp: Path) -> dict:
 def real_loop(preset: str, args, vocab: int, tmp: Path, **over) -> dict:
     """The last interval row ``synprep train`` logs on synthetic shards: its tokens/s and where its wall
     time went (``data_wait_s``, ``valid_s``, ``checkpoint_s`` of ``seconds``; ``checkpoint_write_s``: the
-    background writes, overlapping the updates)."""
+    background writes, overlapping the updates; with ``cuda_graphs``, its counters and ``in_interval``: the
+    captures, replays and capture seconds of that interval)."""
     n = 300 if args.small else 20000
     write_folder(tmp / "shards", {"train": n, "valid": 50}, vocab_size=vocab)
     steps = args.loop_steps or (6 if args.small else 200)
     cfg = _cfg(preset, args, max_steps=steps, max_epochs=0, log_interval=steps // 2,
                num_workers=0 if args.small else 2, **over)
     train(tmp / "shards", tmp / "run", cfg, device=args.device, progress=False)
-    rows = [json.loads(x) for x in (tmp / "run" / "metrics.jsonl").read_text().splitlines()]
-    return [r for r in rows if "tokens_per_s" in r][-1]
+    rows = [r for r in map(json.loads, (tmp / "run" / "metrics.jsonl").read_text().splitlines()) if "tokens_per_s" in r]
+    last = rows[-1]
+    if "cuda_graphs" in last and len(rows) > 1:  # the counters are cumulative: what the last interval added
+        last["cuda_graphs"] = {**last["cuda_graphs"], "in_interval": {
+            k: round(last["cuda_graphs"][k] - rows[-2]["cuda_graphs"][k], 3) for k in ("captures", "replays", "capture_s")}}
+    return last
 
 
 def main() -> None:
@@ -411,7 +416,7 @@ def main() -> None:
     ap.add_argument("--graphs-only", action="store_true", help="only the cuda_graphs figures (and the real loop)")
     ap.add_argument("--batch-order", action="store_true", help="add the batch_order figure (target vs source)")
     ap.add_argument("--set-lookup", action="store_true",
-                    help="add the set_lookup figure (SET's relation-table gradient: embedding vs one-hot)")
+                    help="add the set_lookup figure (SET's relation lookup: F.embedding vs the sorted lookup)")
     ap.add_argument("--graph-batches", type=int, default=40, help="batches of the cuda_graphs figure (default 40)")
     ap.add_argument("--graphs-loop", choices=["both", "graphs", "none"], default="both",
                     help="real_loop_cuda_graphs: without and with graphs (default), with graphs only, or none")
@@ -468,7 +473,7 @@ def main() -> None:
                         row = real_loop(gated, args, vocab, tmp / f"loop-graphs{on}", cuda_graphs=on)
                         emit({"figure": "real_loop_cuda_graphs", "preset": gated, "cuda_graphs": on,
                               **{k: row.get(k) for k in ("tokens_per_s", "seconds", "data_wait_s", "valid_s",
-                                                         "checkpoint_s", "step")}})
+                                                         "checkpoint_s", "step", "cuda_graphs")}})
                     except Exception as e:  # noqa: BLE001
                         emit({"figure": "real_loop_cuda_graphs", "cuda_graphs": on,
                               "error": f"{type(e).__name__}: {str(e)[:600]}"})
