@@ -130,7 +130,8 @@ def beam_search(model: Seq2Seq, batch: Batch, beam: int = 5, lenpen: float = 1.0
     """Beam search (see the module docstring).
 
     Rows ``a·beam … a·beam + beam − 1`` of the decoder batch are the beams of the a-th running
-    sentence; ``scores`` (A, beam) are their summed log-probabilities.
+    sentence; ``scores`` (A, beam) float32 are their summed log-probabilities, −inf for a dead beam
+    (whose row continues some row of its sentence: its continuations are −inf, never chosen).
 
     Returns:
         B token id lists (no ``</s>``): the best finished hypothesis of each sentence.
@@ -139,73 +140,82 @@ def beam_search(model: Seq2Seq, batch: Batch, beam: int = 5, lenpen: float = 1.0
     dev = batch.src_tokens.device
     dec = _Decoder(model, model.encode(batch))
     lim = _limits(model, batch, max_len_a, max_len_b)  # (A,)
-    L = int(lim.max())
-    tokens = torch.full((B * k, 1), EOS_ID, dtype=torch.long, device=dev)
+    lo, L = torch.stack(lim.aminmax()).tolist()  # no </s> is forced before step lo − 1
+    last = torch.full((B * k,), EOS_ID, dtype=torch.long, device=dev)  # (A*k,) each row's newest token
+    tokens = last[:, None]  # (A*k, step + 1) each row's tokens
     scores = torch.zeros(B, k, device=dev)
     scores[:, 1:] = float("-inf")  # all beams start identical: keep one
     sent = torch.arange(B, device=dev)  # original index of each running sentence
     n_fin = torch.zeros(B, dtype=torch.long, device=dev)  # finished hypotheses per running sentence
-    best = torch.full((B, L), PAD_ID, dtype=torch.long, device=dev)
-    best_len = torch.zeros(B, dtype=torch.long, device=dev)
-    best_score = torch.full((B,), float("-inf"), dtype=torch.float64, device=dev)
-    found = torch.zeros(B, dtype=torch.bool, device=dev)
+    # the best finished hypothesis of each running sentence, (A, L) long and (A, 1) float64: its tokens
+    # are <pad> after its length (a hypothesis holds no <pad>, and a later, longer one overwrites it)
+    run_best = torch.full((B, L), PAD_ID, dtype=torch.long, device=dev)
+    run_score = torch.full((B, 1), float("-inf"), dtype=torch.float64, device=dev)
+    best = torch.full((B, L), PAD_ID, dtype=torch.long, device=dev)  # the same, by original index
+    best_score = torch.full((B, 1), float("-inf"), dtype=torch.float64, device=dev)
+    width = min(2 * k, model.dec_embed.num_embeddings)  # candidates per row
     j = torch.arange(2 * k, device=dev)
-    first = torch.arange(min(2 * k, model.dec_embed.num_embeddings), device=dev) == 0
+    first_k, j_late = j < k, j + 2 * k
+    first = torch.arange(width, device=dev) == 0
+    row0 = (torch.arange(B, device=dev) * k)[:, None]  # (B, 1) the first row of each sentence
     for step in range(L):
         A = sent.numel()
-        lp = dec.lprobs(tokens[:, -1])  # (A*k, V)
-        V = lp.shape[1]
+        lp = dec.lprobs(last)  # (A*k, V)
         # the best 2k continuations of a sentence are among the best 2k of each of its beams (two
         # topk, not one over beam × V: the reference's order among equal scores, common under bf16)
-        row_s, row_i = lp.topk(min(2 * k, V), dim=1)  # (A*k, 2k)
-        width = row_s.shape[1]
-        # </s> alone at the length limit: the row's only finite candidate (the others are never used)
-        forced = (lim <= step + 1).repeat_interleave(k)[:, None]
-        row_s = torch.where(forced, torch.where(first, lp[:, EOS_ID:EOS_ID + 1], float("-inf")), row_s)
-        row_i = torch.where(forced & first, EOS_ID, row_i)
+        row_s, row_i = lp.topk(width, dim=1)  # (A*k, 2k)
+        at_limit = step + 1 >= lo  # some sentence may be at its length limit (known on the host)
+        if at_limit:
+            # </s> alone at the length limit: the row's only finite candidate (the others are never used)
+            forced = lim <= step + 1
+            forced_rows = forced.repeat_interleave(k)[:, None]
+            row_s = torch.where(forced_rows, torch.where(first, lp[:, EOS_ID:EOS_ID + 1], float("-inf")), row_s)
+            row_i = torch.where(forced_rows & first, EOS_ID, row_i)
         cand = (scores.view(A * k, 1) + row_s).view(A, -1)  # (A, k*2k)
         top_s, top_j = cand.topk(2 * k, dim=1)  # (A, 2k), best first
-        top_beam = top_j // width
+        top_row = row0[:A] + top_j // width  # (A, 2k) the row each candidate continues
         top_tok = row_i.view(A, -1).gather(1, top_j)
         valid = top_s.ne(float("-inf"))
         eos = top_tok.eq(EOS_ID)
         # finished: </s> among the first k; the best of them (first on ties) may replace the kept one
-        fin = valid & eos & (j < k)
+        fin = eos & valid & first_k
         norm = torch.where(fin, top_s.double() / (step + 1) ** lenpen, float("-inf"))
-        bj = norm.argmax(dim=1, keepdim=True)
-        bval = norm.gather(1, bj).squeeze(1)
-        upd = fin.any(dim=1) & (bval > best_score[sent])
+        bval, bj = norm.max(dim=1, keepdim=True)  # (A, 1) the first maximum; −inf where none finished
+        upd = bval > run_score
+        run_score = torch.where(upd, bval, run_score)
         if step:
-            rows = torch.arange(A, device=dev) * k + top_beam.gather(1, bj).squeeze(1)
-            best[sent, :step] = torch.where(upd[:, None], tokens.index_select(0, rows)[:, 1:], best[sent, :step])
-        best_len[sent] = torch.where(upd, step, best_len[sent])
-        best_score[sent] = torch.where(upd, bval, best_score[sent])
-        found[sent] |= upd
-        n_fin = n_fin + fin.sum(dim=1)
-        # continuing: the first k valid non-</s> candidates, then dead beams (beam 0, </s>, -inf)
-        keep = valid & ~eos
+            hyp = tokens.index_select(0, top_row.gather(1, bj).view(-1))[:, 1:]  # (A, step)
+            prefix = run_best[:, :step]
+            torch.where(upd, hyp, prefix, out=prefix)
+        n_fin += fin.sum(dim=1)
+        # continuing: the first k valid non-</s> candidates, then dead beams (−inf)
+        keep = valid > eos  # valid and not </s>
         keep &= keep.cumsum(dim=1) <= k
-        sel = torch.where(keep, j, j + 2 * k).argsort(dim=1)[:, :k]  # (A, k) kept ones first, in order
-        live = keep.gather(1, sel)
-        new_beam = torch.where(live, top_beam.gather(1, sel), 0)
-        new_tok = torch.where(live, top_tok.gather(1, sel), EOS_ID)
-        new_s = torch.where(live, top_s.gather(1, sel), float("-inf"))
-        done = (n_fin >= k) | (lim <= step + 1)
-        alive = (~done).nonzero().squeeze(1)  # the stop test: the step's one host sync
+        sel = torch.where(keep, j, j_late).topk(k, dim=1, largest=False)[1]  # (A, k) kept ones first, in order
+        new_s = torch.where(keep, top_s, float("-inf")).gather(1, sel)
+        new_tok = top_tok.gather(1, sel)
+        running = n_fin < k
+        if at_limit:
+            running &= ~forced
+        alive = running.nonzero().view(-1)  # the stop test: the step's one host sync
         if alive.numel() == 0:
+            best.index_copy_(0, sent, run_best)
+            best_score.index_copy_(0, sent, run_score)
             break
-        order = (torch.arange(A, device=dev) * k)[:, None] + new_beam  # (A, k) rows of the next step
+        order = top_row.gather(1, sel)  # (A, k) rows of the next step
         if alive.numel() < A:  # finished sentences leave the batch
-            order, new_tok, new_s = order[alive], new_tok[alive], new_s[alive]
-            sent, lim, n_fin = sent[alive], lim[alive], n_fin[alive]
-            order = order.reshape(-1)
+            best.index_copy_(0, sent, run_best)
+            best_score.index_copy_(0, sent, run_score)
+            order, new_tok, new_s = order[alive].view(-1), new_tok[alive], new_s[alive]
+            sent, lim, n_fin, run_best, run_score = sent[alive], lim[alive], n_fin[alive], run_best[alive], run_score[alive]
             dec.select(order, alive)
         else:
-            order = order.reshape(-1)
+            order = order.view(-1)
             dec.select(order)
-        tokens = torch.cat([tokens.index_select(0, order), new_tok.reshape(-1, 1)], dim=1)
+        last = new_tok.view(-1)
+        tokens = torch.cat([tokens.index_select(0, order), last[:, None]], dim=1)
         scores = new_s
-    return _hypotheses(best, best_len, found)
+    return _hypotheses(best, best.ne(PAD_ID).sum(dim=1), best_score.view(-1) > float("-inf"))
 
 
 def load_model(path, device: torch.device | str = "cpu", average=None):
