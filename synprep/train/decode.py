@@ -36,6 +36,10 @@ from synprep.constants import BOS_ID, EOS_ID, PAD_ID
 from synprep.train.data import Batch
 from synprep.train.model import DecoderLayer, EncoderOut, Seq2Seq
 
+#: the ids never produced, <s> and <pad>, adjacent in fairseq's order: one slice to mask
+_NEVER = slice(min(BOS_ID, PAD_ID), max(BOS_ID, PAD_ID) + 1)
+assert _NEVER.stop - _NEVER.start == 2
+
 
 def _limits(model: Seq2Seq, batch: Batch, max_len_a: float, max_len_b: int) -> torch.Tensor:
     """(B,) long on the batch's device: ``max(1, min(int(a · src_len + b), max_positions − 1))``."""
@@ -69,8 +73,7 @@ class _Decoder:
         self.step += 1
         self.order = None
         lp = torch.log_softmax(logits, dim=-1)
-        lp[:, PAD_ID] = float("-inf")
-        lp[:, BOS_ID] = float("-inf")
+        lp[:, _NEVER] = float("-inf")
         return lp
 
     def select(self, rows: torch.Tensor, sentences: torch.Tensor | None = None) -> None:
