@@ -124,6 +124,9 @@ class MultiheadAttention(nn.Module):
             new tensor (``index_select(out=…)``), this step's keys/values into the last; SDPA reads
             the contiguous result (it is slower on a strided view of a preallocated buffer).
         """
+        dev = x.device.type
+        if x.dtype == torch.float32 and torch.is_autocast_enabled(dev):
+            x = x.to(torch.get_autocast_dtype(dev))  # autocast's cast of x, once for the three projections
         q = _split(self.q_proj(x), self.heads)
         N, H, _, dh = q.shape
         t = 0 if kv is None else kv.shape[3]

@@ -61,7 +61,9 @@ class _Decoder:
         self.model = model
         layers = [cast(DecoderLayer, layer) for layer in model.decoder]
         self.mem = [layer.cross_attn.memory_kv(enc.x) for layer in layers]
-        self.bias = enc.bias
+        # the padding bias in the queries' dtype (that of the keys, e.g. bf16 under autocast), cast
+        # once here, not by every layer of every step
+        self.bias = None if enc.bias is None else enc.bias.to(self.mem[0].dtype)
         self.kv: list[torch.Tensor | None] = [None] * len(layers)
         self.step = 0
         self.order: torch.Tensor | None = None
