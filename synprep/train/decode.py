@@ -107,23 +107,25 @@ def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 0.0, max_len_
     dev = batch.src_tokens.device
     dec = _Decoder(model, model.encode(batch))
     lim = _limits(model, batch, max_len_a, max_len_b)
-    L = int(lim.max())
+    lo, L = torch.stack(lim.aminmax()).tolist()  # no </s> is forced before step lo − 1
     tokens = torch.full((B, 1), EOS_ID, dtype=torch.long, device=dev)
     sent = torch.arange(B, device=dev)  # original index of each running sentence
     best = torch.full((B, L), PAD_ID, dtype=torch.long, device=dev)
     length = torch.zeros(B, dtype=torch.long, device=dev)
     for step in range(L):
         nxt = dec.lprobs(tokens[:, -1]).argmax(dim=-1)
-        nxt = nxt.masked_fill_(lim <= step + 1, EOS_ID)  # </s> forced at the length limit
-        fin = nxt.eq(EOS_ID)
-        if step:
-            best[sent, :step] = torch.where(fin[:, None], tokens[:, 1:], best[sent, :step])
-        length[sent] = torch.where(fin, step, length[sent])
-        alive = (~fin).nonzero().squeeze(1)  # the stop test: the step's one host sync
+        if step + 1 >= lo:  # some sentence may be at its length limit (known on the host)
+            nxt = nxt.masked_fill_(lim <= step + 1, EOS_ID)  # </s> forced at the length limit
+        alive = nxt.ne(EOS_ID).nonzero().view(-1)  # the stop test: the step's one host sync
+        if alive.numel() < nxt.numel():  # finished rows (and only they) write their hypotheses
+            fin = nxt.eq(EOS_ID)
+            if step:
+                best[sent, :step] = torch.where(fin[:, None], tokens[:, 1:], best[sent, :step])
+            length[sent] = torch.where(fin, step, length[sent])
         if alive.numel() == 0:
             break
         tokens = torch.cat([tokens, nxt[:, None]], dim=1)
-        if alive.numel() < fin.numel():
+        if alive.numel() < nxt.numel():
             tokens, sent, lim = tokens[alive], sent[alive], lim[alive]
             dec.select(alive, alive)
     return _hypotheses(best, length, torch.ones(B, dtype=torch.bool))
