@@ -149,7 +149,7 @@ def beam_search(model: Seq2Seq, batch: Batch, beam: int = 5, lenpen: float = 1.0
     lim = _limits(model, batch, max_len_a, max_len_b)  # (A,)
     lo, L = torch.stack(lim.aminmax()).tolist()  # no </s> is forced before step lo − 1
     last = torch.full((B * k,), EOS_ID, dtype=torch.long, device=dev)  # (A*k,) each row's newest token
-    tokens = last[:, None]  # (A*k, step + 1) each row's tokens
+    tokens = torch.empty((B * k, 0), dtype=torch.long, device=dev)  # (A*k, step) each row's tokens after </s>
     scores = torch.zeros(B, k, device=dev)
     scores[:, 1:] = float("-inf")  # all beams start identical: keep one
     sent = torch.arange(B, device=dev)  # original index of each running sentence
@@ -164,7 +164,7 @@ def beam_search(model: Seq2Seq, batch: Batch, beam: int = 5, lenpen: float = 1.0
     j = torch.arange(2 * k, device=dev)
     first_k, j_late = j < k, j + 2 * k
     first = torch.arange(width, device=dev) == 0
-    row0 = (torch.arange(B, device=dev) * k)[:, None]  # (B, 1) the first row of each sentence
+    row0 = (torch.arange(B, device=dev) * k)[:, None]  # (A, 1) the first row of each running sentence
     for step in range(L):
         A = sent.numel()
         lp = dec.lprobs(last)  # (A*k, V)
@@ -180,7 +180,7 @@ def beam_search(model: Seq2Seq, batch: Batch, beam: int = 5, lenpen: float = 1.0
             row_i = torch.where(forced_rows & first, EOS_ID, row_i)
         cand = (scores.view(A * k, 1) + row_s).view(A, -1)  # (A, k*2k)
         top_s, top_j = cand.topk(2 * k, dim=1)  # (A, 2k), best first
-        top_row = row0[:A] + top_j // width  # (A, 2k) the row each candidate continues
+        top_row = row0 + top_j // width  # (A, 2k) the row each candidate continues
         top_tok = row_i.view(A, -1).gather(1, top_j)
         valid = top_s.ne(float("-inf"))
         eos = top_tok.eq(EOS_ID)
@@ -191,14 +191,13 @@ def beam_search(model: Seq2Seq, batch: Batch, beam: int = 5, lenpen: float = 1.0
         upd = bval > run_score
         run_score = torch.where(upd, bval, run_score)
         if step:
-            hyp = tokens.index_select(0, top_row.gather(1, bj).view(-1))[:, 1:]  # (A, step)
+            hyp = tokens.index_select(0, top_row.gather(1, bj).view(-1))  # (A, step)
             prefix = run_best[:, :step]
             torch.where(upd, hyp, prefix, out=prefix)
         n_fin += fin.sum(dim=1)
         # continuing: the first k valid non-</s> candidates, then dead beams (−inf)
         keep = valid > eos  # valid and not </s>
-        keep &= keep.cumsum(dim=1) <= k
-        sel = torch.where(keep, j, j_late).topk(k, dim=1, largest=False)[1]  # (A, k) kept ones first, in order
+        sel = torch.where(keep, j, j_late).topk(k, dim=1, largest=False)[1]  # (A, k) the first k kept ones, in order
         new_s = torch.where(keep, top_s, float("-inf")).gather(1, sel)
         new_tok = top_tok.gather(1, sel)
         running = n_fin < k
@@ -215,6 +214,7 @@ def beam_search(model: Seq2Seq, batch: Batch, beam: int = 5, lenpen: float = 1.0
             best_score.index_copy_(0, sent, run_score)
             order, new_tok, new_s = order[alive].view(-1), new_tok[alive], new_s[alive]
             sent, lim, n_fin, run_best, run_score = sent[alive], lim[alive], n_fin[alive], run_best[alive], run_score[alive]
+            row0 = row0[:alive.numel()]
             dec.select(order, alive)
         else:
             order = order.view(-1)
