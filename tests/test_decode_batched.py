@@ -171,8 +171,8 @@ def test_jobs_on_a_gpu_is_an_error():
 
 
 def test_training_after_decoding_in_inference_mode(tmp_path):
-    """Under ``torch.inference_mode`` (the searches' mode before they took ``no_grad``, and a caller's), the
-    index tensors the model caches for later calls
+    """Under ``torch.inference_mode`` (the searches' mode without autocast, or a caller's), the index
+    tensors the model caches for later calls
     (``synprep.train.masks.device_index``: here heads 0 and 2, not a slice) must stay normal tensors, or
     the next training step's ``index_select`` cannot save them for backward."""
     from synprep.shards.synthetic import random_records
@@ -198,8 +198,8 @@ def test_training_after_decoding_in_inference_mode(tmp_path):
 @pytest.mark.parametrize("search", [greedy_search, beam_search])
 def test_autocast_casts_the_output_embedding_once_per_search(search):
     """Under bf16 autocast the searches reuse autocast's cast of each parameter: they run under
-    ``no_grad`` (under ``inference_mode`` autocast keeps no casts, and every step cast every weight again,
-    the (V, D) output embedding included)."""
+    ``no_grad`` there (under ``inference_mode`` autocast keeps no casts, and every step cast every weight
+    again, the (V, D) output embedding included)."""
     from torch.profiler import profile
 
     from synprep.shards.synthetic import random_records

@@ -19,16 +19,19 @@ batch. The results equal those of the earlier per-hypothesis Python loop (kept a
 model runs in the autocast dtype; log-probabilities and scores are float32 (finished scores
 float64, as the Python floats of the reference).
 
-The searches run under ``torch.no_grad``, not ``torch.inference_mode``: autocast keeps its casts
-of the parameters (until its outermost context ends) only outside inference mode
-(pytorch/pytorch#165068). Under inference mode every linear layer of every step cast its weight
-and bias again: 97 of a step's 152 casts on a 6+6-layer model, and a copy of the V × D output
-embedding per step.
+The searches run under ``torch.inference_mode``, or under ``torch.no_grad`` where autocast is on
+(:func:`_grad_free`): autocast keeps its casts of the parameters (until its outermost context ends)
+only outside inference mode (pytorch/pytorch#165068), and under inference mode every linear layer of
+every step cast its weight and bias again (97 of a step's 152 casts on a 6+6-layer model, and a copy
+of the V × D output embedding per step). Without autocast inference mode stays: its operators skip
+the autograd dispatch that ``no_grad`` still runs (measured: a step of a small model ~15% faster).
 """
 
 from __future__ import annotations
 
-from typing import cast
+import functools
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar, cast
 
 import torch
 
@@ -39,6 +42,23 @@ from synprep.train.model import DecoderLayer, EncoderOut, Seq2Seq
 #: the ids never produced, <s> and <pad>, adjacent in fairseq's order: one slice to mask
 _NEVER = slice(min(BOS_ID, PAD_ID), max(BOS_ID, PAD_ID) + 1)
 assert _NEVER.stop - _NEVER.start == 2
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _grad_free(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run ``fn`` under ``torch.no_grad`` where autocast is on (CPU or CUDA; its parameter casts are then
+    cached), else under ``torch.inference_mode`` (cheaper per operator; see the module docstring)."""
+
+    @functools.wraps(fn)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        autocast = torch.is_autocast_enabled("cuda") or torch.is_autocast_enabled("cpu")
+        with torch.no_grad() if autocast else torch.inference_mode():
+            return fn(*args, **kwargs)
+
+    return run
 
 
 def _limits(model: Seq2Seq, batch: Batch, max_len_a: float, max_len_b: int) -> torch.Tensor:
@@ -93,7 +113,7 @@ def _hypotheses(best: torch.Tensor, length: torch.Tensor, found: torch.Tensor) -
     return [r[:n] if f else [] for r, n, f in zip(rows, lens, ok, strict=True)]
 
 
-@torch.no_grad()
+@_grad_free
 def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 0.0, max_len_b: int = 200) -> list[list[int]]:
     """Greedy decoding.
 
@@ -131,7 +151,7 @@ def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 0.0, max_len_
     return _hypotheses(best, length, torch.ones(B, dtype=torch.bool))
 
 
-@torch.no_grad()
+@_grad_free
 def beam_search(model: Seq2Seq, batch: Batch, beam: int = 5, lenpen: float = 1.0, max_len_a: float = 0.0,
                 max_len_b: int = 200) -> list[list[int]]:
     """Beam search (see the module docstring).
@@ -313,7 +333,7 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
     show = sys.stderr.isatty() if progress is None else progress
 
     def search(batch: Batch) -> tuple[list[int], list[list[int]]]:
-        with policy.autocast("decode"):  # autocast is per thread (the searches enter no_grad themselves)
+        with policy.autocast("decode"):  # autocast is per thread (the searches then pick no_grad or inference mode themselves)
             if beam == 1:
                 return batch.ids.tolist(), greedy_search(model, batch, max_len_a, max_len_b)
             return batch.ids.tolist(), beam_search(model, batch, beam, lenpen, max_len_a, max_len_b)
