@@ -171,7 +171,8 @@ def test_jobs_on_a_gpu_is_an_error():
 
 
 def test_training_after_decoding_in_inference_mode(tmp_path):
-    """The searches run under ``torch.inference_mode``; the index tensors the model caches for later calls
+    """Under ``torch.inference_mode`` (the searches' mode without autocast, or a caller's), the index
+    tensors the model caches for later calls
     (``synprep.train.masks.device_index``: here heads 0 and 2, not a slice) must stay normal tensors, or
     the next training step's ``index_select`` cannot save them for backward."""
     from synprep.shards.synthetic import random_records
@@ -185,9 +186,30 @@ def test_training_after_decoding_in_inference_mode(tmp_path):
     recs = list(random_records(6, np.random.default_rng(0), vocab_size=50))
     batch = Collater.for_model(model)(list(enumerate(recs)))
     model.eval()
-    assert len(beam_search(model, batch, 2, 1.0, 0.0, 5)) == 6
+    with torch.inference_mode():
+        assert len(beam_search(model, batch, 2, 1.0, 0.0, 5)) == 6
     assert masks._DEVICE_INDEX and not any(t.is_inference() for t in masks._DEVICE_INDEX.values())
     model.train()
     logits, _ = model(batch)
     logits.sum().backward()  # RuntimeError "Inference tensors cannot be saved for backward" before
     assert model.encoder[0].self_attn.q_proj.weight.grad is not None
+
+
+@pytest.mark.parametrize("search", [greedy_search, beam_search])
+def test_autocast_casts_the_output_embedding_once_per_search(search):
+    """Under bf16 autocast the searches reuse autocast's cast of each parameter: they run under
+    ``no_grad`` there (under ``inference_mode`` autocast keeps no casts, and every step cast every weight
+    again, the (V, D) output embedding included)."""
+    from torch.profiler import profile
+
+    from synprep.shards.synthetic import random_records
+    from synprep.train.model import Seq2Seq
+
+    torch.manual_seed(0)
+    model = Seq2Seq(load_preset("tiny"), 50).eval()
+    batch = Collater.for_model(model)(list(enumerate(random_records(3, np.random.default_rng(0), vocab_size=50))))
+    shape = list(model.dec_embed.weight.shape)
+    with profile(record_shapes=True) as prof, torch.autocast("cpu", dtype=torch.bfloat16):
+        search(model, batch, max_len_b=8)
+    casts = [e for e in prof.events() if e.name == "aten::_to_copy" and e.input_shapes[:1] == [shape]]
+    assert len(casts) == 1

@@ -124,18 +124,22 @@ class MultiheadAttention(nn.Module):
             new tensor (``index_select(out=…)``), this step's keys/values into the last; SDPA reads
             the contiguous result (it is slower on a strided view of a preallocated buffer).
         """
-        q, k, v = self.project(x)
+        dev = x.device.type
+        if x.dtype == torch.float32 and torch.is_autocast_enabled(dev):
+            x = x.to(torch.get_autocast_dtype(dev))  # autocast's cast of x, once for the three projections
+        q = _split(self.q_proj(x), self.heads)
         N, H, _, dh = q.shape
         t = 0 if kv is None else kv.shape[3]
-        new = torch.empty((2, N, H, t + 1, dh), dtype=k.dtype, device=k.device)
+        new = torch.empty((2, N, H, t + 1, dh), dtype=q.dtype, device=q.device)
         if kv is not None:
             if order is None:
                 new[:, :, :, :t] = kv
             else:
                 torch.index_select(kv, 1, order, out=new[:, :, :, :t])
-        new[0, :, :, t:] = k
-        new[1, :, :, t:] = v
-        return self.out_proj(_merge(sdpa(q, new[0], new[1]))), new
+        keys, values = new.unbind(0)
+        keys[:, :, t] = self.k_proj(x).view(N, H, dh)  # (N, 1, D): position t of each head
+        values[:, :, t] = self.v_proj(x).view(N, H, dh)
+        return self.out_proj(_merge(sdpa(q, keys, values))), new
 
     def step_cross(self, x: torch.Tensor, kv: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
         """One incremental decoding step of cross-attention, the ``g`` beams of a sentence at once.
@@ -148,11 +152,11 @@ class MultiheadAttention(nn.Module):
         Returns:
             (A·g, 1, D). The g queries of a sentence attend its one copy of the keys (no copy per beam).
         """
-        A = kv.shape[1]
-        q = _split(self.q_proj(x), self.heads)  # (A·g, H, 1, dh)
-        N, H, _, dh = q.shape
-        q = q.view(A, N // A, H, dh).transpose(1, 2)  # (A, H, g, dh)
-        out = sdpa(q, kv[0], kv[1], attn_mask=_like(bias, q))  # (A, H, g, dh)
+        _, A, H, _, dh = kv.shape
+        N = x.shape[0]
+        q = self.q_proj(x).view(A, N // A, H, dh).transpose(1, 2)  # (A, H, g, dh)
+        keys, values = kv.unbind(0)
+        out = sdpa(q, keys, values, attn_mask=_like(bias, q))  # (A, H, g, dh)
         return self.out_proj(out.transpose(1, 2).reshape(N, 1, H * dh))
 
     def memory_kv(self, memory: torch.Tensor) -> torch.Tensor:

@@ -48,7 +48,8 @@ class FeedForward(nn.Module):
             nn.init.zeros_(lin.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(F.dropout(F.relu(self.fc1(x)), self.activation_dropout, self.training))
+        h = F.relu(self.fc1(x))
+        return self.fc2(F.dropout(h, self.activation_dropout, True) if self.training else h)
 
 
 class _ResidualLayer(nn.Module):
@@ -58,9 +59,11 @@ class _ResidualLayer(nn.Module):
     dropout: float
 
     def _block(self, x, norm, fn):
-        """``x + dropout(fn(norm(x)))`` (pre-norm) or ``norm(x + dropout(fn(x)))`` (post-norm)."""
+        """``x + dropout(fn(norm(x)))`` (pre-norm) or ``norm(x + dropout(fn(x)))`` (post-norm); in eval
+        mode no dropout call (an identity then, but one operator per call: a search step has 24)."""
         h = norm(x) if self.normalize_before else x
-        x = x + F.dropout(fn(h), self.dropout, self.training)
+        y = fn(h)
+        x = x + (F.dropout(y, self.dropout, True) if self.training else y)
         return x if self.normalize_before else norm(x)
 
 
