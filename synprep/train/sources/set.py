@@ -129,7 +129,8 @@ def sort_relations(rel: torch.Tensor, n_rel: int) -> tuple[torch.Tensor, torch.T
 class _SortedLookup(torch.autograd.Function):
     """``table[rel]`` laid out per column, (C, B, T, T), and the table's gradient as per-relation segment
     sums of the pairs sorted by id (:func:`sort_relations`): one gather of the gradient into that order,
-    a float64 running sum, its differences at the ids' bounds, one rounding to the gradient's dtype.
+    one float64 running sum over it (flat), its differences at the ids' bounds, one rounding to the
+    gradient's dtype.
 
     Why: on CUDA ``F.embedding`` gathers rows of C = 2·H_s values (16 bytes in bf16) one row per pair,
     and its backward sorts the pairs' ids again in every layer, for ids that are few and skewed (most
@@ -146,9 +147,15 @@ class _SortedLookup(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor, None, None]:
         order, bounds = ctx.saved_tensors
-        g = grad.reshape(grad.shape[0], -1).index_select(1, order)  # (C, P) grouped by id
-        run = F.pad(torch.cumsum(g, dim=1, dtype=torch.float64), (1, 0))  # (C, P + 1), run[:, 0] = 0
-        sums = run.index_select(1, bounds[1:]) - run.index_select(1, bounds[:-1])  # (C, n_rel)
+        C = grad.shape[0]
+        g = grad.reshape(C, -1).index_select(1, order)  # (C, P) grouped by id
+        P = g.shape[1]
+        # one running sum over the flat C·P values: a 1-D scan (CUDA: one device-wide scan), where a
+        # scan along dim 1 gives each of the C rows one thread block (1.7 ms a layer at P = 982,800 on an
+        # H100, measured); float64, so the row totals it carries along cost no precision
+        run = F.pad(torch.cumsum(g.reshape(-1), dim=0, dtype=torch.float64), (1, 0))  # (C·P + 1,), run[0] = 0
+        at = run[torch.arange(C, device=g.device)[:, None] * P + bounds]  # (C, n_rel + 1)
+        sums = at[:, 1:] - at[:, :-1]  # (C, n_rel)
         return None, sums.t().to(grad.dtype), None, None
 
 
