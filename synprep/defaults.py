@@ -71,14 +71,15 @@ class DecodeDefaults:
             the ``tiny`` copy-task model, the 2-core machine): 2048 → 234.6, 4096 → 271.5, 8192 → 280.4,
             16384 → 262.4 sentences/s, within the noise.
         max_tokens_cuda: on a GPU, where a search step costs about the same host time whatever its rows.
-            Measured (docs/train.md, one H200, beam 5, bf16, 6750 sentences of IWSLT14 test's shape,
-            ``vanilla_iwslt14_de_en``): 4096 → 674, 16384 → 2154, 32768 → 2840 sentences/s. At 30 pieces
-            per sentence 16384 tokens are ~2,700 beam rows: 0.44 GB of float32 log-probabilities for a
-            40,000-symbol vocabulary.
+            Measured (docs/train.md, beam 5, bf16, ``vanilla_iwslt14_de_en``): one H200, an untrained model
+            on 6750 sentences of IWSLT14 test's shape, 4096 → 674, 16384 → 2154, 32768 → 2840 sentences/s;
+            one H100, a (weakly) trained model on IWSLT14 test itself, 4096 → 2005, 16384 → 6302, 32768 →
+            9969, 65536 → 10127. At 30 pieces per sentence 32768 tokens are ~5,500 beam rows: 0.9 GB of
+            float32 log-probabilities for a 40,000-symbol vocabulary.
     """
 
     max_tokens_cpu: int = 4096
-    max_tokens_cuda: int = 16384
+    max_tokens_cuda: int = 32768
 
     def max_tokens(self, device: object) -> int:
         """The default for ``device`` (a ``torch.device`` or its name: ``cpu``, ``cuda``, ``cuda:1``, …)."""

@@ -90,7 +90,7 @@ def test_the_batch_size_defaults_per_device_kind(trained, monkeypatch):
     from synprep.train import decode
 
     kinds = ("cpu", torch.device("cpu"), "cuda", "cuda:1", torch.device("cuda", 0))
-    assert [DECODE_DEFAULTS.max_tokens(d) for d in kinds] == [4096, 4096, 16384, 16384, 16384]
+    assert [DECODE_DEFAULTS.max_tokens(d) for d in kinds] == [4096, 4096, 32768, 32768, 32768]
     model, batches = trained
     batch = batches["unseen"]
     recs = RecordDataset([_pair(batch, b) for b in range(batch.size)])

@@ -289,7 +289,7 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
     Args:
         model: in eval mode. dataset: yields ``(index, PairRecord)``, has ``src_lengths``.
         beam: 1 = greedy search. max_tokens: source tokens per batch (padding included); None: the
-            device kind's default (:class:`synprep.defaults.DecodeDefaults`: 4096 on the CPU, 16384 on a GPU).
+            device kind's default (:class:`synprep.defaults.DecodeDefaults`: 4096 on the CPU, 32768 on a GPU).
         jobs: batches decoded at once, each in a thread of this process (CPU only): torch's
             intra-op threads are shared out between them (``max(1, threads // jobs)`` each, restored
             after). A small model's search step is many small operations that intra-op threads speed
