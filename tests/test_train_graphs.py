@@ -83,6 +83,31 @@ def test_the_graphs_padding_changes_no_loss_and_no_gradient(source):
         torch.testing.assert_close(grads_b[name], grads_a[name], rtol=1e-4, atol=1e-6, msg=name)
 
 
+def _relabelled(batch, vocab: int):
+    """``batch`` with every ordinary token id (≥ 4) moved by 7 within ``[4, vocab)``: the same shapes,
+    padding, ``</s>`` and target-token count (the same graph key), other tokens and other targets."""
+    import dataclasses
+
+    def move(t: torch.Tensor) -> torch.Tensor:
+        return torch.where(t >= 4, (t - 4 + 7) % (vocab - 4) + 4, t)
+
+    return dataclasses.replace(batch, src_tokens=move(batch.src_tokens), prev_tokens=move(batch.prev_tokens),
+                               target=move(batch.target))
+
+
+def test_relabelled_batches_keep_the_key_and_change_the_loss(tmp_path):
+    """What the CUDA graphs test's third pass relies on: a relabelled batch has its original's graph key
+    and another loss (a replay that read the captured batch's tokens would give the captured loss)."""
+    tr = _trainer(tmp_path, None)
+    tr.model.eval()
+    batch = next(iter(tr.train_loader))
+    other = _relabelled(batch, 300)
+    assert batch_key(other) == batch_key(batch) and not torch.equal(other.src_tokens, batch.src_tokens)
+    with torch.no_grad():
+        losses = [tr._loss(tr.model, b)[0].item() for b in (batch, other)]
+    assert losses[0] != losses[1]
+
+
 def _trainer(tmp_path, source: str | None, device: str = "cpu", **over) -> Trainer:
     recs = list(random_records(120, np.random.default_rng(0), words=8, tgt_len=10, vocab_size=300))
     cfg = with_overrides(_config(source), {"max_tokens": 256, "max_steps": 9, "log_interval": 3, "threads": 1,
@@ -178,8 +203,9 @@ def test_cuda_graphs_train_as_eager_does(tmp_path, monkeypatch, source, over):
     """Dropout off, float32, the same seed and batches: a run with CUDA graphs has the losses of a
     run without them (relative 1e-3: the sources' padded word and entry counts may take other kernels'
     summation orders, and Adam divides by the gradients' size), and replays the graphs it captured.
-    Two batches per update add into the same gradients; frozen gates (epoch 0 < gate_freeze_epochs)
-    stay as they were in both runs. ``sorted_lookup``: SET's lookup as ``_SortedLookup`` in both runs
+    The replays of the third pass get other batches of the same keys (``_relabelled``: other tokens), which
+    they must read. Two batches per update add into the same gradients; frozen gates (epoch 0 <
+    gate_freeze_epochs) stay as they were in both runs. ``sorted_lookup``: SET's lookup as ``_SortedLookup`` in both runs
     (its per-batch sort is recorded in the graphs)."""
     from synprep.train.sources import set as set_mod
 
@@ -190,11 +216,13 @@ def test_cuda_graphs_train_as_eager_does(tmp_path, monkeypatch, source, over):
         tr = _trainer(tmp_path / str(graphs), source, device="cuda", cuda_graphs=graphs, **over)
         uf = tr.cfg.update_freq
         batches = [b for _, b in zip(range(3 * uf), tr.train_loader, strict=False)]
+        others = [_relabelled(b, 300) for b in batches]  # the same keys, other tokens: replays must read them
+        assert all(batch_key(a) == batch_key(b) for a, b in zip(batches, others, strict=True))
         before = [p.detach().clone() for p in tr.gate_params]
         losses = []
-        for i in range(9):  # each group of batches 3 times: eager, captured, replayed
+        for i in range(9):  # each group of batches 3 times: eager, captured, replayed with other tokens
             k = (i % 3) * uf
-            out = tr.train_step(batches[k:k + uf])
+            out = tr.train_step((batches if i < 6 else others)[k:k + uf])
             losses.append(out["loss"].item() / out["ntokens"].item())
         runs[graphs] = losses
         gates[graphs] = [torch.equal(a, p.detach()) for a, p in zip(before, tr.gate_params, strict=True)]
