@@ -104,9 +104,9 @@ def set_relations(heads: np.ndarray, deprel: np.ndarray, max_path: int) -> tuple
 
 #: On CUDA, take SET's relation lookup as :class:`_SortedLookup` (rows laid out per column, the table's
 #: gradient by segment sums over the pairs sorted once per batch) instead of ``F.embedding``. Off until
-#: measured on a GPU: ``bench_train_gpu.py --set-lookup`` (run by ``gpu_suite.sh``) times both. The
-#: CPU keeps the embedding either way (its backward is a plain loop there; docs/train.md "SET's table
-#: gradient" has the figures of this and of an earlier one-hot candidate).
+#: measured faster on a GPU: ``bench_train_gpu.py --set-lookup`` (run by ``gpu_suite.sh``) times both
+#: (an H100 timed an earlier version of it, whose running sum went along dim 1, at 0.954× the embedding).
+#: The CPU keeps the embedding either way. docs/train.md "SET's relation lookup on CUDA" has the figures.
 SORTED_LOOKUP_ON_CUDA = False
 
 
