@@ -553,8 +553,8 @@ def translate_trained_figure(args, shared: Path) -> None:
     pairs, 16 sentences) with
     beam 5, length penalty 1 and the preset's length limit (``max_len_a`` 0, ``max_len_b`` 200: a search
     ends when its sentence has beam finished hypotheses) in ``translate``'s batches of ``max_tokens`` 4096,
-    16384 (``translate``'s CUDA default), 32768 and 65536 source tokens, each after a warm-up on its first
-    batch: decode seconds, sentences/s; at 16384, how far
+    16384, 32768 (``translate``'s CUDA default; 16384 until 2026-11-27) and 65536 source tokens, each after a
+    warm-up on its first batch: decode seconds, sentences/s; at 16384 (as the earlier runs), how far
     the searches ran (``bench_translate.length_figures``) against the references' length, the same
     batches with the limit ``1.2·source + 10`` (a weak model's repetitions run to the preset's 200), and the
     tokenized BLEU of the hypotheses (sacrebleu, ``tokenize="none"`` on the lowercased tokenized text:
@@ -586,7 +586,7 @@ def translate_trained_figure(args, shared: Path) -> None:
             rec.update(info, sentences=len(dataset), max_len_a=a, max_len_b=b)
             amp = torch.autocast(torch.device(args.device).type, dtype=torch.bfloat16, enabled=cuda)
             with amp:
-                kept = None  # the batches, hypotheses and counted steps of 16384 (the CUDA default)
+                kept = None  # the batches, hypotheses and counted steps of 16384 (the earlier runs' figures)
                 for max_tokens in (4096, 16384, 32768, 65536):
                     bs = bt.batches(model, dataset, max_tokens, args.device)
                     bt.run(decode, model, bs[:1], beam, lenpen, a, b, args.device)  # warm-up
