@@ -10,7 +10,7 @@ import torch
 
 from synprep.train.checkpoint import LAST
 from synprep.train.config import load_preset, with_overrides
-from synprep.train.data import Collater, RecordDataset
+from synprep.train.data import BucketBatchSampler, Collater, RecordDataset
 from synprep.train.decode import beam_search, greedy_search, load_model, translate_dataset
 from synprep.train.loop import Trainer
 from synprep.train.toydata import build_vocab, make_record, read_pairs
@@ -139,6 +139,42 @@ def test_translate_in_threads_gives_the_same_hypotheses(trained, backend, monkey
     assert three == one == reference.beam_search(model, batch, 5, 1.0, 0.0, 200)
     assert torch.get_num_threads() == threads
     assert kernels == ((None, None) if backend == "auto" else runtime._KERNELS["math"])
+
+
+def test_jobs_above_the_batch_count_leave_no_thread_idle(trained, monkeypatch):
+    """`-j 8` on a split of two batches decodes them in two threads, each with half of torch's threads
+    (not an eighth, as eight threads of which six had nothing to decode): the same hypotheses."""
+    from synprep.train import decode
+
+    model, batches = trained
+    batch = batches["unseen"]
+    recs = RecordDataset([_pair(batch, b) for b in range(batch.size)])
+    src = np.asarray(recs.src_lengths)
+    max_tokens = next(m for m in range(int(src.max()) + 1, 100_000)  # the smallest batches that make two
+                      if len(BucketBatchSampler(src, src, m, shuffle=False)) == 2)
+    seen: list[tuple[str, int]] = []
+    search = decode.beam_search
+
+    def spy(*args, **kwargs):
+        import threading
+
+        seen.append((threading.current_thread().name, torch.get_num_threads()))
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(decode, "beam_search", spy)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(4)
+    try:
+        eight = translate_dataset(model, recs, beam=5, max_tokens=max_tokens, progress=False, jobs=8)
+        assert len(seen) == 2 and {n for _, n in seen} == {2}, seen
+        assert len({name for name, _ in seen}) == 2  # two threads of the pool, one batch each
+        assert torch.get_num_threads() == 4
+        seen.clear()
+        one = translate_dataset(model, recs, beam=5, max_tokens=max_tokens, progress=False)
+        assert [n for _, n in seen] == [4, 4]
+    finally:
+        torch.set_num_threads(threads)
+    assert eight == one
 
 
 def test_shared_kernels_scope_the_kernels_once():

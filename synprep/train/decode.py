@@ -292,7 +292,8 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
             device kind's default (:class:`synprep.defaults.DecodeDefaults`: 4096 on the CPU, 32768 on a GPU).
         jobs: batches decoded at once, each in a thread of this process (CPU only): torch's
             intra-op threads are shared out between them (``max(1, threads // jobs)`` each, restored
-            after). A small model's search step is many small operations that intra-op threads speed
+            after); at most one thread per batch (fewer batches than ``jobs``: fewer threads, each
+            with more of torch's). A small model's search step is many small operations that intra-op threads speed
             up little; batches side by side use the cores better (:func:`_in_threads`; docs/train.md).
 
     Returns:
@@ -328,6 +329,7 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
     policy = runtime.resolve(cfg, device)  # the checkpoint's decode autocast and attention kernels
     runtime.apply(policy)
     sampler = BucketBatchSampler(src, src, max(max_tokens, int(src.max(initial=0)) + 1), shuffle=False)
+    jobs = max(1, min(jobs, len(sampler)))  # no idle threads: their share of torch's threads goes to the others
     collate = Collater.for_model(model)
     out: list[list[int]] = [[] for _ in range(len(dataset))]
     show = sys.stderr.isatty() if progress is None else progress
