@@ -68,6 +68,13 @@ def _limits(model: Seq2Seq, batch: Batch, max_len_a: float, max_len_b: int) -> t
     return lim.long()
 
 
+def _range(lim: torch.Tensor) -> tuple[int, int]:
+    """(lo, L): the smallest and the largest of :func:`_limits`'s ``lim``, in one host read. No ``</s>``
+    is forced before step lo − 1; a search runs at most L steps."""
+    lo, hi = torch.stack(lim.aminmax()).tolist()
+    return lo, hi
+
+
 class _Decoder:
     """The incremental decoding state of one search: per decoder layer the self-attention cache
     (2, N, H, t, dh) of the N hypothesis rows and the cross-attention keys/values (2, A, H, T, dh)
@@ -127,7 +134,7 @@ def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 0.0, max_len_
     dev = batch.src_tokens.device
     dec = _Decoder(model, model.encode(batch))
     lim = _limits(model, batch, max_len_a, max_len_b)
-    lo, L = torch.stack(lim.aminmax()).tolist()  # no </s> is forced before step lo − 1
+    lo, L = _range(lim)
     tokens = torch.full((B, 1), EOS_ID, dtype=torch.long, device=dev)
     sent = torch.arange(B, device=dev)  # original index of each running sentence
     best = torch.full((B, L), PAD_ID, dtype=torch.long, device=dev)
@@ -167,7 +174,7 @@ def beam_search(model: Seq2Seq, batch: Batch, beam: int = 5, lenpen: float = 1.0
     dev = batch.src_tokens.device
     dec = _Decoder(model, model.encode(batch))
     lim = _limits(model, batch, max_len_a, max_len_b)  # (A,)
-    lo, L = torch.stack(lim.aminmax()).tolist()  # no </s> is forced before step lo − 1
+    lo, L = _range(lim)
     last = torch.full((B * k,), EOS_ID, dtype=torch.long, device=dev)  # (A*k,) each row's newest token
     tokens = torch.empty((B * k, 0), dtype=torch.long, device=dev)  # (A*k, step) each row's tokens after </s>
     scores = torch.zeros(B, k, device=dev)
