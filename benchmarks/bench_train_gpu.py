@@ -378,19 +378,47 @@ def set_lookup_figure(args, data, vocab: int, tmp: Path) -> dict:
     return rec
 
 
+#: what :func:`real_loop` adds to the interval's row: the run's length against its epochs
+LOOP_RUN = ("updates", "batches_per_epoch", "interval_after_captures")
+
+
+def loop_updates(per_epoch: int, interval: int) -> int:
+    """Updates of the real loop: whole log intervals, the last starting after the first ``CAPTURE_AT`` epochs
+    of ``per_epoch`` updates. With ``cuda_graphs`` a shape runs eagerly in epoch 1 and is captured in
+    epoch 2: after that every update is a replay, as in a long run and in the step figure's timed passes."""
+    import math
+
+    from synprep.train.graphs import CAPTURE_AT
+
+    return (math.ceil(CAPTURE_AT * per_epoch / interval) + 1) * interval
+
+
 def real_loop(preset: str, args, vocab: int, tmp: Path, **over) -> dict:
     """The last interval row ``synprep train`` logs on synthetic shards: its tokens/s and where its wall
     time went (``data_wait_s``, ``valid_s``, ``checkpoint_s`` of ``seconds``; ``checkpoint_write_s``: the
     background writes, overlapping the updates; with ``cuda_graphs``, its counters and ``in_interval``: the
-    captures, replays and capture seconds of that interval)."""
+    captures, replays and capture seconds of that interval). The run has whole intervals of 100 updates,
+    as many as put the last one after the first ``CAPTURE_AT`` epochs (``--small``: two of 3 updates;
+    ``--loop-steps`` overrides): the steady state, as the step figure's timed passes are (``batches_per_epoch``,
+    ``updates`` and ``interval_after_captures`` say so in the row; the sixth session's 200 updates of 55
+    batches an epoch had the last 10 captures in the interval measured)."""
+    from synprep.train.data import BucketBatchSampler, ShardDataset
+    from synprep.train.graphs import CAPTURE_AT
+
     n = 300 if args.small else 20000
     write_folder(tmp / "shards", {"train": n, "valid": 50}, vocab_size=vocab)
-    steps = args.loop_steps or (6 if args.small else 200)
-    cfg = _cfg(preset, args, max_steps=steps, max_epochs=0, log_interval=steps // 2,
+    interval = 3 if args.small else 100
+    probe = _cfg(preset, args, **over)
+    ds = ShardDataset(tmp / "shards", "train")
+    per_epoch = len(BucketBatchSampler(ds.src_lengths, ds.tgt_lengths, probe.max_tokens,
+                                       max_positions=probe.max_positions))  # updates an epoch (update_freq 1)
+    steps = args.loop_steps or (2 * interval if args.small else loop_updates(per_epoch, interval))
+    cfg = _cfg(preset, args, max_steps=steps, max_epochs=0, log_interval=interval,
                num_workers=0 if args.small else 2, **over)
     train(tmp / "shards", tmp / "run", cfg, device=args.device, progress=False)
     rows = [r for r in map(json.loads, (tmp / "run" / "metrics.jsonl").read_text().splitlines()) if "tokens_per_s" in r]
-    last = rows[-1]
+    last = {**rows[-1], "updates": steps, "batches_per_epoch": per_epoch,
+            "interval_after_captures": steps - interval >= CAPTURE_AT * per_epoch}
     if "cuda_graphs" in last and len(rows) > 1:  # the counters are cumulative: what the last interval added
         last["cuda_graphs"] = {**last["cuda_graphs"], "in_interval": {
             k: round(last["cuda_graphs"][k] - rows[-2]["cuda_graphs"][k], 3) for k in ("captures", "replays", "capture_s")}}
@@ -404,7 +432,9 @@ def main() -> None:
     ap.add_argument("--presets", nargs="+", choices=PRESETS, help="default: all (--small: vanilla, gated)")
     ap.add_argument("--max-tokens", type=int, default=None, help="default 16384 (--small: 1024)")
     ap.add_argument("--steps", type=int, default=None, help="timed updates per preset (default 60; --small 2)")
-    ap.add_argument("--loop-steps", type=int, default=None, help="updates of the real loop (default 200; --small 6)")
+    ap.add_argument("--loop-steps", type=int, default=None,
+                    help="updates of the real loop (default: whole intervals of 100, the last after the graphs' "
+                         "captures; --small: 6)")
     ap.add_argument("--fp32", action="store_true", help="float32 on CUDA instead of bf16 autocast")
     ap.add_argument("--threads", type=int, default=1, help="torch threads on the CPU")
     ap.add_argument("--compile", action="store_true", help="add the compile figure (eager vs torch.compile)")
@@ -473,7 +503,7 @@ def main() -> None:
                         row = real_loop(gated, args, vocab, tmp / f"loop-graphs{on}", cuda_graphs=on)
                         emit({"figure": "real_loop_cuda_graphs", "preset": gated, "cuda_graphs": on,
                               **{k: row.get(k) for k in ("tokens_per_s", "seconds", "data_wait_s", "valid_s",
-                                                         "checkpoint_s", "step", "cuda_graphs")}})
+                                                         "checkpoint_s", "step", "cuda_graphs", *LOOP_RUN)}})
                     except Exception as e:  # noqa: BLE001
                         emit({"figure": "real_loop_cuda_graphs", "cuda_graphs": on,
                               "error": f"{type(e).__name__}: {str(e)[:600]}"})
@@ -516,7 +546,8 @@ def main() -> None:
                   "step_tokens_per_s": round(rates[gated], 1), "ratio": round(loop / rates[gated], 3),
                   "interval_seconds": row["seconds"], "data_wait_s": row["data_wait_s"], "valid_s": row["valid_s"],
                   "checkpoint_s": row["checkpoint_s"], "checkpoint_write_s": row.get("checkpoint_write_s"),
-                  "updates_only_tokens_per_s": round(loop * row["seconds"] / rest, 1) if rest > 0 else None})
+                  "updates_only_tokens_per_s": round(loop * row["seconds"] / rest, 1) if rest > 0 else None,
+                  **{k: row[k] for k in LOOP_RUN}})
 
 
 if __name__ == "__main__":

@@ -28,6 +28,21 @@ def test_bench_train_gpu_small_on_the_cpu():
     assert all(0 < p["host_s_per_update"] and p["device_s_per_update"] is None for p in prof)
     assert set(rows[4]["tokens_per_s"]) == {"1024x1", "512x2"}
     assert rows[5]["tokens_per_s"] > 0 and rows[5]["ratio"] > 0
+    # 300 synthetic pairs (seed 0) make 14 batches of 1024 tokens; --small runs 6 updates, before any capture
+    assert (rows[5]["updates"], rows[5]["batches_per_epoch"], rows[5]["interval_after_captures"]) == (6, 14, False)
+
+
+def test_the_real_loop_is_measured_after_the_captures():
+    """The real loop's length: whole intervals, the last one after epochs 1 (eager) and 2 (captures)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from bench_train_gpu import loop_updates
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    assert loop_updates(55, 100) == 300  # the sixth session's 200 updates measured updates 101-200: captures to 110
+    assert loop_updates(50, 100) == 200  # captures end with update 100: the interval 101-200 is all replays
+    assert loop_updates(51, 100) == 300
+    assert loop_updates(14, 3) == 33
 
 
 def test_bench_train_gpu_graphs_say_they_need_cuda():
