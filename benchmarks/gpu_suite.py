@@ -559,7 +559,9 @@ def translate_trained_figure(args, shared: Path) -> None:
     batches with the limit ``1.2·source + 10`` (a weak model's repetitions run to the preset's 200), and the
     tokenized BLEU of the hypotheses (sacrebleu, ``tokenize="none"`` on the lowercased tokenized text:
     a sign that the model translates, not a result). Then the first 200 sentences (``--small``: 4)
-    through the per-hypothesis reference decoder too: ``identical_on_subset``.
+    through the per-hypothesis reference decoder too: ``identical_on_subset``. Last, ``translate_dataset``:
+    ``synprep translate``'s own path (the pairs as shards, reads and collation included) with and without
+    reading ahead (:func:`_translate_end_to_end`).
     """
     import bench_translate as bt
     import numpy as np
@@ -613,9 +615,52 @@ def translate_trained_figure(args, shared: Path) -> None:
                                                             "mean_hypothesis_tokens": round(float(np.mean(
                                                                 [len(h) for h in short])), 2)}
                 rec.update(_against_reference(model, dataset, ref_n, (beam, lenpen, a, b), args.device))
+            rec["translate_dataset"] = _translate_end_to_end(model, dataset, symbols, (beam, lenpen, a, b),
+                                                             args.device, order, hyps)
         except Exception as e:  # noqa: BLE001 - the figures measured so far still count
             rec["error"] = f"{type(e).__name__}: {str(e)[:300]}"
     emit(rec)
+
+
+def _translate_end_to_end(model, dataset, symbols: list[str], search: tuple, device: str, order, hyps) -> dict:
+    """``synprep translate``'s own path on the test pairs written as shards (``ShardDataset``: HDF5 reads and
+    collation included, the bench's pre-collated batches above exclude them), ``translate``'s default batch
+    size for ``device``, after a warm-up: with the batches read in this process between searches, and read
+    ahead in a DataLoader worker (``read_ahead``, the GPU's default); seconds, sentences/s, whether both give
+    the same hypotheses, and the fraction equal to the 16384-token batches' above (other batches: under bf16
+    the padding's last bits may tip a choice)."""
+    import tempfile
+    import time
+
+    import torch
+
+    from synprep.defaults import DECODE_DEFAULTS
+    from synprep.shards.synthetic import write_folder_records
+    from synprep.train import decode
+    from synprep.train.data import ShardDataset
+
+    beam, lenpen, a, b = search
+    by_index = dict(zip(order.tolist(), hyps, strict=True))
+    out: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        write_folder_records(tmp, {"test": (rec for _, rec in (dataset[i] for i in range(len(dataset))))},
+                             shard_size=2000, vocab_size=len(symbols))
+        shards = ShardDataset(tmp, "test")
+        kw = {"beam": beam, "lenpen": lenpen, "max_len_a": a, "max_len_b": b, "device": device, "progress": False}
+        decode.translate_dataset(model, shards, **kw)  # warm-up
+        got = {}
+        for ahead in (False, True):
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            got[ahead] = decode.translate_dataset(model, shards, read_ahead=ahead, **kw)
+            dt = time.perf_counter() - t0
+            out[f"read_ahead {str(ahead).lower()}"] = {"seconds": round(dt, 2),
+                                                      "sentences_per_s": round(len(shards) / dt, 1)}
+    out["identical"] = got[True] == got[False]
+    out["same_as_16384_fraction"] = round(sum(h == by_index[i] for i, h in enumerate(got[True])) / len(got[True]), 4)
+    out["max_tokens"] = DECODE_DEFAULTS.max_tokens(device)
+    return out
 
 
 def workers_figure(args, shared: Path) -> None:

@@ -177,6 +177,18 @@ def test_jobs_above_the_batch_count_leave_no_thread_idle(trained, monkeypatch):
     assert eight == one
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_read_ahead_in_a_worker_gives_the_same_hypotheses_in_order(trained, jobs):
+    """The batches read and collated in a DataLoader worker process (a GPU's default) give the
+    hypotheses of batches read in this thread, in dataset order, with one search thread or two."""
+    model, batches = trained
+    batch = batches["unseen"]
+    recs = RecordDataset([_pair(batch, b) for b in range(batch.size)])
+    ahead = translate_dataset(model, recs, beam=5, max_tokens=64, progress=False, jobs=jobs, read_ahead=True)
+    here = translate_dataset(model, recs, beam=5, max_tokens=64, progress=False, read_ahead=False)
+    assert ahead == here == reference.beam_search(model, batch, 5, 1.0, 0.0, 200)
+
+
 def test_shared_kernels_scope_the_kernels_once():
     """Inside `shared_kernels` sdpa enters no scope of its own (a per-call scope ending in one thread
     while another thread's call runs would switch that call's kernel) and the policy's kernels are

@@ -70,6 +70,9 @@ def test_gpu_suite_on_the_cpu_prints_every_figure(shared_data, stanza_dir):
     assert trained["trained_on"] == "valid" and trained["train_pairs"] == 400 and trained["updates"] == 10
     assert trained["sentences"] == 16 and trained["max_tokens 16384"]["sentences_per_s"] > 0
     assert trained["identical_on_subset"] is True and trained["mean_reference_tokens"] > 10
+    e2e = trained["translate_dataset"]  # translate's own path: the pairs as shards, read ahead in a worker or not
+    assert e2e["identical"] is True and e2e["same_as_16384_fraction"] == 1.0 and e2e["max_tokens"] == 4096
+    assert e2e["read_ahead true"]["sentences_per_s"] > 0 and e2e["read_ahead false"]["sentences_per_s"] > 0
     assert figures["suite"]["small"] is True
 
 

@@ -303,7 +303,7 @@ def make_loaders(cfg: Any, train_ds: Any, valid_ds: Any, collate: Any, rank: int
     workers = bounded_workers(cfg.num_workers)  # num_workers: 1000 starts no 1000 processes
     loader_kw: dict[str, Any] = dict(collate_fn=collate, num_workers=workers,
                                      pin_memory=device.type == "cuda", generator=torch.Generator(),
-                                     worker_init_fn=_worker_init if workers else None)
+                                     worker_init_fn=worker_init if workers else None)
     # both loaders' workers live across epochs and validations (not started anew each time: 0.13 s of a 0.18 s
     # validation on the CPU, issue 18 item 2); the sampler is read in this process at every iter(), so the
     # batches are the same
@@ -312,5 +312,7 @@ def make_loaders(cfg: Any, train_ds: Any, valid_ds: Any, collate: Any, rank: int
             DataLoader(valid_ds, batch_sampler=valid_sampler, persistent_workers=bool(workers), **loader_kw))
 
 
-def _worker_init(_: int) -> None:
+def worker_init(_: int) -> None:
+    """A DataLoader worker's start: one thread for torch and the numeric libraries (the trainer's and
+    ``translate``'s readers; the process's cores are the main process's)."""
     limit_threads(1)

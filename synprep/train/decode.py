@@ -290,7 +290,7 @@ def check_jobs(jobs: int, device: torch.device | str) -> None:
 @torch.no_grad()
 def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float = 1.0, max_len_a: float = 0.0,
                       max_len_b: int = 200, max_tokens: int | None = None, device: torch.device | str = "cpu",
-                      progress: bool | None = None, jobs: int = 1) -> list[list[int]]:
+                      progress: bool | None = None, jobs: int = 1, read_ahead: bool | None = None) -> list[list[int]]:
     """Translate every pair of a dataset (its source side), batched by source length.
 
     Args:
@@ -302,6 +302,9 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
             after); at most one thread per batch (fewer batches than ``jobs``: fewer threads, each
             with more of torch's). A small model's search step is many small operations that intra-op threads speed
             up little; batches side by side use the cores better (:func:`_in_threads`; docs/train.md).
+        read_ahead: read and collate the next batches in a DataLoader worker process (pinned memory on
+            CUDA) while this process searches; None: on a GPU only, where the search would otherwise
+            wait for every batch's reads (on the CPU ``jobs`` threads overlap them with this thread's).
 
     Returns:
         hypotheses (token ids, no ``</s>``) in dataset order, whatever ``jobs``.
@@ -316,7 +319,7 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
     from tqdm import tqdm
 
     from synprep.errors import InputError
-    from synprep.train.data import BucketBatchSampler, Collater
+    from synprep.train.data import BucketBatchSampler, Collater, worker_init
 
     cfg = model.cfg
     src = np.asarray(dataset.src_lengths)
@@ -347,7 +350,16 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
                 return batch.ids.tolist(), greedy_search(model, batch, max_len_a, max_len_b)
             return batch.ids.tolist(), beam_search(model, batch, beam, lenpen, max_len_a, max_len_b)
 
-    batches = (collate([dataset[i] for i in idx]).to(device) for idx in sampler)  # read in this thread only
+    if read_ahead is None:
+        read_ahead = torch.device(device).type == "cuda"
+    if read_ahead:  # the trainer's loader: one worker, two batches ahead (memory stays flat)
+        from torch.utils.data import DataLoader
+
+        loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=collate, num_workers=1,
+                            pin_memory=torch.device(device).type == "cuda", worker_init_fn=worker_init)
+        batches = (b.to(device) for b in loader)
+    else:
+        batches = (collate([dataset[i] for i in idx]).to(device) for idx in sampler)  # read in this thread only
     with tqdm(total=len(dataset), desc="translate", unit="sent", file=sys.stderr, disable=not show, leave=False) as bar:
         for ids, hyps in _in_threads(search, batches, jobs):
             for i, h in zip(ids, hyps, strict=True):
