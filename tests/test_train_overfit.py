@@ -4,6 +4,7 @@ shards → synprep train → synprep translate (greedy and beam) → synprep eva
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -45,10 +46,16 @@ def test_tiny_preset_overfits(run):
 def test_decoding_returns_training_targets(run, beam):
     root, out, _ = run
     hyp, ref, lines = root / f"hyp{beam}", root / f"ref{beam}", root / f"lines{beam}"
-    run_cli("translate", "--checkpoint", str(out / "checkpoint_last.pt"), "--shards", str(root / "shards"),
-            "--split", "train", "--beam", beam, "-o", str(hyp), "--ref-out", str(ref), "--lines-out", str(lines))
+    proc = run_cli("translate", "--checkpoint", str(out / "checkpoint_last.pt"), "--shards", str(root / "shards"),
+                   "--split", "train", "--beam", beam, "-o", str(hyp), "--ref-out", str(ref), "--lines-out", str(lines))
     h, r = hyp.read_text().splitlines(), ref.read_text().splitlines()
     assert len(h) == len(r) == 200
+    # the throughput line before the signature: the sentences and the pieces written
+    rate = next(x for x in proc.stderr.splitlines() if x.startswith("synprep: translate: "))
+    m = re.fullmatch(r"synprep: translate: 200 sentences, (\d+) pieces out in ([\d.]+) s: ([\d.]+) sentences/s, "
+                     rf"(\d+) pieces/s on cpu \(beam {beam}, -j 1\)", rate)
+    assert m and int(m[1]) == sum(len(x.split()) for x in h) and float(m[3]) > 0, rate
+    assert proc.stderr.strip().splitlines()[-1].startswith("synprep:0.1.0|task:translate|")
     assert lines.read_text().split() == [str(i) for i in range(1, 201)]
     exact = sum(a == b for a, b in zip(h, r, strict=True))
     assert exact >= 180, f"{exact}/200 training targets reproduced"

@@ -233,10 +233,17 @@ def translate_cmd(checkpoint, shards_dir, split, input_path, output_path, beam, 
         if shard_symbols != symbols:
             raise InputError(f"the shards' vocabulary ({len(shard_symbols)} symbols) is not the checkpoint's "
                              f"({len(symbols)} symbols): translate the shards the model was trained on", checkpoint)
+    import time
+
+    t0 = time.perf_counter()
     hyps = translate_dataset(model, dataset, beam=beam, lenpen=lenpen,
                              max_len_a=cfg.max_len_a if max_len_a is None else max_len_a,
                              max_len_b=cfg.max_len_b if max_len_b is None else max_len_b, max_tokens=max_tokens,
                              device=dev, progress=progress, jobs=jobs)
+    seconds = max(time.perf_counter() - t0, 1e-9)
+    pieces = sum(map(len, hyps))
+    log.info("translate: %d sentences, %d pieces out in %.1f s: %.1f sentences/s, %.0f pieces/s on %s (beam %d, -j %d)",
+             len(hyps), pieces, seconds, len(hyps) / seconds, pieces / seconds, dev.type, beam, jobs)
     rb = remove_bpe or detok_lang is not None
 
     def post(lines: list[str]) -> list[str]:
