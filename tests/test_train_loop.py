@@ -11,7 +11,7 @@ from builders import toy_records
 
 from synprep.errors import ConfigError
 from synprep.train.checkpoint import LAST, load_checkpoint
-from synprep.train.config import load_preset, with_overrides
+from synprep.train.config import TrainConfig, load_preset, with_overrides
 from synprep.train.data import RecordDataset
 from synprep.train.loop import Trainer
 from tests.conftest import run_cli
@@ -198,6 +198,20 @@ def test_loader_workers_kept_across_epochs_feed_the_same_batches(tmp_path, data)
         tr.run()
         runs[workers] = _losses(tmp_path / f"w{workers}")
     assert runs[0] == runs[2] and len(runs[0]) == 14
+
+
+def test_loader_workers_default_to_two_on_cuda_and_none_on_the_cpu(tmp_path, data):
+    """``num_workers`` -1 (the default): 2 DataLoader workers on CUDA (reads and collation beside the updates),
+    none on the CPU; an explicit count is kept on both. A CPU run with the default starts no worker."""
+    from synprep.train.data import loader_workers
+
+    assert TrainConfig().num_workers == -1
+    assert [loader_workers(-1, torch.device(d)) for d in ("cuda", "cuda:1", "cpu")] == [2, 2, 0]
+    assert [loader_workers(n, torch.device(d)) for n, d in ((0, "cuda"), (3, "cuda"), (3, "cpu"))] == [0, 3, 3]
+    train, valid, symbols = data
+    tr = Trainer(with_overrides(load_preset("tiny"), {"max_steps": 1}), train, valid, symbols, tmp_path / "run",
+                 torch.device("cpu"), progress=False)
+    assert tr.cfg.num_workers == -1 and tr.train_loader.num_workers == tr.valid_loader.num_workers == 0
 
 
 def test_validation_keeps_its_loader_workers_and_its_values(tmp_path, data):

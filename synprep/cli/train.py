@@ -59,7 +59,8 @@ def _device_option(f):
 @click.option("--epochs", "max_epochs", type=click.IntRange(min=0), default=None, help="Stop after N epochs (0: no limit).")
 @click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Tokens per batch (padding included).")
 @click.option("--seed", type=int, default=None, help="Random seed (batch order, initialisation, dropout).")
-@click.option("--num-workers", type=click.IntRange(min=0), default=None, help="DataLoader worker processes.")
+@click.option("--num-workers", type=click.IntRange(min=-1), default=None,
+              help="DataLoader worker processes (default: the config's, -1 = auto: 2 on CUDA, 0 on the CPU).")
 @click.option("--resume", is_flag=True, help="Continue exactly from OUT/checkpoint_last.pt (its config is used).")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="Override a config field (value parsed as JSON), e.g. --set syntax=vanilla; a syntax "

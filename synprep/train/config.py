@@ -63,7 +63,7 @@ LIMITS: dict[str, tuple[float | None, float | None]] = {
     "decoder_layers": (1, 128), "max_positions": (1, MAX_POSITIONS), "gate_hidden": (1, 16384),
     "gate_freeze_epochs": (0, 1 << 20), "max_tokens": (1, 1 << 24), "update_freq": (1, 4096),
     "max_epochs": (0, 1 << 30), "max_steps": (0, 1 << 40), "seed": (0, 2**32 - 1), "warmup_updates": (0, 1 << 40),
-    "num_workers": (0, MAX_WORKERS), "threads": (0, 4096), "log_interval": (1, 1 << 40),
+    "num_workers": (-1, MAX_WORKERS), "threads": (0, 4096), "log_interval": (1, 1 << 40),
     "save_interval_updates": (0, 1 << 40), "keep_last_epochs": (0, 1 << 20), "beam": (1, 1024),
     "max_len_b": (0, 1 << 20), "max_len_a": (0.0, 1024.0), "lr": (0.0, None), "warmup_init_lr": (0.0, None),
     "adam_eps": (0.0, None), "weight_decay": (0.0, None), "clip_norm": (0.0, None),

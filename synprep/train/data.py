@@ -300,7 +300,7 @@ def make_loaders(cfg: Any, train_ds: Any, valid_ds: Any, collate: Any, rank: int
                  min(cfg.max_tokens, cfg.max_positions))
     if not len(train_sampler.valid):
         raise InputError("no training pair fits max_tokens / max_positions")
-    workers = bounded_workers(cfg.num_workers)  # num_workers: 1000 starts no 1000 processes
+    workers = bounded_workers(loader_workers(cfg.num_workers, device))  # num_workers: 1000 starts no 1000 processes
     loader_kw: dict[str, Any] = dict(collate_fn=collate, num_workers=workers,
                                      pin_memory=device.type == "cuda", generator=torch.Generator(),
                                      worker_init_fn=worker_init if workers else None)
@@ -310,6 +310,18 @@ def make_loaders(cfg: Any, train_ds: Any, valid_ds: Any, collate: Any, rank: int
     return (train_sampler, valid_sampler,
             DataLoader(train_ds, batch_sampler=train_sampler, persistent_workers=bool(workers), **loader_kw),
             DataLoader(valid_ds, batch_sampler=valid_sampler, persistent_workers=bool(workers), **loader_kw))
+
+
+def loader_workers(num_workers: int, device: torch.device) -> int:
+    """DataLoader workers of a training process: ``num_workers``, or for -1 (auto, the default) 0 on the CPU,
+    whose cores are the update's, and :attr:`synprep.defaults.RuntimeDefaults.cuda_loader_workers` (2) on
+    CUDA, where reading and collating a batch between updates would hold the GPU up (docs/train.md, "Data
+    loading")."""
+    if num_workers >= 0:
+        return num_workers
+    from synprep.defaults import RUNTIME_DEFAULTS
+
+    return RUNTIME_DEFAULTS.cuda_loader_workers if device.type == "cuda" else 0
 
 
 def worker_init(_: int) -> None:

@@ -139,7 +139,7 @@ class TrainConfig:
     bf16: bool = False  # bf16 autocast (CUDA or CPU)
 
     # --- bookkeeping ----------------------------------------------------------------------------
-    num_workers: int = 0  # DataLoader workers (each opens its own HDF5 handles)
+    num_workers: int = -1  # DataLoader workers (each opens its own HDF5 handles); -1 = auto (data.loader_workers)
     threads: int = 0  # torch intra-op threads in the training process; 0 = torch's default
     log_interval: int = 100  # updates between metrics.jsonl step records
     save_interval_updates: int = 0  # also save checkpoint_last.pt every N updates; 0 = per epoch
