@@ -301,7 +301,7 @@ def make_loaders(cfg: Any, train_ds: Any, valid_ds: Any, collate: Any, rank: int
     if not len(train_sampler.valid):
         raise InputError("no training pair fits max_tokens / max_positions")
     workers = bounded_workers(loader_workers(cfg.num_workers, device))  # num_workers: 1000 starts no 1000 processes
-    if cfg.num_workers < 0 and log_skipped:
+    if cfg.num_workers < 0 and workers and log_skipped:  # on CUDA; the CPU (none) stays quiet
         log.info("num_workers auto: %d DataLoader workers on %s", workers, device.type)
     loader_kw: dict[str, Any] = dict(collate_fn=collate, num_workers=workers,
                                      pin_memory=device.type == "cuda", generator=torch.Generator(),
