@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from synprep.cli.common import split_name
-from synprep.defaults import DECODE_DEFAULTS
+from synprep.defaults import DECODE_DEFAULTS, RUNTIME_DEFAULTS
 from synprep.errors import ConfigError, InputError
 from synprep.textio import open_output, read_lines, write_lines
 
@@ -60,7 +60,8 @@ def _device_option(f):
 @click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Tokens per batch (padding included).")
 @click.option("--seed", type=int, default=None, help="Random seed (batch order, initialisation, dropout).")
 @click.option("--num-workers", type=click.IntRange(min=-1), default=None,
-              help="DataLoader worker processes (default: the config's, -1 = auto: 2 on CUDA, 0 on the CPU).")
+              help="DataLoader worker processes (default: the config's; -1 = auto: "
+                   f"{RUNTIME_DEFAULTS.cuda_loader_workers} on CUDA, 0 on the CPU).")
 @click.option("--resume", is_flag=True, help="Continue exactly from OUT/checkpoint_last.pt (its config is used).")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
               help="Override a config field (value parsed as JSON), e.g. --set syntax=vanilla; a syntax "
