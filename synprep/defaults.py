@@ -58,7 +58,7 @@ class RuntimeDefaults:
         cuda_loader_workers: DataLoader workers of a training process on CUDA when its config leaves
             ``num_workers`` at -1 (auto; on the CPU auto is 0). The reads and the collation then run beside the
             updates, not between them: on the CPU a batch of 16384 tokens took 5 ms to read and collate for the
-            vanilla and gated presets and 37 ms for SET (its relation paths), against ~35–40 ms of GPU time an
+            vanilla and gated presets and 23–37 ms for SET (its relation paths), against ~35–40 ms of GPU time an
             update with CUDA graphs on an H100 (docs/train.md, "Data loading"). 2 as the GPU benchmarks' real
             loop ran; fairseq's default is 1.
     """

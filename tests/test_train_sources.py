@@ -241,6 +241,51 @@ def test_set_relations_known_answer():
     assert rel2[1, 2] == rel2[2, 1] == rel2[0, 2] == NONE
 
 
+def _set_relations_by_masks(heads, deprel, max_path):
+    """The relation ids as set_relations built them before its table lookup: one (W, W) mask per (up, down)."""
+    from synprep.features.relations import tree_relations
+    from synprep.train.sources.base import sentence_paths
+    from synprep.train.sources.set import LABEL0
+
+    tr = tree_relations(heads)
+    path = sentence_paths(tr)
+    dep = np.asarray(deprel, dtype=np.int64)
+    rel = np.full(path.shape, NONE, dtype=np.int64)
+    for (u, d), rid in path_ids(max_path).items():
+        rel[(tr.up == u) & (tr.down == d) & (path >= 0)] = rid
+    rel = np.where((tr.up == 1) & (tr.down == 0), LABEL0 + 2 * dep[:, None], rel)
+    rel = np.where((tr.up == 0) & (tr.down == 1), LABEL0 + 2 * dep[None, :] + 1, rel)
+    np.fill_diagonal(rel, SELF)
+    return rel
+
+
+def test_set_relations_table_lookup_equals_the_masks_it_replaced():
+    """Random lines of one to three sentences (deep chains and flat stars among them), every max_path 0-6:
+    the table lookup gives the ids of the per-(up, down) masks."""
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        heads, offset = [], 0
+        for _ in range(rng.integers(1, 4)):
+            n = int(rng.integers(1, 25))
+            shape = rng.integers(3)  # 0: random tree, 1: a chain, 2: a star
+            parent = [0] + [int(rng.integers(0, i)) + 1 if shape == 0 else (i if shape == 1 else 1) for i in range(1, n)]
+            root = int(rng.integers(n))  # re-root: swap word 0 and ``root``
+            perm = list(range(n))
+            perm[0], perm[root] = perm[root], perm[0]
+            inv = {p: i for i, p in enumerate(perm)}
+            local = [0] * n
+            for i in range(n):
+                p = parent[perm[i]]
+                local[i] = 0 if p == 0 else inv[p - 1] + 1
+            heads += [0 if h == 0 else h + offset for h in local]
+            offset += n
+        heads_a = np.array(heads)
+        deprel = rng.integers(len(DEPRELS), size=len(heads))
+        for max_path in range(7):
+            got = set_relations(heads_a, deprel, max_path)[0]
+            assert np.array_equal(got, _set_relations_by_masks(heads_a, deprel, max_path)), (heads, max_path)
+
+
 @pytest.mark.parametrize("gate", ["sigmoid", "tanh"])
 def test_set_attention_equals_equations_1_to_3(gate):
     """The batched SET head against eq. 1–3 written pair by pair (subtree mask in half the heads)."""

@@ -42,6 +42,7 @@ attention is a few (B, H, T, T) element-wise operations.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -72,6 +73,18 @@ def path_ids(max_path: int) -> dict[tuple[int, int], int]:
     return {p: first + i for i, p in enumerate(pairs)}
 
 
+@functools.lru_cache(maxsize=64)
+def path_table(max_path: int) -> np.ndarray:
+    """(max_path + 2, max_path + 2) int64, read-only: ``[up, down]`` the relation id of that relative tree
+    position (:func:`path_ids`), :data:`NONE` elsewhere; row and column ``max_path + 1`` stand for every
+    longer climb or descent (look it up with ``up``, ``down`` clipped there)."""
+    t = np.full((max_path + 2, max_path + 2), NONE, dtype=np.int64)
+    for (u, d), rid in path_ids(max_path).items():
+        t[u, d] = rid
+    t.flags.writeable = False
+    return t
+
+
 def set_relations(heads: np.ndarray, deprel: np.ndarray, max_path: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Word-level SET inputs of one line.
 
@@ -91,9 +104,9 @@ def set_relations(heads: np.ndarray, deprel: np.ndarray, max_path: int) -> tuple
     tr = tree_relations(heads)
     path = sentence_paths(tr)
     dep = np.asarray(deprel, dtype=np.int64)
-    rel = np.full(path.shape, NONE, dtype=np.int64)
-    for (u, d), rid in path_ids(max_path).items():
-        rel[(tr.up == u) & (tr.down == d) & (path >= 0)] = rid
+    far = max_path + 1  # one lookup for every pair, not one (W, W) mask per (up, down)
+    rel = path_table(max_path)[np.minimum(tr.up, far), np.minimum(tr.down, far)]
+    rel[path < 0] = NONE  # other sentences of the line
     up1 = (tr.up == 1) & (tr.down == 0)  # j is the head of i: i's relation
     down1 = (tr.up == 0) & (tr.down == 1)  # j is a dependent of i: j's relation
     rel = np.where(up1, LABEL0 + 2 * dep[:, None], rel)
