@@ -200,13 +200,18 @@ def test_loader_workers_kept_across_epochs_feed_the_same_batches(tmp_path, data)
     assert runs[0] == runs[2] and len(runs[0]) == 14
 
 
-def test_loader_workers_default_to_two_on_cuda_and_none_on_the_cpu(tmp_path, data):
-    """``num_workers`` -1 (the default): 2 DataLoader workers on CUDA (reads and collation beside the updates),
-    none on the CPU; an explicit count is kept on both. A CPU run with the default starts no worker."""
+def test_loader_workers_default_to_two_on_cuda_and_none_on_the_cpu(tmp_path, data, monkeypatch):
+    """``num_workers`` -1 (the default): 2 DataLoader workers on CUDA (reads and collation beside the updates;
+    no more than the CPUs), none on the CPU; an explicit count is kept on both. A CPU run with the default
+    starts no worker."""
+    from synprep.train import data as data_module
     from synprep.train.data import loader_workers
 
     assert TrainConfig().num_workers == -1
+    monkeypatch.setattr(data_module, "usable_cpus", lambda: 16)
     assert [loader_workers(-1, torch.device(d)) for d in ("cuda", "cuda:1", "cpu")] == [2, 2, 0]
+    monkeypatch.setattr(data_module, "usable_cpus", lambda: 1)
+    assert loader_workers(-1, torch.device("cuda")) == 1
     assert [loader_workers(n, torch.device(d)) for n, d in ((0, "cuda"), (3, "cuda"), (3, "cpu"))] == [0, 3, 3]
     train, valid, symbols = data
     tr = Trainer(with_overrides(load_preset("tiny"), {"max_steps": 1}), train, valid, symbols, tmp_path / "run",

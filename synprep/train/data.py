@@ -31,7 +31,7 @@ from synprep.errors import InputError
 from synprep.parallel import limit_threads
 from synprep.train.batch import Batch  # noqa: F401 - re-exported (its home before synprep.train.batch)
 from synprep.train.graphs import WORD_MULTIPLE
-from synprep.train.rundir import bounded_workers
+from synprep.train.rundir import bounded_workers, usable_cpus
 from synprep.train.schema import BATCH_ORDERS
 from synprep.types import PairRecord
 
@@ -317,13 +317,13 @@ def make_loaders(cfg: Any, train_ds: Any, valid_ds: Any, collate: Any, rank: int
 def loader_workers(num_workers: int, device: torch.device) -> int:
     """DataLoader workers of a training process: ``num_workers``, or for -1 (auto, the default) 0 on the CPU,
     whose cores are the update's, and :attr:`synprep.defaults.RuntimeDefaults.cuda_loader_workers` (2) on
-    CUDA, where reading and collating a batch between updates would hold the GPU up (docs/train.md, "Data
-    loading")."""
+    CUDA (at most the CPUs this process may run on), where reading and collating a batch between updates
+    would hold the GPU up (docs/train.md, "Data loading")."""
     if num_workers >= 0:
         return num_workers
     from synprep.defaults import RUNTIME_DEFAULTS
 
-    return RUNTIME_DEFAULTS.cuda_loader_workers if device.type == "cuda" else 0
+    return min(RUNTIME_DEFAULTS.cuda_loader_workers, usable_cpus()) if device.type == "cuda" else 0
 
 
 def worker_init(_: int) -> None:

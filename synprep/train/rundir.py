@@ -194,6 +194,11 @@ def restored_interval(carried: Mapping[str, Any] | None) -> dict[str, Any]:
     return iv
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def bounded_workers(asked: int) -> int:
     """The DataLoader workers a run starts: ``asked`` (at most :data:`~synprep.train.config.MAX_WORKERS`
     by the config's check), but no more than this machine's CPUs, with a warning when that lowers it.
@@ -201,7 +206,7 @@ def bounded_workers(asked: int) -> int:
     The workers only read shards, so their number changes no result (batches come in the sampler's
     order whatever it is), only memory and speed.
     """
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cpus = usable_cpus()
     if asked > cpus:
         log.warning("num_workers %d: this machine has %d CPUs, using %d DataLoader workers", asked, cpus, cpus)
         return cpus
