@@ -350,13 +350,14 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
                 return batch.ids.tolist(), greedy_search(model, batch, max_len_a, max_len_b)
             return batch.ids.tolist(), beam_search(model, batch, beam, lenpen, max_len_a, max_len_b)
 
+    cuda = torch.device(device).type == "cuda"
     if read_ahead is None:
-        read_ahead = torch.device(device).type == "cuda"
+        read_ahead = cuda
     if read_ahead:  # the trainer's loader: one worker, two batches ahead (memory stays flat)
         from torch.utils.data import DataLoader
 
         loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=collate, num_workers=1,
-                            pin_memory=torch.device(device).type == "cuda", worker_init_fn=worker_init)
+                            pin_memory=cuda, worker_init_fn=worker_init)
         batches = (b.to(device) for b in loader)
     else:
         batches = (collate([dataset[i] for i in idx]).to(device) for idx in sampler)  # read in this thread only
