@@ -33,6 +33,9 @@ class ShardReader:
         path: the shard file.
         cache: load every dataset into memory on first use (default) instead of reading each
             pair from the file.
+        map_dir: with ``cache``, map the decoded datasets from this folder instead of holding them
+            (written there by the first process that reads the shard; :mod:`synprep.shards.mapped`):
+            the memory is the page cache's, shared by every process that reads the shard. None: hold them.
 
     Attributes:
         path: the shard's path.
@@ -45,9 +48,10 @@ class ShardReader:
             not HDF5 (the message names the file).
     """
 
-    def __init__(self, path: str | os.PathLike, *, cache: bool = True):
+    def __init__(self, path: str | os.PathLike, *, cache: bool = True, map_dir: str | os.PathLike | None = None):
         self.path = Path(path)
         self.cache = cache
+        self.map_dir = None if map_dir is None else Path(map_dir)
         self._open_header()
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -72,11 +76,12 @@ class ShardReader:
             raise InputError(f"cannot read shard (damaged HDF5): {type(e).__name__}: {e}", name) from None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path, "cache": self.cache}
+        return {"path": self.path, "cache": self.cache, "map_dir": self.map_dir}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.path = state["path"]
         self.cache = state["cache"]
+        self.map_dir = state.get("map_dir")
         self._open_header()
 
     def _handle(self) -> h5py.File:
@@ -87,19 +92,32 @@ class ShardReader:
         return self._file
 
     def load(self) -> ShardReader:
-        """Read every dataset into memory now (one read each); returns self."""
-        if self._data is None:
+        """Read every dataset into memory now (one read each), or map them from ``map_dir``; returns self.
+
+        Raises:
+            InputError: a damaged shard; ``map_dir`` that cannot be written (the message names it).
+        """
+        if self._data is None and self.map_dir is not None:
+            from synprep.shards.mapped import mapped_arrays
+
             try:
-                with h5py.File(self.path, "r") as f:
-                    data = {}
-                    for fl in FIELDS:
-                        data[fl.name] = _read(f, fl.name, self.path)
-            except InputError:
-                raise
-            except Exception as e:
-                raise InputError(f"cannot read shard (damaged HDF5): {type(e).__name__}: {e}", str(self.path)) from None
-            self._data = data
+                self._data = mapped_arrays(self.path, self.map_dir, self.offsets, self._decode)
+            except OSError as e:
+                raise InputError(f"cannot write the shard's decoded arrays: {e.strerror or e}",
+                                 str(self.map_dir)) from None
+        elif self._data is None:
+            self._data = self._decode()
         return self
+
+    def _decode(self) -> dict[str, np.ndarray]:
+        """Every dataset of the shard, read and decoded into memory."""
+        try:
+            with h5py.File(self.path, "r") as f:
+                return {fl.name: _read(f, fl.name, self.path) for fl in FIELDS}
+        except InputError:
+            raise
+        except Exception as e:
+            raise InputError(f"cannot read shard (damaged HDF5): {type(e).__name__}: {e}", str(self.path)) from None
 
     def close(self) -> None:
         """Close the file handle and drop cached arrays (the reader stays usable: it reopens)."""
@@ -148,7 +166,7 @@ class ShardReader:
         values = {}
         for fl in FIELDS:
             off = self.offsets[fl.axis]
-            a = source[fl.name][off[i]:off[i + 1]] if self.cache else _read(source, fl.name, self.path,
+            a = np.asarray(source[fl.name][off[i]:off[i + 1]]) if self.cache else _read(source, fl.name, self.path,
                                                                              slice(off[i], off[i + 1]))
             values[fl.name] = a.astype(np.float32 if fl.kind == "float16" else np.int64)
         return PairRecord(line=int(self.lines[i]), **values)

@@ -133,6 +133,10 @@ class ShardDataset(Dataset):
     Args:
         shards_dir: the output folder of ``synprep pipeline`` / ``synprep shard``.
         split: ``train``, ``valid``, ``test``, …
+        map_dir: a folder for the shards' decoded arrays, which every process then maps read-only
+            instead of holding its own copy (:mod:`synprep.shards.mapped`: a process's memory stays flat
+            with the corpus size; ``train`` gives its run folder's ``arrays/``). None: each process that
+            reads a shard keeps its arrays (a single pass, as ``translate``'s).
 
     Attributes:
         src_lengths, tgt_lengths: (N,) int64 piece counts (no ``</s>``). attrs: the first shard's
@@ -142,12 +146,14 @@ class ShardDataset(Dataset):
         InputError: no such folder or split, or a shard of an unknown format.
     """
 
-    def __init__(self, shards_dir: str | Path, split: str):
+    def __init__(self, shards_dir: str | Path, split: str, map_dir: str | Path | None = None):
         from synprep.shards import SplitReader, open_split
 
         readers = open_split(shards_dir, split)
         if not readers:
             raise InputError(f"no shards of split {split!r} (expected {split}.00000.h5, …)", str(shards_dir))
+        for r in readers:
+            r.map_dir = None if map_dir is None else Path(map_dir)
         self.split = split
         self.reader = SplitReader(readers)
         self.attrs: dict = dict(readers[0].attrs)

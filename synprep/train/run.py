@@ -14,6 +14,9 @@ from synprep.train.distributed import init_distributed
 from synprep.train.loop import Trainer
 from synprep.train.rundir import run_lock
 
+#: the run folder's subfolder of the shards' decoded arrays (:mod:`synprep.shards.mapped`)
+MAP_DIR = "arrays"
+
 
 def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None = None, *, device: str | None = None,
           resume: bool = False, overrides: dict[str, Any] | None = None, progress: bool | None = None,
@@ -24,7 +27,8 @@ def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None =
 
     Args:
         shards_dir: output folder of the pipeline (``dict.txt``, ``train.*.h5``, ``valid.*.h5``).
-        out_dir: run folder (``metrics.jsonl``, ``gates.png``, ``config.json``, checkpoints).
+        out_dir: run folder (``metrics.jsonl``, ``gates.png``, ``config.json``, checkpoints, and
+            ``arrays/``: the shards' decoded arrays that the run's processes map, :mod:`synprep.shards.mapped`).
         cfg: configuration of a new run (None with ``resume``).
         device: ``cpu``, ``cuda``, ``cuda:1``, … or None (CUDA when available, else CPU).
         resume: continue exactly from ``out_dir/checkpoint_last.pt``.
@@ -45,8 +49,9 @@ def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None =
     env, dev = init_distributed(device)
     try:
         with run_lock(out_dir) if env.is_main else contextlib.nullcontext():  # one run per folder (rundir.py)
-            train_ds = ShardDataset(shards_dir, train_split)
-            valid_ds = ShardDataset(shards_dir, valid_split)
+            arrays = Path(out_dir) / MAP_DIR  # the shards' decoded arrays, mapped by every process
+            train_ds = ShardDataset(shards_dir, train_split, map_dir=arrays)
+            valid_ds = ShardDataset(shards_dir, valid_split, map_dir=arrays)
             symbols = load_symbols(shards_dir, train_ds.attrs)
             trainer = Trainer(cfg, train_ds, valid_ds, symbols, out_dir, dev, env, resume=resume,
                               overrides=overrides, progress=progress, data_signature=train_ds.attrs.get("signature"))

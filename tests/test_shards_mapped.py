@@ -1,0 +1,148 @@
+"""A shard's decoded arrays mapped from a folder (synprep.shards.mapped): the same records as the decoded
+shard, decoded once for every process, decoded again when the shard or the map changes, a clear error
+when the folder cannot be written; ``train`` maps its splits from its run folder's ``arrays/``."""
+
+from __future__ import annotations
+
+import os
+import pickle
+
+import numpy as np
+import pytest
+
+from synprep.errors import InputError
+from synprep.shards import ShardReader, open_split
+from synprep.shards.mapped import map_key
+from synprep.shards.schema import FIELDS
+from synprep.shards.synthetic import write_folder
+
+
+def _records_equal(a, b) -> None:
+    assert a.line == b.line
+    for fl in FIELDS:
+        x, y = getattr(a, fl.name), getattr(b, fl.name)
+        assert x.dtype == y.dtype and np.array_equal(x, y), fl.name
+
+
+@pytest.fixture()
+def folder(tmp_path):
+    write_folder(tmp_path / "shards", {"train": 250, "valid": 30}, shard_size=100, seed=3)
+    return tmp_path / "shards"
+
+
+def _mapped(folder, map_dir, split="train"):
+    readers = open_split(folder, split)
+    for r in readers:
+        r.map_dir = map_dir
+    return readers
+
+
+def test_mapped_records_are_the_decoded_records_and_the_arrays_are_maps(folder, tmp_path):
+    plain = open_split(folder, "train")
+    mapped = _mapped(folder, tmp_path / "map")
+    for p, m in zip(plain, mapped, strict=True):
+        assert len(p) == len(m)
+        for i in range(len(p)):
+            _records_equal(m[i], p[i])
+        files = sorted(x.name for x in (tmp_path / "map" / map_key(m.path)).iterdir())
+        assert files == sorted(f"{fl.name}.npy" for fl in FIELDS)
+        arrays = m.load()._data
+        assert arrays is not None
+        for fl in FIELDS:  # read-only maps of those files, not copies in this process's memory
+            a = arrays[fl.name]
+            assert isinstance(a, np.memmap) and not a.flags.writeable, fl.name
+            assert os.path.samefile(a.filename, tmp_path / "map" / map_key(m.path) / f"{fl.name}.npy")
+    assert not [p for p in (tmp_path / "map").iterdir() if p.name.startswith(".")]  # no temporary left
+
+
+def test_a_shard_is_decoded_once_for_every_process_that_maps_it(folder, tmp_path, monkeypatch):
+    first = _mapped(folder, tmp_path / "map")
+    expected = [r[i] for r in first for i in range(len(r))]
+
+    def refuse(self):
+        raise AssertionError(f"{self.path.name} decoded again")
+
+    monkeypatch.setattr(ShardReader, "_decode", refuse)
+    again = [pickle.loads(pickle.dumps(r)) for r in _mapped(folder, tmp_path / "map")]  # as a DataLoader worker
+    assert all(r.map_dir == tmp_path / "map" for r in again)
+    for want, got in zip(expected, (r[i] for r in again for i in range(len(r))), strict=True):
+        _records_equal(got, want)
+
+
+def test_a_rewritten_shard_is_decoded_again_and_its_old_arrays_deleted(folder, tmp_path):
+    old = _mapped(folder, tmp_path / "map")[0]
+    old_key = map_key(old.path)
+    old[0]
+    write_folder(folder, {"train": 250, "valid": 30}, shard_size=100, seed=4)  # the same names, other pairs
+    st = old.path.stat()
+    os.utime(old.path, ns=(st.st_atime_ns, st.st_mtime_ns + 10 ** 9))  # a later version, whatever the clock
+    new = _mapped(folder, tmp_path / "map")[0]
+    assert map_key(new.path) != old_key
+    plain = open_split(folder, "train")[0]
+    for i in range(len(plain)):
+        _records_equal(new[i], plain[i])
+    assert [p.name for p in (tmp_path / "map").iterdir() if p.name.startswith(new.path.name)] == [map_key(new.path)]
+
+
+def test_a_damaged_map_is_decoded_again(folder, tmp_path):
+    r = _mapped(folder, tmp_path / "map")[0]
+    want = r[5]
+    r.close()
+    npy = tmp_path / "map" / map_key(r.path) / "ldd_prob.npy"
+    np.save(npy, np.load(npy)[:-3])  # a valid file of a shorter array
+    _records_equal(_mapped(folder, tmp_path / "map")[0][5], want)
+    assert len(np.load(npy, mmap_mode="r")) == int(r.offsets["ldd"][-1])
+
+
+def test_a_dead_process_temporary_is_swept_and_a_live_one_kept(folder, tmp_path):
+    r = _mapped(folder, tmp_path / "map")[0]
+    (tmp_path / "map").mkdir()
+    dead = tmp_path / "map" / f".{r.path.name}.pid999999999.tmp"
+    live = tmp_path / "map" / f".{r.path.name}.pid{os.getppid()}.tmp"
+    for p in (dead, live):
+        p.mkdir()
+        (p / "src_ids.npy").write_bytes(b"partial")
+    r[0]
+    assert not dead.exists() and live.exists()
+
+
+def test_a_map_folder_that_cannot_be_written_is_an_input_error_naming_it(folder, tmp_path):
+    (tmp_path / "map").write_text("a file, not a folder")
+    r = _mapped(folder, tmp_path / "map")[0]
+    with pytest.raises(InputError) as e:
+        r[0]
+    assert str(tmp_path / "map") in str(e.value) and "decoded arrays" in str(e.value)
+
+
+def test_train_maps_both_splits_from_its_run_folder(folder, tmp_path):
+    """``train`` gives its datasets the run folder's ``arrays/``: after a run with a DataLoader worker every
+    shard of both splits is mapped from there (the worker wrote them), and a resumed run reads them."""
+    from synprep.train.config import load_preset, with_overrides
+    from synprep.train.run import MAP_DIR, train
+
+    cfg = with_overrides(load_preset("tiny"), {"max_steps": 3, "max_epochs": 0, "max_tokens": 512, "threads": 1,
+                                               "num_workers": 1, "log_interval": 1})
+    train(folder, tmp_path / "run", cfg, device="cpu", progress=False)
+    shards = sorted(p for p in folder.iterdir() if p.suffix == ".h5")
+    assert sorted(p.name for p in (tmp_path / "run" / MAP_DIR).iterdir()) == sorted(map_key(p) for p in shards)
+    stamp = {p: p.stat().st_mtime_ns for p in (tmp_path / "run" / MAP_DIR).rglob("*.npy")}
+    summary = train(folder, tmp_path / "run", resume=True, overrides={"max_steps": 4}, device="cpu", progress=False)
+    assert summary["step"] == 4
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "run" / MAP_DIR).rglob("*.npy")} == stamp
+
+
+def test_the_memory_benchmark_runs_and_maps(tmp_path):
+    """benchmarks/bench_loader_memory.py's machinery (seconds): its figures, the mapped run's arrays mapped."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, str(root / "benchmarks" / "bench_loader_memory.py"), "--pairs", "300", "600",
+                          "--workers", "1", "--small-shards", "--map-dir"], capture_output=True, text=True,
+                         check=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(root)})
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [r["figure"] for r in rows] == ["loader_memory", "loader_memory", "loader_memory_growth"]
+    assert [r["pairs"] for r in rows[:2]] == [300, 600] and all(r["mapped"] and r["batches"] > 0 for r in rows[:2])
+    assert rows[0]["per_worker"][0]["Private_Dirty"] > 0 and "private_bytes_per_pair" in rows[2]
