@@ -147,6 +147,16 @@ def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
         yield chunk
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may use: loky's count (``joblib.cpu_count()``), which honours the affinity mask
+    (``taskset``, a batch scheduler's CPU binding), a cgroup CPU quota (containers) and ``LOKY_MAX_CPU_COUNT``,
+    where ``os.cpu_count()`` counts every CPU of the machine (a job given 16 of a GPU node's 128 cores
+    would start workers for 128)."""
+    from joblib import cpu_count
+
+    return max(1, int(cpu_count()))
+
+
 def limit_threads(n: int = 1) -> None:
     """Cap torch's intra-op threads (and BLAS through the environment) in this process.
 

@@ -91,18 +91,34 @@ def _jobs_cmd():
                                                          (["--device", "cpu"], 64, "1"),
                                                          (["--device", "cpu", "-j", "40"], 64, "40")])
 def test_parser_jobs_eight_workers_per_gpu_unless_jobs_is_given(two_gpus, monkeypatch, args, cores, expected):
-    """Without -j, 8 per visible GPU (two here), at most one per core, at least one per GPU; a larger -j is
-    capped at 8 per GPU on this machine, not on a dask cluster, not on the CPU."""
-    import os
-
+    """Without -j, 8 per visible GPU (two here), at most one per core this process may use, at least one per
+    GPU; a larger -j is capped at 8 per GPU on this machine, not on a dask cluster, not on the CPU."""
     from click.testing import CliRunner
 
+    from synprep.cli import common
+
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(common, "usable_cpus", lambda: cores)
     monkeypatch.delenv("SYNPREP_GPU_WORKERS_PER_DEVICE", raising=False)
     res = CliRunner().invoke(_jobs_cmd(), args)
     assert res.exit_code == 0, res.output
     assert res.output.strip() == expected
+
+
+def test_usable_cpus_are_the_affinity_mask_not_the_machine():
+    """A process pinned to one CPU (``taskset``, a batch scheduler's binding) may use one, whatever
+    ``os.cpu_count()`` says: the GPU parse's default worker count and the trainer's loader workers read it."""
+    import os
+    import subprocess
+    import sys
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.fail("this test needs a process that may run on two CPUs or more")
+    code = ("import os; from synprep.parallel import usable_cpus; n = usable_cpus(); os.sched_setaffinity(0, {min("
+            "os.sched_getaffinity(0))}); print(n, usable_cpus(), os.cpu_count())")
+    before, pinned, machine = map(int, subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                                      check=True).stdout.split())
+    assert before >= 2 and pinned == 1 and machine >= 2
 
 
 def test_parser_jobs_without_a_gpu_is_a_config_error():

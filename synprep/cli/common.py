@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -14,7 +13,7 @@ from click.core import ParameterSource
 from synprep.config import DEFAULTS
 from synprep.constants import MAX_SHARD_PAIRS, TOKENIZERS
 from synprep.errors import ConfigError
-from synprep.parallel import BACKENDS
+from synprep.parallel import BACKENDS, usable_cpus
 
 log = logging.getLogger("synprep")
 
@@ -179,7 +178,7 @@ def parser_jobs(device: str, jobs: int, backend: str = "loky", scheduler: str | 
     from synprep.parse.pipelining import gpu_parse_jobs, gpu_workers_per_device
 
     if click.get_current_context().get_parameter_source("jobs") == ParameterSource.DEFAULT:
-        return max(n_gpus, min(gpu_workers_per_device() * n_gpus, os.cpu_count() or 1))
+        return max(n_gpus, min(gpu_workers_per_device() * n_gpus, usable_cpus()))
     return gpu_parse_jobs(jobs, "cuda", backend, scheduler)
 
 

@@ -28,10 +28,10 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 
 from synprep.constants import EOS_ID, PAD_ID
 from synprep.errors import InputError
-from synprep.parallel import limit_threads
+from synprep.parallel import limit_threads, usable_cpus
 from synprep.train.batch import Batch  # noqa: F401 - re-exported (its home before synprep.train.batch)
 from synprep.train.graphs import WORD_MULTIPLE
-from synprep.train.rundir import bounded_workers, usable_cpus
+from synprep.train.rundir import bounded_workers
 from synprep.train.schema import BATCH_ORDERS
 from synprep.types import PairRecord
 

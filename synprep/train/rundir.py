@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from synprep.lock import FolderBusy, describe_owner, sweep_stale_temps
+from synprep.parallel import usable_cpus
 
 log = logging.getLogger("synprep.train")
 
@@ -192,11 +193,6 @@ def restored_interval(carried: Mapping[str, Any] | None) -> dict[str, Any]:
     # wall seconds since t0 spent waiting for batches, validating, writing checkpoints (not carried: timing)
     iv.update(wait_s=0.0, valid_s=0.0, checkpoint_s=0.0)
     return iv
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity mask where the OS has one)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def bounded_workers(asked: int) -> int:
