@@ -52,7 +52,7 @@ def test_mapped_records_are_the_decoded_records_and_the_arrays_are_maps(folder, 
             a = arrays[fl.name]
             assert isinstance(a, np.memmap) and not a.flags.writeable, fl.name
             assert os.path.samefile(a.filename, tmp_path / "map" / map_key(m.path) / f"{fl.name}.npy")
-    assert not [p for p in (tmp_path / "map").iterdir() if p.name.startswith(".")]  # no temporary left
+    assert not list((tmp_path / "map").glob(".*.tmp"))  # no temporary left
 
 
 def test_a_shard_is_decoded_once_for_every_process_that_maps_it(folder, tmp_path, monkeypatch):
@@ -67,6 +67,54 @@ def test_a_shard_is_decoded_once_for_every_process_that_maps_it(folder, tmp_path
     assert all(r.map_dir == tmp_path / "map" for r in again)
     for want, got in zip(expected, (r[i] for r in again for i in range(len(r))), strict=True):
         _records_equal(got, want)
+
+
+_HOLDER = """
+import fcntl, os, sys, time
+from pathlib import Path
+from synprep.shards import open_split
+from synprep.shards.mapped import map_key, write_arrays
+folder, map_dir, ready = map(Path, sys.argv[1:])
+r = open_split(folder, "train")[0]
+map_dir.mkdir(parents=True, exist_ok=True)
+fd = os.open(map_dir / f".{r.path.name}.lock", os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+ready.write_text("locked")
+time.sleep(1.0)
+write_arrays(map_dir / map_key(r.path), r._decode())
+os.close(fd)
+"""
+
+
+def test_a_process_waits_for_the_one_decoding_a_shard_and_maps_its_arrays(folder, tmp_path, monkeypatch):
+    """Processes that read a shard at once (DataLoader workers, DDP ranks) decode it once: another process
+    holds the shard's lock and writes its arrays a second later; this one waits, then maps them."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    ready = tmp_path / "ready"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(folder), str(tmp_path / "map"), str(ready)],
+                              env={**os.environ, "PYTHONPATH": str(root)})
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert holder.poll() is None and time.monotonic() < deadline, "the holder did not take the lock"
+            time.sleep(0.02)
+        plain = open_split(folder, "train")[0]
+        want = [plain[i] for i in range(len(plain))]
+
+        def refuse(self):
+            raise AssertionError(f"{self.path.name} decoded while another process was writing it")
+
+        monkeypatch.setattr(ShardReader, "_decode", refuse)
+        r = _mapped(folder, tmp_path / "map")[0]
+        for i, rec in enumerate(want):
+            _records_equal(r[i], rec)
+    finally:
+        assert holder.wait(timeout=60) == 0
 
 
 def test_a_rewritten_shard_is_decoded_again_and_its_old_arrays_deleted(folder, tmp_path):
@@ -124,7 +172,7 @@ def test_train_maps_both_splits_from_its_run_folder(folder, tmp_path):
                                                "num_workers": 1, "log_interval": 1})
     train(folder, tmp_path / "run", cfg, device="cpu", progress=False)
     shards = sorted(p for p in folder.iterdir() if p.suffix == ".h5")
-    assert sorted(p.name for p in (tmp_path / "run" / MAP_DIR).iterdir()) == sorted(map_key(p) for p in shards)
+    assert sorted(p.name for p in (tmp_path / "run" / MAP_DIR).iterdir() if p.is_dir()) == sorted(map_key(p) for p in shards)
     stamp = {p: p.stat().st_mtime_ns for p in (tmp_path / "run" / MAP_DIR).rglob("*.npy")}
     summary = train(folder, tmp_path / "run", resume=True, overrides={"max_steps": 4}, device="cpu", progress=False)
     assert summary["step"] == 4

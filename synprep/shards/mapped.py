@@ -12,18 +12,21 @@ with the corpus size.
 
 Layout: ``MAP_DIR/NAME.SIZE-MTIME_NS/FIELD.npy`` for shard file ``NAME`` (e.g. ``train.00000.h5``) of
 ``SIZE`` bytes last modified at ``MTIME_NS``: a shard rewritten (a resumed or extended split) has another
-key and is decoded again; the arrays of its older keys are deleted then. A folder is written as
-``.NAME.pidPID.tmp`` and renamed into place, so a reader never sees half of one; two processes that decode
-the same shard at once both write, the second rename loses and its copy is deleted. A folder whose arrays
-do not have the lengths of the shard's offsets (damaged on disk) is decoded again. The folder holds nothing
-else and may be deleted whenever no process reads from it.
+key and is decoded again; the arrays of its older keys are deleted then. One process at a time decodes a
+shard (an exclusive lock on ``.NAME.lock``); the others wait, then map what it wrote. A folder is written as
+``.NAME.pidPID.tmp`` and renamed into place, so a reader never sees half of one (a killed writer's temporary
+is deleted by the next writer of that shard). A folder whose arrays do not have the lengths of the shard's
+offsets (damaged on disk) is decoded again. The folder holds nothing else (and the lock files) and may be
+deleted whenever no process reads from it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -74,9 +77,37 @@ def _sweep(map_dir: Path, name: str, keep: str) -> None:
             shutil.rmtree(p, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path`` (created) while the block runs: one process decodes a shard, the
+    others wait for its arrays instead of decoding it too."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def write_arrays(final: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write ``arrays`` (:data:`~synprep.shards.schema.FIELDS`) as ``final/FIELD.npy``: into a temporary
+    folder of this process, renamed into place (a reader never sees half of one)."""
+    tmp = final.parent / f".{final.name.rsplit('.', 1)[0]}.pid{os.getpid()}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        for fl in FIELDS:
+            np.save(tmp / f"{fl.name}.npy", np.ascontiguousarray(arrays[fl.name]), allow_pickle=False)
+        shutil.rmtree(final, ignore_errors=True)  # damaged: it did not load
+        os.rename(tmp, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def mapped_arrays(path: Path, map_dir: Path, offsets: dict[str, np.ndarray], decode) -> dict[str, np.ndarray]:
     """Every dataset of shard ``path`` (:data:`~synprep.shards.schema.FIELDS`) as a read-only memory map in
-    ``map_dir``, written there first (``decode()``: field name → decoded array) if absent or damaged.
+    ``map_dir``, written there first (``decode()``: field name → decoded array) if absent or damaged, by one
+    process at a time (an exclusive lock on ``map_dir/.NAME.lock``: the others wait and map its arrays).
 
     Args:
         path: the shard file. map_dir: the map folder (created). offsets: the shard's axis → (N+1,) CSR
@@ -91,27 +122,15 @@ def mapped_arrays(path: Path, map_dir: Path, offsets: dict[str, np.ndarray], dec
         InputError: whatever ``decode`` raises (a damaged shard).
     """
     map_dir.mkdir(parents=True, exist_ok=True)
-    key = map_key(path)
-    final = map_dir / key
+    final = map_dir / map_key(path)
     data = _load(final, offsets)
     if data is not None:
         return data
-    _sweep(map_dir, path.name, keep=key)
-    arrays = decode()
-    tmp = map_dir / f".{path.name}.pid{os.getpid()}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
-        for fl in FIELDS:
-            np.save(tmp / f"{fl.name}.npy", np.ascontiguousarray(arrays[fl.name]), allow_pickle=False)
-        if final.exists():  # damaged (it did not load), or another process's rename won since
-            if _load(final, offsets) is None:
-                shutil.rmtree(final, ignore_errors=True)
-        with contextlib.suppress(OSError):  # a non-empty ``final`` (another process's) keeps it
-            os.rename(tmp, final)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    data = _load(final, offsets)
-    if data is None:  # removed again by another process's sweep of a newer key: use the decoded copy
-        return arrays
-    return data
+    with _locked(map_dir / f".{path.name}.lock"):
+        data = _load(final, offsets)  # written meanwhile by the process that held the lock
+        if data is not None:
+            return data
+        _sweep(map_dir, path.name, keep=final.name)
+        arrays = decode()
+        write_arrays(final, arrays)
+    return _load(final, offsets) or arrays
