@@ -1,5 +1,5 @@
 """Memory of the trainer's data loading as the corpus grows: one epoch of a synthetic split through the
-trainer's own DataLoader (``synprep.train.data.make_loader``'s pieces: :class:`ShardDataset`,
+trainer's own DataLoader pieces (as ``synprep.train.data.make_loaders`` puts them together: :class:`ShardDataset`,
 :class:`BucketBatchSampler`, :class:`Collater`, ``--workers`` worker processes), at two or more corpus
 sizes, and each process's memory at the end of the epoch.
 

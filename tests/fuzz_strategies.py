@@ -532,16 +532,19 @@ def hostile_shard(shard: Path, data: st.DataObject) -> str:
 
 
 def read_everything(folder: Path) -> int:
-    """What ``train``/``show``/``check`` do with a folder: verified open, every pair read (cached and
-    not), one pair shown, the folder checked. Returns the pairs read; only SynprepError may escape."""
+    """What ``train``/``show``/``check`` do with a folder: verified open, every pair read (cached, mapped
+    from decoded arrays as ``train`` reads them, and from the file), one pair shown, the folder checked.
+    Returns the pairs read; only SynprepError may escape."""
     from synprep.show import load_pair
     from synprep.train.data import ShardDataset
 
     n = 0
+    arrays = folder.parent / f"{folder.name}.arrays"
+    shutil.rmtree(arrays, ignore_errors=True)
     for split in ("train", "valid"):
-        for cache in (True, False):
+        for mode in ("cache", "mapped", "file"):
             try:
-                ds = ShardDataset(folder, split) if cache else None
+                ds = ShardDataset(folder, split, map_dir=arrays if mode == "mapped" else None) if mode != "file" else None
                 readers = ds.reader if ds is not None else SplitReader(open_split(folder, split, cache=False))
                 for i in range(len(readers)):
                     readers[i]
