@@ -1,12 +1,13 @@
-"""Memory of the trainer's data loading as the corpus grows: one epoch of a synthetic split through the
+"""Memory of the trainer's data loading as the corpus grows: two epochs of a synthetic split through the
 trainer's own DataLoader pieces (as ``synprep.train.data.make_loaders`` puts them together: :class:`ShardDataset`,
 :class:`BucketBatchSampler`, :class:`Collater`, ``--workers`` worker processes), at two or more corpus
-sizes, and each process's memory at the end of the epoch.
+sizes, and each process's memory at the end.
 
     python benchmarks/bench_loader_memory.py --pairs 20000 80000 --workers 2
     python benchmarks/bench_loader_memory.py --pairs 300 600 --workers 1 --small-shards   # seconds
 
-Per size it prints one JSON object (``figure: "loader_memory"``): seconds for the epoch, and for the main
+Per size it prints one JSON object (``figure: "loader_memory"``): seconds for two epochs (the first decodes
+the shards), the bytes of the shards and of the mapped arrays, and, at the end, for the main
 process and each worker the memory it alone wrote (``Private_Dirty``: its own arrays, what grows with the
 shards it holds) and its share of mapped files' resident pages (``Pss_File``: shared between processes
 and dropped by the kernel under pressure), from ``/proc/PID/smaps_rollup`` (Linux). The shards are written
@@ -68,15 +69,22 @@ def one_size(n: int, workers: int, shard_size: int, mapped: bool, max_tokens: in
             raise SystemExit(f"writing {n} synthetic pairs failed (exit {proc.exitcode})")
         ds = ShardDataset(Path(tmp) / "shards", "train", map_dir=Path(tmp) / "map" if mapped else None)
         sampler = BucketBatchSampler(ds.src_lengths, ds.tgt_lengths, max_tokens, shuffle=True, seed=1)
-        sampler.set_epoch(1)
         loader = DataLoader(ds, batch_sampler=sampler, collate_fn=Collater(), num_workers=workers,
                             persistent_workers=workers > 0, worker_init_fn=worker_init if workers else None)
-        t0 = time.perf_counter()
-        batches = sum(1 for _ in loader)
-        seconds = time.perf_counter() - t0
+        seconds = []
+        for epoch in (1, 2):  # the first decodes the shards (and, mapped, writes their arrays)
+            sampler.set_epoch(epoch)
+            t0 = time.perf_counter()
+            batches = sum(1 for _ in loader)
+            seconds.append(round(time.perf_counter() - t0, 2))
         pids = [w.pid for w in loader._iterator._workers] if workers else []  # type: ignore[attr-defined]
+
+        def size(d: Path) -> int:
+            return sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
+
         row = {"figure": "loader_memory", "pairs": n, "shards": -(-n // shard_size), "workers": workers,
-               "mapped": mapped, "batches": batches, "epoch_s": round(seconds, 2),
+               "mapped": mapped, "batches": batches, "epoch_s": seconds,
+               "shards_bytes": size(Path(tmp) / "shards"), "arrays_bytes": size(Path(tmp) / "map") if mapped else 0,
                "main": _status(os.getpid()), "per_worker": [_status(p) for p in pids]}
         del loader
         return row
