@@ -49,6 +49,18 @@ class InputError(SynprepError):
         return f"{where}{self.reason}"
 
 
+def message(e: SynprepError) -> str:
+    """The text the CLI prints for ``e``: ``str(e)``, but for an error of a torch DataLoader worker process
+    the worker's own message, without the traceback torch wraps it in (``ExceptionWrapper.reraise`` builds
+    the error's type from "Caught TYPE in DataLoader worker process N. Original Traceback ... MODULE.TYPE:
+    MESSAGE"): a damaged shard or a full disk met while a training worker reads stays one line."""
+    text = str(e)
+    marker = f"\n{type(e).__module__}.{type(e).__qualname__}: "
+    if text.startswith("Caught ") and "\nOriginal Traceback" in text and marker in text:
+        return text[text.rindex(marker) + len(marker):].rstrip()
+    return text
+
+
 class ConfigError(SynprepError):
     """A bad option or configuration value (not tied to an input line)."""
 

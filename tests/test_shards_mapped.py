@@ -194,3 +194,22 @@ def test_the_memory_benchmark_runs_and_maps(tmp_path):
     assert [r["figure"] for r in rows] == ["loader_memory", "loader_memory", "loader_memory_growth"]
     assert [r["pairs"] for r in rows[:2]] == [300, 600] and all(r["mapped"] and r["batches"] > 0 for r in rows[:2])
     assert rows[0]["per_worker"][0]["Private_Dirty"] > 0 and "private_bytes_per_pair" in rows[2]
+
+
+def test_a_worker_that_cannot_write_the_arrays_is_a_one_line_error(folder, tmp_path):
+    """``synprep train`` with a DataLoader worker, its run folder's ``arrays`` a file: the worker's InputError
+    reaches the command as one line naming the folder (torch wraps a worker's error in its traceback), exit 2."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "arrays").write_text("a file, not a folder")
+    proc = subprocess.run([sys.executable, "-m", "synprep", "train", "--shards", str(folder), "--out",
+                           str(tmp_path / "run"), "--preset", "tiny", "--max-steps", "1", "--num-workers", "1",
+                           "--device", "cpu"], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "DataLoader worker" not in proc.stderr, proc.stderr[-2000:]
+    assert proc.stderr.splitlines()[-1].startswith(
+        f"synprep: error: {tmp_path / 'run' / 'arrays'}: cannot write the shard's decoded arrays: "), proc.stderr

@@ -17,7 +17,7 @@ import threading
 import click
 
 from synprep import __version__
-from synprep.errors import SynprepError
+from synprep.errors import SynprepError, message
 from synprep.registry import Registry
 
 #: command name -> "module:attribute" of its click command
@@ -180,7 +180,7 @@ def _run(argv: list[str] | None) -> None:
     try:
         cli.main(args=argv, prog_name="synprep", standalone_mode=False)
     except SynprepError as e:  # exit 2: bad input or options; 1: an EnvironmentProblem (synprep.errors)
-        click.echo(f"synprep: error: {e}", err=True)
+        click.echo(f"synprep: error: {message(e)}", err=True)
         sys.exit(e.exit_status)
     except click.exceptions.Abort as e:
         if isinstance(e.__cause__, Terminated):  # click turns KeyboardInterrupt into Abort
