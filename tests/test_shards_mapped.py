@@ -213,3 +213,27 @@ def test_a_worker_that_cannot_write_the_arrays_is_a_one_line_error(folder, tmp_p
     assert "Traceback" not in proc.stderr and "DataLoader worker" not in proc.stderr, proc.stderr[-2000:]
     assert proc.stderr.splitlines()[-1].startswith(
         f"synprep: error: {tmp_path / 'run' / 'arrays'}: cannot write the shard's decoded arrays: "), proc.stderr
+
+
+def test_training_on_mapped_shards_gives_the_losses_of_training_on_held_shards(folder, tmp_path):
+    """The real consumer: the same run (the tiny gated SLR preset, with a DataLoader worker, 6 updates) on the
+    split held in memory and on the split mapped from decoded arrays logs the same losses, update by update."""
+    import json
+
+    import torch
+
+    from synprep.train.config import load_preset, with_overrides
+    from synprep.train.data import ShardDataset, load_symbols
+    from synprep.train.loop import Trainer
+
+    cfg = with_overrides(load_preset("tiny"), {"max_steps": 6, "max_epochs": 0, "max_tokens": 512, "threads": 1,
+                                               "num_workers": 1, "log_interval": 1})
+    losses = {}
+    for name, arrays in (("held", None), ("mapped", tmp_path / "arrays")):
+        train, valid = (ShardDataset(folder, s, map_dir=arrays) for s in ("train", "valid"))
+        Trainer(cfg, train, valid, load_symbols(folder, train.attrs), tmp_path / name, torch.device("cpu"),
+                progress=False).run()
+        rows = [json.loads(x) for x in (tmp_path / name / "metrics.jsonl").read_text().splitlines()]
+        losses[name] = [(r["step"], r["train_loss"]) for r in rows if "valid_loss" not in r]
+    assert len(losses["held"]) == 6 and losses["mapped"] == losses["held"]
+    assert len(list((tmp_path / "arrays").glob("train.*"))) == 3
