@@ -259,11 +259,10 @@ def _set_relations_by_masks(heads, deprel, max_path):
     return rel
 
 
-def test_set_relations_table_lookup_equals_the_masks_it_replaced():
-    """Random lines of one to three sentences (deep chains and flat stars among them), every max_path 0-6:
-    the table lookup gives the ids of the per-(up, down) masks."""
-    rng = np.random.default_rng(7)
-    for _ in range(300):
+def _random_lines(rng, count):
+    """``count`` random lines of one to three sentences (random trees, deep chains, flat stars), as
+    (line-level heads, deprel ids)."""
+    for _ in range(count):
         heads, offset = [], 0
         for _ in range(rng.integers(1, 4)):
             n = int(rng.integers(1, 25))
@@ -279,11 +278,48 @@ def test_set_relations_table_lookup_equals_the_masks_it_replaced():
                 local[i] = 0 if p == 0 else inv[p - 1] + 1
             heads += [0 if h == 0 else h + offset for h in local]
             offset += n
-        heads_a = np.array(heads)
-        deprel = rng.integers(len(DEPRELS), size=len(heads))
+        yield np.array(heads), rng.integers(len(DEPRELS), size=len(heads))
+
+
+def test_set_relations_table_lookup_equals_the_masks_it_replaced():
+    """Random lines of one to three sentences (deep chains and flat stars among them), every max_path 0-6:
+    the table lookup gives the ids of the per-(up, down) masks."""
+    for heads_a, deprel in _random_lines(np.random.default_rng(7), 300):
         for max_path in range(7):
             got = set_relations(heads_a, deprel, max_path)[0]
-            assert np.array_equal(got, _set_relations_by_masks(heads_a, deprel, max_path)), (heads, max_path)
+            assert np.array_equal(got, _set_relations_by_masks(heads_a, deprel, max_path)), (heads_a, max_path)
+
+
+def test_set_relations_of_a_batch_equal_each_line_s():
+    """The collate's batched relations (every line climbed together): per line, set_relations' ids, subtree
+    and depth in the top-left corner, NONE / False / 0 beyond (``extra`` positions too); batches of 1-40 random
+    lines, max_path 0-6."""
+    from synprep.train.sources.set import set_relations_batch
+
+    rng = np.random.default_rng(11)
+    for _ in range(40):
+        lines = list(_random_lines(rng, int(rng.integers(1, 41))))
+        extra = int(rng.integers(3))  # positions past the longest line (the collate's </s> column: 1)
+        W = max(len(h) for h, _ in lines) + extra
+        for max_path in (0, 1, 3, 6):
+            rel, sub, depth = set_relations_batch([h for h, _ in lines], [d for _, d in lines], max_path, extra)
+            assert rel.shape == sub.shape == (len(lines), W, W) and depth.shape == (len(lines), W)
+            for b, (h, d) in enumerate(lines):
+                n = len(h)
+                want = set_relations(h, d, max_path)
+                assert np.array_equal(rel[b, :n, :n], want[0]) and np.array_equal(sub[b, :n, :n], want[1])
+                assert np.array_equal(depth[b, :n], want[2])
+                assert (rel[b, n:] == NONE).all() and (rel[b, :, n:] == NONE).all()
+                assert not sub[b, n:].any() and not sub[b, :, n:].any() and (depth[b, n:] == 0).all()
+
+
+@pytest.mark.parametrize(("heads", "what"), [([2, 1, 0], "cycle"), ([0, 4, 1], "lie in"), ([0, 2], "lie in")])
+def test_set_relations_of_a_batch_refuse_bad_heads_naming_the_line(heads, what):
+    from synprep.train.sources.set import set_relations_batch
+
+    good = np.array([2, 0])
+    with pytest.raises(ValueError, match=f"line 1 of the batch: .*{what}"):
+        set_relations_batch([good, np.array(heads)], [np.zeros(2, int), np.zeros(len(heads), int)], 3)
 
 
 @pytest.mark.parametrize("gate", ["sigmoid", "tanh"])

@@ -60,7 +60,6 @@ from synprep.train.sources.base import (
     pad_word_pairs,
     piece_word_index,
     sentence_paths,
-    stack_word_pairs,
 )
 from synprep.train.sources.specs import GATES, LABEL0, NONE, SELF, SETSpec, n_relations  # noqa: F401 - re-exported
 from synprep.types import DEPRELS, PairRecord
@@ -113,6 +112,74 @@ def set_relations(heads: np.ndarray, deprel: np.ndarray, max_path: int) -> tuple
     rel = np.where(down1, LABEL0 + 2 * dep[None, :] + 1, rel)
     np.fill_diagonal(rel, SELF)
     return rel, tr.subtree, tr.depth.astype(np.int64)
+
+
+def set_relations_batch(heads: Sequence[np.ndarray], deprel: Sequence[np.ndarray], max_path: int, extra: int = 0
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`set_relations` of B lines at once, padded: the collate's word-level inputs without a Python
+    step per line (the ancestors of every line climbed together, one batched product for the common ancestors).
+
+    Args:
+        heads: B (W_b,) 1-based line-level heads, 0 = root. deprel: B (W_b,) ids in :data:`DEPRELS`.
+        max_path: largest path length (arcs) that still has a relation.
+        extra: positions added after the longest line's words (padding, like a shorter line's).
+
+    Returns:
+        ``(rel, subtree, depth)``, W = max W_b + ``extra``: rel (B, W, W) int64, line b's :func:`set_relations` ids in
+        ``[:W_b, :W_b]`` and :data:`NONE` beyond; subtree (B, W, W) bool, False beyond; depth (B, W) int64,
+        0 beyond.
+
+    Raises:
+        ValueError: heads out of range, a self-loop or a cycle (naming the line's position in the batch).
+    """
+    B = len(heads)
+    n = np.array([len(h) for h in heads], dtype=np.int64)
+    W = int(n.max(initial=0)) + extra
+    valid = np.arange(W)[None, :] < n[:, None]  # (B, W)
+    parent = np.full((B, W), -1, dtype=np.int64)  # 0-based, -1 = root (and padding)
+    dep = np.zeros((B, W), dtype=np.int64)
+    if valid.any():
+        flat_h = np.concatenate([np.asarray(h, dtype=np.int64) for h in heads])
+        parent[valid] = flat_h - 1
+        dep[valid] = np.concatenate([np.asarray(d, dtype=np.int64) for d in deprel])
+    bad = valid & ((parent < -1) | (parent >= n[:, None]) | (parent == np.arange(W)[None, :]))
+    if bad.any():
+        b = int(np.nonzero(bad.any(axis=1))[0][0])
+        raise ValueError(f"line {b} of the batch: heads must lie in [0, {int(n[b])}] (1-based, 0 = root), "
+                         "no word its own head")
+    anc = np.zeros((B, W, W), dtype=bool)
+    bi, wi = np.nonzero(valid)
+    anc[bi, wi, wi] = True
+    cur = parent[bi, wi]
+    for _ in range(W):  # climb every word of every line one arc a round
+        live = cur >= 0
+        if not live.any():
+            break
+        bi, wi, cur = bi[live], wi[live], cur[live]
+        anc[bi, wi, cur] = True
+        cur = parent[bi, cur]
+    else:
+        if (cur >= 0).any():
+            raise ValueError(f"line {int(bi[cur >= 0][0])} of the batch: heads contain a cycle")
+    a = anc.astype(np.float32)
+    depth = anc.sum(axis=2, dtype=np.int32) - 1  # (B, W); -1 for padding
+    common = np.matmul(a, a.transpose(0, 2, 1)).astype(np.int32)  # common ancestors = depth(LCA) + 1
+    up = depth[:, :, None] - common + 1
+    down = depth[:, None, :] - common + 1
+    far = max_path + 1  # every longer climb or descent: one row and column of the table
+    pairs = valid[:, :, None] & valid[:, None, :]
+    cross = up > depth[:, :, None]  # other sentences of the line: their LCA is the virtual root
+    key = np.minimum(up, far) * (far + 1) + np.minimum(down, far)  # a flat index of path_table
+    key[cross | ~pairs] = (far + 1) ** 2  # one past the table: NONE
+    table = np.append(path_table(max_path).ravel(), NONE)
+    rel = table.take(key)  # (B, W, W) int64
+    head = pairs & (up == 1) & (down == 0)  # j is i's head: i's relation, going up
+    rel[head] = (LABEL0 + 2 * np.broadcast_to(dep[:, :, None], rel.shape))[head]
+    child = pairs & (up == 0) & (down == 1)  # j is i's dependent: j's relation, going down
+    rel[child] = (LABEL0 + 2 * np.broadcast_to(dep[:, None, :], rel.shape) + 1)[child]
+    diag = np.arange(W)
+    rel[:, diag, diag] = np.where(valid, SELF, NONE)
+    return rel, anc.transpose(0, 2, 1).copy(), np.maximum(depth, 0).astype(np.int64)
 
 
 #: On CUDA, take SET's relation lookup as :class:`_SortedLookup` (rows laid out per column, the table's
@@ -218,17 +285,17 @@ class SET(SETSpec, SyntaxSource):
     def collate(self, recs: Sequence[PairRecord], T: int) -> dict[str, torch.Tensor]:
         """``word_index`` (B, T); ``rel`` (B, W+1, W+1) long; ``subtree`` (B, W+1, W+1) bool;
         ``level`` (B, T) long depth ids (``set_max_depth`` for ``</s>`` and padding)."""
-        rels, subs = [], []
-        level = np.full((len(recs), T), self.opts.max_depth, dtype=np.int64)
+        B = len(recs)
+        # the last word (one past the longest line's): </s> and padding
+        rel, sub, depth = set_relations_batch([r.heads for r in recs], [r.deprel for r in recs], self.opts.max_path,
+                                              extra=1)
+        rel[:, -1, -1] = SELF  # </s> with itself
+        sub[:, -1, -1] = True
+        rel_t, sub_t = torch.from_numpy(rel), torch.from_numpy(sub)
+        level = np.full((B, T), self.opts.max_depth, dtype=np.int64)
+        lvl = np.minimum(depth, self.opts.max_depth - 1)
         for b, r in enumerate(recs):
-            rel, sub, depth = set_relations(r.heads, r.deprel, self.opts.max_path)
-            rels.append(rel)
-            subs.append(sub)
-            level[b, : len(r.src_ids)] = np.minimum(depth, self.opts.max_depth - 1)[np.asarray(r.word_index)]
-        rel_t = stack_word_pairs(rels, NONE, np.int64)
-        rel_t[:, -1, -1] = SELF  # </s> with itself
-        sub_t = stack_word_pairs(subs, False, bool)
-        sub_t[:, -1, -1] = True
+            level[b, : len(r.src_ids)] = lvl[b][np.asarray(r.word_index)]
         return {"word_index": piece_word_index(recs, T), "rel": rel_t, "subtree": sub_t,
                 "level": torch.from_numpy(level)}
 
