@@ -212,9 +212,12 @@ def test_a_warm_up_released_while_its_workers_load_is_cancelled(stanza_dir):
     old = reusable_executor._executor
     warming.warm_parse_workers(spec, 2, "loky", None)
     deadline = time.monotonic() + 30  # the warm-up's pool exists (its workers start), they have not loaded yet
-    while reusable_executor._executor is old and time.monotonic() < deadline:
+    # (loky replaces the shut-down executor ``old`` through ``_executor = None``: wait for the new one itself)
+    while reusable_executor._executor in (old, None) and time.monotonic() < deadline:
         time.sleep(0.01)
-    pids = set(reusable_executor._executor._processes)
+    executor = reusable_executor._executor
+    assert executor is not None and executor is not old, "the warm-up made no pool within 30 s"
+    pids = set(executor._processes)
     warming.release_workers()
     assert warming._WARMING is None and warming.WARMED == set()  # killed before any had loaded its parser
     assert reusable_executor._executor is None or not any(_alive(p) for p in reusable_executor._executor._processes)
