@@ -61,7 +61,7 @@ def _load(folder: Path, offsets: dict[str, np.ndarray]) -> dict[str, np.ndarray]
             return None
         if a.ndim != 1 or len(a) != int(offsets[fl.axis][-1]):
             return None
-        data[fl.name] = a
+        data[fl.name] = np.asarray(a)  # a plain view of the map: np.memmap's slicing runs Python code per slice
     return data
 
 
@@ -115,7 +115,7 @@ def mapped_arrays(path: Path, map_dir: Path, offsets: dict[str, np.ndarray], dec
             (called only when they have to be written).
 
     Returns:
-        field name → (L,) ``numpy.memmap`` of the stored dtype, read-only.
+        field name → (L,) read-only array of the stored dtype, a view of a ``numpy.memmap`` of its file.
 
     Raises:
         OSError: ``map_dir`` cannot be created or written (a full disk, no permission).
