@@ -148,8 +148,8 @@ def test_a_damaged_map_is_decoded_again(folder, tmp_path):
 def test_a_dead_process_temporary_is_swept_and_a_live_one_kept(folder, tmp_path):
     r = _mapped(folder, tmp_path / "map")[0]
     (tmp_path / "map").mkdir()
-    dead = tmp_path / "map" / f".{r.path.name}.pid999999999.tmp"
-    live = tmp_path / "map" / f".{r.path.name}.pid{os.getppid()}.tmp"
+    dead = tmp_path / "map" / f".{r.path.name}.pid999999999.arrays.tmp"
+    live = tmp_path / "map" / f".{r.path.name}.pid{os.getppid()}.arrays.tmp"
     for p in (dead, live):
         p.mkdir()
         (p / "src_ids.npy").write_bytes(b"partial")

@@ -14,7 +14,7 @@ Layout: ``MAP_DIR/NAME.SIZE-MTIME_NS/FIELD.npy`` for shard file ``NAME`` (e.g. `
 ``SIZE`` bytes last modified at ``MTIME_NS``: a shard rewritten (a resumed or extended split) has another
 key and is decoded again; the arrays of its older keys are deleted then. One process at a time decodes a
 shard (an exclusive lock on ``.NAME.lock``); the others wait, then map what it wrote. A folder is written as
-``.NAME.pidPID.tmp`` and renamed into place, so a reader never sees half of one (a killed writer's temporary
+``.NAME.pidPID.arrays.tmp`` and renamed into place, so a reader never sees half of one (a killed writer's temporary
 is deleted by the next writer of that shard). A folder whose arrays do not have the lengths of the shard's
 offsets (damaged on disk) is decoded again. The folder holds nothing else (and the lock files) and may be
 deleted whenever no process reads from it.
@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from synprep.lock import live_temp, temp_prefix
 from synprep.shards.schema import FIELDS
 
 
@@ -38,16 +39,6 @@ def map_key(path: Path) -> str:
     """``NAME.SIZE-MTIME_NS``: the folder name of shard file ``path``'s arrays in a map folder."""
     st = path.stat()
     return f"{path.name}.{st.st_size}-{st.st_mtime_ns}"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _load(folder: Path, offsets: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
@@ -72,8 +63,7 @@ def _sweep(map_dir: Path, name: str, keep: str) -> None:
         if p.name != keep and p.is_dir():
             shutil.rmtree(p, ignore_errors=True)
     for p in map_dir.glob(f".{name}.pid*.tmp"):
-        pid = p.name[len(name) + 5:-4]
-        if pid.isdigit() and not _alive(int(pid)):
+        if not live_temp(p):
             shutil.rmtree(p, ignore_errors=True)
 
 
@@ -92,7 +82,7 @@ def _locked(path: Path) -> Iterator[None]:
 def write_arrays(final: Path, arrays: dict[str, np.ndarray]) -> None:
     """Write ``arrays`` (:data:`~synprep.shards.schema.FIELDS`) as ``final/FIELD.npy``: into a temporary
     folder of this process, renamed into place (a reader never sees half of one)."""
-    tmp = final.parent / f".{final.name.rsplit('.', 1)[0]}.pid{os.getpid()}.tmp"
+    tmp = final.parent / f"{temp_prefix(final.name.rsplit('.', 1)[0])}arrays.tmp"  # .NAME.pidPID.arrays.tmp
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:

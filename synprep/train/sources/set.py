@@ -85,7 +85,7 @@ def path_table(max_path: int) -> np.ndarray:
 
 
 def set_relations(heads: np.ndarray, deprel: np.ndarray, max_path: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Word-level SET inputs of one line.
+    """Word-level SET inputs of one line (the reference of :func:`set_relations_batch`, which the collate uses).
 
     Args:
         heads: (W,) 1-based line-level heads, 0 = root. deprel: (W,) ids in :data:`DEPRELS`.
