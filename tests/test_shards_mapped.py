@@ -31,10 +31,7 @@ def folder(tmp_path):
 
 
 def _mapped(folder, map_dir, split="train"):
-    readers = open_split(folder, split)
-    for r in readers:
-        r.map_dir = map_dir
-    return readers
+    return open_split(folder, split, map_dir=map_dir)
 
 
 def test_mapped_records_are_the_decoded_records_and_the_arrays_are_maps(folder, tmp_path):

@@ -121,7 +121,8 @@ def refuse_incomplete(folder: str | os.PathLike, split: str, entry: Any) -> None
 
 
 def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
-               verify: bool = True, manifest: Manifest | None = None, complete: bool = True) -> list[ShardReader]:
+               verify: bool = True, manifest: Manifest | None = None, complete: bool = True,
+               map_dir: str | os.PathLike | None = None) -> list[ShardReader]:
     """A :class:`ShardReader` for every shard of ``split`` in ``folder``, ordered by shard index.
 
     This is how ``train``, ``translate``, ``show`` and ``export`` open a split. Wrap the list in
@@ -130,7 +131,7 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
     Args:
         folder: an output folder (``manifest.json``, ``SPLIT.NNNNN.h5``, ``dict.txt``).
         split: the split's name (``[A-Za-z0-9_-]+``).
-        cache: see :class:`ShardReader`.
+        cache, map_dir: see :class:`ShardReader`.
         verify: check the shards against ``manifest.json`` first: the split's shard list, each
             file's size and sha256 (hashed once per process and file version), ``n_pairs`` and the
             first/last line against the entry, ``split``/``shard_index`` attributes, and that the
@@ -154,14 +155,14 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
     """
     entry, files, manifest = split_entry(folder, split, verify=verify, manifest=manifest, complete=complete)
     if not verify:
-        return [ShardReader(p, cache=cache) for p in files]
+        return [ShardReader(p, cache=cache, map_dir=map_dir) for p in files]
     assert manifest is not None
     vocab = _vocab_entry(folder, manifest, files)
     readers: list[ShardReader] = []
     assert entry is not None or not files
     for index, p in enumerate(files):
         assert entry is not None
-        readers.append(_verified_shard(p, entry, index, split, vocab, cache))
+        readers.append(_verified_shard(p, entry, index, split, vocab, cache, map_dir))
     if entry is not None and complete:
         from synprep.shards.check import split_counts_violation
 
@@ -255,13 +256,13 @@ def _vocab_entry(folder: str | os.PathLike, manifest: Manifest, files: list[Path
 
 
 def _verified_shard(p: Path, entry: SplitEntry, index: int, split: str, vocab: tuple[str, str, int | None],
-                    cache: bool) -> ShardReader:
+                    cache: bool, map_dir: str | os.PathLike | None = None) -> ShardReader:
     """Shard ``index`` (file ``p``) of the split whose manifest entry is ``entry``, verified against it:
     size and sha256, pairs and first/last line, attributes, values (after the previous shard's last line)."""
     vocab_path, vocab_sha256, vocab_size = vocab
     info = entry.shards[index]
     _verify_file(p, info.bytes, info.sha256)
-    r = ShardReader(p, cache=cache)
+    r = ShardReader(p, cache=cache, map_dir=map_dir)
     a = r.attrs
     if len(r) != info.pairs or (len(r) and (int(r.lines[0]), int(r.lines[-1])) != (info.first_line,
                                                                                      info.last_line)):

@@ -149,11 +149,9 @@ class ShardDataset(Dataset):
     def __init__(self, shards_dir: str | Path, split: str, map_dir: str | Path | None = None):
         from synprep.shards import SplitReader, open_split
 
-        readers = open_split(shards_dir, split)
+        readers = open_split(shards_dir, split, map_dir=map_dir)
         if not readers:
             raise InputError(f"no shards of split {split!r} (expected {split}.00000.h5, …)", str(shards_dir))
-        for r in readers:
-            r.map_dir = None if map_dir is None else Path(map_dir)
         self.split = split
         self.reader = SplitReader(readers)
         self.attrs: dict = dict(readers[0].attrs)
