@@ -31,7 +31,10 @@ Figures (``figure`` key):
   of a timed update, the graphs' counters, and ``distinct_keys_two_epochs`` against
   ``batches_per_epoch`` (how well the preset's batch shapes come back epoch after epoch); then, when
   the gated preset is among them, ``real_loop_cuda_graphs``: the real loop's last logged interval of
-  the gated preset without and with graphs.
+  the gated preset without and with graphs. With ``--graphs-compile`` each preset's row also has
+  ``graphs_compiled``: graphs over compiled layers (``compile: true`` too, Dynamo reset first, so its
+  first pass holds the compilation), measured as ``graphs``, and ``compiled_vs_graphs`` (tokens/s ratio):
+  whether Inductor's fused kernels shorten a replayed update (the graphs' updates are kernel-bound).
 * ``batch_order`` (only with ``--batch-order``): per preset (default vanilla), ``batch_order: target``
   against ``source`` on 160,000 pairs (20,000 synthetic records 8 times, IWSLT14's training-set size; --small:
   800) over the first ``--graph-batches`` batches of an epoch (with ``cuda_graphs`` on CUDA, timed after the
@@ -258,10 +261,17 @@ def graphs_figure(preset: str, args, data, vocab: int, tmp: Path) -> dict:
 
     n, cycles = (4, 2) if args.small else (args.graph_batches, 3)
     rec: dict = {"figure": "cuda_graphs", "preset": preset, "batches": n, "timed_cycles": cycles}
-    for name, on in (("eager", False), ("graphs", True)):
+    variants = [("eager", False, False), ("graphs", True, False)]
+    if args.graphs_compile:
+        variants.append(("graphs_compiled", True, True))
+    for name, on, comp in variants:
         if args.device.startswith("cuda"):
             torch.cuda.reset_peak_memory_stats()
-        tr = _trainer(_cfg(preset, args, cuda_graphs=on), data, vocab, args.device, tmp / name)
+        if comp:  # this preset's own compilation, in its first (eager) pass
+            from torch import _dynamo
+
+            _dynamo.reset()
+        tr = _trainer(_cfg(preset, args, cuda_graphs=on, compile=comp), data, vocab, args.device, tmp / name)
         it = endless(tr)
         batches = [next(it) for _ in range(n)]  # a fixed set of shapes, as epochs of one corpus bring back
         seconds = passes(tr, batches, 2 + cycles if on else 1 + cycles, args.device)  # graphs: 1 eager, 1 capture
@@ -271,6 +281,7 @@ def graphs_figure(preset: str, args, data, vocab: int, tmp: Path) -> dict:
                      **profile(tr, itertools.cycle(batches), 4, args.device)}
         if tr.graphs is not None:
             rec[name]["graph_stats"] = tr.graphs.stats()
+        if tr.graphs is not None and not comp:
             # how well this source's shapes come back: distinct graph keys over two whole epochs of the
             # records (tie order shuffled per epoch) against the batches of one
             keys, per_epoch = set(), 0
@@ -282,6 +293,8 @@ def graphs_figure(preset: str, args, data, vocab: int, tmp: Path) -> dict:
             rec["distinct_keys_two_epochs"], rec["batches_per_epoch"] = len(keys), per_epoch
         del tr, it, batches
     rec["speedup"] = round(rec["graphs"]["tokens_per_s"] / rec["eager"]["tokens_per_s"], 3)
+    if args.graphs_compile:
+        rec["compiled_vs_graphs"] = round(rec["graphs_compiled"]["tokens_per_s"] / rec["graphs"]["tokens_per_s"], 3)
     return rec
 
 
@@ -447,6 +460,8 @@ def main() -> None:
     ap.add_argument("--batch-order", action="store_true", help="add the batch_order figure (target vs source)")
     ap.add_argument("--set-lookup", action="store_true",
                     help="add the set_lookup figure (SET's relation lookup: F.embedding vs the sorted lookup)")
+    ap.add_argument("--graphs-compile", action="store_true",
+                    help="the cuda_graphs figure also over compiled layers (compile: true)")
     ap.add_argument("--graph-batches", type=int, default=40, help="batches of the cuda_graphs figure (default 40)")
     ap.add_argument("--graphs-loop", choices=["both", "graphs", "none"], default="both",
                     help="real_loop_cuda_graphs: without and with graphs (default), with graphs only, or none")

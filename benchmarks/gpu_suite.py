@@ -25,8 +25,8 @@ Run through ``benchmarks/gpu_suite.sh`` (``make gpu-suite``). Data: ``$SHARED/da
   the GPU busy fraction during DEV's command (null on the CPU), and ``timelines``: each command's milestones
   (``synprep.timeline``: imports, input checks, parser identity, workers ready, each block parsed, each shard's
   records and write, the check, the workers released; seconds since the process started).
-- the trainer's figures: every JSON line of ``benchmarks/bench_train_gpu.py --device DEV --graphs --batch-order
-  --set-lookup [--small]`` and ``benchmarks/bench_translate.py --device DEV [--small]`` when those scripts exist
+- the trainer's figures: every JSON line of ``benchmarks/bench_train_gpu.py --device DEV --graphs --graphs-compile
+  --batch-order --set-lookup [--small]`` and ``benchmarks/bench_translate.py --device DEV [--small]`` when those scripts exist
   (``skipped`` otherwise).
 - then ``translate_iwslt_size``, ``attention_backends``, ``stanza_path``, ``parse_workers`` (each function's
   docstring), and last ``compile``: ``bench_train_gpu.py --compile-only`` (eager against
@@ -273,7 +273,8 @@ def remaining(args) -> float:
     return max(0.0, args.budget - (time.perf_counter() - args.start))
 
 
-def trainer_figures(args, scripts=(("bench_train_gpu.py", ["--graphs", "--batch-order", "--set-lookup"]),
+def trainer_figures(args, scripts=(("bench_train_gpu.py", ["--graphs", "--graphs-compile", "--batch-order",
+                                                           "--set-lookup"]),
                                    ("bench_translate.py", []))) -> None:
     for script, extra in scripts:
         path = ROOT / "benchmarks" / script

@@ -4,7 +4,7 @@ On every machine: the graphs' padding (the sources' word counts rounded up to a 
 entries to a power of two) gives every source the same loss and gradients as the unpadded batch; the
 graphs' step (a device gradient scale) gives the same loss and gradients as the trainer's update; the
 batch key tells shapes and host values apart, and a batch's key comes back every epoch; the option is
-refused where it cannot run. On CUDA: a run with graphs
+refused where it cannot run. On CUDA: a run with graphs (and with graphs over compiled layers)
 gives the losses of a run without them (dropout off), and replays the graphs it captured.
 """
 
@@ -189,16 +189,19 @@ def test_cuda_graphs_is_refused_where_it_cannot_run(tmp_path):
     with pytest.raises(ConfigError, match="one process; this run has 2"):
         Trainer._check_graphs(types.SimpleNamespace(env=DistEnv(rank=0, world_size=2, local_rank=0)),  # type: ignore[arg-type]
                               _config(None, cuda_graphs=True), cuda)
-    with pytest.raises(ConfigError, match="cuda_graphs and compile exclude each other"):
-        Trainer._check_graphs(types.SimpleNamespace(env=DistEnv()), _config(None, cuda_graphs=True, compile=True),  # type: ignore[arg-type]
-                              cuda)
+    # with compile the graphs record the compiled layers' kernels: no refusal (the CUDA test trains it)
+    Trainer._check_graphs(types.SimpleNamespace(env=DistEnv()), _config(None, cuda_graphs=True, compile=True),  # type: ignore[arg-type]
+                          cuda)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize(("source", "over"), [(None, {}), ("slr", {}),
                                               ("slr", {"syntax": "gated", "update_freq": 2, "gate_freeze_epochs": 1}),
-                                              ("set", {"sorted_lookup": True})],
-                         ids=["vanilla", "slr", "gated-update_freq2-frozen", "set-sorted-lookup"])
+                                              ("set", {"sorted_lookup": True}),
+                                              (None, {"graphs_compile": True}),
+                                              ("slr", {"syntax": "gated", "graphs_compile": True})],
+                         ids=["vanilla", "slr", "gated-update_freq2-frozen", "set-sorted-lookup", "vanilla-compiled",
+                              "gated-compiled"])
 def test_cuda_graphs_train_as_eager_does(tmp_path, monkeypatch, source, over):
     """Dropout off, float32, the same seed and batches: a run with CUDA graphs has the losses of a
     run without them (relative 1e-3: the sources' padded word and entry counts may take other kernels'
@@ -206,14 +209,23 @@ def test_cuda_graphs_train_as_eager_does(tmp_path, monkeypatch, source, over):
     The replays of the third pass get other batches of the same keys (``_relabelled``: other tokens), which
     they must read. Two batches per update add into the same gradients; frozen gates (epoch 0 <
     gate_freeze_epochs) stay as they were in both runs. ``sorted_lookup``: SET's lookup as ``_SortedLookup`` in both runs
-    (its per-batch sort is recorded in the graphs)."""
+    (its per-batch sort is recorded in the graphs). ``graphs_compile``: the run with graphs also has
+    ``compile: true`` (its graphs record Inductor's kernels; the same tolerance: fused reductions sum in
+    other orders), against the eager run without; Dynamo compiled for it (its counters)."""
+    from torch._dynamo.utils import counters
+
     from synprep.train.sources import set as set_mod
 
     over = dict(over)
     monkeypatch.setattr(set_mod, "SORTED_LOOKUP_ON_CUDA", over.pop("sorted_lookup", False))
+    graphs_compile = over.pop("graphs_compile", False)
+    if graphs_compile:
+        torch._dynamo.reset()  # graphs another test compiled would be reused, not counted
+        counters.clear()
     runs, gates = {}, {}
     for graphs in (False, True):
-        tr = _trainer(tmp_path / str(graphs), source, device="cuda", cuda_graphs=graphs, **over)
+        tr = _trainer(tmp_path / str(graphs), source, device="cuda", cuda_graphs=graphs,
+                      compile=graphs and graphs_compile, **over)
         uf = tr.cfg.update_freq
         batches = [b for _, b in zip(range(3 * uf), tr.train_loader, strict=False)]
         others = [_relabelled(b, 300) for b in batches]  # the same keys, other tokens: replays must read them
@@ -229,6 +241,8 @@ def test_cuda_graphs_train_as_eager_does(tmp_path, monkeypatch, source, over):
         if graphs:
             assert tr.graphs is not None
             assert tr.graphs.stats()["captures"] == 3 * uf and tr.graphs.stats()["replays"] == 6 * uf, tr.graphs.stats()
+            if graphs_compile:  # each kind of layer and the loss compiled, no layer split by a graph break
+                assert counters["stats"]["unique_graphs"] >= 3 and not counters["graph_break"], dict(counters)
     rel = np.abs(np.array(runs[True]) - np.array(runs[False])) / np.abs(np.array(runs[False]))
     print(f"cuda_graphs {source} {over}: largest relative loss difference over 9 updates {rel.max():.2e}")
     np.testing.assert_allclose(runs[True], runs[False], rtol=1e-3)

@@ -2,7 +2,9 @@
 recorded once and replayed, so that an update costs about the GPU's kernel time instead of the host's
 ~1200 eager launches (docs/train.md, "CUDA graphs").
 
-``cuda_graphs: true`` in the config (one process on CUDA, without ``compile``; the trainer checks):
+``cuda_graphs: true`` in the config (one process on CUDA; the trainer checks). With ``compile: true`` too,
+the graphs record the compiled layers' kernels (fewer, fused launches than eager's): a shape's eager first
+run is also where Dynamo and Inductor compile for it, so its capture only runs code already built.
 
 - The length-bucketed sampler brings the same batch shapes back every epoch: it sorts the pairs by
   (target, source) size, so the sequence of sizes, the batch boundaries and each batch's (B, T, U)

@@ -140,7 +140,9 @@ class Trainer:
 
     # --- construction steps ------------------------------------------------------------------
     def _check_graphs(self, cfg: TrainConfig, device: torch.device) -> None:
-        """``cuda_graphs`` needs CUDA, one process and no ``compile`` (:mod:`synprep.train.graphs`).
+        """``cuda_graphs`` needs CUDA and one process (:mod:`synprep.train.graphs`). With ``compile`` the
+        graphs record the compiled layers' kernels: each shape's eager first run compiles (or reuses) the
+        layers' code for it, its capture records that code's launches.
 
         Raises:
             ConfigError: naming what stands in the way.
@@ -150,8 +152,6 @@ class Trainer:
         if self.env.enabled:
             raise ConfigError("cuda_graphs runs in one process; this run has "
                               f"{self.env.world_size} (set cuda_graphs false for DDP)")
-        if cfg.compile:
-            raise ConfigError("cuda_graphs and compile exclude each other (set one of them false)")
 
     def _checkpoint(self) -> dict[str, Any]:
         """``out/checkpoint_last.pt``, loaded and validated for a resume."""

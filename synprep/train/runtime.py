@@ -76,7 +76,8 @@ class RuntimePolicy:
         the config's value (see the module docstring). compile: ``torch.compile`` of each encoder/decoder
         layer and of the loss, dynamic shapes (:mod:`synprep.train.compiling`). cuda_graphs: each
         training batch shape's forward and backward replayed as a CUDA graph (:mod:`synprep.train.graphs`;
-        the trainer checks it is on CUDA, in one process, without ``compile``).
+        the trainer checks it is on CUDA, in one process; with ``compile`` the graphs record the compiled
+        layers' kernels).
     """
 
     device: str

@@ -153,8 +153,8 @@ class TrainConfig:
     tf32: bool = False  # TF32 matrix products / convolutions on CUDA
     attention_backend: str = "auto"  # auto | efficient | flash | cudnn | math | flex (runtime.py)
     compile: bool = False  # torch.compile each layer and the loss (synprep.train.compiling; slower on an H200: docs/train.md)
-    # replay each batch shape's forward and backward as a CUDA graph (one process on CUDA; the
-    # batches' lengths padded to a multiple of 8; synprep/train/graphs.py, docs/train.md)
+    # replay each batch shape's forward and backward as a CUDA graph (one process on CUDA; the sources'
+    # word counts padded to a multiple of 8; with compile, of the compiled layers; synprep/train/graphs.py)
     cuda_graphs: bool = False
 
     # --- decoding (paper §5.1 Evaluation; fairseq generate defaults) ---------------------------
