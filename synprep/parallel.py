@@ -391,7 +391,9 @@ STAGE_STATS = StageStats()
 _STAGE_POOL: tuple[int, Any] | None = None
 
 
-def _stage_init(parent: int) -> None:
+def worker_init(parent: int) -> None:
+    """A pool worker's initializer (loky's ``ProcessPoolExecutor``): one BLAS/torch thread, and exit when
+    the process ``parent`` that started the pool dies (:func:`exit_with_parent`)."""
     limit_threads(1)
     exit_with_parent(parent)
 
@@ -411,7 +413,7 @@ def _stage_pool(jobs: int) -> Any:
 
     if _STAGE_POOL is not None:
         _STAGE_POOL[1].shutdown(wait=True)
-    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_stage_init, initargs=(os.getpid(),))
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=worker_init, initargs=(os.getpid(),))
     _STAGE_POOL = (jobs, pool)
     return pool
 

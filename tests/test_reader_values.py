@@ -117,3 +117,87 @@ def test_an_id_check_needs_the_real_vocabulary_size(folder):
     m.save(folder)
     with pytest.raises(InputError, match="outside the vocabulary"):
         open_split(folder, "train")
+
+
+# --- a large split's shards verified in worker processes first (verified._verify_in_workers) ---------------
+
+
+@pytest.fixture
+def in_workers(monkeypatch):
+    """Every split counts as large, two workers, this process's caches empty: what ``open_split`` verifies
+    without the workers, this process does itself."""
+    from synprep.shards import verified
+
+    monkeypatch.setattr(verified, "PARALLEL_VERIFY_BYTES", 0)
+    monkeypatch.setattr(verified, "verify_workers", lambda: 2)
+    monkeypatch.setattr(verified, "_VERIFIED", set())
+    monkeypatch.setattr(verified, "_VALUES_OK", set())
+    return verified
+
+
+def test_the_workers_verify_a_large_split(folder, in_workers, monkeypatch):
+    """Every shard's values verified in the workers: this process's check_shard never runs (it would fail
+    here), and the readers are those of the serial pass."""
+    import synprep.shards.check as check
+
+    want = [r.lines.tolist() for r in open_split(folder, "train", cache=False)]  # serial: caches filled
+    monkeypatch.setattr(in_workers, "_VERIFIED", set())
+    monkeypatch.setattr(in_workers, "_VALUES_OK", set())
+
+    def not_here(*a, **k):
+        raise AssertionError("verified in this process, not in the workers")
+
+    monkeypatch.setattr(check, "check_shard", not_here)
+    got = open_split(folder, "train", cache=False)
+    assert [r.lines.tolist() for r in got] == want and len(got) == 3
+    assert len(in_workers._VALUES_OK) == 3 and len(in_workers._VERIFIED) == 3
+
+
+def test_a_damaged_shard_is_refused_as_without_workers(folder, in_workers, monkeypatch):
+    """Shards 1 and 2 damaged: the workers pass shard 0 and nothing else, and the error is the serial
+    pass's, word for word (shard 1, the first in shard order)."""
+    damage(folder, "head_out_of_range")
+    with h5py.File(folder / "train.00002.h5", "r+") as f:
+        _set(f, "src_ids", 0, VOCAB + 5)
+    reseal(folder)
+    with pytest.raises(InputError) as parallel:
+        open_split(folder, "train")
+    assert len(in_workers._VALUES_OK) == 1  # shard 0, from a worker; 1 failed, 2 was never reached here
+    monkeypatch.setattr(in_workers, "PARALLEL_VERIFY_BYTES", 1 << 60)  # serial only
+    monkeypatch.setattr(in_workers, "_VERIFIED", set())
+    monkeypatch.setattr(in_workers, "_VALUES_OK", set())
+    with pytest.raises(InputError) as serial:
+        open_split(folder, "train")
+    assert str(parallel.value) == str(serial.value) and parallel.value.path == str(folder / "train.00001.h5")
+
+
+def test_no_pool_is_the_serial_pass(folder, in_workers, monkeypatch):
+    """A pool that cannot start (no processes allowed) changes nothing but the time; a small split starts none."""
+    import joblib.externals.loky.process_executor as pe
+
+    def no_pool(*a, **k):
+        raise OSError("no processes here")
+
+    monkeypatch.setattr(pe, "ProcessPoolExecutor", no_pool)
+    assert len(open_split(folder, "train")) == 3 and len(in_workers._VALUES_OK) == 3
+    monkeypatch.setattr(in_workers, "_VALUES_OK", set())
+    monkeypatch.setattr(in_workers, "PARALLEL_VERIFY_BYTES", 1 << 60)
+    started = []
+    monkeypatch.setattr(pe, "ProcessPoolExecutor", lambda *a, **k: started.append(1))
+    assert in_workers._verify_in_workers([(p, p.stat().st_size, "0" * 64, None, 0)
+                                          for p in sorted(folder.glob("train.*.h5"))]) == 0 and not started
+
+
+def test_the_workers_share_the_cores_of_a_torchrun_node(monkeypatch):
+    import synprep.parallel as parallel
+    from synprep.shards.verified import verify_workers
+
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 16)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    assert verify_workers() == 16
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
+    assert verify_workers() == 2
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "32")
+    assert verify_workers() == 1
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "x")
+    assert verify_workers() == 16
