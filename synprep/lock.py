@@ -40,7 +40,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
-from synprep.errors import ConfigError
+from synprep.errors import ConfigError, InputError, SynprepError
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +139,31 @@ def describe_owner(path: Path) -> str:
         return "another process"
 
 
+#: errnos of ``flock`` on a filesystem without file locks: Lustre mounted without ``-o flock`` (ENOSYS),
+#: NFS without its lock service (ENOLCK), some FUSE filesystems (EOPNOTSUPP)
+NO_LOCKS = frozenset({errno.ENOSYS, errno.ENOLCK, errno.EOPNOTSUPP})
+
+
+def flock(fd: Any, op: int, path: str | os.PathLike) -> None:
+    """``fcntl.flock(fd, op)`` for one of synprep's locks on ``path``; a filesystem without file locks is
+    a clear error instead of a bare ``OSError`` ("Function not implemented").
+
+    Raises:
+        BlockingIOError: ``LOCK_NB`` and the lock is held elsewhere (as ``fcntl.flock``).
+        InputError: ``PATH: …`` the filesystem has no file locks (errno in :data:`NO_LOCKS`): synprep
+            locks its output and run folders, so the folder must be on one that has them.
+        OSError: any other failure.
+    """
+    try:
+        fcntl.flock(fd, op)
+    except OSError as e:
+        if e.errno not in NO_LOCKS:
+            raise
+        raise InputError(f"cannot lock this file: its filesystem has no file locks ({e.strerror}). synprep locks "
+                         "output and run folders so that two runs never write one at once: put the folder on a "
+                         "filesystem with locks (a local disk; Lustre mounted with -o flock)", str(path)) from None
+
+
 def _open_lock_file(path: Path) -> int | None:
     """An fd on the lock file (created when missing), or None when the folder cannot be written."""
     try:
@@ -185,7 +210,7 @@ def folder_lock(out: str | os.PathLike) -> Iterator[None]:
         t0, told = time.monotonic(), False
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, path)
                 break
             except BlockingIOError:
                 if not told and time.monotonic() - t0 > 2.0:
@@ -227,6 +252,10 @@ def split_writer(out: str | os.PathLike, split: str) -> str | None:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
         return describe_owner(path)
+    except OSError as e:  # a folder copied onto a filesystem without locks: nobody can be writing it with one
+        if e.errno in NO_LOCKS:
+            return None
+        raise
     else:
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
@@ -252,7 +281,10 @@ def hold_split(out: str | os.PathLike, split: str) -> None:
     if fd is None:
         return
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, path)
+    except SynprepError:
+        os.close(fd)
+        raise
     except BlockingIOError:
         os.close(fd)
         raise FolderBusy(f"the {split} split of {out} is being written by {describe_owner(path)}: wait for it "

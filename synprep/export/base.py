@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 from synprep.errors import ConfigError, InputError
+from synprep.lock import flock
 from synprep.shards.manifest import Manifest
 from synprep.shards.reader import ShardReader, load_vocab, open_split
 from synprep.shards.writer import ShardInfo
@@ -303,7 +304,7 @@ def _units(manifest: Manifest, split: str, per_shard: bool) -> list[Unit]:
 def _locked(dest: Path) -> Iterator[None]:
     with open(dest / LOCK_NAME, "w") as lock:
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB, dest / LOCK_NAME)
         except BlockingIOError:
             raise ConfigError(f"{dest} is being written by another synprep export") from None
         yield

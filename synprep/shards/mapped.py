@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from synprep.lock import live_temp, temp_prefix
+from synprep.lock import flock, live_temp, temp_prefix
 from synprep.shards.schema import FIELDS
 
 
@@ -73,7 +73,7 @@ def _locked(path: Path) -> Iterator[None]:
     others wait for its arrays instead of decoding it too."""
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        flock(fd, fcntl.LOCK_EX, path)
         yield
     finally:
         os.close(fd)  # releases the lock

@@ -35,7 +35,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from synprep.lock import FolderBusy, describe_owner, sweep_stale_temps
+from synprep.errors import SynprepError
+from synprep.lock import FolderBusy, describe_owner, flock, sweep_stale_temps
 from synprep.parallel import usable_cpus
 
 log = logging.getLogger("synprep.train")
@@ -81,7 +82,7 @@ def check_not_busy(out: str | os.PathLike) -> None:
     except OSError:  # no lock file (never trained into), or unreadable: run_lock decides
         return
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, folder / RUN_LOCK)
     except OSError as e:
         if e.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
             raise _busy(folder, out) from None
@@ -116,7 +117,10 @@ def run_lock(out: str | os.PathLike) -> Iterator[None]:
     path = folder / RUN_LOCK
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, path)
+    except SynprepError:
+        os.close(fd)
+        raise
     except OSError as e:
         os.close(fd)
         if e.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
