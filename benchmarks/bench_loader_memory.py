@@ -9,13 +9,16 @@ sizes, and each process's memory at the end.
 Per size it prints one JSON object (``figure: "loader_memory"``): seconds for two epochs (the first decodes
 the shards), the bytes of the shards and of the mapped arrays, and, at the end, for the main
 process and each worker the memory it alone wrote (``Private_Dirty``: its own arrays, what grows with the
-shards it holds) and its share of mapped files' resident pages (``Pss_File``: shared between processes
-and dropped by the kernel under pressure), from ``/proc/PID/smaps_rollup`` (Linux). The shards are written
+shards it holds, but also the pages of files it alone maps that are not yet written back to disk: the
+maps a worker just wrote), its anonymous memory (``Anonymous``: its heap and arrays, no file's pages, those a
+forked worker shares with its parent included), ``Private_Anonymous`` (the private pages of its mappings
+without a file, from ``/proc/PID/smaps``: what a process holds of its own) and its share of mapped files' resident pages (``Pss_File``: shared between
+processes and dropped by the kernel under pressure), from ``/proc/PID/smaps_rollup`` (Linux). The shards are written
 by a separate process, so that no record is in the memory the workers inherit. ``--map-dir`` gives
 :class:`ShardDataset` a decoded-array folder (``map_dir``): the arrays are then mapped, not held. The last
 line (``figure: "loader_memory_growth"``) is the growth of each kind of memory per added pair between the
-smallest and the largest size, per worker. Memory flat with corpus size means ``private_bytes_per_pair``
-near 0.
+smallest and the largest size, per worker. Memory flat with corpus size means
+``private_anonymous_bytes_per_pair`` near 0.
 """
 
 from __future__ import annotations
@@ -32,18 +35,28 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-KEYS = ("Private_Dirty", "Pss_File")
+KEYS = ("Private_Dirty", "Anonymous", "Pss_File")
 
 
 def _status(pid: int) -> dict[str, int]:
-    """``Private_Dirty`` (memory this process alone wrote: its own arrays; pages a forked worker shares with
-    its parent are not in it) and ``Pss_File`` (its share of mapped files' resident pages) in bytes, from
-    ``/proc/PID/smaps_rollup`` (Linux)."""
+    """``Private_Dirty`` (pages this process alone maps and wrote, or that are dirty: its own arrays, a
+    file it alone maps and just wrote; pages a forked worker shares with its parent are not in it),
+    ``Anonymous`` (its heap and arrays, no file's pages) and ``Pss_File`` (its share of mapped files'
+    resident pages) in bytes, from ``/proc/PID/smaps_rollup`` (Linux)."""
     out = {}
     for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
         key, _, val = line.partition(":")
         if key in KEYS:
             out[key] = int(val.split()[0]) * 1024
+    # the private pages of mappings without a file (heap, arrays): what this process holds of its own
+    anon, private = True, 0
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        head = line.split()
+        if len(head) >= 5 and "-" in head[0] and ":" in head[3]:  # a mapping's header: address perms offset dev inode
+            anon = head[4] == "0"
+        elif anon and head and head[0] in ("Private_Dirty:", "Private_Clean:"):
+            private += int(head[1]) * 1024
+    out["Private_Anonymous"] = private
     return out
 
 
@@ -115,6 +128,8 @@ def main() -> None:
             return round(sum(grow) / len(grow) / dn, 1)
         print(json.dumps({"figure": "loader_memory_growth", "mapped": args.map_dir, "from_pairs": a["pairs"],
                           "to_pairs": b["pairs"], "private_bytes_per_pair": per_pair("Private_Dirty"),
+                          "anonymous_bytes_per_pair": per_pair("Anonymous"),
+                          "private_anonymous_bytes_per_pair": per_pair("Private_Anonymous"),
                           "file_pss_bytes_per_pair": per_pair("Pss_File")}))
 
 

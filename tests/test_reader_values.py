@@ -153,6 +153,28 @@ def test_the_workers_verify_a_large_split(folder, in_workers, monkeypatch):
     assert len(in_workers._VALUES_OK) == 3 and len(in_workers._VERIFIED) == 3
 
 
+def test_the_workers_write_a_large_splits_maps(folder, in_workers, monkeypatch, tmp_path):
+    """With a map folder (``train``'s ``arrays/``) the workers also write every shard's maps: this process
+    decodes none, and its readers hold maps of what it would have decoded, header included."""
+    from synprep.shards import ShardReader
+    from synprep.shards.mapped import map_key
+
+    want = [[r[i] for i in range(len(r))] for r in open_split(folder, "train")]
+    monkeypatch.setattr(in_workers, "_VERIFIED", set())
+    monkeypatch.setattr(in_workers, "_VALUES_OK", set())
+
+    def not_here(self):
+        raise AssertionError(f"{self.path.name} decoded in this process, not in the workers")
+
+    monkeypatch.setattr(ShardReader, "_decode", not_here)
+    got = open_split(folder, "train", map_dir=tmp_path / "arrays")
+    for r, recs in zip(got, want, strict=True):
+        assert r._data is not None and (tmp_path / "arrays" / map_key(r.path) / "line.npy").is_file()
+        assert not r.lines.flags.writeable  # the map of the header, not a copy
+        for i, rec in enumerate(recs):
+            assert r[i].line == rec.line and np.array_equal(r[i].heads, rec.heads)
+
+
 def test_a_damaged_shard_is_refused_as_without_workers(folder, in_workers, monkeypatch):
     """Shards 1 and 2 damaged: the workers pass shard 0 and nothing else, and the error is the serial
     pass's, word for word (shard 1, the first in shard order)."""
@@ -184,7 +206,7 @@ def test_no_pool_is_the_serial_pass(folder, in_workers, monkeypatch):
     monkeypatch.setattr(in_workers, "PARALLEL_VERIFY_BYTES", 1 << 60)
     started = []
     monkeypatch.setattr(pe, "ProcessPoolExecutor", lambda *a, **k: started.append(1))
-    assert in_workers._verify_in_workers([(p, p.stat().st_size, "0" * 64, None, 0)
+    assert in_workers._verify_in_workers([(p, p.stat().st_size, "0" * 64, None, 0, None)
                                           for p in sorted(folder.glob("train.*.h5"))]) == 0 and not started
 
 

@@ -13,7 +13,7 @@ import pytest
 from synprep.errors import InputError
 from synprep.shards import ShardReader, open_split
 from synprep.shards.mapped import map_key
-from synprep.shards.schema import FIELDS
+from synprep.shards.schema import AXES, FIELDS
 from synprep.shards.synthetic import write_folder
 
 
@@ -42,17 +42,71 @@ def test_mapped_records_are_the_decoded_records_and_the_arrays_are_maps(folder, 
         for i in range(len(p)):
             _records_equal(m[i], p[i])
         files = sorted(x.name for x in (tmp_path / "map" / map_key(m.path)).iterdir())
-        assert files == sorted(f"{fl.name}.npy" for fl in FIELDS)
+        assert files == sorted([f"{fl.name}.npy" for fl in FIELDS] + ["line.npy"] +
+                               [f"offsets.{axis}.npy" for axis in AXES])
         arrays = m.load()._data
         assert arrays is not None
-        for fl in FIELDS:  # read-only views of maps of those files, not copies in this process's memory
-            a = arrays[fl.name]
-            base = a
-            while base is not None and not isinstance(base, np.memmap):
-                base = base.base
-            assert base is not None and not a.flags.writeable and np.shares_memory(a, base), fl.name
-            assert os.path.samefile(base.filename, tmp_path / "map" / map_key(m.path) / f"{fl.name}.npy")
+        assert np.array_equal(m.lines, p.lines) and all(np.array_equal(m.offsets[a], p.offsets[a]) for a in AXES)
+        _assert_maps(tmp_path / "map" / map_key(m.path), {**{f"{fl.name}.npy": arrays[fl.name] for fl in FIELDS},
+                                                          "line.npy": m.lines,
+                                                          **{f"offsets.{a}.npy": m.offsets[a] for a in AXES}})
     assert not list((tmp_path / "map").glob(".*.tmp"))  # no temporary left
+
+
+def _map_base(a: np.ndarray) -> np.memmap | None:
+    """The ``numpy.memmap`` that ``a`` is a view of, or None (a copy in this process's memory)."""
+    base = a
+    while base is not None and not isinstance(base, np.memmap):
+        base = base.base
+    return base
+
+
+def _assert_maps(folder, arrays: dict) -> None:
+    """Each array is a read-only view of a map of ``folder/NAME``, not a copy in this process's memory."""
+    for name, a in arrays.items():
+        base = _map_base(a)
+        assert base is not None and not a.flags.writeable and np.shares_memory(a, base), name
+        assert os.path.samefile(base.filename, folder / name), name
+
+
+def test_a_reader_opened_where_the_maps_exist_maps_its_header(folder, tmp_path, monkeypatch):
+    """A DataLoader worker's reader (unpickled: opened anew) of a shard another process mapped holds the
+    maps of its lines and offsets from the start, before any record is read: a worker's own memory does
+    not grow by N·56 bytes per shard. Equal to the shard's header, which is still read and checked."""
+    first = _mapped(folder, tmp_path / "map")
+    for r in first:
+        r.load()
+    for r, plain in zip([pickle.loads(pickle.dumps(r)) for r in first], open_split(folder, "train"), strict=True):
+        assert np.array_equal(r.lines, plain.lines)
+        key = tmp_path / "map" / map_key(r.path)
+        _assert_maps(key, {"line.npy": r.lines, **{f"offsets.{a}.npy": r.offsets[a] for a in AXES}})
+        assert all(np.array_equal(r.offsets[a], plain.offsets[a]) for a in AXES)
+    # a map whose header is not the shard's (damaged, or another shard's) is not used: decoded again
+    victim = tmp_path / "map" / map_key(first[0].path) / "offsets.word.npy"
+    off = np.load(victim)
+    off[1] += 1
+    np.save(victim, off)
+    r = ShardReader(first[0].path, map_dir=tmp_path / "map")
+    assert _map_base(r.offsets["word"]) is None and _map_base(r.lines) is None  # the shard's own header, held
+    plain = open_split(folder, "train")[0]
+    for i in range(len(plain)):
+        _records_equal(r[i], plain[i])
+    assert np.array_equal(np.load(victim), plain.offsets["word"])  # rewritten
+
+
+def test_a_map_written_without_its_header_is_decoded_again(folder, tmp_path):
+    """The layout of the first version (datasets only): its folder does not load, and is written anew with
+    the header (a run folder's ``arrays/`` from before)."""
+    r = _mapped(folder, tmp_path / "map")[0]
+    r.load()
+    key = tmp_path / "map" / map_key(r.path)
+    for f in [key / "line.npy", *(key / f"offsets.{a}.npy" for a in AXES)]:
+        f.unlink()
+    again = ShardReader(r.path, map_dir=tmp_path / "map")
+    plain = open_split(folder, "train")[0]
+    for i in range(len(plain)):
+        _records_equal(again[i], plain[i])
+    assert (key / "line.npy").is_file() and all((key / f"offsets.{a}.npy").is_file() for a in AXES)
 
 
 def test_a_shard_is_decoded_once_for_every_process_that_maps_it(folder, tmp_path, monkeypatch):
@@ -81,7 +135,7 @@ fd = os.open(map_dir / f".{r.path.name}.lock", os.O_RDWR | os.O_CREAT)
 fcntl.flock(fd, fcntl.LOCK_EX)
 ready.write_text("locked")
 time.sleep(1.0)
-write_arrays(map_dir / map_key(r.path), r._decode())
+write_arrays(map_dir / map_key(r.path), r._decode(), r.offsets, r.lines)
 os.close(fd)
 """
 
@@ -106,8 +160,12 @@ def test_a_process_waits_for_the_one_decoding_a_shard_and_maps_its_arrays(folder
         plain = open_split(folder, "train")[0]
         want = [plain[i] for i in range(len(plain))]
 
+        real = ShardReader._decode
+
         def refuse(self):
-            raise AssertionError(f"{self.path.name} decoded while another process was writing it")
+            if self.path.name == plain.path.name:  # the holder's shard (open_split maps the others now)
+                raise AssertionError(f"{self.path.name} decoded while another process was writing it")
+            return real(self)
 
         monkeypatch.setattr(ShardReader, "_decode", refuse)
         r = _mapped(folder, tmp_path / "map")[0]
@@ -143,7 +201,7 @@ def test_a_damaged_map_is_decoded_again(folder, tmp_path):
 
 
 def test_a_dead_process_temporary_is_swept_and_a_live_one_kept(folder, tmp_path):
-    r = _mapped(folder, tmp_path / "map")[0]
+    r = ShardReader(open_split(folder, "train")[0].path, map_dir=tmp_path / "map")  # maps at its first read
     (tmp_path / "map").mkdir()
     dead = tmp_path / "map" / f".{r.path.name}.pid999999999.arrays.tmp"
     live = tmp_path / "map" / f".{r.path.name}.pid{os.getppid()}.arrays.tmp"
@@ -156,15 +214,18 @@ def test_a_dead_process_temporary_is_swept_and_a_live_one_kept(folder, tmp_path)
 
 def test_a_map_folder_that_cannot_be_written_is_an_input_error_naming_it(folder, tmp_path):
     (tmp_path / "map").write_text("a file, not a folder")
-    r = _mapped(folder, tmp_path / "map")[0]
+    r = ShardReader(open_split(folder, "train")[0].path, map_dir=tmp_path / "map")
     with pytest.raises(InputError) as e:
         r[0]
+    assert str(tmp_path / "map") in str(e.value) and "decoded arrays" in str(e.value)
+    with pytest.raises(InputError) as e:  # open_split maps every shard before it returns
+        _mapped(folder, tmp_path / "map")
     assert str(tmp_path / "map") in str(e.value) and "decoded arrays" in str(e.value)
 
 
 def test_train_maps_both_splits_from_its_run_folder(folder, tmp_path):
     """``train`` gives its datasets the run folder's ``arrays/``: after a run with a DataLoader worker every
-    shard of both splits is mapped from there (the worker wrote them), and a resumed run reads them."""
+    shard of both splits is mapped from there (written when the run opened them), and a resumed run reads them."""
     from synprep.train.config import load_preset, with_overrides
     from synprep.train.run import MAP_DIR, train
 

@@ -35,7 +35,9 @@ class ShardReader:
             pair from the file.
         map_dir: with ``cache``, map the decoded datasets from this folder instead of holding them
             (written there by the first process that reads the shard; :mod:`synprep.shards.mapped`):
-            the memory is the page cache's, shared by every process that reads the shard. None: hold them.
+            the memory is the page cache's, shared by every process that reads the shard; ``lines`` and
+            ``offsets`` are maps too once written (at the first read, or at opening where another process
+            wrote them). None: hold them.
 
     Attributes:
         path: the shard's path.
@@ -68,6 +70,12 @@ class ShardReader:
                 check_layout(f, name, size)
                 self.offsets = {axis: f[OFFSETS_GROUP][axis][()].astype(np.int64) for axis in AXES}
                 self.lines = f[LINE][()].astype(np.int64)
+            if self.map_dir is not None and self.cache:  # mapped by another process already: hold its map
+                from synprep.shards.mapped import mapped_header
+
+                got = mapped_header(self.path, self.map_dir, self.offsets, self.lines)
+                if got is not None:
+                    self._data, self.offsets, self.lines = got.data, got.offsets, got.lines
         except FileNotFoundError:
             raise InputError("no such shard", name) from None
         except InputError:
@@ -101,10 +109,11 @@ class ShardReader:
             from synprep.shards.mapped import mapped_arrays
 
             try:
-                self._data = mapped_arrays(self.path, self.map_dir, self.offsets, self._decode)
+                got = mapped_arrays(self.path, self.map_dir, self.offsets, self.lines, self._decode)
             except OSError as e:
                 raise InputError(f"cannot write the shard's decoded arrays: {e.strerror or e}",
                                  str(self.map_dir)) from None
+            self._data, self.offsets, self.lines = got.data, got.offsets, got.lines
         elif self._data is None:
             self._data = self._decode()
         return self

@@ -88,19 +88,23 @@ def verify_values(path: Path, sha256: str, *, vocab_size: int | None, after_line
     _VALUES_OK.add(key)
 
 
-#: one shard's verification for :func:`_verify_in_workers`: (path, size, sha256, vocab size, after line)
-VerifyJob = tuple[Path, int, str, "int | None", int]
+#: one shard's verification for :func:`_verify_in_workers`: (path, size, sha256, vocab size, after line,
+#: map folder or None)
+VerifyJob = tuple[Path, int, str, "int | None", int, "Path | None"]
 
 
 def _verify_job(job: VerifyJob) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
-    """In a worker process: :func:`_verify_file` and :func:`verify_values` of one shard. Returns the two
-    cache keys of the file version it verified, or None where anything failed or the file changed
-    while it read (the calling process's own pass then meets that shard and raises its error)."""
-    path, size, sha256, vocab_size, after_line = job
+    """In a worker process: :func:`_verify_file` and :func:`verify_values` of one shard, then, with a map
+    folder, its maps written there (:mod:`synprep.shards.mapped`). Returns the two cache keys of the file
+    version it verified, or None where anything failed or the file changed while it read (the calling
+    process's own pass then meets that shard and raises its error)."""
+    path, size, sha256, vocab_size, after_line, map_dir = job
     try:
         st = path.stat()
         _verify_file(path, size, sha256)
         verify_values(path, sha256, vocab_size=vocab_size, after_line=after_line)
+        if map_dir is not None:
+            ShardReader(path, map_dir=map_dir).load()
         again = path.stat()
     except Exception:  # noqa: BLE001 - the caller's pass raises it, in shard order
         return None
@@ -136,7 +140,7 @@ def _verify_in_workers(jobs: list[VerifyJob]) -> int:
     """
     todo = []
     for job in jobs:
-        path, size, sha256, vocab_size, after_line = job
+        path, size, sha256, vocab_size, after_line, _ = job
         try:
             st = path.stat()
         except OSError:
@@ -218,7 +222,9 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
     Args:
         folder: an output folder (``manifest.json``, ``SPLIT.NNNNN.h5``, ``dict.txt``).
         split: the split's name (``[A-Za-z0-9_-]+``).
-        cache, map_dir: see :class:`ShardReader`.
+        cache, map_dir: see :class:`ShardReader`. With ``map_dir`` (and ``cache``) every shard is mapped
+            before this returns, its maps written there first where absent (a large split's by the
+            verification's worker processes, below), so that processes forked afterwards share them.
         verify: check the shards against ``manifest.json`` first: the split's shard list, each
             file's size and sha256 (hashed once per process and file version), ``n_pairs`` and the
             first/last line against the entry, ``split``/``shard_index`` attributes, and that the
@@ -248,11 +254,14 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
     readers: list[ShardReader] = []
     assert entry is not None or not files
     if entry is not None and len(files) == len(entry.shards):  # a large split: its values verified in parallel
-        _verify_in_workers([(p, info.bytes, info.sha256, vocab[2], entry.shards[i - 1].last_line if i else 0)
+        _verify_in_workers([(p, info.bytes, info.sha256, vocab[2], entry.shards[i - 1].last_line if i else 0,
+                             None if map_dir is None else Path(map_dir))
                             for i, (p, info) in enumerate(zip(files, entry.shards, strict=True))])
     for index, p in enumerate(files):
         assert entry is not None
         readers.append(_verified_shard(p, entry, index, split, vocab, cache, map_dir))
+        if map_dir is not None and cache:  # mapped now (a large split's maps the workers wrote): a process
+            readers[-1].load()             # forked from this one (DataLoader workers) shares them
     if entry is not None and complete:
         from synprep.shards.check import split_counts_violation
 
