@@ -118,8 +118,9 @@ def run_lock(out: str | os.PathLike) -> Iterator[None]:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
         flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, path)
-    except SynprepError:
+    except SynprepError:  # a filesystem without file locks: refused before anything else was written
         os.close(fd)
+        _remove_if_new(folder, created)
         raise
     except OSError as e:
         os.close(fd)
@@ -139,12 +140,19 @@ def run_lock(out: str | os.PathLike) -> Iterator[None]:
             del _held[key]
         with contextlib.suppress(OSError):
             os.ftruncate(fd, 0)  # an idle lock file is empty: finished run folders compare byte for byte
-        if not ok and created and [p.name for p in folder.iterdir()] == [RUN_LOCK]:
-            with contextlib.suppress(OSError):  # a refused start leaves no folder behind
-                path.unlink()
-                folder.rmdir()
+        if not ok:
+            _remove_if_new(folder, created)
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def _remove_if_new(folder: Path, created: bool) -> None:
+    """A refused or failed start leaves no folder behind: remove ``folder`` if this start ``created`` it
+    and it holds nothing but the run lock's file."""
+    if created and [p.name for p in folder.iterdir()] == [RUN_LOCK]:
+        with contextlib.suppress(OSError):
+            (folder / RUN_LOCK).unlink()
+            folder.rmdir()
 
 
 def sweep_partial_files(out: str | os.PathLike) -> list[Path]:
