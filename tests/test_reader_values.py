@@ -175,6 +175,32 @@ def test_the_workers_write_a_large_splits_maps(folder, in_workers, monkeypatch, 
             assert r[i].line == rec.line and np.array_equal(r[i].heads, rec.heads)
 
 
+def test_the_workers_hash_a_large_splits_maps_and_replace_a_changed_one(folder, in_workers, monkeypatch, tmp_path):
+    """Maps written before (another run's): the workers hash them against their sums and decode again the one
+    whose bytes changed; this process hashes and decodes none, and reads the shard's records."""
+    from synprep.shards import ShardReader, mapped
+
+    want = [[r[i] for i in range(len(r))] for r in open_split(folder, "train", map_dir=tmp_path / "arrays")]
+    changed = tmp_path / "arrays" / mapped.map_key(folder / "train.00001.h5") / "heads.npy"
+    raw = bytearray(changed.read_bytes())
+    raw[-1] ^= 0x01
+    changed.write_bytes(bytes(raw))
+    monkeypatch.setattr(in_workers, "_VERIFIED", set())
+    monkeypatch.setattr(in_workers, "_VALUES_OK", set())
+    monkeypatch.setattr(mapped, "_MAPS_OK", set())
+
+    def not_here(*a, **k):
+        raise AssertionError("hashed or decoded in this process, not in the workers")
+
+    monkeypatch.setattr(ShardReader, "_decode", not_here)
+    monkeypatch.setattr(mapped, "_sums_hold", not_here)
+    got = open_split(folder, "train", map_dir=tmp_path / "arrays")
+    for r, recs in zip(got, want, strict=True):
+        for i, rec in enumerate(recs):
+            assert r[i].line == rec.line and np.array_equal(r[i].heads, rec.heads)
+    assert changed.read_bytes() != bytes(raw) and len(mapped._MAPS_OK) == 3
+
+
 def test_a_damaged_shard_is_refused_as_without_workers(folder, in_workers, monkeypatch):
     """Shards 1 and 2 damaged: the workers pass shard 0 and nothing else, and the error is the serial
     pass's, word for word (shard 1, the first in shard order)."""

@@ -1,9 +1,12 @@
 """A shard's decoded arrays mapped from a folder (synprep.shards.mapped): the same records as the decoded
 shard, decoded once for every process, decoded again when the shard or the map changes, a clear error
-when the folder cannot be written; ``train`` maps its splits from its run folder's ``arrays/``."""
+when the folder cannot be written, hashed against their sums where a split is opened; ``train`` maps its
+splits from the shard folder's ``arrays/``, shared by every run on it."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import pickle
 
@@ -41,9 +44,11 @@ def test_mapped_records_are_the_decoded_records_and_the_arrays_are_maps(folder, 
         assert len(p) == len(m)
         for i in range(len(p)):
             _records_equal(m[i], p[i])
-        files = sorted(x.name for x in (tmp_path / "map" / map_key(m.path)).iterdir())
-        assert files == sorted([f"{fl.name}.npy" for fl in FIELDS] + ["line.npy"] +
-                               [f"offsets.{axis}.npy" for axis in AXES])
+        here = tmp_path / "map" / map_key(m.path)
+        names = sorted([f"{fl.name}.npy" for fl in FIELDS] + ["line.npy"] + [f"offsets.{axis}.npy" for axis in AXES])
+        assert sorted(x.name for x in here.iterdir()) == sorted([*names, "sha256.json"])
+        sums = json.loads((here / "sha256.json").read_text())
+        assert sorted(sums) == names and all(sums[n] == hashlib.sha256((here / n).read_bytes()).hexdigest() for n in names)
         arrays = m.load()._data
         assert arrays is not None
         assert np.array_equal(m.lines, p.lines) and all(np.array_equal(m.offsets[a], p.offsets[a]) for a in AXES)
@@ -223,21 +228,73 @@ def test_a_map_folder_that_cannot_be_written_is_an_input_error_naming_it(folder,
     assert str(tmp_path / "map") in str(e.value) and "decoded arrays" in str(e.value)
 
 
-def test_train_maps_both_splits_from_its_run_folder(folder, tmp_path):
-    """``train`` gives its datasets the run folder's ``arrays/``: after a run with a DataLoader worker every
-    shard of both splits is mapped from there (written when the run opened them), and a resumed run reads them."""
+def _tiny_cfg(steps: int):
     from synprep.train.config import load_preset, with_overrides
+
+    return with_overrides(load_preset("tiny"), {"max_steps": steps, "max_epochs": 0, "max_tokens": 512, "threads": 1,
+                                                "num_workers": 1, "log_interval": 1})
+
+
+def _npy_stamps(folder):
+    return {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in folder.rglob("*.npy")}
+
+
+def test_train_maps_both_splits_from_the_shard_folder_once_for_every_run(folder, tmp_path):
+    """``train`` maps from the shard folder's ``arrays/``: the first run (with a DataLoader worker) writes every
+    shard of both splits there, a second run on the same shards and a resumed run decode nothing (the same
+    files, untouched), and no run folder holds a copy."""
     from synprep.train.run import MAP_DIR, train
 
-    cfg = with_overrides(load_preset("tiny"), {"max_steps": 3, "max_epochs": 0, "max_tokens": 512, "threads": 1,
-                                               "num_workers": 1, "log_interval": 1})
-    train(folder, tmp_path / "run", cfg, device="cpu", progress=False)
+    train(folder, tmp_path / "a", _tiny_cfg(3), device="cpu", progress=False)
+    shards = sorted(p for p in folder.iterdir() if p.suffix == ".h5")
+    assert sorted(p.name for p in (folder / MAP_DIR).iterdir() if p.is_dir()) == sorted(map_key(p) for p in shards)
+    stamp = _npy_stamps(folder / MAP_DIR)
+    assert len(stamp) == len(shards) * (len(FIELDS) + 1 + len(AXES))
+    train(folder, tmp_path / "b", _tiny_cfg(2), device="cpu", progress=False)
+    summary = train(folder, tmp_path / "a", resume=True, overrides={"max_steps": 4}, device="cpu", progress=False)
+    assert summary["step"] == 4
+    assert _npy_stamps(folder / MAP_DIR) == stamp
+    assert not (tmp_path / "a" / MAP_DIR).exists() and not (tmp_path / "b" / MAP_DIR).exists()
+
+
+def test_a_run_folder_with_arrays_keeps_them_and_an_unwritable_shard_folder_leaves_them_in_the_run(folder, tmp_path):
+    """Where the arrays go when the shard folder's cannot serve: a run folder that has ``arrays/`` (a run begun
+    before they moved, or the user's link to another disk) keeps mapping from it; a shard folder whose
+    ``arrays`` cannot be made (taken by a file, as a read-only filesystem refuses it) leaves them in the run
+    folder, and the run trains."""
+    from synprep.train.run import MAP_DIR, arrays_folder, train
+
+    (tmp_path / "old" / MAP_DIR).mkdir(parents=True)
+    assert arrays_folder(folder, tmp_path / "old") == tmp_path / "old" / MAP_DIR
+    assert arrays_folder(folder, tmp_path / "new") == folder / MAP_DIR
+    (folder / MAP_DIR).rmdir()
+    (folder / MAP_DIR).write_text("a file, not a folder")
+    summary = train(folder, tmp_path / "run", _tiny_cfg(2), device="cpu", progress=False)
+    assert summary["step"] == 2 and (folder / MAP_DIR).is_file()
     shards = sorted(p for p in folder.iterdir() if p.suffix == ".h5")
     assert sorted(p.name for p in (tmp_path / "run" / MAP_DIR).iterdir() if p.is_dir()) == sorted(map_key(p) for p in shards)
-    stamp = {p: p.stat().st_mtime_ns for p in (tmp_path / "run" / MAP_DIR).rglob("*.npy")}
-    summary = train(folder, tmp_path / "run", resume=True, overrides={"max_steps": 4}, device="cpu", progress=False)
-    assert summary["step"] == 4
-    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "run" / MAP_DIR).rglob("*.npy")} == stamp
+
+
+def test_maps_that_changed_on_disk_are_decoded_again_where_a_split_is_opened(folder, tmp_path):
+    """Maps another process wrote are hashed against their ``sha256.json`` when a split is opened: a map whose
+    bytes changed (its header and lengths intact, so nothing else would notice) and a folder without sums (the
+    layout before them) are decoded again, and the records read are the shard's."""
+    from synprep.shards import mapped
+
+    plain = open_split(folder, "train")
+    _mapped(folder, tmp_path / "map")
+    first, second = (tmp_path / "map" / map_key(r.path) for r in plain[:2])
+    data = first / "src_ids.npy"
+    raw = bytearray(data.read_bytes())
+    raw[-1] ^= 0xFF  # the last id of the last pair
+    data.write_bytes(bytes(raw))
+    (second / "sha256.json").unlink()
+    again = _mapped(folder, tmp_path / "map")
+    for p, m in zip(plain, again, strict=True):
+        for i in range(len(p)):
+            _records_equal(m[i], p[i])
+    assert data.read_bytes() != bytes(raw) and (second / "sha256.json").is_file()
+    assert mapped.folder_key(first) in mapped._MAPS_OK
 
 
 def test_the_memory_benchmark_runs_and_maps(tmp_path):

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -38,6 +39,12 @@ import numpy as np
 
 from synprep.lock import flock, live_temp, temp_prefix
 from synprep.shards.schema import AXES, FIELDS
+
+#: the file of a map folder that holds the sha256 of each of its other files (:func:`verify_maps`)
+SUMS = "sha256.json"
+#: map folders whose files this process hashed, or wrote, and found as their ``sha256.json`` says
+#: (:func:`folder_key`: the folder, its inode, each file's size and mtime_ns)
+_MAPS_OK: set[tuple[str, int, tuple[tuple[int, int], ...]]] = set()
 
 
 def map_key(path: Path) -> str:
@@ -62,6 +69,61 @@ def _map(file: Path) -> np.ndarray | None:
     except (OSError, ValueError):
         return None
     return np.asarray(a) if a.ndim == 1 else None  # a plain view of the map: np.memmap's slicing runs Python per slice
+
+
+def _names() -> list[str]:
+    """The files of a map folder besides :data:`SUMS`."""
+    return [f"{fl.name}.npy" for fl in FIELDS] + ["line.npy"] + [f"offsets.{axis}.npy" for axis in AXES]
+
+
+def folder_key(folder: Path) -> tuple[str, int, tuple[tuple[int, int], ...]] | None:
+    """The version of map folder ``folder`` in :data:`_MAPS_OK`: its path and inode, each file's size and
+    mtime_ns (None: no such folder, or a file missing)."""
+    try:
+        files = tuple((st.st_size, st.st_mtime_ns) for st in (os.stat(folder / n) for n in [*_names(), SUMS]))
+        return (str(folder.resolve()), folder.stat().st_ino, files)
+    except OSError:
+        return None
+
+
+def _sums_hold(folder: Path) -> bool:
+    """Whether every file of ``folder`` has the sha256 its ``sha256.json`` gives."""
+    from synprep.signature import file_sha256
+
+    try:
+        sums = json.loads((folder / SUMS).read_text(encoding="utf-8"))
+        return isinstance(sums, dict) and set(sums) == set(_names()) \
+            and all(file_sha256(folder / name) == sums[name] for name in _names())
+    except (OSError, ValueError):
+        return False
+
+
+def verify_maps(path: Path, map_dir: Path) -> None:
+    """Delete the maps of shard ``path`` in ``map_dir`` unless their files are what was written: each file's
+    sha256 against the folder's ``sha256.json`` (hashed once per process and folder version, like the shards';
+    a folder this process wrote is not hashed again). A deleted folder, or one without sums (written before
+    them), is then decoded again from the shard, which the caller has verified, when the shard is read.
+
+    Raises:
+        OSError: ``map_dir`` cannot be written (the lock, the deletion) where the maps have to be replaced.
+    """
+    final = map_dir / map_key(path)
+    if not final.is_dir() or folder_key(final) in _MAPS_OK:
+        return
+    if _hashed(final):
+        return
+    with _locked(map_dir / f".{path.name}.lock"):
+        if not _hashed(final):  # else replaced meanwhile by the process that held the lock
+            shutil.rmtree(final, ignore_errors=True)
+
+
+def _hashed(final: Path) -> bool:
+    """:func:`_sums_hold`, remembered in :data:`_MAPS_OK` when true."""
+    key = folder_key(final)
+    if key is None or not _sums_hold(final):
+        return False
+    _MAPS_OK.add(key)
+    return True
 
 
 def _load(folder: Path, offsets: dict[str, np.ndarray], lines: np.ndarray) -> Mapped | None:
@@ -119,6 +181,10 @@ def write_arrays(final: Path, arrays: dict[str, np.ndarray], offsets: dict[str, 
                  **{f"offsets.{axis}.npy": np.asarray(offsets[axis], np.int64) for axis in AXES}}
         for name, a in files.items():
             np.save(tmp / name, np.ascontiguousarray(a), allow_pickle=False)
+        from synprep.signature import file_sha256
+
+        (tmp / SUMS).write_text(json.dumps({name: file_sha256(tmp / name) for name in files}, sort_keys=True),
+                                encoding="utf-8")
         shutil.rmtree(final, ignore_errors=True)  # damaged, or written before the header was: it did not load
         os.rename(tmp, final)
     finally:
@@ -139,7 +205,8 @@ def mapped_arrays(path: Path, map_dir: Path, offsets: dict[str, np.ndarray], lin
     """Every dataset of shard ``path`` (:data:`~synprep.shards.schema.FIELDS`), its offsets and lines as
     read-only memory maps in ``map_dir``, written there first (``decode()``: field name → decoded array) if
     absent or damaged, by one process at a time (an exclusive lock on ``map_dir/.NAME.lock``: the others wait
-    and map its arrays).
+    and map its arrays), with their ``sha256.json``. Existing maps are not hashed here: :func:`verify_maps` does
+    that where a split is opened with verification.
 
     Args:
         path: the shard file. map_dir: the map folder (created). offsets: the shard's axis → (N+1,) CSR
@@ -167,4 +234,7 @@ def mapped_arrays(path: Path, map_dir: Path, offsets: dict[str, np.ndarray], lin
         _sweep(map_dir, path.name, keep=final.name)
         arrays = decode()
         write_arrays(final, arrays, offsets, lines)
+        key = folder_key(final)
+        if key is not None:  # written from the shard just now: its sums need no hashing in this process
+            _MAPS_OK.add(key)
     return _load(final, offsets, lines) or Mapped(arrays, offsets, lines)

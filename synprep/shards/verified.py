@@ -93,24 +93,32 @@ def verify_values(path: Path, sha256: str, *, vocab_size: int | None, after_line
 VerifyJob = tuple[Path, int, str, "int | None", int, "Path | None"]
 
 
-def _verify_job(job: VerifyJob) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
+def _verify_job(job: VerifyJob) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...] | None] | None:
     """In a worker process: :func:`_verify_file` and :func:`verify_values` of one shard, then, with a map
-    folder, its maps written there (:mod:`synprep.shards.mapped`). Returns the two cache keys of the file
-    version it verified, or None where anything failed or the file changed while it read (the calling
+    folder, its maps verified (:func:`~synprep.shards.mapped.verify_maps`) or written there
+    (:mod:`synprep.shards.mapped`). Returns the cache keys of the file version it verified and of the maps
+    (None without a map folder), or None where anything failed or the file changed while it read (the calling
     process's own pass then meets that shard and raises its error)."""
+    from synprep.shards import mapped
+
     path, size, sha256, vocab_size, after_line, map_dir = job
+    maps = None
     try:
         st = path.stat()
         _verify_file(path, size, sha256)
         verify_values(path, sha256, vocab_size=vocab_size, after_line=after_line)
         if map_dir is not None:
+            mapped.verify_maps(path, map_dir)
             ShardReader(path, map_dir=map_dir).load()
+            maps = mapped.folder_key(map_dir / mapped.map_key(path))
+            if maps not in mapped._MAPS_OK:
+                return None
         again = path.stat()
     except Exception:  # noqa: BLE001 - the caller's pass raises it, in shard order
         return None
     if (again.st_size, again.st_mtime_ns) != (st.st_size, st.st_mtime_ns):
         return None
-    return _file_key(path, st, sha256), _values_key(path, st, sha256, vocab_size, after_line)
+    return _file_key(path, st, sha256), _values_key(path, st, sha256, vocab_size, after_line), maps
 
 
 def verify_workers() -> int:
@@ -153,6 +161,7 @@ def _verify_in_workers(jobs: list[VerifyJob]) -> int:
     from joblib.externals.loky.process_executor import ProcessPoolExecutor
 
     from synprep.parallel import worker_init
+    from synprep.shards.mapped import _MAPS_OK
 
     done = 0
     try:
@@ -161,6 +170,8 @@ def _verify_in_workers(jobs: list[VerifyJob]) -> int:
                 if keys is not None:
                     _VERIFIED.add(keys[0])
                     _VALUES_OK.add(keys[1])
+                    if keys[2] is not None:
+                        _MAPS_OK.add(keys[2])
                     done += 1
     except Exception:  # noqa: BLE001 - no pool (a sandbox without processes): the serial pass verifies all
         return done
@@ -224,7 +235,9 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
         split: the split's name (``[A-Za-z0-9_-]+``).
         cache, map_dir: see :class:`ShardReader`. With ``map_dir`` (and ``cache``) every shard is mapped
             before this returns, its maps written there first where absent (a large split's by the
-            verification's worker processes, below), so that processes forked afterwards share them.
+            verification's worker processes, below), so that processes forked afterwards share them; with
+            ``verify``, maps found there are hashed first against the sums written with them and decoded
+            again where they differ (:func:`~synprep.shards.mapped.verify_maps`).
         verify: check the shards against ``manifest.json`` first: the split's shard list, each
             file's size and sha256 (hashed once per process and file version), ``n_pairs`` and the
             first/last line against the entry, ``split``/``shard_index`` attributes, and that the
@@ -357,10 +370,19 @@ def _vocab_entry(folder: str | os.PathLike, manifest: Manifest, files: list[Path
 def _verified_shard(p: Path, entry: SplitEntry, index: int, split: str, vocab: tuple[str, str, int | None],
                     cache: bool, map_dir: str | os.PathLike | None = None) -> ShardReader:
     """Shard ``index`` (file ``p``) of the split whose manifest entry is ``entry``, verified against it:
-    size and sha256, pairs and first/last line, attributes, values (after the previous shard's last line)."""
+    size and sha256, pairs and first/last line, attributes, values (after the previous shard's last line);
+    with ``map_dir``, maps of it there that are not what was written are deleted before the reader maps them
+    (:func:`~synprep.shards.mapped.verify_maps`)."""
     vocab_path, vocab_sha256, vocab_size = vocab
     info = entry.shards[index]
     _verify_file(p, info.bytes, info.sha256)
+    if map_dir is not None and cache:  # maps an earlier process wrote: read only if they are what it wrote
+        from synprep.shards.mapped import verify_maps
+
+        try:
+            verify_maps(p, Path(map_dir))
+        except OSError as e:
+            raise InputError(f"cannot write the shard's decoded arrays: {e.strerror or e}", str(map_dir)) from None
     r = ShardReader(p, cache=cache, map_dir=map_dir)
     a = r.attrs
     if len(r) != info.pairs or (len(r) and (int(r.lines[0]), int(r.lines[-1])) != (info.first_line,

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +17,34 @@ from synprep.train.distributed import init_distributed
 from synprep.train.loop import Trainer
 from synprep.train.rundir import run_lock
 
-#: the run folder's subfolder of the shards' decoded arrays (:mod:`synprep.shards.mapped`)
+#: the subfolder of the shards' decoded arrays (:mod:`synprep.shards.mapped`), in the shard folder (or the run folder)
 MAP_DIR = "arrays"
+
+log = logging.getLogger("synprep.train")
+
+
+def arrays_folder(shards_dir: str | Path, out_dir: str | Path) -> Path:
+    """Where a run's processes map the shards' decoded arrays from (:mod:`synprep.shards.mapped`).
+
+    The run folder's ``arrays/`` where it exists (a run begun before the arrays moved, or a link the user made
+    to keep them on another disk); else the shard folder's ``arrays/``, shared by every run on those shards
+    (each shard decoded and written once, as fairseq's binarized data is: a paper's presets and seeds no
+    longer hold a copy each); else, where the shard folder cannot be written (a read-only dataset, ``arrays``
+    taken by a file), the run folder's ``arrays/``, logged.
+    """
+    own = Path(out_dir) / MAP_DIR
+    if os.path.lexists(own):
+        return own
+    shared = Path(shards_dir) / MAP_DIR
+    try:
+        shared.mkdir(exist_ok=True)
+        with tempfile.TemporaryFile(dir=shared):
+            pass
+    except OSError as e:
+        log.info("the shard folder's %s/ cannot be written (%s): this run's decoded arrays go to %s",
+                 MAP_DIR, e.strerror or e, own)
+        return own
+    return shared
 
 
 def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None = None, *, device: str | None = None,
@@ -27,8 +56,9 @@ def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None =
 
     Args:
         shards_dir: output folder of the pipeline (``dict.txt``, ``train.*.h5``, ``valid.*.h5``).
-        out_dir: run folder (``metrics.jsonl``, ``gates.png``, ``config.json``, checkpoints, and
-            ``arrays/``: the shards' decoded arrays that the run's processes map, :mod:`synprep.shards.mapped`).
+        out_dir: run folder (``metrics.jsonl``, ``gates.png``, ``config.json``, checkpoints; the shards'
+            decoded arrays that the run's processes map are in ``shards_dir/arrays/``, or ``out_dir/arrays/``:
+            :func:`arrays_folder`).
         cfg: configuration of a new run (None with ``resume``).
         device: ``cpu``, ``cuda``, ``cuda:1``, … or None (CUDA when available, else CPU).
         resume: continue exactly from ``out_dir/checkpoint_last.pt``.
@@ -49,7 +79,7 @@ def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None =
     env, dev = init_distributed(device)
     try:
         with run_lock(out_dir) if env.is_main else contextlib.nullcontext():  # one run per folder (rundir.py)
-            arrays = Path(out_dir) / MAP_DIR  # the shards' decoded arrays, mapped by every process
+            arrays = arrays_folder(shards_dir, out_dir)  # the shards' decoded arrays, mapped by every process
             train_ds = ShardDataset(shards_dir, train_split, map_dir=arrays)
             valid_ds = ShardDataset(shards_dir, valid_split, map_dir=arrays)
             symbols = load_symbols(shards_dir, train_ds.attrs)
