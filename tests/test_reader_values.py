@@ -10,6 +10,7 @@ status 2 — never a traceback, never accepted data.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import h5py
@@ -169,7 +170,7 @@ def test_the_workers_write_a_large_splits_maps(folder, in_workers, monkeypatch, 
     monkeypatch.setattr(ShardReader, "_decode", not_here)
     got = open_split(folder, "train", map_dir=tmp_path / "arrays")
     for r, recs in zip(got, want, strict=True):
-        assert r._data is not None and (tmp_path / "arrays" / map_key(r.path) / "line.npy").is_file()
+        assert r._data is not None and (tmp_path / "arrays" / map_key(r.path) / "arrays.bin").is_file()
         assert not r.lines.flags.writeable  # the map of the header, not a copy
         for i, rec in enumerate(recs):
             assert r[i].line == rec.line and np.array_equal(r[i].heads, rec.heads)
@@ -181,9 +182,10 @@ def test_the_workers_hash_a_large_splits_maps_and_replace_a_changed_one(folder, 
     from synprep.shards import ShardReader, mapped
 
     want = [[r[i] for i in range(len(r))] for r in open_split(folder, "train", map_dir=tmp_path / "arrays")]
-    changed = tmp_path / "arrays" / mapped.map_key(folder / "train.00001.h5") / "heads.npy"
+    changed = tmp_path / "arrays" / mapped.map_key(folder / "train.00001.h5") / "arrays.bin"
+    _, start, _ = json.loads(changed.with_name("index.json").read_text())["arrays"]["heads"]
     raw = bytearray(changed.read_bytes())
-    raw[-1] ^= 0x01
+    raw[start] ^= 0x01  # the first head of the first pair
     changed.write_bytes(bytes(raw))
     monkeypatch.setattr(in_workers, "_VERIFIED", set())
     monkeypatch.setattr(in_workers, "_VALUES_OK", set())

@@ -45,17 +45,26 @@ def test_mapped_records_are_the_decoded_records_and_the_arrays_are_maps(folder, 
         for i in range(len(p)):
             _records_equal(m[i], p[i])
         here = tmp_path / "map" / map_key(m.path)
-        names = sorted([f"{fl.name}.npy" for fl in FIELDS] + ["line.npy"] + [f"offsets.{axis}.npy" for axis in AXES])
-        assert sorted(x.name for x in here.iterdir()) == sorted([*names, "sha256.json"])
-        sums = json.loads((here / "sha256.json").read_text())
-        assert sorted(sums) == names and all(sums[n] == hashlib.sha256((here / n).read_bytes()).hexdigest() for n in names)
+        assert sorted(x.name for x in here.iterdir()) == ["arrays.bin", "index.json"]
+        index = json.loads((here / "index.json").read_text())
+        assert index["version"] == 2 and index["sha256"] == hashlib.sha256((here / "arrays.bin").read_bytes()).hexdigest()
+        assert sorted(index["arrays"]) == sorted([fl.name for fl in FIELDS] + ["line"] + [f"offsets.{a}" for a in AXES])
+        assert all(start % 64 == 0 for _, start, _ in index["arrays"].values())
         arrays = m.load()._data
         assert arrays is not None
         assert np.array_equal(m.lines, p.lines) and all(np.array_equal(m.offsets[a], p.offsets[a]) for a in AXES)
-        _assert_maps(tmp_path / "map" / map_key(m.path), {**{f"{fl.name}.npy": arrays[fl.name] for fl in FIELDS},
-                                                          "line.npy": m.lines,
-                                                          **{f"offsets.{a}.npy": m.offsets[a] for a in AXES}})
+        _assert_maps(here, {**arrays, "line": m.lines, **{f"offsets.{a}": m.offsets[a] for a in AXES}})
     assert not list((tmp_path / "map").glob(".*.tmp"))  # no temporary left
+
+
+def test_a_process_holds_one_memory_map_a_shard(folder, tmp_path):
+    """Linux limits a process's memory maps (``vm.max_map_count``, 65,530 by default): the first layout's 20
+    files a shard reached it at ~3,000 shards. Now each mapped shard is one map in ``/proc/self/maps``."""
+    readers = _mapped(folder, tmp_path / "map") + _mapped(folder, tmp_path / "map", "valid")
+    root = str(tmp_path / "map")
+    with open("/proc/self/maps") as f:
+        files = [line.split(maxsplit=5)[-1].strip() for line in f if root in line]
+    assert sorted(files) == sorted(str(tmp_path / "map" / map_key(r.path) / "arrays.bin") for r in readers)
 
 
 def _map_base(a: np.ndarray) -> np.memmap | None:
@@ -67,11 +76,33 @@ def _map_base(a: np.ndarray) -> np.memmap | None:
 
 
 def _assert_maps(folder, arrays: dict) -> None:
-    """Each array is a read-only view of a map of ``folder/NAME``, not a copy in this process's memory."""
+    """Each array is a read-only view of the one map of ``folder/arrays.bin``, not a copy in this process's
+    memory, at its place in the index."""
+    index = json.loads((folder / "index.json").read_text())["arrays"]
     for name, a in arrays.items():
         base = _map_base(a)
         assert base is not None and not a.flags.writeable and np.shares_memory(a, base), name
-        assert os.path.samefile(base.filename, folder / name), name
+        assert os.path.samefile(base.filename, folder / "arrays.bin"), name
+        dtype, start, n = index[name]
+        assert a.dtype == np.dtype(dtype) and len(a) == n, name
+        assert a.__array_interface__["data"][0] - base.__array_interface__["data"][0] == start, name
+
+
+def _patch(folder, name: str, change) -> None:
+    """Replace array ``name`` of map folder ``folder`` by ``change(array)`` (same size) in ``arrays.bin``."""
+    dtype, start, n = json.loads((folder / "index.json").read_text())["arrays"][name]
+    raw = bytearray((folder / "arrays.bin").read_bytes())
+    a = np.frombuffer(bytes(raw[start:start + n * np.dtype(dtype).itemsize]), dtype=dtype).copy()
+    raw[start:start + a.nbytes] = change(a).astype(dtype).tobytes()
+    (folder / "arrays.bin").write_bytes(bytes(raw))
+
+
+def _read(folder, name: str) -> np.ndarray:
+    from synprep.shards.mapped import _views
+
+    views = _views(folder)
+    assert views is not None
+    return np.array(views[name])
 
 
 def test_a_reader_opened_where_the_maps_exist_maps_its_header(folder, tmp_path, monkeypatch):
@@ -84,34 +115,40 @@ def test_a_reader_opened_where_the_maps_exist_maps_its_header(folder, tmp_path, 
     for r, plain in zip([pickle.loads(pickle.dumps(r)) for r in first], open_split(folder, "train"), strict=True):
         assert np.array_equal(r.lines, plain.lines)
         key = tmp_path / "map" / map_key(r.path)
-        _assert_maps(key, {"line.npy": r.lines, **{f"offsets.{a}.npy": r.offsets[a] for a in AXES}})
+        _assert_maps(key, {"line": r.lines, **{f"offsets.{a}": r.offsets[a] for a in AXES}})
         assert all(np.array_equal(r.offsets[a], plain.offsets[a]) for a in AXES)
     # a map whose header is not the shard's (damaged, or another shard's) is not used: decoded again
-    victim = tmp_path / "map" / map_key(first[0].path) / "offsets.word.npy"
-    off = np.load(victim)
-    off[1] += 1
-    np.save(victim, off)
+    victim = tmp_path / "map" / map_key(first[0].path)
+
+    def bump(off):
+        off[1] += 1
+        return off
+
+    _patch(victim, "offsets.word", bump)
     r = ShardReader(first[0].path, map_dir=tmp_path / "map")
     assert _map_base(r.offsets["word"]) is None and _map_base(r.lines) is None  # the shard's own header, held
     plain = open_split(folder, "train")[0]
     for i in range(len(plain)):
         _records_equal(r[i], plain[i])
-    assert np.array_equal(np.load(victim), plain.offsets["word"])  # rewritten
+    assert np.array_equal(_read(victim, "offsets.word"), plain.offsets["word"])  # rewritten
 
 
-def test_a_map_written_without_its_header_is_decoded_again(folder, tmp_path):
-    """The layout of the first version (datasets only): its folder does not load, and is written anew with
-    the header (a run folder's ``arrays/`` from before)."""
+def test_a_map_of_the_first_layout_is_decoded_again(folder, tmp_path):
+    """The first layout (a ``.npy`` file a dataset, the header's too, no index: a run folder's ``arrays/`` from
+    before): its folder does not load, and is written anew in this one."""
     r = _mapped(folder, tmp_path / "map")[0]
     r.load()
     key = tmp_path / "map" / map_key(r.path)
-    for f in [key / "line.npy", *(key / f"offsets.{a}.npy" for a in AXES)]:
+    views = {name: _read(key, name) for name in json.loads((key / "index.json").read_text())["arrays"]}
+    for f in key.iterdir():
         f.unlink()
+    for name, a in views.items():
+        np.save(key / f"{name}.npy", a)
     again = ShardReader(r.path, map_dir=tmp_path / "map")
     plain = open_split(folder, "train")[0]
     for i in range(len(plain)):
         _records_equal(again[i], plain[i])
-    assert (key / "line.npy").is_file() and all((key / f"offsets.{a}.npy").is_file() for a in AXES)
+    assert sorted(x.name for x in key.iterdir()) == ["arrays.bin", "index.json"]
 
 
 def test_a_shard_is_decoded_once_for_every_process_that_maps_it(folder, tmp_path, monkeypatch):
@@ -199,10 +236,15 @@ def test_a_damaged_map_is_decoded_again(folder, tmp_path):
     r = _mapped(folder, tmp_path / "map")[0]
     want = r[5]
     r.close()
-    npy = tmp_path / "map" / map_key(r.path) / "ldd_prob.npy"
-    np.save(npy, np.load(npy)[:-3])  # a valid file of a shorter array
-    _records_equal(_mapped(folder, tmp_path / "map")[0][5], want)
-    assert len(np.load(npy, mmap_mode="r")) == int(r.offsets["ldd"][-1])
+    key = tmp_path / "map" / map_key(r.path)
+    index = json.loads((key / "index.json").read_text())
+    index["arrays"]["ldd_prob"][2] -= 3  # an index that fits the file, of a shorter array
+    (key / "index.json").write_text(json.dumps(index))
+    _records_equal(ShardReader(r.path, map_dir=tmp_path / "map")[5], want)
+    assert len(_read(key, "ldd_prob")) == int(r.offsets["ldd"][-1])
+    (key / "arrays.bin").write_bytes((key / "arrays.bin").read_bytes()[:100])  # an index beyond the file's end
+    _records_equal(ShardReader(r.path, map_dir=tmp_path / "map")[5], want)
+    assert len(_read(key, "ldd_prob")) == int(r.offsets["ldd"][-1])
 
 
 def test_a_dead_process_temporary_is_swept_and_a_live_one_kept(folder, tmp_path):
@@ -236,7 +278,7 @@ def _tiny_cfg(steps: int):
 
 
 def _npy_stamps(folder):
-    return {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in folder.rglob("*.npy")}
+    return {p: (p.stat().st_ino, p.stat().st_mtime_ns) for p in folder.rglob("arrays.bin")}
 
 
 def test_train_maps_both_splits_from_the_shard_folder_once_for_every_run(folder, tmp_path):
@@ -249,7 +291,7 @@ def test_train_maps_both_splits_from_the_shard_folder_once_for_every_run(folder,
     shards = sorted(p for p in folder.iterdir() if p.suffix == ".h5")
     assert sorted(p.name for p in (folder / MAP_DIR).iterdir() if p.is_dir()) == sorted(map_key(p) for p in shards)
     stamp = _npy_stamps(folder / MAP_DIR)
-    assert len(stamp) == len(shards) * (len(FIELDS) + 1 + len(AXES))
+    assert len(stamp) == len(shards)
     train(folder, tmp_path / "b", _tiny_cfg(2), device="cpu", progress=False)
     summary = train(folder, tmp_path / "a", resume=True, overrides={"max_steps": 4}, device="cpu", progress=False)
     assert summary["step"] == 4
@@ -276,24 +318,27 @@ def test_a_run_folder_with_arrays_keeps_them_and_an_unwritable_shard_folder_leav
 
 
 def test_maps_that_changed_on_disk_are_decoded_again_where_a_split_is_opened(folder, tmp_path):
-    """Maps another process wrote are hashed against their ``sha256.json`` when a split is opened: a map whose
-    bytes changed (its header and lengths intact, so nothing else would notice) and a folder without sums (the
-    layout before them) are decoded again, and the records read are the shard's."""
+    """Maps another process wrote are hashed against their index's sha256 when a split is opened: maps whose
+    bytes changed (their header and lengths intact, so nothing else would notice) and a folder without an index
+    (another layout) are decoded again, and the records read are the shard's."""
     from synprep.shards import mapped
 
     plain = open_split(folder, "train")
     _mapped(folder, tmp_path / "map")
     first, second = (tmp_path / "map" / map_key(r.path) for r in plain[:2])
-    data = first / "src_ids.npy"
-    raw = bytearray(data.read_bytes())
-    raw[-1] ^= 0xFF  # the last id of the last pair
-    data.write_bytes(bytes(raw))
-    (second / "sha256.json").unlink()
+
+    def flip(ids):
+        ids[-1] ^= 1  # the last id of the last pair
+        return ids
+
+    _patch(first, "src_ids", flip)
+    changed = (first / "arrays.bin").read_bytes()
+    (second / "index.json").unlink()
     again = _mapped(folder, tmp_path / "map")
     for p, m in zip(plain, again, strict=True):
         for i in range(len(p)):
             _records_equal(m[i], p[i])
-    assert data.read_bytes() != bytes(raw) and (second / "sha256.json").is_file()
+    assert (first / "arrays.bin").read_bytes() != changed and (second / "index.json").is_file()
     assert mapped.folder_key(first) in mapped._MAPS_OK
 
 

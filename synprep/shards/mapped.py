@@ -4,30 +4,38 @@ A :class:`~synprep.shards.shard_reader.ShardReader` with ``cache`` decodes every
 its own memory on first use (the shards are gzip-compressed HDF5, docs/FORMAT.md) and keeps it: a
 training process, and each of its DataLoader workers, ends an epoch holding the whole split, about
 550 bytes a pair of ~25 words (``benchmarks/bench_loader_memory.py``), growing with the corpus. With a
-``map_dir`` the first process to touch a shard writes its decoded arrays there once, one ``.npy`` file a
-dataset (the stored dtypes, uncompressed), and every process maps them read-only (``numpy.load(...,
-mmap_mode="r")``, as fairseq's ``MMapIndexedDataset``): their pages are the kernel's page cache, shared by
-every process that reads the split and dropped under memory pressure, so a process's own memory stays flat
-with the corpus size.
+``map_dir`` the first process to touch a shard writes its decoded arrays there once, uncompressed in the
+stored dtypes, and every process maps them read-only (as fairseq's ``MMapIndexedDataset``): their pages are the
+kernel's page cache, shared by every process that reads the split and dropped under memory pressure, so a
+process's own memory stays flat with the corpus size.
 
 The shard's header (its CSR offsets and lines, 56 bytes a pair) is mapped too: a reader opened where the
 maps exist (a DataLoader worker, a DDP rank) holds the map of its header, not a copy.
 
-Layout: ``MAP_DIR/NAME.SIZE-MTIME_NS/FIELD.npy`` (and ``offsets.AXIS.npy``, ``line.npy``) for shard file
-``NAME`` (e.g. ``train.00000.h5``) of ``SIZE`` bytes last modified at ``MTIME_NS``: a shard rewritten (a resumed or extended split) has another
-key and is decoded again; the arrays of its older keys are deleted then. One process at a time decodes a
-shard (an exclusive lock on ``.NAME.lock``); the others wait, then map what it wrote. A folder is written as
-``.NAME.pidPID.arrays.tmp`` and renamed into place, so a reader never sees half of one (a killed writer's temporary
-is deleted by the next writer of that shard). A folder whose header maps differ from the shard's header, or
-whose arrays do not have the lengths its offsets say (damaged on disk, or written before the header was
-mapped), is decoded again. The folder holds nothing else (and the lock files) and may be
-deleted whenever no process reads from it.
+Layout: ``MAP_DIR/NAME.SIZE-MTIME_NS/`` for shard file ``NAME`` (e.g. ``train.00000.h5``) of ``SIZE`` bytes last
+modified at ``MTIME_NS`` holds ``arrays.bin``, every dataset's values and the header's ``offsets.AXIS`` and
+``line`` (int64) one after another, each at a multiple of 64 bytes, and ``index.json``: ``{"version": 2,
+"sha256": the sha256 of arrays.bin, "arrays": {name: [dtype, byte offset, length]}}``. One file, so one memory
+map, a shard: a process maps one per shard of the splits it reads, far below Linux's limit of a process's maps
+(``vm.max_map_count``, 65,530 by default), which the first layout's 20 files a shard reached at ~3,000 shards
+(a 30-million-pair corpus at the default shard size; fewer pairs with smaller shards). A shard rewritten (a
+resumed or extended split) has another key and is decoded again; the arrays of its older keys are deleted then.
+One process at a time decodes a shard (an exclusive lock on ``.NAME.lock``); the others wait, then map what it
+wrote. A folder is written as ``.NAME.pidPID.arrays.tmp`` and renamed into place, so a reader never sees half of
+one (a killed writer's temporary is deleted by the next writer of that shard). A folder whose header maps differ
+from the shard's header, whose arrays do not have the lengths its offsets say, or of another layout (the first
+one, a ``.npy`` file a dataset) is decoded again. :func:`verify_maps` hashes ``arrays.bin`` against its sha256 once per
+process and folder where a split is opened with verification (``open_split``), as the shards themselves are, so
+that maps written by an earlier run (``train`` shares one map folder among every run on the same shards) are
+never read after a change on disk. The folder holds nothing else (and the lock files) and may be deleted
+whenever no process reads from it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -40,9 +48,13 @@ import numpy as np
 from synprep.lock import flock, live_temp, temp_prefix
 from synprep.shards.schema import AXES, FIELDS
 
-#: the file of a map folder that holds the sha256 of each of its other files (:func:`verify_maps`)
-SUMS = "sha256.json"
-#: map folders whose files this process hashed, or wrote, and found as their ``sha256.json`` says
+#: a map folder's files: the arrays, and their index (dtypes, places, the sha256 of the arrays)
+BIN, INDEX = "arrays.bin", "index.json"
+#: the version of the map folder's layout in ``index.json`` (1: a ``.npy`` file a dataset, no index)
+LAYOUT = 2
+#: every array of ``arrays.bin`` starts at a multiple of this many bytes
+_ALIGN = 64
+#: map folders whose arrays this process hashed, or wrote, and found as their ``index.json`` says
 #: (:func:`folder_key`: the folder, its inode, each file's size and mtime_ns)
 _MAPS_OK: set[tuple[str, int, tuple[tuple[int, int], ...]]] = set()
 
@@ -56,53 +68,81 @@ def map_key(path: Path) -> str:
 @dataclass
 class Mapped:
     """A shard's maps: ``data`` field name → (L,) array, ``offsets`` axis → (N+1,) int64, ``lines`` (N,) int64,
-    each a read-only view of a ``numpy.memmap`` of its ``.npy`` file."""
+    each a read-only view of the one ``numpy.memmap`` of the shard's ``arrays.bin``."""
 
     data: dict[str, np.ndarray]
     offsets: dict[str, np.ndarray]
     lines: np.ndarray
 
 
-def _map(file: Path) -> np.ndarray | None:
-    try:
-        a = np.load(file, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError):
-        return None
-    return np.asarray(a) if a.ndim == 1 else None  # a plain view of the map: np.memmap's slicing runs Python per slice
-
-
 def _names() -> list[str]:
-    """The files of a map folder besides :data:`SUMS`."""
-    return [f"{fl.name}.npy" for fl in FIELDS] + ["line.npy"] + [f"offsets.{axis}.npy" for axis in AXES]
+    """The arrays of a map folder: the datasets, then the header's line numbers and offsets."""
+    return [fl.name for fl in FIELDS] + ["line"] + [f"offsets.{axis}" for axis in AXES]
 
 
 def folder_key(folder: Path) -> tuple[str, int, tuple[tuple[int, int], ...]] | None:
     """The version of map folder ``folder`` in :data:`_MAPS_OK`: its path and inode, each file's size and
     mtime_ns (None: no such folder, or a file missing)."""
     try:
-        files = tuple((st.st_size, st.st_mtime_ns) for st in (os.stat(folder / n) for n in [*_names(), SUMS]))
+        files = tuple((st.st_size, st.st_mtime_ns) for st in (os.stat(folder / n) for n in (BIN, INDEX)))
         return (str(folder.resolve()), folder.stat().st_ino, files)
     except OSError:
         return None
 
 
+def _index(folder: Path) -> dict | None:
+    """``folder``'s ``index.json`` where it is one of this layout, naming every array; else None."""
+    try:
+        d = json.loads((folder / INDEX).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(d, dict) or d.get("version") != LAYOUT or not isinstance(d.get("sha256"), str) \
+            or not isinstance(d.get("arrays"), dict) or set(d["arrays"]) != set(_names()):
+        return None
+    return d
+
+
 def _sums_hold(folder: Path) -> bool:
-    """Whether every file of ``folder`` has the sha256 its ``sha256.json`` gives."""
+    """Whether ``folder``'s ``arrays.bin`` has the sha256 its ``index.json`` gives."""
     from synprep.signature import file_sha256
 
+    d = _index(folder)
     try:
-        sums = json.loads((folder / SUMS).read_text(encoding="utf-8"))
-        return isinstance(sums, dict) and set(sums) == set(_names()) \
-            and all(file_sha256(folder / name) == sums[name] for name in _names())
-    except (OSError, ValueError):
+        return d is not None and file_sha256(folder / BIN) == d["sha256"]
+    except OSError:
         return False
 
 
+def _views(folder: Path) -> dict[str, np.ndarray] | None:
+    """Every array of ``folder`` as a view of one read-only ``numpy.memmap`` of its ``arrays.bin`` (plain ndarray
+    views: ``np.memmap``'s own slicing runs Python per slice), or None: no folder, another layout, an index
+    that does not fit the file."""
+    d = _index(folder)
+    if d is None:
+        return None
+    try:
+        buf = np.asarray(np.memmap(folder / BIN, dtype=np.uint8, mode="r"))
+    except (OSError, ValueError):  # missing, unreadable, empty
+        return None
+    views = {}
+    for name, spec in d["arrays"].items():
+        try:
+            dtype, start, n = spec
+            dt = np.dtype(dtype)
+        except (TypeError, ValueError):
+            return None
+        if dt.kind not in "iuf" or not isinstance(start, int) or not isinstance(n, int) or start < 0 or n < 0 \
+                or start % dt.itemsize or start + n * dt.itemsize > len(buf):
+            return None
+        views[name] = buf[start:start + n * dt.itemsize].view(dt)
+    return views
+
+
 def verify_maps(path: Path, map_dir: Path) -> None:
-    """Delete the maps of shard ``path`` in ``map_dir`` unless their files are what was written: each file's
-    sha256 against the folder's ``sha256.json`` (hashed once per process and folder version, like the shards';
-    a folder this process wrote is not hashed again). A deleted folder, or one without sums (written before
-    them), is then decoded again from the shard, which the caller has verified, when the shard is read.
+    """Delete the maps of shard ``path`` in ``map_dir`` unless they are what was written: ``arrays.bin``'s
+    sha256 against the folder's ``index.json`` (hashed once per process and folder version, like the shards';
+    a folder this process wrote is not hashed again). A deleted folder, or one of another layout (the first,
+    without sums), is then decoded again from the shard, which the caller has verified, when the shard is read.
 
     Raises:
         OSError: ``map_dir`` cannot be written (the lock, the deletion) where the maps have to be replaced.
@@ -127,23 +167,25 @@ def _hashed(final: Path) -> bool:
 
 
 def _load(folder: Path, offsets: dict[str, np.ndarray], lines: np.ndarray) -> Mapped | None:
-    """The maps of ``folder``, or None when a file is missing, the header's maps (``line.npy``,
-    ``offsets.AXIS.npy``) differ from the shard's ``offsets`` and ``lines``, or a dataset has another
-    length than they say."""
-    head = {axis: _map(folder / f"offsets.{axis}.npy") for axis in AXES}
-    line = _map(folder / "line.npy")
-    if line is None or not np.array_equal(line, lines):
+    """The maps of ``folder``, or None when it cannot be mapped (:func:`_views`), the header's maps differ from
+    the shard's ``offsets`` and ``lines``, or a dataset has another length than they say."""
+    views = _views(folder)
+    if views is None:
         return None
+    line = views["line"]
+    if line.dtype != np.int64 or not np.array_equal(line, lines):
+        return None
+    head = {axis: views[f"offsets.{axis}"] for axis in AXES}
     for axis, a in head.items():
-        if a is None or a.dtype != np.int64 or not np.array_equal(a, offsets[axis]):
+        if a.dtype != np.int64 or not np.array_equal(a, offsets[axis]):
             return None
     data = {}
     for fl in FIELDS:
-        a = _map(folder / f"{fl.name}.npy")
-        if a is None or len(a) != int(offsets[fl.axis][-1]):
+        a = views[fl.name]
+        if len(a) != int(offsets[fl.axis][-1]):
             return None
         data[fl.name] = a
-    return Mapped(data, head, line)  # type: ignore[arg-type]
+    return Mapped(data, head, line)
 
 
 def _sweep(map_dir: Path, name: str, keep: str) -> None:
@@ -170,22 +212,28 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def write_arrays(final: Path, arrays: dict[str, np.ndarray], offsets: dict[str, np.ndarray], lines: np.ndarray) -> None:
-    """Write ``arrays`` (:data:`~synprep.shards.schema.FIELDS`) as ``final/FIELD.npy``, and the shard's
-    ``offsets`` and ``lines`` as ``final/offsets.AXIS.npy`` and ``final/line.npy`` (int64): into a temporary
-    folder of this process, renamed into place (a reader never sees half of one)."""
+    """Write ``arrays`` (:data:`~synprep.shards.schema.FIELDS`), the shard's ``lines`` and ``offsets`` (int64) as
+    ``final/arrays.bin`` with its ``final/index.json`` (the module docstring's layout): into a temporary folder of
+    this process, renamed into place (a reader never sees half of one)."""
     tmp = final.parent / f"{temp_prefix(final.name.rsplit('.', 1)[0])}arrays.tmp"  # .NAME.pidPID.arrays.tmp
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
-        files = {**{f"{fl.name}.npy": arrays[fl.name] for fl in FIELDS}, "line.npy": np.asarray(lines, np.int64),
-                 **{f"offsets.{axis}.npy": np.asarray(offsets[axis], np.int64) for axis in AXES}}
-        for name, a in files.items():
-            np.save(tmp / name, np.ascontiguousarray(a), allow_pickle=False)
-        from synprep.signature import file_sha256
-
-        (tmp / SUMS).write_text(json.dumps({name: file_sha256(tmp / name) for name in files}, sort_keys=True),
-                                encoding="utf-8")
-        shutil.rmtree(final, ignore_errors=True)  # damaged, or written before the header was: it did not load
+        parts = {**{fl.name: arrays[fl.name] for fl in FIELDS}, "line": np.asarray(lines, np.int64),
+                 **{f"offsets.{axis}": np.asarray(offsets[axis], np.int64) for axis in AXES}}
+        digest, index, pos = hashlib.sha256(), {}, 0
+        with open(tmp / BIN, "wb") as f:
+            for name, a in parts.items():
+                a = np.ascontiguousarray(a).reshape(-1)
+                pad = b"\0" * (-pos % _ALIGN)
+                index[name] = [a.dtype.str, pos + len(pad), int(a.size)]
+                for chunk in (pad, memoryview(a.view(np.uint8))):
+                    f.write(chunk)
+                    digest.update(chunk)
+                pos += len(pad) + a.nbytes
+        (tmp / INDEX).write_text(json.dumps({"version": LAYOUT, "sha256": digest.hexdigest(), "arrays": index}),
+                                 encoding="utf-8")
+        shutil.rmtree(final, ignore_errors=True)  # damaged, or of another layout: it did not load
         os.rename(tmp, final)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -205,8 +253,8 @@ def mapped_arrays(path: Path, map_dir: Path, offsets: dict[str, np.ndarray], lin
     """Every dataset of shard ``path`` (:data:`~synprep.shards.schema.FIELDS`), its offsets and lines as
     read-only memory maps in ``map_dir``, written there first (``decode()``: field name → decoded array) if
     absent or damaged, by one process at a time (an exclusive lock on ``map_dir/.NAME.lock``: the others wait
-    and map its arrays), with their ``sha256.json``. Existing maps are not hashed here: :func:`verify_maps` does
-    that where a split is opened with verification.
+    and map its arrays). Existing maps are not hashed here: :func:`verify_maps` does that where a split is
+    opened with verification.
 
     Args:
         path: the shard file. map_dir: the map folder (created). offsets: the shard's axis → (N+1,) CSR
