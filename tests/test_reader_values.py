@@ -11,6 +11,7 @@ status 2 — never a traceback, never accepted data.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import h5py
@@ -203,6 +204,48 @@ def test_the_workers_hash_a_large_splits_maps_and_replace_a_changed_one(folder, 
     assert changed.read_bytes() != bytes(raw) and len(mapped._MAPS_OK) == 3
 
 
+@pytest.mark.parametrize("maps", [False, True], ids=["held", "mapped"])
+def test_the_asking_process_reads_no_header_the_workers_read(folder, in_workers, monkeypatch, tmp_path, maps):
+    """The workers hand back the header they read and checked (attributes; offsets and lines, or with maps the
+    folder they compared with them): this process opens no shard to build its readers, and they are the
+    serial pass's, attributes, header and records."""
+    from synprep.shards import ShardReader, mapped
+
+    map_dir = tmp_path / "arrays" if maps else None
+    want = open_split(folder, "train")
+    monkeypatch.setattr(in_workers, "_VERIFIED", set())
+    monkeypatch.setattr(in_workers, "_VALUES_OK", set())
+    monkeypatch.setattr(mapped, "_MAPS_OK", set())
+
+    def not_here(self):
+        raise AssertionError(f"{self.path.name}'s header read in this process, not in the workers")
+
+    with monkeypatch.context() as m:
+        m.setattr(ShardReader, "_open_header", not_here)
+        got = open_split(folder, "train", map_dir=map_dir)
+    for r, w in zip(got, want, strict=True):
+        assert r.attrs == w.attrs and np.array_equal(r.lines, w.lines)
+        assert all(np.array_equal(r.offsets[a], w.offsets[a]) for a in w.offsets)
+        assert r.lines.flags.writeable is not maps  # mapped: the map of the header, not a copy
+        for i in range(len(w)):
+            assert r[i].line == w[i].line and np.array_equal(r[i].ldd_prob, w[i].ldd_prob)
+
+
+def test_a_header_of_a_file_that_changed_since_the_workers_is_read_again(folder, tmp_path):
+    """The workers' header serves only the file version (size, modification time) and maps they verified."""
+    from synprep.shards import ShardReader
+    from synprep.shards.verified import _file_key, _reader
+
+    path = folder / "train.00000.h5"
+    plain = ShardReader(path)
+    verified = (_file_key(path, path.stat(), "x"), None, {"made": "up"}, plain.offsets, plain.lines)
+    assert _reader(path, True, None, "x", verified).attrs == {"made": "up"}  # taken as given
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1))
+    assert _reader(path, True, None, "x", verified).attrs == plain.attrs  # read again
+    mapped = (verified[0], ("no", "such", "maps"), {"made": "up"}, None, None)
+    assert _reader(path, True, tmp_path / "arrays", "x", mapped).attrs == plain.attrs
+
+
 def test_a_damaged_shard_is_refused_as_without_workers(folder, in_workers, monkeypatch):
     """Shards 1 and 2 damaged: the workers pass shard 0 and nothing else, and the error is the serial
     pass's, word for word (shard 1, the first in shard order)."""
@@ -235,7 +278,7 @@ def test_no_pool_is_the_serial_pass(folder, in_workers, monkeypatch):
     started = []
     monkeypatch.setattr(pe, "ProcessPoolExecutor", lambda *a, **k: started.append(1))
     assert in_workers._verify_in_workers([(p, p.stat().st_size, "0" * 64, None, 0, None)
-                                          for p in sorted(folder.glob("train.*.h5"))]) == 0 and not started
+                                          for p in sorted(folder.glob("train.*.h5"))]) == {} and not started
 
 
 def test_the_workers_share_the_cores_of_a_torchrun_node(monkeypatch):

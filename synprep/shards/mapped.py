@@ -166,26 +166,34 @@ def _hashed(final: Path) -> bool:
     return True
 
 
-def _load(folder: Path, offsets: dict[str, np.ndarray], lines: np.ndarray) -> Mapped | None:
-    """The maps of ``folder``, or None when it cannot be mapped (:func:`_views`), the header's maps differ from
-    the shard's ``offsets`` and ``lines``, or a dataset has another length than they say."""
+def folder_maps(folder: Path) -> Mapped | None:
+    """The maps of ``folder`` with its own header, or None when it cannot be mapped (:func:`_views`) or a dataset
+    has another length than its offsets say. For a header another process compared with the shard's
+    (``open_split``'s verification workers); :func:`_load` compares it here."""
     views = _views(folder)
     if views is None:
         return None
     line = views["line"]
-    if line.dtype != np.int64 or not np.array_equal(line, lines):
-        return None
     head = {axis: views[f"offsets.{axis}"] for axis in AXES}
-    for axis, a in head.items():
-        if a.dtype != np.int64 or not np.array_equal(a, offsets[axis]):
-            return None
+    if line.dtype != np.int64 or any(a.dtype != np.int64 or len(a) != len(line) + 1 for a in head.values()):
+        return None
     data = {}
     for fl in FIELDS:
         a = views[fl.name]
-        if len(a) != int(offsets[fl.axis][-1]):
+        if len(a) != int(head[fl.axis][-1]):
             return None
         data[fl.name] = a
     return Mapped(data, head, line)
+
+
+def _load(folder: Path, offsets: dict[str, np.ndarray], lines: np.ndarray) -> Mapped | None:
+    """The maps of ``folder``, or None when it cannot be mapped (:func:`folder_maps`) or the header's maps differ
+    from the shard's ``offsets`` and ``lines``."""
+    got = folder_maps(folder)
+    if got is None or not np.array_equal(got.lines, lines) \
+            or not all(np.array_equal(got.offsets[axis], offsets[axis]) for axis in AXES):
+        return None
+    return got
 
 
 def _sweep(map_dir: Path, name: str, keep: str) -> None:
@@ -227,7 +235,7 @@ def write_arrays(final: Path, arrays: dict[str, np.ndarray], offsets: dict[str, 
                 a = np.ascontiguousarray(a).reshape(-1)
                 pad = b"\0" * (-pos % _ALIGN)
                 index[name] = [a.dtype.str, pos + len(pad), int(a.size)]
-                for chunk in (pad, memoryview(a.view(np.uint8))):
+                for chunk in (pad, a.view(np.uint8).data):
                     f.write(chunk)
                     digest.update(chunk)
                 pos += len(pad) + a.nbytes

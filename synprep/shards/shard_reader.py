@@ -83,6 +83,19 @@ class ShardReader:
         except Exception as e:  # damaged HDF5 metadata (RuntimeError, OSError, KeyError, ...): one line
             raise InputError(f"cannot read shard (damaged HDF5): {type(e).__name__}: {e}", name) from None
 
+    @classmethod
+    def with_header(cls, path: str | os.PathLike, *, cache: bool, map_dir: str | os.PathLike | None,
+                    attrs: dict[str, Any], offsets: dict[str, np.ndarray], lines: np.ndarray,
+                    data: dict[str, np.ndarray] | None = None) -> ShardReader:
+        """A reader of ``path`` whose header (``attrs``, ``offsets``, ``lines``; with ``data``, its maps) another
+        process read and checked as :meth:`__init__` does: ``open_split``'s verification workers, for a file
+        version it verified. Nothing is read here."""
+        r = cls.__new__(cls)
+        r.path, r.cache, r.map_dir = Path(path), cache, None if map_dir is None else Path(map_dir)
+        r._file, r._pid, r._data, r._words = None, None, data, None
+        r.attrs, r.offsets, r.lines = attrs, offsets, lines
+        return r
+
     def __getstate__(self) -> dict[str, Any]:
         return {"path": self.path, "cache": self.cache, "map_dir": self.map_dir}
 

@@ -91,14 +91,20 @@ def verify_values(path: Path, sha256: str, *, vocab_size: int | None, after_line
 #: one shard's verification for :func:`_verify_in_workers`: (path, size, sha256, vocab size, after line,
 #: map folder or None)
 VerifyJob = tuple[Path, int, str, "int | None", int, "Path | None"]
+#: what a verification worker read of one shard version, for the process that asked: the cache keys of the file
+#: and of its maps (None without a map folder) it verified, and its header as :class:`ShardReader` read and
+#: checked it: root attributes, and without maps its offsets and lines (with maps the asking process maps them
+#: from the folder the worker compared with them)
+Verified = tuple[tuple[Any, ...], "tuple[Any, ...] | None", dict[str, Any], "dict[str, np.ndarray] | None",
+                 "np.ndarray | None"]
 
 
-def _verify_job(job: VerifyJob) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...] | None] | None:
-    """In a worker process: :func:`_verify_file` and :func:`verify_values` of one shard, then, with a map
-    folder, its maps verified (:func:`~synprep.shards.mapped.verify_maps`) or written there
-    (:mod:`synprep.shards.mapped`). Returns the cache keys of the file version it verified and of the maps
-    (None without a map folder), or None where anything failed or the file changed while it read (the calling
-    process's own pass then meets that shard and raises its error)."""
+def _verify_job(job: VerifyJob) -> tuple[tuple[Any, ...], Verified] | None:
+    """In a worker process: :func:`_verify_file` and :func:`verify_values` of one shard, its header read and
+    checked (:class:`ShardReader`), then, with a map folder, its maps verified
+    (:func:`~synprep.shards.mapped.verify_maps`) or written there (:mod:`synprep.shards.mapped`). Returns the
+    values' cache key and what the asking process needs (:data:`Verified`), or None where anything failed or
+    the file changed while it read (the calling process's own pass then meets that shard and raises its error)."""
     from synprep.shards import mapped
 
     path, size, sha256, vocab_size, after_line, map_dir = job
@@ -109,7 +115,9 @@ def _verify_job(job: VerifyJob) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple
         verify_values(path, sha256, vocab_size=vocab_size, after_line=after_line)
         if map_dir is not None:
             mapped.verify_maps(path, map_dir)
-            ShardReader(path, map_dir=map_dir).load()
+        reader = ShardReader(path, map_dir=map_dir)
+        if map_dir is not None:
+            reader.load()
             maps = mapped.folder_key(map_dir / mapped.map_key(path))
             if maps not in mapped._MAPS_OK:
                 return None
@@ -118,7 +126,8 @@ def _verify_job(job: VerifyJob) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple
         return None
     if (again.st_size, again.st_mtime_ns) != (st.st_size, st.st_mtime_ns):
         return None
-    return _file_key(path, st, sha256), _values_key(path, st, sha256, vocab_size, after_line), maps
+    header = (reader.attrs, None, None) if map_dir is not None else (reader.attrs, reader.offsets, reader.lines)
+    return _values_key(path, st, sha256, vocab_size, after_line), (_file_key(path, st, sha256), maps, *header)
 
 
 def verify_workers() -> int:
@@ -134,17 +143,19 @@ def verify_workers() -> int:
     return max(1, usable_cpus() // ranks)
 
 
-def _verify_in_workers(jobs: list[VerifyJob]) -> int:
+def _verify_in_workers(jobs: list[VerifyJob]) -> dict[Path, Verified]:
     """Verify the shards of ``jobs`` not yet verified in this process in worker processes, and add the
-    versions that pass to this process's caches (:data:`_VERIFIED`, :data:`_VALUES_OK`): a warm-up of
-    the shard-by-shard pass that follows, which then only verifies what failed here, in shard order, and
-    raises what it meets exactly as without this step. Runs only where the shards to verify hold at least
-    :data:`PARALLEL_VERIFY_BYTES` and more than one worker is available (:func:`verify_workers`); the
-    workers (fresh interpreters, one thread each) end with the call. A pool that cannot start is ignored:
-    the serial pass does all the work.
+    versions that pass to this process's caches (:data:`_VERIFIED`, :data:`_VALUES_OK`, the maps'
+    :data:`~synprep.shards.mapped._MAPS_OK`): a warm-up of the shard-by-shard pass that follows, which then only
+    verifies what failed here, in shard order, and raises what it meets exactly as without this step; the
+    headers the workers read spare that pass reading them again (:func:`_verified_shard`: 20 ms a shard of
+    5000 pairs on the 2-core machine, in each process that opens the split). Runs only where the shards to
+    verify hold at least :data:`PARALLEL_VERIFY_BYTES` and more than one worker is available
+    (:func:`verify_workers`); the workers (fresh interpreters, one thread each) end with the call. A pool that
+    cannot start is ignored: the serial pass does all the work.
 
     Returns:
-        The number of shards verified in workers.
+        Per shard file verified in a worker, what it read (:data:`Verified`).
     """
     todo = []
     for job in jobs:
@@ -157,22 +168,23 @@ def _verify_in_workers(jobs: list[VerifyJob]) -> int:
             todo.append(job)
     n = min(len(todo), verify_workers())
     if n < 2 or sum(job[1] for job in todo) < PARALLEL_VERIFY_BYTES:
-        return 0
+        return {}
     from joblib.externals.loky.process_executor import ProcessPoolExecutor
 
     from synprep.parallel import worker_init
     from synprep.shards.mapped import _MAPS_OK
 
-    done = 0
+    done: dict[Path, Verified] = {}
     try:
         with ProcessPoolExecutor(max_workers=n, initializer=worker_init, initargs=(os.getpid(),)) as pool:
-            for keys in pool.map(_verify_job, todo):
-                if keys is not None:
-                    _VERIFIED.add(keys[0])
-                    _VALUES_OK.add(keys[1])
-                    if keys[2] is not None:
-                        _MAPS_OK.add(keys[2])
-                    done += 1
+            for job, got in zip(todo, pool.map(_verify_job, todo), strict=True):
+                if got is not None:
+                    values, verified = got
+                    _VERIFIED.add(verified[0])
+                    _VALUES_OK.add(values)
+                    if verified[1] is not None:
+                        _MAPS_OK.add(verified[1])
+                    done[job[0]] = verified
     except Exception:  # noqa: BLE001 - no pool (a sandbox without processes): the serial pass verifies all
         return done
     return done
@@ -266,13 +278,14 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
     vocab = _vocab_entry(folder, manifest, files)
     readers: list[ShardReader] = []
     assert entry is not None or not files
+    verified: dict[Path, Verified] = {}
     if entry is not None and len(files) == len(entry.shards):  # a large split: its values verified in parallel
-        _verify_in_workers([(p, info.bytes, info.sha256, vocab[2], entry.shards[i - 1].last_line if i else 0,
+        verified = _verify_in_workers([(p, info.bytes, info.sha256, vocab[2], entry.shards[i - 1].last_line if i else 0,
                              None if map_dir is None else Path(map_dir))
                             for i, (p, info) in enumerate(zip(files, entry.shards, strict=True))])
     for index, p in enumerate(files):
         assert entry is not None
-        readers.append(_verified_shard(p, entry, index, split, vocab, cache, map_dir))
+        readers.append(_verified_shard(p, entry, index, split, vocab, cache, map_dir, verified.get(p)))
         if map_dir is not None and cache:  # mapped now (a large split's maps the workers wrote): a process
             readers[-1].load()             # forked from this one (DataLoader workers) shares them
     if entry is not None and complete:
@@ -367,12 +380,40 @@ def _vocab_entry(folder: str | os.PathLike, manifest: Manifest, files: list[Path
     return vocab_path, vocab_sha256, vocab_size
 
 
+def _reader(p: Path, cache: bool, map_dir: str | os.PathLike | None, sha256: str,
+            verified: Verified | None) -> ShardReader:
+    """:class:`ShardReader` ``(p, cache=cache, map_dir=map_dir)``; from the header a verification worker read
+    (``verified``) where the file, and with ``map_dir`` its maps, are still the versions it verified (their
+    sizes and modification times): then nothing is read here but the maps' index."""
+    from synprep.shards import mapped
+
+    if verified is not None and (map_dir is None or cache):
+        file_key, maps_key, attrs, offsets, lines = verified
+        data = None
+        try:
+            same = _file_key(p, p.stat(), sha256) == file_key
+            if same and map_dir is not None:
+                final = Path(map_dir) / mapped.map_key(p)
+                got = mapped.folder_maps(final) if maps_key is not None and mapped.folder_key(final) == maps_key else None
+                same = got is not None
+                if got is not None:
+                    data, offsets, lines = got.data, got.offsets, got.lines
+        except OSError:
+            same = False
+        if same and offsets is not None and lines is not None:
+            return ShardReader.with_header(p, cache=cache, map_dir=map_dir, attrs=attrs, offsets=offsets, lines=lines,
+                                           data=data)
+    return ShardReader(p, cache=cache, map_dir=map_dir)
+
+
 def _verified_shard(p: Path, entry: SplitEntry, index: int, split: str, vocab: tuple[str, str, int | None],
-                    cache: bool, map_dir: str | os.PathLike | None = None) -> ShardReader:
+                    cache: bool, map_dir: str | os.PathLike | None = None,
+                    verified: Verified | None = None) -> ShardReader:
     """Shard ``index`` (file ``p``) of the split whose manifest entry is ``entry``, verified against it:
     size and sha256, pairs and first/last line, attributes, values (after the previous shard's last line);
     with ``map_dir``, maps of it there that are not what was written are deleted before the reader maps them
-    (:func:`~synprep.shards.mapped.verify_maps`)."""
+    (:func:`~synprep.shards.mapped.verify_maps`). ``verified``: what a verification worker read of it
+    (:func:`_reader`)."""
     vocab_path, vocab_sha256, vocab_size = vocab
     info = entry.shards[index]
     _verify_file(p, info.bytes, info.sha256)
@@ -383,7 +424,7 @@ def _verified_shard(p: Path, entry: SplitEntry, index: int, split: str, vocab: t
             verify_maps(p, Path(map_dir))
         except OSError as e:
             raise InputError(f"cannot write the shard's decoded arrays: {e.strerror or e}", str(map_dir)) from None
-    r = ShardReader(p, cache=cache, map_dir=map_dir)
+    r = _reader(p, cache, map_dir, info.sha256, verified)
     a = r.attrs
     if len(r) != info.pairs or (len(r) and (int(r.lines[0]), int(r.lines[-1])) != (info.first_line,
                                                                                      info.last_line)):
