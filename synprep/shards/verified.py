@@ -280,9 +280,10 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
     assert entry is not None or not files
     verified: dict[Path, Verified] = {}
     if entry is not None and len(files) == len(entry.shards):  # a large split: its values verified in parallel
-        verified = _verify_in_workers([(p, info.bytes, info.sha256, vocab[2], entry.shards[i - 1].last_line if i else 0,
-                             None if map_dir is None else Path(map_dir))
-                            for i, (p, info) in enumerate(zip(files, entry.shards, strict=True))])
+        verified = _verify_in_workers([(p, info.bytes, info.sha256, vocab[2],
+                                        entry.shards[i - 1].last_line if i else 0,
+                                        None if map_dir is None else Path(map_dir))
+                                       for i, (p, info) in enumerate(zip(files, entry.shards, strict=True))])
     for index, p in enumerate(files):
         assert entry is not None
         readers.append(_verified_shard(p, entry, index, split, vocab, cache, map_dir, verified.get(p)))
