@@ -234,15 +234,15 @@ def test_the_asking_process_reads_no_header_the_workers_read(folder, in_workers,
 def test_a_header_of_a_file_that_changed_since_the_workers_is_read_again(folder, tmp_path):
     """The workers' header serves only the file version (size, modification time) and maps they verified."""
     from synprep.shards import ShardReader
-    from synprep.shards.verified import _file_key, _reader
+    from synprep.shards.verified import Verified, _file_key, _reader
 
     path = folder / "train.00000.h5"
     plain = ShardReader(path)
-    verified = (_file_key(path, path.stat(), "x"), None, {"made": "up"}, plain.offsets, plain.lines)
+    verified = Verified(_file_key(path, path.stat(), "x"), None, {"made": "up"}, plain.offsets, plain.lines)
     assert _reader(path, True, None, "x", verified).attrs == {"made": "up"}  # taken as given
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1))
     assert _reader(path, True, None, "x", verified).attrs == plain.attrs  # read again
-    mapped = (verified[0], ("no", "such", "maps"), {"made": "up"}, None, None)
+    mapped = Verified(verified.file, ("no", "such", "maps"), {"made": "up"}, None, None)
     assert _reader(path, True, tmp_path / "arrays", "x", mapped).attrs == plain.attrs
 
 

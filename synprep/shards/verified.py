@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -91,19 +91,25 @@ def verify_values(path: Path, sha256: str, *, vocab_size: int | None, after_line
 #: one shard's verification for :func:`_verify_in_workers`: (path, size, sha256, vocab size, after line,
 #: map folder or None)
 VerifyJob = tuple[Path, int, str, "int | None", int, "Path | None"]
-#: what a verification worker read of one shard version, for the process that asked: the cache keys of the file
-#: and of its maps (None without a map folder) it verified, and its header as :class:`ShardReader` read and
-#: checked it: root attributes, and without maps its offsets and lines (with maps the asking process maps them
-#: from the folder the worker compared with them)
-Verified = tuple[tuple[Any, ...], "tuple[Any, ...] | None", dict[str, Any], "dict[str, np.ndarray] | None",
-                 "np.ndarray | None"]
+class Verified(NamedTuple):
+    """What a verification worker read of one shard version, for the process that asked
+    (:func:`_verify_in_workers`): the cache keys of the file (:data:`_VERIFIED`) and of its maps
+    (:data:`~synprep.shards.mapped._MAPS_OK`; None without a map folder) it verified, and the shard's header
+    as :class:`ShardReader` read and checked it: root attributes, and without maps its offsets and lines
+    (with maps the asking process maps them from the folder the worker compared with them)."""
+
+    file: tuple[Any, ...]
+    maps: tuple[Any, ...] | None
+    attrs: dict[str, Any]
+    offsets: dict[str, np.ndarray] | None
+    lines: np.ndarray | None
 
 
 def _verify_job(job: VerifyJob) -> tuple[tuple[Any, ...], Verified] | None:
     """In a worker process: :func:`_verify_file` and :func:`verify_values` of one shard, its header read and
     checked (:class:`ShardReader`), then, with a map folder, its maps verified
     (:func:`~synprep.shards.mapped.verify_maps`) or written there (:mod:`synprep.shards.mapped`). Returns the
-    values' cache key and what the asking process needs (:data:`Verified`), or None where anything failed or
+    values' cache key and what the asking process needs (:class:`Verified`), or None where anything failed or
     the file changed while it read (the calling process's own pass then meets that shard and raises its error)."""
     from synprep.shards import mapped
 
@@ -126,8 +132,9 @@ def _verify_job(job: VerifyJob) -> tuple[tuple[Any, ...], Verified] | None:
         return None
     if (again.st_size, again.st_mtime_ns) != (st.st_size, st.st_mtime_ns):
         return None
-    header = (reader.attrs, None, None) if map_dir is not None else (reader.attrs, reader.offsets, reader.lines)
-    return _values_key(path, st, sha256, vocab_size, after_line), (_file_key(path, st, sha256), maps, *header)
+    return _values_key(path, st, sha256, vocab_size, after_line), Verified(
+        _file_key(path, st, sha256), maps, reader.attrs, None if map_dir is not None else reader.offsets,
+        None if map_dir is not None else reader.lines)
 
 
 def verify_workers() -> int:
@@ -155,7 +162,7 @@ def _verify_in_workers(jobs: list[VerifyJob]) -> dict[Path, Verified]:
     cannot start is ignored: the serial pass does all the work.
 
     Returns:
-        Per shard file verified in a worker, what it read (:data:`Verified`).
+        Per shard file verified in a worker, what it read (:class:`Verified`).
     """
     todo = []
     for job in jobs:
@@ -180,10 +187,10 @@ def _verify_in_workers(jobs: list[VerifyJob]) -> dict[Path, Verified]:
             for job, got in zip(todo, pool.map(_verify_job, todo), strict=True):
                 if got is not None:
                     values, verified = got
-                    _VERIFIED.add(verified[0])
+                    _VERIFIED.add(verified.file)
                     _VALUES_OK.add(values)
-                    if verified[1] is not None:
-                        _MAPS_OK.add(verified[1])
+                    if verified.maps is not None:
+                        _MAPS_OK.add(verified.maps)
                     done[job[0]] = verified
     except Exception:  # noqa: BLE001 - no pool (a sandbox without processes): the serial pass verifies all
         return done
@@ -386,25 +393,33 @@ def _reader(p: Path, cache: bool, map_dir: str | os.PathLike | None, sha256: str
     """:class:`ShardReader` ``(p, cache=cache, map_dir=map_dir)``; from the header a verification worker read
     (``verified``) where the file, and with ``map_dir`` its maps, are still the versions it verified (their
     sizes and modification times): then nothing is read here but the maps' index."""
+    try:
+        given = _given_header(p, cache, map_dir, sha256, verified)
+    except OSError:  # the file is gone: the reader names it
+        given = None
+    if given is None:
+        return ShardReader(p, cache=cache, map_dir=map_dir)
+    assert verified is not None
+    offsets, lines, data = given
+    return ShardReader.with_header(p, cache=cache, map_dir=map_dir, attrs=verified.attrs, offsets=offsets,
+                                   lines=lines, data=data)
+
+
+def _given_header(p: Path, cache: bool, map_dir: str | os.PathLike | None, sha256: str, verified: Verified | None,
+                  ) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray] | None] | None:
+    """For :func:`_reader`: the offsets, lines and (with ``map_dir``) mapped data of ``verified`` still valid
+    for ``p``, or None."""
     from synprep.shards import mapped
 
-    if verified is not None and (map_dir is None or cache):
-        file_key, maps_key, attrs, offsets, lines = verified
-        data = None
-        try:
-            same = _file_key(p, p.stat(), sha256) == file_key
-            if same and map_dir is not None:
-                final = Path(map_dir) / mapped.map_key(p)
-                got = mapped.folder_maps(final) if maps_key is not None and mapped.folder_key(final) == maps_key else None
-                same = got is not None
-                if got is not None:
-                    data, offsets, lines = got.data, got.offsets, got.lines
-        except OSError:
-            same = False
-        if same and offsets is not None and lines is not None:
-            return ShardReader.with_header(p, cache=cache, map_dir=map_dir, attrs=attrs, offsets=offsets, lines=lines,
-                                           data=data)
-    return ShardReader(p, cache=cache, map_dir=map_dir)
+    if verified is None or _file_key(p, p.stat(), sha256) != verified.file:
+        return None
+    if map_dir is None:
+        return None if verified.offsets is None or verified.lines is None else (verified.offsets, verified.lines, None)
+    final = Path(map_dir) / mapped.map_key(p)
+    if not cache or verified.maps is None or mapped.folder_key(final) != verified.maps:
+        return None
+    got = mapped.folder_maps(final)
+    return None if got is None else (got.offsets, got.lines, got.data)
 
 
 def _verified_shard(p: Path, entry: SplitEntry, index: int, split: str, vocab: tuple[str, str, int | None],
