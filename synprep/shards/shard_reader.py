@@ -124,8 +124,7 @@ class ShardReader:
             try:
                 got = mapped_arrays(self.path, self.map_dir, self.offsets, self.lines, self._decode)
             except OSError as e:
-                raise InputError(f"cannot write the shard's decoded arrays: {e.strerror or e}",
-                                 str(self.map_dir)) from None
+                raise map_dir_error(e, self.map_dir) from None
             self._data, self.offsets, self.lines = got.data, got.offsets, got.lines
         elif self._data is None:
             self._data = self._decode()
@@ -241,6 +240,11 @@ class ShardReader:
 
     def __repr__(self) -> str:
         return f"ShardReader({str(self.path)!r}, pairs={len(self)})"
+
+
+def map_dir_error(e: OSError, map_dir: str | os.PathLike) -> InputError:
+    """The one-line error of a map folder that cannot be written (a full disk, no permission), naming it."""
+    return InputError(f"cannot write the shard's decoded arrays: {e.strerror or e}", str(map_dir))
 
 
 def _read(f: h5py.File, name: str, path: Path, sel: Any = ()) -> np.ndarray:

@@ -14,7 +14,7 @@ import numpy as np
 from synprep.constants import VOCAB_NAME
 from synprep.errors import InputError
 from synprep.shards.schema import inside_name, parse_shard_name
-from synprep.shards.shard_reader import ShardReader, split_files
+from synprep.shards.shard_reader import ShardReader, map_dir_error, split_files
 
 if TYPE_CHECKING:
     from synprep.shards.manifest import Manifest, SplitEntry
@@ -91,6 +91,8 @@ def verify_values(path: Path, sha256: str, *, vocab_size: int | None, after_line
 #: one shard's verification for :func:`_verify_in_workers`: (path, size, sha256, vocab size, after line,
 #: map folder or None)
 VerifyJob = tuple[Path, int, str, "int | None", int, "Path | None"]
+
+
 class Verified(NamedTuple):
     """What a verification worker read of one shard version, for the process that asked
     (:func:`_verify_in_workers`): the cache keys of the file (:data:`_VERIFIED`) and of its maps
@@ -439,7 +441,7 @@ def _verified_shard(p: Path, entry: SplitEntry, index: int, split: str, vocab: t
         try:
             verify_maps(p, Path(map_dir))
         except OSError as e:
-            raise InputError(f"cannot write the shard's decoded arrays: {e.strerror or e}", str(map_dir)) from None
+            raise map_dir_error(e, map_dir) from None
     r = _reader(p, cache, map_dir, info.sha256, verified)
     a = r.attrs
     if len(r) != info.pairs or (len(r) and (int(r.lines[0]), int(r.lines[-1])) != (info.first_line,

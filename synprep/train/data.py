@@ -136,8 +136,9 @@ class ShardDataset(Dataset):
         map_dir: a folder for the shards' decoded arrays, which every process then maps read-only
             instead of holding its own copy (:mod:`synprep.shards.mapped`: a process's memory stays flat
             with the corpus size; ``train`` gives the shard folder's ``arrays/``,
-            :func:`synprep.train.run.arrays_folder`), written there when the split is opened (:func:`~synprep.shards.open_split`), so that forked workers share them. None:
-            each process that reads a shard keeps its arrays (a single pass, as ``translate``'s).
+            :func:`synprep.train.run.arrays_folder`), written there when the split is opened
+            (:func:`~synprep.shards.open_split`), so that forked workers share them. None: each process that
+            reads a shard keeps its arrays (a single pass, as ``translate``'s).
 
     Attributes:
         src_lengths, tgt_lengths: (N,) int64 piece counts (no ``</s>``). attrs: the first shard's
