@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
 import pytest
 from click.testing import CliRunner
+from filelock import FileLock
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("SYNPREP_SHARED", ROOT.parent / "shared")).resolve()
@@ -36,6 +39,24 @@ def _require(path: Path) -> Path:
     if not path.exists():
         missing(f"shared data missing: {path}")
     return path
+
+
+def shared_folder(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:
+    """A folder built once per test run by ``build(folder)`` and shared by every test (and every pytest-xdist
+    worker: they build it under one file lock in their common temp folder). Read-only for its users: a test
+    that changes it copies it first. A build that failed is redone by the next user."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # pytest-of-USER/pytest-N/, above each worker's own popen-gwK/
+    folder, built = root / "shared" / name, root / "shared" / f"{name}.built"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(root / "shared" / f"{name}.lock")):
+        if not built.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            built.touch()
+    return folder
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import run_cli
+from tests.conftest import run_cli, shared_folder
 
 N_LINES = 8
 
@@ -31,14 +31,20 @@ def first_lines(path: Path, n: int = N_LINES) -> str:
         return "".join(next(f) for _ in range(n))
 
 
-def iwslt_sample(base: Path, shared_data: Path, stanza_dir: Path) -> Sample:
-    """Build (or reuse, within one pytest session) the sample under ``base``."""
+def iwslt_sample(tmp_path_factory, shared_data: Path, stanza_dir: Path) -> Sample:
+    """The sample, built once per test run (:func:`tests.conftest.shared_folder`)."""
+    base = shared_folder(tmp_path_factory, "iwslt8", lambda base: _build(base, shared_data, stanza_dir))
+    return _sample(base)
+
+
+def _sample(base: Path) -> Sample:
+    return Sample(base / "test8.bpe.en", base / "test8.bpe.de", base / "test8.tok.en", base / "test8.conllu",
+                  base / "shards")
+
+
+def _build(base: Path, shared_data: Path, stanza_dir: Path) -> None:
     prepared = shared_data / "iwslt14_de-en" / "fairseq_prepared"
-    s = Sample(base / "test8.bpe.en", base / "test8.bpe.de", base / "test8.tok.en", base / "test8.conllu",
-               base / "shards")
-    if (s.shards / "manifest.json").exists():
-        return s
-    base.mkdir(parents=True, exist_ok=True)
+    s = _sample(base)
     s.src.write_text(first_lines(prepared / "test.en"), encoding="utf-8")
     s.tgt.write_text(first_lines(prepared / "test.de"), encoding="utf-8")
     s.words.write_text(first_lines(prepared / "tmp" / "test.en"), encoding="utf-8")
@@ -46,4 +52,3 @@ def iwslt_sample(base: Path, shared_data: Path, stanza_dir: Path) -> Sample:
             "-i", str(s.words), "-o", str(s.conllu))
     run_cli("shard", "--src", str(s.src), "--tgt", str(s.tgt), "--conllu", str(s.conllu), "-s", "en", "-t", "de",
             "--out", str(s.shards), "--shard-size", "5")
-    return s

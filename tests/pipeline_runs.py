@@ -18,7 +18,7 @@ from pathlib import Path
 
 import h5py
 import numpy as np
-from conftest import ROOT, SAMPLE_DATA
+from conftest import ROOT, SAMPLE_DATA, run_cli, shared_folder
 
 #: text-stage and shard options of every pipeline run here (the configuration is part of the output)
 TEXT_FLAGS = ("--lowercase", "--shard-size", "50", "--merges", "1000", "--batch-size", "16")
@@ -34,18 +34,12 @@ def pipeline_args(out: Path, cache: Path | None, stanza_dir: Path, *extra: str, 
             *cache_args, "--stanza-dir", str(stanza_dir), "--stanza-package", "synprep", *extra]
 
 
-_REFERENCE: dict[str, tuple[Path, Path]] = {}
-
-
 def reference_run(tmp_path_factory, stanza_dir: Path) -> tuple[Path, Path]:
-    """``(out, cache)`` of one uninterrupted -j 1 run with a fresh cache, made once per test session
-    (test_resume.py and test_hostile.py compare against the same bytes)."""
-    if "ref" not in _REFERENCE:
-        d = tmp_path_factory.mktemp("reference")
-        out, cache = d / "out", d / "cache.sqlite"
-        run_ok(pipeline_args(out, cache, stanza_dir, "-j", "1"))
-        _REFERENCE["ref"] = (out, cache)
-    return _REFERENCE["ref"]
+    """``(out, cache)`` of one uninterrupted -j 1 run with a fresh cache, made once per test run and read-only
+    (test_resume.py, test_hostile.py and others compare against the same bytes)."""
+    d = shared_folder(tmp_path_factory, "reference",
+                      lambda d: run_cli(*pipeline_args(d / "out", d / "cache.sqlite", stanza_dir, "-j", "1")))
+    return d / "out", d / "cache.sqlite"
 
 
 def env() -> dict[str, str]:

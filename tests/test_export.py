@@ -39,7 +39,7 @@ def synthetic(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory, shared_data: Path, stanza_dir: Path) -> Sample:
-    return iwslt_sample(tmp_path_factory.getbasetemp() / "iwslt8", shared_data, stanza_dir)
+    return iwslt_sample(tmp_path_factory, shared_data, stanza_dir)
 
 
 def records(folder: Path, split: str) -> list:

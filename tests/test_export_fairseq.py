@@ -49,7 +49,7 @@ def venv() -> Path:
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory, shared_data: Path, stanza_dir: Path) -> Sample:
-    return iwslt_sample(tmp_path_factory.getbasetemp() / "iwslt8", shared_data, stanza_dir)
+    return iwslt_sample(tmp_path_factory, shared_data, stanza_dir)
 
 
 @pytest.fixture(scope="module")

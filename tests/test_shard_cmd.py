@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory, shared_data: Path, stanza_dir: Path) -> Sample:
-    return iwslt_sample(tmp_path_factory.getbasetemp() / "iwslt8", shared_data, stanza_dir)
+    return iwslt_sample(tmp_path_factory, shared_data, stanza_dir)
 
 
 def blocks(text: str) -> list[str]:

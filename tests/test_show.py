@@ -24,7 +24,7 @@ LINE4_TGT = "wir werden alle geboren . wir bringen kinder zur welt ."
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory, shared_data: Path, stanza_dir: Path) -> Sample:
-    return iwslt_sample(tmp_path_factory.getbasetemp() / "iwslt8", shared_data, stanza_dir)
+    return iwslt_sample(tmp_path_factory, shared_data, stanza_dir)
 
 
 def png_size(data: bytes) -> tuple[int, int]:
