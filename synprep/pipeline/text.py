@@ -72,7 +72,9 @@ def _clean(files: TextFiles, opts: TextOptions) -> None:
     with contextlib.ExitStack() as stack:
         f = {k: stack.enter_context(atomic_write(p)) for k, p in outputs.items()}
         f["report"].write(report_header() + "\n")
-        for r in clean_pairs(iter_pairs(tok_src, tok_tgt), names=(str(tok_src), str(tok_tgt)), **bounds):
+        # keep_pipes: a "|" of --tokenized text is a token (the shards hold no Moses factors)
+        for r in clean_pairs(iter_pairs(tok_src, tok_tgt), names=(str(tok_src), str(tok_tgt)), keep_pipes=True,
+                             **bounds):
             stats.add(r)
             if not r.kept:
                 f["report"].write(report_row(r) + "\n")
