@@ -216,3 +216,20 @@ def test_every_token_is_stored_as_given(folder, route, case):
         assert _text(out, kind, "en")[k - 1] == want["tgt"], f"text/train.{kind}.en"
     assert _unbpe(_text(out, "bpe", "de")[k - 1]) == want["src"], "text/train.bpe.de"
     assert _unbpe(_text(out, "bpe", "en")[k - 1]) == want["tgt"], "text/train.bpe.en"
+
+
+def test_a_token_that_ends_in_the_bpe_marker_is_refused(tmp_path, stanza_dir):
+    """subword-nmt cannot write a token that ends in ``@@``: its last piece would join the next word (``x@@ comes``
+    → ``xcomes``; silently on the target side, where no parser reads the words). One error, no shard."""
+    de = _write(tmp_path / "in.de", ["Der Mann sieht den Hund .", "Er kommt ."])
+    en = _write(tmp_path / "in.en", ["The man sees the dog .", "He x@@ comes ."])
+    out = tmp_path / "out"
+    proc = run_cli("pipeline", "--tokenized", "--src", str(de), "--tgt", str(en), "-s", "de", "-t", "en", "--out",
+                   str(out), "--merges", "30", "-j", "1", "--no-language-check", "--no-cache", "--stanza-dir",
+                   str(stanza_dir), "--stanza-package", "synprep", check=False)
+    assert proc.returncode == 2, proc.stderr
+    errors = [x for x in proc.stderr.splitlines() if x.startswith("synprep: error:")]
+    assert errors == [f"synprep: error: {en}:2: token 2 'x@@' ends in '@@', subword-nmt's continuation marker: "
+                      "its last BPE piece would be read as joined to the next word; write the token otherwise "
+                      "(e.g. 'x@ @'), or use --subword spm"]
+    assert not list(out.glob("*.h5")) and not (out / "code").exists()  # refused before the codes are learned
