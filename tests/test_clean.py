@@ -61,6 +61,19 @@ def test_factored_corpus_keeps_pipes_and_rejects_empty_factors():
     assert (e.value.path, e.value.line) == ("s.de", 2)
 
 
+def test_keep_pipes_keeps_every_pipe_as_part_of_its_token():
+    """The pipeline's cleaning: a "|" (a token of --tokenized text) is neither removed nor a factor separator."""
+    pairs = [("| a", "| x"), ("a | b", "x | y"), ("a|b ||", "x|y |"), ("|", "x")]
+    rs = list(clean_pairs(pairs, keep_pipes=True))
+    assert [(r.src, r.tgt, r.src_len, r.tgt_len, r.reason) for r in rs] == [
+        ("| a", "| x", 2, 2, None), ("a | b", "x | y", 3, 3, None), ("a|b ||", "x|y |", 2, 2, None),
+        ("|", "x", 1, 1, None)]
+    # a "|" counts toward the token's length
+    assert next(clean_pairs([("a|b", "x")], keep_pipes=True, max_word_length=2)).reason == "word_too_long"
+    with pytest.raises(ValueError, match="factored"):
+        list(clean_pairs(pairs, keep_pipes=True, factored=True))
+
+
 _side = st.lists(st.sampled_from(["a", "bb", "|", " ", "\t", "\u00a0", "ccc"]), max_size=12).map("".join)
 
 

@@ -72,7 +72,9 @@ def _clean(files: TextFiles, opts: TextOptions) -> None:
     with contextlib.ExitStack() as stack:
         f = {k: stack.enter_context(atomic_write(p)) for k, p in outputs.items()}
         f["report"].write(report_header() + "\n")
-        for r in clean_pairs(iter_pairs(tok_src, tok_tgt), names=(str(tok_src), str(tok_tgt)), **bounds):
+        # keep_pipes: a "|" of --tokenized text is a token (the shards hold no Moses factors)
+        for r in clean_pairs(iter_pairs(tok_src, tok_tgt), names=(str(tok_src), str(tok_tgt)), keep_pipes=True,
+                             **bounds):
             stats.add(r)
             if not r.kept:
                 f["report"].write(report_row(r) + "\n")
@@ -191,6 +193,30 @@ def _segment(files: TextFiles, src: str, tgt: str, words_file: Path,
     return out_src, out_tgt, out_idx
 
 
+def _refuse_bpe_marker(files: TextFiles, side: str, name: str) -> None:
+    """Refuse a kept token of ``side`` that ends in ``@@``: subword-nmt writes it unchanged (or cut, its last
+    piece still ending in ``@@``), so that its last piece reads as joined to the next word (``x@@ comes`` →
+    ``xcomes``). Sacremoses writes every ``@`` apart; such a token comes from ``--tokenized`` text or a CoNLL-U.
+
+    Args:
+        files: the split's text files (the kept tokens ``SPLIT.clean.L`` and their input lines ``SPLIT.lines``).
+        side: ``src`` or ``tgt``.
+        name: the input file named in the error (its line numbers are the input's).
+
+    Raises:
+        InputError: ``NAME:LINE:`` the first such token, its 1-based position, and the fix.
+    """
+    from synprep.constants import BPE_SEPARATOR
+
+    marker = BPE_SEPARATOR + " "
+    for n, line in zip(iter_lines(files.lines), iter_lines(files.side("clean", side)), strict=True):
+        if marker in line or line.endswith(BPE_SEPARATOR):  # substring tests: the usual line costs no split
+            k, token = next((k, t) for k, t in enumerate(line.split(" "), 1) if t.endswith(BPE_SEPARATOR))
+            raise InputError(f"token {k} {token!r} ends in {BPE_SEPARATOR!r}, subword-nmt's continuation marker: "
+                             "its last BPE piece would be read as joined to the next word; write the token "
+                             f"otherwise (e.g. {token[:-1] + ' ' + token[-1]!r}), or use --subword spm", name, int(n))
+
+
 def _apply_bpe(inp: Path, out_path: Path, codes: Path, par: Parallel) -> None:
     from synprep.text.bpe import apply_bpe_stream
 
@@ -302,6 +328,9 @@ def subwords(out: Path, files: TextFiles, src: str | None, tgt: str, words_file:
         bpe_src, bpe_tgt, index_file = _segment(files, src, tgt, words_file, model_path, text, scheme.name, par)
         return Pieces(bpe_src, bpe_tgt, index_file, None, identity,
                       {"subword_identity": identity, "subword_model_sha256": file_sha256(model_path)})
+    for side, name in (("src", src or str(files.side("tok", "src"))), ("tgt", tgt)):
+        if not files.side("bpe", side).exists():  # before the codes are learned on them
+            _refuse_bpe_marker(files, side, name)
     with folder_lock(out):
         code_path = _codes(out, files, codes, text)
     for side in ("src", "tgt"):

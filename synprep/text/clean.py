@@ -15,6 +15,11 @@ calls it (``-ratio 1.5 CORPUS de en CLEAN 1 175``). For every pair, in this orde
 The corpus is *factored* when its first line (either side) contains ``|`` — the perl's own rule;
 Moses-escaped text never is (``|`` is written ``&#124;``). In a factored corpus an empty factor
 (`` |`` or ``||``) in a kept pair is an error, as in the perl.
+
+``keep_pipes=True`` (``synprep pipeline``, whose shards hold no factors) leaves the perl's ``|`` rule
+out: a ``|`` is a character like any other, never removed and never a factor separator. The
+pipeline's own tokens are Moses-escaped, so a ``|`` there is a token of ``--tokenized`` text (a
+treebank's, ``trees convert --text``), which the perl's rule would delete without a word.
 """
 
 from __future__ import annotations
@@ -112,7 +117,7 @@ def _count(text: str) -> int:
 def clean_pairs(pairs: Iterable[tuple[str, str]], *, ratio: float = DEFAULTS.ratio, min_len: int = DEFAULTS.min_len,
                 max_len: int = DEFAULTS.max_len,
                 max_word_length: int = 1000, factored: bool | None = None,
-                names: tuple[str, str] | None = None) -> Iterator[CleanResult]:
+                names: tuple[str, str] | None = None, keep_pipes: bool = False) -> Iterator[CleanResult]:
     """Judge every pair like clean-corpus-n.perl (module docstring); one result per input pair.
 
     Args:
@@ -122,18 +127,26 @@ def clean_pairs(pairs: Iterable[tuple[str, str]], *, ratio: float = DEFAULTS.rat
         max_word_length: longest allowed token, in characters (perl ``-max-word-length``, 1000).
         factored: force the factored mode on/off; None detects it from the first pair, as the perl.
         names: (source file, target file) for error messages.
+        keep_pipes: keep every ``|`` as a character of its token, with no factored mode (module
+            docstring); ``factored`` must then be None or False.
 
     Yields:
         CleanResult: ``line`` is 1-based; ``reason`` is None for a kept pair.
 
     Raises:
         InputError: an empty factor in a factored corpus.
+        ValueError: ``keep_pipes`` with ``factored=True``.
     """
-    long_token = re.compile(f"[^{_PERL_SPACE}|]{{{max_word_length + 1}}}")
+    if keep_pipes:
+        if factored:
+            raise ValueError("keep_pipes reads no factors: factored must be None or False")
+        factored = False
+    # a factored token's length is its longest factor's; a kept "|" is part of its token
+    long_token = re.compile(f"[^{_PERL_SPACE}{'' if keep_pipes else '|'}]{{{max_word_length + 1}}}")
     for lineno, (src, tgt) in enumerate(pairs, 1):
         if factored is None:
             factored = "|" in src or "|" in tgt
-        f, e = _normalize(src, factored), _normalize(tgt, factored)
+        f, e = _normalize(src, factored or keep_pipes), _normalize(tgt, factored or keep_pipes)
         fc, ec = _count(f), _count(e)
         reason = None
         if not f or not e:
