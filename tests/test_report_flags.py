@@ -207,13 +207,13 @@ def test_chinese_gold_is_chinese(folders):
     CoNLL-U words accepts it (before, the check refused the folder as Cantonese)."""
     from synprep.text.langid import detect_language
 
-    assert detect_language(ZH, lang="zh").lang == "zh"
-    assert detect_language(ZH).lang == "zh"  # Cantonese counts as Chinese
     out = folders["zh_gold"].parent / "zh_checked"
     run_pipeline(None, str(folders["zh_gold"].parent / "zh.en"), out,
                  DataConfig.of(src_lang="zh", tgt_lang="en", parser="conllu", merges=100),
                  conllu=str(folders["zh_gold"].parent / "zh.conllu"), clean=False)
     assert (out / "manifest.json").is_file()
+    assert detect_language(ZH, lang="zh").lang == "zh"
+    assert detect_language(ZH).lang == "zh"  # Cantonese counts as Chinese
 
 
 def test_swapped_pairs_are_flagged_with_their_lines(reports):
