@@ -95,19 +95,24 @@ def check_language_codes(src_lang: str, tgt_lang: str) -> None:
     check_language_code(tgt_lang, "-t/--target-lang")
 
 
-def check_side_languages(sides: list[tuple[str, int, str, str]]) -> None:
-    """Each side's sample must be in its language (:func:`synprep.text.langid.check_language`).
+def check_side_languages(sides: list[tuple[str, int, str, str]], src_lang: str, tgt_lang: str) -> None:
+    """Each side's sample must be in its language, and a warning names the lines of a sizeable minority in
+    the other side's language (:func:`synprep.text.langid.check_language`).
 
     Args:
-        sides: ``(file, its line count, language, option)`` per side.
+        sides: ``(file, its line count, language, option)`` per side (``option`` ``-s`` or ``-t``).
+        src_lang: the source language (``-s``).
+        tgt_lang: the target language (``-t``).
 
     Raises:
         InputError: ``FILE: this text looks German ... not 'en' as -s says ...`` (exit status 2).
     """
-    from synprep.text.langid import check_language, sample_lines
+    from synprep.text.langid import check_language, sample_numbered
 
     for path, n, lang, option in sides:
-        check_language(sample_lines(iter_lines(path), n), lang, option, display_name(path))
+        numbered = sample_numbered(iter_lines(path), n)
+        check_language([t for _, t in numbered], lang, option, display_name(path),
+                       other=tgt_lang if option == "-s" else src_lang, numbers=[i for i, _ in numbered])
 
 
 #: lines read for the lowercase test of annotate's source
@@ -169,13 +174,15 @@ def check_pipeline_inputs(src: str | None, tgt: str, out: Path, split: str, text
                 refuse_tokenized(path)
     _check_later_split(out, split, codes, subword_model, scheme)
     if language_check:
-        check_side_languages(([(src, n_tgt, src_lang, "-s")] if src else []) + [(tgt, n_tgt, tgt_lang, "-t")])
+        check_side_languages(([(src, n_tgt, src_lang, "-s")] if src else []) + [(tgt, n_tgt, tgt_lang, "-t")],
+                             src_lang, tgt_lang)
         if src is None and conllu is not None:
             from synprep.parse.conllu_io import read_numbered
-            from synprep.text.langid import check_language, sample_lines
+            from synprep.text.langid import check_language, sample_numbered
 
-            check_language(sample_lines((" ".join(p.words) for p in read_numbered(conllu)), n_tgt), src_lang, "-s",
-                           display_name(conllu))
+            numbered = sample_numbered((" ".join(p.words) for p in read_numbered(conllu)), n_tgt)
+            check_language([t for _, t in numbered], src_lang, "-s", display_name(conllu), other=tgt_lang,
+                           numbers=[i for i, _ in numbered])
     return n_tgt
 
 
@@ -208,7 +215,7 @@ def check_annotate_inputs(src: str, tgt: str, out: Path, source: Any, *, src_lan
     if parse_src is not None and (n_cased := count_lines(parse_src)) != n_src:
         raise InputError(f"line counts differ: --parse-src has {n_cased} lines, --src {src} {n_src}", parse_src)
     if language_check:
-        check_side_languages([(src, n_src, src_lang, "-s"), (tgt, n_tgt, tgt_lang, "-t")])
+        check_side_languages([(src, n_src, src_lang, "-s"), (tgt, n_tgt, tgt_lang, "-t")], src_lang, tgt_lang)
     if parse_src is None and source.runs_parser:
         warn_if_lowercased(src, n_src)
     return n_src

@@ -18,17 +18,38 @@ from synprep.types import DEPRELS, UPOS_TAGS
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-#: resolution of the summary figures and of the example pairs (dots per inch)
+#: resolution of the summary figures (dots per inch); the example pairs keep their own (``show --png``'s)
 DPI = 80
-PAIR_DPI = 50
+#: a length histogram gets about 2 * n ** (1/3) bins (Rice's rule), at least this many, each a whole
+#: number of values wide: a split of 50 lines is drawn in bins of several lengths, not of one
+MIN_BINS = 5
 COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
 
 
-def png_data(fig: Figure, dpi: int = DPI) -> str:
-    """The figure as a ``data:`` URL of a PNG."""
+def png_data(fig: Figure, dpi: float | None = DPI) -> str:
+    """The figure as a ``data:`` URL of a PNG (``dpi`` None: the figure's own resolution)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
+    fig.savefig(buf, format="png", dpi=fig.dpi if dpi is None else dpi)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def hist_bins(h: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(x, y, width)`` of an integer histogram (:meth:`synprep.report.hist.IntHist.to_json`, the overflow
+    as its last value) in bins of ``width`` values: ``x`` each bin's centre, ``y`` the share of the values
+    per unit of length in it (comparable across splits of different bin widths). ``width`` is 1 once
+    Rice's bin count reaches the histogram's span (tree depths of 30 values: from 3,400 values on;
+    lengths up to 200: from a million); fewer values get wider bins (:data:`MIN_BINS`)."""
+    counts = np.asarray(h["counts"] + [h["overflow"]], dtype=np.float64)
+    n = counts.sum()
+    if not n:
+        return np.zeros(0), np.zeros(0), 1
+    span = len(counts)
+    bins = max(MIN_BINS, int(np.ceil(2 * n ** (1 / 3))))
+    width = max(1, int(np.ceil(span / bins)))
+    pad = (-span) % width
+    grouped = np.concatenate([counts, np.zeros(pad)]).reshape(-1, width).sum(axis=1)
+    x = np.arange(grouped.size) * width + (width - 1) / 2
+    return x, grouped / n / width, width
 
 
 def _new(w: float, h: float, rows: int = 1, cols: int = 1) -> tuple[Any, Any]:
@@ -40,11 +61,10 @@ def _new(w: float, h: float, rows: int = 1, cols: int = 1) -> tuple[Any, Any]:
 
 
 def _hist_line(ax: Any, h: dict[str, Any], label: str, color: str) -> None:
-    counts = np.asarray(h["counts"] + [h["overflow"]], dtype=np.float64)
-    if not counts.sum():
+    x, y, width = hist_bins(h)
+    if not x.size:
         return
-    x = np.arange(len(counts))
-    ax.step(x, counts / counts.sum(), where="mid", color=color, label=label, lw=1.4)
+    ax.step(x, y, where="mid", color=color, label=label if width == 1 else f"{label} (bins of {width})", lw=1.4)
 
 
 def lengths_figure(report: dict[str, Any]) -> str:
@@ -62,7 +82,7 @@ def lengths_figure(report: dict[str, Any]) -> str:
         _hist_line(ax, s["pieces_per_word"], name, COLORS[i % len(COLORS)])
     ax.set_title("source pieces per word", fontsize=10)
     ax.set_xlabel("pieces")
-    axes[0][0].set_ylabel("share")
+    axes[0][0].set_ylabel("share per value")
     axes[0][0].legend(fontsize=8)
     return png_data(fig)
 
@@ -117,7 +137,7 @@ def syntax_figure(report: dict[str, Any]) -> str:
         ax.set_title(title, fontsize=9)
         ax.set_xlabel(xl)
     axes[0][3].set_yscale("log")
-    axes[0][0].set_ylabel("share")
+    axes[0][0].set_ylabel("share per value")
     axes[0][0].legend(fontsize=8)
     return png_data(fig)
 
@@ -146,12 +166,13 @@ def agreement_figure(report: dict[str, Any]) -> str | None:
 
 
 def example_figures(folder: Any, examples: list[tuple[str, int]]) -> list[dict[str, Any]]:
-    """``[{split, index, line, png}]``: each example pair drawn by :func:`synprep.show.pair_figure`."""
+    """``[{split, index, line, png}]``: each example pair drawn by :func:`synprep.show.pair_figure` at its own
+    resolution, the PNG ``show --png`` writes (the page shows it at that size, scrolling when wider)."""
     from synprep.show import load_pair, pair_figure
 
     out = []
     for split, index in examples:
         view = load_pair(folder, split, index=index)
         out.append({"split": split, "index": index, "line": view.line, "title": view.title(),
-                    "png": png_data(pair_figure(view), dpi=PAIR_DPI)})
+                    "png": png_data(pair_figure(view), dpi=None)})
     return out

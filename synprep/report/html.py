@@ -19,6 +19,7 @@ code,.mono{font-family:DejaVu Sans Mono,monospace;font-size:.85em;word-break:bre
 .ok{border-left:5px solid #2e8b57;background:#eef8f1;padding:.35em .8em}
 .note{color:#555;font-size:.85em} .missing{border:1px dashed #999;padding:.6em;color:#444;background:#fafafa}
 img.figure{max-width:100%;display:block;margin:.3em 0 1em 0}
+div.wide{overflow-x:auto;margin:.3em 0 1em 0} div.wide img.pair{max-width:none;display:block}
 """
 
 
@@ -42,6 +43,14 @@ def _img(src: str | None, alt: str, missing: str | None) -> str:
     if src:
         return f'<img class="figure" alt="{_e(alt)}" src="{src}">'
     return f'<div class="missing">{html.escape(missing or "no data to draw", quote=False)}</div>'
+
+
+def _pair_img(src: str | None, alt: str, missing: str | None) -> str:
+    """An example pair at its natural size (the size ``show --png`` draws), scrolling sideways when wider
+    than the page, never scaled down."""
+    if src:
+        return f'<div class="wide"><img class="pair" alt="{_e(alt)}" src="{src}"></div>'
+    return _img(None, alt, missing)
 
 
 def _overview(report: dict[str, Any]) -> str:
@@ -137,7 +146,8 @@ def render(report: dict[str, Any], figs: dict[str, Any], missing: str | None) ->
     """The page's HTML text (``figs`` from :mod:`synprep.report.figures`; ``missing`` replaces them when None)."""
     first = next(iter(report["splits"].values()))
     examples = figs.get("examples") or []
-    ex_html = "".join(f"<h3>{_e(e['title'])}</h3>" + _img(e["png"], f"pair {e['index']}", missing) for e in examples)
+    ex_html = "".join(f"<h3>{_e(e['title'])}</h3>" + _pair_img(e["png"], f"pair {e['index']}", missing)
+                      for e in examples)
     if not examples:
         ex_html = _img(None, "examples", missing or "no example")
     return f"""<!DOCTYPE html>
