@@ -27,8 +27,17 @@ def available(module: str) -> bool:
     return True
 
 
-def require(module: str, what: str) -> None:
-    """Raise ConfigError ``WHAT needs MODULE: pip install 'synprep[EXTRA]'`` unless ``module`` is installed."""
+def require(module: str, what: str, extra: str | None = None) -> None:
+    """Raise ConfigError ``WHAT needs MODULE: pip install 'synprep[EXTRA]'`` unless ``module`` is installed.
+
+    Args:
+        module: the importable module.
+        what: the feature that needs it, as the message names it.
+        extra: the pip extra to name (default: the one that installs ``module``, :data:`EXTRA_OF`).
+
+    Raises:
+        ConfigError: ``module`` is not installed.
+    """
     if not available(module):
         raise ConfigError(f"{what} needs the Python package {module!r}, which is not installed: "
-                          f"pip install 'synprep[{EXTRA_OF.get(module, 'all')}]'")
+                          f"pip install 'synprep[{extra or EXTRA_OF.get(module, 'all')}]'")

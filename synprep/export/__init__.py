@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from synprep.export.base import Exporter, ExportRecord, run_export
-from synprep.extras import require
+from synprep.extras import EXTRA_OF, require
 from synprep.registry import Registry
 
 #: format name → "module:Class" of its exporter
@@ -31,7 +31,8 @@ def get_exporter(name: str) -> type[Exporter]:
     """
     cls: type[Exporter] = EXPORTERS.load(name)
     for m in cls.requires:
-        require(m, f"export format {name!r}")
+        # a format named as an extra (hf: pyarrow to write, datasets to load) names that extra
+        require(m, f"export format {name!r}", extra=name if name in EXTRA_OF.values() else None)
     return cls
 
 

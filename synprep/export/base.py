@@ -192,10 +192,10 @@ class Exporter:
     files that describe the whole export (dataset card, dictionaries, plugin), rewritten every run.
 
     Attributes:
-        name: the format's name. version: the layout version of what it writes (bumped when an old
-        reader would misread it). requires: the modules it imports (lazily, inside its methods;
-        :data:`synprep.extras.EXTRA_OF` names the pip extra of each). per_shard: one
-        unit per shard (True) or per split (False).
+        name: the format's name.
+        version: the layout version of what it writes (bumped when an old reader would misread it).
+        requires: the modules it imports (lazily, inside its methods; :data:`synprep.extras.EXTRA_OF` names the pip extra of each).
+        per_shard: one unit per shard (True) or per split (False).
     """
 
     name: ClassVar[str] = ""
