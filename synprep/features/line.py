@@ -88,6 +88,27 @@ def _sentence_heads(heads: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     return h, anc
 
 
+def sentence_problem(s: ParsedSentence) -> str | None:
+    """Why one parsed sentence cannot become features, or None: the checks :func:`line_features` makes of it.
+
+    The annotations as long as the words; heads in ``[0, n]``, no self-loop, no cycle, exactly one root;
+    a tree, when there is one, well-formed with the words as its leaves.
+    """
+    n = len(s.words)
+    if not (len(s.upos) == len(s.heads) == len(s.deprels) == n) or n == 0:
+        return f"{n} words, {len(s.upos)} tags, {len(s.heads)} heads and {len(s.deprels)} relations"
+    try:
+        _sentence_heads(s.heads)
+        if s.tree is not None:
+            bad = leaf_mismatch(parse_tree(s.tree, normalize=False), s.words)
+            if bad is not None:
+                i, leaf, word = bad
+                return f"tree leaves differ from the words at word {i + 1}: leaf {leaf!r} vs word {word!r}"
+    except (ValueError, TypeError, OverflowError) as e:
+        return str(e) or type(e).__name__
+    return None
+
+
 def _sentence_gaps(s: ParsedSentence, h: np.ndarray, anc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(cnf, nary)`` word gaps of one sentence with checked heads ``h`` (ancestor mask ``anc``);
     ValueError with a reason on bad input."""
