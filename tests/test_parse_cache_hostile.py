@@ -142,3 +142,20 @@ def test_synprep_parse_never_writes_a_cached_cycle(tmp_path: Path, stanza_dir: P
     assert second.stdout == first.stdout
     warnings = [x for x in second.stderr.splitlines() if "ignored" in x]
     assert len(warnings) == 1 and "--no-cache" in warnings[0] and "Traceback" not in second.stderr
+
+
+def test_the_cache_check_of_heads_is_the_feature_stages() -> None:
+    """A cached entry's heads are refused exactly when the feature stage would refuse them (every head
+    vector of up to 5 words)."""
+    import itertools
+
+    from synprep.features.line import _heads_problem, _sentence_heads
+
+    for n in range(1, 6):
+        for heads in itertools.product(range(n + 2), repeat=n):  # n + 1: out of range
+            try:
+                _sentence_heads(list(heads))
+                fine = True
+            except ValueError:
+                fine = False
+            assert (_heads_problem(list(heads)) is None) == fine, heads

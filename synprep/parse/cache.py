@@ -162,7 +162,7 @@ def inflate(blob: bytes, limit: int) -> bytes:
     d = zlib.decompressobj()
     out = d.decompress(blob, limit + 1)
     if len(out) > limit:
-        raise EntryTooLarge(f"it inflates to more than {limit} bytes")
+        raise EntryTooLarge(f"inflates to more than {limit} bytes")
     if not d.eof:
         raise zlib.error("incomplete zlib stream")
     return out
@@ -338,7 +338,7 @@ class ParseCache:
                 except EntryTooLarge as e:
                     problem = str(e)
                 except (zlib.error, ValueError, KeyError, TypeError, AttributeError, OverflowError) as e:
-                    problem = f"unreadable ({type(e).__name__}: {e})"
+                    problem = f"is unreadable ({type(e).__name__}: {e})"
                 if problem is not None:  # a cache problem, never the input's
                     self._problem(len(words), problem)
                     sent = None
@@ -351,18 +351,19 @@ class ParseCache:
 
     def _problem(self, n_words: int, problem: str) -> None:
         """Count an entry ignored as a cache problem (reported once, by :meth:`close`)."""
+        what = problem
         if problem == "holds the parse of other words":
             self.wrong += 1
             kind = "held another sentence's parse"
-        elif problem.startswith("it inflates to more than"):
+        elif problem.startswith("inflates to more than"):
             kind = "inflated past their bound"
-        elif problem.startswith("unreadable"):
+        elif problem.startswith("is unreadable"):
             kind = "unreadable"
         else:
-            kind = "invalid parses"
+            kind, what = "invalid parses", f"is not a valid parse ({problem})"
         self.problems[kind] += 1
         if self._first_problem is None:
-            self._first_problem = f"the entry of a {n_words}-word sentence {problem}"
+            self._first_problem = f"the entry of a {n_words}-word sentence {what}"
         log.debug("parse cache %s: the entry of a %d-word sentence ignored: %s", self.path, n_words, problem)
 
     def report_problems(self) -> None:
