@@ -97,3 +97,15 @@ def test_a_manifest_naming_a_shard_outside_the_folder_is_refused_where_it_is_rea
     proc = run_cli("export", str(src), "--format", "fairseq", "--to", str(dest), check=False)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and repr(bad) in proc.stderr
     assert not dest.exists()
+
+
+def test_a_malformed_file_entry_of_export_json_is_one_line(synthetic: Path, tmp_path: Path) -> None:
+    dest = tmp_path / "dest"
+    export(str(synthetic), "fairseq", str(dest), ["valid"])
+    raw = json.loads((dest / "export.json").read_text(encoding="utf-8"))
+    name = next(iter(raw["units"]["valid"]["files"]))
+    raw["units"]["valid"]["files"][name] = 5
+    (dest / "export.json").write_text(json.dumps(raw), encoding="utf-8")
+    proc = run_cli("export", str(synthetic), "--format", "fairseq", "--to", str(dest), "--split", "valid", check=False)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "not a synprep export manifest: unit 'valid': a file entry 5 is not {sha256, bytes}" in proc.stderr

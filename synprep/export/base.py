@@ -273,6 +273,10 @@ class ExportRecord:
             for key, unit in record.units.items():
                 if not isinstance(unit, dict) or not isinstance(unit.get("files"), dict):
                     raise ValueError(f"unit {key!r} has no files object")
+                for meta in unit["files"].values():
+                    if not (isinstance(meta, dict) and isinstance(meta.get("sha256"), str)
+                            and type(meta.get("bytes")) is int):
+                        raise ValueError(f"unit {key!r}: a file entry {meta!r} is not {{sha256, bytes}}")
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise InputError(f"not a synprep export manifest: {e}", str(path)) from None
         for key, unit in record.units.items():
