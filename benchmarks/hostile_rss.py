@@ -18,6 +18,9 @@ Bounds case (issue 21 items 3, 9, 10): ``pipeline --split valid`` (stanza, packa
 lines, one holding a 100 KB token; ``annotate --parser conllu`` on an imported sentence of 100k words;
 ``show``/``export``/``train`` on a shard whose heads were damaged and the manifest re-sealed.
 
+Cache case (``cache_entry``): ``synprep parse`` of one line whose entry in a parse cache (filled by a real
+parse) is replaced by a deflate bomb of 0.1, 0.5 and 1 MB (a ``heads`` list of ~1000x as many bytes).
+
 Checkpoint case: a real checkpoint of a d_model = 256 model (vocabulary 1000, one layer each side),
 then copies whose ``config.max_positions`` alone is edited (the sinusoidal position table is not
 stored, so nothing else gives the edit away); ``load_model`` runs on each in its own child.
@@ -47,6 +50,10 @@ MEASURE = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], c
            "next((x for x in p.stderr.splitlines() if x.startswith(('synprep: error', 'synprep check'))), "
            "(p.stderr.strip().splitlines() or [''])[-1])[:300]]))")
 
+
+#: as MEASURE, the message being the cache's warning (``... ignored ...``) or the error line
+CACHE_MEASURE = MEASURE.replace("x.startswith(('synprep: error', 'synprep check'))",
+                                "'ignored' in x or x.startswith('synprep: error')")
 
 LOAD = ("import sys; from synprep.errors import SynprepError; from synprep.train.decode import load_model\n"
         "try:\n    load_model(sys.argv[1])\nexcept SynprepError as e:\n    sys.exit(f'synprep: error: {e}')")
@@ -171,10 +178,60 @@ def bounds(tmp: str) -> dict:
     return out
 
 
+def _heads_bomb(words: list[str], size: int) -> bytes:
+    """A parse-cache value for ``words`` whose ``heads`` list holds about ``size`` bytes of deflated ``0,``
+    (~1000:1: a list of that many Python ints once read, as a poisoned cache entry would)."""
+    import zlib
+
+    n = len(words)
+    z = zlib.compressobj(9)
+    head = json.dumps({"words": words, "upos": ["X"] * n, "deprels": ["dep"] * n, "tree": None,
+                       "tree_source": None, "ldd": None})[:-1] + ', "heads": [0'
+    out = [z.compress(head.encode())]
+    chunk = b",0" * (1 << 19)
+    while sum(map(len, out)) < size:
+        out.append(z.compress(chunk))
+    return b"".join(out) + z.compress(b"]}") + z.flush()
+
+
+def cache_entry(tmp: str, code: Path = ROOT, sizes: tuple[int, ...] = (100_000, 500_000, 1_000_000)) -> dict:
+    """``synprep parse`` of one line whose parse-cache entry (in a cache a real parse filled) was replaced by
+    a deflate bomb of each of ``sizes`` bytes: peak RSS, exit status, and the cache warning. ``code``: the
+    checkout whose synprep runs (``PYTHONPATH``), to compare one before and after a change."""
+    import sqlite3
+
+    t = Path(tmp) / "cache_entry"
+    t.mkdir()
+    (t / "in.de").write_text("Das ist gut .\n", encoding="utf-8")
+    stanza = os.environ.get("SYNPREP_SHARED", str(ROOT.parent / "shared")) + "/data/stanza_resources"
+    args = [sys.executable, "-m", "synprep", "parse", "-l", "de", "--stanza-dir", stanza, "--stanza-package",
+            "synprep", "--cache", str(t / "c.sqlite"), "-i", str(t / "in.de"), "-o", str(t / "out.conllu")]
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    out = {}
+
+    def measure(label: str) -> None:
+        r = subprocess.run([sys.executable, "-c", "import json; " + CACHE_MEASURE, *args], capture_output=True,
+                           text=True, check=True, env=env)
+        status, peak, line = json.loads(r.stdout)
+        out[label] = {"exit": status, "peak_rss_mb": peak, "message": line}
+
+    measure("parse, one line, fresh cache (the cache filled)")
+    measure("parse, one line, from the cache")
+    db = sqlite3.connect(t / "c.sqlite")
+    (key,) = db.execute("SELECT key FROM parses").fetchone()
+    for size in sizes:
+        blob = _heads_bomb(["Das", "ist", "gut", "."], size)
+        db.execute("UPDATE parses SET value = ? WHERE key = ?", (blob, key))
+        db.commit()
+        measure(f"parse, one line, its cache entry a {len(blob)} B deflate bomb")
+    db.close()
+    return out
+
+
 def main() -> int:
     ap = arg_parser(__doc__, whole=True)
-    ap.add_argument("--cases", default="shards,bomb,checkpoint,bounds",
-                    help="comma-separated subset of shards,bomb,checkpoint,bounds")
+    ap.add_argument("--cases", default="shards,bomb,checkpoint,bounds,cache",
+                    help="comma-separated subset of shards,bomb,checkpoint,bounds,cache")
     cases = ap.parse_args().cases.split(",")
     out = {}
     with tempfile.TemporaryDirectory(prefix="synprep-hostile-") as tmp:
@@ -186,6 +243,8 @@ def main() -> int:
             out.update(bombs(tmp))
         if "bounds" in cases:
             out.update(bounds(tmp))
+        if "cache" in cases:
+            out.update(cache_entry(tmp))
     emit(out)
     return 0
 

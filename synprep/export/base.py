@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar
 
-from synprep.errors import ConfigError, InputError
+from synprep.errors import ConfigError, InputError, checked_name
 from synprep.lock import flock
 from synprep.shards.manifest import Manifest
 from synprep.shards.reader import ShardReader, load_vocab, open_split
@@ -251,6 +251,15 @@ class ExportRecord:
 
     @classmethod
     def load(cls, dest: Path) -> ExportRecord | None:
+        """``DEST/export.json``, or None when there is none.
+
+        Every file name its units list is checked (:func:`synprep.errors.checked_name`) before any is read,
+        rewritten or deleted: an export.json is as trustworthy as whoever shipped the folder.
+
+        Raises:
+            InputError: not an export manifest; a unit's file name that is not a plain name inside ``DEST``
+                (``../x``, an absolute path, a symbolic link out of it); the message names export.json.
+        """
         path = dest / EXPORT_MANIFEST
         if not path.exists():
             return None
@@ -258,11 +267,22 @@ class ExportRecord:
             d = json.loads(path.read_text(encoding="utf-8"))
             if d.get("format") != EXPORT_FORMAT or d.get("format_version") != EXPORT_FORMAT_VERSION:
                 raise ValueError(f"unknown format {d.get('format')!r} version {d.get('format_version')!r}")
-            return cls(exporter=d["exporter"], exporter_version=d["exporter_version"], signature=d["signature"],
-                       config=d["config"], src_lang=d["src_lang"], tgt_lang=d["tgt_lang"], units=d["units"],
-                       sides=list(d.get("sides", [d["src_lang"], d["tgt_lang"]])))
-        except (ValueError, KeyError, TypeError) as e:
+            record = cls(exporter=d["exporter"], exporter_version=d["exporter_version"], signature=d["signature"],
+                         config=d["config"], src_lang=d["src_lang"], tgt_lang=d["tgt_lang"], units=d["units"],
+                         sides=list(d.get("sides", [d["src_lang"], d["tgt_lang"]])))
+            for key, unit in record.units.items():
+                if not isinstance(unit, dict) or not isinstance(unit.get("files"), dict):
+                    raise ValueError(f"unit {key!r} has no files object")
+                for meta in unit["files"].values():
+                    if not (isinstance(meta, dict) and isinstance(meta.get("sha256"), str)
+                            and type(meta.get("bytes")) is int):
+                        raise ValueError(f"unit {key!r}: a file entry {meta!r} is not {{sha256, bytes}}")
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise InputError(f"not a synprep export manifest: {e}", str(path)) from None
+        for key, unit in record.units.items():
+            for name in unit["files"]:
+                checked_name(name, path, f"unit {key!r}: file", folder=dest)
+        return record
 
     def pairs(self, split: str) -> int:
         return sum(u["pairs"] for u in self.units.values() if u["split"] == split)

@@ -10,9 +10,16 @@ deprels, tree, tree_source, ldd); float32 probabilities are stored as the floats
 read back to identical float32 values.
 
 A damaged file is a :class:`CacheError` (exit status 1, saying to use ``--no-cache`` or delete it),
-checked before a pipeline's text stages (:func:`check_cache_usable`); an entry that holds another
-sentence's parse is logged as a cache problem and parsed again; a cache locked by another process
+checked before a pipeline's text stages (:func:`check_cache_usable`); a cache locked by another process
 past the timeout is skipped for that block (the shard is still written).
+
+An entry is checked as a fresh parse is before it is used (:func:`entry_problem`): it is inflated to at
+most :func:`entry_bound` bytes (derived from its sentence: a few KB a word), holds the parse of its own
+words, with known labels (:data:`~synprep.types.UPOS_TAGS`, :data:`~synprep.types.DEPRELS`), one tree
+per sentence (heads in range, one root, no cycle; a constituency tree's leaves are the words) and LDD
+entries in range. An entry that is not is a cache problem, never the input's: it is ignored and its
+batch parsed again (and overwritten); the problems are reported once, in one warning line with their
+count and the fix, when the cache is closed.
 
 Durability: every batch of puts is one transaction, and sqlite's journal makes a transaction
 all-or-nothing, so a writer killed at any point (``kill -9``) leaves each entry either complete
@@ -32,13 +39,14 @@ import logging
 import os
 import sqlite3
 import zlib
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from synprep.errors import ConfigError, EnvironmentProblem
-from synprep.types import ParsedSentence, SparseLDD
+from synprep.types import DEPRELS, UPOS_TAGS, ParsedSentence, SparseLDD
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +119,112 @@ def encode(sent: ParsedSentence) -> bytes:
     return zlib.compress(json.dumps(sentence_to_json(sent), ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 
-def decode(blob: bytes) -> ParsedSentence:
-    return sentence_from_json(json.loads(zlib.decompress(blob).decode("utf-8")))
+#: most UD relation labels (subtypes counted) a parser's LDD may spread one word's probability over
+MAX_RELATIONS = 128
+#: most bytes one LDD entry takes in an entry's JSON (dependent, head, relation label, float32 as text)
+LDD_ENTRY_BYTES = 96
+#: most bytes of an entry's JSON per word besides its text and its LDD (tag, head, relation, tree brackets)
+WORD_BYTES = 256
+
+
+class EntryTooLarge(ValueError):
+    """A cache entry that inflates to more than its bound (:func:`entry_bound`)."""
+
+
+def entry_bound(words: Sequence[str], ldd_threshold: float | None = None) -> int:
+    """The most bytes the JSON of the parse of ``words`` can take: what an entry may inflate to.
+
+    Twice the words' JSON (the word list and the tree's leaves) plus 4 KB, and per word
+    :data:`WORD_BYTES` and its LDD row: at most ``1/threshold + 1`` entries (probabilities of one word sum
+    to 1; the best entry is kept whatever its probability), at most ``(n + 1) * MAX_RELATIONS`` (every
+    head, every relation: threshold 0), each :data:`LDD_ENTRY_BYTES`. With the default threshold
+    0.01 about 10 KB a word: 2.6 MB for 250 words.
+
+    Args:
+        words: the sentence (n words).
+        ldd_threshold: the parser's LDD threshold; None: unknown (taken as 0, the largest bound).
+    """
+    n = len(words)
+    row = (n + 1) * MAX_RELATIONS
+    if ldd_threshold is not None and ldd_threshold > 0:
+        row = min(row, int(1.0 / ldd_threshold) + 2)
+    text = len(json.dumps(list(words), ensure_ascii=False).encode("utf-8"))
+    return 4096 + 2 * text + n * (WORD_BYTES + row * LDD_ENTRY_BYTES)
+
+
+def inflate(blob: bytes, limit: int) -> bytes:
+    """The zlib stream ``blob`` inflated, never to more than ``limit`` bytes.
+
+    Raises:
+        EntryTooLarge: it inflates to more than ``limit`` bytes (nothing beyond ``limit + 1`` is inflated).
+        zlib.error: not a complete zlib stream.
+    """
+    d = zlib.decompressobj()
+    out = d.decompress(blob, limit + 1)
+    if len(out) > limit:
+        raise EntryTooLarge(f"inflates to more than {limit} bytes")
+    if not d.eof:
+        raise zlib.error("incomplete zlib stream")
+    return out
+
+
+def decode(blob: bytes, limit: int | None = None) -> ParsedSentence:
+    """The :class:`ParsedSentence` of an entry (:func:`encode`), inflated to at most ``limit`` bytes
+    (None: no bound; only for values this process encoded).
+
+    Raises:
+        EntryTooLarge, zlib.error, ValueError, KeyError, TypeError, AttributeError: not an entry.
+    """
+    raw = zlib.decompress(blob) if limit is None else inflate(blob, limit)
+    return sentence_from_json(json.loads(raw.decode("utf-8")))
+
+
+def entry_problem(words: Sequence[str], sent: ParsedSentence) -> str | None:
+    """Why a cached parse may not stand for the parse of ``words``, or None: the checks a fresh parse passes
+    on its way into a shard (:func:`synprep.features.line.sentence_problem`: lengths, one tree, the tree's
+    leaves), its words, and known labels (a fresh parse's labels are its parser's: an unknown label in a
+    cache would be stored as ``dep`` silently) and LDD entries in range.
+    """
+    from synprep.features.line import sentence_problem
+
+    if list(sent.words) != list(words):
+        return "holds the parse of other words"
+    if sent.tree is not None and not isinstance(sent.tree, str):
+        return f"a tree of type {type(sent.tree).__name__}"
+    problem = sentence_problem(sent)
+    if problem is not None:
+        return problem
+    bad = next((t for t in sent.upos if t not in _UPOS), None)
+    if bad is not None:
+        return f"unknown part-of-speech tag {bad!r}"
+    bad = next((r for r in sent.deprels if not _known_relation(r)), None)
+    if bad is not None:
+        return f"unknown relation {bad!r}"
+    if sent.tree_source not in (None, "constituency", "dependency"):
+        return f"tree source {sent.tree_source!r}"
+    if sent.ldd is not None:
+        x, n = sent.ldd, len(words)
+        if not (len(x.dep) == len(x.head) == len(x.rel) == len(x.prob)):
+            return "LDD arrays of different lengths"
+        if x.dep.size and (x.dep.min() < 1 or x.dep.max() > n or x.head.min() < 0 or x.head.max() > n):
+            return "an LDD entry's word out of range"
+        if not (np.isfinite(x.prob).all() and (x.prob > 0).all() and (x.prob <= 1).all()):
+            return "an LDD probability outside (0, 1]"
+        if not 0.0 <= x.threshold <= 1.0:
+            return f"LDD threshold {x.threshold}"
+        bad = next((r for r in x.rel if not _known_relation(r)), None)
+        if bad is not None:
+            return f"unknown LDD relation {bad!r}"
+    return None
+
+
+_UPOS = frozenset(UPOS_TAGS)
+_RELATIONS = frozenset(DEPRELS)
+
+
+def _known_relation(label: object) -> bool:
+    """A UD relation: its base (before ``:``) in :data:`~synprep.types.DEPRELS` (what :func:`deprel_id` knows)."""
+    return isinstance(label, str) and label.split(":", 1)[0].lower() in _RELATIONS
 
 
 class CacheError(EnvironmentProblem):
@@ -182,38 +294,53 @@ class ParseCache:
         self.hits = 0
         self.misses = 0
         self.wrong = 0  # entries that held another sentence's parse (ignored, re-parsed)
+        #: entries ignored (a cache problem), by kind; reported in one line by :meth:`close`
+        self.problems: Counter[str] = Counter()
+        self._first_problem: str | None = None
 
     def _db_close(self) -> None:
         with contextlib.suppress(Exception):
             self._db.close()
 
-    def get_many(self, identity: str, sentences: Iterable[Sequence[str]]) -> list[ParsedSentence | None]:
-        """Look up sentences (word lists); ``None`` where not cached. One read transaction."""
+    def get_many(self, identity: str, sentences: Iterable[Sequence[str]],
+                 ldd_threshold: float | None = None) -> list[ParsedSentence | None]:
+        """Look up sentences (word lists); ``None`` where not cached. One read transaction.
+
+        Each entry is read and inflated only up to its bound (:func:`entry_bound`) and checked
+        (:func:`entry_problem`); one that fails is a cache problem (counted in :attr:`problems`, reported
+        by :meth:`close`) and given as ``None``, so its sentence is parsed again.
+
+        Args:
+            ldd_threshold: the parser's LDD threshold, for the entries' bound (None: unknown, the largest bound).
+        """
         sentences = [list(words) for words in sentences]
         keys = [cache_key(identity, words) for words in sentences]
+        bounds = [entry_bound(words, ldd_threshold) for words in sentences]
         found: dict[bytes, bytes] = {}
         try:
             for i in range(0, len(keys), 500):
                 part = keys[i : i + 500]
-                q = f"SELECT key, value FROM parses WHERE key IN ({','.join('?' * len(part))})"
-                found.update(self._db.execute(q, part).fetchall())
+                # no more of a value than its bound can use is read (zlib adds a few bytes to what it cannot shrink)
+                cap = max(bounds[i : i + 500]) + 1024
+                q = f"SELECT key, substr(value, 1, ?) FROM parses WHERE key IN ({','.join('?' * len(part))})"
+                found.update(self._db.execute(q, [cap, *part]).fetchall())
         except sqlite3.Error as e:
             raise _storage_error(self.path, e) from None
         out: list[ParsedSentence | None] = []
-        for k, words in zip(keys, sentences, strict=True):
+        for k, words, limit in zip(keys, sentences, bounds, strict=True):
             blob = found.get(k)
             sent = None
             if blob is not None:
+                problem = None
                 try:
-                    sent = decode(blob)
-                except (zlib.error, ValueError, KeyError, TypeError, AttributeError) as e:
-                    log.warning("parse cache %s: unreadable entry ignored (%s)", self.path, e)
-                if sent is not None and list(sent.words) != list(words):
-                    # a cache problem, not the input's: the entry holds another sentence's parse
-                    self.wrong += 1
-                    log.warning("parse cache %s: the entry of a %d-word sentence holds the parse of other words "
-                                "(a damaged or foreign cache); it is ignored and the sentence parsed again. If this "
-                                "repeats, %s", self.path, len(words), _recover(self.path))
+                    sent = decode(blob, limit)
+                    problem = entry_problem(words, sent)
+                except EntryTooLarge as e:
+                    problem = str(e)
+                except (zlib.error, ValueError, KeyError, TypeError, AttributeError, OverflowError) as e:
+                    problem = f"is unreadable ({type(e).__name__}: {e})"
+                if problem is not None:  # a cache problem, never the input's
+                    self._problem(len(words), problem)
                     sent = None
             if sent is None:
                 self.misses += 1
@@ -221,6 +348,35 @@ class ParseCache:
                 self.hits += 1
             out.append(sent)
         return out
+
+    def _problem(self, n_words: int, problem: str) -> None:
+        """Count an entry ignored as a cache problem (reported once, by :meth:`close`)."""
+        what = problem
+        if problem == "holds the parse of other words":
+            self.wrong += 1
+            kind = "held another sentence's parse"
+        elif problem.startswith("inflates to more than"):
+            kind = "inflated past their bound"
+        elif problem.startswith("is unreadable"):
+            kind = "unreadable"
+        else:
+            kind, what = "invalid parses", f"is not a valid parse ({problem})"
+        self.problems[kind] += 1
+        if self._first_problem is None:
+            self._first_problem = f"the entry of a {n_words}-word sentence {what}"
+        log.debug("parse cache %s: the entry of a %d-word sentence ignored: %s", self.path, n_words, problem)
+
+    def report_problems(self) -> None:
+        """Log the entries ignored so far, in one warning line with their count and the fix, and forget them."""
+        total = sum(self.problems.values())
+        if total:
+            kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(self.problems.items()))
+            log.warning("parse cache %s: %s (a damaged or foreign cache); %d %s ignored (%s), their sentences "
+                        "parsed again: a cache problem, not the input's. If this repeats, %s", self.path,
+                        self._first_problem, total, "entry" if total == 1 else "entries", kinds,
+                        _recover(self.path))
+        self.problems.clear()
+        self._first_problem = None
 
     def put_many(self, identity: str, items: Iterable[tuple[Sequence[str], ParsedSentence]]) -> int:
         """Store ``(words, parse)`` pairs in one transaction; returns the number stored.
@@ -268,6 +424,8 @@ class ParseCache:
         return int(self._db.execute("SELECT COUNT(*) FROM parses").fetchone()[0])
 
     def close(self) -> None:
+        """Close the file, reporting the entries ignored (:meth:`report_problems`)."""
+        self.report_problems()
         self._db.close()
 
     def __enter__(self) -> ParseCache:

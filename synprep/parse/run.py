@@ -367,7 +367,7 @@ def parse_block_stream(
         assert identity is not None
         todo = []
         for k, batch in enumerate(batches):
-            found = cache.get_many(batch_identity(identity, batch), batch)
+            found = cache.get_many(batch_identity(identity, batch), batch, spec.ldd_threshold)
             if all(p is not None for p in found):
                 parses.update(zip(batch, found, strict=True))  # type: ignore[arg-type]
             else:

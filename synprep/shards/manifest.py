@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from synprep.constants import MANIFEST_NAME, SHARD_FORMAT, SHARD_FORMAT_VERSION
-from synprep.errors import InputError
+from synprep.errors import InputError, name_problem
 from synprep.shards.schema import inside_name
 from synprep.shards.writer import ShardInfo
 from synprep.signature import file_sha256
@@ -82,13 +82,15 @@ class SplitEntry:
 
         Raises:
             ValueError / TypeError / AttributeError: a malformed entry (a shard entry whose fields
-                are missing, unknown or of the wrong JSON type; a count that is not an integer).
+                are missing, unknown or of the wrong JSON type; a count that is not an integer; a shard file
+                name that is not a plain name in the folder: ``../x.h5``, an absolute path).
         """
         alignment = (d.get("subword_alignment") or {}).get("shards", {})
         return cls(input_lines=int(d.get("input_lines", 0)), dropped=dict(d.get("dropped", {})),
                    dropped_lines=[list(x) for x in d.get("dropped_lines", [])],
                    shards=[_shard_info(s) for s in d.get("shards", [])],
-                   alignment={str(k): {str(r): int(n) for r, n in v.items()} for k, v in alignment.items()},
+                   alignment={_plain(k, "subword_alignment shard"): {str(r): int(n) for r, n in v.items()}
+                              for k, v in alignment.items()},
                    signature=_optional_str(d.get("signature")))
 
 
@@ -109,7 +111,16 @@ def _shard_info(d: Any) -> ShardInfo:
         value = d[key]
         if not isinstance(value, kind) or isinstance(value, bool):
             raise ValueError(f"shard entry field {key} is {value!r}, expected a JSON {kind.__name__}")
+    _plain(d["file"], "shard file")
     return ShardInfo(**d)
+
+
+def _plain(name: Any, what: str) -> str:
+    """``name`` when it is a plain file name in the folder (no ``/``: :func:`synprep.errors.name_problem`)."""
+    problem = name_problem(name, subfolders=False)
+    if problem is not None:
+        raise ValueError(f"{what} {name!r} is not a file name inside the folder ({problem})")
+    return name
 
 
 class Manifest:

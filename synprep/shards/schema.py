@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from synprep.errors import name_problem
 from synprep.subword import DEFAULT_SCHEME
 
 #: the ragged axes, in the order their ``/offsets/AXIS`` datasets are written
@@ -92,10 +92,7 @@ SHARD_NAME_RE = re.compile(r"^(?P<split>[A-Za-z0-9_\-]+)\.(?P<index>\d{5})\.h5$"
 def inside_name(path: Any) -> bool:
     """True for a relative path that stays inside its folder (``dict.txt``, ``sub/dict.txt``; not
     ``../x``, ``/etc/x``, ``''``): what a manifest's ``vocab.path`` and a shard's ``vocab_path`` may be."""
-    if not isinstance(path, str) or not path or "\x00" in path:
-        return False
-    p = Path(path)
-    return not p.is_absolute() and ".." not in p.parts
+    return name_problem(path) is None
 
 
 def shard_name(split: str, index: int) -> str:
