@@ -93,3 +93,23 @@ def test_trainer_skips_gates_png_without_matplotlib(monkeypatch, caplog, tmp_pat
         Trainer._draw(fake, 1)  # type: ignore[arg-type]
     assert caplog.text.count("gates.png not drawn") == 1 and "pip install 'synprep[plot]'" in caplog.text
     assert not (tmp_path / "gates.png").exists()
+
+
+@pytest.mark.parametrize(("planted", "rule"), [("import hypothesis", "DEP004"), ("import yaml", "DEP003"),
+                                               ("import not_a_package_anywhere", "DEP001")])
+def test_the_dependency_check_fails_on_an_undeclared_import(tmp_path: Path, planted: str, rule: str) -> None:
+    """``make lint``'s deptry over a copy of the package with one planted import: a development-only package
+    (hypothesis, in the ``dev`` extra), one installed only as another's dependency (PyYAML, through mkdocs) and
+    one declared nowhere each fail it; the package as it is passes."""
+    import shutil
+    import subprocess
+
+    shutil.copytree(ROOT / "synprep", tmp_path / "synprep", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    deptry = [sys.executable, "-m", "deptry", "synprep"]
+    clean = subprocess.run(deptry, capture_output=True, text=True, cwd=tmp_path)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    timeline = tmp_path / "synprep" / "timeline.py"
+    timeline.write_text(timeline.read_text(encoding="utf-8") + f"\n{planted}  # noqa\n", encoding="utf-8")
+    proc = subprocess.run(deptry, capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 1 and rule in proc.stdout + proc.stderr, proc.stdout + proc.stderr
