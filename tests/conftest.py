@@ -7,6 +7,7 @@ it fails, so a broken checkout can never pass by skipping.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import shutil
@@ -99,7 +100,10 @@ def run_cli(*args: str, input: str | bytes | None = None, cwd: Path | None = Non
     saved_levels = [lg.level for lg in loggers]
     saved_handlers = root.handlers[:]
     threads = _torch_threads()
-    with runner.isolation(input=input, env={k: str(v) for k, v in (env or {}).items()}) as (out, err, _):
+    # stdin as a process has it: a buffered reader (peek works, as on a pipe), empty when no input is given
+    data = input.encode("utf-8") if isinstance(input, str) else (input or b"")
+    stdin = io.BufferedReader(io.BytesIO(data))  # type: ignore[arg-type]
+    with runner.isolation(input=stdin, env={k: str(v) for k, v in (env or {}).items()}) as (out, err, _):
         root.handlers = []  # synprep.cli's basicConfig then logs to this call's stderr
         sys.argv = ["synprep", *map(str, args)]
         try:
