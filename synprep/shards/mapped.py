@@ -64,6 +64,8 @@ from synprep.shards.schema import AXES, FIELDS
 
 log = logging.getLogger(__name__)
 
+#: the map folder ``synprep train`` writes in the shard folder (``synprep check`` verifies it there)
+ARRAYS = "arrays"
 #: a map folder's files: the arrays, and their index (dtypes, places, the shard's sha256, the seal)
 BIN, INDEX = "arrays.bin", "index.json"
 #: the version of the map folder's layout in ``index.json`` (1: a ``.npy`` file a dataset, no index; 2: an index
