@@ -117,6 +117,44 @@ def test_a_flipped_index_entry_is_never_served(folder, name, field, sealed):
     _assert_served_from_the_shard(folder)
 
 
+@pytest.mark.parametrize("sealed", [False, True], ids=["as-flipped", "re-sealed"])
+def test_random_bit_flips_of_an_index_are_never_served(folder, monkeypatch, sealed):
+    """200 random single-bit flips of ``index.json`` (each alone, the seal re-made or not), each loaded as a
+    new process would: refused, or, where re-sealing undid the flip (one in the seal itself), serving the shard's
+    arrays."""
+    from synprep.shards import ShardReader, mapped
+    from synprep.shards.manifest import Manifest
+
+    path = folder / "train.00000.h5"
+    reader = ShardReader(path, sha256=Manifest.load(folder).splits["train"].shards[0].sha256, vocab_size=1000)
+    want = reader._decode()
+    key = _key(folder)
+    raw = (key / "index.json").read_bytes()
+    rng = np.random.default_rng(7 + sealed)
+    refused = 0
+    for _ in range(200):
+        bit = int(rng.integers(len(raw) * 8))
+        flipped = bytearray(raw)
+        flipped[bit // 8] ^= 1 << (bit % 8)
+        (key / "index.json").write_bytes(bytes(flipped))
+        if sealed:
+            try:
+                _seal(key, json.loads(flipped))
+            except (ValueError, KeyError, TypeError):  # no longer an index to seal
+                pass
+        monkeypatch.setattr(mapped, "_MAPS_OK", set())
+        monkeypatch.setattr(mapped, "_MAPS_BAD", set())
+        got = mapped._load(key, reader.offsets, reader.lines, reader.map_expect())
+        if got is None:
+            refused += 1
+            continue
+        assert _index(key) == json.loads(raw), bit  # served only where the flip changed nothing (the seal re-made)
+        for fl in FIELDS:
+            a = got.data[fl.name]
+            assert a.dtype == want[fl.name].dtype and np.array_equal(a, want[fl.name]), (bit, fl.name)
+    assert refused >= (170 if sealed else 200)
+
+
 def _set(key: Path, name: str, i: int, value) -> None:
     """Set element ``i`` of array ``name`` in ``arrays.bin`` and re-seal the index."""
     d = _index(key)

@@ -185,9 +185,11 @@ def _read_index(folder: Path) -> tuple[dict[str, Any] | None, str]:
     if not isinstance(d, dict) or d.get("version") != LAYOUT:
         return None, f"{INDEX} is not of layout {LAYOUT}"
     arrays = d.get("arrays")
-    if not all(isinstance(d.get(k), str) and _HEX64.fullmatch(d[k]) for k in ("sha256", "shard_sha256")) \
-            or type(d.get("bytes")) is not int or not isinstance(arrays, dict) or list(arrays) != _names():
-        return None, f"{INDEX} lacks an entry of layout {LAYOUT} (sha256, shard_sha256, bytes, arrays in order)"
+    if set(d) != {*_SEALED, "sha256"} \
+            or not all(isinstance(d[k], str) and _HEX64.fullmatch(d[k]) for k in ("sha256", "shard_sha256")) \
+            or type(d["bytes"]) is not int or not isinstance(arrays, dict) or list(arrays) != _names():
+        return None, f"{INDEX} does not hold exactly the entries of layout {LAYOUT} (sha256, shard_sha256, bytes, " \
+                     "arrays: every array in order)"
     pos = 0
     for name in _names():
         spec = arrays[name]
