@@ -76,6 +76,8 @@ _ALIGN = 64
 #: the ``index.json`` entries the seal (its ``sha256``) covers, with ``arrays.bin``
 _SEALED = ("version", "shard_sha256", "bytes", "arrays")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+#: an ``index.json`` larger than this is not read (one of this layout is under 2 KB)
+_INDEX_MAX = 1 << 16
 #: map folders this process verified, or wrote, for a reader's expectations (:func:`ok_key`)
 _MAPS_OK: set[tuple[Any, ...]] = set()
 #: map folders that failed :func:`_load` in this process (not verified again until replaced)
@@ -179,8 +181,11 @@ def _read_index(folder: Path) -> tuple[dict[str, Any] | None, str]:
     """``(index, "")`` where ``folder``'s ``index.json`` is one of this layout whose arrays are each of a dtype
     of :data:`_DTYPES` and exactly where :func:`_layout` puts them; else ``(None, why)``. Reads only the index."""
     try:
+        size = os.stat(folder / INDEX).st_size
+        if size > _INDEX_MAX:
+            return None, f"{INDEX} has {size} bytes, more than an index of layout {LAYOUT} ({_INDEX_MAX})"
         d = json.loads((folder / INDEX).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:
         return None, f"{INDEX} cannot be read: {getattr(e, 'strerror', None) or e}"
     if not isinstance(d, dict) or d.get("version") != LAYOUT:
         return None, f"{INDEX} is not of layout {LAYOUT}"
@@ -193,7 +198,7 @@ def _read_index(folder: Path) -> tuple[dict[str, Any] | None, str]:
     pos = 0
     for name in _names():
         spec = arrays[name]
-        if not isinstance(spec, list) or len(spec) != 3 or spec[0] not in _DTYPES[name] \
+        if not isinstance(spec, list) or len(spec) != 3 or not isinstance(spec[0], str) or spec[0] not in _DTYPES[name] \
                 or type(spec[1]) is not int or type(spec[2]) is not int or spec[2] < 0:
             return None, f"{INDEX}: array {name} is {spec!r}, not [dtype of {sorted(_DTYPES[name])}, start, length]"
         pos += -pos % _ALIGN
@@ -299,8 +304,10 @@ def map_problem(path: Path, map_dir: Path, sha256: str, vocab_size: int | None) 
     before.
 
     Args:
-        path: the shard file, verified (size, sha256 ``sha256``, values). map_dir: the map folder.
-        sha256: the shard's sha256. vocab_size: the vocabulary's size.
+        path: the shard file, verified (its size, sha256 and values).
+        map_dir: the map folder.
+        sha256: the shard's sha256 (the manifest's).
+        vocab_size: the vocabulary's size (ids must be below it; None: not checked).
     """
     from synprep.shards.shard_reader import ShardReader
 
@@ -308,8 +315,9 @@ def map_problem(path: Path, map_dir: Path, sha256: str, vocab_size: int | None) 
     if not folder.is_dir():
         return None
     try:
-        version = json.loads((folder / INDEX).read_text(encoding="utf-8")).get("version")
-    except (OSError, ValueError, AttributeError):
+        version = json.loads((folder / INDEX).read_text(encoding="utf-8")).get("version") \
+            if (folder / INDEX).stat().st_size <= _INDEX_MAX else LAYOUT
+    except (OSError, ValueError, AttributeError, RecursionError):
         version = LAYOUT
     if version != LAYOUT:
         return None
