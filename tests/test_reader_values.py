@@ -196,7 +196,7 @@ def test_the_workers_hash_a_large_splits_maps_and_replace_a_changed_one(folder, 
         raise AssertionError("hashed or decoded in this process, not in the workers")
 
     monkeypatch.setattr(ShardReader, "_decode", not_here)
-    monkeypatch.setattr(mapped, "_sums_hold", not_here)
+    monkeypatch.setattr(mapped, "_sealed", not_here)
     got = open_split(folder, "train", map_dir=tmp_path / "arrays")
     for r, recs in zip(got, want, strict=True):
         for i, rec in enumerate(recs):

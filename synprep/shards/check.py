@@ -29,6 +29,12 @@ What is verified (docs/shards.md lists it for users), in this order:
    and within [1, input_lines]; the subword alignment counts (``--subword spm|hf``) name listed
    shards only, each shard's split counts are consistent (``lines_with_split <= pieces_split <=
    parts_added``, ``lines_with_split <= pairs``) and they add up to their total.
+5. Where the folder holds ``arrays/`` (the shards' decoded arrays ``synprep train`` writes,
+   :mod:`synprep.shards.mapped`): each shard's maps there, of its current version and the current
+   layout, pass every check a reader makes before it maps them (their index, the shard's sha256,
+   sizes, the header equal to the shard's, the sha256 over index and arrays, every value as in 2 and
+   3). A damaged map is never read (``train`` decodes the shard again); it is reported so that it
+   is noticed, with the fix: delete ``arrays/``.
 
 A corrupt file (truncated HDF5, missing dataset, wrong dtype, unreadable chunk) is a reported
 violation, never a traceback. Checks are vectorised per shard (numpy over the CSR arrays).
@@ -222,10 +228,25 @@ def _check_dir(folder: Path, report: CheckReport, only: Collection[str] | None =
                                                      f"{info.pairs}/{info.first_line}/{info.last_line}, the file has "
                                                      f"{got[0]}/{got[1]}/{got[2]}"))
             after = got[2]
+            _check_maps(folder, folder / info.file, info.sha256, vocab_size)
             all_lines.append(lines)
             report.shards += 1
         _check_split_counts(split, raw_split, np.concatenate(all_lines) if all_lines else np.zeros(0, np.int64))
         report.pairs[split] = entry.pairs
+
+
+def _check_maps(folder: Path, shard: Path, sha256: str, vocab_size: int) -> None:
+    """Section 5 for one shard (verified): its maps in ``folder/arrays/``, where there are any."""
+    from synprep.shards.mapped import ARRAYS, map_problem
+
+    if not (folder / ARRAYS).is_dir():
+        return
+    problem = map_problem(shard, folder / ARRAYS, sha256, vocab_size)
+    if problem is not None:
+        file, what = problem
+        raise _Fail(Violation(f"{ARRAYS}/{file}", f"{what} (the decoded arrays `synprep train` maps: never read "
+                                                  f"damaged, train decodes the shard again; delete {ARRAYS}/ to "
+                                                  "remove them)"))
 
 
 def split_counts_violation(split: str, raw: dict[str, Any], lines: np.ndarray) -> Violation | None:

@@ -360,6 +360,45 @@ def _check_shard(path: Path, name: str, vocab_size: int | None, after_line: int)
     n = len(lines)
     if attrs["n_pairs"] != n:
         raise _Fail(Violation(name, f"n_pairs attribute is {attrs['n_pairs']} but /line has {n} entries"))
+    _check_values(data, offsets, lines, len(attrs["deprel_labels"]), len(attrs["upos_labels"]), vocab_size,
+                  after_line, name)
+    return attrs, lines
+
+
+def check_arrays(data: dict[str, np.ndarray], offsets: dict[str, np.ndarray], lines: np.ndarray, *, n_deprel: int,
+                 n_upos: int, vocab_size: int | None = None, after_line: int = 0, name: str) -> Violation | None:
+    """The per-shard checks of :func:`check_shard` (its offsets, then every pair's values) on arrays already in
+    memory or mapped: a shard's decoded arrays (:mod:`synprep.shards.mapped`) get the checks its file gets.
+
+    Args:
+        data: field name (:data:`~synprep.shards.schema.FIELDS`) → (L,) values of the field's axis.
+        offsets: axis → (N+1,) CSR offsets.
+        lines: (N,) 1-based line numbers.
+        n_deprel: the number of dependency labels (``deprel_labels``).
+        n_upos: the number of UPOS labels (``upos_labels``).
+        vocab_size: ids must be below it (not checked when None).
+        after_line: every line must be greater (the previous shard's last line; 0 for the first).
+        name: the file's name in the violation.
+
+    Returns:
+        The first violation, or None.
+    """
+    try:
+        wide = {fl.name: np.asarray(data[fl.name]).astype(np.float64 if fl.kind == "float16" else np.int64,
+                                                          copy=False) for fl in FIELDS}
+        _check_values(wide, {a: np.asarray(offsets[a]).astype(np.int64, copy=False) for a in AXES},
+                      np.asarray(lines).astype(np.int64, copy=False), n_deprel, n_upos, vocab_size, after_line, name)
+    except _Fail as e:
+        return e.violation
+    except Exception as e:  # noqa: BLE001 - never a traceback on damaged arrays
+        return Violation(name, f"cannot be checked: {type(e).__name__}: {e}")
+    return None
+
+
+def _check_values(data: dict[str, np.ndarray], offsets: dict[str, np.ndarray], lines: np.ndarray, n_deprel: int,
+                  n_upos: int, vocab_size: int | None, after_line: int, name: str) -> None:
+    """The offsets' and every pair's invariants (int64 values, float64 probabilities); raises :class:`_Fail`."""
+    n = len(lines)
     for axis in AXES:
         o = offsets[axis]
         where = f"/{OFFSETS_GROUP}/{axis}"
@@ -376,7 +415,7 @@ def _check_shard(path: Path, name: str, vocab_size: int | None, after_line: int)
                 raise _Fail(Violation(name, f"{where} ends at {o[-1]} but /{fl.name} has {len(data[fl.name])} values"))
     stages = [
         lambda P: _stage_lengths(P, after_line),
-        lambda P: _stage_ranges(P, len(attrs["deprel_labels"]), len(attrs["upos_labels"]), vocab_size),
+        lambda P: _stage_ranges(P, n_deprel, n_upos, vocab_size),
         _stage_structure,
         _stage_tree,
     ]
@@ -393,5 +432,4 @@ def _check_shard(path: Path, name: str, vocab_size: int | None, after_line: int)
     if best is not None:
         p, what = best
         raise _Fail(Violation(name, what, p, int(lines[p])))
-    return attrs, lines
 

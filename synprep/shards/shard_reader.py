@@ -7,7 +7,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import h5py
 import numpy as np
@@ -25,6 +25,9 @@ from synprep.shards.schema import (
 )
 from synprep.types import PairRecord
 
+if TYPE_CHECKING:
+    from synprep.shards.mapped import Expect
+
 
 class ShardReader:
     """Random access to the pairs of one shard.
@@ -38,6 +41,9 @@ class ShardReader:
             the memory is the page cache's, shared by every process that reads the shard; ``lines`` and
             ``offsets`` are maps too once written (at the first read, or at opening where another process
             wrote them). None: hold them.
+        sha256: the shard file's sha256 (``open_split`` gives the manifest's, which it verified the file against):
+            maps decoded from another version of the shard are not mapped. None: not compared.
+        vocab_size: the vocabulary's size, which the ids of maps must be below (None: not checked).
 
     Attributes:
         path: the shard's path.
@@ -50,10 +56,12 @@ class ShardReader:
             not HDF5 (the message names the file).
     """
 
-    def __init__(self, path: str | os.PathLike, *, cache: bool = True, map_dir: str | os.PathLike | None = None):
+    def __init__(self, path: str | os.PathLike, *, cache: bool = True, map_dir: str | os.PathLike | None = None,
+                 sha256: str | None = None, vocab_size: int | None = None):
         self.path = Path(path)
         self.cache = cache
         self.map_dir = None if map_dir is None else Path(map_dir)
+        self.sha256, self.vocab_size = sha256, vocab_size
         self._open_header()
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -73,7 +81,7 @@ class ShardReader:
             if self.map_dir is not None and self.cache:  # mapped by another process already: hold its map
                 from synprep.shards.mapped import mapped_header
 
-                got = mapped_header(self.path, self.map_dir, self.offsets, self.lines)
+                got = mapped_header(self.path, self.map_dir, self.offsets, self.lines, self.map_expect())
                 if got is not None:
                     self._data, self.offsets, self.lines = got.data, got.offsets, got.lines
         except FileNotFoundError:
@@ -86,7 +94,8 @@ class ShardReader:
     @classmethod
     def with_header(cls, path: str | os.PathLike, *, cache: bool, map_dir: str | os.PathLike | None,
                     attrs: dict[str, Any], offsets: dict[str, np.ndarray], lines: np.ndarray,
-                    data: dict[str, np.ndarray] | None = None) -> ShardReader:
+                    data: dict[str, np.ndarray] | None = None, sha256: str | None = None,
+                    vocab_size: int | None = None) -> ShardReader:
         """A reader of ``path`` whose header (``attrs``, ``offsets``, ``lines``; with ``data``, its maps) another
         process read and checked as :meth:`__init__` does: ``open_split``'s verification workers, for a file
         version it verified. Nothing is read here."""
@@ -94,15 +103,29 @@ class ShardReader:
         r.path, r.cache, r.map_dir = Path(path), cache, None if map_dir is None else Path(map_dir)
         r._file, r._pid, r._data, r._words = None, None, data, None
         r.attrs, r.offsets, r.lines = attrs, offsets, lines
+        r.sha256, r.vocab_size = sha256, vocab_size
         return r
 
+    def map_expect(self) -> Expect:
+        """What this shard's maps must agree with (:class:`~synprep.shards.mapped.Expect`): its sha256 and the
+        vocabulary's size where given, its label counts."""
+        from synprep.shards.mapped import Expect
+
+        def count(key: str) -> int:
+            labels = self.attrs.get(key)
+            return len(labels) if isinstance(labels, list) else 0
+
+        return Expect(self.sha256, self.vocab_size, count("deprel_labels"), count("upos_labels"))
+
     def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path, "cache": self.cache, "map_dir": self.map_dir}
+        return {"path": self.path, "cache": self.cache, "map_dir": self.map_dir, "sha256": self.sha256,
+                "vocab_size": self.vocab_size}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.path = state["path"]
         self.cache = state["cache"]
         self.map_dir = state.get("map_dir")
+        self.sha256, self.vocab_size = state.get("sha256"), state.get("vocab_size")
         self._open_header()
 
     def _handle(self) -> h5py.File:
@@ -116,15 +139,13 @@ class ShardReader:
         """Read every dataset into memory now (one read each), or map them from ``map_dir``; returns self.
 
         Raises:
-            InputError: a damaged shard; ``map_dir`` that cannot be written (the message names it).
+            InputError: a damaged shard. (A ``map_dir`` that cannot be written is a warning: the arrays are then
+                held, :func:`~synprep.shards.mapped.mapped_arrays`.)
         """
         if self._data is None and self.map_dir is not None:
             from synprep.shards.mapped import mapped_arrays
 
-            try:
-                got = mapped_arrays(self.path, self.map_dir, self.offsets, self.lines, self._decode)
-            except OSError as e:
-                raise map_dir_error(e, self.map_dir) from None
+            got = mapped_arrays(self.path, self.map_dir, self.offsets, self.lines, self._decode, self.map_expect())
             self._data, self.offsets, self.lines = got.data, got.offsets, got.lines
         elif self._data is None:
             self._data = self._decode()
@@ -240,11 +261,6 @@ class ShardReader:
 
     def __repr__(self) -> str:
         return f"ShardReader({str(self.path)!r}, pairs={len(self)})"
-
-
-def map_dir_error(e: OSError, map_dir: str | os.PathLike) -> InputError:
-    """The one-line error of a map folder that cannot be written (a full disk, no permission), naming it."""
-    return InputError(f"cannot write the shard's decoded arrays: {e.strerror or e}", str(map_dir))
 
 
 def _read(f: h5py.File, name: str, path: Path, sel: Any = ()) -> np.ndarray:

@@ -14,7 +14,7 @@ import numpy as np
 from synprep.constants import VOCAB_NAME
 from synprep.errors import InputError
 from synprep.shards.schema import inside_name, parse_shard_name
-from synprep.shards.shard_reader import ShardReader, map_dir_error, split_files
+from synprep.shards.shard_reader import ShardReader, split_files
 
 if TYPE_CHECKING:
     from synprep.shards.manifest import Manifest, SplitEntry
@@ -96,7 +96,8 @@ VerifyJob = tuple[Path, int, str, "int | None", int, "Path | None"]
 class Verified(NamedTuple):
     """What a verification worker read of one shard version, for the process that asked
     (:func:`_verify_in_workers`): the cache keys of the file (:data:`_VERIFIED`) and of its maps
-    (:data:`~synprep.shards.mapped._MAPS_OK`; None without a map folder) it verified, and the shard's header
+    (:data:`~synprep.shards.mapped._MAPS_OK`, :func:`~synprep.shards.mapped.ok_key`; None without a map folder,
+    or where they could not be written) it verified, and the shard's header
     as :class:`ShardReader` read and checked it: root attributes, and without maps its offsets and lines
     (with maps the asking process maps them from the folder the worker compared with them)."""
 
@@ -109,8 +110,8 @@ class Verified(NamedTuple):
 
 def _verify_job(job: VerifyJob) -> tuple[tuple[Any, ...], Verified] | None:
     """In a worker process: :func:`_verify_file` and :func:`verify_values` of one shard, its header read and
-    checked (:class:`ShardReader`), then, with a map folder, its maps verified
-    (:func:`~synprep.shards.mapped.verify_maps`) or written there (:mod:`synprep.shards.mapped`). Returns the
+    checked (:class:`ShardReader`), then, with a map folder, its maps verified or written there
+    (:mod:`synprep.shards.mapped`). Returns the
     values' cache key and what the asking process needs (:class:`Verified`), or None where anything failed or
     the file changed while it read (the calling process's own pass then meets that shard and raises its error)."""
     from synprep.shards import mapped
@@ -121,12 +122,10 @@ def _verify_job(job: VerifyJob) -> tuple[tuple[Any, ...], Verified] | None:
         st = path.stat()
         _verify_file(path, size, sha256)
         verify_values(path, sha256, vocab_size=vocab_size, after_line=after_line)
-        if map_dir is not None:
-            mapped.verify_maps(path, map_dir)
-        reader = ShardReader(path, map_dir=map_dir)
+        reader = ShardReader(path, map_dir=map_dir, sha256=sha256, vocab_size=vocab_size)
         if map_dir is not None:
             reader.load()
-            maps = mapped.folder_key(map_dir / mapped.map_key(path))
+            maps = mapped.ok_key(map_dir / mapped.map_key(path), sha256, vocab_size)
             if maps not in mapped._MAPS_OK:
                 return None
         again = path.stat()
@@ -256,9 +255,9 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
         split: the split's name (``[A-Za-z0-9_-]+``).
         cache, map_dir: see :class:`ShardReader`. With ``map_dir`` (and ``cache``) every shard is mapped
             before this returns, its maps written there first where absent (a large split's by the
-            verification's worker processes, below), so that processes forked afterwards share them; with
-            ``verify``, maps found there are hashed first against the sums written with them and decoded
-            again where they differ (:func:`~synprep.shards.mapped.verify_maps`).
+            verification's worker processes, below), so that processes forked afterwards share them; maps
+            found there are mapped only when they pass :mod:`synprep.shards.mapped`'s checks (with ``verify``,
+            against the manifest's sha256 of the shard and the vocabulary's size too), else decoded again.
         verify: check the shards against ``manifest.json`` first: the split's shard list, each
             file's size and sha256 (hashed once per process and file version), ``n_pairs`` and the
             first/last line against the entry, ``split``/``shard_index`` attributes, and that the
@@ -391,24 +390,24 @@ def _vocab_entry(folder: str | os.PathLike, manifest: Manifest, files: list[Path
 
 
 def _reader(p: Path, cache: bool, map_dir: str | os.PathLike | None, sha256: str,
-            verified: Verified | None) -> ShardReader:
-    """:class:`ShardReader` ``(p, cache=cache, map_dir=map_dir)``; from the header a verification worker read
+            verified: Verified | None, vocab_size: int | None = None) -> ShardReader:
+    """:class:`ShardReader` ``(p, cache=cache, map_dir=map_dir, sha256=sha256, vocab_size=vocab_size)``; from the header a verification worker read
     (``verified``) where the file, and with ``map_dir`` its maps, are still the versions it verified (their
     sizes and modification times): then nothing is read here but the maps' index."""
     try:
-        given = _given_header(p, cache, map_dir, sha256, verified)
+        given = _given_header(p, cache, map_dir, sha256, verified, vocab_size)
     except OSError:  # the file is gone: the reader names it
         given = None
     if given is None:
-        return ShardReader(p, cache=cache, map_dir=map_dir)
+        return ShardReader(p, cache=cache, map_dir=map_dir, sha256=sha256, vocab_size=vocab_size)
     assert verified is not None
     offsets, lines, data = given
     return ShardReader.with_header(p, cache=cache, map_dir=map_dir, attrs=verified.attrs, offsets=offsets,
-                                   lines=lines, data=data)
+                                   lines=lines, data=data, sha256=sha256, vocab_size=vocab_size)
 
 
 def _given_header(p: Path, cache: bool, map_dir: str | os.PathLike | None, sha256: str, verified: Verified | None,
-                  ) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray] | None] | None:
+                  vocab_size: int | None = None) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray] | None] | None:
     """For :func:`_reader`: the offsets, lines and (with ``map_dir``) mapped data of ``verified`` still valid
     for ``p``, or None."""
     from synprep.shards import mapped
@@ -418,9 +417,9 @@ def _given_header(p: Path, cache: bool, map_dir: str | os.PathLike | None, sha25
     if map_dir is None:
         return None if verified.offsets is None or verified.lines is None else (verified.offsets, verified.lines, None)
     final = Path(map_dir) / mapped.map_key(p)
-    if not cache or verified.maps is None or mapped.folder_key(final) != verified.maps:
+    if not cache or verified.maps is None or mapped.ok_key(final, sha256, vocab_size) != verified.maps:
         return None
-    got = mapped.folder_maps(final)
+    got = mapped.folder_maps(final, sha256)
     return None if got is None else (got.offsets, got.lines, got.data)
 
 
@@ -429,20 +428,13 @@ def _verified_shard(p: Path, entry: SplitEntry, index: int, split: str, vocab: t
                     verified: Verified | None = None) -> ShardReader:
     """Shard ``index`` (file ``p``) of the split whose manifest entry is ``entry``, verified against it:
     size and sha256, pairs and first/last line, attributes, values (after the previous shard's last line);
-    with ``map_dir``, maps of it there that are not what was written are deleted before the reader maps them
-    (:func:`~synprep.shards.mapped.verify_maps`). ``verified``: what a verification worker read of it
+    with ``map_dir``, its maps there are mapped only where they are of this file's sha256 and pass the shard's
+    checks (:mod:`synprep.shards.mapped`), else decoded again. ``verified``: what a verification worker read of it
     (:func:`_reader`)."""
     vocab_path, vocab_sha256, vocab_size = vocab
     info = entry.shards[index]
     _verify_file(p, info.bytes, info.sha256)
-    if map_dir is not None and cache:  # maps an earlier process wrote: read only if they are what it wrote
-        from synprep.shards.mapped import verify_maps
-
-        try:
-            verify_maps(p, Path(map_dir))
-        except OSError as e:
-            raise map_dir_error(e, map_dir) from None
-    r = _reader(p, cache, map_dir, info.sha256, verified)
+    r = _reader(p, cache, map_dir, info.sha256, verified, vocab_size)
     a = r.attrs
     if len(r) != info.pairs or (len(r) and (int(r.lines[0]), int(r.lines[-1])) != (info.first_line,
                                                                                      info.last_line)):

@@ -12,13 +12,14 @@ from typing import Any
 
 import torch.distributed as dist
 
+from synprep.shards.mapped import ARRAYS
 from synprep.train.config import TrainConfig
 from synprep.train.distributed import init_distributed
 from synprep.train.loop import Trainer
 from synprep.train.rundir import run_lock
 
 #: the subfolder of the shards' decoded arrays (:mod:`synprep.shards.mapped`), in the shard folder (or the run folder)
-MAP_DIR = "arrays"
+MAP_DIR = ARRAYS
 
 log = logging.getLogger("synprep.train")
 
