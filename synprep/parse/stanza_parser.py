@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import json
 import logging
 import os
 import threading
@@ -91,6 +92,35 @@ class StanzaResources:
         return "constituency" in self.processors
 
 
+def download_hint(lang: str, model_dir: str, package: str | None, default_dir: str) -> str:
+    """The command that fetches ``lang``'s models, and how to parse with them afterwards.
+
+    Downloading goes into ``model_dir`` only when it can be written and is stanza's own (absent, or its
+    ``resources.json`` has stanza's top-level ``url``): a folder made by hand (the offline ``synprep``
+    package) would lose its ``resources.json``, and its package names are its own, not packages stanza
+    publishes. Then the models go to ``default_dir`` (stanza's ``~/stanza_resources``), with stanza's
+    default package, and the hint says to give that folder and to leave the package out.
+    """
+    resources = os.path.join(model_dir, "resources.json")
+    try:
+        with open(resources, encoding="utf-8") as f:
+            stanzas = "url" in json.load(f)
+    except FileNotFoundError:
+        stanzas = True
+    except (OSError, ValueError, TypeError):
+        stanzas = False
+    existing = model_dir if os.path.isdir(model_dir) else os.path.dirname(os.path.abspath(model_dir))
+    here = stanzas and os.access(existing, os.W_OK)
+    target = model_dir if here else default_dir
+    cmd = f"synprep models download {lang}" + (f" --dir {target}" if target != default_dir else "")
+    if here:
+        return f"run: {cmd}" + (f" --package {package}" if package else "")
+    why = "was not filled by stanza's download" if not stanzas else "cannot be written"
+    keep = (f" and without --stanza-package {package} (a package of that folder, not one stanza publishes: "
+            f"the download is stanza's default {lang} package)" if package else "")
+    return f"run: {cmd}, then parse without --stanza-dir (stanza's folder {default_dir}){keep}; {model_dir} {why}"
+
+
 def resolve_resources(spec: ParserSpec) -> StanzaResources:
     """Resolve a spec's model files without loading any model (cheap; used for the identity).
 
@@ -108,9 +138,7 @@ def resolve_resources(spec: ParserSpec) -> StanzaResources:
 
     model_dir = str(spec.dir) if spec.dir else DEFAULT_MODEL_DIR
     package = spec.package or "default"
-    hint = f"run: synprep models download {spec.lang}" + (f" --dir {spec.dir}" if spec.dir else "") + (
-        f" --package {spec.package}" if spec.package else ""
-    )
+    hint = download_hint(spec.lang, model_dir, spec.package, DEFAULT_MODEL_DIR)
     if not os.path.isfile(os.path.join(model_dir, "resources.json")):
         raise ConfigError(f"no stanza resources in {model_dir} (resources.json missing); {hint}")
 
