@@ -114,3 +114,24 @@ def test_folder_without_manifest_names_the_run_writing_it(tmp_path: Path) -> Non
             f"synprep: error: {out / 'manifest.json'}: no manifest.json yet: the train split is being written by "
             f"pid {os.getpid()} on {socket.gethostname()} (synprep pipeline --out out, since 2000-01-01T00:00:00Z), "
             f"and the manifest appears with its first shard: wait for it to finish"))
+
+
+def _annotate_conllu(tmp_path: Path, name: str, lines: list[str]) -> str:
+    """``annotate --parser conllu`` of ``lines`` (pieces without ``@@``; each word its own parse); the signature."""
+    src, tgt, conllu = tmp_path / f"{name}.en", tmp_path / f"{name}.de", tmp_path / f"{name}.conllu"
+    src.write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
+    tgt.write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
+    conllu.write_text("".join("".join(f"{i}\t{w}\t_\tX\t_\t_\t{0 if i == 1 else 1}\t{'root' if i == 1 else 'dep'}"
+                                      f"\t_\t_\n" for i, w in enumerate(x.split(), 1)) + "\n" for x in lines),
+                      encoding="utf-8")
+    proc = run_cli("annotate", "--src", str(src), "--tgt", str(tgt), "-s", "en", "-t", "de", "--parser", "conllu",
+                   "--conllu", str(conllu), "--no-language-check", "--out", str(tmp_path / name))
+    return proc.stderr.strip().splitlines()[-1]
+
+
+def test_annotate_signature_says_lowercased_pieces(tmp_path: Path) -> None:
+    """fairseq's prepared pieces are lowercased: the signature says lc:yes (it said lc:no); cased pieces lc:no."""
+    lowered = [f"the {w} house is small and old ." for w in ("red", "green", "blue", "big", "new", "tall", "low",
+                                                              "far", "near", "cold")]
+    assert "|lc:yes|" in _annotate_conllu(tmp_path, "lower", lowered)
+    assert "|lc:no|" in _annotate_conllu(tmp_path, "cased", [x.capitalize() for x in lowered])
