@@ -70,8 +70,12 @@ def test_download_advice_for_a_folder_stanza_did_not_fill(stanza_dir: Path, tmp_
         f"stanza's default fr package); {stanza_dir} was not filled by stanza's download")
     ours = tmp_path / "mine"
     ours.mkdir()
-    (ours / "resources.json").write_text(json.dumps({"url": "https://example.org", "de": {}}), encoding="utf-8")
+    (ours / "resources.json").write_text(json.dumps({"url": "https://example.org", "fr": {"pos": {"gsd": {}}}}),
+                                         encoding="utf-8")
     assert download_hint("fr", str(ours), "gsd", default) == f"run: synprep models download fr --dir {ours} --package gsd"
+    assert download_hint("fr", str(ours), "synprep", default) == (
+        f"run: synprep models download fr --dir {ours}, then parse without --stanza-package synprep (stanza publishes "
+        f"no package 'synprep' for fr: the download is stanza's default fr package)")
     if os.geteuid() != 0:  # root writes any folder
         ours.chmod(0o555)
         try:

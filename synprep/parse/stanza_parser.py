@@ -97,28 +97,44 @@ def download_hint(lang: str, model_dir: str, package: str | None, default_dir: s
 
     Downloading goes into ``model_dir`` only when it can be written and is stanza's own (absent, or its
     ``resources.json`` has stanza's top-level ``url``): a folder made by hand (the offline ``synprep``
-    package) would lose its ``resources.json``, and its package names are its own, not packages stanza
-    publishes. Then the models go to ``default_dir`` (stanza's ``~/stanza_resources``), with stanza's
-    default package, and the hint says to give that folder and to leave the package out.
+    package) would lose its ``resources.json``. Then the models go to ``default_dir`` (stanza's own
+    folder), and the hint says to parse without ``--stanza-dir``. ``package`` is kept only when stanza
+    publishes it for ``lang`` (stanza's ``resources.json`` lists every published package): a hand-made
+    folder's package names are its own, and the download is then stanza's default package.
     """
-    resources = os.path.join(model_dir, "resources.json")
     try:
-        with open(resources, encoding="utf-8") as f:
-            stanzas = "url" in json.load(f)
+        with open(os.path.join(model_dir, "resources.json"), encoding="utf-8") as f:
+            resources = json.load(f)
+        stanzas = isinstance(resources, dict) and "url" in resources
     except FileNotFoundError:
-        stanzas = True
-    except (OSError, ValueError, TypeError):
-        stanzas = False
+        resources, stanzas = {}, True
+    except (OSError, ValueError):
+        resources, stanzas = {}, False
+    entry = resources.get(lang) if stanzas else None
+    if isinstance(entry, dict) and "alias" in entry:
+        entry = resources.get(entry["alias"])
+    published = stanzas and (not resources or isinstance(entry, dict) and any(
+        isinstance(v, dict) and package in v for v in entry.values()))
     existing = model_dir if os.path.isdir(model_dir) else os.path.dirname(os.path.abspath(model_dir))
     here = stanzas and os.access(existing, os.W_OK)
     target = model_dir if here else default_dir
+    if not here and os.path.abspath(model_dir) == os.path.abspath(default_dir):
+        target = "DIR"  # stanza's own folder cannot be written: one the user can
     cmd = f"synprep models download {lang}" + (f" --dir {target}" if target != default_dir else "")
-    if here:
-        return f"run: {cmd}" + (f" --package {package}" if package else "")
-    why = "was not filled by stanza's download" if not stanzas else "cannot be written"
-    keep = (f" and without --stanza-package {package} (a package of that folder, not one stanza publishes: "
-            f"the download is stanza's default {lang} package)" if package else "")
-    return f"run: {cmd}, then parse without --stanza-dir (stanza's folder {default_dir}){keep}; {model_dir} {why}"
+    after = []
+    if package and published:
+        cmd += f" --package {package}"
+    elif package:
+        whose = ("a package of that folder, not one stanza publishes" if not stanzas
+                 else f"stanza publishes no package {package!r} for {lang}")
+        after.append(f"without --stanza-package {package} ({whose}: the download is stanza's default {lang} package)")
+    if target == "DIR":
+        after.insert(0, "with --stanza-dir DIR, a folder you can write")
+    elif target != model_dir:
+        after.insert(0, f"without --stanza-dir (stanza's folder {target})")
+    why = "" if here else "; " + model_dir + (" was not filled by stanza's download" if not stanzas
+                                               else " cannot be written")
+    return f"run: {cmd}" + (f", then parse {' and '.join(after)}" if after else "") + why
 
 
 def resolve_resources(spec: ParserSpec) -> StanzaResources:
