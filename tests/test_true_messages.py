@@ -139,3 +139,32 @@ def test_annotate_signature_says_lowercased_pieces(tmp_path: Path) -> None:
                                                               "far", "near", "cold")]
     assert "|lc:yes|" in _annotate_conllu(tmp_path, "lower", lowered)
     assert "|lc:no|" in _annotate_conllu(tmp_path, "cased", [x.capitalize() for x in lowered])
+
+
+@pytest.mark.parametrize("words", [
+    "国際連合安全保障理事会 は 昨日 緊急会合 を 開き 共同声明 を 発表 し た と 報道機関 が 伝え た 。 以上".split(),
+    ("国際連合安全保障理事会 は 昨日 緊急会合 を 開き 声明 を 発表 し た 。 " * 2).split(),
+])
+def test_show_png_japanese_words_overlap_nothing(words: list[str]) -> None:
+    """The arc panel's words (CJK: a full em a character) overlap neither their neighbours nor the UPOS tags."""
+    import warnings
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from synprep.show import pair_figure
+    from tests.test_show_draw import view_of
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # no CJK font here: boxes of about the same width
+        fig = pair_figure(view_of(words, [2] * (len(words) - 1), "dependency"))
+        FigureCanvasAgg(fig).draw()
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    arcs = fig.axes[0]
+    texts = [t for t in arcs.texts if t.get_text() in words]
+    boxes = [t.get_window_extent(renderer) for t in texts]
+    tags = [t.get_window_extent(renderer) for t in arcs.texts if t.get_text() == "X"]
+    assert not [(a, b) for a in boxes for b in tags if a.overlaps(b)]
+    if texts[0].get_rotation() == 0:
+        assert not [k for k, (a, b) in enumerate(zip(boxes, boxes[1:], strict=False)) if a.overlaps(b)]
+    else:  # slanted: a word's baseline is the next one's less than its height away only when they touch
+        assert texts[0].get_fontsize() * 1.2 < fig.get_figwidth() * 72 / len(words) * 0.7
