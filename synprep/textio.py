@@ -128,6 +128,10 @@ def iter_lines(path: PathLike, *, nul: str = "error") -> Iterator[str]:
         yield from _iter_stream(f, name, nul)
 
 
+#: the files whose byte-order mark this process has reported (:func:`_iter_stream`)
+_TOLD_BOM: set[str] = set()
+
+
 def _iter_stream(f: IO[bytes], name: str, nul: str) -> Iterator[str]:
     lineno = 0
     try:
@@ -136,7 +140,9 @@ def _iter_stream(f: IO[bytes], name: str, nul: str) -> Iterator[str]:
                 raw = raw[:-1]
             if lineno == 1 and raw.startswith(BOM):
                 raw = raw[len(BOM):]
-                log.info("%s: removed the UTF-8 byte-order mark at the start of the file", name)
+                if name not in _TOLD_BOM:  # a file is read several times (checks, stages): said once
+                    _TOLD_BOM.add(name)
+                    log.info("%s: removed the UTF-8 byte-order mark at the start of the file", name)
             if nul == "error" and b"\x00" in raw:
                 col = raw.index(b"\x00") + 1
                 raise InputError(f"NUL byte at byte column {col}", name, lineno)

@@ -80,6 +80,30 @@ def clean_label(label: str) -> str:
     return label.replace("(", "LRB").replace(")", "RRB")
 
 
+def drop_empty_elements(tree: Tree) -> Tree:
+    """Copy of a PTB tree without ``-NONE-`` elements and the constituents left without words, every
+    label kept as it is (``NP-SBJ-1``; :func:`normalize_tree` removes function tags when the tree is
+    read); an unlabeled top node (the ``( (S ...) )`` wrapper of ``.mrg`` files) is labeled ``ROOT``.
+
+    Raises:
+        ValueError: the tree has no words left (only empty elements).
+    """
+    tree_cls = nltk_tree()
+
+    def copy(t: Tree) -> Tree | None:
+        if t.label() == "-NONE-":
+            return None
+        kids = [c for c in (copy(k) if isinstance(k, tree_cls) else word_to_leaf(k) for k in t) if c is not None]
+        return tree_cls(t.label(), kids) if kids else None
+
+    out = copy(tree)
+    if out is None:
+        raise ValueError("the tree has no words (only empty elements)")
+    if out.label() == "":
+        out.set_label(ROOT)
+    return out
+
+
 def _strip(t: Tree, tree_cls: type[Tree]) -> Tree | None:
     """Copy of ``t`` without -NONE- elements, empty constituents and function tags (None if empty);
     ``tree_cls`` is nltk's ``Tree`` class (looked up once by the caller, not per node)."""

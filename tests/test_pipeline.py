@@ -254,7 +254,8 @@ def test_resuming_from_edited_input_is_refused(sample_run, tmp_path):
     changed = [str(edited) if a == str(SAMPLE / "train.en") else a for a in args]
     proc = run_cli(*changed, check=False)
     assert proc.returncode == 2
-    assert f"made from other input ({edited} changed)" in proc.stderr
+    assert (f"made from other input (--tgt: the folder has {SAMPLE / 'train.en'}, this run {edited} (other content)) "
+            f"and its shards hold what was made from them") in proc.stderr
 
 
 def test_later_splits_inherit_the_folder_settings(sample_run, stanza_dir):

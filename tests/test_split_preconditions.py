@@ -48,8 +48,8 @@ def _gold(shared_data, tmp_path, n=20):
 
 
 @pytest.mark.parametrize("typo,want", [
-    (["-t", "english"], "synprep: error: -t/--target-lang 'english' is not a language code: give its ISO 639-1 "
-                        "code (de, en, pt-br, ...)"),
+    (["-t", "english"], "synprep: error: -t/--target-lang 'english' is not a language code: english is 'en' "
+                        "(ISO 639-1); run with -t en"),
     (["--conllu", "{dir}"], "synprep: error: {dir}: is a folder, not a CoNLL-U file (--conllu)"),
 ])
 def test_a_typo_leaves_nothing_and_the_corrected_command_runs(shared_data, tmp_path, typo, want):
@@ -74,6 +74,6 @@ def test_annotate_language_code_typo_writes_nothing(shared_data, tmp_path):
     out = tmp_path / "out"
     proc = run_cli("annotate", "--src", str(prepared / "test.de"), "--tgt", str(prepared / "test.en"), "-s", "german",
                    "-t", "en", "--out", str(out), "--no-cache", check=False)
-    assert error_line(proc) == ("synprep: error: -s/--source-lang 'german' is not a language code: give its ISO "
-                                "639-1 code (de, en, pt-br, ...)")
+    assert error_line(proc) == ("synprep: error: -s/--source-lang 'german' is not a language code: german is 'de' "
+                                "(ISO 639-1); run with -s de")
     assert not out.exists()

@@ -135,8 +135,7 @@ def train_cmd(shards_dir, config_path, preset, system, out_dir, print_config, ma
     summary = train(shards_dir, out, cfg, device=device, resume=resume, overrides=overrides if resume else None,
                     progress=progress, train_split=train_split, valid_split=valid_split)
     if int(os.environ.get("RANK", 0)) == 0:
-        log.info("done: %d updates, %d epochs, best valid loss %.3f", summary["step"], summary["epoch"],
-                 summary["best_valid_loss"])
+        log.info("%s", done_line(summary))
         click.echo(summary["signature"], err=True)
 
 
@@ -419,3 +418,13 @@ def compare_cmd(run_dirs, ref_path, lang, lowercase, keep_bpe, hyp_name, lines_n
             f.write(json.dumps(result, indent=2) + "\n")
     with open_output(output_path) as f:
         f.write(md)
+
+
+def done_line(summary: dict) -> str:
+    """The last line of ``train``: updates, the epochs finished and the batches of an epoch a ``max_steps``
+    stop cut short, numbered as the log's ``epoch N step S`` lines number them (1-based, the epoch under way)."""
+    epochs, batches = summary["epoch"], summary.get("batches_in_epoch", 0)
+    done = f"{epochs} full epoch{'s' if epochs != 1 else ''}"
+    if batches:
+        done += f" and {batches} batch{'es' if batches != 1 else ''} of epoch {epochs + 1}"
+    return f"done: {summary['step']} updates, {done}, best valid loss {summary['best_valid_loss']:.3f}"

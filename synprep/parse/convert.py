@@ -21,6 +21,13 @@ top node ``ROOT``, ``$(`` spelled ``$LRB``, the words as they are in the treeban
 ``)`` leaves written ``-LRB-``/``-RRB-``), edge labels (grammatical functions) dropped.
 
 Readers are a registry (:data:`READERS`): a new treebank format is one function and one line.
+
+Penn Treebank ``.mrg`` files (format ``ptb``: one file, or a folder read recursively in sorted path
+order) need no conversion and no treetools: their trees are read as ``--trees`` reads them
+(:func:`synprep.parse.trees.read_mrg`) and written one per line with the ``-NONE-`` empty elements and
+the constituents left without words removed (:func:`synprep.tree.drop_empty_elements`), every label
+kept as it is (``NP-SBJ-1``: reading ``--trees`` removes function tags and indices), the wrapper
+``( (S ...) )`` labeled ``ROOT``.
 """
 
 from __future__ import annotations
@@ -48,7 +55,9 @@ TRANSFORMS = ("root_attach", "negra_mark_heads", "boyd_split", "raising")
 
 #: file name endings that name their format when ``--from`` is not given
 SUFFIXES = {".xml": "tigerxml", ".xml.gz": "tigerxml", ".export": "export", ".export.gz": "export",
-            ".negra": "export"}
+            ".negra": "export", ".mrg": "ptb", ".mrg.gz": "ptb"}
+#: the format of Penn Treebank ``.mrg`` files (read without treetools: :func:`read_ptb`)
+PTB = "ptb"
 
 
 def _treetools() -> Any:
@@ -165,17 +174,58 @@ READERS: dict[str, Callable[[Path, str | None], Iterator[tuple[str, Any]]]] = {
 }
 
 
+def formats() -> list[str]:
+    """Every ``--from`` format: the treetools readers' and ``ptb``."""
+    return [*READERS, PTB]
+
+
+def ptb_files(path: PathLike) -> list[Path]:
+    """The ``.mrg`` files of ``path``: the file itself, or a folder's ``*.mrg`` / ``*.mrg.gz`` files at any
+    depth in sorted path order (``wsj/00/wsj_0001.mrg`` before ``wsj/01/…``).
+
+    Raises:
+        InputError: no such file or folder, or a folder without ``.mrg`` files.
+    """
+    p = Path(path)
+    if p.is_dir():
+        found = sorted(f for f in p.rglob("*") if f.is_file() and f.name.lower().endswith((".mrg", ".mrg.gz")))
+        if not found:
+            raise InputError("a folder without .mrg files", display_name(p))
+        return found
+    if not p.exists():
+        raise InputError("no such file", display_name(p))
+    return [p]
+
+
+def read_ptb(path: PathLike) -> Iterator[tuple[str, Tree]]:
+    """Yield ``(FILE:LINE, tree)`` for each tree of a ``.mrg`` file or folder (:func:`ptb_files`), without
+    ``-NONE-`` elements, labels kept (module docstring).
+
+    Raises:
+        InputError: unbalanced brackets, text outside a tree, or a tree of empty elements only (file and line).
+    """
+    from synprep.parse.trees import read_mrg
+    from synprep.tree import drop_empty_elements
+
+    for f in ptb_files(path):
+        name = display_name(f)
+        for line, tree in read_mrg(f, drop_empty_elements):
+            yield f"{name}:{line}", tree
+
+
 def guess_format(path: PathLike) -> str:
-    """The format named by the file's ending (:data:`SUFFIXES`).
+    """The format named by the file's ending (:data:`SUFFIXES`); a folder holds ``.mrg`` files (``ptb``).
 
     Raises:
         ConfigError: an ending that names no format (give ``--from``).
     """
+    if Path(path).is_dir():
+        return PTB
     name = str(path).lower()
     for suffix, fmt in sorted(SUFFIXES.items(), key=lambda kv: -len(kv[0])):
         if name.endswith(suffix):
             return fmt
-    raise ConfigError(f"cannot tell the treebank format of {path}; give --from {'|'.join(READERS)}")
+    raise ConfigError(f"cannot tell the treebank format of {path}; give --from {'|'.join(formats())}")
 
 
 def _to_nltk(node: Any, trees: Any) -> Tree | str:
@@ -188,11 +238,12 @@ def _to_nltk(node: Any, trees: Any) -> Tree | str:
 
 def convert_treebank(path: PathLike, fmt: str | None = None, encoding: str | None = None
                      ) -> Iterator[tuple[str, Tree]]:
-    """Read a discontinuous treebank and yield its sentences as continuous, normalized trees.
+    """Read a discontinuous treebank and yield its sentences as continuous, normalized trees (a PTB
+    ``.mrg`` file or folder: its trees without empty elements, :func:`read_ptb`).
 
     Args:
-        path: a TIGER-XML file or a NEGRA export file (either may be gzipped: ``.gz``).
-        fmt: ``"tigerxml"`` or ``"export"`` (:data:`READERS`); None guesses it from the ending.
+        path: a TIGER-XML file or a NEGRA export file (either may be gzipped: ``.gz``), or ``.mrg`` files.
+        fmt: ``"tigerxml"``, ``"export"`` (:data:`READERS`) or ``"ptb"``; None guesses it from the ending.
         encoding: the export file's encoding (default UTF-8); an error with TIGER-XML.
 
     Yields:
@@ -205,8 +256,13 @@ def convert_treebank(path: PathLike, fmt: str | None = None, encoding: str | Non
             naming the file and the sentence id.
     """
     fmt = fmt or guess_format(path)
+    if fmt == PTB:
+        if encoding is not None:
+            raise ConfigError("--encoding applies to NEGRA export only: .mrg files are read as UTF-8")
+        yield from read_ptb(path)
+        return
     if fmt not in READERS:
-        raise ConfigError(f"unknown treebank format {fmt!r}; known: {', '.join(READERS)}")
+        raise ConfigError(f"unknown treebank format {fmt!r}; known: {', '.join(formats())}")
     treeanalysis, _, trees, transform = _treetools()
     p = Path(path)
     if p.is_dir():

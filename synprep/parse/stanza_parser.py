@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import json
 import logging
 import os
 import threading
@@ -91,6 +92,51 @@ class StanzaResources:
         return "constituency" in self.processors
 
 
+def download_hint(lang: str, model_dir: str, package: str | None, default_dir: str) -> str:
+    """The command that fetches ``lang``'s models, and how to parse with them afterwards.
+
+    Downloading goes into ``model_dir`` only when it can be written and is stanza's own (absent, or its
+    ``resources.json`` has stanza's top-level ``url``): a folder made by hand (the offline ``synprep``
+    package) would lose its ``resources.json``. Then the models go to ``default_dir`` (stanza's own
+    folder), and the hint says to parse without ``--stanza-dir``. ``package`` is kept only when stanza
+    publishes it for ``lang`` (stanza's ``resources.json`` lists every published package): a hand-made
+    folder's package names are its own, and the download is then stanza's default package.
+    """
+    try:
+        with open(os.path.join(model_dir, "resources.json"), encoding="utf-8") as f:
+            resources = json.load(f)
+        stanzas = isinstance(resources, dict) and "url" in resources
+    except FileNotFoundError:
+        resources, stanzas = {}, True
+    except (OSError, ValueError):
+        resources, stanzas = {}, False
+    entry = resources.get(lang) if stanzas else None
+    if isinstance(entry, dict) and "alias" in entry:
+        entry = resources.get(entry["alias"])
+    published = stanzas and (not resources or isinstance(entry, dict) and any(
+        isinstance(v, dict) and package in v for v in entry.values()))
+    existing = model_dir if os.path.isdir(model_dir) else os.path.dirname(os.path.abspath(model_dir))
+    here = stanzas and os.access(existing, os.W_OK)
+    target = model_dir if here else default_dir
+    if not here and os.path.abspath(model_dir) == os.path.abspath(default_dir):
+        target = "DIR"  # stanza's own folder cannot be written: one the user can
+    cmd = f"synprep models download {lang}" + (f" --dir {target}" if target != default_dir else "")
+    after = []
+    if package and published:
+        cmd += f" --package {package}"
+    elif package:
+        whose = ("a package of that folder, not one stanza publishes" if not stanzas
+                 else f"stanza publishes no package {package!r} for {lang}")
+        after.append(f"without --stanza-package {package} ({whose}: the download is stanza's default {lang} package)")
+    if target == "DIR":
+        after.insert(0, "with --stanza-dir DIR, a folder you can write")
+    elif target != model_dir:
+        after.insert(0, f"without --stanza-dir (stanza's folder {target})")
+    why = "" if here else "; " + model_dir + (" was not filled by stanza's download" if not stanzas
+                                               else " cannot be written")
+    return f"run: {cmd}" + (f", then parse {' and '.join(after)}" if after else "") + why
+
+
 def resolve_resources(spec: ParserSpec) -> StanzaResources:
     """Resolve a spec's model files without loading any model (cheap; used for the identity).
 
@@ -108,9 +154,7 @@ def resolve_resources(spec: ParserSpec) -> StanzaResources:
 
     model_dir = str(spec.dir) if spec.dir else DEFAULT_MODEL_DIR
     package = spec.package or "default"
-    hint = f"run: synprep models download {spec.lang}" + (f" --dir {spec.dir}" if spec.dir else "") + (
-        f" --package {spec.package}" if spec.package else ""
-    )
+    hint = download_hint(spec.lang, model_dir, spec.package, DEFAULT_MODEL_DIR)
     if not os.path.isfile(os.path.join(model_dir, "resources.json")):
         raise ConfigError(f"no stanza resources in {model_dir} (resources.json missing); {hint}")
 

@@ -33,7 +33,7 @@ the first differing word — never a silent fallback (the reference code fell ba
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from synprep.errors import InputError
@@ -155,11 +155,16 @@ def read_tree_lines(path: PathLike) -> Iterator[tuple[int, list[Tree]]]:
         yield lineno, parse_trees(text, name, lineno)
 
 
-def read_mrg(path: PathLike) -> Iterator[tuple[int, Tree]]:
+def read_mrg(path: PathLike, normalize: Callable[[Tree], Tree] = normalize_tree) -> Iterator[tuple[int, Tree]]:
     """Read a Penn Treebank ``.mrg`` file: trees spread over several lines, ``( (S ...) )`` wrappers.
 
+    Args:
+        path: the file (``.gz`` read as gzip).
+        normalize: what is done to each tree read (default :func:`normalize_tree`;
+            :func:`synprep.tree.drop_empty_elements` keeps the labels as they are).
+
     Yields:
-        ``(line, tree)``: the 1-based line where the tree starts, and the normalized tree.
+        ``(line, tree)``: the 1-based line where the tree starts, and the tree ``normalize`` returned.
 
     Raises:
         InputError: unbalanced brackets or a malformed tree (naming the tree's first line).
@@ -184,7 +189,7 @@ def read_mrg(path: PathLike) -> Iterator[tuple[int, Tree]]:
         if depth == 0:
             for tree, _, _ in found:
                 try:
-                    yield start, normalize_tree(tree)
+                    yield start, normalize(tree)
                 except ValueError as e:
                     raise InputError(f"bad bracketed tree: {e}", name, start) from None
             buf = []

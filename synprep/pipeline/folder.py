@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from synprep.config import DataConfig, differences
-from synprep.constants import MANIFEST_NAME
+from synprep.constants import MANIFEST_NAME, VOCAB_NAME
 from synprep.errors import ConfigError, InputError
 from synprep.lock import sweep_stale_temps
 from synprep.signature import file_sha256
@@ -72,19 +72,80 @@ def _refuse_overwritten_same_language(work: Path, lang: str) -> None:
 
 
 
-def _check_config(out: Path, config: DataConfig) -> None:
+def _check_config(out: Path, config: DataConfig, split: str) -> None:
     """Record the folder's configuration (``OUT/pipeline.json``), or refuse a different one, naming
-    each field that differs (a folder written by an earlier version is read in its layout)."""
+    each field that differs (a folder written by an earlier version is read in its layout).
+
+    A different configuration is taken (logged) while the folder holds nothing to protect: no shard and
+    no finished split (:func:`_folder_made`) and no other split being written. A command refused for
+    a mistake found after the configuration was written (trees that need ``--tokenized``, a wrong
+    input) then accepts its corrected form; the files made with the earlier configuration
+    (:func:`_discard_unfinished`) are removed, so nothing made with it is reused.
+
+    Raises:
+        ConfigError: another configuration, and the folder holds shards, a finished split, or another
+            split is being written into it (named).
+    """
     path = out / CONFIG_NAME
     if path.exists():
-        diff = differences(DataConfig.load(path), config)
-        if diff:
+        old = DataConfig.load(path)
+        diff = differences(old, config)
+        if not diff:
+            return
+        if _folder_made(out):
             raise ConfigError(
                 f"{out} was made with another configuration ({'; '.join(diff)}): give the folder's values (an "
                 f"option left out is inherited from {path}), use a new --out, or delete {out}")
-        return
+        busy = _other_writers(out, split)
+        if busy:
+            raise ConfigError(
+                f"{out} was made with another configuration ({'; '.join(diff)}) and {busy[0]} is writing into it "
+                f"with that one: wait for it to finish and give the folder's values, or use a new --out")
+        removed = _discard_unfinished(out, old)
+        log.info("%s holds no shard yet: its configuration is replaced by this run's (%s)%s", out, "; ".join(diff),
+                 f"; removed what the earlier one made: {', '.join(removed)}" if removed else "")
     with atomic_write(path) as f:
         f.write(config.to_json())
+
+
+def _folder_made(out: Path) -> bool:
+    """Whether the folder holds a shard or a finished split (an entry of ``manifest.json``; an unreadable
+    manifest counts as one: refuse rather than guess)."""
+    if any(out.glob("*.h5")):
+        return True
+    if not (out / MANIFEST_NAME).is_file():
+        return False
+    try:
+        return bool(json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8")).get("splits"))
+    except (ValueError, UnicodeDecodeError, AttributeError):
+        return True
+
+
+def _other_writers(out: Path, split: str) -> list[str]:
+    """The live writers of the folder's other splits (:func:`synprep.lock.split_writer`), named."""
+    from synprep.lock import SPLIT_RE, split_writer
+
+    names = {p.name[1:-len(".lock")] for p in out.glob(".*.lock")}
+    return [w for name in sorted(names - {split}) if SPLIT_RE.match(name) and (w := split_writer(out, name))]
+
+
+def _discard_unfinished(out: Path, old: DataConfig) -> list[str]:
+    """Remove what runs with the folder's earlier configuration made before any shard: the intermediate
+    text (``OUT/text``), the subword model (``code``, …), ``dict.txt``, the manifest and the inputs'
+    record. Returns the removed files' names (relative to ``out``)."""
+    from synprep.subword import scheme_class
+
+    candidates = [out / CODES_NAME, out / scheme_class(old.subword.scheme).model_name, out / VOCAB_NAME,
+                  out / MANIFEST_NAME, out / INPUTS_NAME]
+    text = out / "text"
+    if text.is_dir():
+        candidates += sorted(p for p in text.iterdir() if p.is_file() and not p.name.startswith("."))
+    removed = []
+    for p in dict.fromkeys(candidates):
+        if p.is_file():
+            p.unlink()
+            removed.append(str(p.relative_to(out)))
+    return removed
 
 
 INPUTS_NAME = "inputs.json"
@@ -95,15 +156,23 @@ def _check_inputs(out: Path, split: str, files: dict[str, str | None], made: lis
 
     A resumed run reuses every finished step; had an input been edited in between, the folder
     would mix old and new data. ``OUT/inputs.json`` maps each split to its inputs' hashes.
-    Changed inputs are accepted (and recorded anew) while nothing was made from the split yet:
-    a run that failed on bad input must not block its own retry once the input is fixed.
+    Other inputs are accepted (and recorded anew, logged) while no shard holds anything made from the
+    old ones: the split has no shard and no manifest entry, and no other split's shards were (or are
+    being) made with a file of ``made`` at the folder's top level (``dict.txt``, ``code`` built from this
+    split). What a run made from the old inputs (the existing files of ``made``, the split's files in
+    ``OUT/text``) is removed then, so nothing of it is reused:
+    a run that failed on a wrong input must not block its own retry with the right one.
 
     Args:
-        made: the files a run of this split writes (intermediate text, shards): when none exists
-            and the manifest knows no shard of the split, nothing was made from the old inputs.
+        made: the files a run of this split writes (intermediate text; ``dict.txt``, ``code`` when built
+            from it).
 
     Returns:
         The sha256 (hex) of each given file, by role.
+
+    Raises:
+        ConfigError: other inputs than the split's shards were made from (each named: a file that
+            changed since, or another file given than the one recorded).
     """
     path = out / INPUTS_NAME
     known = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
@@ -112,14 +181,20 @@ def _check_inputs(out: Path, split: str, files: dict[str, str | None], made: lis
     if old is not None:
         changed = [role for role in sorted(set(old) | set(now))
                    if (old.get(role) or {}).get("sha256") != (now.get(role) or {}).get("sha256")]
-        if changed and not _split_started(out, split, made):
-            log.info("the %s split's inputs changed since a run that made nothing from them: recording them anew",
-                     split)
+        what = "; ".join(_input_change(role, old.get(role), now.get(role)) for role in changed)
+        blocker = _input_blocker(out, split, made) if changed else None
+        if blocker:
+            raise ConfigError(f"the {split} split of {out} was made from other input ({what}) and {blocker}: give "
+                              f"the same files, use a new --out, or delete {out}")
+        if changed:
+            text = out / "text"
+            stale = [*made, *(text.glob(f"{split}.*") if text.is_dir() else ())]
+            stale = [p for p in dict.fromkeys(stale) if p.is_file()]
+            for p in stale:
+                p.unlink()
+            log.info("the %s split of %s has no shard yet: its inputs are recorded anew (%s)%s", split, out, what,
+                     f"; removed what the earlier ones made: {', '.join(p.name for p in stale)}" if stale else "")
             old = None
-        elif changed:
-            names = ", ".join(str((now.get(r) or old.get(r))["path"]) for r in changed)
-            raise ConfigError(f"the {split} split of {out} was made from other input ({names} changed): "
-                              f"use a new --out, or delete {out}")
     if old is None:
         known[split] = now
         with atomic_write(path) as f:
@@ -127,16 +202,43 @@ def _check_inputs(out: Path, split: str, files: dict[str, str | None], made: lis
     return {role: entry["sha256"] for role, entry in now.items()}
 
 
-def _split_started(out: Path, split: str, made: list[Path]) -> bool:
-    """Whether anything of the split exists: one of ``made``, a shard file, or a manifest entry."""
-    if any(p.exists() for p in made) or any(out.glob(f"{split}.*.h5")):
+def _input_change(role: str, old: dict[str, str] | None, now: dict[str, str] | None) -> str:
+    """How one input differs from the recorded one: ``src: raw.de changed since`` (the same path),
+    ``src: the folder has raw.de, this run tok.de`` (another file), or an input given on one side only."""
+    option = f"--{role.replace('_', '-')}"
+    if old is None:
+        return f"{option}: the folder has none, this run {now['path'] if now else '-'}"
+    if now is None:
+        return f"{option}: the folder has {old['path']}, this run none"
+    if old["path"] == now["path"]:
+        return f"{option}: {now['path']} changed since (sha256 {old['sha256'][:8]}, now {now['sha256'][:8]})"
+    return f"{option}: the folder has {old['path']}, this run {now['path']} (other content)"
+
+
+def _input_blocker(out: Path, split: str, made: list[Path]) -> str | None:
+    """Why the split's recorded inputs must stay (what was made from them is in use), or None."""
+    if _split_made(out, split):
+        return "its shards hold what was made from them"
+    shared = [p.name for p in made if p.parent == out and p.exists()]
+    if shared and _folder_made(out):
+        return f"the folder's shards were made with {', '.join(shared)} made from them"
+    writers = _other_writers(out, split) if shared else []
+    if writers:
+        return f"{writers[0]} is making shards with {', '.join(shared)} made from them"
+    return None
+
+
+def _split_made(out: Path, split: str) -> bool:
+    """Whether the split has a shard file or an entry in ``manifest.json`` (an unreadable manifest counts as
+    one: refuse rather than mix)."""
+    if any(out.glob(f"{split}.*.h5")):
         return True
     if not (out / MANIFEST_NAME).is_file():
         return False
     try:
         return split in json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8")).get("splits", {})
-    except (ValueError, UnicodeDecodeError):
-        return True  # cannot tell: refuse rather than mix
+    except (ValueError, UnicodeDecodeError, AttributeError):
+        return True
 
 
 def check_output_folder(out: Path) -> None:

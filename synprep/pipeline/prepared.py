@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Iterable
@@ -10,7 +11,7 @@ from typing import Any
 
 from synprep.annotate import annotate_split, items_from_files, warm_parse
 from synprep.config import DataConfig
-from synprep.constants import VOCAB_NAME
+from synprep.constants import MANIFEST_NAME, VOCAB_NAME
 from synprep.lock import writer
 from synprep.pipeline.checks import check_annotate_inputs
 from synprep.pipeline.dictionary import split_vocab
@@ -22,6 +23,21 @@ from synprep.textio import display_name, iter_lines
 from synprep.timeline import mark
 
 log = logging.getLogger(__name__)
+
+
+def pieces_lowercased(out: Path, src: str, n_src: int) -> bool:
+    """The signature's ``lc:`` for pieces given as they are (``annotate``): the folder's, recorded by its first
+    split, when it has a manifest (every split of a folder carries one signature); else whether a sample of
+    the source pieces looks lowercased (:func:`synprep.text.langid.looks_lowercased`: fairseq's prepared
+    IWSLT14 data is lowercased before BPE)."""
+    from synprep.pipeline.checks import LOWERCASE_SAMPLE
+    from synprep.text.langid import looks_lowercased, sample_lines
+
+    try:
+        fields = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))["signature"].split("|")
+        return "lc:yes" in fields
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return looks_lowercased(sample_lines(iter_lines(src), n_src, LOWERCASE_SAMPLE))
 
 
 @writer
@@ -71,7 +87,8 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
                            cache=parse.cache)
     v = split_vocab(out, split, [Path(src), Path(tgt)], vocab, config.shards.vocab_split)  # waits for its split
     mark("vocabulary")
-    manifest, sig = split_manifest(out, split, shared, v, parse, n_src, tok="given", lowercase=config.text.lowercase,
+    lowercased = config.text.lowercase or pieces_lowercased(out, src, n_src)
+    manifest, sig = split_manifest(out, split, shared, v, parse, n_src, tok="given", lowercase=lowercased,
                                    words="cased" if parse_src is not None else None, input_sha=input_sha)
     parses = source.imported(conllu, range(1, n_src + 1), n_src)
     items: Iterable[Any] = items_from_files(

@@ -203,7 +203,7 @@ def open_split(out: Path, split: str, config: Any, inputs: dict[str, str | None]
     hold_split(out, split)  # a second writer of this split is refused, naming this run (synprep.lock)
     with folder_lock(out):
         _refuse_without_vocabulary(out, split, vocab, config.shards.vocab_split)  # before anything is written
-        _check_config(out, config)
+        _check_config(out, config, split)
         input_sha = _check_inputs(out, split, inputs, made)
     _remove_stale_temps(out)  # after the configuration check: a refused command leaves the folder alone
     if runs_parser and cache:  # a damaged cache stops the run before any stage

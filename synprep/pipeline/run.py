@@ -11,6 +11,7 @@ from typing import Any
 
 from synprep.annotate import annotate_split, items_from_files, warm_parse
 from synprep.config import DataConfig
+from synprep.constants import VOCAB_NAME
 from synprep.errors import InputError
 from synprep.lock import writer
 from synprep.parse.options import Item, ParseOptions
@@ -92,6 +93,10 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
     files = TextFiles(out / "text", split, config.src_lang, config.tgt_lang)
     files.work.mkdir(parents=True, exist_ok=True)
     made = [files.side(stage, side) for stage in ("tok", "clean", "bpe") for side in ("src", "tgt")]
+    if split == TRAIN and codes is None and subword_model is None:
+        made.append(out / scheme.model_name)  # learned on this split's text
+    if split == config.shards.vocab_split and vocab is None:
+        made.append(out / VOCAB_NAME)  # built from this split's pieces
     input_sha = open_split(out, split, recorded(config, source.runs_parser),
                            {"src": src, "tgt": tgt, "conllu": conllu, "trees": trees},
                            made + [files.lines, files.dropped], vocab=vocab, runs_parser=source.runs_parser,

@@ -219,7 +219,8 @@ class Manifest:
         """Read ``FOLDER/manifest.json`` (or the given file).
 
         Raises:
-            InputError: missing, not JSON, or not a synprep manifest.
+            InputError: missing (a run writing the folder's first shard named: :func:`no_manifest_reason`),
+                not JSON, or not a synprep manifest.
         """
         path = Path(folder)
         if path.is_dir():
@@ -227,7 +228,7 @@ class Manifest:
         try:
             d = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise InputError("no manifest.json", str(path)) from None
+            raise InputError(no_manifest_reason(path.parent), str(path)) from None
         except (UnicodeDecodeError, ValueError) as e:
             raise InputError(f"manifest is not JSON: {e}", str(path)) from None
         if not isinstance(d, dict):
@@ -306,3 +307,19 @@ class Manifest:
             return False
         return file_sha256(path) == info.sha256
 
+
+def no_manifest_reason(folder: Path) -> str:
+    """Why a folder has no ``manifest.json``: a run writing its first shard (named from its split lock,
+    :func:`synprep.lock.split_writer`), a run that stopped before its first shard, or no synprep folder."""
+    from synprep.lock import SPLIT_RE, split_writer
+
+    splits = sorted(p.name[1:-len(".lock")] for p in folder.glob(".*.lock"))
+    for split in (s for s in splits if SPLIT_RE.match(s)):
+        writer = split_writer(folder, split)
+        if writer is not None:
+            return (f"no manifest.json yet: the {split} split is being written by {writer}, and the manifest "
+                    f"appears with its first shard: wait for it to finish")
+    if (folder / "pipeline.json").is_file():
+        return ("no manifest.json: no run into this folder wrote a shard (each stopped or failed before its "
+                "first): run the command that makes it again (it resumes)")
+    return "no manifest.json"

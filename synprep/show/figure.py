@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import unicodedata
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,6 +29,11 @@ CONSTITUENCY_SOURCES = ("constituency", "mixed")
 
 def _token_labels(view: PairView) -> list[str]:
     return [*view.src, EOS]
+
+
+def _ems(word: str) -> float:
+    """The width of ``word`` in ems, roughly: 1 for a wide (CJK) character, 0.6 for any other."""
+    return sum(1.0 if unicodedata.east_asian_width(c) in "WF" else 0.6 for c in word)
 
 
 def _arc_levels(heads: list[int]) -> dict[int, int]:
@@ -67,21 +73,27 @@ def _arc_panel(ax, view: PairView) -> None:
                     arrowprops={"arrowstyle": "-|>", "color": "tab:blue", "lw": 0.9, "mutation_scale": 9})
         ax.text((x0 + x1) / 2, base + height, label, ha="center", va="center", fontsize=7, color="tab:blue",
                 bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85})
-    rotate = w > 22
     per_word = ax.figure.get_figwidth() * 72 / max(w, 1)  # points of width per word
-    size = float(np.clip(per_word * (0.9 if rotate else 0.45), 5, 9))
+    # a word side by side with the next fits when its width (ems × size) is under 90 % of its share;
+    # CJK characters are a full em wide, a Latin letter about 0.6 em
+    widest = max((_ems(word) for word in view.words), default=1.0)
+    size = float(min(np.clip(per_word * 0.45, 5, 9), 0.9 * per_word / max(widest, 1.0)))
+    rotate = w > 22 or size < 5
+    if rotate:
+        size = float(np.clip(per_word * 0.9, 5, 9))
+    tags = per_word >= 22 and not rotate  # else the tags would run into each other or into the slanted words
     for i, (word, tag) in enumerate(zip(view.words, view.upos, strict=True)):
         ax.text(i, 0.05, word, ha="right" if rotate else "center", va="top", fontsize=size,
                 rotation=45 if rotate else 0, rotation_mode="anchor")
-        if per_word >= 22:  # else the tags would run into each other (the text output lists them)
-            ax.text(i, -0.55 if not rotate else -1.5, tag, ha="center", va="top", fontsize=6.5, color="0.4")
+        if tags:  # (the text output lists them)
+            ax.text(i, -0.55, tag, ha="center", va="top", fontsize=6.5, color="0.4")
     for s in rec.sent_start.tolist()[1:]:
         ax.axvline(s - 0.5, color="0.6", ls="--", lw=0.8)
     ax.set_xlim(-0.8, w - 0.2)
     ax.set_ylim(-1.0 if not rotate else -2.0, top + 0.2)
     ax.axis("off")
     ax.set_title("dependency tree: head → dependent with its deprel, root ↓"
-                 + ("; UPOS under the words" if per_word >= 22 else "")
+                 + ("; UPOS under the words" if tags else "")
                  + ("; dashed = sentence boundary" if len(rec.sent_start) > 1 else ""), fontsize=9, loc="left")
 
 

@@ -98,9 +98,16 @@ def check_language_code(lang: str, option: str) -> None:
     """Refuse a value of ``-s``/``-t`` that is no language code (``english``), before anything is written.
 
     Raises:
-        ConfigError: naming the option and the value.
+        ConfigError: naming the option and the value, and the code of a language named in English
+            (``german`` → ``de``, :func:`synprep.parse.langcode.iso_code`).
     """
     if not _CODE.match(lang):
+        from synprep.parse.langcode import iso_code
+
+        code = iso_code(lang)
+        if code is not None and _CODE.match(code):
+            raise ConfigError(f"{option} {lang!r} is not a language code: {lang} is {code!r} (ISO 639-1); "
+                              f"run with {option.split('/')[0]} {code}")
         raise ConfigError(f"{option} {lang!r} is not a language code: give its ISO 639-1 code (de, en, pt-br, ...)")
 
 

@@ -48,10 +48,17 @@ _LANG = re.compile(r"^[A-Za-z]{2,3}([_-][A-Za-z0-9]+)?$")
 def _tokenizer(lang: str) -> MosesTokenizer:
     if not _LANG.match(lang):
         raise ConfigError(f"bad language code {lang!r} (expected e.g. de, en, pt-br)")
-    if lang not in NonbreakingPrefixes().available_langs:
-        log.warning("no Moses nonbreaking prefixes for language %r: using the English list "
-                    "(tokenizer.perl would use none)", lang)
     return MosesTokenizer(lang=lang)
+
+
+@cache
+def _tell_prefixes(lang: str) -> None:
+    """Say once per process (the one that reads the input, not each worker) that ``lang`` has no Moses
+    nonbreaking prefixes: sacremoses, like Moses's ``tokenizer.perl``, then uses the English list."""
+    if lang not in NonbreakingPrefixes().available_langs:
+        log.warning("no Moses nonbreaking prefixes for language %r: the English list is used, as Moses's "
+                    "tokenizer.perl does (a word ending in '.' keeps its dot when it is an English abbreviation); "
+                    "--tokenizer parser tokenizes with the parser's own tokenizer instead", lang)
 
 
 def fairseq_split_final_dot(tokens: list[str]) -> list[str]:
@@ -112,6 +119,7 @@ def tokenize_stream(lines: Iterable[str], lang: str, *, lowercase: bool = False,
     Raises what :func:`tokenize_line` raises, and :class:`~synprep.errors.ConfigError` for bad jobs.
     """
     _tokenizer(lang)  # fail early on a bad language, in this process
+    _tell_prefixes(lang)
     func = partial(tokenize_lines, lang=lang, lowercase=lowercase, escape=escape,
                    fairseq_compat=fairseq_compat)
     for chunk in parallel_map(func, chunked(lines, chunk_lines), jobs=jobs, backend=backend,

@@ -145,15 +145,17 @@ class ShardDataset(Dataset):
         root attributes (``signature``, ``vocab_path``, ``vocab_sha256``, …).
 
     Raises:
-        InputError: no such folder or split, or a shard of an unknown format.
+        InputError: no such folder or split (``option``, the command-line option that names the split,
+            is named with the folder's splits), or a shard of an unknown format.
     """
 
-    def __init__(self, shards_dir: str | Path, split: str, map_dir: str | Path | None = None):
+    def __init__(self, shards_dir: str | Path, split: str, map_dir: str | Path | None = None,
+                 option: str | None = None):
         from synprep.shards import SplitReader, open_split
 
         readers = open_split(shards_dir, split, map_dir=map_dir)
         if not readers:
-            raise InputError(f"no shards of split {split!r} (expected {split}.00000.h5, …)", str(shards_dir))
+            raise InputError(no_split_message(shards_dir, split, option), str(shards_dir))
         self.split = split
         self.reader = SplitReader(readers)
         self.attrs: dict = dict(readers[0].attrs)
@@ -336,3 +338,21 @@ def worker_init(_: int) -> None:
     """A DataLoader worker's start: one thread for torch and the numeric libraries (the trainer's and
     ``translate``'s readers; the process's cores are the main process's)."""
     limit_threads(1)
+
+
+def no_split_message(shards_dir: str | Path, split: str, option: str | None = None) -> str:
+    """``no shards of split 'valid' (expected valid.00000.h5, …); the folder's splits: test, train: name one
+    with --valid-split SPLIT, or make the split (synprep pipeline --split valid …)``."""
+    import json
+
+    from synprep.constants import MANIFEST_NAME
+
+    msg = f"no shards of split {split!r} (expected {split}.00000.h5, …)"
+    if option is None:
+        return msg
+    try:
+        names = sorted(json.loads((Path(shards_dir) / MANIFEST_NAME).read_text(encoding="utf-8"))["splits"])
+    except (OSError, ValueError, KeyError, TypeError):
+        names = []
+    have = f"the folder's splits: {', '.join(names)}: " if names else ""
+    return f"{msg}; {have}name one with {option} SPLIT, or make the split (synprep pipeline --split {split} …)"

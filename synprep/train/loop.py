@@ -511,7 +511,8 @@ class Trainer:
             stopped = bool(cfg.max_steps and st.step >= cfg.max_steps)
             bar.close()
             last_valid = self._close_period(n_batches, stopped)
-        return {"step": st.step, "epoch": st.epoch, "best_valid_loss": st.best_valid,
+        return {"step": st.step, "epoch": st.epoch, "batches_in_epoch": st.batch_in_epoch,
+                "best_valid_loss": st.best_valid,
                 "last": last_valid, "out": str(self.out), "signature": self.signature}
 
     def _close_period(self, n_batches: int, stopped: bool) -> dict[str, Any]:

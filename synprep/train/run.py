@@ -69,7 +69,8 @@ def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None =
             folder holding only a test split).
 
     Returns:
-        summary: ``step``, ``epoch``, ``best_valid_loss``, ``signature``, ….
+        summary: ``step``, ``epoch`` (epochs finished), ``batches_in_epoch`` (batches of the next one
+            done: a ``max_steps`` stop), ``best_valid_loss``, ``signature``, ….
 
     Raises:
         InputError: missing shards, splits or vocabulary; ConfigError: bad configuration;
@@ -81,8 +82,8 @@ def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None =
     try:
         with run_lock(out_dir) if env.is_main else contextlib.nullcontext():  # one run per folder (rundir.py)
             arrays = arrays_folder(shards_dir, out_dir)  # the shards' decoded arrays, mapped by every process
-            train_ds = ShardDataset(shards_dir, train_split, map_dir=arrays)
-            valid_ds = ShardDataset(shards_dir, valid_split, map_dir=arrays)
+            train_ds = ShardDataset(shards_dir, train_split, map_dir=arrays, option="--train-split")
+            valid_ds = ShardDataset(shards_dir, valid_split, map_dir=arrays, option="--valid-split")
             symbols = load_symbols(shards_dir, train_ds.attrs)
             trainer = Trainer(cfg, train_ds, valid_ds, symbols, out_dir, dev, env, resume=resume,
                               overrides=overrides, progress=progress, data_signature=train_ds.attrs.get("signature"))
