@@ -6,7 +6,8 @@ source piece (the BPE pieces of ``SPLIT.SRC``, no ``</s>``; sockeye and OpenNMT-
 ================== =====================================================================================
 file               content
 ================== =====================================================================================
-SPLIT.SRC          source BPE pieces (Moses-escaped, ``@@`` markers), space-separated
+SPLIT.SRC          source BPE pieces (Moses-escaped, ``@@`` markers), space-separated, as segmented
+                   (the folder's ``text/SPLIT.bpe.SRC``; never ``<unk>`` for a piece outside dict.txt)
 SPLIT.TGT          target BPE pieces
 SPLIT.SRC.deprel   the UD relation of the piece's word (``nsubj``, ``root``, …)
 SPLIT.SRC.upos     the UPOS tag of the piece's word
@@ -15,6 +16,10 @@ SPLIT.SRC.bpos     the piece's position in its word: ``B`` first, ``I`` inside, 
 SPLIT.SRC.parent   head word minus the piece's word, in words (``-2``, ``+1``; ``0`` for the root)
 SPLIT.lines        the 1-based line of the pair in the split's original input
 ================== =====================================================================================
+
+A folder that keeps no text (``annotate``, ``shard``) gives its pieces only where every id is in
+``dict.txt`` (the ids' symbols are the pieces there): a split with ``<unk>`` ids is refused
+(:func:`known_pieces`), since a text file cannot say that a piece is not known.
 
 With the same language on both sides (``-s en -t en``) ``SRC``/``TGT`` are ``en_src``/``en_tgt``
 (:func:`synprep.export.base.side_names`): ``train.en_src`` and its factor files ``train.en_src.deprel``
@@ -30,11 +35,13 @@ import os
 
 import numpy as np
 
+from synprep.errors import InputError
 from synprep.export.base import Exporter, Unit, UnitFiles
 from synprep.export.columns import ShardBlock
+from synprep.export.text import SplitPieces
 
 #: the layout's version
-FACTORS_FORMAT_VERSION = 1
+FACTORS_FORMAT_VERSION = 2
 #: the factor files, in the order sockeye's --source-factors is documented with
 FACTORS = ("deprel", "upos", "headdir", "bpos", "parent")
 
@@ -59,6 +66,24 @@ def piece_factors(block: ShardBlock) -> dict[str, np.ndarray]:
             "headdir": headdir[gw], "bpos": bpos, "parent": parent[gw]}
 
 
+def known_pieces(block: ShardBlock, split_pieces: SplitPieces) -> tuple[list[list[str]], list[list[str]]]:
+    """(source, target): the pieces of every pair of ``block`` (:class:`~synprep.export.text.SplitPieces`).
+
+    Raises:
+        InputError: a pair whose pieces are not known (the folder keeps no text and the pair has a
+            piece outside ``dict.txt``), or a piece file that is not the shards'.
+    """
+    pieces = split_pieces.pairs(block)
+    n_src, n_tgt = pieces.unknown()
+    if n_src or n_tgt:
+        n = sum(s is None or t is None for s, t in zip(pieces.src, pieces.tgt, strict=True))
+        raise InputError(f"{n} of {block.n} pairs have pieces outside dict.txt (<unk>) and the folder keeps no text of "
+                         f"them (source side: {n_src}, target side: {n_tgt}): a factor file would hold <unk> in place "
+                         f"of their pieces; export the synprep pipeline folder of this split (its text/ keeps the "
+                         f"pieces), or use --format hf (null for those pieces) or fairseq (ids)", block.name)
+    return [p for p in pieces.src if p is not None], [p for p in pieces.tgt if p is not None]
+
+
 def _lines(tokens: np.ndarray, offsets: np.ndarray) -> str:
     return "".join(" ".join(tokens[a:b].tolist()) + "\n" for a, b in zip(offsets[:-1], offsets[1:], strict=True))
 
@@ -69,22 +94,19 @@ class FactorsExporter(Exporter):
     name = "factors"
     version = FACTORS_FORMAT_VERSION
 
-    def __init__(self, ctx):
-        super().__init__(ctx)
-        vocab = ctx.vocab
-        self.symbols = np.array([vocab[i] for i in range(len(vocab))], dtype=object)
-
     def write_unit(self, unit: Unit, files: UnitFiles) -> int:
         src, tgt = self.ctx.sides
         names = {"src": f"{unit.split}.{src}", "tgt": f"{unit.split}.{tgt}", "lines": f"{unit.split}.lines",
                  **{f: f"{unit.split}.{src}.{f}" for f in FACTORS}}
         outs = {key: files.path(name).open("w", encoding="utf-8", newline="\n") for key, name in names.items()}
+        split_pieces = SplitPieces(self.ctx.source, self.ctx.manifest.config, unit.split, self.ctx.vocab)
         pairs = 0
         try:
             for reader in self.ctx.readers(unit):
                 block = ShardBlock.read(reader)
-                outs["src"].write(_lines(self.symbols[block.data["src_ids"].astype(np.int64)], block.offsets["src"]))
-                outs["tgt"].write(_lines(self.symbols[block.data["tgt_ids"].astype(np.int64)], block.offsets["tgt"]))
+                src_pieces, tgt_pieces = known_pieces(block, split_pieces)
+                outs["src"].write("".join(" ".join(p) + "\n" for p in src_pieces))
+                outs["tgt"].write("".join(" ".join(p) + "\n" for p in tgt_pieces))
                 outs["lines"].write("".join(f"{n}\n" for n in block.lines.tolist()))
                 for factor, labels in piece_factors(block).items():
                     outs[factor].write(_lines(labels, block.offsets["src"]))
