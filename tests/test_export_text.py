@@ -143,7 +143,7 @@ def test_hf_export_without_text_files_writes_null_for_unknown_text(deen_lc: Path
     n_unk = sum(a or b for a, b in zip(unk_src, unk_tgt, strict=True))
     assert "src_words are null" not in proc.stderr  # the shards store the words the parser read
     assert (f"synprep: valid.00000.h5: {n_unk} of {len(recs)} pairs have pieces outside dict.txt (<unk>) and the "
-            f"folder keeps no text of them: their text fields are null (source side: {sum(unk_src)}, target side: "
+            f"folder keeps no text of them: their text fields and pieces are null (source side: {sum(unk_src)}, target side: "
             f"{sum(unk_tgt)}); synprep pipeline folders keep the text (docs/export.md)\n") in proc.stderr
     ds = load_hf(dest, tmp_path / "cache")["valid"]
     lines = [r.line for r in recs]

@@ -36,9 +36,10 @@ def get_exporter(name: str) -> type[Exporter]:
     return cls
 
 
-def export(source: str, fmt: str, dest: str, splits: list[str] | None = None) -> ExportRecord:
+def export(source: str, fmt: str, dest: str, splits: list[str] | None = None,
+           options: dict[str, Any] | None = None) -> ExportRecord:
     """Export the shard folder ``source`` as ``fmt`` into ``dest`` (see :func:`synprep.export.base.run_export`)."""
-    return run_export(get_exporter(fmt), source, dest, splits)
+    return run_export(get_exporter(fmt), source, dest, splits, options)
 
 
 __all__ = ["EXPORTERS", "ExportRecord", "Exporter", "export", "get_exporter", "run_export"]

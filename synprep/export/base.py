@@ -82,7 +82,7 @@ class ExportContext:
     Attributes:
         vocab: the verified ``dict.txt``. split_readers: split → its verified shards, in order
             (headers only; a shard's data is loaded by :class:`~synprep.export.columns.ShardBlock`
-            and released after it).
+            and released after it). options: the format's options (``factors_style``), as given.
     """
 
     source: Path
@@ -93,6 +93,7 @@ class ExportContext:
     vocab: Vocab
     split_readers: dict[str, list[ShardReader]]
     splits: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def sides(self) -> tuple[str, str]:
@@ -196,12 +197,14 @@ class Exporter:
         version: the layout version of what it writes (bumped when an old reader would misread it).
         requires: the modules it imports (lazily, inside its methods; :data:`synprep.extras.EXTRA_OF` names the pip extra of each).
         per_shard: one unit per shard (True) or per split (False).
+        options: the names of the format's own options (:attr:`ExportContext.options`).
     """
 
     name: ClassVar[str] = ""
     version: ClassVar[int] = 1
     requires: ClassVar[tuple[str, ...]] = ()
     per_shard: ClassVar[bool] = False
+    options: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, ctx: ExportContext):
         self.ctx = ctx
@@ -354,20 +357,39 @@ def languages(readers: dict[str, list[ShardReader]]) -> tuple[str, str]:
     return str(attrs["src_lang"]), str(attrs["tgt_lang"])
 
 
+def _option_owners(key: str) -> list[tuple[str, Any]]:
+    """The registered formats that have the option ``key`` (name, class)."""
+    from synprep.export import EXPORTERS
+
+    owners = []
+    for name in sorted(EXPORTERS):
+        cls = EXPORTERS.load(name)
+        if key in cls.options:
+            owners.append((name, cls))
+    return owners
+
+
 def run_export(exporter_cls: type[Exporter], source: str | os.PathLike, dest: str | os.PathLike,
-               splits: list[str] | None = None) -> ExportRecord:
+               splits: list[str] | None = None, options: dict[str, Any] | None = None) -> ExportRecord:
     """Export ``splits`` (default: every split with shards) of the output folder ``source`` into ``dest``.
+
+    ``options`` are the format's own (:attr:`Exporter.options`; ``{"factors_style": "onmt3"}``).
 
     Returns:
         the saved :class:`ExportRecord` (pairs per split via ``.pairs(split)``).
 
     Raises:
         InputError: ``source`` is not an output folder, a shard is missing or corrupt.
-        ConfigError: an unknown split; ``dest`` is the source folder, or a non-empty folder that is
+        ConfigError: an unknown split or an option the format does not have; ``dest`` is the source folder, or a non-empty folder that is
             not an export, or holds another export (format, version, source signature or
             configuration differ), or is being written by another process.
     """
     source, dest = Path(source), Path(dest)
+    options = {k: v for k, v in (options or {}).items() if v is not None}
+    for key in options:
+        if key not in exporter_cls.options:
+            raise ConfigError(f"--{key.replace('_', '-')} applies to --format "
+                              f"{' or '.join(n for n, c in _option_owners(key)) or '(none)'} only")
     manifest = Manifest.load(source)
     available = [s for s, e in manifest.splits.items() if e.shards]
     if not splits:
@@ -389,7 +411,7 @@ def run_export(exporter_cls: type[Exporter], source: str | os.PathLike, dest: st
         raise ConfigError(f"--to {dest} is not empty and holds no {EXPORT_MANIFEST}: export into a new or empty "
                           f"folder (or one an earlier export made)")
     dest.mkdir(parents=True, exist_ok=True)
-    ctx = ExportContext(source, dest, manifest, src_lang, tgt_lang, vocab, split_readers, list(splits))
+    ctx = ExportContext(source, dest, manifest, src_lang, tgt_lang, vocab, split_readers, list(splits), options)
     exporter = exporter_cls(ctx)
     with _locked(dest):
         _remove_stale_tmp(dest)

@@ -19,7 +19,11 @@ translation     {SRC: str, TGT: str}       the tokenized pair (HF ``Translation`
                                            made from, Moses escapes undone, lowercased if the
                                            signature says ``lc:yes`` (:mod:`synprep.export.text`)
 src_words       list<str> (W)              the words the parser read, as it read them (cased)
-src_pieces      list<str> (T)              the BPE pieces (Moses-escaped, ``@@`` markers), no ``</s>``
+src_pieces      list<str> (T)              the BPE pieces (Moses-escaped, ``@@`` markers), no ``</s>``, as
+                                           segmented (:class:`~synprep.export.text.SplitPieces`: a
+                                           piece outside ``dict.txt`` is itself, its id ``<unk>``);
+                                           null where the folder keeps no text and the side has an
+                                           ``<unk>`` id
 src_ids         list<int32> (T)            their ids in ``dict.txt`` (fairseq order)
 tgt_pieces      list<str> (U)              target pieces. tgt_ids: list<int32> (U)
 word_index      list<int32> (T)            0-based word of each piece
@@ -43,11 +47,11 @@ import numpy as np
 from synprep.errors import ConfigError, InputError
 from synprep.export.base import Exporter, ExportRecord, Unit, UnitFiles
 from synprep.export.columns import ShardBlock
-from synprep.export.text import PairText, SplitText
+from synprep.export.text import PairText, SplitPieces, SplitText
 from synprep.textio import atomic_write
 
 #: the Parquet layout's version (schema metadata ``synprep.format_version``)
-PARQUET_FORMAT_VERSION = 1
+PARQUET_FORMAT_VERSION = 2
 #: zstd: ~2x smaller than snappy on these columns at a similar write speed
 COMPRESSION = "zstd"
 
@@ -116,6 +120,13 @@ def _unbpe(arr: Any) -> Any:
     return pc.replace_with_mask(arr, mask, pc.replace_substring_regex(arr.filter(mask), pattern="@@$", replacement=""))
 
 
+def _piece_lists(pieces: list[list[str] | None]) -> Any:
+    """``list<string>`` of the pairs' pieces, null where they are not known."""
+    import pyarrow as pa
+
+    return pa.array(pieces, pa.list_(pa.string()))
+
+
 class ParquetExporter(Exporter):
     """One ``data/SPLIT-NNNNN-of-MMMMM.parquet`` per shard, a ``README.md`` dataset card beside."""
 
@@ -134,11 +145,18 @@ class ParquetExporter(Exporter):
         self._stripped = pa.array([s[:-2] if s.endswith("@@") else s for s in symbols], pa.string())
         self._labels: tuple[list[str], list[str]] | None = None
         self._text: dict[str, SplitText] = {}
+        self._split_piece_files: dict[str, SplitPieces] = {}
 
     def _split_text(self, split: str) -> SplitText:
         if split not in self._text:
             self._text[split] = SplitText(self.ctx.source, self.ctx.manifest.config, split)
         return self._text[split]
+
+    def _split_pieces(self, split: str) -> SplitPieces:
+        if split not in self._split_piece_files:
+            self._split_piece_files[split] = SplitPieces(self.ctx.source, self.ctx.manifest.config, split,
+                                                         self.ctx.vocab)
+        return self._split_piece_files[split]
 
     def usage(self) -> str:
         return f"load with: datasets.load_dataset({str(self.ctx.dest)!r})"
@@ -179,14 +197,15 @@ class ParquetExporter(Exporter):
         src_ids, tgt_ids = d["src_ids"].astype(np.int64), d["tgt_ids"].astype(np.int64)
         if src_ids.size and src_ids.max() >= len(self._pieces) or tgt_ids.size and tgt_ids.max() >= len(self._pieces):
             raise InputError("an id is outside the vocabulary (run synprep check)", block.name)
-        src_pieces = self._pieces.take(pa.array(src_ids))
         tgt_pieces = self._pieces.take(pa.array(tgt_ids))
+        split = str(block.attrs["split"])
+        pieces = self._split_pieces(split).pairs(block)  # as segmented: the ids' symbols hold <unk>
         wpo = pa.array(block.word_piece_offsets().astype(np.int32))
         words = _unescape(pc.binary_join(pa.ListArray.from_arrays(wpo, self._stripped.take(pa.array(src_ids))), ""))
         src_words = lst("word", words)
         src_text = pc.binary_join(src_words, " ")
         tgt_text = _unescape(_unbpe(pc.binary_join(lst("tgt", tgt_pieces), " ")))
-        true = self._split_text(str(block.attrs["split"])).pairs(
+        true = self._split_text(split).pairs(
             block, lambda: PairText(src_words.to_pylist(), src_text.to_pylist(), tgt_text.to_pylist()))
         if true is not None:  # the text files' text (the pieces' text holds <unk> or is lowercased)
             src_words = pa.array(true.words, pa.list_(pa.string()))
@@ -201,9 +220,9 @@ class ParquetExporter(Exporter):
             "line": pa.array(block.lines.astype(np.int64)),
             "translation": translation,
             "src_words": src_words,
-            "src_pieces": lst("src", src_pieces),
+            "src_pieces": _piece_lists(pieces.src),
             "src_ids": lst("src", ints("src_ids")),
-            "tgt_pieces": lst("tgt", tgt_pieces),
+            "tgt_pieces": _piece_lists(pieces.tgt),
             "tgt_ids": lst("tgt", ints("tgt_ids")),
             "word_index": lst("src", ints("word_index")),
             "heads": lst("word", ints("heads")),
@@ -276,7 +295,7 @@ ds = load_dataset("parquet", data_files={{"train": "data/train-*.parquet"}})   #
 | `line` | int64 | 1-based line of the pair in the split's original input |
 | `translation` | Translation | the tokenized pair (keys {", ".join(f"`{k}`" for k in record.sides or [record.src_lang, record.tgt_lang])}): the text the pieces were made from, escapes undone (lowercased if the signature says `lc:yes`) |
 | `src_words` | list of string (W) | the source words the parser read, as it read them (cased) |
-| `src_pieces`, `src_ids` | list (T) | BPE pieces and their `dict.txt` ids (fairseq order: `<s>`=0 `<pad>`=1 `</s>`=2 `<unk>`=3), no `</s>`; a piece outside `dict.txt` is `<unk>` here, the text fields keep it |
+| `src_pieces`, `src_ids` | list (T) | BPE pieces and their `dict.txt` ids (fairseq order: `<s>`=0 `<pad>`=1 `</s>`=2 `<unk>`=3), no `</s>`; a piece outside `dict.txt` is itself here and `<unk>` (3) in the ids; the pieces are null where the exported folder kept no text of a pair with such a piece |
 | `tgt_pieces`, `tgt_ids` | list (U) | the same for the target |
 | `word_index` | list of int32 (T) | 0-based word of each source piece |
 | `heads` | list of int32 (W) | 1-based head word, 0 = root |

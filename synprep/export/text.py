@@ -1,4 +1,4 @@
-"""The true text of exported pairs: the words the parser read and the tokenized text of both sides.
+"""The true text of exported pairs: the words the parser read, the tokenized text and the pieces of both sides.
 
 The shards store vocabulary ids, and a piece outside ``dict.txt`` (common in valid/test splits, whose
 pieces the train split's vocabulary never saw) is stored as ``<unk>`` (id 3): text rebuilt from the
@@ -23,6 +23,11 @@ Where a shard stores the words the parser read (its ``words`` dataset), ``src_wo
 words in every case; the rest of the text comes from 1. or 2.
 
 Moses escapes are undone in every text field (``&amp;`` → ``&``).
+
+The pieces (``src_pieces``/``tgt_pieces``, the factors export's piece files) come from the folder's
+piece files ``OUT/text/SPLIT.bpe.L`` in the same way, checked against the shards' ids
+(:class:`SplitPieces`); where a folder keeps no text they are the ids' symbols on a side without
+``<unk>`` and not known (null) on a side with one.
 """
 
 from __future__ import annotations
@@ -81,20 +86,29 @@ def pipeline_text_files(source: Path, config: dict[str, Any], split: str) -> dic
 
 
 class _Rows:
-    """The rows of a split's text files, read in step (one pass while the lines asked for grow)."""
+    """The rows of a split's text files, read in step (one pass while the lines asked for grow).
 
-    def __init__(self, paths: dict[str, Path]):
+    ``paths`` holds ``lines`` and the files of ``keys``; a row is the values of ``keys``, in order.
+    """
+
+    def __init__(self, paths: dict[str, Path], keys: tuple[str, ...] = ("words", "src", "tgt")):
         self.paths = paths
+        self.keys = keys
         self._open()
 
     def _open(self) -> None:
-        keys = ("lines", "words", "src", "tgt")
+        keys = ("lines", *self.keys)
         self._it: Iterator[tuple[str, ...]] = zip(*(iter_lines(self.paths[k]) for k in keys), strict=True)
         self.row, self.line = 0, 0
         self.current: tuple[str, ...] | None = None
 
     def get(self, line: int) -> tuple[str, str, str, int]:
         """(words, src, tgt, 1-based row in the text files) of original line ``line``."""
+        (words, src, tgt), row = self.fields(line)
+        return words, src, tgt, row
+
+    def fields(self, line: int) -> tuple[tuple[str, ...], int]:
+        """(the values of ``keys``, 1-based row in the text files) of original line ``line``."""
         if line < self.line:
             self._open()
         while self.line < line:
@@ -115,7 +129,7 @@ class _Rows:
         if self.line != line or self.current is None:
             raise InputError(f"no row for line {line} of the split: these text files are not the shards' (run "
                              f"the pipeline of this split again)", display_name(self.paths["lines"]))
-        return self.current[1], self.current[2], self.current[3], self.row
+        return self.current[1:], self.row
 
 
 class SplitText:
@@ -168,7 +182,7 @@ class SplitText:
             if not unk.any():
                 return PairText(known, mine.src, mine.tgt)
             log.warning("%s: %d of %d pairs have pieces outside dict.txt (<unk>) and the folder keeps no text of "
-                        "them: their text fields are null (source side: %d, target side: %d); synprep pipeline "
+                        "them: their text fields and pieces are null (source side: %d, target side: %d); synprep pipeline "
                         "folders keep the text (docs/export.md)", block.name, int(unk.sum()), block.n,
                         int(unk_src.sum()), int(unk_tgt.sum()))
             return PairText(known, [None if u else w for u, w in zip(unk_src.tolist(), mine.src, strict=True)],
@@ -196,3 +210,111 @@ class SplitText:
             src.append(s)
             tgt.append(t)
         return PairText(words, src, tgt)
+
+
+def piece_files(source: Path, config: dict[str, Any], split: str, scheme: str) -> dict[str, Path] | None:
+    """The files of ``split``'s pieces in a ``synprep pipeline`` folder: ``src``/``tgt``,
+    ``OUT/text/SPLIT.SCHEME.L`` (the pieces the shards' ids were made from, lowercased in a
+    ``--lowercase`` folder; ``SCHEME`` is the shards' ``subword`` scheme, ``bpe`` by default), and
+    ``lines``; None when the folder is not a pipeline's or one of them is missing."""
+    if config.get("mode") != "pipeline":
+        return None
+    from synprep.pipeline import TextFiles
+
+    files = TextFiles(source / "text", split, str(config["src_lang"]), str(config["tgt_lang"]))
+    paths = {"src": files.side(scheme, "src"), "tgt": files.side(scheme, "tgt"), "lines": files.lines}
+    return paths if all(p.is_file() for p in paths.values()) else None
+
+
+@dataclass
+class PairPieces:
+    """The pieces of one shard's pairs (N pairs), as segmented; None where they are not known.
+
+    Attributes:
+        src, tgt: N lists of pieces (Moses-escaped, the scheme's markers), one per stored id.
+    """
+
+    src: list[list[str] | None]
+    tgt: list[list[str] | None]
+
+    def unknown(self) -> tuple[int, int]:
+        """(source, target): the number of pairs whose pieces are not known on that side."""
+        return sum(p is None for p in self.src), sum(p is None for p in self.tgt)
+
+
+class SplitPieces:
+    """Where the pieces of a split's pairs come from, read shard by shard in order.
+
+    The shards store vocabulary ids, ``<unk>`` (3) for every piece outside ``dict.txt``: the pieces
+    are not the ids' symbols. They are
+
+    1. in a ``synprep pipeline`` folder, its piece files (:func:`piece_files`), matched to the
+       shards by line number and checked against them: every pair has the shard's number of pieces
+       on each side and every piece has the shard's id (its ``dict.txt`` id, ``<unk>`` outside it);
+       anything else is an :class:`~synprep.errors.InputError` naming the file and line;
+    2. in any other folder (``annotate``, ``shard``), the ids' symbols on a side without ``<unk>``
+       (exactly the pieces there) and None on a side with one (not known: never ``<unk>`` in place
+       of a piece).
+
+    Args:
+        source: the shard folder. config: its manifest's configuration. split: the split's name.
+        vocab: the folder's :class:`~synprep.vocab.Vocab` (``dict.txt``).
+    """
+
+    def __init__(self, source: Path, config: dict[str, Any], split: str, vocab: Any):
+        self.source, self.config, self.split, self.vocab = source, config, split, vocab
+        self.symbols = np.array([vocab[i] for i in range(len(vocab))], dtype=object)
+        self.paths: dict[str, Path] | None = None
+        self._rows: _Rows | None = None
+        self._scheme: str | None = None
+
+    def _open(self, block: Any) -> None:
+        from synprep.subword import DEFAULT_SCHEME
+
+        scheme = str(block.attrs.get("subword") or DEFAULT_SCHEME)
+        if scheme == self._scheme:
+            return
+        self._scheme = scheme
+        self.paths = piece_files(self.source, self.config, self.split, scheme)
+        self._rows = _Rows(self.paths, ("src", "tgt")) if self.paths is not None else None
+
+    @property
+    def from_text(self) -> bool:
+        """Whether the pieces come from the folder's piece files (after the first :meth:`pairs`)."""
+        return self._rows is not None
+
+    def pairs(self, block: Any) -> PairPieces:
+        """The pieces of ``block``'s pairs (a :class:`~synprep.export.columns.ShardBlock`).
+
+        Raises:
+            InputError: a piece file that does not match the shards (names FILE:LINE).
+        """
+        self._open(block)
+        ids = {axis: block.data[f"{axis}_ids"].astype(np.int64) for axis in ("src", "tgt")}
+        offsets = {axis: block.offsets[axis].tolist() for axis in ("src", "tgt")}
+        if self._rows is None:
+            out: dict[str, list[list[str] | None]] = {}
+            for axis in ("src", "tgt"):
+                unk = unk_pairs(block, axis).tolist()
+                off = offsets[axis]
+                out[axis] = [None if unk[k] else self.symbols[ids[axis][off[k]:off[k + 1]]].tolist()
+                             for k in range(block.n)]
+            return PairPieces(out["src"], out["tgt"])
+        assert self.paths is not None
+        got: dict[str, list[list[str] | None]] = {"src": [], "tgt": []}
+        for k, line in enumerate(block.lines.tolist()):
+            texts, row = self._rows.fields(line)
+            for axis, text in zip(("src", "tgt"), texts, strict=True):
+                pieces = text.split()
+                stored = ids[axis][offsets[axis][k]:offsets[axis][k + 1]]
+                if len(pieces) != stored.size:
+                    raise InputError(f"{len(pieces)} pieces, the shard's pair of line {line} has {stored.size} (run "
+                                     f"the pipeline of this split again)", display_name(self.paths[axis]), row)
+                bad = np.flatnonzero(self.vocab.encode(pieces) != stored)
+                if bad.size:
+                    j = int(bad[0])
+                    raise InputError(f"piece {j + 1} ({pieces[j]!r}) is not the shard's id {int(stored[j])} "
+                                     f"({self.vocab[int(stored[j])]!r}) in line {line} (run the pipeline of this split "
+                                     f"again)", display_name(self.paths[axis]), row)
+                got[axis].append(pieces)
+        return PairPieces(got["src"], got["tgt"])

@@ -26,7 +26,8 @@ def random_heads(n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def make_record(line: int, sent_lengths: Sequence[int], pieces_per_word: Sequence[int], tgt_len: int,
-                rng: np.random.Generator, *, vocab_size: int = 10_000, ldd_extra: int = 1) -> PairRecord:
+                rng: np.random.Generator, *, vocab_size: int = 10_000, ldd_extra: int = 1,
+                unk_rate: float = 0.02) -> PairRecord:
     """One consistent record.
 
     Args:
@@ -35,7 +36,8 @@ def make_record(line: int, sent_lengths: Sequence[int], pieces_per_word: Sequenc
         pieces_per_word: (W,) pieces of each word (each >= 1); T = sum.
         tgt_len: U target pieces.
         rng: numpy Generator (all other values are drawn from it).
-        vocab_size: ids are drawn from [4, vocab_size) (<unk>=3 now and then).
+        vocab_size: ids are drawn from [4, vocab_size), then a fraction ``unk_rate`` set to <unk>=3.
+        unk_rate: the fraction of the ids that are <unk> (the same draws from ``rng`` for every rate).
         ldd_extra: at most this many extra LDD entries per word besides its tree arc.
     """
     W = int(sum(sent_lengths))
@@ -78,7 +80,7 @@ def make_record(line: int, sent_lengths: Sequence[int], pieces_per_word: Sequenc
 
     def ids(n: int) -> np.ndarray:
         a = rng.integers(4, vocab_size, size=n)
-        a[rng.random(n) < 0.02] = UNK_ID
+        a[rng.random(n) < unk_rate] = UNK_ID
         return a.astype(np.int64)
 
     return PairRecord(
@@ -92,10 +94,11 @@ def make_record(line: int, sent_lengths: Sequence[int], pieces_per_word: Sequenc
 
 def random_records(n: int, rng: np.random.Generator, *, first_line: int = 1, words: int = 20,
                    pieces_per_word: float = 1.5, tgt_len: int = 30, vocab_size: int = 10_000,
-                   multi_sentence: float = 0.1) -> Iterator[PairRecord]:
+                   multi_sentence: float = 0.1, unk_rate: float = 0.02) -> Iterator[PairRecord]:
     """``n`` realistic-sized records (W ≈ ``words``, T ≈ 1.5 W, K ≈ 2 W), lines increasing by 1-2.
 
-    A fraction ``multi_sentence`` of the lines hold two sentences.
+    A fraction ``multi_sentence`` of the lines hold two sentences; a fraction ``unk_rate`` of the
+    pieces are ``<unk>`` (id 3: pieces outside the vocabulary).
     """
     line = first_line
     for _ in range(n):
@@ -107,7 +110,7 @@ def random_records(n: int, rng: np.random.Generator, *, first_line: int = 1, wor
             sents = [W]
         ppw = 1 + rng.poisson(pieces_per_word - 1, size=W)
         U = max(1, int(rng.poisson(tgt_len)))
-        yield make_record(line, sents, list(ppw), U, rng, vocab_size=vocab_size, ldd_extra=2)
+        yield make_record(line, sents, list(ppw), U, rng, vocab_size=vocab_size, ldd_extra=2, unk_rate=unk_rate)
         line += 1 + int(rng.random() < 0.05)
 
 
