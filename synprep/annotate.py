@@ -18,6 +18,7 @@ lines are built in CPU workers while its later batches parse (:func:`build_recor
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
@@ -251,6 +252,7 @@ def annotate_split(
     shard_size: int = DEFAULT_SHARD_SIZE,
     source_name: str | None = None,
     subword: str = DEFAULT_SCHEME,
+    part: Any = None,
 ) -> SplitResult:
     """Parse, annotate and shard one split, skipping shards already finished.
 
@@ -267,6 +269,8 @@ def annotate_split(
         source_name: the source file, for error messages.
         subword: the subword scheme of the pieces (the shards' ``subword`` attribute). When the
             items carry offset alignments, the manifest records their rule counts per shard.
+        part: a :class:`synprep.pipeline.parts.Part` (``--part I/N``): only its shards are made, and after each
+            its own record is saved (:func:`synprep.pipeline.parts.save_part`), never ``manifest.json``.
 
     Returns:
         :class:`SplitResult`.
@@ -295,10 +299,14 @@ def annotate_split(
     progress = Progress(manifest.split(split).input_lines, f"parse {split}")
     stream = source.runs_parser and _records_while_parsing(opts, par)
     ahead = _parse_ahead(source, opts, par, cache, identity, progress)  # the next block parses while this one is written
+    mine = part.owns if part is not None else (lambda k: True)
     try:
         for k, block in ahead.blocks(enumerate(chunked(items, shard_size)),
-                                     lambda k: not manifest.is_done(out, shard_name(split, k))):
+                                     lambda k: mine(k) and not manifest.is_done(out, shard_name(split, k))):
             name = shard_name(split, k)
+            if not mine(k):  # another part's shard (--part)
+                progress.skip_to(block[-1].line)
+                continue
             if manifest.is_done(out, name):
                 result.skipped.append(name)
                 progress.skip_to(block[-1].line)
@@ -323,15 +331,18 @@ def annotate_split(
                     "ldd_threshold": ldd_threshold, "vocab_path": "dict.txt", "vocab_sha256": vocab.sha256,
                     "deprel_labels": list(DEPRELS), "upos_labels": list(UPOS_TAGS), "subword": subword,
                 }
-            with folder_lock(out):  # the shard and its manifest entry appear together (synprep.lock)
+            # the shard and its manifest entry appear together (synprep.lock); a part writes only its own files
+            with folder_lock(out) if part is None else contextlib.nullcontext():
                 if records:
                     manifest.add_shard(split, write_shard(out / name, records, attrs, words=words))
                     if any(it.alignment is not None for it in block):
                         manifest.set_alignment(split, name, stats.as_dict())
                     result.written.append(name)
-                manifest.save(out)
+                _save(out, split, manifest, part, complete=False)
             mark(f"shard {name}")
             log.info("%s: %d pairs, %d dropped", name, len(records), len(drops))
+        if part is not None:
+            _save(out, split, manifest, part, complete=True)
     finally:
         progress.close()
         if cache is not None:
@@ -340,6 +351,16 @@ def annotate_split(
     result.pairs = entry.pairs
     result.dropped = {k: v for k, v in entry.dropped.items() if v}
     return result
+
+
+def _save(out: Path, split: str, manifest: Manifest, part: Any, *, complete: bool) -> None:
+    """The manifest saved after a shard; with ``--part``, the part's own record instead."""
+    if part is None:
+        manifest.save(out)
+        return
+    from synprep.pipeline.parts import save_part
+
+    save_part(out, split, part, manifest, complete=complete)
 
 
 def warm_parse(opts: ParseOptions, par: Parallel) -> None:
