@@ -252,7 +252,7 @@ def merge_parts_into(out: Path, split: str, manifest: Manifest) -> list[Path]:
     here = with_part(sys.argv, None)
     if not records:
         raise ConfigError(f"no part of the {split} split of {out} has run (nothing in {parts_dir(out)}): run "
-                          f"`{command_text(with_part(here, Part(1, 1)))}` with --part I/N for I = 1..N first")
+                          f"`{command_text(here)} --part I/N` for I = 1..N first")
     if len(counts) > 1:
         raise ConfigError(f"{parts_dir(out)} holds parts of the {split} split for different N ("
                           f"{', '.join(map(str, sorted(counts)))}): keep the records of one N")
