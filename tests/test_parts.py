@@ -171,3 +171,36 @@ def test_part_assignment_covers_every_shard_once():
         owners = [[i for i in range(1, n + 1) if Part(i, n).owns(k)] for k in range(40)]
         assert all(len(o) == 1 for o in owners)
     assert Part.parse(" 2 / 8 ") == Part(2, 8)
+
+
+def test_annotate_parts_in_process_with_imported_parses(tmp_path):
+    """``annotate`` (imported CoNLL-U parses, so no parser: in this process) in 3 parts, run out of order, one of
+    them twice, and merged: the folder of one run, byte for byte; a part's record holds only its own drops."""
+    from builders import write_corpus
+    from pipeline_runs import folder_bytes
+
+    from synprep.config import DataConfig
+    from synprep.pipeline import run_annotate
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    write_corpus(corpus, "train", 30, 1)
+    tgt = (corpus / "train.tgt").read_text().splitlines()
+    (corpus / "train.tgt").write_text("\n".join(["" if n == 6 else t for n, t in enumerate(tgt, 1)]) + "\n")
+    cfg = DataConfig.of(src_lang="de", tgt_lang="en", parser="conllu", shard_size=4, language_check=False)
+
+    def annotate(out: Path, **kw):
+        return run_annotate(str(corpus / "train.src"), str(corpus / "train.tgt"), out, cfg,
+                            conllu=str(corpus / "train.conllu"), **kw)
+
+    annotate(tmp_path / "one")
+    out = tmp_path / "parts"
+    annotate(out, prepare_only=True)
+    for i in (3, 1, 3, 2):
+        annotate(out, part=Part(i, 3))
+    record = json.loads((out / ".parts" / "train.part-2-of-3.json").read_text())
+    assert record["complete"] is True
+    assert [s["file"] for s in record["entry"]["shards"]] == ["train.00001.h5", "train.00004.h5", "train.00007.h5"]
+    assert [x[:2] for x in record["entry"]["dropped_lines"]] == [[6, "annotate:empty_target"]]  # in its shard 1
+    annotate(out, merge_parts=True)
+    assert folder_bytes(out) == folder_bytes(tmp_path / "one")

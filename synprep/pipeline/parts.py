@@ -223,10 +223,14 @@ def resume_part(out: Path, split: str, part: Part, manifest: Manifest) -> None:
 
 
 def save_part(out: Path, split: str, part: Part, manifest: Manifest, *, complete: bool) -> None:
-    """Write this part's record: the split's entry as this part knows it (the prepared entry, its own shards
-    and drops), and whether every shard of the part is done. Atomic; no lock (no other process writes it)."""
+    """Write this part's record: the split's entry as this part knows it, its shards and the drops of its lines
+    (the cleaning's drops are left out: they are the prepared entry's, in ``manifest.json``; a large corpus's
+    would be rewritten after every shard of every part), and whether every shard of the part is done. Atomic; no
+    lock (no other process writes it)."""
+    entry = manifest.split(split).to_dict()
+    entry["dropped_lines"] = [x for x in entry["dropped_lines"] if not str(x[1]).startswith("clean:")]
     d = {"version": RECORD_VERSION, "split": split, "part": part.index, "parts": part.count, "complete": complete,
-         "command": command_text(sys.argv), "entry": manifest.split(split).to_dict()}
+         "command": command_text(sys.argv), "entry": entry}
     path = record_path(out, split, part)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path) as f:
