@@ -173,11 +173,10 @@ def test_part_assignment_covers_every_shard_once():
     assert Part.parse(" 2 / 8 ") == Part(2, 8)
 
 
-def test_annotate_parts_in_process_with_imported_parses(tmp_path):
-    """``annotate`` (imported CoNLL-U parses, so no parser: in this process) in 3 parts, run out of order, one of
-    them twice, and merged: the folder of one run, byte for byte; a part's record holds only its own drops."""
+def _annotate_corpus(tmp_path: Path):
+    """A 30-pair corpus with imported parses (line 6's target empty: dropped) and ``annotate`` on it, in this
+    process, in shards of 4."""
     from builders import write_corpus
-    from pipeline_runs import folder_bytes
 
     from synprep.config import DataConfig
     from synprep.pipeline import run_annotate
@@ -193,6 +192,15 @@ def test_annotate_parts_in_process_with_imported_parses(tmp_path):
         return run_annotate(str(corpus / "train.src"), str(corpus / "train.tgt"), out, cfg,
                             conllu=str(corpus / "train.conllu"), **kw)
 
+    return annotate
+
+
+def test_annotate_parts_in_process_with_imported_parses(tmp_path):
+    """``annotate`` (imported CoNLL-U parses, so no parser: in this process) in 3 parts, run out of order, one of
+    them twice, and merged: the folder of one run, byte for byte; a part's record holds its own shards and drops."""
+    from pipeline_runs import folder_bytes
+
+    annotate = _annotate_corpus(tmp_path)
     annotate(tmp_path / "one")
     out = tmp_path / "parts"
     annotate(out, prepare_only=True)
@@ -204,3 +212,33 @@ def test_annotate_parts_in_process_with_imported_parses(tmp_path):
     assert [x[:2] for x in record["entry"]["dropped_lines"]] == [[6, "annotate:empty_target"]]  # in its shard 1
     annotate(out, merge_parts=True)
     assert folder_bytes(out) == folder_bytes(tmp_path / "one")
+
+
+def test_a_part_is_refused_beside_a_whole_split_run_or_a_copy_of_itself(tmp_path):
+    """A part does not start while a command without --part writes the split (named), nor beside a live copy
+    of itself."""
+    import fcntl
+    import os
+    import socket
+
+    from synprep.lock import FolderBusy
+
+    annotate = _annotate_corpus(tmp_path)
+    out = tmp_path / "out"
+    annotate(out, prepare_only=True)
+    lock = out / ".train.lock"
+    lock.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "command": "synprep annotate X",
+                                "started": "T"}))
+    with pytest.raises(FolderBusy, match=r"being written by pid \d+ on .* \(synprep annotate X, since T\): a part "):
+        annotate(out, part=Part(1, 2))
+    lock.write_text("")
+    (out / ".parts").mkdir()
+    held = os.open(out / ".parts" / "train.part-1-of-2.lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(FolderBusy, match="part 1/2 of the train split"):
+            annotate(out, part=Part(1, 2))
+        annotate(out, part=Part(2, 2))  # another part runs beside it
+    finally:
+        os.close(held)
+    assert not list(out.glob("train.00000.h5")) and (out / "train.00001.h5").is_file()
