@@ -242,3 +242,35 @@ def test_a_part_is_refused_beside_a_whole_split_run_or_a_copy_of_itself(tmp_path
     finally:
         os.close(held)
     assert not list(out.glob("train.00000.h5")) and (out / "train.00001.h5").is_file()
+
+
+def test_a_merge_names_a_part_still_running_and_removes_nothing(tmp_path):
+    """A part whose lock is held is named as running (not to be run again), and the refused merge leaves every
+    file, a temporary file of no live process here included (a running part's on another machine looks so)."""
+    import fcntl
+    import os
+
+    from synprep.errors import ConfigError
+
+    annotate = _annotate_corpus(tmp_path)
+    out = tmp_path / "out"
+    annotate(out, prepare_only=True)
+    annotate(out, part=Part(1, 2))
+    annotate(out, part=Part(2, 2))
+    record = out / ".parts" / "train.part-1-of-2.json"
+    record.write_text(record.read_text().replace('"complete": true', '"complete": false'))
+    temp = out / ".train.00002.h5.pid999999.abcd.tmp"
+    temp.write_bytes(b"")
+    lock = out / ".parts" / "train.part-1-of-2.lock"
+    lock.write_text(json.dumps({"pid": 4242, "host": "node7", "command": "synprep annotate --part 1/2",
+                                "started": "T"}))  # as a running part's lock holds it
+    held = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(ConfigError, match=r"is not whole: part 1 of 2 is still running \(pid 4242 on node7 "
+                                              r"\(synprep annotate --part 1/2, since T\)\): wait for it; then run "
+                                              r"this command again$"):
+            annotate(out, merge_parts=True)
+    finally:
+        os.close(held)
+    assert temp.exists() and record.exists()

@@ -237,13 +237,42 @@ def save_part(out: Path, split: str, part: Part, manifest: Manifest, *, complete
         f.write(json.dumps(d, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
 
 
-def merge_parts_into(out: Path, split: str, manifest: Manifest) -> list[Path]:
-    """Every part's record of ``split`` added to ``manifest``; returns the files to remove once the merged
-    folder passed its check (the records and the parts' lock files).
+@dataclass(frozen=True)
+class Finished:
+    """Every part of a split, finished (:func:`finished_parts`): their records' entries, and the parts' files
+    that ``--merge-parts`` removes once the merged split passed its check (records and lock files)."""
+
+    entries: list[SplitEntry]
+    files: list[Path]
+
+
+def _running(out: Path, split: str, part: Part) -> str | None:
+    """Who runs ``part`` now (its lock held: ``pid 123 on host h (...)``), or None (or no file locks here)."""
+    path = parts_dir(out) / f"{split}.part-{part.index}-of-{part.count}.lock"
+    fd = _open_lock_file(path) if path.is_file() else None
+    if fd is None:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return describe_owner(path)
+    except OSError:
+        return None
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def finished_parts(out: Path, split: str) -> Finished:
+    """The records of every part of ``split``, checked to be all there and finished: before the merge touches
+    anything (it then removes the temporary files of no live process here, which a running part's would be).
 
     Raises:
         ConfigError: no part ran; records of different ``N``; a part that has not finished (each named by its
-            number, with the command that runs it: its own recorded command when it started, resuming it).
+            number, with the command that runs it: its own recorded command when it started, resuming it; or
+            the process that runs it now).
     """
     records: dict[int, dict[str, Any]] = {}
     counts: set[int] = set()
@@ -266,7 +295,10 @@ def merge_parts_into(out: Path, split: str, manifest: Manifest) -> list[Path]:
         some = next(iter(records.values()))
         runs = []
         for i in missing:
-            if i in records:
+            who = _running(out, split, Part(i, n)) if i in records else None
+            if who is not None:
+                runs.append(f"part {i} of {n} is still running ({who}): wait for it")
+            elif i in records:
                 runs.append(f"part {i} of {n} has not finished (running it again resumes it): "
                             f"`{command_text(with_part(shlex.split(records[i]['command']), Part(i, n)))}`")
             else:
@@ -274,9 +306,16 @@ def merge_parts_into(out: Path, split: str, manifest: Manifest) -> list[Path]:
                             f"`{command_text(with_part(shlex.split(some['command']), Part(i, n)))}`")
         raise ConfigError(f"the {split} split of {out} is not whole: " + "; ".join(runs)
                           + "; then run this command again")
-    for i in range(1, n + 1):
-        _add(manifest, split, records[i]["entry"])
-    return [r["path"] for r in records.values()] + sorted(parts_dir(out).glob(f"{split}.part-*-of-*.lock"))
+    return Finished([records[i]["entry"] for i in range(1, n + 1)],
+                    [r["path"] for r in records.values()] + sorted(parts_dir(out).glob(f"{split}.part-*-of-*.lock")))
+
+
+def merge_parts_into(manifest: Manifest, split: str, parts: Finished) -> list[Path]:
+    """Every finished part's shards, alignment counts and drops added to ``manifest``; returns the parts' files
+    to remove once the merged split passed its check."""
+    for entry in parts.entries:
+        _add(manifest, split, entry)
+    return parts.files
 
 
 def remove_records(out: Path, files: list[Path]) -> None:

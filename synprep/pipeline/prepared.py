@@ -17,6 +17,7 @@ from synprep.pipeline.dictionary import split_vocab
 from synprep.pipeline.folder import TRAIN
 from synprep.pipeline.parts import (
     Part,
+    finished_parts,
     merge_parts_into,
     remove_records,
     require_prepared,
@@ -68,6 +69,7 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
     out, runtime, config = Path(out), runtime or Runtime(), config.replace(mode="annotate")
     if part is not None or merge_parts:
         require_prepared(out, split)
+    finished = finished_parts(out, split) if merge_parts else None  # before anything is written or removed
     parse = parse_options(config, runtime, trees)
     source = parse.source()
     if not (prepare_only or merge_parts):
@@ -90,8 +92,8 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
                                    words="cased" if parse_src is not None else None, input_sha=input_sha)
     if prepare_only:
         return save_prepared(out, split, manifest)
-    if merge_parts:
-        merged = merge_parts_into(out, split, manifest)
+    if finished is not None:
+        merged = merge_parts_into(manifest, split, finished)
         _finish(out, manifest, split)
         remove_records(out, merged)
         return manifest

@@ -19,6 +19,7 @@ from synprep.pipeline.dictionary import split_vocab
 from synprep.pipeline.folder import TRAIN, TextFiles, check_output_folder
 from synprep.pipeline.parts import (
     Part,
+    finished_parts,
     merge_parts_into,
     remove_records,
     require_prepared,
@@ -95,6 +96,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
     check_output_folder(out)
     if part is not None or merge_parts:
         require_prepared(out, split)
+    finished = finished_parts(out, split) if merge_parts else None  # before anything is written or removed
     text, parse = text_options(config, clean), parse_options(config, runtime, trees)
     source, scheme = parse.source(), scheme_class(config.subword.scheme)
     if not (prepare_only or merge_parts):
@@ -130,7 +132,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
     _record_clean_drops(manifest, split, files.dropped)
     if prepare_only:
         return save_prepared(out, split, manifest)
-    merged = merge_parts_into(out, split, manifest) if merge_parts else None
+    merged = merge_parts_into(manifest, split, finished) if finished is not None else None
     facts = {**pieces.facts, "clean": text.clean if text.clean is not None else split == TRAIN,
              "clean_bounds": [text.ratio, text.min_len, text.max_len]}
     if merged is None:
