@@ -22,7 +22,7 @@ import contextlib
 import dataclasses
 import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -252,7 +252,8 @@ def annotate_split(
     shard_size: int = DEFAULT_SHARD_SIZE,
     source_name: str | None = None,
     subword: str = DEFAULT_SCHEME,
-    part: Any = None,
+    shards: Callable[[int], bool] | None = None,
+    save: Callable[[Manifest, bool], None] | None = None,
 ) -> SplitResult:
     """Parse, annotate and shard one split, skipping shards already finished.
 
@@ -269,8 +270,11 @@ def annotate_split(
         source_name: the source file, for error messages.
         subword: the subword scheme of the pieces (the shards' ``subword`` attribute). When the
             items carry offset alignments, the manifest records their rule counts per shard.
-        part: a :class:`synprep.pipeline.parts.Part` (``--part I/N``): only its shards are made, and after each
-            its own record is saved (:func:`synprep.pipeline.parts.save_part`), never ``manifest.json``.
+        shards: which shards to make, by 0-based index (default all; ``--part I/N``: the part's,
+            :meth:`synprep.pipeline.parts.Part.owns`).
+        save: ``save(manifest, complete)`` after each shard made, instead of saving ``manifest.json`` under the
+            folder lock (``--part``: the part's own record, :func:`synprep.pipeline.parts.save_part`); called
+            once more with ``complete`` True at the end.
 
     Returns:
         :class:`SplitResult`.
@@ -299,12 +303,12 @@ def annotate_split(
     progress = Progress(manifest.split(split).input_lines, f"parse {split}")
     stream = source.runs_parser and _records_while_parsing(opts, par)
     ahead = _parse_ahead(source, opts, par, cache, identity, progress)  # the next block parses while this one is written
-    mine = part.owns if part is not None else (lambda k: True)
+    mine = shards if shards is not None else (lambda k: True)
     try:
         for k, block in ahead.blocks(enumerate(chunked(items, shard_size)),
                                      lambda k: mine(k) and not manifest.is_done(out, shard_name(split, k))):
             name = shard_name(split, k)
-            if not mine(k):  # another part's shard (--part)
+            if not mine(k):  # not to be made here (another part's: --part)
                 progress.skip_to(block[-1].line)
                 continue
             if manifest.is_done(out, name):
@@ -332,17 +336,20 @@ def annotate_split(
                     "deprel_labels": list(DEPRELS), "upos_labels": list(UPOS_TAGS), "subword": subword,
                 }
             # the shard and its manifest entry appear together (synprep.lock); a part writes only its own files
-            with folder_lock(out) if part is None else contextlib.nullcontext():
+            with folder_lock(out) if save is None else contextlib.nullcontext():
                 if records:
                     manifest.add_shard(split, write_shard(out / name, records, attrs, words=words))
                     if any(it.alignment is not None for it in block):
                         manifest.set_alignment(split, name, stats.as_dict())
                     result.written.append(name)
-                _save(out, split, manifest, part, complete=False)
+                if save is None:
+                    manifest.save(out)
+                else:
+                    save(manifest, False)
             mark(f"shard {name}")
             log.info("%s: %d pairs, %d dropped", name, len(records), len(drops))
-        if part is not None:
-            _save(out, split, manifest, part, complete=True)
+        if save is not None:
+            save(manifest, True)
     finally:
         progress.close()
         if cache is not None:
@@ -351,16 +358,6 @@ def annotate_split(
     result.pairs = entry.pairs
     result.dropped = {k: v for k, v in entry.dropped.items() if v}
     return result
-
-
-def _save(out: Path, split: str, manifest: Manifest, part: Any, *, complete: bool) -> None:
-    """The manifest saved after a shard; with ``--part``, the part's own record instead."""
-    if part is None:
-        manifest.save(out)
-        return
-    from synprep.pipeline.parts import save_part
-
-    save_part(out, split, part, manifest, complete=complete)
 
 
 def warm_parse(opts: ParseOptions, par: Parallel) -> None:

@@ -222,7 +222,7 @@ def resume_part(out: Path, split: str, part: Part, manifest: Manifest) -> None:
         _add(manifest, split, _read_record(path)["entry"])
 
 
-def save_part(out: Path, split: str, part: Part, manifest: Manifest, *, complete: bool) -> None:
+def save_part(out: Path, split: str, part: Part, manifest: Manifest, complete: bool) -> None:
     """Write this part's record: the split's entry as this part knows it, its shards and the drops of its lines
     (the cleaning's drops are left out: they are the prepared entry's, in ``manifest.json``; a large corpus's
     would be rewritten after every shard of every part), and whether every shard of the part is done. Atomic; no
@@ -340,13 +340,21 @@ def refuse_split_writer(out: Path, split: str) -> None:
         raise FolderBusy(f"the {split} split of {out} is being written by {who}: a part starts once it has ended")
 
 
-def save_prepared(out: Path, split: str, manifest: Manifest) -> Manifest:
-    """``--prepare-only``'s end: the split's manifest entry (its input lines, the cleaning's drops, every drop
-    reason declared as a run declares them) saved, which is what :func:`require_prepared` looks for."""
-    from synprep.annotate import PARSE_REASONS
+def save_prepared(out: Path, split: str, manifest: Manifest, reasons: list[str]) -> Manifest:
+    """``--prepare-only``'s end: the split's manifest entry (its input lines, the cleaning's drops, the drop
+    ``reasons`` of the later stages declared as a run declares them) saved, which is what
+    :func:`require_prepared` looks for."""
     from synprep.lock import folder_lock
 
-    manifest.declare_reasons(split, list(PARSE_REASONS))
+    manifest.declare_reasons(split, reasons)
     with folder_lock(out):
         manifest.save(out)
     return manifest
+
+
+def annotate_hooks(out: Path, split: str, part: Part | None) -> dict[str, Any]:
+    """The arguments of :func:`synprep.annotate.annotate_split` that make one part (none without a part): the
+    shards it owns, and its record saved after each instead of ``manifest.json``."""
+    if part is None:
+        return {}
+    return {"shards": part.owns, "save": lambda manifest, complete: save_part(out, split, part, manifest, complete)}

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from synprep.annotate import annotate_split, items_from_files, warm_parse
+from synprep.annotate import PARSE_REASONS, annotate_split, items_from_files, warm_parse
 from synprep.config import DataConfig
 from synprep.constants import VOCAB_NAME
 from synprep.lock import writer
@@ -17,6 +17,7 @@ from synprep.pipeline.dictionary import split_vocab
 from synprep.pipeline.folder import TRAIN
 from synprep.pipeline.parts import (
     Part,
+    annotate_hooks,
     finished_parts,
     merge_parts_into,
     remove_records,
@@ -57,8 +58,9 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
         config: every setting that determines the folder (its ``mode`` is set to ``annotate``; the
             text stage's fields are not read, and recorded at their defaults).
         runtime: where the work runs. conllu, trees, parse_src: the split's other inputs.
-        part, prepare_only, merge_parts: array parts, as :func:`~synprep.pipeline.run_pipeline` (the whole-split
-            step here is the vocabulary and the split's manifest entry).
+        part: make only this part's shards, as :func:`~synprep.pipeline.run_pipeline`.
+        prepare_only: stop after the whole-split steps (here the vocabulary and the split's manifest entry).
+        merge_parts: add the finished parts' records to the manifest, then finish the split.
 
 
     Raises:
@@ -91,7 +93,7 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
     manifest, sig = split_manifest(out, split, shared, v, parse, n_src, tok="given", lowercase=config.text.lowercase,
                                    words="cased" if parse_src is not None else None, input_sha=input_sha)
     if prepare_only:
-        return save_prepared(out, split, manifest)
+        return save_prepared(out, split, manifest, list(PARSE_REASONS))
     if finished is not None:
         merged = merge_parts_into(manifest, split, finished)
         _finish(out, manifest, split)
@@ -111,7 +113,7 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
                    src_lang=config.src_lang, tgt_lang=config.tgt_lang, signature=sig,
                    config=shard_config(shared, config, split, vocab_sha256=v.sha256, input_sha=input_sha),
                    ldd_threshold=config.parse.ldd_threshold, shard_size=config.shards.shard_size, source_name=src,
-                   part=part)
+                   **annotate_hooks(out, split, part))
     if part is not None:
         return manifest  # the part's record is saved; --merge-parts finishes the split
     _finish(out, manifest, split)

@@ -6,7 +6,7 @@ import contextlib
 import logging
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from synprep.annotate import ParseOptions
 from synprep.constants import MANIFEST_NAME, SHARD_FORMAT_VERSION, VOCAB_NAME
@@ -18,6 +18,9 @@ from synprep.signature import signature
 from synprep.textio import atomic_write, count_lines, display_name, iter_lines
 from synprep.types import ParsedLine
 from synprep.vocab import Vocab
+
+if TYPE_CHECKING:
+    from synprep.pipeline.parts import Part
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +183,7 @@ def _write_drop_report(report: Path, manifest: Manifest, split: str) -> None:
 
 
 def open_split(out: Path, split: str, config: Any, inputs: dict[str, str | None], made: list[Path], *,
-               vocab: str | None, runs_parser: bool, cache: str | None, part: Any = None) -> dict[str, str]:
+               vocab: str | None, runs_parser: bool, cache: str | None, part: Part | None = None) -> dict[str, str]:
     """Claim the split and check the folder against this run, before anything is written into it.
 
     The split's writer is held (a second one is refused, :func:`synprep.lock.hold_split`); under the

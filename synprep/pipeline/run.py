@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from synprep.annotate import annotate_split, items_from_files, warm_parse
+from synprep.annotate import PARSE_REASONS, annotate_split, items_from_files, warm_parse
 from synprep.config import DataConfig
 from synprep.errors import InputError
 from synprep.lock import writer
@@ -19,6 +19,7 @@ from synprep.pipeline.dictionary import split_vocab
 from synprep.pipeline.folder import TRAIN, TextFiles, check_output_folder
 from synprep.pipeline.parts import (
     Part,
+    annotate_hooks,
     finished_parts,
     merge_parts_into,
     remove_records,
@@ -75,9 +76,10 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
             instead of learning one (docs/subwords.md).
         runtime: where the work runs (workers, parse cache, the parser's runtime options).
         part: make only this part's shards (``--part I/N``, :mod:`synprep.pipeline.parts`) and its record, not
-            ``manifest.json``; the split must be prepared. prepare_only: stop after the steps that need the
-            whole split (``--prepare-only``: text, subwords, vocabulary, the split's manifest entry).
-            merge_parts: add the finished parts' records to the manifest, then finish the split as a run does.
+            ``manifest.json``; the split must be prepared.
+        prepare_only: stop after the steps that need the whole split (``--prepare-only``: text, subwords,
+            vocabulary, the split's manifest entry).
+        merge_parts: add the finished parts' records to the manifest, then finish the split as a run does.
 
     Every input and the split's preconditions (a later split applies the train split's codes or subword
     model) are checked before anything is written into ``out``.
@@ -131,7 +133,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
                                    input_sha=input_sha)
     _record_clean_drops(manifest, split, files.dropped)
     if prepare_only:
-        return save_prepared(out, split, manifest)
+        return save_prepared(out, split, manifest, list(PARSE_REASONS))
     merged = merge_parts_into(manifest, split, finished) if finished is not None else None
     facts = {**pieces.facts, "clean": text.clean if text.clean is not None else split == TRAIN,
              "clean_bounds": [text.ratio, text.min_len, text.max_len]}
@@ -182,7 +184,7 @@ def _annotate(out: Path, split: str, items: Iterator[Item], v: Vocab, manifest: 
                        opts=dataclasses.replace(parse, lowercase=text.lowercase), par=runtime.par,
                        src_lang=config.src_lang, tgt_lang=config.tgt_lang, signature=sig, config=attrs,
                        ldd_threshold=config.parse.ldd_threshold, shard_size=config.shards.shard_size, source_name=source_name,
-                       subword=subword, part=part)
+                       subword=subword, **annotate_hooks(out, split, part))
     except TreeLeavesError as e:  # issue 16 item 9: the trees' words are a treebank's tokenization, not sacremoses'
         if text.tokenized or text.tokenizer != "moses":
             raise
