@@ -18,10 +18,11 @@ lines are built in CPU workers while its later batches parse (:func:`build_recor
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -251,6 +252,8 @@ def annotate_split(
     shard_size: int = DEFAULT_SHARD_SIZE,
     source_name: str | None = None,
     subword: str = DEFAULT_SCHEME,
+    shards: Callable[[int], bool] | None = None,
+    save: Callable[[Manifest, bool], None] | None = None,
 ) -> SplitResult:
     """Parse, annotate and shard one split, skipping shards already finished.
 
@@ -267,6 +270,11 @@ def annotate_split(
         source_name: the source file, for error messages.
         subword: the subword scheme of the pieces (the shards' ``subword`` attribute). When the
             items carry offset alignments, the manifest records their rule counts per shard.
+        shards: which shards to make, by 0-based index (default all; ``--part I/N``: the part's,
+            :meth:`synprep.pipeline.parts.Part.owns`).
+        save: ``save(manifest, complete)`` after each shard made, instead of saving ``manifest.json`` under the
+            folder lock (``--part``: the part's own record, :func:`synprep.pipeline.parts.save_part`); called
+            once more with ``complete`` True at the end.
 
     Returns:
         :class:`SplitResult`.
@@ -295,10 +303,14 @@ def annotate_split(
     progress = Progress(manifest.split(split).input_lines, f"parse {split}")
     stream = source.runs_parser and _records_while_parsing(opts, par)
     ahead = _parse_ahead(source, opts, par, cache, identity, progress)  # the next block parses while this one is written
+    mine = shards if shards is not None else (lambda k: True)
     try:
         for k, block in ahead.blocks(enumerate(chunked(items, shard_size)),
-                                     lambda k: not manifest.is_done(out, shard_name(split, k))):
+                                     lambda k: mine(k) and not manifest.is_done(out, shard_name(split, k))):
             name = shard_name(split, k)
+            if not mine(k):  # not to be made here (another part's: --part)
+                progress.skip_to(block[-1].line)
+                continue
             if manifest.is_done(out, name):
                 result.skipped.append(name)
                 progress.skip_to(block[-1].line)
@@ -323,15 +335,21 @@ def annotate_split(
                     "ldd_threshold": ldd_threshold, "vocab_path": "dict.txt", "vocab_sha256": vocab.sha256,
                     "deprel_labels": list(DEPRELS), "upos_labels": list(UPOS_TAGS), "subword": subword,
                 }
-            with folder_lock(out):  # the shard and its manifest entry appear together (synprep.lock)
+            # the shard and its manifest entry appear together (synprep.lock); a part writes only its own files
+            with folder_lock(out) if save is None else contextlib.nullcontext():
                 if records:
                     manifest.add_shard(split, write_shard(out / name, records, attrs, words=words))
                     if any(it.alignment is not None for it in block):
                         manifest.set_alignment(split, name, stats.as_dict())
                     result.written.append(name)
-                manifest.save(out)
+                if save is None:
+                    manifest.save(out)
+                else:
+                    save(manifest, False)
             mark(f"shard {name}")
             log.info("%s: %d pairs, %d dropped", name, len(records), len(drops))
+        if save is not None:
+            save(manifest, True)
     finally:
         progress.close()
         if cache is not None:

@@ -171,6 +171,59 @@ def _command_run():
     timeline.mark("workers released")
 
 
+def _part_value(ctx, param, value):
+    """``--part I/N`` as a :class:`synprep.pipeline.parts.Part` (a bad value: the usage, exit status 2)."""
+    if value is None:
+        return None
+    from synprep.pipeline.parts import Part
+
+    try:
+        return Part.parse(value)
+    except ConfigError as e:
+        raise click.BadParameter(str(e).removeprefix("--part ")) from None
+
+
+def parts_options(f):
+    """``--part I/N``, ``--prepare-only`` and ``--merge-parts``: one split made by N array tasks (docs/cluster.md)."""
+
+    @click.option("--part", "part", default=None, metavar="I/N", callback=_part_value,
+                  help="Make only part I of N of the split (its shards k with k mod N = I-1), e.g. the I-th task of "
+                       "an array job over a shared OUT; after --prepare-only, before --merge-parts (docs/cluster.md).")
+    @click.option("--prepare-only", "prepare_only", is_flag=True,
+                  help="Run only the steps that need the whole split (text, subwords, vocabulary), once, before "
+                       "the parts.")
+    @click.option("--merge-parts", "merge_parts", is_flag=True,
+                  help="Once every part has finished: add their shards to manifest.json and check the split "
+                       "(a part that has not finished is named, with the command that runs it).")
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        chosen = [o for o, k in (("--part", "part"), ("--prepare-only", "prepare_only"),
+                                 ("--merge-parts", "merge_parts")) if kwargs.get(k)]
+        if len(chosen) > 1:
+            raise click.UsageError(f"{' and '.join(chosen)} exclude each other: prepare, run the parts, then merge")
+        return f(*args, **kwargs)
+
+    return wrapper
+
+
+def _report_parts(manifest, split: str, part, prepare_only: bool, shard_size: int) -> None:
+    """The one line of ``--prepare-only`` (the shards the parts make) or of a ``--part`` (its shards)."""
+    import sys
+
+    from synprep.pipeline.parts import command_text, with_part
+
+    entry = manifest.split(split)
+    if prepare_only:
+        left = entry.input_lines - sum(entry.dropped.values())
+        click.echo(f"synprep: {split}: prepared: {entry.input_lines} input lines, {left} pairs to parse in "
+                   f"{-(-left // shard_size)} shard(s) of {shard_size}; run it with --part I/N for I = 1..N "
+                   "(at once, anywhere OUT is shared), then with --merge-parts", err=True)
+        return
+    mine = [s for s in entry.shards if part.owns(int(s.file.split(".")[-2]))]
+    click.echo(f"synprep: {split}: part {part}: {len(mine)} shard(s), {sum(s.pairs for s in mine)} pairs; once "
+               f"every part has finished: `{command_text(with_part(sys.argv, None))} --merge-parts`", err=True)
+
+
 def _report(manifest, split: str) -> None:
     from synprep.pipeline import split_summary
 
@@ -225,13 +278,15 @@ def _report(manifest, split: str) -> None:
               help="clean: max tokens per side.")
 @language_check_option
 @config_option
+@parts_options
 @parser_options
 @jobs_options
 @backend_options
 def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, vocab_split, tokenized, subword,
                  spm_model, hf_tokenizer, vocab_size, lowercase, fairseq_compat, tokenizer, clean, ratio, min_len, max_len,
-                 no_language_check, config_path, parser_name, conllu_path, trees_path, device, batch_size, no_ssplit,
-                 max_words, ldd_threshold, cache_path, no_cache, backend_opts, shard_size, jobs, backend, scheduler):
+                 no_language_check, config_path, part, prepare_only, merge_parts, parser_name, conllu_path, trees_path,
+                 device, batch_size, no_ssplit, max_words, ldd_threshold, cache_path, no_cache, backend_opts, shard_size,
+                 jobs, backend, scheduler):
     """Raw parallel text → tokenize → clean → BPE → parse → features → shards → check.
 
     Run once per split into the same --out (train first: it learns the BPE codes and the
@@ -250,7 +305,11 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
                                       spm_model=spm_model, hf_tokenizer=hf_tokenizer, vocab_size=cfg.subword.vocab_size)
         runtime = runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler)
         manifest = run_pipeline(src, tgt, out, cfg, split=split, clean=clean, codes=codes, vocab=vocab,
-                                conllu=conllu_path, trees=trees_path, subword_model=model, runtime=runtime)
+                                conllu=conllu_path, trees=trees_path, subword_model=model, runtime=runtime, part=part,
+                                prepare_only=prepare_only, merge_parts=merge_parts)
+    if part is not None or prepare_only:
+        _report_parts(manifest, split, part, prepare_only, cfg.shards.shard_size)
+        return
     _report(manifest, split)
 
 
@@ -294,11 +353,12 @@ def _subword_model_option(subword: str, **given) -> str | None:
                    "case. synprep iwslt14 writes it as OUT/tmp/SPLIT.cased.de.")
 @language_check_option
 @config_option
+@parts_options
 @parser_options
 @jobs_options
 @backend_options
 def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, vocab_split, parse_src, no_language_check,
-                 config_path, parser_name, conllu_path, trees_path, device, batch_size, no_ssplit, max_words,
+                 config_path, part, prepare_only, merge_parts, parser_name, conllu_path, trees_path, device, batch_size, no_ssplit, max_words,
                  ldd_threshold, cache_path, no_cache, backend_opts,
                  shard_size, jobs, backend, scheduler):
     """Already tokenized and BPE'd parallel text (e.g. fairseq's prepared data) → shards → check.
@@ -315,5 +375,9 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, vocab_split, p
         refuse_unused_parser_options(cfg.parse.parser)
         runtime = runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler)
         manifest = run_annotate(src, tgt, out, cfg, split=split, vocab=vocab, conllu=conllu_path, trees=trees_path,
-                                parse_src=parse_src, runtime=runtime)
+                                parse_src=parse_src, runtime=runtime, part=part, prepare_only=prepare_only,
+                                merge_parts=merge_parts)
+    if part is not None or prepare_only:
+        _report_parts(manifest, split, part, prepare_only, cfg.shards.shard_size)
+        return
     _report(manifest, split)

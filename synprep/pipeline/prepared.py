@@ -9,13 +9,23 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from synprep.annotate import annotate_split, items_from_files, warm_parse
+from synprep.annotate import PARSE_REASONS, annotate_split, items_from_files, warm_parse
 from synprep.config import DataConfig
 from synprep.constants import MANIFEST_NAME, VOCAB_NAME
 from synprep.lock import writer
 from synprep.pipeline.checks import check_annotate_inputs
 from synprep.pipeline.dictionary import split_vocab
 from synprep.pipeline.folder import TRAIN
+from synprep.pipeline.parts import (
+    Part,
+    annotate_hooks,
+    finished_parts,
+    merge_parts_into,
+    remove_records,
+    require_prepared,
+    resume_part,
+    save_prepared,
+)
 from synprep.pipeline.record import _finish, open_split, split_manifest, trees_for
 from synprep.pipeline.views import Runtime, guard, parse_options, recorded, shard_config
 from synprep.shards import Manifest
@@ -43,7 +53,8 @@ def pieces_lowercased(out: Path, src: str, n_src: int) -> bool:
 @writer
 def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig, *, split: str = TRAIN,
                  vocab: str | None = None, conllu: str | None = None, trees: str | None = None,
-                 parse_src: str | None = None, runtime: Runtime | None = None) -> Manifest:
+                 parse_src: str | None = None, runtime: Runtime | None = None, part: Part | None = None,
+                 prepare_only: bool = False, merge_parts: bool = False) -> Manifest:
     """Already tokenized and BPE'd parallel text of one split → shards in ``out``.
 
     ``src``/``tgt`` hold BPE pieces (``@@ `` markers, Moses escapes), one pair per line, such as
@@ -63,16 +74,24 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
         config: every setting that determines the folder (its ``mode`` is set to ``annotate``; the
             text stage's fields are not read, and recorded at their defaults).
         runtime: where the work runs. conllu, trees, parse_src: the split's other inputs.
+        part: make only this part's shards, as :func:`~synprep.pipeline.run_pipeline`.
+        prepare_only: stop after the whole-split steps (here the vocabulary and the split's manifest entry).
+        merge_parts: add the finished parts' records to the manifest, then finish the split.
 
 
     Raises:
         InputError: bad input, line counts that differ (both named), a parse that does not match, a
-            side in another language; ConfigError: bad options. Nothing is written into ``out`` then.
+            side in another language; ConfigError: bad options. Nothing is written into ``out`` then. A part
+            or merge before ``--prepare-only``, a merge with a part that has not finished: ConfigError.
     """
     out, runtime, config = Path(out), runtime or Runtime(), config.replace(mode="annotate")
+    if part is not None or merge_parts:
+        require_prepared(out, split)
+    finished = finished_parts(out, split) if merge_parts else None  # before anything is written or removed
     parse = parse_options(config, runtime, trees)
     source = parse.source()
-    warm_parse(parse, runtime.par)  # the parse's workers start while the input is read and checked
+    if not (prepare_only or merge_parts):
+        warm_parse(parse, runtime.par)  # the parse's workers start while the input is read and checked
     n_src = check_annotate_inputs(src, tgt, out, source, src_lang=config.src_lang, tgt_lang=config.tgt_lang,
                                   language_check=config.text.language_check, conllu=conllu, trees=trees,
                                   parse_src=parse_src)
@@ -84,12 +103,21 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
     input_sha = open_split(out, split, recorded(config, source.runs_parser),
                            {"src": src, "tgt": tgt, "conllu": conllu, "trees": trees, "parse_src": parse_src},
                            [out / VOCAB_NAME] if builds_vocab else [], vocab=vocab, runs_parser=source.runs_parser,
-                           cache=parse.cache)
+                           cache=parse.cache, part=part)
     v = split_vocab(out, split, [Path(src), Path(tgt)], vocab, config.shards.vocab_split)  # waits for its split
     mark("vocabulary")
     lowercased = config.text.lowercase or pieces_lowercased(out, src, n_src)
     manifest, sig = split_manifest(out, split, shared, v, parse, n_src, tok="given", lowercase=lowercased,
                                    words="cased" if parse_src is not None else None, input_sha=input_sha)
+    if prepare_only:
+        return save_prepared(out, split, manifest, list(PARSE_REASONS))
+    if finished is not None:
+        merged = merge_parts_into(manifest, split, finished)
+        _finish(out, manifest, split)
+        remove_records(out, merged)
+        return manifest
+    if part is not None:
+        resume_part(out, split, part, manifest)
     parses = source.imported(conllu, range(1, n_src + 1), n_src)
     items: Iterable[Any] = items_from_files(
         iter_lines(src), iter_lines(tgt), iter(range(1, n_src + 1)), parses=parses,
@@ -101,7 +129,10 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
     annotate_split(out, split, items, vocab=v, manifest=manifest, opts=parse, par=runtime.par,
                    src_lang=config.src_lang, tgt_lang=config.tgt_lang, signature=sig,
                    config=shard_config(shared, config, split, vocab_sha256=v.sha256, input_sha=input_sha),
-                   ldd_threshold=config.parse.ldd_threshold, shard_size=config.shards.shard_size, source_name=src)
+                   ldd_threshold=config.parse.ldd_threshold, shard_size=config.shards.shard_size, source_name=src,
+                   **annotate_hooks(out, split, part))
+    if part is not None:
+        return manifest  # the part's record is saved; --merge-parts finishes the split
     _finish(out, manifest, split)
     mark("check")
     return manifest

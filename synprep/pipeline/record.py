@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from synprep.annotate import ParseOptions
 from synprep.constants import MANIFEST_NAME, SHARD_FORMAT_VERSION, VOCAB_NAME
@@ -17,6 +18,9 @@ from synprep.signature import signature
 from synprep.textio import atomic_write, count_lines, display_name, iter_lines
 from synprep.types import ParsedLine
 from synprep.vocab import Vocab
+
+if TYPE_CHECKING:
+    from synprep.pipeline.parts import Part
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +183,7 @@ def _write_drop_report(report: Path, manifest: Manifest, split: str) -> None:
 
 
 def open_split(out: Path, split: str, config: Any, inputs: dict[str, str | None], made: list[Path], *,
-               vocab: str | None, runs_parser: bool, cache: str | None) -> dict[str, str]:
+               vocab: str | None, runs_parser: bool, cache: str | None, part: Part | None = None) -> dict[str, str]:
     """Claim the split and check the folder against this run, before anything is written into it.
 
     The split's writer is held (a second one is refused, :func:`synprep.lock.hold_split`); under the
@@ -192,6 +196,9 @@ def open_split(out: Path, split: str, config: Any, inputs: dict[str, str | None]
         config: the run's :class:`~synprep.config.DataConfig` as the folder records it
             (:func:`synprep.pipeline.views.recorded`).
         inputs: the split's input files by role. made: the files a run of the split writes.
+        part: ``--part I/N`` (:class:`synprep.pipeline.parts.Part`, of a prepared split): the part's own lock
+            instead of the split's, no folder lock (both files exist: they are only read), and only the part's
+            own stale temporary files removed (another part's, on another machine, may be live there).
 
     Returns:
         The sha256 (hex) of each given input, by role.
@@ -200,12 +207,23 @@ def open_split(out: Path, split: str, config: Any, inputs: dict[str, str | None]
     from synprep.pipeline.dictionary import _refuse_without_vocabulary
     from synprep.pipeline.folder import _check_config, _check_inputs, _remove_stale_temps
 
-    hold_split(out, split)  # a second writer of this split is refused, naming this run (synprep.lock)
-    with folder_lock(out):
+    if part is None:
+        hold_split(out, split)  # a second writer of this split is refused, naming this run (synprep.lock)
+    else:
+        from synprep.pipeline.parts import hold_part, refuse_split_writer
+
+        refuse_split_writer(out, split)
+        hold_part(out, split, part)
+    with folder_lock(out) if part is None else contextlib.nullcontext():
         _refuse_without_vocabulary(out, split, vocab, config.shards.vocab_split)  # before anything is written
         _check_config(out, config, split)
         input_sha = _check_inputs(out, split, inputs, made)
-    _remove_stale_temps(out)  # after the configuration check: a refused command leaves the folder alone
+    if part is None:
+        _remove_stale_temps(out)  # after the configuration check: a refused command leaves the folder alone
+    else:
+        from synprep.pipeline.parts import sweep_part_temps
+
+        sweep_part_temps(out, split, part)
     if runs_parser and cache:  # a damaged cache stops the run before any stage
         from synprep.parse.cache import check_cache_usable
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from synprep.annotate import annotate_split, items_from_files, warm_parse
+from synprep.annotate import PARSE_REASONS, annotate_split, items_from_files, warm_parse
 from synprep.config import DataConfig
 from synprep.constants import VOCAB_NAME
 from synprep.errors import InputError
@@ -18,6 +18,16 @@ from synprep.parse.options import Item, ParseOptions
 from synprep.pipeline.checks import check_pipeline_inputs
 from synprep.pipeline.dictionary import split_vocab
 from synprep.pipeline.folder import TRAIN, TextFiles, check_output_folder
+from synprep.pipeline.parts import (
+    Part,
+    annotate_hooks,
+    finished_parts,
+    merge_parts_into,
+    remove_records,
+    require_prepared,
+    resume_part,
+    save_prepared,
+)
 from synprep.pipeline.record import (
     _finish,
     _record_clean_drops,
@@ -48,7 +58,8 @@ log = logging.getLogger(__name__)
 def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: DataConfig, *, split: str = TRAIN,
                  clean: bool | None = None, codes: str | None = None, vocab: str | None = None,
                  conllu: str | None = None, trees: str | None = None, subword_model: str | None = None,
-                 runtime: Runtime | None = None) -> Manifest:
+                 runtime: Runtime | None = None, part: Part | None = None, prepare_only: bool = False,
+                 merge_parts: bool = False) -> Manifest:
     """Raw parallel text of one split → shards in ``out`` (module docstring of :mod:`synprep.pipeline`).
 
     Args:
@@ -65,6 +76,11 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
         subword_model: the model of a scheme that reads raw text (``--spm-model``, ``--hf-tokenizer``)
             instead of learning one (docs/subwords.md).
         runtime: where the work runs (workers, parse cache, the parser's runtime options).
+        part: make only this part's shards (``--part I/N``, :mod:`synprep.pipeline.parts`) and its record, not
+            ``manifest.json``; the split must be prepared.
+        prepare_only: stop after the steps that need the whole split (``--prepare-only``: text, subwords,
+            vocabulary, the split's manifest entry).
+        merge_parts: add the finished parts' records to the manifest, then finish the split as a run does.
 
     Every input and the split's preconditions (a later split applies the train split's codes or subword
     model) are checked before anything is written into ``out``.
@@ -74,15 +90,20 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
 
     Raises:
         InputError: bad input (named with file and line); ConfigError: bad options, or a folder
-            made with another configuration.
+            made with another configuration; a part or merge before ``--prepare-only``, a merge with a part
+            that has not finished (named, with its command).
     """
     from synprep.subword import scheme_class
 
     out, runtime, config = Path(out), runtime or Runtime(), config.replace(mode="pipeline")
     check_output_folder(out)
+    if part is not None or merge_parts:
+        require_prepared(out, split)
+    finished = finished_parts(out, split) if merge_parts else None  # before anything is written or removed
     text, parse = text_options(config, clean), parse_options(config, runtime, trees)
     source, scheme = parse.source(), scheme_class(config.subword.scheme)
-    warm_parse(parse, runtime.par)  # the parse's workers start while the text stage runs (annotate_split waits)
+    if not (prepare_only or merge_parts):
+        warm_parse(parse, runtime.par)  # the parse's workers start while the text stage runs (annotate_split waits)
     n_tgt = check_pipeline_inputs(src, tgt, out, split, text, source, scheme, src_lang=config.src_lang,
                                   tgt_lang=config.tgt_lang, language_check=config.text.language_check, conllu=conllu,
                                   trees=trees, codes=codes, subword_model=subword_model)
@@ -100,7 +121,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
     input_sha = open_split(out, split, recorded(config, source.runs_parser),
                            {"src": src, "tgt": tgt, "conllu": conllu, "trees": trees},
                            made + [files.lines, files.dropped], vocab=vocab, runs_parser=source.runs_parser,
-                           cache=parse.cache)
+                           cache=parse.cache, part=part)
     # 1. tokenize, 2. clean (+ lowercase), 3. subwords, 4. the vocabulary
     n_src = tokenize_split(files, src, tgt, conllu, n_tgt, text, tok, source, runtime.par)
     mark("tokenized")
@@ -116,15 +137,25 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
                                    lowercase=text.lowercase, codes_sha=pieces.codes_sha, sub=pieces.sub,
                                    input_sha=input_sha)
     _record_clean_drops(manifest, split, files.dropped)
+    if prepare_only:
+        return save_prepared(out, split, manifest, list(PARSE_REASONS))
+    merged = merge_parts_into(manifest, split, finished) if finished is not None else None
     facts = {**pieces.facts, "clean": text.clean if text.clean is not None else split == TRAIN,
              "clean_bounds": [text.ratio, text.min_len, text.max_len]}
-    items = _items(files, pieces, words_file, source, conllu, trees, n_src)
-    _annotate(out, split, items, v, manifest, parse, config, runtime, text=text, sig=sig, subword=scheme.name,
-              source_name=str(src or conllu),
-              attrs=shard_config(shared, config, split, vocab_sha256=v.sha256, input_sha=input_sha, facts=facts))
+    if merged is None:
+        if part is not None:
+            resume_part(out, split, part, manifest)
+        items = _items(files, pieces, words_file, source, conllu, trees, n_src)
+        _annotate(out, split, items, v, manifest, parse, config, runtime, text=text, sig=sig, subword=scheme.name,
+                  source_name=str(src or conllu), part=part,
+                  attrs=shard_config(shared, config, split, vocab_sha256=v.sha256, input_sha=input_sha, facts=facts))
+        if part is not None:
+            return manifest  # the part's record is saved; --merge-parts finishes the split
     _write_drop_report(files.dropped, manifest, split)
     _finish(out, manifest, split)
     mark("check")
+    if merged is not None:
+        remove_records(out, merged)
     return manifest
 
 
@@ -148,7 +179,7 @@ def _items(files: TextFiles, pieces: Pieces, words_file: Path, source: Any, conl
 
 def _annotate(out: Path, split: str, items: Iterator[Item], v: Vocab, manifest: Manifest, parse: ParseOptions,
               config: DataConfig, runtime: Runtime, *, text: TextOptions, sig: str, subword: str, source_name: str,
-              attrs: dict[str, Any]) -> None:
+              attrs: dict[str, Any], part: Part | None = None) -> None:
     """Step 5 (:func:`synprep.annotate.annotate_split`); trees whose words are not sacremoses' tokens are
     an input error that points at ``--tokenized``."""
     from synprep.parse.trees import TreeLeavesError
@@ -158,7 +189,7 @@ def _annotate(out: Path, split: str, items: Iterator[Item], v: Vocab, manifest: 
                        opts=dataclasses.replace(parse, lowercase=text.lowercase), par=runtime.par,
                        src_lang=config.src_lang, tgt_lang=config.tgt_lang, signature=sig, config=attrs,
                        ldd_threshold=config.parse.ldd_threshold, shard_size=config.shards.shard_size, source_name=source_name,
-                       subword=subword)
+                       subword=subword, **annotate_hooks(out, split, part))
     except TreeLeavesError as e:  # issue 16 item 9: the trees' words are a treebank's tokenization, not sacremoses'
         if text.tokenized or text.tokenizer != "moses":
             raise

@@ -1,0 +1,360 @@
+"""Array parts: one split's shards made by ``N`` independent commands (``--part I/N``), e.g. the tasks of a
+SLURM ``--array`` on machines that share the output folder, then made whole by one finishing command
+(``--merge-parts``). docs/cluster.md is the recipe.
+
+The steps that need the whole split (tokenize, clean, subwords, vocabulary, the split's manifest entry:
+its input line count and the cleaning's drops) run once, with ``--prepare-only``; a part refuses to start
+before them. Part ``I`` (1-based) of ``N`` makes the shards ``k`` (0-based) with ``k mod N == I - 1``: the
+shards are the unit of work and shard ``k`` always holds the same pairs (:mod:`synprep.annotate`), so the
+union of the ``N`` parts is exactly the split, and interleaving spreads a length-sorted corpus evenly.
+
+Parts never write a shared file, so they need no lock that must work across machines (``flock`` on NFS
+needs its lock service, and Lustre needs ``-o flock``): each part writes only its own shard files and its
+own record ``OUT/.parts/SPLIT.part-I-of-N.json`` (the manifest entries of its shards and the drops of
+their lines, and whether the part finished), rewritten atomically after each shard. A part re-run after a
+kill reads its record back and skips the shards it lists whose files match (size and sha256). Each part
+also takes ``OUT/.parts/SPLIT.part-I-of-N.lock`` where the filesystem has locks (two copies of one part
+are refused), and goes on without it where it has none. ``--merge-parts`` adds every part's record to
+``manifest.json``, writes the drop report, runs the split's check, and removes ``OUT/.parts``' files of the
+split: the folder is then byte for byte the one a single run makes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import logging
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from synprep.constants import MANIFEST_NAME
+from synprep.errors import ConfigError, InputError
+from synprep.lock import (
+    NO_LOCKS,
+    FolderBusy,
+    _open_lock_file,
+    _owner_record,
+    _split_locks,
+    describe_owner,
+    live_temp,
+)
+from synprep.shards import Manifest
+from synprep.shards.manifest import SplitEntry
+from synprep.shards.schema import parse_shard_name
+from synprep.textio import atomic_write
+
+log = logging.getLogger(__name__)
+
+#: the folder of the parts' records (removed by ``--merge-parts`` once empty)
+PARTS_DIR = ".parts"
+#: the version of a part's record (``OUT/.parts/SPLIT.part-I-of-N.json``)
+RECORD_VERSION = 1
+_PART_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+_RECORD_RE = re.compile(r"^(?P<split>[A-Za-z0-9_-]+)\.part-(?P<i>\d+)-of-(?P<n>\d+)\.json$")
+
+
+@dataclass(frozen=True)
+class Part:
+    """Part ``index`` (1-based) of ``count`` of a split: the shards ``k`` (0-based) with ``k mod count ==
+    index - 1``."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> Part:
+        """``"2/3"`` → ``Part(2, 3)``.
+
+        Raises:
+            ConfigError: not ``I/N`` with integers ``1 <= I <= N``.
+        """
+        m = _PART_RE.match(str(text))
+        if m is None or not 1 <= int(m[1]) <= int(m[2]):
+            raise ConfigError(f"--part must be I/N with 1 <= I <= N (part I of N, e.g. 2/8), got {text!r}")
+        return cls(int(m[1]), int(m[2]))
+
+    def owns(self, k: int) -> bool:
+        """Whether shard ``k`` (0-based) is this part's."""
+        return k % self.count == self.index - 1
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parts_dir(out: Path) -> Path:
+    return Path(out) / PARTS_DIR
+
+
+def record_path(out: Path, split: str, part: Part) -> Path:
+    """``OUT/.parts/SPLIT.part-I-of-N.json``: what part ``I`` of ``N`` made so far."""
+    return parts_dir(out) / f"{split}.part-{part.index}-of-{part.count}.json"
+
+
+def command_text(argv: list[str]) -> str:
+    """``argv`` as a user types it (``synprep …``, the interpreter's path left out), shell-quoted."""
+    if argv and (os.path.basename(argv[0]) == "synprep" or argv[0].endswith("__main__.py")):
+        argv = ["synprep", *argv[1:]]
+    return shlex.join(argv)
+
+
+def with_part(argv: list[str], part: Part | None, *, prepare: bool = False) -> list[str]:
+    """``argv`` with its ``--part``/``--prepare-only``/``--merge-parts`` replaced by ``--part I/N`` (``part``),
+    ``--prepare-only`` (``prepare``) or nothing."""
+    rest, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a == "--part":
+            skip = True
+            continue
+        if a.startswith("--part=") or a in ("--prepare-only", "--merge-parts"):
+            continue
+        rest.append(a)
+    if part is not None:
+        rest += ["--part", str(part)]
+    if prepare:
+        rest.append("--prepare-only")
+    return rest
+
+
+def require_prepared(out: Path, split: str) -> None:
+    """Refuse ``--part``/``--merge-parts`` before the split's whole-split steps ran (``--prepare-only``):
+    ``manifest.json`` lists the split once they ran (a run saves the manifest only after its vocabulary).
+
+    Raises:
+        ConfigError: the split is not in ``OUT/manifest.json``; names the command to run first.
+    """
+    path = Path(out) / MANIFEST_NAME
+    prepared = False
+    if path.is_file():
+        prepared = split in Manifest.load(path).splits
+    if not prepared:
+        first = command_text(with_part(sys.argv, None, prepare=True))
+        raise ConfigError(f"the {split} split of {out} is not prepared: run `{first}` once first (it tokenizes, "
+                          "cleans and learns the subwords and the vocabulary of the whole split), then the parts")
+
+
+def hold_part(out: Path, split: str, part: Part) -> None:
+    """Take ``OUT/.parts/SPLIT.part-I-of-N.lock`` for the rest of the current :func:`synprep.lock.writer` call.
+
+    On a filesystem without file locks the part runs without it (the parts share no file; only two copies
+    of the same part at once would collide, as two copies of one array task).
+
+    Raises:
+        FolderBusy: another live process runs this part (named in the message).
+    """
+    d = parts_dir(out)
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{split}.part-{part.index}-of-{part.count}.lock"
+    fd = _open_lock_file(path)
+    if fd is None:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise FolderBusy(f"part {part} of the {split} split of {out} is being run by {describe_owner(path)}: "
+                         "wait for it to finish (running the same command afterwards resumes)") from None
+    except OSError as e:
+        if e.errno not in NO_LOCKS and e.errno != errno.EINVAL:
+            os.close(fd)
+            raise
+        log.info("%s: the filesystem has no file locks: part %s runs without its lock", path, part)
+        os.close(fd)
+        return
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, _owner_record(split=split, part=str(part)).encode("utf-8"), 0)
+    held = _split_locks.get()
+    if held is not None:
+        held.append(fd)
+
+
+def sweep_part_temps(out: Path, split: str, part: Part) -> None:
+    """Remove the temporary files a killed run of this part left: those of its own shards and record whose
+    writer is gone from this host (another part's, maybe on another machine, are never touched)."""
+    for p in Path(out).glob(f".{split}.*.h5.pid*.tmp"):
+        name = p.name[1:p.name.index(".pid")]
+        parsed = parse_shard_name(name)
+        if parsed is not None and parsed[0] == split and part.owns(parsed[1]) and not live_temp(p):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+    own = record_path(out, split, part).name
+    for p in parts_dir(out).glob(f".{own}.pid*.tmp"):
+        if not live_temp(p):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+
+
+def _read_record(path: Path) -> dict[str, Any]:
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(d, dict) or d.get("version") != RECORD_VERSION:
+            raise ValueError(f"not a part record of version {RECORD_VERSION}")
+        d["entry"] = SplitEntry.from_dict(d["entry"])
+        return d
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise InputError(f"not a readable part record ({e}): delete it to run that part again", str(path)) from None
+
+
+def _add(manifest: Manifest, split: str, entry: SplitEntry) -> None:
+    """A part's shards, their alignment counts and drops (with its declared reasons) added to ``manifest``."""
+    manifest.declare_reasons(split, list(entry.dropped))
+    for info in entry.shards:
+        manifest.add_shard(split, info)
+    for file, counts in entry.alignment.items():
+        manifest.set_alignment(split, file, counts)
+    manifest.record_drops(split, [(int(x[0]), str(x[1]), str(x[2])) for x in entry.dropped_lines])
+
+
+def resume_part(out: Path, split: str, part: Part, manifest: Manifest) -> None:
+    """What an earlier run of this part recorded, added to ``manifest`` (its shards are then skipped when their
+    files match)."""
+    path = record_path(out, split, part)
+    if path.is_file():
+        _add(manifest, split, _read_record(path)["entry"])
+
+
+def save_part(out: Path, split: str, part: Part, manifest: Manifest, complete: bool) -> None:
+    """Write this part's record: the split's entry as this part knows it, its shards and the drops of its lines
+    (the cleaning's drops are left out: they are the prepared entry's, in ``manifest.json``; a large corpus's
+    would be rewritten after every shard of every part), and whether every shard of the part is done. Atomic; no
+    lock (no other process writes it)."""
+    entry = manifest.split(split).to_dict()
+    entry["dropped_lines"] = [x for x in entry["dropped_lines"] if not str(x[1]).startswith("clean:")]
+    d = {"version": RECORD_VERSION, "split": split, "part": part.index, "parts": part.count, "complete": complete,
+         "command": command_text(sys.argv), "entry": entry}
+    path = record_path(out, split, part)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_write(path) as f:
+        f.write(json.dumps(d, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
+
+
+@dataclass(frozen=True)
+class Finished:
+    """Every part of a split, finished (:func:`finished_parts`): their records' entries, and the parts' files
+    that ``--merge-parts`` removes once the merged split passed its check (records and lock files)."""
+
+    entries: list[SplitEntry]
+    files: list[Path]
+
+
+def _running(out: Path, split: str, part: Part) -> str | None:
+    """Who runs ``part`` now (its lock held: ``pid 123 on host h (...)``), or None (or no file locks here)."""
+    path = parts_dir(out) / f"{split}.part-{part.index}-of-{part.count}.lock"
+    fd = _open_lock_file(path) if path.is_file() else None
+    if fd is None:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return describe_owner(path)
+    except OSError:
+        return None
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def finished_parts(out: Path, split: str) -> Finished:
+    """The records of every part of ``split``, checked to be all there and finished: before the merge touches
+    anything (it then removes the temporary files of no live process here, which a running part's would be).
+
+    Raises:
+        ConfigError: no part ran; records of different ``N``; a part that has not finished (each named by its
+            number, with the command that runs it: its own recorded command when it started, resuming it; or
+            the process that runs it now).
+    """
+    records: dict[int, dict[str, Any]] = {}
+    counts: set[int] = set()
+    for p in sorted(parts_dir(out).glob(f"{split}.part-*-of-*.json")):
+        m = _RECORD_RE.match(p.name)
+        if m is None or m["split"] != split:
+            continue
+        counts.add(int(m["n"]))
+        records[int(m["i"])] = {**_read_record(p), "path": p}
+    here = with_part(sys.argv, None)
+    if not records:
+        raise ConfigError(f"no part of the {split} split of {out} has run (nothing in {parts_dir(out)}): run "
+                          f"`{command_text(here)} --part I/N` for I = 1..N first")
+    if len(counts) > 1:
+        raise ConfigError(f"{parts_dir(out)} holds parts of the {split} split for different N ("
+                          f"{', '.join(map(str, sorted(counts)))}): keep the records of one N")
+    n = counts.pop()
+    missing = [i for i in range(1, n + 1) if not (i in records and records[i]["complete"])]
+    if missing:
+        some = next(iter(records.values()))
+        runs = []
+        for i in missing:
+            who = _running(out, split, Part(i, n)) if i in records else None
+            if who is not None:
+                runs.append(f"part {i} of {n} is still running ({who}): wait for it")
+            elif i in records:
+                runs.append(f"part {i} of {n} has not finished (running it again resumes it): "
+                            f"`{command_text(with_part(shlex.split(records[i]['command']), Part(i, n)))}`")
+            else:
+                runs.append(f"part {i} of {n} has not run: "
+                            f"`{command_text(with_part(shlex.split(some['command']), Part(i, n)))}`")
+        raise ConfigError(f"the {split} split of {out} is not whole: " + "; ".join(runs)
+                          + "; then run this command again")
+    return Finished([records[i]["entry"] for i in range(1, n + 1)],
+                    [r["path"] for r in records.values()] + sorted(parts_dir(out).glob(f"{split}.part-*-of-*.lock")))
+
+
+def merge_parts_into(manifest: Manifest, split: str, parts: Finished) -> list[Path]:
+    """Every finished part's shards, alignment counts and drops added to ``manifest``; returns the parts' files
+    to remove once the merged split passed its check."""
+    for entry in parts.entries:
+        _add(manifest, split, entry)
+    return parts.files
+
+
+def remove_records(out: Path, files: list[Path]) -> None:
+    """Remove the merged parts' files, and ``OUT/.parts`` once it is empty."""
+    for p in files:
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+    with contextlib.suppress(OSError):
+        parts_dir(out).rmdir()  # not empty: another split's parts
+
+
+def refuse_split_writer(out: Path, split: str) -> None:
+    """A part does not start while a command without ``--part`` writes the split (it would make the same shards).
+
+    Raises:
+        FolderBusy: names that command.
+    """
+    from synprep.lock import split_writer
+
+    who = split_writer(out, split)
+    if who is not None:
+        raise FolderBusy(f"the {split} split of {out} is being written by {who}: a part starts once it has ended")
+
+
+def save_prepared(out: Path, split: str, manifest: Manifest, reasons: list[str]) -> Manifest:
+    """``--prepare-only``'s end: the split's manifest entry (its input lines, the cleaning's drops, the drop
+    ``reasons`` of the later stages declared as a run declares them) saved, which is what
+    :func:`require_prepared` looks for."""
+    from synprep.lock import folder_lock
+
+    manifest.declare_reasons(split, reasons)
+    with folder_lock(out):
+        manifest.save(out)
+    return manifest
+
+
+def annotate_hooks(out: Path, split: str, part: Part | None) -> dict[str, Any]:
+    """The arguments of :func:`synprep.annotate.annotate_split` that make one part (none without a part): the
+    shards it owns, and its record saved after each instead of ``manifest.json``."""
+    if part is None:
+        return {}
+    return {"shards": part.owns, "save": lambda manifest, complete: save_part(out, split, part, manifest, complete)}

@@ -1,0 +1,276 @@
+"""Array parts (``--part I/N``, ``--prepare-only``, ``--merge-parts``): N concurrent processes over one folder
+make, once merged, the folder one run makes, byte for byte; a part killed mid-shard resumes; a merge names
+a missing part and the command that runs it.
+
+Real processes and real stanza on sample_data's train split (294 kept pairs in 6 shards of 50, ``-j 1``).
+One folder is prepared once and copied for each case; the parts share the reference run's parse cache
+(the bytes do not depend on what the cache holds: test_resume.py), except the killed part, whose fresh
+cache makes its second shard parse while it is killed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from pipeline_runs import (
+    assert_same_folder,
+    kill_group,
+    kill_when,
+    pipeline_args,
+    reference_run,
+    run,
+    run_ok,
+    start,
+    temp_files,
+)
+
+from synprep.pipeline.parts import Part
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory, stanza_dir) -> dict[str, Path]:
+    """``ref``: one uninterrupted run; ``prepared``: the same command with ``--prepare-only``; ``cache``: a copy
+    of the reference run's parse cache."""
+    ref, ref_cache = reference_run(tmp_path_factory, stanza_dir)
+    d = tmp_path_factory.mktemp("parts")
+    cache = d / "cache.sqlite"
+    shutil.copyfile(ref_cache, cache)
+    prepared = d / "prepared"
+    proc = run_ok(pipeline_args(prepared, cache, stanza_dir, "-j", "1", "--prepare-only"))
+    assert "294 pairs to parse in 6 shard(s) of 50" in proc.stderr
+    assert not list(prepared.glob("*.h5"))
+    return {"ref": ref, "prepared": prepared, "cache": cache}
+
+
+def _copy(folders: dict[str, Path], tmp_path: Path) -> Path:
+    out = tmp_path / "out"
+    shutil.copytree(folders["prepared"], out)
+    return out
+
+
+def _args(out: Path, cache: Path, stanza_dir: Path, *extra: str) -> list[str]:
+    return pipeline_args(out, cache, stanza_dir, "-j", "1", *extra)
+
+
+def _parts_together(args: list[list[str]], logs: Path) -> None:
+    """Start every command at once, wait for all; each must exit 0."""
+    procs = [start(a, logs / f"part{i}.log") for i, a in enumerate(args)]
+    try:
+        for i, p in enumerate(procs):
+            assert p.wait(timeout=300) == 0, (logs / f"part{i}.log").read_text()
+    finally:
+        for p in procs:
+            kill_group(p)
+
+
+def _in_process(argv: list[str], monkeypatch, capsys) -> tuple[int, str]:
+    """``synprep ARGV`` in this process (for commands that parse nothing): its exit status and stderr."""
+    from synprep.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["synprep", *argv])
+    capsys.readouterr()
+    try:
+        main(argv)
+        status = 0
+    except SystemExit as e:
+        status = int(e.code or 0)
+    return status, capsys.readouterr().err
+
+
+def _merge(out: Path, cache: Path, stanza_dir: Path, monkeypatch, capsys) -> tuple[int, str]:
+    return _in_process(_args(out, cache, stanza_dir, "--merge-parts"), monkeypatch, capsys)
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_n_concurrent_parts_make_the_folder_of_one_run(folders, tmp_path, stanza_dir, monkeypatch, capsys, n):
+    out = _copy(folders, tmp_path)
+    _parts_together([_args(out, folders["cache"], stanza_dir, "--part", f"{i}/{n}") for i in range(1, n + 1)],
+                    tmp_path)
+    assert not (out / "manifest.json").read_text() == (folders["ref"] / "manifest.json").read_text()  # not yet
+    status, err = _merge(out, folders["cache"], stanza_dir, monkeypatch, capsys)
+    assert status == 0, err
+    assert "check OK" in err
+    assert not (out / ".parts").exists()  # the parts' records are gone with the merge
+    assert_same_folder(out, folders["ref"])
+
+
+def test_three_parts_one_killed_mid_shard_then_missing_then_rerun(folders, tmp_path, stanza_dir, monkeypatch, capsys):
+    out = _copy(folders, tmp_path)
+    cache, fresh = folders["cache"], tmp_path / "fresh.sqlite"  # part 2 parses: its kill lands mid-shard
+    killed = _args(out, fresh, stanza_dir, "--part", "2/3")
+    record = out / ".parts" / "train.part-2-of-3.json"
+
+    def first_shard_recorded() -> bool:  # its shard 1 written, its shard 4 parsing
+        try:
+            return len(json.loads(record.read_text())["entry"]["shards"]) == 1
+        except (OSError, ValueError):
+            return False
+
+    p1 = start(_args(out, cache, stanza_dir, "--part", "1/3"), tmp_path / "part1.log")
+    p2 = start(killed, tmp_path / "killed.log")
+    try:
+        kill_when(p2, first_shard_recorded)
+        assert p1.wait(timeout=300) == 0, (tmp_path / "part1.log").read_text()
+    finally:
+        kill_group(p1)
+        kill_group(p2)
+    assert sorted(p.name for p in out.glob("*.h5")) == ["train.00000.h5", "train.00001.h5", "train.00003.h5"]
+    first = (out / "train.00001.h5").stat().st_ino
+
+    # the merge names the part that stopped (with its own command, which resumes it) and the one never run
+    proc = run(_args(out, cache, stanza_dir, "--merge-parts"))
+    assert proc.returncode == 2, proc.stderr
+    err = proc.stderr.strip().splitlines()[-1]
+    assert err.startswith(f"synprep: error: the train split of {out} is not whole: part 2 of 3 has not finished "
+                          "(running it again resumes it): `synprep pipeline "), err
+    assert f"--cache {fresh} " in err and "--part 2/3`; part 3 of 3 has not run: `synprep pipeline " in err
+    assert err.endswith(" --part 3/3`; then run this command again"), err
+    assert not (out / "train.00004.h5").exists()
+
+    _parts_together([killed, _args(out, cache, stanza_dir, "--part", "3/3")], tmp_path)
+    assert (out / "train.00001.h5").stat().st_ino == first  # the killed part's finished shard was kept
+    status, err = _merge(out, cache, stanza_dir, monkeypatch, capsys)
+    assert status == 0, err
+    assert not temp_files(out)
+    assert_same_folder(out, folders["ref"])
+
+
+@pytest.mark.parametrize("option", ["--part 1/2", "--merge-parts"])
+def test_a_part_or_merge_before_the_preparation_is_refused_naming_it(tmp_path, stanza_dir, monkeypatch, capsys,
+                                                                     option):
+    out = tmp_path / "out"
+    status, err = _in_process(_args(out, tmp_path / "c.sqlite", stanza_dir, *option.split()), monkeypatch, capsys)
+    assert status == 2
+    assert f"synprep: error: the train split of {out} is not prepared: run `synprep pipeline --src " in err
+    assert " -j 1 --prepare-only` once first" in err and "--part" not in err and "--merge-parts" not in err
+    assert not out.exists()  # nothing written
+
+
+@pytest.mark.parametrize("bad", ["0/2", "3/2", "2", "a/b", "1/0"])
+def test_a_bad_part_is_a_usage_error(tmp_path, monkeypatch, capsys, bad):
+    status, err = _in_process(["annotate", "--src", "x", "--tgt", "x", "--out", str(tmp_path / "o"), "--part", bad],
+                              monkeypatch, capsys)
+    assert status == 2
+    assert "Usage: synprep annotate" in err and "Invalid value for '--part'" in err
+
+
+def test_part_options_exclude_each_other(tmp_path, monkeypatch, capsys):
+    status, err = _in_process(["pipeline", "--tgt", "x", "--out", str(tmp_path / "o"), "--part", "1/2",
+                               "--merge-parts"], monkeypatch, capsys)
+    assert status == 2 and "--part and --merge-parts exclude each other" in err
+
+
+def test_part_assignment_covers_every_shard_once():
+    for n in range(1, 6):
+        owners = [[i for i in range(1, n + 1) if Part(i, n).owns(k)] for k in range(40)]
+        assert all(len(o) == 1 for o in owners)
+    assert Part.parse(" 2 / 8 ") == Part(2, 8)
+
+
+def _annotate_corpus(tmp_path: Path):
+    """A 30-pair corpus with imported parses (line 6's target empty: dropped) and ``annotate`` on it, in this
+    process, in shards of 4."""
+    from builders import write_corpus
+
+    from synprep.config import DataConfig
+    from synprep.pipeline import run_annotate
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    write_corpus(corpus, "train", 30, 1)
+    tgt = (corpus / "train.tgt").read_text().splitlines()
+    (corpus / "train.tgt").write_text("\n".join(["" if n == 6 else t for n, t in enumerate(tgt, 1)]) + "\n")
+    cfg = DataConfig.of(src_lang="de", tgt_lang="en", parser="conllu", shard_size=4, language_check=False)
+
+    def annotate(out: Path, **kw):
+        return run_annotate(str(corpus / "train.src"), str(corpus / "train.tgt"), out, cfg,
+                            conllu=str(corpus / "train.conllu"), **kw)
+
+    return annotate
+
+
+def test_annotate_parts_in_process_with_imported_parses(tmp_path):
+    """``annotate`` (imported CoNLL-U parses, so no parser: in this process) in 3 parts, run out of order, one of
+    them twice, and merged: the folder of one run, byte for byte; a part's record holds its own shards and drops."""
+    from pipeline_runs import folder_bytes
+
+    annotate = _annotate_corpus(tmp_path)
+    annotate(tmp_path / "one")
+    out = tmp_path / "parts"
+    annotate(out, prepare_only=True)
+    for i in (3, 1, 3, 2):
+        annotate(out, part=Part(i, 3))
+    record = json.loads((out / ".parts" / "train.part-2-of-3.json").read_text())
+    assert record["complete"] is True
+    assert [s["file"] for s in record["entry"]["shards"]] == ["train.00001.h5", "train.00004.h5", "train.00007.h5"]
+    assert [x[:2] for x in record["entry"]["dropped_lines"]] == [[6, "annotate:empty_target"]]  # in its shard 1
+    annotate(out, merge_parts=True)
+    assert folder_bytes(out) == folder_bytes(tmp_path / "one")
+
+
+def test_a_part_is_refused_beside_a_whole_split_run_or_a_copy_of_itself(tmp_path):
+    """A part does not start while a command without --part writes the split (named), nor beside a live copy
+    of itself."""
+    import fcntl
+    import os
+    import socket
+
+    from synprep.lock import FolderBusy
+
+    annotate = _annotate_corpus(tmp_path)
+    out = tmp_path / "out"
+    annotate(out, prepare_only=True)
+    lock = out / ".train.lock"
+    lock.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "command": "synprep annotate X",
+                                "started": "T"}))
+    with pytest.raises(FolderBusy, match=r"being written by pid \d+ on .* \(synprep annotate X, since T\): a part "):
+        annotate(out, part=Part(1, 2))
+    lock.write_text("")
+    (out / ".parts").mkdir()
+    held = os.open(out / ".parts" / "train.part-1-of-2.lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(FolderBusy, match="part 1/2 of the train split"):
+            annotate(out, part=Part(1, 2))
+        annotate(out, part=Part(2, 2))  # another part runs beside it
+    finally:
+        os.close(held)
+    assert not list(out.glob("train.00000.h5")) and (out / "train.00001.h5").is_file()
+
+
+def test_a_merge_names_a_part_still_running_and_removes_nothing(tmp_path):
+    """A part whose lock is held is named as running (not to be run again), and the refused merge leaves every
+    file, a temporary file of no live process here included (a running part's on another machine looks so)."""
+    import fcntl
+    import os
+
+    from synprep.errors import ConfigError
+
+    annotate = _annotate_corpus(tmp_path)
+    out = tmp_path / "out"
+    annotate(out, prepare_only=True)
+    annotate(out, part=Part(1, 2))
+    annotate(out, part=Part(2, 2))
+    record = out / ".parts" / "train.part-1-of-2.json"
+    record.write_text(record.read_text().replace('"complete": true', '"complete": false'))
+    temp = out / ".train.00002.h5.pid999999.abcd.tmp"
+    temp.write_bytes(b"")
+    lock = out / ".parts" / "train.part-1-of-2.lock"
+    lock.write_text(json.dumps({"pid": 4242, "host": "node7", "command": "synprep annotate --part 1/2",
+                                "started": "T"}))  # as a running part's lock holds it
+    held = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(ConfigError, match=r"is not whole: part 1 of 2 is still running \(pid 4242 on node7 "
+                                              r"\(synprep annotate --part 1/2, since T\)\): wait for it; then run "
+                                              r"this command again$"):
+            annotate(out, merge_parts=True)
+    finally:
+        os.close(held)
+    assert temp.exists() and record.exists()
