@@ -156,13 +156,15 @@ config_option = click.option(
 @contextlib.contextmanager
 def _command_run():
     """The body of ``pipeline`` and ``annotate``: their timeline started (:mod:`synprep.timeline`: ``command``
-    marks the interpreter, the imports and the options), and at their end, also when it raises, their worker
+    marks the interpreter, the imports and the options) and their parse throughput counted from zero, and at their end, also when it raises, their worker
     pools killed at once (the parse's, warmed early, and the text stage's: :func:`~synprep.parse.warming.
     release_workers`), not each waited for while it unloads its models; ``workers released`` marked after."""
     from synprep import timeline
+    from synprep.parse.blocks import THROUGHPUT
     from synprep.parse.warming import release_workers
 
     timeline.reset()
+    THROUGHPUT.reset()  # the closing parse line counts this command's blocks (the Python API adds up)
     timeline.mark("command")
     try:
         yield

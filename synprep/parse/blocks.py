@@ -57,6 +57,11 @@ class Throughput:
                 f"{self.sentences / s:.1f} sentences/s, {self.words / s:.0f} words/s on {self.device} "
                 f"({self.cached} from the cache)" + self.stages())
 
+    def reset(self) -> None:
+        """Count from zero (a command run in a process that ran one before: tests, scripts)."""
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, f.default)
+
     def stages(self) -> str:
         """``; forward 3.1 s, decode 1.2 s in 4 decode processes`` (empty without the split)."""
         if self.forward_seconds == 0 and self.decode_seconds == 0:
