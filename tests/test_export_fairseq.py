@@ -130,7 +130,7 @@ def test_fairseq_task_reads_both_sides_of_a_same_language_pair(venv: Path, tmp_p
     """-s en -t en: fairseq names both sides ``train.en-en.en``; the export names them en_src/en_tgt."""
     from tests.export_folders import same_language_folder
 
-    folder = same_language_folder(tmp_path_factory.getbasetemp() / "export-folders", stanza_dir)
+    folder = same_language_folder(tmp_path_factory, stanza_dir)
     dest = tmp_path / "export"
     proc = run_cli("export", str(folder), "--format", "fairseq", "--to", str(dest))
     assert "-s en_src -t en_tgt" in proc.stderr

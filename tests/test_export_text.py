@@ -28,12 +28,12 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def enen(tmp_path_factory, stanza_dir: Path) -> Path:
-    return same_language_folder(tmp_path_factory.getbasetemp() / "export-folders", stanza_dir)
+    return same_language_folder(tmp_path_factory, stanza_dir)
 
 
 @pytest.fixture(scope="module")
 def deen_lc(tmp_path_factory, stanza_dir: Path) -> Path:
-    return lowercase_folder(tmp_path_factory.getbasetemp() / "export-folders", stanza_dir)
+    return lowercase_folder(tmp_path_factory, stanza_dir)
 
 
 def kept_lines(folder: Path, split: str) -> list[int]:
