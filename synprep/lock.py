@@ -263,13 +263,28 @@ def split_writer(out: str | os.PathLike, split: str) -> str | None:
         os.close(fd)
 
 
-_split_locks: ContextVar[list[int] | None] = ContextVar("synprep_split_locks", default=None)
+class _Claims:
+    """The split locks one :func:`writer` call holds (fds, lock paths) and the folders it created to hold them."""
+
+    def __init__(self) -> None:
+        self.fds: list[int] = []
+        self.paths: set[str] = set()
+        self.created: list[Path] = []  # deepest first
 
 
-def hold_split(out: str | os.PathLike, split: str) -> None:
-    """Take the split lock ``OUT/.SPLIT.lock`` for the rest of the current :func:`writer` call.
+_split_locks: ContextVar[_Claims | None] = ContextVar("synprep_split_locks", default=None)
+
+
+def hold_split(out: str | os.PathLike, split: str, *, create: bool = False) -> None:
+    """Take the split lock ``OUT/.SPLIT.lock`` for the rest of the current :func:`writer` call (taken
+    again in the same call: nothing to do).
 
     Outside a :func:`writer` call it is held until the process ends.
+
+    Args:
+        create: create ``out`` (with its parents) when missing, so that the lock is taken at a
+            command's start; if the :func:`writer` call then fails, the lock file and the folders
+            created for it are removed again (when nothing else was written into them).
 
     Raises:
         FolderBusy: another live process writes this split into ``out`` (named in the message).
@@ -277,6 +292,14 @@ def hold_split(out: str | os.PathLike, split: str) -> None:
     """
     check_split_name(split)
     path = Path(out) / f".{split}.lock"
+    claims = _split_locks.get()
+    if claims is not None and str(path) in claims.paths:
+        return
+    if create and not Path(out).is_dir():
+        new = [d for d in (Path(out), *Path(out).parents) if not d.exists()]
+        Path(out).mkdir(parents=True, exist_ok=True)
+        if claims is not None:
+            claims.created.extend(new)
     fd = _open_lock_file(path)
     if fd is None:
         return
@@ -291,9 +314,77 @@ def hold_split(out: str | os.PathLike, split: str) -> None:
                          f"to finish (running the same command afterwards resumes), or use another --out") from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, _owner_record(split=split).encode("utf-8"), 0)
-    held = _split_locks.get()
-    if held is not None:
-        held.append(fd)  # released when the writer call returns; else when the process ends
+    if claims is not None:
+        claims.fds.append(fd)  # released when the writer call returns; else when the process ends
+        claims.paths.add(str(path))
+
+
+def _undo_created(claims: _Claims) -> None:
+    """A failed :func:`writer` call: its lock files in the folders it created, and those folders, removed
+    when nothing else was written into them."""
+    for d in claims.created:
+        for p in claims.paths:
+            if Path(p).parent == d:
+                with contextlib.suppress(OSError):
+                    os.unlink(p)
+        with contextlib.suppress(OSError):
+            d.rmdir()  # only an empty folder
+
+
+def process_age() -> float:
+    """Seconds since this process started."""
+    import psutil
+
+    return max(0.0, time.time() - psutil.Process().create_time())
+
+
+#: a split that needs another split's files (the train split's BPE codes, its ``dict.txt``) and finds no
+#: writer of it waits this long after its own start for one to appear, so that splits launched together
+#: wait for their train split instead of being refused (seconds; ``SYNPREP_START_WAIT`` overrides)
+START_WAIT_S = 10.0
+
+
+def wait_for_split(out: str | os.PathLike, split: str, ready: Callable[[], bool], *, what: str, why: str,
+                   refusal: str | None, wait_s: float) -> None:
+    """Return once ``ready()`` holds, waiting while a live process writes ``split`` into ``out``
+    (:func:`split_writer`; logged once, naming it), at most ``wait_s`` seconds. Without a writer, a
+    process started less than :data:`START_WAIT_S` seconds ago waits for one to appear: launched
+    together, the writer takes its split lock a moment after its start. Nothing is held while waiting.
+
+    Args:
+        ready: whether what is awaited is there (a file exists; a writer runs).
+        what: what is awaited, for the messages (``OUT/code``). why: the log line's reason.
+        refusal: the error message when no writer runs (None: return then, the caller refuses).
+
+    Raises:
+        ConfigError: ``refusal`` (no live writer of ``split``), or the wait ran out (naming the writer).
+    """
+    deadline = time.monotonic() + wait_s
+    start_wait = float(os.environ.get("SYNPREP_START_WAIT", START_WAIT_S))
+    told = told_start = False
+    while not ready():
+        owner = split_writer(out, split)
+        if owner is None:
+            if ready():  # it finished between the two looks
+                return
+            left = start_wait - process_age()
+            if left <= 0:
+                if refusal is None:
+                    return
+                raise ConfigError(refusal)
+            if not told_start:  # debug: a refusal stays one line
+                log.debug("no %s split runs in %s yet: waiting up to %.0f s for one starting beside this run",
+                          split, out, left)
+                told_start = True
+            time.sleep(min(0.2, left))
+            continue
+        if time.monotonic() >= deadline:
+            raise ConfigError(f"no {what} after waiting {wait_s:g} s for the {split} split, which {owner} is "
+                              "writing: run this split again once it has finished")
+        if not told:
+            log.info("waiting for the %s split (%s) to write %s: %s", split, owner, what, why)
+            told = True
+        time.sleep(0.2)
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -312,16 +403,21 @@ def writer(func: F) -> F:
         bound = sig.bind(*args, **kwargs)
         bound.apply_defaults()
         check_split_name(bound.arguments["split"])
-        fds: list[int] = []
-        token = _split_locks.set(fds)
+        claims = _Claims()
+        token = _split_locks.set(claims)
+        failed = True
         try:
-            return func(*args, **kwargs)
+            result = func(*args, **kwargs)
+            failed = False
+            return result
         finally:
             _split_locks.reset(token)
-            for fd in fds:
+            for fd in claims.fds:
                 with contextlib.suppress(OSError):
                     os.ftruncate(fd, 0)  # an idle lock file is empty: finished folders compare byte for byte
                     fcntl.flock(fd, fcntl.LOCK_UN)
                 os.close(fd)
+            if failed:
+                _undo_created(claims)
 
     return wrapper  # type: ignore[return-value]

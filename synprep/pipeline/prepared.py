@@ -11,10 +11,10 @@ from typing import Any
 from synprep.annotate import annotate_split, items_from_files, warm_parse
 from synprep.config import DataConfig
 from synprep.constants import VOCAB_NAME
-from synprep.lock import writer
+from synprep.lock import hold_split, writer
 from synprep.pipeline.checks import check_annotate_inputs
 from synprep.pipeline.dictionary import split_vocab
-from synprep.pipeline.folder import TRAIN
+from synprep.pipeline.folder import TRAIN, check_output_folder
 from synprep.pipeline.record import _finish, open_split, split_manifest, trees_for
 from synprep.pipeline.views import Runtime, guard, parse_options, recorded, shard_config
 from synprep.shards import Manifest
@@ -54,6 +54,9 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
             side in another language; ConfigError: bad options. Nothing is written into ``out`` then.
     """
     out, runtime, config = Path(out), runtime or Runtime(), config.replace(mode="annotate")
+    if split == config.shards.vocab_split:  # the splits launched beside it see it at once and wait
+        check_output_folder(out)
+        hold_split(out, split, create=True)
     parse = parse_options(config, runtime, trees)
     source = parse.source()
     warm_parse(parse, runtime.par)  # the parse's workers start while the input is read and checked

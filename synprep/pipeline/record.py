@@ -197,10 +197,11 @@ def open_split(out: Path, split: str, config: Any, inputs: dict[str, str | None]
         The sha256 (hex) of each given input, by role.
     """
     from synprep.lock import hold_split
-    from synprep.pipeline.dictionary import _refuse_without_vocabulary
+    from synprep.pipeline.dictionary import _refuse_without_vocabulary, await_vocabulary_writer
     from synprep.pipeline.folder import _check_config, _check_inputs, _remove_stale_temps
 
     hold_split(out, split)  # a second writer of this split is refused, naming this run (synprep.lock)
+    await_vocabulary_writer(out, split, vocab, config.shards.vocab_split)  # one starting beside this run
     with folder_lock(out):
         _refuse_without_vocabulary(out, split, vocab, config.shards.vocab_split)  # before anything is written
         _check_config(out, config)

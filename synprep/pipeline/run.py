@@ -12,7 +12,7 @@ from typing import Any
 from synprep.annotate import annotate_split, items_from_files, warm_parse
 from synprep.config import DataConfig
 from synprep.errors import InputError
-from synprep.lock import writer
+from synprep.lock import hold_split, writer
 from synprep.parse.options import Item, ParseOptions
 from synprep.pipeline.checks import check_pipeline_inputs
 from synprep.pipeline.dictionary import split_vocab
@@ -79,6 +79,8 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
 
     out, runtime, config = Path(out), runtime or Runtime(), config.replace(mode="pipeline")
     check_output_folder(out)
+    if split in (TRAIN, config.shards.vocab_split):  # the splits launched beside it see it at once and wait
+        hold_split(out, split, create=True)
     text, parse = text_options(config, clean), parse_options(config, runtime, trees)
     source, scheme = parse.source(), scheme_class(config.subword.scheme)
     warm_parse(parse, runtime.par)  # the parse's workers start while the text stage runs (annotate_split waits)
