@@ -7,9 +7,10 @@ run never leaves a lock behind):
   ``annotate``, ``shard``) for its whole run: a second writer of the *same* split is refused with
   :class:`FolderBusy`, naming the running process (pid, host, command, start time recorded in the
   file while it runs, emptied when it ends). Writers of *different* splits run side by side.
-* **the folder lock** ``OUT/.lock`` (an empty file), held for short critical sections: every write of a file at
-  the folder's top level (``manifest.json``, ``pipeline.json``, ``inputs.json``, ``code``,
-  ``dict.txt``, a shard with its manifest entry) and the final ``check``. A writer waits for it.
+* **the folder lock** ``OUT/.lock`` (empty while free; its holder recorded while held), held for short
+  critical sections: every write of a file at the folder's top level (``manifest.json``, ``pipeline.json``,
+  ``inputs.json``, ``code``, ``dict.txt``, a shard with its manifest entry) and the final ``check``. A
+  writer waits for it, naming the holder after a few seconds, and stops after an hour.
   :meth:`synprep.shards.Manifest.save` re-reads the manifest under this lock and merges the other
   writers' splits before saving, so concurrent splits never drop each other's entries.
 
@@ -165,26 +166,63 @@ def flock(fd: Any, op: int, path: str | os.PathLike) -> None:
 
 
 def _open_lock_file(path: Path) -> int | None:
-    """An fd on the lock file (created when missing), or None when the folder cannot be written."""
+    """An fd on the lock file (created when missing), or None when the folder cannot be written.
+
+    Raises:
+        ConfigError: the folder can be written but the lock file cannot (another user's): a run
+            that went on without it could write beside a run of that user.
+    """
     try:
         return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as e:
+        if e.errno in (errno.EACCES, errno.EPERM) and path.exists() and os.access(path.parent, os.W_OK):
+            raise ConfigError(f"cannot lock {path.parent}: its lock file {path.name} belongs to "
+                              f"{_file_owner(path)} and this user cannot write it, so a run of that user could "
+                              f"write the folder at the same time; make the file writable for both (chmod a+w "
+                              f"{path}), or remove it while no synprep command runs in the folder") from None
         if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
             log.debug("cannot lock %s (%s): a read-only folder is used without locks", path, e.strerror)
             return None
         raise
 
 
+def _file_owner(path: Path) -> str:
+    """``user NAME`` (or ``uid N``) owning ``path``."""
+    import pwd
+
+    try:
+        uid = path.stat().st_uid
+    except OSError:
+        return "another user"
+    try:
+        return f"user {pwd.getpwuid(uid).pw_name}"
+    except KeyError:
+        return f"uid {uid}"
+
+
 _held: dict[str, list[int]] = {}  # folder lock path → [fd, depth] of this process (reentrant)
 _held_guard = threading.Lock()
+
+
+#: how long a command waits for ``OUT/.lock`` before it stops, naming the holder (seconds;
+#: ``SYNPREP_FOLDER_LOCK_WAIT`` overrides). Its holders keep it for one file's write, or for the final
+#: check of a split (hashing its shards: minutes for a WMT-sized split), never for a whole run.
+FOLDER_LOCK_WAIT_S = 3600.0
+#: seconds of waiting for ``OUT/.lock`` before the holder is named in a log line
+FOLDER_LOCK_TELL_S = 2.0
 
 
 @contextlib.contextmanager
 def folder_lock(out: str | os.PathLike) -> Iterator[None]:
     """Hold ``OUT/.lock`` (exclusive, reentrant within a process) for a short critical section.
 
-    Waits while another process holds it (logging who after a few seconds). Does nothing when
+    Its holder is recorded in the file while held (pid, host, command, start: :func:`describe_owner`),
+    emptied when released. Waits while another process holds it: after :data:`FOLDER_LOCK_TELL_S` a
+    log line names the holder; after :data:`FOLDER_LOCK_WAIT_S` the command stops. Does nothing when
     ``out`` does not exist yet or cannot be written.
+
+    Raises:
+        FolderBusy: the lock was held longer than :data:`FOLDER_LOCK_WAIT_S` (naming the holder).
     """
     path = Path(out) / FOLDER_LOCK
     key = str(path.resolve()) if Path(out).exists() else str(path)
@@ -207,16 +245,26 @@ def folder_lock(out: str | os.PathLike) -> Iterator[None]:
         yield
         return
     try:
+        wait_s = float(os.environ.get("SYNPREP_FOLDER_LOCK_WAIT", FOLDER_LOCK_WAIT_S))
         t0, told = time.monotonic(), False
         while True:
             try:
                 flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, path)
                 break
             except BlockingIOError:
-                if not told and time.monotonic() - t0 > 2.0:
-                    log.info("waiting for %s: another synprep command is writing into %s", path, out)
+                waited = time.monotonic() - t0
+                if waited > wait_s:
+                    raise FolderBusy(f"{path} has been held for more than {wait_s:g} s by {describe_owner(path)}: "
+                                     "if that process hangs, stop it (its lock goes with it); else run this "
+                                     "command again once it has finished") from None
+                if not told and waited > FOLDER_LOCK_TELL_S:
+                    log.info("waiting for %s: %s holds it (another synprep command writing into %s)", path,
+                             describe_owner(path), out)
                     told = True
                 time.sleep(0.05)
+        with contextlib.suppress(OSError):  # who holds it, for the commands that wait
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, _owner_record().encode("utf-8"), 0)
         with _held_guard:
             _held[key] = [fd, 1]
         try:
@@ -224,6 +272,8 @@ def folder_lock(out: str | os.PathLike) -> Iterator[None]:
         finally:
             with _held_guard:
                 del _held[key]
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)  # an idle lock file is empty
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
