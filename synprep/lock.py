@@ -373,11 +373,11 @@ def _undo_created(claims: _Claims) -> None:
     """A failed :func:`writer` call: its lock files in the folders it created, and those folders, removed
     when nothing else was written into them."""
     for d in claims.created:
-        for p in claims.paths:
-            if Path(p).parent == d:
-                with contextlib.suppress(OSError):
-                    os.unlink(p)
+        ours = {Path(p).name for p in claims.paths if Path(p).parent == d}
         with contextlib.suppress(OSError):
+            if ours and set(os.listdir(d)) == ours:  # nothing but the lock files: the run wrote nothing
+                for name in ours:
+                    os.unlink(d / name)
             d.rmdir()  # only an empty folder
 
 
