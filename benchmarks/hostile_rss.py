@@ -1,7 +1,7 @@
 """Peak memory of ``synprep show``, ``check`` and ``train`` on a hostile shard (issue 10, item 6),
 and of ``load_model`` (what ``translate`` runs) on a checkpoint whose config was edited (item 7).
 
-    python benchmarks/hostile_rss.py [--cases shards,bomb,checkpoint,bounds]
+    python benchmarks/hostile_rss.py [--cases shards,bomb,checkpoint,bounds,longwords]
 
 A valid synthetic folder whose first shard is made to declare 2^28 (then 2^22) pairs: ``/line`` and
 every ``/offsets/AXIS`` resized without writing data (a file of ~17 KB), the manifest re-sealed so
@@ -20,6 +20,13 @@ lines, one holding a 100 KB token; ``annotate --parser conllu`` on an imported s
 
 Cache case (``cache_entry``): ``synprep parse`` of one line whose entry in a parse cache (filled by a real
 parse) is replaced by a deflate bomb of 0.1, 0.5 and 1 MB (a ``heads`` list of ~1000x as many bytes).
+
+Long-words case: ``synprep parse`` (stanza, package ``synprep``, en) on ``--parse-lines`` lines of 250
+words of 999 random base64-ish characters (letters and digits, made on the fly), then on lines each of 249
+short words and one such word (the character models pad every word of a batch to its longest), and
+``pipeline --split valid`` on ``--pipeline-lines`` lines of long words (the source side, de, is parsed).
+Each child's peak RSS (``ru_maxrss``) and the summed RSS of its process tree, sampled every 0.1 s; a tree
+past ``--cap-mb`` is killed (``killed_at_cap``) so the machine's memory is never exhausted.
 
 Checkpoint case: a real checkpoint of a d_model = 256 model (vocabulary 1000, one layer each side),
 then copies whose ``config.max_positions`` alone is edited (the sinusoidal position table is not
@@ -228,11 +235,120 @@ def cache_entry(tmp: str, code: Path = ROOT, sizes: tuple[int, ...] = (100_000, 
     return out
 
 
+def _measure_capped(args: list[str], cap_mb: int) -> dict:
+    """Run ``python -m synprep ARGS`` (stdin from /dev/null unless ``<FILE`` ends ``args``) in its own
+    session; its exit status, ``ru_maxrss`` (MB), the peak summed RSS of its process tree (MB, sampled),
+    whether it was killed at ``cap_mb`` and its error line (else its last stderr line)."""
+    import signal
+    import threading
+
+    import psutil
+
+    stdin = None
+    if args and args[-1].startswith("<"):
+        stdin, args = args[-1][1:], args[:-1]
+    with tempfile.TemporaryFile() as err, open(stdin or os.devnull, "rb") as inp:
+        p = subprocess.Popen([sys.executable, "-m", "synprep", *args], stdin=inp, stdout=subprocess.DEVNULL,
+                             stderr=err, start_new_session=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        box = {"peak": 0, "killed": False}
+        done = threading.Event()
+
+        def sample() -> None:
+            root = psutil.Process(p.pid)
+            while not done.is_set():
+                try:
+                    total = sum(q.memory_info().rss for q in [root, *root.children(recursive=True)])
+                except psutil.Error:
+                    total = 0
+                box["peak"] = max(box["peak"], total)
+                if total > cap_mb << 20:
+                    box["killed"] = True
+                    os.killpg(p.pid, signal.SIGKILL)
+                    return
+                done.wait(0.1)
+
+        watcher = threading.Thread(target=sample, daemon=True)
+        watcher.start()
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        done.set()
+        watcher.join()
+        err.seek(0)
+        lines = err.read().decode("utf-8", "replace").strip().splitlines()
+    line = next((x for x in lines if x.startswith("synprep: error")), lines[-1] if lines else "")
+    return {"exit": p.returncode, "peak_rss_mb": usage.ru_maxrss // 1024, "tree_peak_mb": box["peak"] >> 20,
+            "killed_at_cap": box["killed"], "message": line[:300]}
+
+
+def long_word_lines(n: int, *, seed: int = 0, one_per_line: bool = False) -> list[str]:
+    """``n`` lines of 250 words of 999 random letters and digits (``one_per_line``: 249 short words and one
+    such word in the middle)."""
+    import random
+    import string
+
+    rng = random.Random(seed)
+    alphabet = string.ascii_letters + string.digits
+
+    def word() -> str:
+        return "".join(rng.choices(alphabet, k=999))
+
+    if one_per_line:
+        return [" ".join([f"w{j % 10}" for j in range(124)] + [word()] + [f"w{j % 10}" for j in range(125)])
+                for _ in range(n)]
+    return [" ".join(word() for _ in range(250)) for _ in range(n)]
+
+
+def _codes_and_vocab(t: Path) -> tuple[Path, Path]:
+    """BPE codes (200 merges) and a dictionary learnt from sample_data's train split, in ``t``."""
+    from synprep.text.bpe import apply_bpe_stream, learn_bpe
+    from synprep.vocab import Vocab
+
+    sample = ROOT / "sample_data"
+    learn_bpe([sample / "train.de", sample / "train.en"], 200, t / "codes")
+    lines = (sample / "train.de").read_text().splitlines() + (sample / "train.en").read_text().splitlines()
+    (t / "bpe").write_text("\n".join(apply_bpe_stream(lines, t / "codes")) + "\n")
+    Vocab.build([t / "bpe"]).save(t / "dict.txt")
+    return t / "codes", t / "dict.txt"
+
+
+def longwords(tmp: str, parse_lines: int, pipeline_lines: int, cap_mb: int) -> dict:
+    t = Path(tmp) / "longwords"
+    t.mkdir()
+    stanza = os.environ.get("SYNPREP_SHARED", str(ROOT.parent / "shared")) + "/data/stanza_resources"
+    parse = ["parse", "-l", "en", "--stanza-dir", stanza, "--stanza-package", "synprep", "--no-cache"]
+    out = {}
+    (t / "short.txt").write_text("This is a short sentence .\n")
+    out["parse, one short line"] = _measure_capped([*parse, f"<{t / 'short.txt'}"], cap_mb)
+    for n in sorted({1, parse_lines}):
+        (t / "long.txt").write_text("\n".join(long_word_lines(n)) + "\n")
+        out[f"parse, {n} lines of 250 words of 999 characters ({(t / 'long.txt').stat().st_size} B)"] = (
+            _measure_capped([*parse, f"<{t / 'long.txt'}"], cap_mb))
+    n = 4 * parse_lines
+    (t / "one.txt").write_text("\n".join(long_word_lines(n, one_per_line=True)) + "\n")
+    out[f"parse, {n} lines of 249 short words and one of 999 characters"] = (
+        _measure_capped([*parse, f"<{t / 'one.txt'}"], cap_mb))
+    if pipeline_lines:
+        codes, vocab = _codes_and_vocab(t)
+        (t / "v.de").write_text("\n".join(long_word_lines(pipeline_lines, seed=1)) + "\n")
+        (t / "v.en").write_text("\n".join(long_word_lines(pipeline_lines, seed=2)) + "\n")
+        out[f"pipeline --split valid, {pipeline_lines} lines of 250 words of 999 characters a side "
+            f"({(t / 'v.de').stat().st_size} B)"] = _measure_capped(
+            ["pipeline", "--split", "valid", "--src", str(t / "v.de"), "--tgt", str(t / "v.en"), "-s", "de", "-t",
+             "en", "--out", str(t / "out"), "--codes", str(codes), "--vocab", str(vocab), "--no-language-check",
+             "--stanza-dir", stanza, "--stanza-package", "synprep", "--no-cache"], cap_mb)
+    return out
+
+
 def main() -> int:
     ap = arg_parser(__doc__, whole=True)
-    ap.add_argument("--cases", default="shards,bomb,checkpoint,bounds,cache",
-                    help="comma-separated subset of shards,bomb,checkpoint,bounds,cache")
-    cases = ap.parse_args().cases.split(",")
+    ap.add_argument("--cases", default="shards,bomb,checkpoint,bounds,cache,longwords",
+                    help="comma-separated subset of shards,bomb,checkpoint,bounds,cache,longwords")
+    ap.add_argument("--parse-lines", type=int, default=4, help="longwords: lines of long words for parse")
+    ap.add_argument("--pipeline-lines", type=int, default=40,
+                    help="longwords: lines of long words a side for pipeline (0: no pipeline run)")
+    ap.add_argument("--cap-mb", type=int, default=6144, help="longwords: kill a child whose tree passes this")
+    opts = ap.parse_args()
+    cases = opts.cases.split(",")
     out = {}
     with tempfile.TemporaryDirectory(prefix="synprep-hostile-") as tmp:
         if "checkpoint" in cases:
@@ -245,6 +361,8 @@ def main() -> int:
             out.update(bounds(tmp))
         if "cache" in cases:
             out.update(cache_entry(tmp))
+        if "longwords" in cases:
+            out.update(longwords(tmp, opts.parse_lines, opts.pipeline_lines, opts.cap_mb))
     emit(out)
     return 0
 

@@ -7,9 +7,10 @@ run never leaves a lock behind):
   ``annotate``, ``shard``) for its whole run: a second writer of the *same* split is refused with
   :class:`FolderBusy`, naming the running process (pid, host, command, start time recorded in the
   file while it runs, emptied when it ends). Writers of *different* splits run side by side.
-* **the folder lock** ``OUT/.lock`` (an empty file), held for short critical sections: every write of a file at
-  the folder's top level (``manifest.json``, ``pipeline.json``, ``inputs.json``, ``code``,
-  ``dict.txt``, a shard with its manifest entry) and the final ``check``. A writer waits for it.
+* **the folder lock** ``OUT/.lock`` (empty while free; its holder recorded while held), held for short
+  critical sections: every write of a file at the folder's top level (``manifest.json``, ``pipeline.json``,
+  ``inputs.json``, ``code``, ``dict.txt``, a shard with its manifest entry) and the final ``check``. A
+  writer waits for it, naming the holder after a few seconds, and stops after an hour.
   :meth:`synprep.shards.Manifest.save` re-reads the manifest under this lock and merges the other
   writers' splits before saving, so concurrent splits never drop each other's entries.
 
@@ -165,26 +166,63 @@ def flock(fd: Any, op: int, path: str | os.PathLike) -> None:
 
 
 def _open_lock_file(path: Path) -> int | None:
-    """An fd on the lock file (created when missing), or None when the folder cannot be written."""
+    """An fd on the lock file (created when missing), or None when the folder cannot be written.
+
+    Raises:
+        ConfigError: the folder can be written but the lock file cannot (another user's): a run
+            that went on without it could write beside a run of that user.
+    """
     try:
         return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as e:
+        if e.errno in (errno.EACCES, errno.EPERM) and path.exists() and os.access(path.parent, os.W_OK):
+            raise ConfigError(f"cannot lock {path.parent}: its lock file {path.name} belongs to "
+                              f"{_file_owner(path)} and this user cannot write it, so a run of that user could "
+                              f"write the folder at the same time; make the file writable for both (chmod a+w "
+                              f"{path}), or remove it while no synprep command runs in the folder") from None
         if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
             log.debug("cannot lock %s (%s): a read-only folder is used without locks", path, e.strerror)
             return None
         raise
 
 
+def _file_owner(path: Path) -> str:
+    """``user NAME`` (or ``uid N``) owning ``path``."""
+    import pwd
+
+    try:
+        uid = path.stat().st_uid
+    except OSError:
+        return "another user"
+    try:
+        return f"user {pwd.getpwuid(uid).pw_name}"
+    except KeyError:
+        return f"uid {uid}"
+
+
 _held: dict[str, list[int]] = {}  # folder lock path → [fd, depth] of this process (reentrant)
 _held_guard = threading.Lock()
+
+
+#: how long a command waits for ``OUT/.lock`` before it stops, naming the holder (seconds;
+#: ``SYNPREP_FOLDER_LOCK_WAIT`` overrides). Its holders keep it for one file's write, or for the final
+#: check of a split (hashing its shards: minutes for a WMT-sized split), never for a whole run.
+FOLDER_LOCK_WAIT_S = 3600.0
+#: seconds of waiting for ``OUT/.lock`` before the holder is named in a log line
+FOLDER_LOCK_TELL_S = 2.0
 
 
 @contextlib.contextmanager
 def folder_lock(out: str | os.PathLike) -> Iterator[None]:
     """Hold ``OUT/.lock`` (exclusive, reentrant within a process) for a short critical section.
 
-    Waits while another process holds it (logging who after a few seconds). Does nothing when
+    Its holder is recorded in the file while held (pid, host, command, start: :func:`describe_owner`),
+    emptied when released. Waits while another process holds it: after :data:`FOLDER_LOCK_TELL_S` a
+    log line names the holder; after :data:`FOLDER_LOCK_WAIT_S` the command stops. Does nothing when
     ``out`` does not exist yet or cannot be written.
+
+    Raises:
+        FolderBusy: the lock was held longer than :data:`FOLDER_LOCK_WAIT_S` (naming the holder).
     """
     path = Path(out) / FOLDER_LOCK
     key = str(path.resolve()) if Path(out).exists() else str(path)
@@ -207,16 +245,26 @@ def folder_lock(out: str | os.PathLike) -> Iterator[None]:
         yield
         return
     try:
+        wait_s = float(os.environ.get("SYNPREP_FOLDER_LOCK_WAIT", FOLDER_LOCK_WAIT_S))
         t0, told = time.monotonic(), False
         while True:
             try:
                 flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, path)
                 break
             except BlockingIOError:
-                if not told and time.monotonic() - t0 > 2.0:
-                    log.info("waiting for %s: another synprep command is writing into %s", path, out)
+                waited = time.monotonic() - t0
+                if waited > wait_s:
+                    raise FolderBusy(f"{path} has been held for more than {wait_s:g} s by {describe_owner(path)}: "
+                                     "if that process hangs, stop it (its lock goes with it); else run this "
+                                     "command again once it has finished") from None
+                if not told and waited > FOLDER_LOCK_TELL_S:
+                    log.info("waiting for %s: %s holds it (another synprep command writing into %s)", path,
+                             describe_owner(path), out)
                     told = True
                 time.sleep(0.05)
+        with contextlib.suppress(OSError):  # who holds it, for the commands that wait
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, _owner_record().encode("utf-8"), 0)
         with _held_guard:
             _held[key] = [fd, 1]
         try:
@@ -224,6 +272,8 @@ def folder_lock(out: str | os.PathLike) -> Iterator[None]:
         finally:
             with _held_guard:
                 del _held[key]
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)  # an idle lock file is empty
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
@@ -263,13 +313,28 @@ def split_writer(out: str | os.PathLike, split: str) -> str | None:
         os.close(fd)
 
 
-_split_locks: ContextVar[list[int] | None] = ContextVar("synprep_split_locks", default=None)
+class _Claims:
+    """The split locks one :func:`writer` call holds (fds, lock paths) and the folders it created to hold them."""
+
+    def __init__(self) -> None:
+        self.fds: list[int] = []
+        self.paths: set[str] = set()
+        self.created: list[Path] = []  # deepest first
 
 
-def hold_split(out: str | os.PathLike, split: str) -> None:
-    """Take the split lock ``OUT/.SPLIT.lock`` for the rest of the current :func:`writer` call.
+_split_locks: ContextVar[_Claims | None] = ContextVar("synprep_split_locks", default=None)
+
+
+def hold_split(out: str | os.PathLike, split: str, *, create: bool = False) -> None:
+    """Take the split lock ``OUT/.SPLIT.lock`` for the rest of the current :func:`writer` call (taken
+    again in the same call: nothing to do).
 
     Outside a :func:`writer` call it is held until the process ends.
+
+    Args:
+        create: create ``out`` (with its parents) when missing, so that the lock is taken at a
+            command's start; if the :func:`writer` call then fails, the lock file and the folders
+            created for it are removed again (when nothing else was written into them).
 
     Raises:
         FolderBusy: another live process writes this split into ``out`` (named in the message).
@@ -277,6 +342,14 @@ def hold_split(out: str | os.PathLike, split: str) -> None:
     """
     check_split_name(split)
     path = Path(out) / f".{split}.lock"
+    claims = _split_locks.get()
+    if claims is not None and str(path) in claims.paths:
+        return
+    if create and not Path(out).is_dir():
+        new = [d for d in (Path(out), *Path(out).parents) if not d.exists()]
+        Path(out).mkdir(parents=True, exist_ok=True)
+        if claims is not None:
+            claims.created.extend(new)
     fd = _open_lock_file(path)
     if fd is None:
         return
@@ -291,9 +364,77 @@ def hold_split(out: str | os.PathLike, split: str) -> None:
                          f"to finish (running the same command afterwards resumes), or use another --out") from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, _owner_record(split=split).encode("utf-8"), 0)
-    held = _split_locks.get()
-    if held is not None:
-        held.append(fd)  # released when the writer call returns; else when the process ends
+    if claims is not None:
+        claims.fds.append(fd)  # released when the writer call returns; else when the process ends
+        claims.paths.add(str(path))
+
+
+def _undo_created(claims: _Claims) -> None:
+    """A failed :func:`writer` call: its lock files in the folders it created, and those folders, removed
+    when nothing else was written into them."""
+    for d in claims.created:
+        ours = {Path(p).name for p in claims.paths if Path(p).parent == d}
+        with contextlib.suppress(OSError):
+            if ours and set(os.listdir(d)) == ours:  # nothing but the lock files: the run wrote nothing
+                for name in ours:
+                    os.unlink(d / name)
+            d.rmdir()  # only an empty folder
+
+
+def process_age() -> float:
+    """Seconds since this process started."""
+    import psutil
+
+    return max(0.0, time.time() - psutil.Process().create_time())
+
+
+#: a split that needs another split's files (the train split's BPE codes, its ``dict.txt``) and finds no
+#: writer of it waits this long after its own start for one to appear, so that splits launched together
+#: wait for their train split instead of being refused (seconds; ``SYNPREP_START_WAIT`` overrides)
+START_WAIT_S = 10.0
+
+
+def wait_for_split(out: str | os.PathLike, split: str, ready: Callable[[], bool], *, what: str, why: str,
+                   refusal: str | None, wait_s: float) -> None:
+    """Return once ``ready()`` holds, waiting while a live process writes ``split`` into ``out``
+    (:func:`split_writer`; logged once, naming it), at most ``wait_s`` seconds. Without a writer, a
+    process started less than :data:`START_WAIT_S` seconds ago waits for one to appear: launched
+    together, the writer takes its split lock a moment after its start. Nothing is held while waiting.
+
+    Args:
+        ready: whether what is awaited is there (a file exists; a writer runs).
+        what: what is awaited, for the messages (``OUT/code``). why: the log line's reason.
+        refusal: the error message when no writer runs (None: return then, the caller refuses).
+
+    Raises:
+        ConfigError: ``refusal`` (no live writer of ``split``), or the wait ran out (naming the writer).
+    """
+    deadline = time.monotonic() + wait_s
+    start_wait = float(os.environ.get("SYNPREP_START_WAIT", START_WAIT_S))
+    told = told_start = False
+    while not ready():
+        owner = split_writer(out, split)
+        if owner is None:
+            if ready():  # it finished between the two looks
+                return
+            left = start_wait - process_age()
+            if left <= 0:
+                if refusal is None:
+                    return
+                raise ConfigError(refusal)
+            if not told_start:  # debug: a refusal stays one line
+                log.debug("no %s split runs in %s yet: waiting up to %.0f s for one starting beside this run",
+                          split, out, left)
+                told_start = True
+            time.sleep(min(0.2, left))
+            continue
+        if time.monotonic() >= deadline:
+            raise ConfigError(f"no {what} after waiting {wait_s:g} s for the {split} split, which {owner} is "
+                              "writing: run this split again once it has finished")
+        if not told:
+            log.info("waiting for the %s split (%s) to write %s: %s", split, owner, what, why)
+            told = True
+        time.sleep(0.2)
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -312,16 +453,21 @@ def writer(func: F) -> F:
         bound = sig.bind(*args, **kwargs)
         bound.apply_defaults()
         check_split_name(bound.arguments["split"])
-        fds: list[int] = []
-        token = _split_locks.set(fds)
+        claims = _Claims()
+        token = _split_locks.set(claims)
+        failed = True
         try:
-            return func(*args, **kwargs)
+            result = func(*args, **kwargs)
+            failed = False
+            return result
         finally:
             _split_locks.reset(token)
-            for fd in fds:
+            for fd in claims.fds:
                 with contextlib.suppress(OSError):
                     os.ftruncate(fd, 0)  # an idle lock file is empty: finished folders compare byte for byte
                     fcntl.flock(fd, fcntl.LOCK_UN)
                 os.close(fd)
+            if failed:
+                _undo_created(claims)
 
     return wrapper  # type: ignore[return-value]

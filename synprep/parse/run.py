@@ -65,6 +65,9 @@ log = logging.getLogger(__name__)
 DEFAULT_BATCH_SIZE = DEFAULTS.batch_size
 #: lines parsed as one deterministic block by :func:`parse_lines`
 DEFAULT_BLOCK_LINES = 2048
+#: characters per batch, and padded characters (words × longest word) per batch (:func:`cut_batches`)
+BATCH_CHARS = DEFAULTS.batch_chars
+BATCH_PADDED_CHARS = DEFAULTS.batch_padded_chars
 
 # --- worker side --------------------------------------------------------------------------------
 
@@ -118,6 +121,41 @@ def batch_identity(identity: str, batch: list[tuple[str, ...]]) -> str:
 
     digest = hashlib.sha256(json.dumps([list(s) for s in batch], ensure_ascii=False).encode("utf-8")).hexdigest()
     return f"{identity}|batch={digest[:16]}"
+
+
+def cut_batches(sentences: list[tuple[str, ...]], batch_size: int, *, max_chars: int | None = None,
+                max_padded: int | None = None) -> list[list[tuple[str, ...]]]:
+    """Cut sentences, in order, into batches: a batch ends before a sentence that would give it more than
+    ``batch_size`` sentences, more than ``max_chars`` characters, or more than ``max_padded`` padded
+    characters (its words × its longest word: what the character models hold); a sentence over a
+    budget on its own goes alone. Real text never reaches the character budgets
+    (:class:`synprep.defaults.ParseDefaults`), so its batches are every ``batch_size`` sentences.
+
+    Args:
+        sentences: each sentence's words.
+        batch_size: sentences per batch (>= 1).
+        max_chars: characters per batch (the sum of its words' lengths; None: :data:`BATCH_CHARS`).
+        max_padded: the batch's word count × the length of its longest word (None: :data:`BATCH_PADDED_CHARS`).
+
+    Returns:
+        The batches, in order; concatenated they are ``sentences``.
+    """
+    max_chars = BATCH_CHARS if max_chars is None else max_chars
+    max_padded = BATCH_PADDED_CHARS if max_padded is None else max_padded
+    batches: list[list[tuple[str, ...]]] = []
+    batch: list[tuple[str, ...]] = []
+    chars = words = longest = 0
+    for s in sentences:
+        s_chars, s_longest = sum(map(len, s)), max(map(len, s), default=0)
+        if batch and (len(batch) == batch_size or chars + s_chars > max_chars
+                      or (words + len(s)) * max(longest, s_longest) > max_padded):
+            batches.append(batch)
+            batch, chars, words, longest = [], 0, 0, 0
+        batch.append(s)
+        chars, words, longest = chars + s_chars, words + len(s), max(longest, s_longest)
+    if batch:
+        batches.append(batch)
+    return batches
 
 
 def parser_signature_name(spec: ParserSpec) -> str:
@@ -327,8 +365,8 @@ def parse_block_stream(
 
     stanza's probabilities depend (in the 7th digit) on which sentences share a batch, so a
     sentence's parse must not depend on what else happened: the batches are the block's unique
-    sentences, in order of first occurrence, cut every ``batch_size`` sentences — whatever the
-    cache holds. The cache stores each batch's parses under the batch's own key
+    sentences, in order of first occurrence, cut every ``batch_size`` sentences, or sooner where
+    their characters would pass a budget (:func:`cut_batches`) — whatever the cache holds. The cache stores each batch's parses under the batch's own key
     (:func:`batch_identity`): a batch is read back only when the cache holds that very batch, else
     it is parsed again. So a block gives the same parses with a fresh cache, with no cache, with a
     cache another folder filled (other blocks, other batch-mates), after a crash, with any ``jobs``
@@ -360,7 +398,7 @@ def parse_block_stream(
     pending: list[tuple[str, list[tuple[tuple[str, ...], ParsedSentence]]]] = []
     unique = list(dict.fromkeys(s for r in recs for s in r.sentences))
     # the batches: a fixed rule over the block's full sentence list, whatever the cache holds
-    batches = list(chunked(unique, batch_size))
+    batches = cut_batches(unique, batch_size)
     parses: dict[tuple[str, ...], ParsedSentence | str] = {}
     todo = list(range(len(batches)))
     if cache is not None and unique:

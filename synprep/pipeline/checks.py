@@ -66,21 +66,31 @@ def refuse_tokenized(path: str, limit: int = ESCAPED_LINES_LIMIT) -> None:
 
 def _check_later_split(out: Path, split: str, codes: str | None, model: str | None, scheme: Any) -> None:
     """A split other than ``train`` applies the train split's codes (or subword model): they must be there,
-    or given, before any work (else a test set would be cut by codes of its own).
+    or given, before any work (else a test set would be cut by codes of its own). While a train run of
+    the folder is starting or running it waits for them (:func:`synprep.lock.wait_for_split`).
 
     Raises:
-        ConfigError: naming what is missing and the options that give it.
+        ConfigError: naming what is missing and the options that give it (no train run in ``out``).
     """
+    from synprep.lock import wait_for_split
+    from synprep.pipeline.dictionary import vocab_wait_s
+
     if split == TRAIN:
         return
     fix = f"run the train split into {out} first, or give"
     if scheme.reads_raw:
-        if model is None and not (out / scheme.model_name).exists():
-            raise ConfigError(f"no {scheme.name} model in {out}: the {split} split applies the train split's; "
-                              f"{fix} {scheme.model_option} TRAIN_OUT/{scheme.model_name} --vocab TRAIN_OUT/dict.txt")
-    elif codes is None and not (out / CODES_NAME).exists():
-        raise ConfigError(f"no BPE codes in {out}: the {split} split applies the train split's codes; "
-                          f"{fix} --codes TRAIN_OUT/code --vocab TRAIN_OUT/dict.txt")
+        if model is None:
+            target = out / scheme.model_name
+            wait_for_split(out, TRAIN, target.exists, what=str(target), wait_s=vocab_wait_s(),
+                           why=f"the {split} split applies its {scheme.name} model",
+                           refusal=f"no {scheme.name} model in {out}: the {split} split applies the train split's; "
+                                   f"{fix} {scheme.model_option} TRAIN_OUT/{scheme.model_name} --vocab TRAIN_OUT/dict.txt")
+    elif codes is None:
+        target = out / CODES_NAME
+        wait_for_split(out, TRAIN, target.exists, what=str(target), wait_s=vocab_wait_s(),
+                       why=f"the {split} split applies its BPE codes",
+                       refusal=f"no BPE codes in {out}: the {split} split applies the train split's codes; "
+                               f"{fix} --codes TRAIN_OUT/code --vocab TRAIN_OUT/dict.txt")
 
 
 def check_language_codes(src_lang: str, tgt_lang: str) -> None:

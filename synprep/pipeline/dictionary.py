@@ -54,44 +54,33 @@ def _no_vocab_message(out: Path, vocab_split: str) -> str:
             f"from it), or give --vocab")
 
 
+def vocab_wait_s() -> float:
+    """How long a split waits for the train split's files: ``$SYNPREP_VOCAB_WAIT`` or :data:`VOCAB_WAIT_S`."""
+    return float(os.environ.get("SYNPREP_VOCAB_WAIT", VOCAB_WAIT_S))
+
+
 def split_vocab(out: Path, split: str, bpe_files: list[Path], vocab: str | None, vocab_split: str,
                 wait_s: float | None = None) -> Vocab:
     """The split's vocabulary (:func:`load_or_build_vocab`), waiting for the vocabulary split.
 
     A split other than ``vocab_split`` whose folder has no ``dict.txt`` yet waits while a live
-    process writes ``vocab_split`` (:func:`synprep.lock.split_writer`), at most ``wait_s`` seconds
-    (default :data:`VOCAB_WAIT_S`), so splits started side by side encode with the vocabulary a
-    sequential run gives. Nothing is held while waiting (the writer needs the folder lock).
+    process writes ``vocab_split`` (:func:`synprep.lock.wait_for_split`, which also waits a moment
+    for one that is starting), at most ``wait_s`` seconds (default :func:`vocab_wait_s`), so splits
+    started side by side encode with the vocabulary a sequential run gives. Nothing is held while
+    waiting (the writer needs the folder lock).
 
     Raises:
         ConfigError: no ``dict.txt`` and no live writer of ``vocab_split`` ("run the train split
             first"), or the wait ran out (naming the writer).
     """
-    import time
+    from synprep.lock import wait_for_split
 
-    from synprep.lock import split_writer
-
-    if wait_s is None:
-        wait_s = float(os.environ.get("SYNPREP_VOCAB_WAIT", VOCAB_WAIT_S))
-    deadline = time.monotonic() + wait_s
-    told = False
-    while True:
-        with folder_lock(out):
-            if vocab is not None or split == vocab_split or (out / VOCAB_NAME).exists():
-                return load_or_build_vocab(out, split, bpe_files, vocab, vocab_split)
-        owner = split_writer(out, vocab_split)
-        if owner is None:
-            if (out / VOCAB_NAME).exists():  # it finished between the two looks
-                continue
-            raise ConfigError(_no_vocab_message(out, vocab_split))
-        if time.monotonic() >= deadline:
-            raise ConfigError(f"no {VOCAB_NAME} in {out} after waiting {wait_s:g} s for the {vocab_split} split, "
-                              f"which {owner} is writing: run this split again once it has finished")
-        if not told:
-            log.info("waiting for the %s split (%s) to write %s: the folder's vocabulary comes from it",
-                     vocab_split, owner, VOCAB_NAME)
-            told = True
-        time.sleep(0.2)
+    if vocab is None and split != vocab_split:
+        wait_for_split(out, vocab_split, (out / VOCAB_NAME).exists, what=f"{VOCAB_NAME} in {out}",
+                       why="the folder's vocabulary comes from it", refusal=_no_vocab_message(out, vocab_split),
+                       wait_s=vocab_wait_s() if wait_s is None else wait_s)
+    with folder_lock(out):
+        return load_or_build_vocab(out, split, bpe_files, vocab, vocab_split)
 
 
 def _refuse_without_vocabulary(out: Path, split: str, vocab: str | None, vocab_split: str) -> None:
@@ -102,6 +91,19 @@ def _refuse_without_vocabulary(out: Path, split: str, vocab: str | None, vocab_s
     if vocab is None and split != vocab_split and not (out / VOCAB_NAME).exists() \
             and split_writer(out, vocab_split) is None:
         raise ConfigError(_no_vocab_message(out, vocab_split))
+
+
+def await_vocabulary_writer(out: Path, split: str, vocab: str | None, vocab_split: str) -> None:
+    """Before :func:`_refuse_without_vocabulary` (outside the folder lock): a split that will need
+    ``dict.txt`` waits a moment for a writer of the vocabulary split that is starting beside it
+    (:func:`synprep.lock.wait_for_split`); only its appearance is awaited, not the file, and the refusal
+    is left to :func:`_refuse_without_vocabulary`."""
+    from synprep.lock import split_writer, wait_for_split
+
+    if vocab is None and split != vocab_split:
+        wait_for_split(out, vocab_split, lambda: (out / VOCAB_NAME).exists() or split_writer(out, vocab_split)
+                       is not None, what=f"{VOCAB_NAME} in {out}", why="the folder's vocabulary comes from it",
+                       refusal=None, wait_s=vocab_wait_s())
 
 
 def folder_vocab_split(out: Path, given: str | None) -> str:

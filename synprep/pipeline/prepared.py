@@ -12,10 +12,10 @@ from typing import Any
 from synprep.annotate import PARSE_REASONS, annotate_split, items_from_files, warm_parse
 from synprep.config import DataConfig
 from synprep.constants import MANIFEST_NAME, VOCAB_NAME
-from synprep.lock import writer
+from synprep.lock import hold_split, writer
 from synprep.pipeline.checks import check_annotate_inputs
 from synprep.pipeline.dictionary import split_vocab
-from synprep.pipeline.folder import TRAIN
+from synprep.pipeline.folder import TRAIN, check_output_folder
 from synprep.pipeline.parts import (
     Part,
     annotate_hooks,
@@ -87,6 +87,9 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
     out, runtime, config = Path(out), runtime or Runtime(), config.replace(mode="annotate")
     if part is not None or merge_parts:
         require_prepared(out, split)
+    elif split == config.shards.vocab_split:  # the splits launched beside it see it at once and wait
+        check_output_folder(out)
+        hold_split(out, split, create=True)
     finished = finished_parts(out, split) if merge_parts else None  # before anything is written or removed
     parse = parse_options(config, runtime, trees)
     source = parse.source()

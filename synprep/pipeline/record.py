@@ -204,11 +204,12 @@ def open_split(out: Path, split: str, config: Any, inputs: dict[str, str | None]
         The sha256 (hex) of each given input, by role.
     """
     from synprep.lock import hold_split
-    from synprep.pipeline.dictionary import _refuse_without_vocabulary
+    from synprep.pipeline.dictionary import _refuse_without_vocabulary, await_vocabulary_writer
     from synprep.pipeline.folder import _check_config, _check_inputs, _remove_stale_temps
 
     if part is None:
         hold_split(out, split)  # a second writer of this split is refused, naming this run (synprep.lock)
+        await_vocabulary_writer(out, split, vocab, config.shards.vocab_split)  # one starting beside this run
     else:
         from synprep.pipeline.parts import hold_part, refuse_split_writer
 

@@ -13,7 +13,7 @@ from synprep.annotate import PARSE_REASONS, annotate_split, items_from_files, wa
 from synprep.config import DataConfig
 from synprep.constants import VOCAB_NAME
 from synprep.errors import InputError
-from synprep.lock import writer
+from synprep.lock import hold_split, writer
 from synprep.parse.options import Item, ParseOptions
 from synprep.pipeline.checks import check_pipeline_inputs
 from synprep.pipeline.dictionary import split_vocab
@@ -99,6 +99,8 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
     check_output_folder(out)
     if part is not None or merge_parts:
         require_prepared(out, split)
+    elif split in (TRAIN, config.shards.vocab_split):  # the splits launched beside it see it at once and wait
+        hold_split(out, split, create=True)
     finished = finished_parts(out, split) if merge_parts else None  # before anything is written or removed
     text, parse = text_options(config, clean), parse_options(config, runtime, trees)
     source, scheme = parse.source(), scheme_class(config.subword.scheme)

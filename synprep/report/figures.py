@@ -60,6 +60,12 @@ def _new(w: float, h: float, rows: int = 1, cols: int = 1) -> tuple[Any, Any]:
     return fig, axes
 
 
+def _legend(ax: Any) -> None:
+    """The panel's legend, when it has a labelled line (a split without pairs draws none: no warning)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+
+
 def _hist_line(ax: Any, h: dict[str, Any], label: str, color: str) -> None:
     x, y, width = hist_bins(h)
     if not x.size:
@@ -83,7 +89,7 @@ def lengths_figure(report: dict[str, Any]) -> str:
     ax.set_title("source pieces per word", fontsize=10)
     ax.set_xlabel("pieces")
     axes[0][0].set_ylabel("share per value")
-    axes[0][0].legend(fontsize=8)
+    _legend(axes[0][0])
     return png_data(fig)
 
 
@@ -101,7 +107,7 @@ def _bars(ax: Any, names: tuple[str, ...], series: list[tuple[str, np.ndarray]],
     ax.set_xticklabels([names[i] for i in idx], rotation=90, fontsize=8)
     ax.set_ylabel("share")
     ax.set_title(title, fontsize=10, loc="left")
-    ax.legend(fontsize=8)
+    _legend(ax)
 
 
 def labels_figure(report: dict[str, Any]) -> str:
@@ -138,7 +144,7 @@ def syntax_figure(report: dict[str, Any]) -> str:
         ax.set_xlabel(xl)
     axes[0][3].set_yscale("log")
     axes[0][0].set_ylabel("share per value")
-    axes[0][0].legend(fontsize=8)
+    _legend(axes[0][0])
     return png_data(fig)
 
 

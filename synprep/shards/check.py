@@ -150,7 +150,7 @@ def _manifest(folder: Path) -> tuple[dict[str, Any], Manifest]:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
-        raise _Fail(Violation(MANIFEST_NAME, f"not JSON: {e}")) from None
+        raise _Fail(Violation(MANIFEST_NAME, f"not JSON ({e}): {Manifest.RECOVERY}")) from None
     if not isinstance(raw, dict):
         raise _Fail(Violation(MANIFEST_NAME, "not a JSON object"))
     if raw.get("format") != SHARD_FORMAT:

@@ -214,6 +214,11 @@ class Manifest:
         m._base = {k: e.to_dict() for k, e in m.splits.items()}
         return m
 
+    #: how to recover from a manifest that cannot be read (a copy cut off, an edit gone wrong): the
+    #: writers rebuild it when it is gone
+    RECOVERY = ("remove it and run the commands that wrote the folder's splits again, with the same arguments: "
+                "they write the manifest and the shards anew")
+
     @classmethod
     def load(cls, folder: str | os.PathLike) -> Manifest:
         """Read ``FOLDER/manifest.json`` (or the given file).
@@ -230,9 +235,9 @@ class Manifest:
         except FileNotFoundError:
             raise InputError(no_manifest_reason(path.parent), str(path)) from None
         except (UnicodeDecodeError, ValueError) as e:
-            raise InputError(f"manifest is not JSON: {e}", str(path)) from None
+            raise InputError(f"manifest is not JSON ({e}): {cls.RECOVERY}", str(path)) from None
         if not isinstance(d, dict):
-            raise InputError("manifest is not a JSON object", str(path))
+            raise InputError(f"manifest is not a JSON object: {cls.RECOVERY}", str(path))
         return cls.from_dict(d, str(path))
 
     @classmethod

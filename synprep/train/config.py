@@ -56,8 +56,13 @@ MAX_POSITIONS = 1 << 14
 #: handles, started for training and again for every validation); a run also uses at most as many as
 #: the machine has CPUs (:func:`synprep.train.rundir.bounded_workers`, with a warning)
 MAX_WORKERS = 64
+#: the largest learning rate (``lr``, ``warmup_init_lr``) and ``weight_decay`` a config may give: AdamW steps
+#: move each weight by about ``lr`` (the paper's peak is 7e-3), and its decay scales weights by
+#: ``1 - lr * weight_decay``; above these a run only diverges (1e308 overflowed to inf)
+LR_MAX = 10.0
+WEIGHT_DECAY_MAX = 10.0
 #: inclusive (low, high) bounds of numeric fields; None = unbounded on that side. The upper bounds
-#: are far above any real setup and keep a hostile config from allocating terabytes.
+#: are far above any real setup and keep a hostile config from allocating terabytes or overflowing.
 LIMITS: dict[str, tuple[float | None, float | None]] = {
     "d_model": (1, 16384), "ffn_dim": (1, 65536), "heads": (1, 256), "encoder_layers": (1, 128),
     "decoder_layers": (1, 128), "max_positions": (1, MAX_POSITIONS), "gate_hidden": (1, 16384),
@@ -65,8 +70,9 @@ LIMITS: dict[str, tuple[float | None, float | None]] = {
     "max_epochs": (0, 1 << 30), "max_steps": (0, 1 << 40), "seed": (0, 2**32 - 1), "warmup_updates": (0, 1 << 40),
     "num_workers": (-1, MAX_WORKERS), "threads": (0, 4096), "log_interval": (1, 1 << 40),
     "save_interval_updates": (0, 1 << 40), "keep_last_epochs": (0, 1 << 20), "beam": (1, 1024),
-    "max_len_b": (0, 1 << 20), "max_len_a": (0.0, 1024.0), "lr": (0.0, None), "warmup_init_lr": (0.0, None),
-    "adam_eps": (0.0, None), "weight_decay": (0.0, None), "clip_norm": (0.0, None),
+    "max_len_b": (0, 1 << 20), "max_len_a": (0.0, 1024.0), "lr": (0.0, LR_MAX),
+    "warmup_init_lr": (0.0, LR_MAX), "adam_eps": (0.0, 1.0), "weight_decay": (0.0, WEIGHT_DECAY_MAX),
+    "clip_norm": (0.0, 1e9),
     "sla_threshold": (0, 1 << 16), "set_max_path": (0, 64), "set_rel_dim": (1, 16384),
     "set_max_depth": (1, 1 << 16),
 }
@@ -81,6 +87,8 @@ _HINTS = typing.get_type_hints(TrainConfig)
 
 
 def _type_name(tp: Any) -> str:
+    if typing.get_origin(tp) is not None:  # list[float], not list
+        return str(tp).replace("typing.", "")
     return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
 
 
@@ -107,6 +115,27 @@ def _check_value(tp: Any, value: Any) -> bool:
     return True  # an annotation this checker does not know: left to validate()
 
 
+def _why_not(tp: Any, value: Any) -> str | None:
+    """What is wrong with a value that :func:`_check_value` refuses although it is of the right kind: a
+    number that is not finite (``not a finite number``), a list too long, or a list's first bad item
+    (``item 0 is nan, not a finite number``); None when the type is all there is to say."""
+    arms = typing.get_args(tp) if typing.get_origin(tp) in (types.UnionType, typing.Union) else (tp,)
+    if isinstance(value, float) and not math.isfinite(value) and float in arms:
+        return "not a finite number"
+    if isinstance(value, list):
+        for arm in arms:
+            if typing.get_origin(arm) is list:
+                if len(value) > MAX_LIST:
+                    return f"more than {MAX_LIST} entries"
+                (item,) = typing.get_args(arm) or (Any,)
+                for i, v in enumerate(value):
+                    if not _check_value(item, v):
+                        shown = repr(v) if len(repr(v)) <= 40 else repr(v)[:37] + "..."
+                        return f"item {i} is {shown}, " + ("not a finite number" if _why_not(item, v) else
+                                                           f"not {_type_name(item)}")
+    return None
+
+
 def check_types(data: dict[str, Any], where: str = "config") -> None:
     """Check every value of a config object against :class:`TrainConfig`'s annotations and
     :data:`LIMITS` *before* anything is built.
@@ -120,7 +149,9 @@ def check_types(data: dict[str, Any], where: str = "config") -> None:
             continue
         if not _check_value(tp, value):
             shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
-            raise ConfigError(f"{where}: {name} must be {_type_name(tp)}, got {shown} ({type(value).__name__})")
+            why = _why_not(tp, value)
+            raise ConfigError(f"{where}: {name} must be {_type_name(tp)}, got {shown} ({type(value).__name__})"
+                              + (f": {why}" if why else ""))
         lo, hi = LIMITS.get(name, (None, None))
         if isinstance(value, int | float) and not isinstance(value, bool):
             if lo is not None and value < lo:
