@@ -174,7 +174,7 @@ def hold_part(out: Path, split: str, part: Part) -> None:
     os.pwrite(fd, _owner_record(split=split, part=str(part)).encode("utf-8"), 0)
     held = _split_locks.get()
     if held is not None:
-        held.append(fd)
+        held.fds.append(fd)  # released when the writer call returns; else when the process ends
 
 
 def sweep_part_temps(out: Path, split: str, part: Part) -> None:
