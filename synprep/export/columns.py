@@ -36,7 +36,7 @@ class ShardBlock:
     data: dict[str, np.ndarray]
     attrs: dict[str, Any]
     #: ``(ΣW,)`` the words the parser read, where the shard stores them (the ``words`` dataset that
-    #: shards written with issue 16 item 1 carry, read through the reader's ``has_words``/``words(i)``);
+    #: shards of format version 1 with words carry, read through the reader's ``has_words``/``words(i)``);
     #: None for a shard without them
     words: list[str] | None = None
 

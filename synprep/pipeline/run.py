@@ -190,7 +190,7 @@ def _annotate(out: Path, split: str, items: Iterator[Item], v: Vocab, manifest: 
                        src_lang=config.src_lang, tgt_lang=config.tgt_lang, signature=sig, config=attrs,
                        ldd_threshold=config.parse.ldd_threshold, shard_size=config.shards.shard_size, source_name=source_name,
                        subword=subword, **annotate_hooks(out, split, part))
-    except TreeLeavesError as e:  # issue 16 item 9: the trees' words are a treebank's tokenization, not sacremoses'
+    except TreeLeavesError as e:  # the trees' words are a treebank's tokenization, not sacremoses'
         if text.tokenized or text.tokenizer != "moses":
             raise
         raise InputError(f"{e.reason} (synprep tokenized --src with sacremoses; give text tokenized like the "

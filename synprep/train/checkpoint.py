@@ -10,7 +10,7 @@ A checkpoint is one ``torch.save`` dict (written atomically: temp file + rename)
 
 It holds only tensors and plain Python data, so it is loaded with ``torch.load(weights_only=True)``:
 a pickle that names any other object (a crafted ``checkpoint_best.pt`` calling ``os.system``) is
-refused before anything runs (issue 10 item 4). :func:`validate_checkpoint` then checks the keys,
+refused before anything runs. :func:`validate_checkpoint` then checks the keys,
 the config (typed and size-bounded with its vocabulary: :func:`synprep.train.config.config_from_dict`,
 :func:`~synprep.train.config.check_model_size`), the vocabulary
 and every tensor's shape against the model that config describes — built on the ``meta`` device,
@@ -19,7 +19,7 @@ which allocates nothing — before a real model is built.
 ``checkpoint{EPOCH}.pt`` (1-based epoch) are the per-epoch copies kept with ``keep_last_epochs``;
 :func:`average_checkpoints` averages them like fairseq's ``scripts/average_checkpoints.py``.
 
-Writing without stalling the training (issue 18 item 2, ``async_checkpoint``): :func:`snapshot`
+Writing without stalling the training (``async_checkpoint``): :func:`snapshot`
 copies the payload's tensors to host memory (pinned, non-blocking copies and one synchronisation
 on CUDA), and a :class:`CheckpointWriter` runs :func:`write_checkpoints` (serialisation, fsync,
 rename) in one background thread, one write at a time; the files it leaves are the same files,
@@ -231,7 +231,7 @@ def snapshot(obj: Any, buffers: dict[Any, torch.Tensor] | None = None) -> Any:
 
 
 class CheckpointWriter:
-    """Runs checkpoint writes in one background thread, at most one in flight (issue 18 item 2).
+    """Runs checkpoint writes in one background thread, at most one in flight.
 
     :meth:`submit` first waits for the write in flight, then starts the new one; :meth:`wait`
     waits for it; :meth:`check` looks without waiting. A failed write is never lost: its exception

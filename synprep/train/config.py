@@ -46,7 +46,7 @@ log = logging.getLogger("synprep.train")
 
 
 # --------------------------------------------------------------------------------------------
-# loading: types, bounds, presets (issue 10 item 7, issue 13)
+# loading: types, bounds, presets
 # --------------------------------------------------------------------------------------------
 #: longest sequence a model may take (pieces + ``</s>``); its sinusoidal position table,
 #: ``(max_positions + 2) × d_model``, is computed, not stored in a checkpoint, so this bound (not the

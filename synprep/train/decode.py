@@ -7,7 +7,7 @@ others continue; a sentence stops once it has ``beam`` finished hypotheses; at t
 ``</s>`` is forced. The limit is ``max_len_a · src_len + max_len_b`` (``src_len`` with ``</s>``),
 capped by the model's positions. ``<pad>`` and ``<s>`` are never produced.
 
-Both searches work on tensors only (issue 18): sentences × beams are rows of one batch, the
+Both searches work on tensors only: sentences × beams are rows of one batch, the
 selection of each step is a handful of tensor operations, the best finished hypothesis of every
 sentence is kept on the device, and a sentence that is done leaves the batch (its rows of the
 encoder's keys/values and of the self-attention cache are dropped). Each step is one

@@ -1,4 +1,4 @@
-"""CUDA graphs of the training update (issue 18 item 4): each batch shape's forward and backward
+"""CUDA graphs of the training update: each batch shape's forward and backward
 recorded once and replayed, so that an update costs about the GPU's kernel time instead of the host's
 ~1200 eager launches (docs/train.md, "CUDA graphs").
 

@@ -270,7 +270,7 @@ class Trainer:
     def train_step(self, group: list[Batch]) -> dict[str, torch.Tensor]:
         """One update on ``group`` (``update_freq`` batches).
 
-        Nothing in it waits for the device (issue 18): the token count is known on the host, losses
+        Nothing in it waits for the device: the token count is known on the host, losses
         are summed on the device, and an update whose gradient norm is not finite is skipped by the
         fused AdamW itself (``found_inf``), not by a host test.
 
@@ -476,7 +476,7 @@ class Trainer:
         last_valid: dict[str, Any] = {}
         if stopped and not st.validated:
             # resumed from an interval checkpoint saved at the last step, before that period's
-            # validation (issue 10 item 3): do it now, exactly as the uninterrupted run did
+            # validation: do it now, exactly as the uninterrupted run did
             n_batches = len(self.train_sampler.rank_batches(st.epoch))
             last_valid = self._close_period(n_batches, stopped=True)
         while not stopped and (cfg.max_epochs == 0 or st.epoch < cfg.max_epochs):
@@ -496,7 +496,7 @@ class Trainer:
                 st.step += 1
                 st.validated = False
                 st.batch_in_epoch += len(group)
-                self._accumulate(out)  # on the device; read at the log interval (issue 18)
+                self._accumulate(out)  # on the device; read at the log interval
                 for key in ("loss", "nll", "ntokens", "gnorm"):
                     interval[key] += out[key]
                 interval["n"] += 1
@@ -547,7 +547,7 @@ class Trainer:
                "train_nll_loss": iv["nll"] / tok / LN2, "lr": self.optimizer.param_groups[0]["lr"],
                "gnorm": iv["gnorm"] / max(iv["n"], 1), "ntokens": int(iv["ntokens"]),
                "tokens_per_s": round((iv["ntokens"] - iv.get("ntokens_t0", 0.0)) / dt, 1),
-               # where the interval's wall time went besides the updates (issue 18 item 6)
+               # where the interval's wall time went besides the updates
                "seconds": round(dt, 3), "data_wait_s": round(iv["wait_s"], 3), "valid_s": round(iv["valid_s"], 3),
                "checkpoint_s": round(iv["checkpoint_s"], 3),
                # background checkpoint writes that ended in the interval (overlapping the updates)

@@ -1,4 +1,4 @@
-"""The runtime policy of training and decoding (issue 18): one place for the device, autocast, TF32,
+"""The runtime policy of training and decoding: one place for the device, autocast, TF32,
 the attention kernel and compilation.
 
 The fields live in one block of :class:`~synprep.train.config.TrainConfig` (``bf16``,
@@ -27,7 +27,7 @@ flex        not supported: a ConfigError          (its kernels need torch.compil
 a new plan for every new (batch, length) shape: 2.5 s of 3.1 s host time in four gated bf16
 updates on an H200 (``../shared/gpu/README.md``). Unmasked calls (the decoder's causal
 self-attention) too: on an H100, bf16, 16384 tokens, vanilla ran at 58k target tokens/s with torch's
-own choice (cuDNN) against 205k with flash (docs/train.md, "GPU figures"), so ``auto`` never takes it. "else math" is the fallback where the kernel
+own choice (cuDNN) against 205k with flash (benchmarks/gpu_suite.py, figure ``attention_backends``), so ``auto`` never takes it. "else math" is the fallback where the kernel
 cannot run the call (CUDA flash takes no mask; the CPU's flash kernel takes no dropout). On the
 CPU, ``auto`` restricts nothing (the CPU has no cuDNN attention) and costs nothing.
 """

@@ -185,7 +185,7 @@ def set_relations_batch(heads: Sequence[np.ndarray], deprel: Sequence[np.ndarray
 #: On CUDA, take SET's relation lookup as :class:`_SortedLookup` (rows laid out per column, the table's
 #: gradient by segment sums over the pairs sorted once per batch) instead of ``F.embedding``. Off until
 #: measured faster on a GPU: ``bench_train_gpu.py --set-lookup`` (run by ``gpu_suite.sh``) times both
-#: (an H100 timed an earlier version of it, whose running sum went along dim 1, at 0.954× the embedding).
+#: (on an H100, a variant whose running sum went along dim 1 ran at 0.954× the embedding).
 #: The CPU keeps the embedding either way. docs/train.md "SET's relation lookup on CUDA" has the figures.
 SORTED_LOOKUP_ON_CUDA = False
 
