@@ -280,7 +280,8 @@ def annotate_split(
         :class:`SplitResult`.
 
     Raises:
-        InputError: a parse that does not match its pieces, malformed input; ConfigError: bad options.
+        InputError: a parse that does not match its pieces, malformed input.
+        ConfigError: bad options.
     """
     if shard_size < 1:
         raise ConfigError(f"--shard-size must be >= 1, got {shard_size}")
@@ -423,7 +424,8 @@ def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iter
     """Zip the per-line streams of a split into :class:`Item` s.
 
     Args:
-        bpe_src, bpe_tgt: BPE'd lines (or a scheme's pieces). lines: each pair's original 1-based line number.
+        bpe_src, bpe_tgt: BPE'd lines (or a scheme's pieces).
+        lines: each pair's original 1-based line number.
         words: the parser's words per line (default: the source pieces' words, unescaped).
         parses: imported parses, one per pair, in order.
         trees: the user's trees, one list per pair, in order (``--trees``).

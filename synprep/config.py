@@ -301,7 +301,8 @@ class DataConfig:
         """Read ``path`` (``OUT/pipeline.json`` or a hand-written JSON object).
 
         Raises:
-            InputError: missing or not JSON. ConfigError: see :meth:`from_dict`.
+            InputError: missing or not JSON.
+            ConfigError: see :meth:`from_dict`.
         """
         from synprep.errors import InputError
 

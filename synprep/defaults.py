@@ -15,7 +15,8 @@ class CleanDefaults:
     """clean-corpus-n.perl's filter as fairseq's IWSLT14 recipe runs it (SPEC.md §1).
 
     Attributes:
-        ratio: maximum token-count ratio either way. min_len, max_len: inclusive token-count bounds.
+        ratio: maximum token-count ratio either way.
+        min_len, max_len: inclusive token-count bounds.
     """
 
     ratio: float = 1.5

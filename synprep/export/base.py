@@ -62,9 +62,11 @@ class Unit:
     """One piece of work: a split, or one shard of it.
 
     Attributes:
-        split: the split's name. shards: the source shards it reads, in order. key: its name in
-        export.json (``SPLIT``, or ``SPLIT.NNNNN-of-MMMMM`` for shard NNNNN of MMMMM). index: the shard index for a per-shard unit,
-        else None. n_shards: the split's number of shards.
+        split: the split's name.
+        shards: the source shards it reads, in order.
+        key: its name in export.json (``SPLIT``, or ``SPLIT.NNNNN-of-MMMMM`` for shard NNNNN of MMMMM).
+        index: the shard index for a per-shard unit, else None.
+        n_shards: the split's number of shards.
     """
 
     split: str
@@ -80,9 +82,10 @@ class ExportContext:
     shards and vocabulary (see :func:`verified_source`).
 
     Attributes:
-        vocab: the verified ``dict.txt``. split_readers: split → its verified shards, in order
-            (headers only; a shard's data is loaded by :class:`~synprep.export.columns.ShardBlock`
-            and released after it). options: the format's options (``factors_style``), as given.
+        vocab: the verified ``dict.txt``.
+        split_readers: split → its verified shards, in order (headers only; a shard's data is loaded by
+            :class:`~synprep.export.columns.ShardBlock` and released after it).
+        options: the format's options (``factors_style``), as given.
     """
 
     source: Path

@@ -24,9 +24,12 @@ class ShardBlock:
     """Every stored array of one shard, as stored (smallest dtypes), plus its offsets and attributes.
 
     Attributes:
-        name: the shard file's name (for errors). n: N pairs. lines: ``(N,) int64`` 1-based lines.
-        offsets: axis → ``(N+1,) int64``. data: dataset name → flat stored array. attrs: root
-        attributes (JSON ones parsed).
+        name: the shard file's name (for errors).
+        n: N pairs.
+        lines: ``(N,) int64`` 1-based lines.
+        offsets: axis → ``(N+1,) int64``.
+        data: dataset name → flat stored array.
+        attrs: root attributes (JSON ones parsed).
     """
 
     name: str

@@ -53,8 +53,8 @@ class PairText:
     """The text of one shard's pairs (N pairs); None where it is not known.
 
     Attributes:
-        words: N lists of the words the parser read (escapes undone). src, tgt: N tokenized texts
-        (tokens joined by one space, escapes undone).
+        words: N lists of the words the parser read (escapes undone).
+        src, tgt: N tokenized texts (tokens joined by one space, escapes undone).
     """
 
     words: list[list[str] | None]
@@ -257,7 +257,9 @@ class SplitPieces:
        of a piece).
 
     Args:
-        source: the shard folder. config: its manifest's configuration. split: the split's name.
+        source: the shard folder.
+        config: its manifest's configuration.
+        split: the split's name.
         vocab: the folder's :class:`~synprep.vocab.Vocab` (``dict.txt``).
     """
 

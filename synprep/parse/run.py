@@ -297,7 +297,8 @@ def parse_block(word_lines: list[list[str]], spec: ParserSpec, **kwargs: Any) ->
         One :class:`ParsedLine` per input line (``line = first_line + index``).
 
     Raises:
-        InputError: trees that do not match the words. ConfigError: missing models.
+        InputError: trees that do not match the words.
+        ConfigError: missing models.
     """
     return list(parse_block_stream(word_lines, spec, **kwargs))
 
@@ -348,7 +349,8 @@ def parse_block_stream(
         One :class:`ParsedLine` per input line (``line = first_line + index``).
 
     Raises:
-        InputError: trees that do not match the words (before the first line). ConfigError: missing models.
+        InputError: trees that do not match the words (before the first line).
+        ConfigError: missing models.
     """
     started = time.perf_counter()
     spec, identity = _run_spec(spec, trees is not None, identity, cache)

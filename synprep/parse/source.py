@@ -62,7 +62,8 @@ class ParseSource:
         """The source-side inputs this source reads are given and exist (checked before anything is written).
 
         Raises:
-            ConfigError: a needed option is missing. InputError: a missing file.
+            ConfigError: a needed option is missing.
+            InputError: a missing file.
         """
         raise NotImplementedError
 

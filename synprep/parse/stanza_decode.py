@@ -117,7 +117,8 @@ def decode_batch(scores, sentlens: list[int], vocab, relations: list[str], resol
     Args:
         scores: the model's ``preds``: ``[0]`` head log-probs ``(B, L, L)``, ``[1]`` argmax label ids
             ``(B, L, L)`` (vocabulary ids), ``[2]`` label log-probs ``(B, L, L, R)``.
-        sentlens: ``(B,)`` words + 1 per sentence. vocab: the deprel vocabulary.
+        sentlens: ``(B,)`` words + 1 per sentence.
+        vocab: the deprel vocabulary.
         relations: ``(R,)`` the relation names of the label columns.
 
     Returns:
@@ -190,9 +191,11 @@ class DecodeContext:
     """Everything the decode stage needs besides the scores (one per loaded parser, picklable).
 
     Attributes:
-        vocab: stanza's deprel vocabulary. relations: ``(R,)`` the names of the label columns.
-        resolve: the depparse config's ``resolve_head_constraints``. reverse: the model reads sentences
-            reversed (``trainer.args["reversed"]``). threshold: the LDD threshold (``spec.ldd_threshold``).
+        vocab: stanza's deprel vocabulary.
+        relations: ``(R,)`` the names of the label columns.
+        resolve: the depparse config's ``resolve_head_constraints``.
+        reverse: the model reads sentences reversed (``trainer.args["reversed"]``).
+        threshold: the LDD threshold (``spec.ldd_threshold``).
     """
 
     vocab: Any

@@ -33,8 +33,8 @@ def pos_stage(pos: Any, doc: Any) -> None:
     (tests/test_parse_mst.py compares UPOS/XPOS/features with stanza's Pipeline).
 
     Args:
-        pos: the pipeline's POS processor (``nlp.processors["pos"]``). doc: a tokenized stanza
-            Document; its words get UPOS, XPOS and FEATS.
+        pos: the pipeline's POS processor (``nlp.processors["pos"]``).
+        doc: a tokenized stanza Document; its words get UPOS, XPOS and FEATS.
     """
     import torch
     from stanza.models.common import doc as sdoc
@@ -78,7 +78,8 @@ def depparse_batches(dp: Any, doc: Any) -> tuple[Any, Any]:
     nothing is decoded here.
 
     Args:
-        dp: the pipeline's depparse processor. doc: a stanza Document with POS tags.
+        dp: the pipeline's depparse processor.
+        doc: a stanza Document with POS tags.
 
     Returns:
         ``(loader, batches)``: stanza's DataLoader (its ``data_orig_idx`` restores document order) and
@@ -136,7 +137,8 @@ def depparse_scores(dp: Any, doc: Any, with_labels: bool) -> list[tuple[np.ndarr
     """Each sentence's depparse score arrays, in document order, cut to its own ``n+1`` nodes.
 
     Args:
-        dp: the depparse processor. doc: a stanza Document with POS tags.
+        dp: the depparse processor.
+        doc: a stanza Document with POS tags.
         with_labels: keep the model's argmax label ids (needed unless ``resolve_head_constraints``).
 
     Returns:
@@ -211,7 +213,8 @@ def forward_words(pos: Any, dp: Any, builder: InputBuilder, sentences: list[list
     Args:
         pos, dp: the pipeline's POS and depparse processors (a pair
             :func:`~synprep.parse.stanza_inputs.unsupported_reason` accepts).
-        builder: their :class:`InputBuilder`. sentences: non-empty word lists.
+        builder: their :class:`InputBuilder`.
+        sentences: non-empty word lists.
         with_labels: see :func:`depparse_scores`.
 
     Returns:

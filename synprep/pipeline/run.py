@@ -70,9 +70,11 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
         config: every setting that determines the folder (its ``mode`` is set to ``pipeline``); a
             folder made with another is refused, naming each field that differs.
         split: the split's name; the train split learns the BPE codes and the vocabulary.
-        clean: clean this split (None: the train split only). codes: BPE codes to apply instead of
-            learning them. vocab: a fairseq dict to use. conllu: the parses to import (``--parser
-            conllu``). trees: the user's bracketed trees (``--trees``).
+        clean: clean this split (None: the train split only).
+        codes: BPE codes to apply instead of learning them.
+        vocab: a fairseq dict to use.
+        conllu: the parses to import (``--parser conllu``).
+        trees: the user's bracketed trees (``--trees``).
         subword_model: the model of a scheme that reads raw text (``--spm-model``, ``--hf-tokenizer``)
             instead of learning one (docs/subwords.md).
         runtime: where the work runs (workers, parse cache, the parser's runtime options).
@@ -89,9 +91,9 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
         The folder's manifest after the split was added.
 
     Raises:
-        InputError: bad input (named with file and line); ConfigError: bad options, or a folder
-            made with another configuration; a part or merge before ``--prepare-only``, a merge with a part
-            that has not finished (named, with its command).
+        InputError: bad input (named with file and line).
+        ConfigError: bad options, or a folder made with another configuration; a part or merge before
+            ``--prepare-only``, a merge with a part that has not finished (named, with its command).
     """
     from synprep.subword import scheme_class
 

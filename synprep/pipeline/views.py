@@ -144,7 +144,8 @@ def guard(config: DataConfig, parse: ParseOptions, *, tok: str | None = None, sc
 
     Args:
         tok: ``synprep pipeline``: the tokenizer's signature name (``sacremoses-0.2.0``, ``given``).
-        scheme: ``synprep pipeline``: the subword scheme class. parse_src: ``annotate --parse-src``.
+        scheme: ``synprep pipeline``: the subword scheme class.
+        parse_src: ``annotate --parse-src``.
     """
     shared: dict[str, Any] = {"mode": config.mode, "src_lang": config.src_lang, "tgt_lang": config.tgt_lang}
     if config.mode == "pipeline":

@@ -17,7 +17,8 @@ class IntHist:
     """Counts of non-negative integers, exact below ``cap``, the rest in one overflow bin.
 
     Attributes:
-        cap: first value counted in the overflow bin. counts: ``(cap + 1,) int64``.
+        cap: first value counted in the overflow bin.
+        counts: ``(cap + 1,) int64``.
         n, total, max: how many values, their sum, the largest (exact, overflow included).
     """
 
@@ -65,7 +66,9 @@ class FloatHist:
     """Counts of floats in ``bins`` equal bins over ``[lo, hi]`` (out-of-range values clipped in).
 
     Attributes:
-        edges: ``(bins + 1,)`` float64. counts: ``(bins,) int64``. n, total: count and exact sum.
+        edges: ``(bins + 1,)`` float64.
+        counts: ``(bins,) int64``.
+        n, total: count and exact sum.
     """
 
     def __init__(self, lo: float, hi: float, bins: int):

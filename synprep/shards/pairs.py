@@ -66,8 +66,9 @@ def iter_pairs(folder: str | os.PathLike, split: str, *, fields: tuple[str, ...]
         ``dict[str, int | np.ndarray]`` per pair.
 
     Raises:
-        InputError: no such folder, a missing shard (see :func:`split_files`); ShardFormatError: a
-            shard of an unknown format. ValueError: an unknown field name or a bad ``worker``.
+        InputError: no such folder, a missing shard (see :func:`split_files`).
+        ShardFormatError: a shard of an unknown format.
+        ValueError: an unknown field name or a bad ``worker``.
     """
     keys = _check_fields(fields)
     index, n_workers = worker

@@ -275,9 +275,10 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
         The readers (an empty list when the split has no shards and the manifest does not list it).
 
     Raises:
-        ConfigError: an invalid split name. InputError: see :func:`split_files`; a missing or
-            malformed manifest (``verify``), a shard that differs from its entry (named);
-            ShardFormatError: a shard of an unknown format.
+        ConfigError: an invalid split name.
+        InputError: see :func:`split_files`; a missing or malformed manifest (``verify``), a shard that
+            differs from its entry (named).
+        ShardFormatError: a shard of an unknown format.
     """
     entry, files, manifest = split_entry(folder, split, verify=verify, manifest=manifest, complete=complete)
     if not verify:
@@ -341,8 +342,9 @@ def split_entry(folder: str | os.PathLike, split: str, *, verify: bool = True, m
     ``verify`` the manifest is not read: ``(None, files, None)``.
 
     Raises:
-        ConfigError: an invalid split name. InputError: see :func:`split_files`; a missing or malformed
-            manifest, shard files other than its list; an incomplete split (:func:`refuse_incomplete`).
+        ConfigError: an invalid split name.
+        InputError: see :func:`split_files`; a missing or malformed manifest, shard files other than its list;
+            an incomplete split (:func:`refuse_incomplete`).
     """
     from synprep.lock import check_split_name
 

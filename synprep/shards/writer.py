@@ -250,11 +250,11 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
         ShardInfo of the written file.
 
     Raises:
-        ValueError: no records, unknown/missing attributes, arrays of one axis with different
-            lengths, non-increasing line numbers, or a value that does not fit its dtype (the message
-            names the original line). ConfigError: the data would exceed
-            :data:`~synprep.constants.MAX_SHARD_BYTES` (too many pairs for one shard). Nothing is left
-            on disk when anything fails.
+        ValueError: no records, unknown/missing attributes, arrays of one axis with different lengths,
+            non-increasing line numbers, or a value that does not fit its dtype (the message names the
+            original line).
+        ConfigError: the data would exceed :data:`~synprep.constants.MAX_SHARD_BYTES` (too many pairs for one
+            shard). Nothing is left on disk when anything fails.
     """
     path = Path(path)
     buf = _Buffer()

@@ -23,8 +23,10 @@ class PairView:
     """One stored pair with everything needed to show it.
 
     Attributes:
-        folder, split: where it comes from. index: 0-based index in the split. shard: shard file
-            name. position: index within that shard.
+        folder, split: where it comes from.
+        index: 0-based index in the split.
+        shard: shard file name.
+        position: index within that shard.
         record: the stored :class:`~synprep.types.PairRecord` (int64 arrays, float32 ``ldd_prob``).
         attrs: the shard's root attributes (``signature``, ``tree_source``, label lists, ...).
         src, tgt: ``(T,)`` / ``(U,)`` decoded pieces (Moses-escaped, ``@@`` markers).

@@ -72,7 +72,8 @@ class SubwordScheme(ABC):
         atomically to ``out``.
 
         Raises:
-            ConfigError: this scheme cannot learn (give a model file). InputError: bad input.
+            ConfigError: this scheme cannot learn (give a model file).
+            InputError: bad input.
         """
         raise ConfigError(f"--subword {cls.name} cannot learn a model: give {cls.model_option}")
 

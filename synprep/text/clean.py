@@ -69,7 +69,9 @@ class CleanStats:
     """Counts over a cleaning run: ``input == kept + sum(dropped.values())``.
 
     Attributes:
-        input: pairs read. kept: pairs kept. dropped: reason → pairs dropped for it.
+        input: pairs read.
+        kept: pairs kept.
+        dropped: reason → pairs dropped for it.
     """
 
     input: int = 0

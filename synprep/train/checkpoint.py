@@ -176,9 +176,10 @@ def snapshot(obj: Any, buffers: dict[Any, torch.Tensor] | None = None) -> Any:
     to pinned memory without blocking, then the device's current stream is synchronised once.
 
     Args:
-        obj: the payload. buffers: host buffers of the previous snapshot, keyed by source storage,
-            reused where the size fits and replaced by this snapshot's (the caller must not
-            reuse them while that snapshot is still being written).
+        obj: the payload.
+        buffers: host buffers of the previous snapshot, keyed by source storage, reused where the size fits
+            and replaced by this snapshot's (the caller must not reuse them while that snapshot is still being
+            written).
 
     Returns:
         the copy (containers new; immutable leaves shared; other leaves deep-copied).
@@ -240,9 +241,10 @@ class CheckpointWriter:
     :meth:`check` or :meth:`close`. With ``background=False`` every write runs in :meth:`submit`.
 
     Attributes:
-        write_s: seconds spent in finished writes so far (in the background thread: overlapped
-            with the training). buffers: the host buffers of the last :func:`snapshot`, reused by
-            the next (touch them only after :meth:`wait`).
+        write_s: seconds spent in finished writes so far (in the background thread: overlapped with the
+            training).
+        buffers: the host buffers of the last :func:`snapshot`, reused by the next (touch them only after
+            :meth:`wait`).
     """
 
     def __init__(self, background: bool = True):

@@ -328,9 +328,10 @@ def resume_config(saved: dict[str, Any], overrides: dict[str, Any] | None, where
     :class:`~synprep.train.loop.Trainer` (``resume=True``), so both show and run the same config.
 
     Args:
-        saved: the checkpoint's config object (``ck["config"]``). overrides: field → new value
-            (``--set``, ``--max-steps``, …); fields of :data:`RESUME_OVERRIDABLE` take it, any other
-            field must keep its saved value. where: named in errors.
+        saved: the checkpoint's config object (``ck["config"]``).
+        overrides: field → new value (``--set``, ``--max-steps``, …); fields of :data:`RESUME_OVERRIDABLE`
+            take it, any other field must keep its saved value.
+        where: named in errors.
 
     Raises:
         ConfigError: an override of a field that cannot change on resume (all of them named), or a

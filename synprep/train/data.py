@@ -141,8 +141,8 @@ class ShardDataset(Dataset):
             reads a shard keeps its arrays (a single pass, as ``translate``'s).
 
     Attributes:
-        src_lengths, tgt_lengths: (N,) int64 piece counts (no ``</s>``). attrs: the first shard's
-        root attributes (``signature``, ``vocab_path``, ``vocab_sha256``, …).
+        src_lengths, tgt_lengths: (N,) int64 piece counts (no ``</s>``).
+        attrs: the first shard's root attributes (``signature``, ``vocab_path``, ``vocab_sha256``, …).
 
     Raises:
         InputError: no such folder or split (``option``, the command-line option that names the split,
@@ -287,9 +287,10 @@ def make_loaders(cfg: Any, train_ds: Any, valid_ds: Any, collate: Any, rank: int
     """The trainer's length-bucketed samplers (this rank's share) and DataLoaders of both splits.
 
     Args:
-        cfg: the :class:`~synprep.train.config.TrainConfig`. train_ds, valid_ds: datasets with
-            ``src_lengths``/``tgt_lengths``. collate: :meth:`Collater.for_model`. log_skipped: log
-            the count of training pairs too long to fit (the main rank).
+        cfg: the :class:`~synprep.train.config.TrainConfig`.
+        train_ds, valid_ds: datasets with ``src_lengths``/``tgt_lengths``.
+        collate: :meth:`Collater.for_model`.
+        log_skipped: log the count of training pairs too long to fit (the main rank).
 
     Returns:
         (train_sampler, valid_sampler, train_loader, valid_loader).

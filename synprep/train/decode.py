@@ -125,7 +125,8 @@ def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 0.0, max_len_
     """Greedy decoding.
 
     Args:
-        model: in eval mode. batch: source side (``src_tokens``, ``src_lengths``, syntax features).
+        model: in eval mode.
+        batch: source side (``src_tokens``, ``src_lengths``, syntax features).
 
     Returns:
         B token id lists (no ``</s>``), in batch order.
@@ -294,9 +295,11 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
     """Translate every pair of a dataset (its source side), batched by source length.
 
     Args:
-        model: in eval mode. dataset: yields ``(index, PairRecord)``, has ``src_lengths``.
-        beam: 1 = greedy search. max_tokens: source tokens per batch (padding included); None: the
-            device kind's default (:class:`synprep.defaults.DecodeDefaults`: 4096 on the CPU, 32768 on a GPU).
+        model: in eval mode.
+        dataset: yields ``(index, PairRecord)``, has ``src_lengths``.
+        beam: 1 = greedy search.
+        max_tokens: source tokens per batch (padding included); None: the device kind's default
+            (:class:`synprep.defaults.DecodeDefaults`: 4096 on the CPU, 32768 on a GPU).
         jobs: batches decoded at once, each in a thread of this process (CPU only): torch's
             intra-op threads are shared out between them (``max(1, threads // jobs)`` each, restored
             after); at most one thread per batch (fewer batches than ``jobs``: fewer threads, each

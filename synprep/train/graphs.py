@@ -106,7 +106,8 @@ class GraphedUpdates:
             (the trainer's reads ``ntokens``: the loss gathers that many positions).
         params: the parameters whose ``.grad`` the step adds into (allocated as zeros before the first
             capture where still None, so that every graph adds into tensors that outlive it).
-        device: the CUDA device. max_graphs, capture_at: :data:`MAX_GRAPHS`, :data:`CAPTURE_AT`.
+        device: the CUDA device.
+        max_graphs, capture_at: :data:`MAX_GRAPHS`, :data:`CAPTURE_AT`.
 
     Counters: ``captures``, ``replays``, ``eager`` (batches run without a graph), ``capture_s`` (wall
     seconds spent capturing).

@@ -78,12 +78,17 @@ class Trainer:
     """Runs updates, validation and checkpoints for one process (see the module docstring).
 
     Args:
-        cfg: configuration (None when resuming: the checkpoint's is used). train_ds, valid_ds: datasets yielding ``(index, PairRecord)`` with
-            ``src_lengths``/``tgt_lengths`` arrays. symbols: the vocabulary (id → piece).
+        cfg: configuration (None when resuming: the checkpoint's is used).
+        train_ds, valid_ds: datasets yielding ``(index, PairRecord)`` with ``src_lengths``/``tgt_lengths``
+            arrays.
+        symbols: the vocabulary (id → piece).
         out_dir: where metrics.jsonl, gates.png, config.json and checkpoints go.
-        device: training device. dist_env: DDP position. resume: continue from
-            ``out_dir/checkpoint_last.pt``. overrides: with ``resume``, new values of the fields
-            in :data:`~synprep.train.config.RESUME_OVERRIDABLE` (others must not change). progress: tqdm bars (None = when stderr is a terminal).
+        device: training device.
+        dist_env: DDP position.
+        resume: continue from ``out_dir/checkpoint_last.pt``.
+        overrides: with ``resume``, new values of the fields in
+            :data:`~synprep.train.config.RESUME_OVERRIDABLE` (others must not change).
+        progress: tqdm bars (None = when stderr is a terminal).
         data_signature: the shards' signature, recorded in checkpoints.
     """
 
@@ -177,8 +182,8 @@ class Trainer:
         copies a killed run left unfinished are completed and pruned.
 
         Raises:
-            InputError: a damaged resume state. ConfigError: stopped inside an epoch with another
-                number of processes.
+            InputError: a damaged resume state.
+            ConfigError: stopped inside an epoch with another number of processes.
         """
         try:
             self.model.load_state_dict(ck["model"])

@@ -68,7 +68,8 @@ def slr_bias(gaps: torch.Tensor, pad: torch.Tensor, tau: float, hard: str | None
     Args:
         gaps: (B, T-1) gaps with the ``</s>`` gap (2000) appended; values under padding are ignored.
         pad: (B, T) bool, True at padding.
-        tau: soft temperature τ (SPEC §3 default 10). hard: None, ``"strict"`` or ``"nonstrict"``.
+        tau: soft temperature τ (SPEC §3 default 10).
+        hard: None, ``"strict"`` or ``"nonstrict"``.
 
     Returns:
         (B, 1, T, T) in the gaps' floating dtype (float32 for integer gaps).

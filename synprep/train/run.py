@@ -73,7 +73,8 @@ def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None =
             done: a ``max_steps`` stop), ``best_valid_loss``, ``signature``, ….
 
     Raises:
-        InputError: missing shards, splits or vocabulary; ConfigError: bad configuration;
+        InputError: missing shards, splits or vocabulary.
+        ConfigError: bad configuration.
         FolderBusy (a ConfigError): another run trains into ``out_dir`` (:mod:`synprep.train.rundir`).
     """
     from synprep.train.data import ShardDataset, load_symbols

@@ -71,13 +71,15 @@ class RuntimePolicy:
     """The resolved policy of one process.
 
     Attributes:
-        device: the torch device (``cpu``, ``cuda:0``, …). train_autocast, decode_autocast: ``bf16``
-        or None (float32). tf32: TF32 matrix products and convolutions on CUDA. attention_backend:
-        the config's value (see the module docstring). compile: ``torch.compile`` of each encoder/decoder
-        layer and of the loss, dynamic shapes (:mod:`synprep.train.compiling`). cuda_graphs: each
-        training batch shape's forward and backward replayed as a CUDA graph (:mod:`synprep.train.graphs`;
-        the trainer checks it is on CUDA, in one process; with ``compile`` the graphs record the compiled
-        layers' kernels).
+        device: the torch device (``cpu``, ``cuda:0``, …).
+        train_autocast, decode_autocast: ``bf16`` or None (float32).
+        tf32: TF32 matrix products and convolutions on CUDA.
+        attention_backend: the config's value (see the module docstring).
+        compile: ``torch.compile`` of each encoder/decoder layer and of the loss, dynamic shapes
+            (:mod:`synprep.train.compiling`).
+        cuda_graphs: each training batch shape's forward and backward replayed as a CUDA graph
+            (:mod:`synprep.train.graphs`; the trainer checks it is on CUDA, in one process; with ``compile``
+            the graphs record the compiled layers' kernels).
     """
 
     device: str

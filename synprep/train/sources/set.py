@@ -88,7 +88,8 @@ def set_relations(heads: np.ndarray, deprel: np.ndarray, max_path: int) -> tuple
     """Word-level SET inputs of one line (the reference of :func:`set_relations_batch`, which the collate uses).
 
     Args:
-        heads: (W,) 1-based line-level heads, 0 = root. deprel: (W,) ids in :data:`DEPRELS`.
+        heads: (W,) 1-based line-level heads, 0 = root.
+        deprel: (W,) ids in :data:`DEPRELS`.
         max_path: largest path length (arcs) that still has a relation.
 
     Returns:
@@ -120,7 +121,8 @@ def set_relations_batch(heads: Sequence[np.ndarray], deprel: Sequence[np.ndarray
     step per line (the ancestors of every line climbed together, one batched product for the common ancestors).
 
     Args:
-        heads: B (W_b,) 1-based line-level heads, 0 = root. deprel: B (W_b,) ids in :data:`DEPRELS`.
+        heads: B (W_b,) 1-based line-level heads, 0 = root.
+        deprel: B (W_b,) ids in :data:`DEPRELS`.
         max_path: largest path length (arcs) that still has a relation.
         extra: positions added after the longest line's words (padding, like a shorter line's).
 
