@@ -181,6 +181,9 @@ class SyntacticSelfAttention(MultiheadAttention):
         syntax_dropout: syntax ignoring rate p on A_syn (paper §4.5).
         modules: per source name, its trainable parameters of this layer
             (:meth:`~synprep.train.sources.base.SyntaxSource.layer_module`), if any.
+
+    Raises:
+        ValueError: ``sources`` does not have one entry per head.
     """
 
     def __init__(self, d_model: int, heads: int, dropout: float, sources: list[str | None],

@@ -272,7 +272,11 @@ class CheckpointWriter:
         self._pending = self._pool.submit(self._timed, job, *args)
 
     def wait(self) -> None:
-        """Wait for the write in flight; raise its exception if it failed (once)."""
+        """Wait for the write in flight.
+
+        Raises:
+            Exception: the write's own exception (e.g. ``OSError``), once, when it failed.
+        """
         f = self._pending
         if f is None:
             return

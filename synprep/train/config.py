@@ -314,7 +314,11 @@ def parse_override(item: str) -> tuple[str, Any]:
 
 def with_overrides(cfg: TrainConfig, overrides: dict[str, Any]) -> TrainConfig:
     """A copy of ``cfg`` with fields replaced (validated again); fields ``cfg`` took from its sources'
-    defaults are resolved again for the new sources unless ``overrides`` sets them."""
+    defaults are resolved again for the new sources unless ``overrides`` sets them.
+
+    Raises:
+        ConfigError: an unknown field or a bad value (:func:`config_from_dict`, named ``overrides``).
+    """
     data = cfg.to_dict()
     data.update({f: None for f in getattr(cfg, "_defaulted", ())})
     data.update(overrides)

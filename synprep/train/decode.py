@@ -280,7 +280,11 @@ def load_model(path, device: torch.device | str = "cpu", average=None):
 
 
 def check_jobs(jobs: int, device: torch.device | str) -> None:
-    """Raises ConfigError: ``jobs`` > 1 on a device other than the CPU (a GPU decodes one batch at a time)."""
+    """Check that ``jobs`` batches can be decoded at once on ``device``.
+
+    Raises:
+        ConfigError: ``jobs`` > 1 on a device other than the CPU (a GPU decodes one batch at a time).
+    """
     from synprep.errors import ConfigError
 
     if jobs > 1 and torch.device(device).type != "cpu":

@@ -90,6 +90,13 @@ class Trainer:
             :data:`~synprep.train.config.RESUME_OVERRIDABLE` (others must not change).
         progress: tqdm bars (None = when stderr is a terminal).
         data_signature: the shards' signature, recorded in checkpoints.
+
+    Raises:
+        InputError: with ``resume``, a missing, unreadable or damaged ``checkpoint_last.pt``
+            (:func:`~synprep.train.checkpoint.load_checkpoint`,
+            :func:`~synprep.train.checkpoint.validate_checkpoint`), or shards whose vocabulary differs from it.
+        ConfigError: no configuration for a new run, ``max_epochs`` and ``max_steps`` both 0, an override of a
+            field that cannot change on resume, or ``cuda_graphs`` off CUDA or in more than one process.
     """
 
     ddp: torch.nn.Module  #: the model, or its DDP / torch.compile wrapper (what the updates call)

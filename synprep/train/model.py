@@ -239,7 +239,11 @@ class Seq2Seq(nn.Module):
         return {n: m for n, m in self.syntax_sources.items()}  # type: ignore[misc]
 
     def encode(self, batch: Batch) -> EncoderOut:
-        """Encode ``batch.src_tokens`` (B, T) → :class:`EncoderOut`."""
+        """Encode ``batch.src_tokens`` (B, T) → :class:`EncoderOut`.
+
+        Raises:
+            ValueError: T is above the model's ``max_positions``.
+        """
         tokens = batch.src_tokens
         pad = tokens.eq(PAD_ID)  # (B, T)
         T = tokens.shape[1]

@@ -29,8 +29,8 @@ def arrays_folder(shards_dir: str | Path, out_dir: str | Path) -> Path:
 
     The run folder's ``arrays/`` where it exists (a run begun before the arrays moved, or a link the user made
     to keep them on another disk); else the shard folder's ``arrays/``, shared by every run on those shards
-    (each shard decoded and written once, as fairseq's binarized data is: a paper's presets and seeds no
-    longer hold a copy each); else, where the shard folder cannot be written (a read-only dataset, ``arrays``
+    (each shard decoded and written once, as fairseq's binarized data is: a paper's presets and seeds do
+    not hold a copy each); else, where the shard folder cannot be written (a read-only dataset, ``arrays``
     taken by a file), the run folder's ``arrays/``, logged.
     """
     own = Path(out_dir) / MAP_DIR

@@ -193,7 +193,11 @@ class TrainConfig:
         self._defaulted = frozenset(missing)
 
     def validate(self) -> None:
-        """Check every field; raise :class:`ConfigError` naming the first bad one."""
+        """Check every field.
+
+        Raises:
+            ConfigError: naming the first bad field.
+        """
         if self.syntax not in SYNTAX_MODES:
             raise ConfigError(f"syntax must be one of {', '.join(SYNTAX_MODES)}, got {self.syntax!r}")
         if self.d_model % self.heads:
