@@ -213,11 +213,21 @@ class Exporter:
         self.ctx = ctx
 
     def write_unit(self, unit: Unit, files: UnitFiles) -> int:
-        """Write one unit's files through ``files``; returns the number of pairs written."""
+        """Write one unit's files through ``files``; returns the number of pairs written.
+
+        Raises:
+            NotImplementedError: in this base class; each format implements it.
+            InputError: a shard the format cannot take (fairseq, parquet: an id outside the vocabulary, label
+                lists that differ from the other shards'), naming the shard.
+        """
         raise NotImplementedError
 
     def finish(self, record: ExportRecord) -> None:
-        """Write the whole-export files (atomically, each with :func:`synprep.textio.atomic_write`)."""
+        """Write the whole-export files (atomically, each with :func:`synprep.textio.atomic_write`).
+
+        Raises:
+            InputError: a source file the export copies changed since it was verified (fairseq: ``dict.txt``).
+        """
 
     def usage(self) -> str | None:
         """One line telling how to use the export (printed on stderr by ``synprep export``), or None."""

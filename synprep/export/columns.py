@@ -98,7 +98,11 @@ class ShardBlock:
 
 
 def check_axes(block: ShardBlock) -> None:
-    """Every dataset has the length its axis's offsets end at (else InputError naming the shard)."""
+    """Check that every dataset has the length its axis's offsets end at.
+
+    Raises:
+        InputError: a dataset of another length, or an axis without offsets (naming the shard).
+    """
     for fl in FIELDS:
         if block.data[fl.name].shape[0] != int(block.offsets[fl.axis][-1]):
             raise InputError(f"dataset {fl.name} has {block.data[fl.name].shape[0]} values, offsets/{fl.axis} "
