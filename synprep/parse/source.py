@@ -97,7 +97,8 @@ class ParseSource:
 
 
 class RunParser(ParseSource):
-    """Run stanza or CoreNLP (:class:`synprep.parse.base.ParserSpec`) on the items' words."""
+    """Run the parser backend that the :class:`~synprep.parse.base.ParserSpec` names (any entry of
+    :data:`synprep.parse.registry.PARSER_BACKENDS`: stanza, spaCy, CoreNLP, a plugin) on the items' words."""
 
     runs_parser = True
 

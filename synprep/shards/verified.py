@@ -78,7 +78,7 @@ def verify_values(path: Path, sha256: str, *, vocab_size: int | None, after_line
     key = _values_key(path, st, sha256, vocab_size, after_line)
     if key in _VALUES_OK:
         return
-    from synprep.shards.check import check_shard  # here: check imports this module
+    from synprep.shards.check import check_shard  # here: only a values check needs check's modules
 
     violation, _, _ = check_shard(path, vocab_size=vocab_size, after_line=after_line, name=path.name)
     if violation is not None:
