@@ -16,7 +16,8 @@ class CleanDefaults:
 
     Attributes:
         ratio: maximum token-count ratio either way.
-        min_len, max_len: inclusive token-count bounds.
+        min_len: the smallest token count of a side, inclusive.
+        max_len: the largest token count of a side, inclusive.
     """
 
     ratio: float = 1.5

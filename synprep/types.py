@@ -125,7 +125,9 @@ class PairRecord:
         deprel: (W,) ids in :data:`DEPRELS`.
         upos: (W,) ids in :data:`UPOS_TAGS`.
         sent_start: (S,) 0-based first word of each sentence.
-        gaps_cnf, gaps_nary: (T-1,) piece-level syntactic distances (SPEC.md §2; 1 inside a word,
+        gaps_cnf: (T-1,) piece-level syntactic distances (SPEC.md §2; 1 inside a word,
+            d+1 between words, 999 between sentences; no </s> gap).
+        gaps_nary: (T-1,) piece-level syntactic distances (SPEC.md §2; 1 inside a word,
             d+1 between words, 999 between sentences; no </s> gap).
         ldd_dep: (K,) 1-based line-level dependent word.
         ldd_head: (K,) 1-based line-level head, 0 = root.

@@ -54,7 +54,8 @@ class PairText:
 
     Attributes:
         words: N lists of the words the parser read (escapes undone).
-        src, tgt: N tokenized texts (tokens joined by one space, escapes undone).
+        src: N tokenized texts (tokens joined by one space, escapes undone).
+        tgt: N tokenized texts (tokens joined by one space, escapes undone).
     """
 
     words: list[list[str] | None]
@@ -231,7 +232,8 @@ class PairPieces:
     """The pieces of one shard's pairs (N pairs), as segmented; None where they are not known.
 
     Attributes:
-        src, tgt: N lists of pieces (Moses-escaped, the scheme's markers), one per stored id.
+        src: N lists of pieces (Moses-escaped, the scheme's markers), one per stored id.
+        tgt: N lists of pieces (Moses-escaped, the scheme's markers), one per stored id.
     """
 
     src: list[list[str] | None]

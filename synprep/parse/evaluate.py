@@ -167,7 +167,8 @@ def evaluate_parser(
     Args:
         spec: the parser.
         gold: a gold CoNLL-U file.
-        jobs, cache: as in :func:`synprep.parse.parse_lines`.
+        jobs: as in :func:`synprep.parse.parse_lines`.
+        cache: as in :func:`synprep.parse.parse_lines`.
         system_out: also keep the system CoNLL-U file here.
         tokenize: ``"gold"`` (the gold words) or ``"parser"`` (the parser's tokenizer on ``# text``).
         limit: score only the first ``limit`` sentences (a shorter gold file is written beside the system file).

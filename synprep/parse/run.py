@@ -456,7 +456,8 @@ def parse_lines(
         spec: the parser (:class:`ParserSpec`); with ``trees`` its constituency model is not run.
         cache: a :class:`ParseCache`, or None to parse everything.
         jobs: worker processes (``device="cuda"``: each takes one visible GPU).
-        backend, scheduler: see :func:`synprep.parallel.parallel_map`.
+        backend: see :func:`synprep.parallel.parallel_map`.
+        scheduler: see :func:`synprep.parallel.parallel_map`.
         ssplit: split lines into sentences on sentence-final punctuation (SPEC.md §1); False
             treats each line as one sentence. Ignored when ``trees`` are given.
         trees: per line, the user's normalized trees (``[]`` for an empty line); each tree is one

@@ -169,7 +169,8 @@ class SentenceScores:
     """What the forward stage hands the decode stage for one sentence (picklable, compact).
 
     Attributes:
-        words, upos: ``(n,)`` the words as given and stanza's UPOS tags.
+        words: ``(n,)`` the words as given.
+        upos: ``(n,)`` stanza's UPOS tags.
         tree: the constituency tree (leaves == words) or None.
         head_logp: ``(n+1, n+1)`` float32, stanza's head log-probabilities (row = dependent,
             column = head, 0 = ROOT), cut out of the padded batch the model ran on (values unchanged).

@@ -154,7 +154,9 @@ class WordsForward:
     """:func:`forward_words`' result for S sentences of N words in all.
 
     Attributes:
-        upos, xpos, feats: ``(N,)`` object arrays of the POS labels (stanza's strings), flat in order.
+        upos: ``(N,)`` object arrays of the POS labels (stanza's strings), flat in order.
+        xpos: ``(N,)`` object arrays of the POS labels (stanza's strings), flat in order.
+        feats: ``(N,)`` object arrays of the POS labels (stanza's strings), flat in order.
         starts: ``(S+1,)`` the sentences' word offsets in those arrays.
         scores: per sentence, :func:`depparse_scores`' arrays.
     """
@@ -211,7 +213,8 @@ def forward_words(pos: Any, dp: Any, builder: InputBuilder, sentences: list[list
     Document stanza builds from these words (tests/test_stanza_inputs.py), so the same floats.
 
     Args:
-        pos, dp: the pipeline's POS and depparse processors (a pair
+        pos: the pipeline's POS processor.
+        dp: its depparse processor (with ``pos``, a pair
             :func:`~synprep.parse.stanza_inputs.unsupported_reason` accepts).
         builder: their :class:`InputBuilder`.
         sentences: non-empty word lists.

@@ -247,8 +247,10 @@ class InputBuilder:
 
         Args:
             t: the document's table.
-            upos, xpos, feats: ``(N,)``, ``(N,)`` or ``(N, K)``, ``(N, K)`` depparse-vocabulary ids of each
-                word's predicted tags (:meth:`dp_tags`), flat document order.
+            upos: ``(N,)`` depparse-vocabulary ids of each word's predicted UPOS (:meth:`dp_tags`), flat
+                document order.
+            xpos: ``(N,)`` or ``(N, K)``, the same for XPOS.
+            feats: ``(N, K)``, the same for the features.
 
         Returns:
             ``(data_orig_idx, batches)``: stanza's ``data_orig_idx`` (None when not sorted) and an iterator

@@ -74,7 +74,9 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
         config: every setting that determines the folder (its ``mode`` is set to ``annotate``; the
             text stage's fields are not read, and recorded at their defaults).
         runtime: where the work runs.
-        conllu, trees, parse_src: the split's other inputs.
+        conllu: the split's other inputs.
+        trees: the split's other inputs.
+        parse_src: the split's other inputs.
         part: make only this part's shards, as :func:`~synprep.pipeline.run_pipeline`.
         prepare_only: stop after the whole-split steps (here the vocabulary and the split's manifest entry).
         merge_parts: add the finished parts' records to the manifest, then finish the split.

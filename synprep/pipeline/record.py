@@ -243,7 +243,10 @@ def split_manifest(out: Path, split: str, shared: dict[str, Any], v: Vocab, opts
     Args:
         tok: the signature's ``tok:``.
         old_tok: the one earlier versions wrote (default ``tok``).
-        lowercase, codes_sha, sub, words: the rest of the signature (:func:`_signature`).
+        lowercase: the rest of the signature (:func:`_signature`).
+        codes_sha: the rest of the signature (:func:`_signature`).
+        sub: the rest of the signature (:func:`_signature`).
+        words: the rest of the signature (:func:`_signature`).
     """
     old_tok = old_tok or tok
     sig = _signature(tok, lowercase, codes_sha, opts, sub=sub, words=words)

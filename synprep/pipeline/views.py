@@ -67,7 +67,9 @@ class TextOptions:
         fairseq_compat: the old perl tokenizer's final-period rule (``synprep tokenize --fairseq-compat``).
         clean: clean this split (None: the train split only, as fairseq's recipes do; other splits
             only lose pairs with an empty side). The one setting given per split.
-        ratio, min_len, max_len: clean-corpus-n.perl bounds.
+        ratio: clean-corpus-n.perl bounds.
+        min_len: clean-corpus-n.perl bounds.
+        max_len: clean-corpus-n.perl bounds.
         merges: BPE merge operations when the codes are learned (``--subword bpe``).
         subword: the subword scheme (:data:`synprep.subword.SCHEMES`): ``bpe`` segments the
             tokenized text; ``spm``/``hf`` segment the raw text and align by character offsets.

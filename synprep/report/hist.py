@@ -19,7 +19,9 @@ class IntHist:
     Attributes:
         cap: first value counted in the overflow bin.
         counts: ``(cap + 1,) int64``.
-        n, total, max: how many values, their sum, the largest (exact, overflow included).
+        n: how many values (overflow included).
+        total: their exact sum (overflow included).
+        max: the largest value (exact, overflow included).
     """
 
     def __init__(self, cap: int):
@@ -68,7 +70,8 @@ class FloatHist:
     Attributes:
         edges: ``(bins + 1,)`` float64.
         counts: ``(bins,) int64``.
-        n, total: count and exact sum.
+        n: how many values.
+        total: their exact sum.
     """
 
     def __init__(self, lo: float, hi: float, bins: int):

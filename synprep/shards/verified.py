@@ -253,7 +253,8 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
     Args:
         folder: an output folder (``manifest.json``, ``SPLIT.NNNNN.h5``, ``dict.txt``).
         split: the split's name (``[A-Za-z0-9_-]+``).
-        cache, map_dir: see :class:`ShardReader`. With ``map_dir`` (and ``cache``) every shard is mapped
+        cache: see :class:`ShardReader`.
+        map_dir: see :class:`ShardReader`. With ``map_dir`` (and ``cache``) every shard is mapped
             before this returns, its maps written there first where absent (a large split's by the
             verification's worker processes, below), so that processes forked afterwards share them; maps
             found there are mapped only when they pass :mod:`synprep.shards.mapped`'s checks (with ``verify``,

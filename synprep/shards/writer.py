@@ -66,7 +66,8 @@ class ShardInfo:
     Attributes:
         file: the shard's file name (no directory), e.g. ``train.00000.h5``.
         pairs: number of pairs N.
-        first_line, last_line: 1-based original line numbers of its first and last pair.
+        first_line: 1-based original line number of its first pair.
+        last_line: 1-based original line number of its last pair.
         sha256: hex sha256 of the file's bytes.
         bytes: file size in bytes.
     """

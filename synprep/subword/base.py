@@ -112,7 +112,8 @@ class SubwordScheme(ABC):
         Args:
             text: the line as the segmenter reads it (raw text; lowercased when the corpus is).
             words: ``(W,)`` the parser's words, spelt as in ``text``.
-            line, path: for error messages.
+            line: for error messages.
+            path: for error messages.
 
         Raises:
             InputError: a word is not in the line, a word gets no piece (names the line).

@@ -173,7 +173,9 @@ class SyntacticSelfAttention(MultiheadAttention):
     """Encoder self-attention whose heads mix syntactic and raw attention by a gate.
 
     Args:
-        d_model, heads, dropout: as :class:`MultiheadAttention` (dropout = attention dropout a).
+        d_model: as :class:`MultiheadAttention` (dropout = attention dropout a).
+        heads: as :class:`MultiheadAttention` (dropout = attention dropout a).
+        dropout: as :class:`MultiheadAttention` (dropout = attention dropout a).
         sources: per head a syntax source name (:data:`synprep.train.sources.SOURCES`) or None
             (plain head, G ≡ 0).
         gate_value: None for a learned gate (G passed to :meth:`forward`), else the constant G of
@@ -240,7 +242,9 @@ def scaled_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, weights:
     """``softmax(s ⊙ W + pad) V`` with ``s = QKᵀ/√d`` (PASCAL / LDD heads, SPEC.md §4).
 
     Args:
-        q, k, v: (B, H, T, dh).
+        q: (B, H, T, dh).
+        k: (B, H, T, dh).
+        v: (B, H, T, dh).
         weights: broadcastable to (B, H, T, T).
         pad_bias: (B, 1, 1, T) or None.
 
@@ -275,7 +279,9 @@ def gated_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, sources: l
     """Per-head ``G·(A_syn V) + (1−G)·(A_raw V)`` (paper eq. 10–11; see the module docstring).
 
     Args:
-        q, k, v: (B, H, T, dh).
+        q: (B, H, T, dh).
+        k: (B, H, T, dh).
+        v: (B, H, T, dh).
         sources: per head a source name or None (plain head: raw only).
         impls: the source objects by name (default: :func:`default_sources`); each computes
             ``A_syn V`` of its heads in one call (:meth:`~synprep.train.sources.base.SyntaxSource.attend`).
@@ -357,7 +363,9 @@ def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, gate:
     excluded.
 
     Args:
-        q, k, v: (B, H, T, dh).
+        q: (B, H, T, dh).
+        k: (B, H, T, dh).
+        v: (B, H, T, dh).
         gate: (B, H).
         mask: (B, 1|H, T, T) probabilities M (SLR); give it or ``weights``.
         weights: (B, 1|H, T, T) score multipliers; give it or ``mask``.

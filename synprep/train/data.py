@@ -141,7 +141,8 @@ class ShardDataset(Dataset):
             reads a shard keeps its arrays (a single pass, as ``translate``'s).
 
     Attributes:
-        src_lengths, tgt_lengths: (N,) int64 piece counts (no ``</s>``).
+        src_lengths: (N,) int64 piece counts (no ``</s>``).
+        tgt_lengths: (N,) int64 piece counts (no ``</s>``).
         attrs: the first shard's root attributes (``signature``, ``vocab_path``, ``vocab_sha256``, …).
 
     Raises:
@@ -202,11 +203,13 @@ class BucketBatchSampler(Sampler[list[int]]):
     ``order="source"`` gives fairseq's own batches; the shuffle is synprep's).
 
     Args:
-        src_lengths, tgt_lengths: (N,) piece counts without ``</s>``.
+        src_lengths: (N,) piece counts without ``</s>``.
+        tgt_lengths: (N,) piece counts without ``</s>``.
         max_tokens: bound on ``batch size × largest size`` per batch.
         shuffle: shuffle pairs (ties) and batch order per epoch (training); else a fixed order.
         seed: with the epoch, seeds the shuffle (``numpy.random.default_rng([seed, epoch])``).
-        rank, world_size: DDP shard of the batch list (rank takes batches ``rank::world_size``).
+        rank: this process's DDP rank: it takes batches ``rank::world_size`` of the batch list.
+        world_size: the number of DDP processes.
         max_positions: model limit on a sequence's length.
         order: ``"target"`` or ``"source"``: the size sorted by first (``batch_order``).
 
@@ -288,7 +291,8 @@ def make_loaders(cfg: Any, train_ds: Any, valid_ds: Any, collate: Any, rank: int
 
     Args:
         cfg: the :class:`~synprep.train.config.TrainConfig`.
-        train_ds, valid_ds: datasets with ``src_lengths``/``tgt_lengths``.
+        train_ds: datasets with ``src_lengths``/``tgt_lengths``.
+        valid_ds: datasets with ``src_lengths``/``tgt_lengths``.
         collate: :meth:`Collater.for_model`.
         log_skipped: log the count of training pairs too long to fit (the main rank).
 

@@ -107,7 +107,8 @@ class GraphedUpdates:
         params: the parameters whose ``.grad`` the step adds into (allocated as zeros before the first
             capture where still None, so that every graph adds into tensors that outlive it).
         device: the CUDA device.
-        max_graphs, capture_at: :data:`MAX_GRAPHS`, :data:`CAPTURE_AT`.
+        max_graphs: see :data:`MAX_GRAPHS`.
+        capture_at: see :data:`CAPTURE_AT`.
 
     Counters: ``captures``, ``replays``, ``eager`` (batches run without a graph), ``capture_s`` (wall
     seconds spent capturing).

@@ -79,7 +79,9 @@ class Trainer:
 
     Args:
         cfg: configuration (None when resuming: the checkpoint's is used).
-        train_ds, valid_ds: datasets yielding ``(index, PairRecord)`` with ``src_lengths``/``tgt_lengths``
+        train_ds: datasets yielding ``(index, PairRecord)`` with ``src_lengths``/``tgt_lengths``
+            arrays.
+        valid_ds: datasets yielding ``(index, PairRecord)`` with ``src_lengths``/``tgt_lengths``
             arrays.
         symbols: the vocabulary (id → piece).
         out_dir: where metrics.jsonl, gates.png, config.json and checkpoints go.

@@ -42,7 +42,8 @@ def bleu_scores(hyps: Sequence[str], refs: Sequence[str], lang: str = "en", lowe
     """Tokenized and detokenized BLEU of tokenized (BPE-removed) hypotheses against references.
 
     Args:
-        hyps, refs: one tokenized line per sentence (Moses tokens, BPE removed), same count.
+        hyps: one tokenized line per sentence (Moses tokens, BPE removed), same count.
+        refs: one tokenized line per sentence (Moses tokens, BPE removed), same count.
         lang: target language for the Moses detokenizer.
         lowercase: case-insensitive BLEU (sacrebleu ``-lc``; the signature says ``case:lc``).
 

@@ -65,7 +65,9 @@ def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None =
         resume: continue exactly from ``out_dir/checkpoint_last.pt``.
         overrides: with ``resume``: new ``max_steps``/``max_epochs``/… (see RESUME_OVERRIDABLE).
         progress: tqdm bars (None: when stderr is a terminal).
-        train_split, valid_split: split names (the same split for both makes a smoke run on a
+        train_split: split names (the same split for both makes a smoke run on a
+            folder holding only a test split).
+        valid_split: split names (the same split for both makes a smoke run on a
             folder holding only a test split).
 
     Returns:

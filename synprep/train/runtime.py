@@ -72,7 +72,8 @@ class RuntimePolicy:
 
     Attributes:
         device: the torch device (``cpu``, ``cuda:0``, …).
-        train_autocast, decode_autocast: ``bf16`` or None (float32).
+        train_autocast: ``bf16`` or None (float32).
+        decode_autocast: ``bf16`` or None (float32).
         tf32: TF32 matrix products and convolutions on CUDA.
         attention_backend: the config's value (see the module docstring).
         compile: ``torch.compile`` of each encoder/decoder layer and of the loss, dynamic shapes
