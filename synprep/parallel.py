@@ -434,8 +434,9 @@ def stage_map(func: Callable[[Any], R], items: Iterable[Any], *, jobs: int, boun
         bound: items in flight at most (>= 1).
 
     Raises:
-        ConfigError: jobs or bound < 1. Whatever ``func`` raised, for the item whose result is due;
-        ``BrokenProcessPool`` when a worker died (the pool is then replaced on the next call).
+        ConfigError: jobs or bound < 1.
+        Exception: whatever ``func`` raised, for the item whose result is due.
+        BrokenProcessPool: a worker died (the pool is then replaced on the next call).
     """
     from collections import deque
     from concurrent.futures.process import BrokenProcessPool

@@ -343,7 +343,17 @@ def parse_block_stream(
         pipeline: run the forward and decode stages apart (:func:`pipelined`; None: only with
             ``$SYNPREP_PARSE_PIPELINE=1``).
             The output is the same bytes either way.
-        others: as :func:`parse_lines`.
+        spec: as :func:`parse_lines`.
+        cache: as :func:`parse_lines`.
+        jobs: as :func:`parse_lines`.
+        backend: as :func:`parse_lines`.
+        scheduler: as :func:`parse_lines`.
+        ssplit: as :func:`parse_lines`.
+        trees: as :func:`parse_lines`.
+        trees_name: as :func:`parse_lines`.
+        first_line: as :func:`parse_lines`.
+        identity: as :func:`parse_lines`.
+        stats: as :func:`parse_lines`.
 
     Yields:
         One :class:`ParsedLine` per input line (``line = first_line + index``).
