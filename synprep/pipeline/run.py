@@ -63,9 +63,9 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
     """Raw parallel text of one split → shards in ``out`` (module docstring of :mod:`synprep.pipeline`).
 
     Args:
-        src: the split's raw (untokenized) source file. With ``config.parse.parser == "conllu"`` the
-            source tokens are the CoNLL-U surface tokens of ``conllu`` and ``src`` may be None (when given,
-            its line count must match).
+        src: the split's raw (untokenized) source file. With ``--parser conllu`` (``config.parse.parser``)
+            the source tokens are the CoNLL-U surface tokens of ``conllu`` and ``src`` may be None (when
+            given, its line count must match).
         tgt: the split's raw (untokenized) target file.
         out: the output folder, shared by every split of a corpus.
         config: every setting that determines the folder (its ``mode`` is set to ``pipeline``); a
