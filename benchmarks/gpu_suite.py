@@ -211,8 +211,8 @@ def annotate_figure(args, shared: Path) -> None:
                         "-s", "de", "-t", "en", "--out", f"{tmp}/out", "--split", "test", "--vocab-split", "test",
                         "--no-cache", "--stanza-dir", sdir, "--stanza-package", "synprep", *lang, "-j", "2"],
                        capture_output=True, env={**env, "SYNPREP_ANNOTATE_STREAM": "1"}, check=False)
-    # DEV pipelined (forward here, decode/features/shards in -j processes), DEV as before (unpipelined,
-    # one worker), the CPU with -j workers (unpipelined)
+    # DEV pipelined (forward here, decode/features/shards in -j processes), DEV unpipelined (one
+    # worker), the CPU with -j workers (unpipelined)
     variants = [(args.device, ["--device", args.device, "-j", str(jobs)], {"SYNPREP_PARSE_PIPELINE": "1"})]
     if args.annotate_unpipelined_only and args.device != "cpu":
         variants = []
@@ -555,7 +555,7 @@ def translate_trained_figure(args, shared: Path) -> None:
     beam 5, length penalty 1 and the preset's length limit (``max_len_a`` 0, ``max_len_b`` 200: a search
     ends when its sentence has beam finished hypotheses) in ``translate``'s batches of ``max_tokens`` 4096,
     16384, 32768 (``translate``'s CUDA default) and 65536 source tokens, each after a
-    warm-up on its first batch: decode seconds, sentences/s; at 16384 (as the earlier runs), how far
+    warm-up on its first batch: decode seconds, sentences/s; at 16384, how far
     the searches ran (``bench_translate.length_figures``) against the references' length, the same
     batches with the limit ``1.2·source + 10`` (a weak model's repetitions run to the preset's 200), and the
     tokenized BLEU of the hypotheses (sacrebleu, ``tokenize="none"`` on the lowercased tokenized text:
@@ -589,7 +589,7 @@ def translate_trained_figure(args, shared: Path) -> None:
             rec.update(info, sentences=len(dataset), max_len_a=a, max_len_b=b)
             amp = torch.autocast(torch.device(args.device).type, dtype=torch.bfloat16, enabled=cuda)
             with amp:
-                kept = None  # the batches, hypotheses and counted steps of 16384 (the earlier runs' figures)
+                kept = None  # the batches, hypotheses and counted steps of 16384
                 for max_tokens in (4096, 16384, 32768, 65536):
                     bs = bt.batches(model, dataset, max_tokens, args.device)
                     bt.run(decode, model, bs[:1], beam, lenpen, a, b, args.device)  # warm-up

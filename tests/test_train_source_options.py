@@ -92,7 +92,7 @@ def test_an_old_flat_config_loads_unchanged_and_builds_the_same_model(old, descr
 def test_syntax_fields_are_the_sources_declarations():
     keys = [o.key for o in source_options()]
     assert SYNTAX_FIELDS == (*SYNTAX_CORE, *keys, *GATE_FIELDS)
-    assert sorted(SYNTAX_FIELDS) == sorted(OLD_SYNTAX_FIELDS)  # the same keys as before, in a new order
+    assert sorted(SYNTAX_FIELDS) == sorted(OLD_SYNTAX_FIELDS)  # the same keys as the flat-layout code, in a new order
     for name in SOURCES:  # every key is SOURCE_FIELD, except PASCAL's older parent_ignore
         for o in source_options((name,)):
             assert o.key == f"{name}_{o.name}" or (name, o.key) == ("pascal", "parent_ignore")

@@ -133,7 +133,8 @@ class ParserSpec:
     lang: str = "en"
     dir: str | None = backend_option(None, "--stanza-dir", runtime=True)
     package: str | None = backend_option(None, "--stanza-package")
-    # the device kind is part of the parse (GPU and CPU floats differ): recorded when not cpu, as before it was
+    # the device kind is part of the parse (GPU and CPU floats differ): recorded when not cpu, so a CPU
+    # identity keeps the form earlier versions wrote
     device: str = field(default="cpu", metadata={"omit_default": True})
     constituency: bool = True
     max_words: int = DEFAULT_MAX_WORDS
