@@ -1,4 +1,4 @@
-"""The benchmarks' command line (issue 19 item 5): an argument parser described by the script's docstring,
+"""The benchmarks' command line: an argument parser described by the script's docstring,
 and its result printed as JSON on stdout. Run a benchmark as a script (``python benchmarks/NAME.py``):
 this folder is then on ``sys.path``, as for :mod:`_rss`."""
 

@@ -1,4 +1,4 @@
-"""How long a checkpoint stalls the training loop (issue 18 item 2): ``Trainer.save`` with the write in
+"""How long a checkpoint stalls the training loop: ``Trainer.save`` with the write in
 the loop (``async_checkpoint: false``) against the host snapshot + background write (the default).
 
     python benchmarks/bench_checkpoint.py --device cpu --small     # seconds

@@ -16,10 +16,10 @@ tokenize_pretokenized=True, lemma_use_identity=True)`` called on the word lists 
 depparse pass also computes the LDD). Target: synprep ≤ 1.1 × plain CPU time. ``--profile`` prints the
 top functions of synprep's run (cProfile, cumulative).
 
-stanza-cli: whole commands, start-up included (the issue's measure): ``synprep parse -l LANG --no-ssplit
+stanza-cli: whole commands, start-up included (what a user waits for): ``synprep parse -l LANG --no-ssplit
 --no-cache`` on the first N sentences (one per line, Moses-escaped) against a plain Python process that
 imports stanza, builds the same Pipeline and writes each doc's CoNLL-U; both with one torch thread.
-CPU time = the child's user + system time (``os.wait4``). Target (issue 17): synprep ≤ 0.85 × plain.
+CPU time = the child's user + system time (``os.wait4``). Target: synprep ≤ 0.85 × plain.
 ``--baseline DIR`` also runs ``synprep parse`` of another checkout (``git worktree``/``git archive`` of an older
 commit) in the same rounds, for a before/after on the same machine load. Each checkout first parses 20 lines
 untimed (a fresh checkout compiles numba's tree decoder into its cache on its first run).

@@ -52,7 +52,7 @@ VARIANTS = {
     "hard-lisa": {"syntax": "hard", "syntax_source": "lisa", "syntax_layers": [0], "syntax_heads": [0],
                   "syntax_dropout": None},
     "gated-sla": {"syntax": "gated", "syntax_source": "sla", "syntax_dropout": None},
-    # hard SLR as slr_iwslt14_de_en runs it: the 4 heads of layer 0, no gate (issue 18)
+    # hard SLR as slr_iwslt14_de_en runs it: the 4 heads of layer 0, no gate
     "hard-slr": {"syntax": "hard", "syntax_source": "slr", "syntax_layers": [0], "syntax_heads": [0, 1, 2, 3],
                  "syntax_dropout": 0.0},
     "pure-set": {"syntax": "pure", "syntax_source": "set", "syntax_dropout": None},

@@ -1,4 +1,4 @@
-"""Training figures for a GPU (issue 18), also runnable on the CPU: one JSON object per line per figure.
+"""Training figures for a GPU, also runnable on the CPU: one JSON object per line per figure.
 
     python benchmarks/bench_train_gpu.py --device cuda            # the paper presets, bf16
     python benchmarks/bench_train_gpu.py --device cpu --small     # seconds: a smoke run (tests)
@@ -23,7 +23,7 @@ Figures (``figure`` key):
   cProfile over 6 updates after the warm-up (profiler overhead included, so read shares, not totals): the
   wall seconds per update, and the 25 functions with the most own time (file:line:function, milliseconds
   per update, calls per update) and the 15 with the most cumulative time.
-* ``cuda_graphs`` (only with ``--graphs``, CUDA only; issue 18 item 4): per preset, ``cuda_graphs:
+* ``cuda_graphs`` (only with ``--graphs``, CUDA only): per preset, ``cuda_graphs:
   true`` (:mod:`synprep.train.graphs`) against eager on a fixed set of ``--graph-batches`` batches of
   the same records, as the epochs of one corpus bring the same shapes back: the seconds of each pass
   over them (``cycles_s``; eager: a warm-up, then 3 timed; graphs: eager (the warm-up), the captures,
@@ -49,9 +49,9 @@ Figures (``figure`` key):
   ``lookup_fwd_bwd_per_layer``: one layer's lookup forward and backward alone on the largest batch's
   relation ids (pairs, relations, the fraction of pairs without a relation), milliseconds per call for
   ``embedding`` and ``sorted`` (``sort_ms``: the batch's sort, once for all layers), each gradient's largest
-  difference from the float64 sum. The sixth GPU session (H100) put 3.4 ms of SET's 13 ms of extra kernels
+  difference from the float64 sum. On an H100 this figure put 3.4 ms of SET's 13 ms of extra kernels
   per update in the embedding's row gather and 4.0 ms in its backward's sort-and-reduce kernels.
-* ``compile`` (only with ``--compile``; issue 18 item 4): per preset, ``compile: true``
+* ``compile`` (only with ``--compile``): per preset, ``compile: true``
   (each layer and the loss through ``torch.compile(dynamic=True)``, :mod:`synprep.train.compiling`)
   against eager from the same seed on the same batches, dropout off (so the two runs compute the
   same function): the seconds of the first ``--compile-updates`` updates (compilation included),
@@ -147,8 +147,7 @@ def profile(tr: Trainer, it, steps: int, device: str) -> dict:
     events = p.key_averages()
     host = sum(e.self_cpu_time_total for e in events) / 1e6
     # the kernels' own rows only, as torch's table totals them: an operator's self device time is the time of
-    # the kernels it launched, which have rows of their own (summing both counted every kernel twice: the
-    # device times of the runs before 2026-11-26 22:40 UTC, e.g. 0.055 s per vanilla update, are doubled)
+    # the kernels it launched, which have rows of their own (summing both would count every kernel twice)
     kernels = [e for e in events if e.device_type == DeviceType.CUDA and not e.is_user_annotation]
     dev = sum(e.self_device_time_total for e in kernels) / 1e6 if device.startswith("cuda") else None
     top = sorted(events, key=lambda e: e.self_cpu_time_total, reverse=True)[:5]
@@ -413,8 +412,8 @@ def real_loop(preset: str, args, vocab: int, tmp: Path, **over) -> dict:
     captures, replays and capture seconds of that interval). The run has whole intervals of 100 updates,
     as many as put the last one after the first ``CAPTURE_AT`` epochs (``--small``: two of 3 updates;
     ``--loop-steps`` overrides): the steady state, as the step figure's timed passes are (``batches_per_epoch``,
-    ``updates`` and ``interval_after_captures`` say so in the row; the sixth session's 200 updates of 55
-    batches an epoch had the last 10 captures in the interval measured)."""
+    ``updates`` and ``interval_after_captures`` say so in the row; with 200 updates of 55
+    batches an epoch the last 10 captures would fall in the interval measured)."""
     from synprep.train.data import BucketBatchSampler, ShardDataset
     from synprep.train.graphs import CAPTURE_AT
 
@@ -470,8 +469,8 @@ def main() -> None:
     cuda = args.device.startswith("cuda")
     args.bf16 = cuda and not args.fp32
     args.max_tokens = args.max_tokens or (1024 if args.small else 16384)
-    # 20 timed updates gave the same gated configuration 119k-182k tokens/s in one H100 run (2026-11-26):
-    # more updates, a longer warm-up (the allocator and the kernels' first shapes)
+    # 20 timed updates gave the same gated configuration 119k-182k tokens/s on one H100 (this script):
+    # hence more updates, a longer warm-up (the allocator and the kernels' first shapes)
     steps = args.steps or (2 if args.small else 60)
     warmup = 1 if args.small else 10
     presets = args.presets or (PRESETS[:2] if args.small else PRESETS)

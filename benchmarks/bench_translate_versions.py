@@ -1,8 +1,8 @@
-"""Beam search of two checkouts on one checkpoint: issue 18's "today's sentences/s", measured against
+"""Beam search of two checkouts on one checkpoint: today's sentences/s measured against
 the decoder as it was (an older commit's own search and model code), not against
 ``tests/decode_reference.py`` (the old search on today's model code, which got faster too).
 
-    git worktree add --detach /tmp/old 30e2dcc        # main when issue 18 was filed
+    git worktree add --detach /tmp/old OLD_COMMIT     # the checkout to compare against
     python benchmarks/bench_translate_versions.py --baseline /tmp/old --sentences 2000 --jobs 2
     python benchmarks/bench_translate_versions.py --baseline . --small      # the machinery, seconds
 

@@ -1,6 +1,6 @@
 """A long fuzzing campaign over the tree and CoNLL-U readers, ``synprep check`` and the shard readers
-(issue 5, must-show 3; issue 10: hostile shards), and hostile trainer configs and checkpoints
-(issue 10 items 4/7: targets ``config``, ``checkpoint``), and issue 21's bounds (targets ``imported``:
+(hostile shards), and hostile trainer configs and checkpoints
+(targets ``config``, ``checkpoint``), and the input bounds (targets ``imported``:
 huge imported sentences and long words through ``annotate --parser conllu``; ``long_tokens``: long tokens
 through the stanza parse stage; ``values``: one value of a shard replaced, the manifest re-sealed —
 the reader must accept exactly what ``check`` accepts; tests/fuzz_bounds.py).
@@ -119,7 +119,7 @@ def peak_rss_mb() -> float:
 
 
 # --------------------------------------------------------------------------------------------
-# hostile trainer configs and checkpoints (issue 10 items 4 and 7)
+# hostile trainer configs and checkpoints
 # --------------------------------------------------------------------------------------------
 _json = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.floats() | st.text(max_size=12),
@@ -245,7 +245,7 @@ def make_train_targets(scratch: Path, n: int) -> tuple[dict, dict]:
 
 
 def make_bound_targets(scratch: Path, n: int) -> tuple[dict, dict]:
-    """The targets of issue 21's bounds (tests/fuzz_bounds.py) and their counts."""
+    """The targets of the input bounds (tests/fuzz_bounds.py) and their counts."""
     from fuzz_bounds import check_imported_lines, check_parsed_long_tokens, check_value_damage
 
     from synprep.parse.base import ParserSpec

@@ -1,4 +1,4 @@
-"""The GPU check in one go (issue 17 item 6): one JSON object per figure on stdout.
+"""The GPU check in one go: one JSON object per figure on stdout.
 
     python benchmarks/gpu_suite.py --device cuda            # on the GPU machine (< 9 min with the bundle)
     python benchmarks/gpu_suite.py --device cpu --small     # the suite's test: every figure, tiny sizes
@@ -195,7 +195,7 @@ def annotate_figure(args, shared: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     lang = _language_check_args()
     # numba's on-disk cache of the tree decoder warmed first: on a fresh machine every variant's workers would
-    # otherwise compile it, and only the first variant pays (run 3 of 2026-11-26: decode summed 48.8 s vs 8.9 s)
+    # otherwise compile it, and only the first variant pays (on a fresh GPU machine: decode summed 48.8 s vs 8.9 s)
     from synprep import timeline
     from synprep.parse import ParserSpec
     from synprep.parse import run as parse_run
@@ -211,8 +211,8 @@ def annotate_figure(args, shared: Path) -> None:
                         "-s", "de", "-t", "en", "--out", f"{tmp}/out", "--split", "test", "--vocab-split", "test",
                         "--no-cache", "--stanza-dir", sdir, "--stanza-package", "synprep", *lang, "-j", "2"],
                        capture_output=True, env={**env, "SYNPREP_ANNOTATE_STREAM": "1"}, check=False)
-    # DEV pipelined (forward here, decode/features/shards in -j processes), DEV as before (unpipelined,
-    # one worker), the CPU with -j workers (unpipelined)
+    # DEV pipelined (forward here, decode/features/shards in -j processes), DEV unpipelined (one
+    # worker), the CPU with -j workers (unpipelined)
     variants = [(args.device, ["--device", args.device, "-j", str(jobs)], {"SYNPREP_PARSE_PIPELINE": "1"})]
     if args.annotate_unpipelined_only and args.device != "cpu":
         variants = []
@@ -348,7 +348,7 @@ def _stanza_path(on: bool) -> None:
 
 
 def stanza_path_figure(args, shared: Path) -> None:
-    """The same lines on DEV through stanza's own POS processor and tree decoder (the code before issue 17)
+    """The same lines on DEV through stanza's own POS processor and tree decoder (what synprep ran before its own POS stage)
     and through synprep's batched POS + compiled decoder: the before/after on one machine."""
     from synprep.parse import ParserSpec
     from synprep.parse import run as parse_run
@@ -377,7 +377,7 @@ def stanza_path_figure(args, shared: Path) -> None:
 
 
 def attention_figure(args) -> None:
-    """The gated preset's tokens/s under each ``attention_backend`` (issue 18 item 1: ``auto`` is the best)."""
+    """The gated preset's tokens/s under each ``attention_backend`` (``auto`` should be the best)."""
     import bench_train_gpu as btg
     import numpy as np
     import torch
@@ -542,8 +542,8 @@ def _against_reference(model, dataset, n: int, search_args: tuple, device: str) 
 
 
 def translate_trained_figure(args, shared: Path) -> None:
-    """Beam-5 sentences/s on IWSLT14 test with a model TRAINED here (issue 18's 1500 sentences/s target
-    asks for a trained checkpoint; ``translate_iwslt_size`` decodes with untrained models).
+    """Beam-5 sentences/s on IWSLT14 test with a model TRAINED here (a sentences/s target
+    needs a trained checkpoint; ``translate_iwslt_size`` decodes with untrained models).
 
     ``vanilla_iwslt14_de_en`` is trained in process on IWSLT14 BPE pairs for at most 150 s
     (``bench_translate.iwslt_trained_model``: on valid when ``--shared`` has it, else on test itself, which
@@ -554,8 +554,8 @@ def translate_trained_figure(args, shared: Path) -> None:
     pairs, 16 sentences) with
     beam 5, length penalty 1 and the preset's length limit (``max_len_a`` 0, ``max_len_b`` 200: a search
     ends when its sentence has beam finished hypotheses) in ``translate``'s batches of ``max_tokens`` 4096,
-    16384, 32768 (``translate``'s CUDA default; 16384 until 2026-11-27) and 65536 source tokens, each after a
-    warm-up on its first batch: decode seconds, sentences/s; at 16384 (as the earlier runs), how far
+    16384, 32768 (``translate``'s CUDA default) and 65536 source tokens, each after a
+    warm-up on its first batch: decode seconds, sentences/s; at 16384, how far
     the searches ran (``bench_translate.length_figures``) against the references' length, the same
     batches with the limit ``1.2·source + 10`` (a weak model's repetitions run to the preset's 200), and the
     tokenized BLEU of the hypotheses (sacrebleu, ``tokenize="none"`` on the lowercased tokenized text:
@@ -589,7 +589,7 @@ def translate_trained_figure(args, shared: Path) -> None:
             rec.update(info, sentences=len(dataset), max_len_a=a, max_len_b=b)
             amp = torch.autocast(torch.device(args.device).type, dtype=torch.bfloat16, enabled=cuda)
             with amp:
-                kept = None  # the batches, hypotheses and counted steps of 16384 (the earlier runs' figures)
+                kept = None  # the batches, hypotheses and counted steps of 16384
                 for max_tokens in (4096, 16384, 32768, 65536):
                     bs = bt.batches(model, dataset, max_tokens, args.device)
                     bt.run(decode, model, bs[:1], beam, lenpen, a, b, args.device)  # warm-up
@@ -722,7 +722,7 @@ def main() -> None:
     ap.add_argument("--annotate-unpipelined-only", action="store_true",
                     help="annotate: leave out the pipelined GPU variant (the device default is unpipelined)")
     ap.add_argument("--budget", type=float, default=None,
-                    help="seconds for the whole suite (default 540, the issue's 9 minutes; --small: none); a figure "
+                    help="seconds for the whole suite (default 540, i.e. 9 minutes; --small: none); a figure "
                          "that would start after it says so, a benchmark subprocess still running at it is stopped")
     args = ap.parse_args()
     if args.budget is None:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check in one go (issue 17 item 6): one JSON object per figure on stdout, in under 9 minutes
+# The GPU check in one go: one JSON object per figure on stdout, in under 9 minutes
 # on one H100/H200 with ../shared/gpu/make_bundle.sh's bundle.
 #
 #   on the GPU machine, from the project root:  source .gpu/unpack.sh && bash benchmarks/gpu_suite.sh
@@ -16,7 +16,7 @@ if [ -z "${PY:-}" ]; then
 fi
 # Bytecode as a pip-installed environment has it. The bundle installs its wheels with --no-compile, and where
 # Python writes no bytecode (PYTHONDONTWRITEBYTECODE) every process of a figure compiled those imports from source:
-# on the H100 machine of 2026-11-27 a fresh process took 5.75 s for `import torch` and 4.3 s for `import
+# on an H100 machine a fresh process took 5.75 s for `import torch` and 4.3 s for `import
 # synprep.cli` (1.6 s and 0.4 s on the 2-core machine, whose packages have their bytecode). Then the bytecode
 # goes to a cache of its own (PYTHONPYCACHEPREFIX), written by the first process that imports each module.
 if "$PY" - <<'CHECK'

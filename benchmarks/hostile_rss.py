@@ -1,5 +1,5 @@
-"""Peak memory of ``synprep show``, ``check`` and ``train`` on a hostile shard (issue 10, item 6),
-and of ``load_model`` (what ``translate`` runs) on a checkpoint whose config was edited (item 7).
+"""Peak memory of ``synprep show``, ``check`` and ``train`` on a hostile shard,
+and of ``load_model`` (what ``translate`` runs) on a checkpoint whose config was edited.
 
     python benchmarks/hostile_rss.py [--cases shards,bomb,checkpoint,bounds,longwords]
 
@@ -9,12 +9,12 @@ only the declared shapes give it away (tests/fuzz_strategies.py:declare_huge). E
 its own child; prints, per command, the exit status, the child's peak RSS (MB, ``ru_maxrss`` of
 ``RUSAGE_CHILDREN``) and its error line (else its last stderr line), as JSON.
 
-Bomb case (item 3 of the issue's follow-up): the first shard's ``/sent_start`` replaced by real gzip
+Bomb case: the first shard's ``/sent_start`` replaced by real gzip
 chunks of zeros (~1000:1, tests/fuzz_strategies.py:deflate_bomb), the layout kept consistent and the
 manifest re-sealed, declaring 16 MiB more than ``MAX_SHARD_BYTES`` (refused), then 8 MiB less (read
 whole: the most a shard can cost).
 
-Bounds case (issue 21 items 3, 9, 10): ``pipeline --split valid`` (stanza, package ``synprep``) on three
+Bounds case: ``pipeline --split valid`` (stanza, package ``synprep``) on three
 lines, one holding a 100 KB token; ``annotate --parser conllu`` on an imported sentence of 100k words;
 ``show``/``export``/``train`` on a shard whose heads were damaged and the manifest re-sealed.
 

@@ -29,7 +29,8 @@ def bpe_words(pieces: Sequence[str], *, line: int | None = None, path: str | Non
 
     Args:
         pieces: the line's pieces (``line.split()``), Moses-escaped, with ``@@`` markers.
-        line, path: where the line comes from, for the error message.
+        line: where the line comes from, for the error message.
+        path: where the line comes from, for the error message.
 
     Returns:
         ``(words, word_index)``: the words (still Moses-escaped) and ``(T,) int64`` 0-based word
@@ -81,7 +82,8 @@ def align(pieces: Sequence[str], words: Sequence[str], *, line: int | None = Non
     Args:
         pieces: ``(T,)`` BPE pieces of the line (Moses-escaped, ``@@`` markers).
         words: ``(W,)`` the words the parser saw (unescaped), e.g. ``ParsedLine.words``.
-        line, path: where the line comes from, for the error message.
+        line: where the line comes from, for the error message.
+        path: where the line comes from, for the error message.
 
     Returns:
         ``(T,) int64``, 0-based, non-decreasing, covering ``0 .. W-1``.

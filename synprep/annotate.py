@@ -263,8 +263,10 @@ def annotate_split(
         items: the split's pairs in input order (streamed: one shard's worth is held at a time).
         vocab: the joint vocabulary (already saved as ``OUT/dict.txt``).
         manifest: the folder's manifest; updated and saved after every shard.
-        opts, par: how to parse, and where the work runs.
-        signature, config: the signature line and configuration stored in every shard.
+        opts: how to parse.
+        par: where the work runs.
+        signature: the signature line stored in every shard.
+        config: the configuration stored in every shard.
         ldd_threshold: LDD entries under this are dropped (each word keeps its best entry).
         shard_size: input pairs per shard (the last shard of a split may hold fewer).
         source_name: the source file, for error messages.
@@ -280,7 +282,8 @@ def annotate_split(
         :class:`SplitResult`.
 
     Raises:
-        InputError: a parse that does not match its pieces, malformed input; ConfigError: bad options.
+        InputError: a parse that does not match its pieces, malformed input.
+        ConfigError: bad options.
     """
     if shard_size < 1:
         raise ConfigError(f"--shard-size must be >= 1, got {shard_size}")
@@ -423,7 +426,9 @@ def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iter
     """Zip the per-line streams of a split into :class:`Item` s.
 
     Args:
-        bpe_src, bpe_tgt: BPE'd lines (or a scheme's pieces). lines: each pair's original 1-based line number.
+        bpe_src: BPE'd lines (or a scheme's pieces).
+        bpe_tgt: BPE'd lines (or a scheme's pieces).
+        lines: each pair's original 1-based line number.
         words: the parser's words per line (default: the source pieces' words, unescaped).
         parses: imported parses, one per pair, in order.
         trees: the user's trees, one list per pair, in order (``--trees``).

@@ -53,7 +53,8 @@ class TextConfig:
         fairseq_compat: the old tokenizer.perl's final-period rule.
         tokenizer: where the source words come from (``moses``, or ``parser``: the parser's own tokenizer).
         ratio: cleaning: maximum token-count ratio either way (clean-corpus-n.perl ``-ratio``).
-        min_len, max_len: cleaning: inclusive token-count bounds of each side.
+        min_len: cleaning: the smallest token count of each side, inclusive.
+        max_len: cleaning: the largest token count of each side, inclusive.
         language_check: refuse a side whose sampled text is in another language than ``-s``/``-t``
             say (:mod:`synprep.text.langid`); False: ``--no-language-check``.
     """
@@ -103,7 +104,8 @@ class ParseConfig:
     Attributes:
         parser: ``stanza``, ``corenlp``, ``spacy``, a plugin, or ``conllu`` (imported parses).
         stanza_package: the stanza package (None: stanza's default for the language).
-        spacy_model, label_map: the spaCy pipeline and its label map (``--parser spacy``).
+        spacy_model: the spaCy pipeline (``--parser spacy``).
+        label_map: the spaCy pipeline's label map (``--parser spacy``).
         parser_options: the parser backend's own options that change its parses and have no field
             here (a plugin's :attr:`~synprep.parse.base.ParserBackend.Options`: ``(("toy_label",
             "nsubj"),)``, sorted), those not at their default: saved as a JSON object when there is one.
@@ -184,7 +186,8 @@ class DataConfig:
 
     Attributes:
         mode: ``pipeline`` (raw or tokenized text) or ``annotate`` (BPE'd text).
-        src_lang, tgt_lang: language codes (the source side is parsed); may be equal.
+        src_lang: the source language code (the source side is parsed).
+        tgt_lang: the target language code; may equal ``src_lang``.
 
     The saved form (``pipeline.json``, :meth:`to_dict`) is flat: one key per field, named as the
     field (or by its metadata ``saved``: ``subword.scheme`` is ``subword``), as earlier versions wrote
@@ -301,7 +304,8 @@ class DataConfig:
         """Read ``path`` (``OUT/pipeline.json`` or a hand-written JSON object).
 
         Raises:
-            InputError: missing or not JSON. ConfigError: see :meth:`from_dict`.
+            InputError: missing or not JSON.
+            ConfigError: see :meth:`from_dict`.
         """
         from synprep.errors import InputError
 

@@ -15,7 +15,9 @@ class CleanDefaults:
     """clean-corpus-n.perl's filter as fairseq's IWSLT14 recipe runs it (SPEC.md §1).
 
     Attributes:
-        ratio: maximum token-count ratio either way. min_len, max_len: inclusive token-count bounds.
+        ratio: maximum token-count ratio either way.
+        min_len: the smallest token count of a side, inclusive.
+        max_len: the largest token count of a side, inclusive.
     """
 
     ratio: float = 1.5
@@ -63,14 +65,14 @@ class RuntimeDefaults:
     Attributes:
         gpu_workers_per_device: a ``--device cuda`` parse on this machine (loky) runs this many workers per
             visible GPU without ``-j``, and at most this many with it (``$SYNPREP_GPU_WORKERS_PER_DEVICE``
-            overrides it). Measured on one H100 with 16 cores, IWSLT14 test.de (docs/parse.md "GPU
-            figures"): 4 workers 1665, 8 workers 1759, 16 workers 664 sentences/s.
+            overrides it). Measured on one H100 with 16 cores, IWSLT14 test.de (benchmarks/gpu_suite.py,
+            figure ``parse_workers``): 4 workers 1665, 8 workers 1759, 16 workers 664 sentences/s.
         cuda_loader_workers: DataLoader workers of a training process on CUDA when its config leaves
             ``num_workers`` at -1 (auto; on the CPU auto is 0). The reads and the collation then run beside the
             updates, not between them: on the CPU a batch of 16384 tokens took 5 ms to read and collate for the
             vanilla and gated presets and 23–37 ms for SET (its relation paths), against ~35–40 ms of GPU time an
-            update with CUDA graphs on an H100 (docs/train.md, "Data loading"). 2 as the GPU benchmarks' real
-            loop ran; fairseq's default is 1.
+            update with CUDA graphs on an H100 (benchmarks/bench_train_gpu.py). 2 as that benchmark's real
+            loop runs; fairseq's default is 1.
     """
 
     gpu_workers_per_device: int = 8
@@ -84,15 +86,16 @@ class DecodeDefaults:
     bits of padded arithmetic.
 
     Attributes:
-        max_tokens_cpu: on the CPU, where a step's operators scale with its rows. Measured (docs/train.md,
-            the ``tiny`` copy-task model, the 2-core machine): 2048 → 234.6, 4096 → 271.5, 8192 → 280.4,
-            16384 → 262.4 sentences/s, within the noise.
+        max_tokens_cpu: on the CPU, where a step's operators scale with its rows. Measured with
+            benchmarks/bench_translate.py (the ``tiny`` copy-task model, a 2-core machine): 2048 → 234.6,
+            4096 → 271.5, 8192 → 280.4, 16384 → 262.4 sentences/s, within the noise.
         max_tokens_cuda: on a GPU, where a search step costs about the same host time whatever its rows.
-            Measured (docs/train.md, beam 5, bf16, ``vanilla_iwslt14_de_en``): one H200, an untrained model
-            on 6750 sentences of IWSLT14 test's shape, 4096 → 674, 16384 → 2154, 32768 → 2840 sentences/s;
-            one H100, a (weakly) trained model on IWSLT14 test itself, 4096 → 2005, 16384 → 6302, 32768 →
-            9969, 65536 → 10127. At 30 pieces per sentence 32768 tokens are ~5,500 beam rows: 0.9 GB of
-            float32 log-probabilities for a 40,000-symbol vocabulary.
+            Measured with benchmarks/gpu_suite.py (beam 5, bf16, ``vanilla_iwslt14_de_en``): figure
+            ``translate_iwslt_size`` on one H200, an untrained model on 6750 sentences of IWSLT14 test's
+            shape, 4096 → 674, 16384 → 2154, 32768 → 2840 sentences/s; figure ``translate_trained`` on one
+            H100, a (weakly) trained model on IWSLT14 test itself, 4096 → 2005, 16384 → 6302, 32768 → 9969,
+            65536 → 10127. At 30 pieces per sentence 32768 tokens are ~5,500 beam rows: 0.9 GB of float32
+            log-probabilities for a 40,000-symbol vocabulary.
     """
 
     max_tokens_cpu: int = 4096

@@ -377,8 +377,9 @@ class StageStats:
     """What :func:`stage_map` saw in this process (tests read it; the suite reports it).
 
     Attributes:
-        submitted: items handed to the pool. max_in_flight: the most items submitted and not yet
-            yielded at any moment (never more than the ``bound`` of the call).
+        submitted: items handed to the pool.
+        max_in_flight: the most items submitted and not yet yielded at any moment (never more than the
+            ``bound`` of the call).
     """
 
     submitted: int = 0
@@ -428,12 +429,14 @@ def stage_map(func: Callable[[Any], R], items: Iterable[Any], *, jobs: int, boun
     input is (:data:`STAGE_STATS` records the most seen).
 
     Args:
-        func: a picklable top-level function of one argument. jobs: worker processes (>= 1).
+        func: a picklable top-level function of one argument.
+        jobs: worker processes (>= 1).
         bound: items in flight at most (>= 1).
 
     Raises:
-        ConfigError: jobs or bound < 1. Whatever ``func`` raised, for the item whose result is due;
-        ``BrokenProcessPool`` when a worker died (the pool is then replaced on the next call).
+        ConfigError: jobs or bound < 1.
+        Exception: whatever ``func`` raised, for the item whose result is due.
+        BrokenProcessPool: a worker died (the pool is then replaced on the next call).
     """
     from collections import deque
     from concurrent.futures.process import BrokenProcessPool

@@ -1,7 +1,7 @@
 """Milestones of one command's run, in seconds since its process started: where the wall time goes.
 
 ``annotate`` on IWSLT14 test (6750 pairs) spent 19-24 s outside its parse on a 16-core GPU machine and about
-10 s on a 2-core one (docs/parse.md, issue 17), with no record of where. ``annotate`` and ``pipeline`` mark
+10 s on a 2-core one (docs/parse.md), with no record of where. ``annotate`` and ``pipeline`` mark
 their milestones (:func:`mark`) and print them in one line at their end (:func:`line`)::
 
     timeline: command 1.34 · inputs checked 2.37 · parser identity 5.21 · vocabulary 5.39 · warm-up done 5.75

@@ -279,7 +279,8 @@ def parse_tree(text: str, path: str | None = None, line: int | None = None, *, n
 
     Args:
         text: ``(ROOT (S ...))``, ``( (S ...))``, ``(S (NP-SBJ ...) ...)`` ...
-        path, line: where the text comes from, for error messages (1-based line).
+        path: where the text comes from, for error messages (1-based line).
+        line: where the text comes from, for error messages (1-based line).
         normalize: False: the tree exactly as written (a stored tree, already normalized, or a tree
             whose gaps are computed as given: :func:`synprep.features.distance.as_tree`).
 

@@ -118,15 +118,21 @@ class PairRecord:
 
     Attributes:
         line: 1-based line number of the pair in the original (uncleaned) corpus.
-        src_ids: (T,) source piece ids. tgt_ids: (U,) target piece ids.
+        src_ids: (T,) source piece ids.
+        tgt_ids: (U,) target piece ids.
         word_index: (T,) 0-based word of each source piece.
         heads: (W,) 1-based *line-level* head word, 0 = root.
-        deprel: (W,) ids in :data:`DEPRELS`. upos: (W,) ids in :data:`UPOS_TAGS`.
+        deprel: (W,) ids in :data:`DEPRELS`.
+        upos: (W,) ids in :data:`UPOS_TAGS`.
         sent_start: (S,) 0-based first word of each sentence.
-        gaps_cnf, gaps_nary: (T-1,) piece-level syntactic distances (SPEC.md §2; 1 inside a word,
+        gaps_cnf: (T-1,) piece-level syntactic distances (SPEC.md §2; 1 inside a word,
             d+1 between words, 999 between sentences; no </s> gap).
-        ldd_dep: (K,) 1-based line-level dependent word. ldd_head: (K,) 1-based line-level head,
-            0 = root. ldd_rel: (K,) ids in :data:`DEPRELS`. ldd_prob: (K,) float32.
+        gaps_nary: (T-1,) piece-level syntactic distances (SPEC.md §2; 1 inside a word,
+            d+1 between words, 999 between sentences; no </s> gap).
+        ldd_dep: (K,) 1-based line-level dependent word.
+        ldd_head: (K,) 1-based line-level head, 0 = root.
+        ldd_rel: (K,) ids in :data:`DEPRELS`.
+        ldd_prob: (K,) float32.
     """
 
     line: int

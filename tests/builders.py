@@ -1,4 +1,4 @@
-"""The tests' one builder of records, shards, folders and input files (issue 19 item 5).
+"""The tests' one builder of records, shards, folders and input files.
 
 * :func:`record` — one hand-written :class:`~synprep.types.PairRecord` (the SPEC.md examples);
 * :func:`random_records`, :func:`make_record` — synthetic valid records, and

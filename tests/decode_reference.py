@@ -1,4 +1,4 @@
-"""The decoder as it was before issue 18 (Python per hypothesis, a host sync per step), kept verbatim
+"""The per-hypothesis decoder (Python per hypothesis, a host sync per step), kept verbatim
 as the reference that the batched decoder of :mod:`synprep.train.decode` must reproduce exactly."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Real ``synprep pipeline`` folders for the export tests (stanza's offline models), built once per session.
+"""Real ``synprep pipeline`` folders for the export tests (stanza's offline models), built once per test session.
 
 * :func:`same_language_folder`: ``-s en -t en`` (paraphrase-like): the 40 English lines of
   sample_data's valid split as the source and the 40 of its test split as the target, so the two

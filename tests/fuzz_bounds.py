@@ -1,4 +1,4 @@
-"""Hypothesis properties of issue 21's bounds, shared by tests/test_fuzz_bounds.py and benchmarks/fuzz.py.
+"""Hypothesis properties of the input bounds, shared by tests/test_fuzz_bounds.py and benchmarks/fuzz.py.
 
 * :func:`check_imported_lines`: ``annotate --parser conllu`` (in process) on imported parses with
   huge sentences (up to 100k words) and long words (up to 100 KB): a line is stored, or dropped as

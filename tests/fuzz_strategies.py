@@ -16,7 +16,7 @@ Inputs:
 * output folders: a valid synthetic folder (synprep.shards.synthetic) with its files damaged —
   bytes flipped, files truncated or deleted, HDF5 datasets deleted or replaced (other dtype,
   shape, values), attributes deleted or changed, manifest.json values replaced or removed;
-* hostile shards (issue 10) read as ``train``/``show``/``check`` read them: shapes declaring up to
+* hostile shards read as ``train``/``show``/``check`` read them: shapes declaring up to
   2^34 entries in a file of a few KB, ``n_pairs`` out of range, damaged attribute metadata, gzip
   chunks that do not decode, offsets out of range, datasets of non-numeric dtypes, flipped bits,
   a ``vocab_path`` outside the folder (with the manifest's vocabulary dropped or not), a deflate
@@ -417,7 +417,7 @@ def check_damaged_folder(base: Path, work: Path, data: st.DataObject) -> CheckRe
     return report
 
 
-# --- hostile shards (issue 10): declared sizes, damaged metadata, undecodable chunks -------------
+# --- hostile shards: declared sizes, damaged metadata, undecodable chunks -------------
 
 
 def declare_huge(shard: Path, n_pairs: int, axis: str = "src") -> None:

@@ -1,4 +1,4 @@
-"""annotate's features are computed in the -j workers (issue 17 item 3), chunk by chunk, and joined in
+"""annotate's features are computed in the -j workers, chunk by chunk, and joined in
 input order: the folder is the same bytes with any -j or backend, and an error in a worker's chunk still
 names the file and the line, exit 2, no shard written.
 """

@@ -1,4 +1,4 @@
-"""issue 17 item 3: annotate builds a shard's records while its parse runs (the GPU never waits for the CPU).
+"""``annotate`` builds a shard's records while its parse runs (the GPU never waits for the CPU).
 
 A parse hands out each line as soon as its batches are parsed (:func:`synprep.parse.run.parse_block_stream`:
 the same batches and parses as the whole block); the records of the first lines go to worker processes

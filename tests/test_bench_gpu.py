@@ -1,4 +1,4 @@
-"""The GPU benchmarks' contract (issue 18; benchmarks/gpu_suite.sh runs them on a GPU machine):
+"""The GPU benchmarks' contract (benchmarks/gpu_suite.sh runs them on a GPU machine):
 ``--device DEV [--small]``, one JSON object per line per figure; ``--small --device cpu`` is a smoke run."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def test_the_real_loop_is_measured_after_the_captures():
         from bench_train_gpu import loop_updates
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
-    assert loop_updates(55, 100) == 300  # the sixth session's 200 updates measured updates 101-200: captures to 110
+    assert loop_updates(55, 100) == 300  # 200 updates of 55 batches an epoch: updates 101-200 hold captures to 110
     assert loop_updates(50, 100) == 200  # captures end with update 100: the interval 101-200 is all replays
     assert loop_updates(51, 100) == 300
     assert loop_updates(14, 3) == 33

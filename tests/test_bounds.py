@@ -1,9 +1,9 @@
-"""Memory stays bounded for any input line (issue 21, items 9 and 10).
+"""Memory stays bounded for any input line.
 
 * A word longer than :data:`synprep.constants.MAX_WORD_CHARS` characters is never given to a parser:
   the line is dropped as ``parse:word_too_long`` (counted in the manifest and ``dropped.tsv``) in
-  every split, and ``synprep parse`` writes it as a failed line. A 100 KB token in a valid line used
-  to be parsed (stanza took 1.2 GB here, 21 GB on the issue's machine) and the pair kept.
+  every split, and ``synprep parse`` writes it as a failed line. Parsed, a 100 KB token in a valid line
+  would cost stanza 1.2 GB on a 2-core machine and 21 GB on a larger one.
 * ``--max-words`` applies to imported CoNLL-U parses too: a longer sentence is dropped
   (``parse:too_long``) before any feature array (the per-sentence W×W masks) is built. A 100k-word
   imported sentence took 19 GB, then a traceback.

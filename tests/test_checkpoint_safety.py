@@ -1,6 +1,6 @@
-"""Issue 10 items 4 and 7 for checkpoints: loaded with ``weights_only=True`` (a crafted pickle must
+"""Checkpoints are loaded with ``weights_only=True`` (a crafted pickle must
 not run), validated (keys, config types and bounds, vocabulary size, tensor shapes) before a model is
-built; one-line errors, exit 2. Issue 13: ``synprep average`` (fairseq's semantics) and
+built; one-line errors, exit 2. Also ``synprep average`` (fairseq's semantics) and
 ``translate --average-last N``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``synprep compare`` (issue 13): BLEU mean ± sd per system over seeds; against the baseline,
+"""``synprep compare``: BLEU mean ± sd per system over seeds; against the baseline,
 Welch's t-test over the seeds' BLEU, sacreBLEU's paired bootstrap / approximate randomization per
 seed and on the seed-paired concatenation."""
 

@@ -1,6 +1,6 @@
 """The CoNLL-U writer's fast path against its definition: the batched float32 strings (``format_probs``)
 against numpy's Dragon4 (``format_prob``), and ``write_conllu`` against the ``conllu`` library's serializer
-of the ``TokenList`` the writer used to build (kept here as the reference), on real stanza parses."""
+of a ``TokenList`` built from the same parses (the reference), on real stanza parses."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The dask backend on a real ``distributed.LocalCluster`` (issue 5, must-show 2).
+"""The dask backend on a real ``distributed.LocalCluster``.
 
 ``synprep pipeline --backend dask --scheduler ADDRESS -j 2`` against a two-process cluster on
 loopback writes the same bytes as loky ``-j 2`` and as ``-j 1``: the parse batches are fixed per
@@ -66,7 +66,7 @@ def test_dask_cluster_gives_the_same_shards_as_loky_and_one_job(sixty_lines, tmp
 
 
 def test_a_cluster_without_synprep_is_a_clear_error_not_a_hang(sixty_lines, tmp_path):
-    """A scheduler that cannot import synprep used to leave joblib waiting forever."""
+    """A scheduler that cannot import synprep is a clear error, not joblib waiting forever."""
     src, _ = sixty_lines
     info = tmp_path / "scheduler.json"
     # a scheduler where `import synprep` fails, however synprep is installed here (an editable

@@ -1,9 +1,9 @@
-"""The dask backend's connection: a handshake timeout and TLS (issue 10, item 8; synprep/parallel.py).
+"""The dask backend's connection: a handshake timeout and TLS (synprep/parallel.py).
 
-A scheduler address that accepts TCP but never answers used to hang synprep silently; now it is a
+A scheduler address that accepts TCP but never answers is a
 ConfigError after ``CONNECT_TIMEOUT`` seconds. So is a scheduler that answers the handshake and then
 stalls: at the client's registration, or at the cluster check (``run_on_scheduler``/``run``, which
-used to wait forever), tested against a fake scheduler that speaks dask's protocol. ``tls://`` connects with a ``distributed.Security``
+would otherwise wait forever), tested against a fake scheduler that speaks dask's protocol. ``tls://`` connects with a ``distributed.Security``
 built from the CA, certificate and key files (a real in-process TLS cluster with an openssl CA).
 """
 

@@ -1,4 +1,4 @@
-"""``DataConfig`` is the input (issue 19 item 1): one ``migrate()`` step per old format version, a later
+"""``DataConfig`` is the input: one ``migrate()`` step per old format version, a later
 split inherits every field of its folder (parser options included), a different value is refused naming
 the field."""
 
@@ -184,7 +184,7 @@ def test_a_later_split_inherits_the_parser_option_and_refuses_another_naming_it(
 
 
 def test_a_new_default_folder_keeps_the_pipeline_json_bytes_of_earlier_versions():
-    """Version 3 as main wrote it before the configuration became the input (a803ddb): no new key, same bytes."""
+    """Version 3 as synprep wrote it before the configuration became the input: no new key, same bytes."""
     assert DataConfig.of(src_lang="de", tgt_lang="en").to_json() == (
         '{\n  "batch_size": 64,\n  "device": "cpu",\n  "fairseq_compat": false,\n  "format": "synprep-data-config",\n'
         '  "ldd_threshold": 0.01,\n  "lowercase": false,\n  "max_len": 175,\n  "max_words": 250,\n  "merges": 10000,\n'

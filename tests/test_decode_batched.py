@@ -1,4 +1,4 @@
-"""The batched decoder (issue 18 item 5) returns exactly the hypotheses of the earlier per-hypothesis
+"""The batched decoder returns exactly the hypotheses of the earlier per-hypothesis
 decoder (tests/decode_reference.py) on a checkpoint trained here on real Multi30k pairs, and
 finished sentences leave the decoder's batch."""
 

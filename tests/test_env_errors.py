@@ -1,4 +1,4 @@
-"""Messages that name the real cause (issue 10, "every remaining traceback becomes one line").
+"""Messages that name the real cause: every traceback becomes one line.
 
 The parse cache: a damaged file is an environment problem (exit status 1) found before the text
 stages, saying how to recover; an entry holding another sentence's parse is reported as a cache
@@ -72,7 +72,7 @@ def test_a_damaged_cache_stops_the_pipeline_before_the_text_stages(tmp_path, sta
 
 
 def test_deep_and_wide_trees_do_not_ask_to_change_nltk():
-    """Too wide a tree (for the distances) and too deep a one (refused while it is read, issue 21 item 11)
+    """Too wide a tree (for the distances) and too deep a one (refused while it is read)
     name synprep's bound and the fix, never nltk's module variable."""
     from synprep.features.distance import cnf_gaps
     from synprep.parse.trees import parse_tree

@@ -1,4 +1,4 @@
-"""Exports carry the true text of both sides (issue 16 items 2 and 3).
+"""Exports carry the true text of both sides.
 
 Real ``synprep pipeline`` folders parsed by the real stanza models (tests/export_folders.py), read
 back by the real consumers: ``datasets`` for HF, plain text for the factor files (sockeye and
@@ -179,8 +179,8 @@ def test_hf_export_refuses_text_files_that_are_not_the_shards(deen_lc: Path, tmp
 
 
 def test_hf_src_words_are_the_words_a_shard_stores(tmp_path: Path, monkeypatch) -> None:
-    """Shards that store the parser's words (the ``words`` dataset read by ShardReader.has_words/words(i),
-    issue 16 item 1) give src_words as stored, also for a pair with <unk> pieces."""
+    """Shards that store the parser's words (the ``words`` dataset read by ShardReader.has_words/words(i))
+    give src_words as stored, also for a pair with <unk> pieces."""
     from datasets import load_dataset
 
     from synprep.shards.reader import ShardReader

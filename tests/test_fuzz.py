@@ -1,4 +1,4 @@
-"""Fuzzing the tree and CoNLL-U readers and ``synprep check`` (issue 5, must-show 3).
+"""Fuzzing the tree and CoNLL-U readers and ``synprep check``.
 
 Property: only synprep's own errors (``InputError`` and the other ``SynprepError`` subclasses)
 or a ``CheckReport`` with a violation — never another exception type, never a hang. What a
@@ -118,7 +118,7 @@ def test_check_cli_on_a_damaged_folder_is_one_line(valid_folder, tmp_path):
 @given(data=st.data())
 def test_readers_on_hostile_shards(valid_folder, scratch, data):
     """train/show/check on a shard with hostile declared sizes or damaged metadata: SynprepError only,
-    and the process's memory never jumps (a hostile shard used to take gigabytes)."""
+    and the process's memory never jumps (a hostile shard can declare gigabytes)."""
     import resource
 
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

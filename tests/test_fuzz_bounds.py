@@ -1,4 +1,4 @@
-"""Issue 21's bounds under hypothesis (the properties are in tests/fuzz_bounds.py; a longer campaign:
+"""The input bounds under hypothesis (the properties are in tests/fuzz_bounds.py; a longer campaign:
 ``python benchmarks/fuzz.py --targets imported,long_tokens,values``, docs/hardening.md)."""
 
 from __future__ import annotations

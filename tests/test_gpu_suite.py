@@ -1,4 +1,4 @@
-"""benchmarks/gpu_suite.sh runs every figure end to end (issue 17 item 6), here on the CPU at tiny sizes.
+"""benchmarks/gpu_suite.sh runs every figure end to end, here on the CPU at tiny sizes.
 
 On the CPU the "device" is the CPU, so the GPU/CPU difference figure must be exactly zero: the same
 lines in the same batches parse to the same bytes on one device kind.
@@ -78,7 +78,7 @@ def test_gpu_suite_on_the_cpu_prints_every_figure(shared_data, stanza_dir):
 
 def test_gpu_suite_keeps_to_its_time_budget(shared_data):
     """--budget: a benchmark still running when it is spent is stopped and says so; a figure that would start
-    after it is skipped with the reason (the issue's one run under 9 minutes, whatever the machine)."""
+    after it is skipped with the reason (one run under 9 minutes, whatever the machine)."""
     env = {**os.environ, "PY": sys.executable, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu_suite.sh"), "--device", "cpu", "--small",
                            "--shared", str(shared_data.parent), "--budget", "1", "--only", "trainer", "compile"],

@@ -1,8 +1,8 @@
-"""gpu_suite's ``translate_iwslt_size`` (issue 18 item 5's GPU figure), here on the CPU with ``--small``.
+"""gpu_suite's ``translate_iwslt_size`` (the batched decoder's GPU figure), here on the CPU with ``--small``.
 
 The figure decodes UNTRAINED models under the limit 1.0·src_len: its worth rests on the search running to
 that limit (a length-bound workload, steps ≈ source pieces like a trained IWSLT14 model's), which is what
-the copy-task model of the earlier figure did not do (hypotheses of 3 tokens for sources of 30).
+bench_translate.py's copy-task model does not do (hypotheses of 3 tokens for sources of 30).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hostile input through the command line (issue 5): every case is a clear error or a recorded skip.
+"""Hostile input through the command line: every case is a clear error or a recorded skip.
 
 A 420-token sentence, empty lines, malformed CoNLL-U, non-UTF-8 and NUL bytes, sides of
 different lengths, a full disk. Every case: exit status != 0 with one ``synprep: error:`` line

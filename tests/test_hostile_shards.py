@@ -1,4 +1,4 @@
-"""Hostile and damaged shards through the readers of ``train``, ``show`` and ``check`` (issue 10, items 2 and 6).
+"""Hostile and damaged shards through the readers of ``train``, ``show`` and ``check``.
 
 Every case is one line (``InputError`` naming the shard; exit status 2 through the CLI, 1 for
 ``check``'s violation), never a traceback, never memory exhaustion: a shard of a few KB that
@@ -26,7 +26,7 @@ from synprep.errors import InputError
 from synprep.shards import SplitReader, check_dir, open_split
 
 #: a synprep command on a hostile shard may use at most this much memory (the interpreter, h5py,
-#: numpy and the readers take ~150 MB; the hostile shard used to take 10 GB)
+#: numpy and the readers take ~150 MB; read as declared, the hostile shard would take 10 GB)
 PEAK_LIMIT_MB = 600
 
 
@@ -38,7 +38,7 @@ def run_measured(*args: str) -> tuple[subprocess.CompletedProcess, float]:
 
     The peak is the child's own ``VmHWM`` (read at exit from /proc/self/status): ``ru_maxrss`` of a
     child keeps the RSS its forked copy of this (large) pytest process had before exec, and
-    ``RUSAGE_CHILDREN`` is the largest child of the whole session so far.
+    ``RUSAGE_CHILDREN`` is the largest child of the whole test session so far.
     """
     with tempfile.TemporaryDirectory() as tmp:
         peak_file = Path(tmp) / "vmhwm"
@@ -179,7 +179,7 @@ def test_offsets_are_checked_against_dataset_lengths(folder):
 @pytest.mark.parametrize("where", ["../outside/dict.txt", "/ABS/outside/dict.txt"])
 def test_a_shard_vocab_path_outside_the_folder_is_refused(folder, manifest_vocab, where):
     """Every reader and ``check`` refuse a shard naming a vocabulary outside its folder, also when the
-    manifest names none (``"vocab": null``, which used to skip the comparison): a real vocabulary
+    manifest names none (``"vocab": null``, which must not skip the comparison): a real vocabulary
     waits there, so following the path would succeed."""
     import json
 

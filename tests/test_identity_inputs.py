@@ -1,4 +1,4 @@
-"""Issue 16 item 5: the signature and the configuration name every input that determines the output."""
+"""The signature and the configuration name every input that determines the output."""
 
 from __future__ import annotations
 

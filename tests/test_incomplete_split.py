@@ -1,8 +1,8 @@
-"""``export`` and ``train`` refuse a split that ``check`` reports incomplete (issue 21, item 2).
+"""``export`` and ``train`` refuse a split that ``check`` reports incomplete.
 
 A real ``synprep shard`` run writes the train split in shards of 4 pairs: stopped (SIGSTOP) after
 its first shards it is a split still being written; killed (SIGKILL) it is an interrupted one. Both
-used to be exported and trained on (exit 0, no warning). Now both commands exit 2 with one line
+commands exit 2 with one line
 naming the split and, for the killed run, the command that resumes it; after that command they go ahead.
 """
 

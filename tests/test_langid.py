@@ -1,4 +1,4 @@
-"""Issue 16 item 4: a side whose text is in another language than -s/-t say is refused (py3langid)."""
+"""A side whose text is in another language than -s/-t say is refused (py3langid)."""
 
 from __future__ import annotations
 

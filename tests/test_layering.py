@@ -1,4 +1,4 @@
-"""Layering (issue 19 item 3): no import cycle among synprep's modules (type-only and function-level
+"""Layering: no import cycle among synprep's modules (type-only and function-level
 imports counted), stage modules without the application's configuration, light imports, and the pure
 moves that broke the cycles (one tree primitive, the Moses escape table)."""
 

@@ -1,4 +1,4 @@
-"""Several commands on one output folder (issue 10, item 1; synprep/lock.py).
+"""Several commands on one output folder (synprep/lock.py).
 
 Real processes: ``synprep shard`` (the annotate stage with imported CoNLL-U parses, no parser model
 to load) writes the valid and test splits of one corpus into one folder at the same time. The

@@ -1,4 +1,4 @@
-"""Issue 21 item 7: the loky workers of a ``-j 2`` run end when their parent dies (SIGKILL or
+"""The loky workers of a ``-j 2`` run end when their parent dies (SIGKILL or
 SIGTERM), and SIGTERM stops a command like Ctrl-C: a one-line message, exit 143, nothing
 half-written, and running the same command again finishes the split (``check`` passes).
 

@@ -87,7 +87,7 @@ def test_cache_hit_avoids_reparsing(tmp_path: Path, stanza_dir: Path) -> None:
 
 
 def test_a_parse_never_depends_on_what_the_cache_held(tmp_path: Path, stanza_dir: Path) -> None:
-    """issue 21 item 4: a cache filled by another block (other batch-mates) is not read for this block's batch:
+    """A cache filled by another block (other batch-mates) is not read for this block's batch:
     the block is parsed as with no cache, to the same bytes (stanza's floats depend on the batch)."""
     spec = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep")
     block = ["das ist gut .".split(), "wir sehen uns morgen .".split(), "der hund schläft im garten .".split()]
@@ -108,7 +108,7 @@ def test_a_parse_never_depends_on_what_the_cache_held(tmp_path: Path, stanza_dir
 
 
 def test_the_cache_never_returns_another_device_kinds_parse(tmp_path: Path, stanza_dir: Path) -> None:
-    """issue 17 item 4: the device kind is part of the identity, so of every cache key."""
+    """The device kind is part of the identity, so of every cache key."""
     cpu = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep")
     cuda = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep", device="cuda")
     ident_cpu, ident_cuda = parse_run.parser_identity(cpu), parse_run.parser_identity(cuda)

@@ -1,7 +1,7 @@
-"""issue 21 item 4: shard bytes do not depend on what the shared parse cache held.
+"""Shard bytes do not depend on what the shared parse cache held.
 
 sample_data's train split (300 lines, real stanza) as test_resume.py runs it: a fresh cache (the
-session's reference run), ``--no-cache``, and a cache another folder filled first with the same
+test session's reference run), ``--no-cache``, and a cache another folder filled first with the same
 sentences in other blocks (shards of 30 pairs: other batch-mates) must give the same folder bytes.
 """
 

@@ -1,4 +1,4 @@
-"""The device kind is part of a folder's parse (issue 17 item 4): a CPU-made split refuses a GPU resume.
+"""The device kind is part of a folder's parse: a CPU-made split refuses a GPU resume.
 
 CPU and GPU kernels give slightly different scores, so a folder mixing both would hold parses no
 single run makes. No GPU is visible here: CUDA's presence is simulated as tests/test_parse_gpu_slots.py
@@ -75,7 +75,7 @@ def test_the_device_kind_is_inherited_from_the_folder(cpu_split):
 
 
 def test_pipeline_and_parse_end_with_their_throughput(cpu_split, stanza_dir):
-    """issue 17 item 5: sentences/s, words/s and the device kind of the parse stage."""
+    """Sentences/s, words/s and the device kind of the parse stage."""
     import re
 
     _, _, stderr = cpu_split

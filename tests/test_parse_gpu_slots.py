@@ -1,4 +1,4 @@
-"""GPU placement for parse workers (issue 5): one worker per visible GPU, through lock files.
+"""GPU placement for parse workers: one worker per visible GPU, through lock files.
 
 No GPU is visible here, so torch's device count is set by the test; the locks are real
 ``flock`` locks taken by real forked processes, as loky's workers take them.

@@ -142,7 +142,7 @@ def test_real_scores_give_stanzas_trees_and_labels(real: dict, lang: str, n: int
 
 @pytest.mark.parametrize("lang", ["de", "en"])
 def test_batched_pos_gives_stanzas_upos_xpos_and_features(real: dict, lang: str):
-    """issue 17 item 2: synprep's POS stage (label lookups per distinct id) against stanza's POS processor,
+    """synprep's POS stage (label lookups per distinct id) against stanza's POS processor,
     on the first 600 sentences of each set."""
     r = real[lang]
     assert len(r["pos_ours"]) == len(r["pos_ref"]) > 600 * 5

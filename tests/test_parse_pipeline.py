@@ -1,4 +1,4 @@
-"""issue 17 item 3: the forward stage apart from the decode stage, pipelined through a bounded queue.
+"""The forward stage apart from the decode stage, pipelined through a bounded queue.
 
 Real German/English stanza models (``stanza_dir``). The split stages give stanza's own trees and the
 LDD of the padded batch scores; a pipelined parse (forward here, decode in CPU processes) gives the

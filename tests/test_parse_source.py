@@ -31,8 +31,8 @@ def test_imported_parses_must_belong_to_their_line():
 
 
 def test_no_branch_on_where_parses_come_from_outside_the_sources():
-    """Issue 9: twelve ``== "conllu"`` branches were spread over the pipeline; now the pipeline asks its
-    ParseSource. A comparison with a source name anywhere else in synprep/ brings them back."""
+    """The pipeline asks its ParseSource where parses come from: a comparison with a source name
+    (``== "conllu"``) anywhere else in synprep/ is a branch on it and fails this test."""
     import re
     from pathlib import Path
 

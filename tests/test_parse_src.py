@@ -1,4 +1,4 @@
-"""Issue 16 item 1: the parser reads the cased source, not fairseq's lowercased BPE'd text.
+"""The parser reads the cased source, not fairseq's lowercased BPE'd text.
 
 Real parts only: fairseq's prepared IWSLT14 test split (lowercased BPE, ../shared/data), the cased
 tokenized text that ``synprep iwslt14`` keeps beside it, and the offline stanza German models.

@@ -259,7 +259,7 @@ def test_resuming_from_edited_input_is_refused(sample_run, tmp_path):
 
 
 def test_later_splits_inherit_the_folder_settings(sample_run, stanza_dir):
-    """Issue 9 item 7: --split valid without the train split's --merges/--lowercase/--shard-size was refused."""
+    """--split valid without the train split's --merges/--lowercase/--shard-size inherits them from the folder."""
     out, args, _ = sample_run
     cfg = json.loads((out / "pipeline.json").read_text())
     assert cfg["merges"] == 1000 and cfg["lowercase"] is True and cfg["shard_size"] == 100

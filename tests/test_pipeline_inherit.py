@@ -1,4 +1,4 @@
-"""A later split inherits every parser setting of its folder (issue 19, item 1's bug): ``--spacy-model``,
+"""A later split inherits every parser setting of its folder: ``--spacy-model``,
 ``--label-map`` and ``--tokenizer parser`` as ``--stanza-package`` already was."""
 
 from __future__ import annotations

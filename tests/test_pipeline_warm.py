@@ -1,4 +1,4 @@
-"""issue 17: ``synprep pipeline`` starts its parse workers before the text stage and kills them at its end, as
+"""``synprep pipeline`` starts its parse workers before the text stage and kills them at its end, as
 ``annotate`` does (:mod:`synprep.parse.warming`, docs/parse.md "`annotate` around the parse").
 
 The command runs in this process (so that :data:`synprep.parse.warming.WARMED` can be read), with real German

@@ -1,4 +1,4 @@
-"""Parser backends as plugins (issue 19 item 2): one Registry helper, options declared as a dataclass on
+"""Parser backends as plugins: one Registry helper, options declared as a dataclass on
 the backend and generated for every command that takes --parser, a toy backend driven through pipeline."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Presets (issue 13): each shipped JSON matches the values the issue lists, cites a source for every
+"""Presets: each shipped JSON matches the values listed in EXPECTED, cites a source for every
 value that differs from the defaults, and resolves through ``synprep train --print-config``; the
-old name warns; configs are type-checked and size-bounded on load (issue 10 item 7)."""
+old name warns; configs are type-checked and size-bounded on load."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ PAPER_SETUP = {"d_model": 512, "ffn_dim": 1024, "heads": 4, "encoder_layers": 6,
                "dropout": 0.3, "attention_dropout": 0.2, "activation_dropout": 0.1, "normalize_before": True,
                "lr": 0.007, "warmup_init_lr": 0.001, "warmup_updates": 4000, "beam": 5, "lenpen": 1.0,
                "keep_last_epochs": 10}
-#: what issue 13 asks of each preset (fields → values)
+#: what each preset must hold (fields → values)
 EXPECTED = {
     "gated_iwslt14_de_en": {"normalize_before": True, "activation_dropout": 0.1, "gate_freeze_epochs": 80,
                             "syntax": "gated", "syntax_source": "slr", "syntax_dropout": 0.4, "slr_tau": 10.0,
@@ -99,7 +99,7 @@ def _print_config(*args: str) -> dict:
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_print_config_of_each_paper_preset_matches_the_issue(name):
+def test_print_config_of_each_paper_preset_matches_its_expected_values(name):
     got = _print_config("--preset", name)
     for key, value in EXPECTED[name].items():
         assert got[key] == value, (name, key)
@@ -209,7 +209,7 @@ def test_cli_rejects_a_huge_config_with_exit_2(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-# --- issue 10 item 7: the bound counts everything the model allocates -------------------------
+# --- the size bound counts everything the model allocates -------------------------
 SMALL = {"d_model": 24, "ffn_dim": 40, "heads": 4, "encoder_layers": 3, "decoder_layers": 2, "gate_hidden": 12,
          "max_positions": 37}
 #: one small config per syntax source (and the architecture switches: shared embeddings, pre-norm,

@@ -1,5 +1,4 @@
-"""Readers check a shard's values as ``synprep check`` does, even when the manifest vouches for the file
-(issue 21, item 3).
+"""Readers check a shard's values as ``synprep check`` does, even when the manifest vouches for the file.
 
 A shard is damaged in place (h5py, same dtypes and shapes) and the manifest re-sealed (sha256 and
 size updated), so only the values give it away. ``open_split`` (what ``train``, ``show``,

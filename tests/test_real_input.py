@@ -1,4 +1,4 @@
-"""Issue 9: ordinary real-world input never gives wrong data that ``synprep check`` calls OK.
+"""Ordinary real-world input never gives wrong data that ``synprep check`` calls OK.
 
 Each test here failed before its fix: same language on both sides, already tokenized input, a
 byte-order mark, ``--parser conllu`` with a ``--src`` of another text, exit statuses. Real stanza
@@ -205,7 +205,7 @@ def test_conllu_import_checks_src_against_the_parsed_words(shared_data, tmp_path
 
 @pytest.mark.parametrize(("args", "named"), [
     (["--parser", "conllu", "--conllu", "X", "--stanza-dir", "D"], "--stanza-dir has no effect with --parser conllu"),
-    # (--max-words applies to imported parses too: issue 21 item 10, tests/test_bounds.py)
+    # (--max-words applies to imported parses too: tests/test_bounds.py)
     (["--parser", "conllu", "--conllu", "X", "--label-map", "M"], "--label-map has no effect with --parser conllu"),
     (["--spacy-model", "ja_ginza"], "--spacy-model has no effect with --parser stanza"),
     (["--parser", "spacy", "--spacy-model", "ja_ginza", "--stanza-dir", "D"],
@@ -236,7 +236,7 @@ def test_parse_refuses_options_of_the_other_parser():
 
 
 def test_a_fixed_input_is_accepted_and_every_drop_is_in_dropped_tsv(tmp_path, stanza_dir):
-    """A run that failed on a bad byte is retried after the fix (it was refused as 'made from other input');
+    """A run that failed on a bad byte is retried after the fix (not refused as 'made from other input');
     its parse drops are listed in text/train.dropped.tsv beside the cleaning's; check says an interrupted
     split is incomplete and the same command resumes it."""
     lines = (SAMPLE / "valid.de").read_text(encoding="utf-8").splitlines()[:6]

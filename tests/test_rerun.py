@@ -1,9 +1,9 @@
-"""Running a finished command again changes nothing (issue 21, item 8).
+"""Running a finished command again changes nothing.
 
 * ``synprep export --format hf`` again into the same folder: every unit is skipped, and the dataset
-  card (``README.md``) used to be rewritten with "0 names" for the deprel/upos label lists.
-* ``synprep pipeline`` again on a finished split: it used to rewrite ``text/SPLIT.dropped.tsv`` (a
-  new file), so a finished split did not resume in a read-only folder, against docs/hardening.md.
+  card (``README.md``) is not rewritten (with "0 names" for the deprel/upos label lists).
+* ``synprep pipeline`` again on a finished split: ``text/SPLIT.dropped.tsv`` is not rewritten
+  (a new file would stop a finished split from resuming in a read-only folder, docs/hardening.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Kill -9 and resume, determinism, and the parse cache surviving a crash (issue 5, must-show 1).
+"""Kill -9 and resume, determinism, and the parse cache surviving a crash.
 
 Every run is ``python -m synprep pipeline`` on sample_data's train split (300 real-sized de→en
 lines, real stanza), ``--lowercase --shard-size 50 --merges 1000 --batch-size 16``, each with its

@@ -1,4 +1,4 @@
-"""Issue 21 item 11: one-line errors instead of tracebacks, each through the real CLI.
+"""One-line errors instead of tracebacks, each through the real CLI.
 
 * a checkpoint save that hits a full disk (``torch.save`` raises ``RuntimeError``) and an export
   that does: the disk is made full with a file-size limit (``RLIMIT_FSIZE`` in the child, so writes

@@ -139,7 +139,7 @@ WORDS = [["Hallo", "!", "Sie", "gehen"], ["Das", "Haus"]]
 
 
 def test_words_dataset_is_additive(tmp_path):
-    """The words the parser read (issue 16): one more dataset; every version-1 dataset and attribute is as
+    """The words the parser read: one more dataset; every version-1 dataset and attribute is as
     before, byte for byte, so a reader of version 1 reads the shard as it always did."""
     from synprep.shards.check import check_shard
 

@@ -1,11 +1,10 @@
-"""``show`` opens and verifies only the shard that holds the pair it shows (issue 19: ``open_split``
-verified every shard of the split for one pair).
+"""``show`` opens and verifies only the shard that holds the pair it shows (not every shard of
+the split for one pair).
 
-The guarantee is unchanged: no byte of a shard is returned before that shard is verified against
+The guarantee holds: no byte of a shard is returned before that shard is verified against
 ``manifest.json`` (size, sha256) and by ``check``'s per-shard verification (values). A damaged shard
-that is not read no longer stops ``show`` of a pair in another shard; a damaged shard that is read
-is still refused, naming it; ``open_split`` (``train``, ``export``, ``translate``) still refuses the
-whole split.
+that is not read does not stop ``show`` of a pair in another shard; a damaged shard that is read
+is refused, naming it; ``open_split`` (``train``, ``export``, ``translate``) refuses the whole split.
 """
 
 from __future__ import annotations

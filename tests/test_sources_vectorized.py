@@ -1,4 +1,4 @@
-"""Issue 18 item 3: the head subsets of gated attention are slices (no host-built index per call),
+"""The head subsets of gated attention are slices (no host-built index per call),
 LDD weights are scattered without nonzero() and SET's relation table is an embedding lookup;
 each equals the earlier implementation (written out here as the reference)."""
 

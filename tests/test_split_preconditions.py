@@ -1,4 +1,4 @@
-"""Issue 16 items 6 and 7: a later split's preconditions and the inputs are checked before any work, and a
+"""A later split's preconditions and the inputs are checked before any work, and a
 refused command leaves nothing (no pipeline.json that would refuse the corrected command)."""
 
 from __future__ import annotations

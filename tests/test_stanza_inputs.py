@@ -1,4 +1,4 @@
-"""issue 17 item 2: the POS and depparse inputs built from the words equal stanza's loaders' batches.
+"""The POS and depparse inputs built from the words equal stanza's loaders' batches.
 
 Real German/English ``synprep`` models (``stanza_dir``), IWSLT14 test.de and the English PUD sample
 plus odd words (unknown, digits, a 300-character word, punctuation that stanza simplifies, a

@@ -1,4 +1,4 @@
-"""Named systems (issue 13): ``synprep train --system NAME`` and ``make multi30k-seeds`` map every
+"""Named systems: ``synprep train --system NAME`` and ``make multi30k-seeds`` map every
 system name to its syntax settings in one place (``config.system_overrides``), covering every
 registered syntax source; an unknown name is refused; compare reads only the listed runs."""
 

@@ -78,7 +78,7 @@ def test_full_disk_is_a_clear_error_not_a_traceback():
 
 
 def test_a_byte_order_mark_is_removed_and_logged(tmp_path, caplog):
-    """Issue 9 item 3: a UTF-8 BOM used to become an invisible first word."""
+    """A UTF-8 BOM is not read as an invisible first word."""
     p = tmp_path / "bom.en"
     p.write_bytes(b"\xef\xbb\xbfHello world\nsecond \xef\xbb\xbf line\n")
     with caplog.at_level("INFO", logger="synprep.textio"):
@@ -111,7 +111,7 @@ def test_bpe_codes_with_a_byte_order_mark(tmp_path):
 
 
 def test_gzip_input_is_read_transparently(tmp_path):
-    """Issue 9 item 8: .gz input gave "line counts differ" or "NUL byte"."""
+    """A .gz input is read decompressed (not as bytes that give "line counts differ" or "NUL byte")."""
     import gzip
 
     p = tmp_path / "a.de.gz"

@@ -1,4 +1,4 @@
-"""Checkpoints written in the background (issue 18 item 2, ``async_checkpoint``): the loop takes a host
+"""Checkpoints written in the background (``async_checkpoint``): the loop takes a host
 copy of the state and a thread writes it. The file is byte for byte the one the loop would have
 written itself, whatever the training does to the weights after the copy; a failed background write
 stops the run with the synchronous save's error (never lost); the run waits for the write in flight

@@ -1,4 +1,4 @@
-"""``compile: true`` (issue 18 item 4, synprep.train.compiling): regional compilation.
+"""``compile: true`` (synprep.train.compiling): regional compilation.
 
 Each encoder/decoder layer is compiled in place and the loss is compiled; the per-update losses equal
 eager's from the same seed (dropout off) within ``RTOL``; identical layers share one graph and

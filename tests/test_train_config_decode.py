@@ -26,7 +26,7 @@ from tests.conftest import run_cli
 
 
 def test_iwslt_preset_is_the_papers_setup():
-    c = load_preset("gated_iwslt14_de_en")  # (the per-field check against issue 13: tests/test_presets.py)
+    c = load_preset("gated_iwslt14_de_en")  # (the per-field check of the presets: tests/test_presets.py)
     assert (c.d_model, c.ffn_dim, c.heads, c.encoder_layers, c.decoder_layers) == (512, 1024, 4, 6, 6)
     assert (c.dropout, c.attention_dropout, c.label_smoothing, c.weight_decay) == (0.3, 0.2, 0.1, 1e-4)
     assert (c.lr, c.warmup_init_lr, c.warmup_updates, c.adam_betas) == (7e-3, 1e-3, 4000, [0.9, 0.98])

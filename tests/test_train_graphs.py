@@ -1,4 +1,4 @@
-"""CUDA graphs of the training update (``cuda_graphs``, synprep/train/graphs.py, issue 18 item 4).
+"""CUDA graphs of the training update (``cuda_graphs``, synprep/train/graphs.py).
 
 On every machine: the graphs' padding (the sources' word counts rounded up to a multiple of 8, LDD's
 entries to a power of two) gives every source the same loss and gradients as the unpadded batch; the

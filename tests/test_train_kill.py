@@ -1,9 +1,9 @@
-"""Issue 10 item 3: a run killed right after *any* checkpoint write resumes into exactly the run
+"""A run killed right after *any* checkpoint write resumes into exactly the run
 that was never killed — the same metrics rows (the last validation included), the same
 checkpoint_best.pt / checkpoint_last.pt / epoch copies, and gates.png. The kill is simulated in
 process at each write (``checkpoint._written``), and once for real (SIGKILL through
 ``SYNPREP_KILL_AFTER_WRITE``) at the interval save of the final step, the case that lost the best
-checkpoint. Both with checkpoints written in the background (``async_checkpoint``, issue 18: the
+checkpoint. Both with checkpoints written in the background (``async_checkpoint``: the
 kill then lands while the loop has already gone on) and in the loop."""
 
 from __future__ import annotations

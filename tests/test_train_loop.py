@@ -71,7 +71,7 @@ def test_resume_refuses_model_changes(tmp_path, data):
 
 
 def test_resume_overrides_are_one_merge_for_the_cli_and_the_trainer(tmp_path, data):
-    """``--resume --print-config`` shows what ``--resume`` runs (resume_config, issue 19 item 4): an
+    """``--resume --print-config`` shows what ``--resume`` runs (resume_config): an
     override of a fixed field is refused by both with one message (print-config dropped it silently
     before), an allowed one is applied by both, an unchanged fixed field passes both."""
     train, valid, symbols = data
@@ -120,7 +120,7 @@ def test_variants_train_and_log_their_gates(tmp_path, data, variant, expected, c
     else:  # learned gates in layer 2 only, means over the validation set strictly inside (0, 1)
         assert last["gates"][0] == [0.0] * 4 and all(0 < g < 1 for g in last["gates"][1])
     said = [r.getMessage() for r in caplog.records if "gates" in r.getMessage()]
-    if variant["syntax"] == "vanilla":  # issue 16 item 12: no gates, said once, no heatmap of zeros
+    if variant["syntax"] == "vanilla":  # no gates, said once, no heatmap of zeros
         assert said == ["no gates: a vanilla model has no syntax heads (no gates.png)"]
         assert not (tmp_path / "gates.png").exists()
     else:
@@ -140,7 +140,7 @@ def test_metrics_log_drops_records_written_after_the_checkpoint(tmp_path):
 
 
 def test_gates_png_is_titled_with_the_epoch_of_its_log_line_and_metrics_row(tmp_path, data, monkeypatch, caplog):
-    """Issue 9 item 11: the epoch in gates.png's title is the one the log line and the metrics row of
+    """The epoch in gates.png's title is the one the log line and the metrics row of
     the same validation name (1-based), also when the run ends inside an epoch."""
     import logging
     import re
@@ -163,7 +163,7 @@ def test_gates_png_is_titled_with_the_epoch_of_its_log_line_and_metrics_row(tmp_
 
 
 def test_interval_rows_say_where_the_wall_time_went(tmp_path, data):
-    """Issue 18 item 6: an interval row splits its wall time into waiting for batches, validation and
+    """An interval row splits its wall time into waiting for batches, validation and
     checkpoint writes; the interval that holds an epoch's end holds its validation and checkpoint."""
     train, valid, symbols = data
     cfg = with_overrides(load_preset("tiny"), {"max_tokens": 256, "max_steps": 8, "log_interval": 4,
@@ -220,7 +220,7 @@ def test_loader_workers_default_to_two_on_cuda_and_none_on_the_cpu(tmp_path, dat
 
 
 def test_validation_keeps_its_loader_workers_and_its_values(tmp_path, data):
-    """Issue 18 item 2: the validation loader's worker processes are started once, not at every validation
+    """The validation loader's worker processes are started once, not at every validation
     (0.13 s of a 0.18 s validation on the CPU); every validation still gives what one without workers gives."""
     train, valid, symbols = data
     results, pids = {}, []

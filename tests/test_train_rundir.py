@@ -1,4 +1,4 @@
-"""Issue 21 items 5 and 6: a run owns its folder, and ``--resume`` leaves the folder as an
+"""A run owns its folder, and ``--resume`` leaves the folder as an
 uninterrupted run would.
 
 * Two ``synprep train --out RUN`` at once (real processes): the second is refused (exit 2, one

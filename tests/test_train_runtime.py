@@ -1,4 +1,4 @@
-"""The runtime policy (issue 18 item 1): every attention_backend the CPU has gives math's outputs,
+"""The runtime policy: every attention_backend the CPU has gives math's outputs,
 the others a clear error; `auto` keeps every call off cuDNN attention on CUDA (a plan per shape: 58k
 against 205k tokens/s for vanilla on an H100); the policy is logged and recorded in config.json and metrics.jsonl; configs and checkpoints
 written before these fields existed still load."""

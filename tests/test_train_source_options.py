@@ -1,4 +1,4 @@
-"""Syntax sources declare their options (issue 19 item 2): each spec's ``Options`` dataclass is the
+"""Syntax sources declare their options: each spec's ``Options`` dataclass is the
 one declaration; TrainConfig's source fields, SYNTAX_FIELDS and the ``--set`` keys are generated from
 it; old flat configs (config.json, checkpoints, presets) load and build the same model."""
 
@@ -25,8 +25,8 @@ from synprep.train.sources import SOURCES, source_options
 from synprep.train.sources.specs import SourceSpec, source_option
 from tests.conftest import run_cli
 
-#: a config.json as written by synprep before this change (merge 092b975, flat source fields; every
-#: source option away from its default), and what that code computed from it
+#: a config.json in the layout with flat source fields (every source option away from its default),
+#: and what the code that wrote that layout computed from it
 OLD_CONFIG: dict[str, Any] = {
     "d_model": 32, "ffn_dim": 64, "heads": 4, "encoder_layers": 2, "decoder_layers": 1, "dropout": 0.3,
     "attention_dropout": 0.2, "activation_dropout": 0.0, "share_embeddings": True, "normalize_before": False,
@@ -47,13 +47,13 @@ OLD_CONFIG_LDD_SISA = {**OLD_CONFIG, "syntax_layers": [0, 1], "syntax_heads": [0
                        "slr_gaps": "cnf", "slr_tau": 10.0, "pascal_sigma": 1.0, "parent_ignore": 0.0,
                        "sla_threshold": 3, "set_max_path": 3, "set_rel_dim": 64, "set_max_depth": 16,
                        "set_gate": "sigmoid"}
-#: (config, describe(), model_elements(cfg, 50), parameters, sum and |sum| of the logits below), from the old code
+#: (config, describe(), model_elements(cfg, 50), parameters, sum and |sum| of the logits below), from the flat-layout code
 OLD_RESULTS = [
     (OLD_CONFIG, "hard/pascal-s2+set-p4-tanh+sla-m2+slr-nary-tau5", 66848, 33184,
      71.07648572325706, 359.79220967181027),
     (OLD_CONFIG_LDD_SISA, "hard/ldd+sisa-w0.5", 64416, 30752, -19.192143142106943, 400.03745448600966),
 ]
-#: SYNTAX_FIELDS of the old code (taken from TrainConfig's field order)
+#: SYNTAX_FIELDS of the flat-layout code (taken from TrainConfig's field order)
 OLD_SYNTAX_FIELDS = ("syntax", "syntax_layers", "syntax_heads", "syntax_source", "slr_gaps", "slr_tau", "slr_hard",
                      "pascal_sigma", "parent_ignore", "ldd_labels", "syntax_dropout", "gate_hidden",
                      "gate_freeze_epochs", "gate_batch_norm", "sla_threshold", "lisa_variant", "lisa_weight",
@@ -92,7 +92,7 @@ def test_an_old_flat_config_loads_unchanged_and_builds_the_same_model(old, descr
 def test_syntax_fields_are_the_sources_declarations():
     keys = [o.key for o in source_options()]
     assert SYNTAX_FIELDS == (*SYNTAX_CORE, *keys, *GATE_FIELDS)
-    assert sorted(SYNTAX_FIELDS) == sorted(OLD_SYNTAX_FIELDS)  # the same keys as before, in a new order
+    assert sorted(SYNTAX_FIELDS) == sorted(OLD_SYNTAX_FIELDS)  # the same keys as the flat-layout code, in a new order
     for name in SOURCES:  # every key is SOURCE_FIELD, except PASCAL's older parent_ignore
         for o in source_options((name,)):
             assert o.key == f"{name}_{o.name}" or (name, o.key) == ("pascal", "parent_ignore")

@@ -1,4 +1,4 @@
-"""No host synchronisation inside a training update (issue 18 item 2): on the CPU a probe of every
+"""No host synchronisation inside a training update: on the CPU a probe of every
 ``.item()``/``float()``/``int()``/``bool()``/``.tolist()`` on a tensor, on CUDA (when present)
 ``torch.cuda.set_sync_debug_mode("error")``; the device's sums are read at the log interval only,
 and what is logged there is still the exact sum of the updates."""

@@ -134,7 +134,7 @@ def test_convert_errors(tmp_path: Path) -> None:
     assert proc.returncode == 2 and not out.exists()
 
 
-# --- issue 16 item 9: TIGER-XML without a VROOT (SQUOIA), and --trees that do not fit the words -------
+# --- TIGER-XML without a VROOT (SQUOIA), and --trees that do not fit the words -------
 
 def _without_vroot(xml: str) -> str:
     """The sentences of TIGER_XML as SQUOIA writes them: no VROOT node, punctuation attached to nothing."""

@@ -1,4 +1,4 @@
-"""Traps and misleading messages (issue 16 items 8, 10, 11, 12): one-line messages, exit codes.
+"""Traps and misleading messages: one-line messages, exit codes.
 
 Each test runs the command as a user would (``python -m synprep``) and asserts the last stderr line
 and the exit status; the real CoNLL 2018 scorer scores ``synprep parse evaluate``.

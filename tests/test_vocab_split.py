@@ -1,4 +1,4 @@
-"""The folder's one vocabulary comes from the train split, whatever order the splits run in (issue 21, item 1).
+"""The folder's one vocabulary comes from the train split, whatever order the splits run in.
 
 Real processes race: ``synprep pipeline --codes`` (imported CoNLL-U parses, raw target text) and
 ``synprep annotate`` write train, valid and test into one folder at the same time. Valid and test

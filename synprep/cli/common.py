@@ -75,7 +75,8 @@ def refuse_unused(names: Iterable[str], why: str) -> None:
     """An option that has no effect in this mode is an error, never silently ignored (README).
 
     Args:
-        names: parameter names that have no effect here. why: the mode, in words ("with --parser conllu").
+        names: parameter names that have no effect here.
+        why: the mode, in words ("with --parser conllu").
 
     Raises:
         ConfigError: one of them was given (exit status 2), naming it.

@@ -237,7 +237,7 @@ def _report(manifest, split: str) -> None:
         click.echo(f"synprep: {THROUGHPUT.line()}", err=True)
     from synprep import timeline
 
-    if timeline.line():  # where the command's wall time went (issue 17), before the signature (the last line)
+    if timeline.line():  # where the command's wall time went, before the signature (the last line)
         click.echo(f"synprep: {timeline.line()}", err=True)
     click.echo(manifest.split(split).signature or manifest.signature, err=True)  # the split's (its input digests)
 
@@ -298,7 +298,7 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
 
     with _command_run():
         cfg = resolve_config("pipeline", out, config_path, click.get_current_context().params)
-        if clean is False:  # issue 16 item 8: the bounds of a cleaning that does not run
+        if clean is False:  # the bounds of a cleaning that does not run
             from synprep.cli.common import refuse_unused
 
             refuse_unused(["ratio", "min_len", "max_len"], "with --no-clean (the split is not cleaned)")

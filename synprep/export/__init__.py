@@ -38,7 +38,13 @@ def get_exporter(name: str) -> type[Exporter]:
 
 def export(source: str, fmt: str, dest: str, splits: list[str] | None = None,
            options: dict[str, Any] | None = None) -> ExportRecord:
-    """Export the shard folder ``source`` as ``fmt`` into ``dest`` (see :func:`synprep.export.base.run_export`)."""
+    """Export the shard folder ``source`` as ``fmt`` into ``dest`` (see :func:`synprep.export.base.run_export`).
+
+    Raises:
+        ConfigError: an unknown format or one whose library is missing (:func:`get_exporter`); and as
+            :func:`~synprep.export.base.run_export`.
+        InputError: as :func:`~synprep.export.base.run_export`.
+    """
     return run_export(get_exporter(fmt), source, dest, splits, options)
 
 

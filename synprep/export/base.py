@@ -62,9 +62,11 @@ class Unit:
     """One piece of work: a split, or one shard of it.
 
     Attributes:
-        split: the split's name. shards: the source shards it reads, in order. key: its name in
-        export.json (``SPLIT``, or ``SPLIT.NNNNN-of-MMMMM`` for shard NNNNN of MMMMM). index: the shard index for a per-shard unit,
-        else None. n_shards: the split's number of shards.
+        split: the split's name.
+        shards: the source shards it reads, in order.
+        key: its name in export.json (``SPLIT``, or ``SPLIT.NNNNN-of-MMMMM`` for shard NNNNN of MMMMM).
+        index: the shard index for a per-shard unit, else None.
+        n_shards: the split's number of shards.
     """
 
     split: str
@@ -80,9 +82,10 @@ class ExportContext:
     shards and vocabulary (see :func:`verified_source`).
 
     Attributes:
-        vocab: the verified ``dict.txt``. split_readers: split → its verified shards, in order
-            (headers only; a shard's data is loaded by :class:`~synprep.export.columns.ShardBlock`
-            and released after it). options: the format's options (``factors_style``), as given.
+        vocab: the verified ``dict.txt``.
+        split_readers: split → its verified shards, in order (headers only; a shard's data is loaded by
+            :class:`~synprep.export.columns.ShardBlock` and released after it).
+        options: the format's options (``factors_style``), as given.
     """
 
     source: Path
@@ -210,11 +213,21 @@ class Exporter:
         self.ctx = ctx
 
     def write_unit(self, unit: Unit, files: UnitFiles) -> int:
-        """Write one unit's files through ``files``; returns the number of pairs written."""
+        """Write one unit's files through ``files``; returns the number of pairs written.
+
+        Raises:
+            NotImplementedError: in this base class; each format implements it.
+            InputError: a shard the format cannot take (fairseq, parquet: an id outside the vocabulary, label
+                lists that differ from the other shards'), naming the shard.
+        """
         raise NotImplementedError
 
     def finish(self, record: ExportRecord) -> None:
-        """Write the whole-export files (atomically, each with :func:`synprep.textio.atomic_write`)."""
+        """Write the whole-export files (atomically, each with :func:`synprep.textio.atomic_write`).
+
+        Raises:
+            InputError: a source file the export copies changed since it was verified (fairseq: ``dict.txt``).
+        """
 
     def usage(self) -> str | None:
         """One line telling how to use the export (printed on stderr by ``synprep export``), or None."""

@@ -24,9 +24,12 @@ class ShardBlock:
     """Every stored array of one shard, as stored (smallest dtypes), plus its offsets and attributes.
 
     Attributes:
-        name: the shard file's name (for errors). n: N pairs. lines: ``(N,) int64`` 1-based lines.
-        offsets: axis → ``(N+1,) int64``. data: dataset name → flat stored array. attrs: root
-        attributes (JSON ones parsed).
+        name: the shard file's name (for errors).
+        n: N pairs.
+        lines: ``(N,) int64`` 1-based lines.
+        offsets: axis → ``(N+1,) int64``.
+        data: dataset name → flat stored array.
+        attrs: root attributes (JSON ones parsed).
     """
 
     name: str
@@ -36,7 +39,7 @@ class ShardBlock:
     data: dict[str, np.ndarray]
     attrs: dict[str, Any]
     #: ``(ΣW,)`` the words the parser read, where the shard stores them (the ``words`` dataset that
-    #: shards written with issue 16 item 1 carry, read through the reader's ``has_words``/``words(i)``);
+    #: shards of format version 1 with words carry, read through the reader's ``has_words``/``words(i)``);
     #: None for a shard without them
     words: list[str] | None = None
 
@@ -95,7 +98,11 @@ class ShardBlock:
 
 
 def check_axes(block: ShardBlock) -> None:
-    """Every dataset has the length its axis's offsets end at (else InputError naming the shard)."""
+    """Check that every dataset has the length its axis's offsets end at.
+
+    Raises:
+        InputError: a dataset of another length, or an axis without offsets (naming the shard).
+    """
     for fl in FIELDS:
         if block.data[fl.name].shape[0] != int(block.offsets[fl.axis][-1]):
             raise InputError(f"dataset {fl.name} has {block.data[fl.name].shape[0]} values, offsets/{fl.axis} "

@@ -106,7 +106,11 @@ def _lines(tokens: np.ndarray, offsets: np.ndarray) -> str:
 
 class FactorsExporter(Exporter):
     """Token-parallel text: pieces and one label per piece per factor, in one file per factor
-    (``factors_style`` ``files``, the default) or inline (``onmt3``: OpenNMT-py 3.x, module docstring)."""
+    (``factors_style`` ``files``, the default) or inline (``onmt3``: OpenNMT-py 3.x, module docstring).
+
+    Raises:
+        ConfigError: a ``factors_style`` other than ``files`` or ``onmt3``.
+    """
 
     name = "factors"
     version = FACTORS_FORMAT_VERSION

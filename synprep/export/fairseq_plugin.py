@@ -81,6 +81,13 @@ class SyntaxTranslationTask(TranslationTask):
     """fairseq's translation task + synprep's source-side syntax fields in every batch."""
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        """fairseq's pairs of ``split`` with the syntax fields of ``--syntax-fields`` (default: all).
+
+        Raises:
+            ValueError: an unknown field, or a field's items that do not match the pairs or their lengths.
+            FileNotFoundError: a field named in ``--syntax-fields`` whose ``.idx``/``.bin`` files are missing
+                (a missing field not named there is left out).
+        """
         super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
         paths = utils.split_paths(self.cfg.data)
         data_path = paths[(epoch - 1) % len(paths)]

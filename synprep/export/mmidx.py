@@ -45,8 +45,12 @@ class MMapIndexedWriter:
     """Append items to one ``.bin`` and write the matching ``.idx`` at the end.
 
     Args:
-        bin_file: the open (binary) ``.bin`` output. dtype: the dataset's dtype (a key of
-            :data:`DTYPE_CODES`). scratch_dir: where the sizes are spooled (removed on close).
+        bin_file: the open (binary) ``.bin`` output.
+        dtype: the dataset's dtype (a key of :data:`DTYPE_CODES`).
+        scratch_dir: where the sizes are spooled (removed on close).
+
+    Raises:
+        ValueError: a dtype fairseq has no code for.
     """
 
     def __init__(self, bin_file: IO[bytes], dtype: np.dtype | type, scratch_dir: str | os.PathLike):

@@ -181,7 +181,12 @@ class ParquetExporter(Exporter):
         return labels
 
     def table(self, block: ShardBlock) -> Any:
-        """The shard as a ``pyarrow.Table`` (schema metadata included)."""
+        """The shard as a ``pyarrow.Table`` (schema metadata included).
+
+        Raises:
+            InputError: an id outside the vocabulary, or label lists that differ from the other shards'.
+            ConfigError: a shard whose pieces are not subword-nmt BPE pieces (``@@`` markers).
+        """
         import pyarrow as pa
         import pyarrow.compute as pc
 

@@ -53,8 +53,9 @@ class PairText:
     """The text of one shard's pairs (N pairs); None where it is not known.
 
     Attributes:
-        words: N lists of the words the parser read (escapes undone). src, tgt: N tokenized texts
-        (tokens joined by one space, escapes undone).
+        words: N lists of the words the parser read (escapes undone).
+        src: N tokenized texts (tokens joined by one space, escapes undone).
+        tgt: N tokenized texts (tokens joined by one space, escapes undone).
     """
 
     words: list[list[str] | None]
@@ -231,7 +232,8 @@ class PairPieces:
     """The pieces of one shard's pairs (N pairs), as segmented; None where they are not known.
 
     Attributes:
-        src, tgt: N lists of pieces (Moses-escaped, the scheme's markers), one per stored id.
+        src: N lists of pieces (Moses-escaped, the scheme's markers), one per stored id.
+        tgt: N lists of pieces (Moses-escaped, the scheme's markers), one per stored id.
     """
 
     src: list[list[str] | None]
@@ -257,7 +259,9 @@ class SplitPieces:
        of a piece).
 
     Args:
-        source: the shard folder. config: its manifest's configuration. split: the split's name.
+        source: the shard folder.
+        config: its manifest's configuration.
+        split: the split's name.
         vocab: the folder's :class:`~synprep.vocab.Vocab` (``dict.txt``).
     """
 

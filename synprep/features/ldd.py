@@ -143,7 +143,10 @@ def ldd_piece_matrix(dep: np.ndarray, head: np.ndarray, rel: np.ndarray, prob: n
     """Dense per-label LDD over pieces: ``out[l, p, q] = P(head(word(p)) = word(q), rel = labels[l])``.
 
     Args:
-        dep, head, rel, prob: line-level sparse LDD (:func:`line_ldd`, or a shard's ``ldd_*``).
+        dep: ``(K,)`` the line-level sparse LDD's 1-based dependents (:func:`line_ldd`, or a shard's ``ldd_dep``).
+        head: ``(K,)`` its 1-based heads, 0 = root (``ldd_head``).
+        rel: ``(K,)`` its relation ids (``ldd_rel``).
+        prob: ``(K,)`` its probabilities (``ldd_prob``).
         word_index: ``(T,)`` 0-based word of each piece.
         labels: the L relations wanted (names or ids), one matrix each.
         root: ``"self"`` (root probability on the dependent word's own pieces) or ``"drop"``.

@@ -43,11 +43,14 @@ class LineFeatures:
         deprel: ``(W,) uint8`` ids in :data:`~synprep.types.DEPRELS`.
         upos: ``(W,) uint8`` ids in :data:`~synprep.types.UPOS_TAGS`.
         sent_start: ``(S,) U`` 0-based first word of each sentence.
-        gaps_cnf, gaps_nary: ``(T-1,) int16`` piece-level gaps (1 inside a word, d+1 between
+        gaps_cnf: ``(T-1,) int16`` piece-level gaps (1 inside a word, d+1 between
             words, 999 between sentences; no ``</s>`` gap).
-        ldd_dep: ``(K,) U`` 1-based line-level dependent. ldd_head: ``(K,) U`` 1-based line-level
-            head, 0 = root. ldd_rel: ``(K,) uint8``. ldd_prob: ``(K,) float32`` (the
-            PairRecord dtype; shards store float16).
+        gaps_nary: ``(T-1,) int16`` piece-level gaps (1 inside a word, d+1 between
+            words, 999 between sentences; no ``</s>`` gap).
+        ldd_dep: ``(K,) U`` 1-based line-level dependent.
+        ldd_head: ``(K,) U`` 1-based line-level head, 0 = root.
+        ldd_rel: ``(K,) uint8``.
+        ldd_prob: ``(K,) float32`` (the PairRecord dtype; shards store float16).
     """
 
     word_index: np.ndarray

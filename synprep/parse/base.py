@@ -51,11 +51,13 @@ def plugin_option(default: Any, *, help: str, spec: str | None = None, alias: st
     :class:`ParserSpec` (:meth:`ParserSpec.backend_options`).
 
     Args:
-        default: the value when the option is not given. help: the option's help text.
+        default: the value when the option is not given.
+        help: the option's help text.
         spec: the :class:`ParserSpec` field that carries the value (the built-in backends' options,
             recorded as they always were); None: carried in ``ParserSpec.plugin_options``.
         alias: an older spelling of the option that keeps working (``--timeout``).
-        type: the click type (default: from ``default``). metavar: the help's placeholder.
+        type: the click type (default: from ``default``).
+        metavar: the help's placeholder.
     """
     return field(default=default, metadata={"help": help, "spec": spec, "alias": alias, "type": type,
                                             "metavar": metavar})
@@ -131,7 +133,8 @@ class ParserSpec:
     lang: str = "en"
     dir: str | None = backend_option(None, "--stanza-dir", runtime=True)
     package: str | None = backend_option(None, "--stanza-package")
-    # the device kind is part of the parse (GPU and CPU floats differ): recorded when not cpu, as before it was
+    # the device kind is part of the parse (GPU and CPU floats differ): recorded when not cpu, so a CPU
+    # identity keeps the form earlier versions wrote
     device: str = field(default="cpu", metadata={"omit_default": True})
     constituency: bool = True
     max_words: int = DEFAULT_MAX_WORDS
@@ -193,15 +196,17 @@ class ParserBackend(ABC):
     Register a subclass in :data:`synprep.parse.registry.PARSER_BACKENDS`.
 
     Attributes:
-        name: the registry name. has_scores: True when :meth:`parse` fills ``ldd`` from the parser's
-            arc scores; False: ``ldd`` is None and the features use one-hot rows (SPEC.md §4).
-        options: the backend-specific :class:`ParserSpec` fields it reads (:func:`backend_option`:
-            each names its command-line option; the others must keep their defaults, and their
-            options are refused; derived from :attr:`Options` when not set). devices: the devices it
-            can run on. Options: the backend's command-line options, a dataclass of
-            :func:`plugin_option` fields (``--NAME-FIELD`` on every command that takes ``--parser``);
-            the backend reads them with ``spec.backend_options()``. A new backend with options is
-            one module and one line in :data:`synprep.parse.registry.PARSER_BACKENDS`.
+        name: the registry name.
+        has_scores: True when :meth:`parse` fills ``ldd`` from the parser's arc scores; False: ``ldd`` is None
+            and the features use one-hot rows (SPEC.md §4).
+        options: the backend-specific :class:`ParserSpec` fields it reads (:func:`backend_option`: each names
+            its command-line option; the others must keep their defaults, and their options are refused;
+            derived from :attr:`Options` when not set).
+        devices: the devices it can run on.
+        Options: the backend's command-line options, a dataclass of :func:`plugin_option` fields
+            (``--NAME-FIELD`` on every command that takes ``--parser``); the backend reads them with
+            ``spec.backend_options()``. A new backend with options is one module and one line in
+            :data:`synprep.parse.registry.PARSER_BACKENDS`.
         has_trees: the backend can run a constituency model (spaCy: never; stanza: when the language's
             package has one, which its identity's ``processors`` name).
         libraries: the Python modules its parser imports when it loads (stanza: torch, stanza), which the
@@ -366,12 +371,14 @@ class ParseStats:
     """Counts of one :func:`~synprep.parse.run.parse_lines` run (filled in as lines are yielded).
 
     Attributes:
-        lines: lines yielded. sentences: sentences in successfully parsed lines.
+        lines: lines yielded.
+        sentences: sentences in successfully parsed lines.
         cache_hits: of those, the sentences found in the cache.
         repeats: of those, the sentences that repeat one parsed earlier in the same block (a
             sentence is parsed once per block, however often it occurs).
         parsed: unique sentences sent to the parser (failed lines' sentences included).
-        failed_lines: lines yielded with an error. reasons: error kind → count of lines.
+        failed_lines: lines yielded with an error.
+        reasons: error kind → count of lines.
 
     ``sentences == cache_hits + repeats + fresh`` (:attr:`fresh`).
     """

@@ -27,13 +27,15 @@ class Throughput:
     """What this process's :func:`parse_block` calls delivered, for the command's closing line.
 
     Attributes:
-        sentences, words: of the successfully parsed lines (cache hits included).
+        sentences: sentences of the successfully parsed lines (cache hits included).
+        words: words of the successfully parsed lines (cache hits included).
         cached: of those sentences, the ones read from the cache.
         seconds: wall time spent in :func:`parse_block` (the parse stage only).
         device: the device kind of the latest block (``cpu`` / ``cuda``).
-        forward_seconds, decode_seconds: time in the two stages of a parse (the models' forward;
-            trees, relations and LDD), summed over the processes that ran them (0 for a backend
-            without the split); with the stages pipelined they overlap in wall time.
+        forward_seconds: time in the parse's first stage (the models' forward), summed over the processes
+            that ran it (0 for a backend without the split); pipelined, it overlaps the decode in wall time.
+        decode_seconds: time in the second stage (trees, relations and LDD), summed over the processes that
+            ran it (0 for a backend without the split); pipelined, it overlaps the forward in wall time.
         decode_jobs: the decode stage's worker processes when pipelined (0: decoded where the forward ran).
     """
 

@@ -383,8 +383,9 @@ def read_numbered(path: PathLike, n_lines: int | None = None, words: str = "surf
     Every source line needs a block.
 
     Args:
-        path: the CoNLL-U file. n_lines: the source's line count, when known: exactly that many
-            lines must be parsed. words: as :func:`read_conllu`.
+        path: the CoNLL-U file.
+        n_lines: the source's line count, when known: exactly that many lines must be parsed.
+        words: as :func:`read_conllu`.
 
     Raises:
         InputError: a line without a parse (a gap in the numbering), fewer or more parsed lines

@@ -165,8 +165,10 @@ def evaluate_parser(
     """Parse the gold file's words (or text) with ``spec`` and score the result (see the module docstring).
 
     Args:
-        spec: the parser. gold: a gold CoNLL-U file.
-        jobs, cache: as in :func:`synprep.parse.parse_lines`.
+        spec: the parser.
+        gold: a gold CoNLL-U file.
+        jobs: as in :func:`synprep.parse.parse_lines`.
+        cache: as in :func:`synprep.parse.parse_lines`.
         system_out: also keep the system CoNLL-U file here.
         tokenize: ``"gold"`` (the gold words) or ``"parser"`` (the parser's tokenizer on ``# text``).
         limit: score only the first ``limit`` sentences (a shorter gold file is written beside the system file).
@@ -175,8 +177,8 @@ def evaluate_parser(
         ``{"UAS", "LAS", "UPOS", "Words", "gold_words", "sentences", "failed"}``.
 
     Raises:
-        ConfigError: an unknown ``tokenize``, or a parser without a tokenizer. InputError: see
-        :func:`evaluate_conllu`, :func:`gold_texts`.
+        ConfigError: an unknown ``tokenize``, or a parser without a tokenizer.
+        InputError: see :func:`evaluate_conllu`, :func:`gold_texts`.
     """
     from synprep.errors import ConfigError
     from synprep.parse.run import parse_lines

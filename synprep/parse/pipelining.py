@@ -1,7 +1,7 @@
 """When a parse runs its two stages apart, and with how many forward processes (docs/parse.md, "Forward and decode").
 
 Read by :func:`synprep.parse.run.parse_block`: :func:`pipelined` (off unless asked: ``$SYNPREP_PARSE_PIPELINE=1``;
-on an H100 it was slower than unpipelined GPU workers, docs/parse.md "GPU figures"), :func:`forward_workers` (one per visible GPU; ``$SYNPREP_PARSE_FORWARD_WORKERS``),
+on an H100 it is slower than unpipelined GPU workers: benchmarks/gpu_suite.py, figure ``parse_workers``), :func:`forward_workers` (one per visible GPU; ``$SYNPREP_PARSE_FORWARD_WORKERS``),
 :func:`gpu_parse_jobs` (unpipelined GPU workers: at most 8 per visible GPU; ``$SYNPREP_GPU_WORKERS_PER_DEVICE``).
 :class:`ParseAhead`: ``annotate`` parses the next shard's block while it writes the current one (when
 pipelined). None of them changes the output: every mode gives the same bytes.
@@ -79,7 +79,7 @@ def pipelined(spec: ParserSpec, backend: str, scheduler: str | None, pipeline: b
     """Whether :func:`~synprep.parse.run.parse_block` runs the two stages apart (forward here or in GPU workers, decode in a pool).
 
     ``pipeline`` when given; else ``$SYNPREP_PARSE_PIPELINE`` (``1``/``0``) when set; else off. Measured on one
-    H100 with 16 cores (IWSLT14 test.de, docs/parse.md "GPU figures"): stanza's forward is host-bound (12 % mean
+    H100 with 16 cores (IWSLT14 test.de, benchmarks/gpu_suite.py, figures ``parse_workers`` and ``annotate``): stanza's forward is host-bound (12 % mean
     GPU utilization), so one forward process feeding 16 decode processes parsed no faster than one unpipelined
     GPU worker (295 against 305 sentences/s), and ``annotate -j 16`` took 44-55 s pipelined against 35 s
     unpipelined (16 workers sharing the GPU). A dask backend is never pipelined (its workers parse whole batches).

@@ -335,7 +335,8 @@ def parse_block(word_lines: list[list[str]], spec: ParserSpec, **kwargs: Any) ->
         One :class:`ParsedLine` per input line (``line = first_line + index``).
 
     Raises:
-        InputError: trees that do not match the words. ConfigError: missing models.
+        InputError: trees that do not match the words.
+        ConfigError: missing models.
     """
     return list(parse_block_stream(word_lines, spec, **kwargs))
 
@@ -380,13 +381,24 @@ def parse_block_stream(
         pipeline: run the forward and decode stages apart (:func:`pipelined`; None: only with
             ``$SYNPREP_PARSE_PIPELINE=1``).
             The output is the same bytes either way.
-        others: as :func:`parse_lines`.
+        spec: as :func:`parse_lines`.
+        cache: as :func:`parse_lines`.
+        jobs: as :func:`parse_lines`.
+        backend: as :func:`parse_lines`.
+        scheduler: as :func:`parse_lines`.
+        ssplit: as :func:`parse_lines`.
+        trees: as :func:`parse_lines`.
+        trees_name: as :func:`parse_lines`.
+        first_line: as :func:`parse_lines`.
+        identity: as :func:`parse_lines`.
+        stats: as :func:`parse_lines`.
 
     Yields:
         One :class:`ParsedLine` per input line (``line = first_line + index``).
 
     Raises:
-        InputError: trees that do not match the words (before the first line). ConfigError: missing models.
+        InputError: trees that do not match the words (before the first line).
+        ConfigError: missing models.
     """
     started = time.perf_counter()
     spec, identity = _run_spec(spec, trees is not None, identity, cache)
@@ -492,7 +504,8 @@ def parse_lines(
         spec: the parser (:class:`ParserSpec`); with ``trees`` its constituency model is not run.
         cache: a :class:`ParseCache`, or None to parse everything.
         jobs: worker processes (``device="cuda"``: each takes one visible GPU).
-        backend, scheduler: see :func:`synprep.parallel.parallel_map`.
+        backend: see :func:`synprep.parallel.parallel_map`.
+        scheduler: see :func:`synprep.parallel.parallel_map`.
         ssplit: split lines into sentences on sentence-final punctuation (SPEC.md §1); False
             treats each line as one sentence. Ignored when ``trees`` are given.
         trees: per line, the user's normalized trees (``[]`` for an empty line); each tree is one

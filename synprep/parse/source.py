@@ -62,7 +62,8 @@ class ParseSource:
         """The source-side inputs this source reads are given and exist (checked before anything is written).
 
         Raises:
-            ConfigError: a needed option is missing. InputError: a missing file.
+            ConfigError: a needed option is missing.
+            InputError: a missing file.
         """
         raise NotImplementedError
 
@@ -96,7 +97,8 @@ class ParseSource:
 
 
 class RunParser(ParseSource):
-    """Run stanza or CoreNLP (:class:`synprep.parse.base.ParserSpec`) on the items' words."""
+    """Run the parser backend that the :class:`~synprep.parse.base.ParserSpec` names (any entry of
+    :data:`synprep.parse.registry.PARSER_BACKENDS`: stanza, spaCy, CoreNLP, a plugin) on the items' words."""
 
     runs_parser = True
 
@@ -111,7 +113,7 @@ class RunParser(ParseSource):
         spec = dataclasses.asdict(self.opts.spec)
         for f in dataclasses.fields(self.opts.spec):  # the field says (synprep.parse.base.backend_option)
             if f.metadata.get("runtime") or (f.metadata.get("omit_default") and spec[f.name] == f.default):
-                del spec[f.name]  # never changes the output / newer field, absent when unset as before it existed
+                del spec[f.name]  # never changes the output / newer field, absent when unset as in earlier versions' folders
         out: dict[str, Any] = {"name": self.opts.parser, "ssplit": self.opts.ssplit, **spec}
         if not backend_class(self.opts.parser).has_scores:  # no arc scores: the LDD features are one-hot rows
             out["ldd"] = "one-hot"

@@ -117,7 +117,8 @@ def decode_batch(scores, sentlens: list[int], vocab, relations: list[str], resol
     Args:
         scores: the model's ``preds``: ``[0]`` head log-probs ``(B, L, L)``, ``[1]`` argmax label ids
             ``(B, L, L)`` (vocabulary ids), ``[2]`` label log-probs ``(B, L, L, R)``.
-        sentlens: ``(B,)`` words + 1 per sentence. vocab: the deprel vocabulary.
+        sentlens: ``(B,)`` words + 1 per sentence.
+        vocab: the deprel vocabulary.
         relations: ``(R,)`` the relation names of the label columns.
 
     Returns:
@@ -168,7 +169,8 @@ class SentenceScores:
     """What the forward stage hands the decode stage for one sentence (picklable, compact).
 
     Attributes:
-        words, upos: ``(n,)`` the words as given and stanza's UPOS tags.
+        words: ``(n,)`` the words as given.
+        upos: ``(n,)`` stanza's UPOS tags.
         tree: the constituency tree (leaves == words) or None.
         head_logp: ``(n+1, n+1)`` float32, stanza's head log-probabilities (row = dependent,
             column = head, 0 = ROOT), cut out of the padded batch the model ran on (values unchanged).
@@ -190,9 +192,11 @@ class DecodeContext:
     """Everything the decode stage needs besides the scores (one per loaded parser, picklable).
 
     Attributes:
-        vocab: stanza's deprel vocabulary. relations: ``(R,)`` the names of the label columns.
-        resolve: the depparse config's ``resolve_head_constraints``. reverse: the model reads sentences
-            reversed (``trainer.args["reversed"]``). threshold: the LDD threshold (``spec.ldd_threshold``).
+        vocab: stanza's deprel vocabulary.
+        relations: ``(R,)`` the names of the label columns.
+        resolve: the depparse config's ``resolve_head_constraints``.
+        reverse: the model reads sentences reversed (``trainer.args["reversed"]``).
+        threshold: the LDD threshold (``spec.ldd_threshold``).
     """
 
     vocab: Any

@@ -33,8 +33,8 @@ def pos_stage(pos: Any, doc: Any) -> None:
     (tests/test_parse_mst.py compares UPOS/XPOS/features with stanza's Pipeline).
 
     Args:
-        pos: the pipeline's POS processor (``nlp.processors["pos"]``). doc: a tokenized stanza
-            Document; its words get UPOS, XPOS and FEATS.
+        pos: the pipeline's POS processor (``nlp.processors["pos"]``).
+        doc: a tokenized stanza Document; its words get UPOS, XPOS and FEATS.
     """
     import torch
     from stanza.models.common import doc as sdoc
@@ -78,7 +78,8 @@ def depparse_batches(dp: Any, doc: Any) -> tuple[Any, Any]:
     nothing is decoded here.
 
     Args:
-        dp: the pipeline's depparse processor. doc: a stanza Document with POS tags.
+        dp: the pipeline's depparse processor.
+        doc: a stanza Document with POS tags.
 
     Returns:
         ``(loader, batches)``: stanza's DataLoader (its ``data_orig_idx`` restores document order) and
@@ -136,7 +137,8 @@ def depparse_scores(dp: Any, doc: Any, with_labels: bool) -> list[tuple[np.ndarr
     """Each sentence's depparse score arrays, in document order, cut to its own ``n+1`` nodes.
 
     Args:
-        dp: the depparse processor. doc: a stanza Document with POS tags.
+        dp: the depparse processor.
+        doc: a stanza Document with POS tags.
         with_labels: keep the model's argmax label ids (needed unless ``resolve_head_constraints``).
 
     Returns:
@@ -152,7 +154,9 @@ class WordsForward:
     """:func:`forward_words`' result for S sentences of N words in all.
 
     Attributes:
-        upos, xpos, feats: ``(N,)`` object arrays of the POS labels (stanza's strings), flat in order.
+        upos: ``(N,)`` object arrays of the POS labels (stanza's strings), flat in order.
+        xpos: ``(N,)`` object arrays of the POS labels (stanza's strings), flat in order.
+        feats: ``(N,)`` object arrays of the POS labels (stanza's strings), flat in order.
         starts: ``(S+1,)`` the sentences' word offsets in those arrays.
         scores: per sentence, :func:`depparse_scores`' arrays.
     """
@@ -209,9 +213,11 @@ def forward_words(pos: Any, dp: Any, builder: InputBuilder, sentences: list[list
     Document stanza builds from these words (tests/test_stanza_inputs.py), so the same floats.
 
     Args:
-        pos, dp: the pipeline's POS and depparse processors (a pair
+        pos: the pipeline's POS processor.
+        dp: its depparse processor (with ``pos``, a pair
             :func:`~synprep.parse.stanza_inputs.unsupported_reason` accepts).
-        builder: their :class:`InputBuilder`. sentences: non-empty word lists.
+        builder: their :class:`InputBuilder`.
+        sentences: non-empty word lists.
         with_labels: see :func:`depparse_scores`.
 
     Returns:

@@ -37,7 +37,8 @@ def unsupported_reason(pos: Any, dp: Any) -> str | None:
     """Why the fast inputs cannot stand in for stanza's loaders for these processors (None: they can).
 
     Args:
-        pos: the pipeline's POS processor. dp: its depparse processor.
+        pos: the pipeline's POS processor.
+        dp: its depparse processor.
 
     Returns:
         a short reason (logged by the caller) or None.
@@ -106,8 +107,9 @@ class InputBuilder:
     """Builds stanza 1.15's POS and depparse batches from word lists, with per-word caches.
 
     Args:
-        pos: the pipeline's POS processor. dp: its depparse processor (see :func:`unsupported_reason`;
-            call it first: the builder assumes a supported pair).
+        pos: the pipeline's POS processor.
+        dp: its depparse processor (see :func:`unsupported_reason`; call it first: the builder assumes a
+            supported pair).
     """
 
     def __init__(self, pos: Any, dp: Any):
@@ -214,7 +216,8 @@ class InputBuilder:
         """POS output ids of one column -> (labels, depparse ids), each distinct id (tuple) mapped once.
 
         Args:
-            column: ``upos``, ``xpos`` or ``feats``. ids: ``(M,)`` or ``(M, K)`` POS argmax ids of M words.
+            column: ``upos``, ``xpos`` or ``feats``.
+            ids: ``(M,)`` or ``(M, K)`` POS argmax ids of M words.
 
         Returns:
             the M labels (an object array of ``vocab.id2unit`` strings, as stanza's POS trainer gives them) and ``(M,)`` or
@@ -243,8 +246,11 @@ class InputBuilder:
         """stanza's depparse ``DataLoader(doc, ..., evaluation=True)`` batches for a tagged document.
 
         Args:
-            t: the document's table. upos, xpos, feats: ``(N,)``, ``(N,)`` or ``(N, K)``, ``(N, K)``
-                depparse-vocabulary ids of each word's predicted tags (:meth:`dp_tags`), flat document order.
+            t: the document's table.
+            upos: ``(N,)`` depparse-vocabulary ids of each word's predicted UPOS (:meth:`dp_tags`), flat
+                document order.
+            xpos: ``(N,)`` or ``(N, K)``, the same for XPOS.
+            feats: ``(N, K)``, the same for the features.
 
         Returns:
             ``(data_orig_idx, batches)``: stanza's ``data_orig_idx`` (None when not sorted) and an iterator

@@ -75,7 +75,8 @@ class StanzaResources:
     """Where a spec's models are, resolved the way ``stanza.Pipeline`` resolves them.
 
     Attributes:
-        dir: the resource directory. lang: the language code after stanza's aliasing.
+        dir: the resource directory.
+        lang: the language code after stanza's aliasing.
         package: the package name asked for (``default`` when none was).
         processors: the processors to load, in pipeline order.
         files: ``(config key, path)`` of every model file those processors read.

@@ -130,7 +130,7 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
         return
     # the modules this thread shares with the command's own work, imported here first: two threads importing
     # joblib and its loky at once deadlocked (Python's _DeadlockError; `pipeline`'s text stage imports
-    # sacremoses, hence joblib, while the warm-up imported loky: a CI run of 2026-11-27); and the modules loky
+    # sacremoses, hence joblib, while the warm-up imported loky); and the modules loky
     # imports when it first starts a process, which the warm-up's two threads (the parse workers, the records'
     # pool) would otherwise import at once
     import contextlib

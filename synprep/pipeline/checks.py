@@ -151,13 +151,13 @@ def check_pipeline_inputs(src: str | None, tgt: str, out: Path, split: str, text
 
     Raises:
         InputError: a missing or piped input, sides of different lengths, tokenized input without
-            ``--tokenized``, a side in another language. ConfigError: options without effect, a later
-            split without the train split's codes or subword model.
+            ``--tokenized``, a side in another language.
+        ConfigError: options without effect, a later split without the train split's codes or subword model.
     """
     from synprep.pipeline.folder import _refuse_overwritten_same_language
     from synprep.textio import count_lines, refuse_pipes
 
-    refuse_pipes("pipeline", src, tgt, conllu, trees)  # a <(...) input reads once (issue 21 item 11)
+    refuse_pipes("pipeline", src, tgt, conllu, trees)  # a <(...) input reads once
     if not os.path.exists(tgt):
         raise InputError("no such file", tgt)
     check_language_codes(src_lang, tgt_lang)
@@ -203,12 +203,13 @@ def check_annotate_inputs(src: str, tgt: str, out: Path, source: Any, *, src_lan
 
     Raises:
         InputError: a missing or piped input, line counts that differ (both named), a side in another
-            language. ConfigError: ``--parse-src`` with imported parses.
+            language.
+        ConfigError: ``--parse-src`` with imported parses.
     """
     from synprep.pipeline.folder import check_output_folder
     from synprep.textio import count_lines, refuse_pipes
 
-    refuse_pipes("annotate", src, tgt, conllu, trees)  # a <(...) input reads once (issue 21 item 11)
+    refuse_pipes("annotate", src, tgt, conllu, trees)  # a <(...) input reads once
     source.check_inputs(src, conllu)  # before anything is written into OUT
     if not os.path.exists(tgt):
         raise InputError("no such file", tgt)

@@ -73,16 +73,20 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
     Args:
         config: every setting that determines the folder (its ``mode`` is set to ``annotate``; the
             text stage's fields are not read, and recorded at their defaults).
-        runtime: where the work runs. conllu, trees, parse_src: the split's other inputs.
+        runtime: where the work runs.
+        conllu: the split's other inputs.
+        trees: the split's other inputs.
+        parse_src: the split's other inputs.
         part: make only this part's shards, as :func:`~synprep.pipeline.run_pipeline`.
         prepare_only: stop after the whole-split steps (here the vocabulary and the split's manifest entry).
         merge_parts: add the finished parts' records to the manifest, then finish the split.
 
 
     Raises:
-        InputError: bad input, line counts that differ (both named), a parse that does not match, a
-            side in another language; ConfigError: bad options. Nothing is written into ``out`` then. A part
-            or merge before ``--prepare-only``, a merge with a part that has not finished: ConfigError.
+        InputError: bad input, line counts that differ (both named), a parse that does not match, a side in
+            another language.
+        ConfigError: bad options. Nothing is written into ``out`` then. A part or merge before
+            ``--prepare-only``, a merge with a part that has not finished: ConfigError.
     """
     out, runtime, config = Path(out), runtime or Runtime(), config.replace(mode="annotate")
     if part is not None or merge_parts:

@@ -78,8 +78,9 @@ def trees_for(path: str, lines: Iterable[int], n_lines: int) -> Iterator[list[An
     """The user's trees (``--trees``: one line of bracketed tree(s) per input line) of the kept lines.
 
     Args:
-        path: the trees file. lines: the kept lines' 1-based numbers, increasing. n_lines: the
-            input's line count, which the trees file must have too.
+        path: the trees file.
+        lines: the kept lines' 1-based numbers, increasing.
+        n_lines: the input's line count, which the trees file must have too.
 
     Raises:
         InputError: a malformed tree (named by file and line), or a trees file of another length.
@@ -195,7 +196,8 @@ def open_split(out: Path, split: str, config: Any, inputs: dict[str, str | None]
     Args:
         config: the run's :class:`~synprep.config.DataConfig` as the folder records it
             (:func:`synprep.pipeline.views.recorded`).
-        inputs: the split's input files by role. made: the files a run of the split writes.
+        inputs: the split's input files by role.
+        made: the files a run of the split writes.
         part: ``--part I/N`` (:class:`synprep.pipeline.parts.Part`, of a prepared split): the part's own lock
             instead of the split's, no folder lock (both files exist: they are only read), and only the part's
             own stale temporary files removed (another part's, on another machine, may be live there).
@@ -240,8 +242,12 @@ def split_manifest(out: Path, split: str, shared: dict[str, Any], v: Vocab, opts
     keeps its signature), with the split's input line count; and the signature its shards carry.
 
     Args:
-        tok: the signature's ``tok:``; old_tok: the one earlier versions wrote (default ``tok``).
-        lowercase, codes_sha, sub, words: the rest of the signature (:func:`_signature`).
+        tok: the signature's ``tok:``.
+        old_tok: the one earlier versions wrote (default ``tok``).
+        lowercase: the rest of the signature (:func:`_signature`).
+        codes_sha: the rest of the signature (:func:`_signature`).
+        sub: the rest of the signature (:func:`_signature`).
+        words: the rest of the signature (:func:`_signature`).
     """
     old_tok = old_tok or tok
     sig = _signature(tok, lowercase, codes_sha, opts, sub=sub, words=words)

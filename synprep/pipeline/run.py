@@ -63,16 +63,19 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
     """Raw parallel text of one split → shards in ``out`` (module docstring of :mod:`synprep.pipeline`).
 
     Args:
-        src, tgt: raw (untokenized) source and target files of the split. With ``config.parse.parser ==
-            "conllu"`` the source tokens are the CoNLL-U surface tokens of ``conllu`` and ``src``
-            may be None (when given, its line count must match).
+        src: the split's raw (untokenized) source file. With ``--parser conllu`` (``config.parse.parser``)
+            the source tokens are the CoNLL-U surface tokens of ``conllu`` and ``src`` may be None (when
+            given, its line count must match).
+        tgt: the split's raw (untokenized) target file.
         out: the output folder, shared by every split of a corpus.
         config: every setting that determines the folder (its ``mode`` is set to ``pipeline``); a
             folder made with another is refused, naming each field that differs.
         split: the split's name; the train split learns the BPE codes and the vocabulary.
-        clean: clean this split (None: the train split only). codes: BPE codes to apply instead of
-            learning them. vocab: a fairseq dict to use. conllu: the parses to import (``--parser
-            conllu``). trees: the user's bracketed trees (``--trees``).
+        clean: clean this split (None: the train split only).
+        codes: BPE codes to apply instead of learning them.
+        vocab: a fairseq dict to use.
+        conllu: the parses to import (``--parser conllu``).
+        trees: the user's bracketed trees (``--trees``).
         subword_model: the model of a scheme that reads raw text (``--spm-model``, ``--hf-tokenizer``)
             instead of learning one (docs/subwords.md).
         runtime: where the work runs (workers, parse cache, the parser's runtime options).
@@ -89,9 +92,9 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
         The folder's manifest after the split was added.
 
     Raises:
-        InputError: bad input (named with file and line); ConfigError: bad options, or a folder
-            made with another configuration; a part or merge before ``--prepare-only``, a merge with a part
-            that has not finished (named, with its command).
+        InputError: bad input (named with file and line).
+        ConfigError: bad options, or a folder made with another configuration; a part or merge before
+            ``--prepare-only``, a merge with a part that has not finished (named, with its command).
     """
     from synprep.subword import scheme_class
 
@@ -192,7 +195,7 @@ def _annotate(out: Path, split: str, items: Iterator[Item], v: Vocab, manifest: 
                        src_lang=config.src_lang, tgt_lang=config.tgt_lang, signature=sig, config=attrs,
                        ldd_threshold=config.parse.ldd_threshold, shard_size=config.shards.shard_size, source_name=source_name,
                        subword=subword, **annotate_hooks(out, split, part))
-    except TreeLeavesError as e:  # issue 16 item 9: the trees' words are a treebank's tokenization, not sacremoses'
+    except TreeLeavesError as e:  # the trees' words are a treebank's tokenization, not sacremoses'
         if text.tokenized or text.tokenizer != "moses":
             raise
         raise InputError(f"{e.reason} (synprep tokenized --src with sacremoses; give text tokenized like the "

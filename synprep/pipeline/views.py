@@ -67,7 +67,9 @@ class TextOptions:
         fairseq_compat: the old perl tokenizer's final-period rule (``synprep tokenize --fairseq-compat``).
         clean: clean this split (None: the train split only, as fairseq's recipes do; other splits
             only lose pairs with an empty side). The one setting given per split.
-        ratio, min_len, max_len: clean-corpus-n.perl bounds.
+        ratio: clean-corpus-n.perl bounds.
+        min_len: clean-corpus-n.perl bounds.
+        max_len: clean-corpus-n.perl bounds.
         merges: BPE merge operations when the codes are learned (``--subword bpe``).
         subword: the subword scheme (:data:`synprep.subword.SCHEMES`): ``bpe`` segments the
             tokenized text; ``spm``/``hf`` segment the raw text and align by character offsets.
@@ -144,7 +146,8 @@ def guard(config: DataConfig, parse: ParseOptions, *, tok: str | None = None, sc
 
     Args:
         tok: ``synprep pipeline``: the tokenizer's signature name (``sacremoses-0.2.0``, ``given``).
-        scheme: ``synprep pipeline``: the subword scheme class. parse_src: ``annotate --parse-src``.
+        scheme: ``synprep pipeline``: the subword scheme class.
+        parse_src: ``annotate --parse-src``.
     """
     shared: dict[str, Any] = {"mode": config.mode, "src_lang": config.src_lang, "tgt_lang": config.tgt_lang}
     if config.mode == "pipeline":

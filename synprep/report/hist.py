@@ -17,8 +17,11 @@ class IntHist:
     """Counts of non-negative integers, exact below ``cap``, the rest in one overflow bin.
 
     Attributes:
-        cap: first value counted in the overflow bin. counts: ``(cap + 1,) int64``.
-        n, total, max: how many values, their sum, the largest (exact, overflow included).
+        cap: first value counted in the overflow bin.
+        counts: ``(cap + 1,) int64``.
+        n: how many values (overflow included).
+        total: their exact sum (overflow included).
+        max: the largest value (exact, overflow included).
     """
 
     def __init__(self, cap: int):
@@ -65,7 +68,10 @@ class FloatHist:
     """Counts of floats in ``bins`` equal bins over ``[lo, hi]`` (out-of-range values clipped in).
 
     Attributes:
-        edges: ``(bins + 1,)`` float64. counts: ``(bins,) int64``. n, total: count and exact sum.
+        edges: ``(bins + 1,)`` float64.
+        counts: ``(bins,) int64``.
+        n: how many values.
+        total: their exact sum.
     """
 
     def __init__(self, lo: float, hi: float, bins: int):

@@ -288,7 +288,9 @@ def split_stats(folder: str | os.PathLike, split: str, manifest: Manifest, symbo
     """Every number of one split (see :class:`SplitStats`) plus its manifest entry's counts.
 
     Args:
-        folder: the output folder. split: the split's name. manifest: the folder's manifest.
+        folder: the output folder.
+        split: the split's name.
+        manifest: the folder's manifest.
         symbols: the vocabulary's symbols by id (``dict.txt`` order, specials first).
 
     Raises:

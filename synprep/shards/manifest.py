@@ -127,7 +127,8 @@ class Manifest:
     """The manifest of one output folder.
 
     Attributes:
-        signature: the signature line of the run. config: the full configuration (dict).
+        signature: the signature line of the run.
+        config: the full configuration (dict).
         vocab: ``{"path", "sha256", "size"}`` of the joint vocabulary, or None.
         splits: split name → :class:`SplitEntry`.
     """

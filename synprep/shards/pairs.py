@@ -56,7 +56,8 @@ def iter_pairs(folder: str | os.PathLike, split: str, *, fields: tuple[str, ...]
         shuffle: shuffle the shard order and the pairs within each shard (shard-local shuffling:
             every pair exactly once per pass, one shard in memory); the order is a function of
             ``(seed, epoch)`` only.
-        seed, epoch: the shuffle's seed; pass the epoch number for a new order every epoch.
+        seed: the shuffle's seed.
+        epoch: seeds the shuffle with ``seed``; pass the epoch number for a new order every epoch.
         worker: ``(i, n)``: this is worker ``i`` of ``n`` (0-based) and yields only the shards at
             positions ``i, i+n, …`` of the (shuffled) shard order; the ``n`` workers together yield
             every pair once. In a torch ``DataLoader`` pass
@@ -66,8 +67,9 @@ def iter_pairs(folder: str | os.PathLike, split: str, *, fields: tuple[str, ...]
         ``dict[str, int | np.ndarray]`` per pair.
 
     Raises:
-        InputError: no such folder, a missing shard (see :func:`split_files`); ShardFormatError: a
-            shard of an unknown format. ValueError: an unknown field name or a bad ``worker``.
+        InputError: no such folder, a missing shard (see :func:`split_files`).
+        ShardFormatError: a shard of an unknown format.
+        ValueError: an unknown field name or a bad ``worker``.
     """
     keys = _check_fields(fields)
     index, n_workers = worker

@@ -52,8 +52,8 @@ class ShardReader:
         offsets: axis → (N+1,) int64 CSR offsets.
 
     Raises:
-        ShardFormatError: unknown format or version. InputError: the file cannot be opened or is
-            not HDF5 (the message names the file).
+        ShardFormatError: unknown format or version.
+        InputError: the file cannot be opened or is not HDF5 (the message names the file).
     """
 
     def __init__(self, path: str | os.PathLike, *, cache: bool = True, map_dir: str | os.PathLike | None = None,
@@ -227,8 +227,8 @@ class ShardReader:
         shard written before they were stored (then rebuild them from the pieces).
 
         Raises:
-            IndexError: ``i`` outside [-N, N). InputError: a ``words`` dataset that does not hold one
-                word per entry of the ``word`` axis.
+            IndexError: ``i`` outside [-N, N).
+            InputError: a ``words`` dataset that does not hold one word per entry of the ``word`` axis.
         """
         n = len(self.lines)
         if not -n <= i < n:

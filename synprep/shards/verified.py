@@ -78,7 +78,7 @@ def verify_values(path: Path, sha256: str, *, vocab_size: int | None, after_line
     key = _values_key(path, st, sha256, vocab_size, after_line)
     if key in _VALUES_OK:
         return
-    from synprep.shards.check import check_shard  # here: check imports this module
+    from synprep.shards.check import check_shard  # here: only a values check needs check's modules
 
     violation, _, _ = check_shard(path, vocab_size=vocab_size, after_line=after_line, name=path.name)
     if violation is not None:
@@ -253,7 +253,8 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
     Args:
         folder: an output folder (``manifest.json``, ``SPLIT.NNNNN.h5``, ``dict.txt``).
         split: the split's name (``[A-Za-z0-9_-]+``).
-        cache, map_dir: see :class:`ShardReader`. With ``map_dir`` (and ``cache``) every shard is mapped
+        cache: see :class:`ShardReader`.
+        map_dir: see :class:`ShardReader`. With ``map_dir`` (and ``cache``) every shard is mapped
             before this returns, its maps written there first where absent (a large split's by the
             verification's worker processes, below), so that processes forked afterwards share them; maps
             found there are mapped only when they pass :mod:`synprep.shards.mapped`'s checks (with ``verify``,
@@ -275,9 +276,10 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
         The readers (an empty list when the split has no shards and the manifest does not list it).
 
     Raises:
-        ConfigError: an invalid split name. InputError: see :func:`split_files`; a missing or
-            malformed manifest (``verify``), a shard that differs from its entry (named);
-            ShardFormatError: a shard of an unknown format.
+        ConfigError: an invalid split name.
+        InputError: see :func:`split_files`; a missing or malformed manifest (``verify``), a shard that
+            differs from its entry (named).
+        ShardFormatError: a shard of an unknown format.
     """
     entry, files, manifest = split_entry(folder, split, verify=verify, manifest=manifest, complete=complete)
     if not verify:
@@ -341,8 +343,9 @@ def split_entry(folder: str | os.PathLike, split: str, *, verify: bool = True, m
     ``verify`` the manifest is not read: ``(None, files, None)``.
 
     Raises:
-        ConfigError: an invalid split name. InputError: see :func:`split_files`; a missing or malformed
-            manifest, shard files other than its list; an incomplete split (:func:`refuse_incomplete`).
+        ConfigError: an invalid split name.
+        InputError: see :func:`split_files`; a missing or malformed manifest, shard files other than its list;
+            an incomplete split (:func:`refuse_incomplete`).
     """
     from synprep.lock import check_split_name
 

@@ -66,7 +66,8 @@ class ShardInfo:
     Attributes:
         file: the shard's file name (no directory), e.g. ``train.00000.h5``.
         pairs: number of pairs N.
-        first_line, last_line: 1-based original line numbers of its first and last pair.
+        first_line: 1-based original line number of its first pair.
+        last_line: 1-based original line number of its last pair.
         sha256: hex sha256 of the file's bytes.
         bytes: file size in bytes.
     """
@@ -250,11 +251,11 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
         ShardInfo of the written file.
 
     Raises:
-        ValueError: no records, unknown/missing attributes, arrays of one axis with different
-            lengths, non-increasing line numbers, or a value that does not fit its dtype (the message
-            names the original line). ConfigError: the data would exceed
-            :data:`~synprep.constants.MAX_SHARD_BYTES` (too many pairs for one shard). Nothing is left
-            on disk when anything fails.
+        ValueError: no records, unknown/missing attributes, arrays of one axis with different lengths,
+            non-increasing line numbers, or a value that does not fit its dtype (the message names the
+            original line).
+        ConfigError: the data would exceed :data:`~synprep.constants.MAX_SHARD_BYTES` (too many pairs for one
+            shard). Nothing is left on disk when anything fails.
     """
     path = Path(path)
     buf = _Buffer()

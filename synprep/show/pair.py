@@ -23,16 +23,21 @@ class PairView:
     """One stored pair with everything needed to show it.
 
     Attributes:
-        folder, split: where it comes from. index: 0-based index in the split. shard: shard file
-            name. position: index within that shard.
+        folder: where it comes from.
+        split: where it comes from.
+        index: 0-based index in the split.
+        shard: shard file name.
+        position: index within that shard.
         record: the stored :class:`~synprep.types.PairRecord` (int64 arrays, float32 ``ldd_prob``).
         attrs: the shard's root attributes (``signature``, ``tree_source``, label lists, ...).
-        src, tgt: ``(T,)`` / ``(U,)`` decoded pieces (Moses-escaped, ``@@`` markers).
+        src: ``(T,)`` decoded source pieces (Moses-escaped, ``@@`` markers).
+        tgt: ``(U,)`` decoded target pieces (Moses-escaped, ``@@`` markers).
         words: ``(W,)`` the words the parser read, as the shard stores them (cased; docs/FORMAT.md
             ``words``), or for a shard without them the source words rebuilt from the pieces, Moses
             escapes undone.
         words_stored: whether ``words`` are the stored parser words.
-        deprels, upos: ``(W,)`` label names (the shard's own inventories).
+        deprels: ``(W,)`` label names (the shard's own inventories).
+        upos: ``(W,)`` label names (the shard's own inventories).
     """
 
     folder: Path

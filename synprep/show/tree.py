@@ -39,7 +39,8 @@ def gap_tree(dist: Sequence[int], lo: int = 0, hi: int | None = None) -> GapNode
 
     Args:
         dist: ``(n-1,)`` word-level n-ary distances of one sentence (``>= 1``).
-        lo, hi: the word span ``[lo, hi]`` (0-based, inclusive; default the whole sentence).
+        lo: the first word of the span ``[lo, hi]`` (0-based; default the sentence's first).
+        hi: the last word of the span, inclusive (0-based; default the sentence's last).
 
     Returns:
         a word index (0-based) for one word, else ``(height, children)``.

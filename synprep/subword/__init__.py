@@ -44,7 +44,8 @@ def load_scheme(name: str, model: str | os.PathLike) -> SubwordScheme:
     per process and file state (a worker loads a model once).
 
     Raises:
-        ConfigError: unknown scheme. InputError: the model file is missing or unreadable.
+        ConfigError: unknown scheme.
+        InputError: the model file is missing or unreadable.
     """
     path = os.path.abspath(model)
     try:

@@ -72,7 +72,8 @@ class SubwordScheme(ABC):
         atomically to ``out``.
 
         Raises:
-            ConfigError: this scheme cannot learn (give a model file). InputError: bad input.
+            ConfigError: this scheme cannot learn (give a model file).
+            InputError: bad input.
         """
         raise ConfigError(f"--subword {cls.name} cannot learn a model: give {cls.model_option}")
 
@@ -111,7 +112,8 @@ class SubwordScheme(ABC):
         Args:
             text: the line as the segmenter reads it (raw text; lowercased when the corpus is).
             words: ``(W,)`` the parser's words, spelt as in ``text``.
-            line, path: for error messages.
+            line: for error messages.
+            path: for error messages.
 
         Raises:
             InputError: a word is not in the line, a word gets no piece (names the line).

@@ -106,7 +106,8 @@ def locate_words(text: str, words: Sequence[str], *, line: int | None = None,
     Args:
         text: the line as the segmenter read it.
         words: ``(W,)`` the parser's words, spelt as in ``text`` (lowercased when ``text`` is).
-        line, path: for the error message.
+        line: for the error message.
+        path: for the error message.
 
     Returns:
         ``W`` spans, strictly increasing, non-empty.
@@ -157,7 +158,8 @@ def align_offsets(pieces: Sequence[str], spans: Sequence[tuple[int, int]], word_
         word_spans: ``(W,)`` the words' spans (:func:`locate_words`), W >= 1.
         text: the segmented line (for the surfaces given to ``split_piece``).
         split_piece: how the scheme names the parts of a split piece.
-        line, path: for error messages.
+        line: for error messages.
+        path: for error messages.
 
     Returns:
         :class:`AlignedLine` (T >= P pieces).

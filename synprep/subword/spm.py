@@ -60,9 +60,9 @@ class SpmScheme(SubwordScheme):
             threads: training threads; 1 (default) gives the same model on every machine.
 
         Raises:
-            ConfigError: a bad size or model type. InputError: a missing or non-UTF-8 file, no
-                text, or SentencePiece refusing the data (its message, e.g. a vocabulary size
-                larger than the text allows).
+            ConfigError: a bad size or model type.
+            InputError: a missing or non-UTF-8 file, no text, or SentencePiece refusing the data (its message,
+                e.g. a vocabulary size larger than the text allows).
         """
         import sentencepiece
 

@@ -47,8 +47,10 @@ class CleanResult:
 
     Attributes:
         line: 1-based line number of the pair in the input.
-        src, tgt: the normalized sides (what is written for a kept pair).
-        src_len, tgt_len: token counts of the normalized sides (0 for an empty side).
+        src: the normalized sides (what is written for a kept pair).
+        tgt: the normalized sides (what is written for a kept pair).
+        src_len: token counts of the normalized sides (0 for an empty side).
+        tgt_len: token counts of the normalized sides (0 for an empty side).
         reason: None when the pair is kept, else one of :data:`REASONS`.
     """
 
@@ -69,7 +71,9 @@ class CleanStats:
     """Counts over a cleaning run: ``input == kept + sum(dropped.values())``.
 
     Attributes:
-        input: pairs read. kept: pairs kept. dropped: reason → pairs dropped for it.
+        input: pairs read.
+        kept: pairs kept.
+        dropped: reason → pairs dropped for it.
     """
 
     input: int = 0
@@ -123,7 +127,8 @@ def clean_pairs(pairs: Iterable[tuple[str, str]], *, ratio: float = DEFAULTS.rat
     Args:
         pairs: (source line, target line) without line ends, in corpus order.
         ratio: maximum token-count ratio either way (perl ``-ratio``; fairseq uses 1.5).
-        min_len, max_len: inclusive token-count bounds for each side (fairseq: 1 and 175).
+        min_len: the smallest token count of each side, inclusive (fairseq: 1).
+        max_len: the largest token count of each side, inclusive (fairseq: 175).
         max_word_length: longest allowed token, in characters (perl ``-max-word-length``, 1000).
         factored: force the factored mode on/off; None detects it from the first pair, as the perl.
         names: (source file, target file) for error messages.

@@ -58,7 +58,9 @@ class MultiheadAttention(nn.Module):
     """Plain multi-head attention through SDPA, with an optional key/value cache for decoding.
 
     Args:
-        d_model: model width D. heads: H. dropout: attention dropout rate.
+        d_model: model width D.
+        heads: H.
+        dropout: attention dropout rate.
     """
 
     def __init__(self, d_model: int, heads: int, dropout: float = 0.0):
@@ -83,7 +85,8 @@ class MultiheadAttention(nn.Module):
         """Attend from ``query`` to ``memory`` (self-attention when None).
 
         Args:
-            query: (B, Tq, D). memory: (B, Tk, D) or None.
+            query: (B, Tq, D).
+            memory: (B, Tk, D) or None.
             bias: additive mask broadcastable to (B, H, Tq, Tk) (e.g. key padding), or None.
             causal: mask future keys (self-attention over a whole target prefix).
             cache: dict kept between incremental decoding steps; self-attention appends this step's
@@ -113,8 +116,9 @@ class MultiheadAttention(nn.Module):
         """One incremental decoding step of causal self-attention.
 
         Args:
-            x: (N, 1, D) this step's states. kv: the cache, (2, N', H, t, dh) keys and values of the
-                t earlier steps of the N' rows of the previous step (one tensor), or None (t = 0).
+            x: (N, 1, D) this step's states.
+            kv: the cache, (2, N', H, t, dh) keys and values of the t earlier steps of the N' rows of the
+                previous step (one tensor), or None (t = 0).
             order: (N,) long, the previous step's row that each row continues (a beam reorder, and
                 rows dropped), or None: the same N rows in order.
 
@@ -145,8 +149,9 @@ class MultiheadAttention(nn.Module):
         """One incremental decoding step of cross-attention, the ``g`` beams of a sentence at once.
 
         Args:
-            x: (A·g, 1, D), the g rows of a sentence adjacent. kv: (2, A, H, T, dh) the keys and
-                values of the A sentences' encoder output (:meth:`memory_kv`), computed once.
+            x: (A·g, 1, D), the g rows of a sentence adjacent.
+            kv: (2, A, H, T, dh) the keys and values of the A sentences' encoder output (:meth:`memory_kv`),
+                computed once.
             bias: (A, 1, 1, T) additive key padding mask, or None (no padding).
 
         Returns:
@@ -168,7 +173,9 @@ class SyntacticSelfAttention(MultiheadAttention):
     """Encoder self-attention whose heads mix syntactic and raw attention by a gate.
 
     Args:
-        d_model, heads, dropout: as :class:`MultiheadAttention` (dropout = attention dropout a).
+        d_model: as :class:`MultiheadAttention` (dropout = attention dropout a).
+        heads: as :class:`MultiheadAttention` (dropout = attention dropout a).
+        dropout: as :class:`MultiheadAttention` (dropout = attention dropout a).
         sources: per head a syntax source name (:data:`synprep.train.sources.SOURCES`) or None
             (plain head, G ≡ 0).
         gate_value: None for a learned gate (G passed to :meth:`forward`), else the constant G of
@@ -176,6 +183,9 @@ class SyntacticSelfAttention(MultiheadAttention):
         syntax_dropout: syntax ignoring rate p on A_syn (paper §4.5).
         modules: per source name, its trainable parameters of this layer
             (:meth:`~synprep.train.sources.base.SyntaxSource.layer_module`), if any.
+
+    Raises:
+        ValueError: ``sources`` does not have one entry per head.
     """
 
     def __init__(self, d_model: int, heads: int, dropout: float, sources: list[str | None],
@@ -195,7 +205,8 @@ class SyntacticSelfAttention(MultiheadAttention):
         """Gated syntactic self-attention.
 
         Args:
-            x: (B, T, D). bias: (B, 1, 1, T) key-padding bias (0 / -inf).
+            x: (B, T, D).
+            bias: (B, 1, 1, T) key-padding bias (0 / -inf).
             gate: (B, H) learned G in (0, 1) when ``gate_value`` is None.
             syntax: the batch's sources and their prepared inputs
                 (:meth:`synprep.train.model.Seq2Seq.syntax_inputs`).
@@ -231,7 +242,11 @@ def scaled_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, weights:
     """``softmax(s ⊙ W + pad) V`` with ``s = QKᵀ/√d`` (PASCAL / LDD heads, SPEC.md §4).
 
     Args:
-        q, k, v: (B, H, T, dh). weights: broadcastable to (B, H, T, T). pad_bias: (B, 1, 1, T) or None.
+        q: (B, H, T, dh).
+        k: (B, H, T, dh).
+        v: (B, H, T, dh).
+        weights: broadcastable to (B, H, T, T).
+        pad_bias: (B, 1, 1, T) or None.
 
     Returns:
         (B, H, T, dh).
@@ -264,19 +279,24 @@ def gated_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, sources: l
     """Per-head ``G·(A_syn V) + (1−G)·(A_raw V)`` (paper eq. 10–11; see the module docstring).
 
     Args:
-        q, k, v: (B, H, T, dh).
+        q: (B, H, T, dh).
+        k: (B, H, T, dh).
+        v: (B, H, T, dh).
         sources: per head a source name or None (plain head: raw only).
         impls: the source objects by name (default: :func:`default_sources`); each computes
             ``A_syn V`` of its heads in one call (:meth:`~synprep.train.sources.base.SyntaxSource.attend`).
         raw_heads: heads that need the raw call (default: every head unless ``gate_value == 1``
             makes a syntactic head purely syntactic).
-        gate: (B, H) G when ``gate_value`` is None. gate_value: constant G of syntactic heads.
+        gate: (B, H) G when ``gate_value`` is None.
+        gate_value: constant G of syntactic heads.
         pad_bias: (B, 1, 1, T) key padding (0 / -inf) or None.
         feats: each source's prepared inputs by name (e.g. ``"slr"`` (B, 1, T, T) bias).
-        attn_dropout: a. syntax_dropout: p (A_syn gets ``1 − (1−a)(1−p)``).
+        attn_dropout: a.
+        syntax_dropout: p (A_syn gets ``1 − (1−a)(1−p)``).
         training: the layer's mode (source-specific regularisers such as parent ignoring).
-        x: (B, T, D) the attention's input (SET's gate). modules: per source, this layer's
-            parameters. aux: list that auxiliary losses are appended to (LISA).
+        x: (B, T, D) the attention's input (SET's gate).
+        modules: per source, this layer's parameters.
+        aux: list that auxiliary losses are appended to (LISA).
 
     Returns:
         (B, H, T, dh) per-head outputs A V.
@@ -343,8 +363,13 @@ def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, gate:
     excluded.
 
     Args:
-        q, k, v: (B, H, T, dh). gate: (B, H). mask: (B, 1|H, T, T) probabilities M (SLR), or
-        weights: (B, 1|H, T, T) score multipliers. pad: (B, T) bool, True at padding.
+        q: (B, H, T, dh).
+        k: (B, H, T, dh).
+        v: (B, H, T, dh).
+        gate: (B, H).
+        mask: (B, 1|H, T, T) probabilities M (SLR); give it or ``weights``.
+        weights: (B, 1|H, T, T) score multipliers; give it or ``mask``.
+        pad: (B, T) bool, True at padding.
 
     Returns:
         (A V of shape (B, H, T, dh), A of shape (B, H, T, T)).

@@ -10,7 +10,7 @@ A checkpoint is one ``torch.save`` dict (written atomically: temp file + rename)
 
 It holds only tensors and plain Python data, so it is loaded with ``torch.load(weights_only=True)``:
 a pickle that names any other object (a crafted ``checkpoint_best.pt`` calling ``os.system``) is
-refused before anything runs (issue 10 item 4). :func:`validate_checkpoint` then checks the keys,
+refused before anything runs. :func:`validate_checkpoint` then checks the keys,
 the config (typed and size-bounded with its vocabulary: :func:`synprep.train.config.config_from_dict`,
 :func:`~synprep.train.config.check_model_size`), the vocabulary
 and every tensor's shape against the model that config describes — built on the ``meta`` device,
@@ -19,7 +19,7 @@ which allocates nothing — before a real model is built.
 ``checkpoint{EPOCH}.pt`` (1-based epoch) are the per-epoch copies kept with ``keep_last_epochs``;
 :func:`average_checkpoints` averages them like fairseq's ``scripts/average_checkpoints.py``.
 
-Writing without stalling the training (issue 18 item 2, ``async_checkpoint``): :func:`snapshot`
+Writing without stalling the training (``async_checkpoint``): :func:`snapshot`
 copies the payload's tensors to host memory (pinned, non-blocking copies and one synchronisation
 on CUDA), and a :class:`CheckpointWriter` runs :func:`write_checkpoints` (serialisation, fsync,
 rename) in one background thread, one write at a time; the files it leaves are the same files,
@@ -177,9 +177,10 @@ def snapshot(obj: Any, buffers: dict[Any, torch.Tensor] | None = None) -> Any:
     to pinned memory without blocking, then the device's current stream is synchronised once.
 
     Args:
-        obj: the payload. buffers: host buffers of the previous snapshot, keyed by source storage,
-            reused where the size fits and replaced by this snapshot's (the caller must not
-            reuse them while that snapshot is still being written).
+        obj: the payload.
+        buffers: host buffers of the previous snapshot, keyed by source storage, reused where the size fits
+            and replaced by this snapshot's (the caller must not reuse them while that snapshot is still being
+            written).
 
     Returns:
         the copy (containers new; immutable leaves shared; other leaves deep-copied).
@@ -232,7 +233,7 @@ def snapshot(obj: Any, buffers: dict[Any, torch.Tensor] | None = None) -> Any:
 
 
 class CheckpointWriter:
-    """Runs checkpoint writes in one background thread, at most one in flight (issue 18 item 2).
+    """Runs checkpoint writes in one background thread, at most one in flight.
 
     :meth:`submit` first waits for the write in flight, then starts the new one; :meth:`wait`
     waits for it; :meth:`check` looks without waiting. A failed write is never lost: its exception
@@ -241,9 +242,10 @@ class CheckpointWriter:
     :meth:`check` or :meth:`close`. With ``background=False`` every write runs in :meth:`submit`.
 
     Attributes:
-        write_s: seconds spent in finished writes so far (in the background thread: overlapped
-            with the training). buffers: the host buffers of the last :func:`snapshot`, reused by
-            the next (touch them only after :meth:`wait`).
+        write_s: seconds spent in finished writes so far (in the background thread: overlapped with the
+            training).
+        buffers: the host buffers of the last :func:`snapshot`, reused by the next (touch them only after
+            :meth:`wait`).
     """
 
     def __init__(self, background: bool = True):
@@ -271,7 +273,11 @@ class CheckpointWriter:
         self._pending = self._pool.submit(self._timed, job, *args)
 
     def wait(self) -> None:
-        """Wait for the write in flight; raise its exception if it failed (once)."""
+        """Wait for the write in flight.
+
+        Raises:
+            Exception: the write's own exception (e.g. ``OSError``), once, when it failed.
+        """
         f = self._pending
         if f is None:
             return

@@ -178,8 +178,9 @@ def compare_runs(runs: Sequence[Run], refs: Sequence[str], *, lang: str = "en", 
     """BLEU per run and system, and paired tests of every system against the baseline.
 
     Args:
-        runs: from :func:`read_run`. refs: the tokenized reference file's lines (BPE removed),
-            indexed by each run's ``lines`` (all lines when a run has none).
+        runs: from :func:`read_run`.
+        refs: the tokenized reference file's lines (BPE removed), indexed by each run's ``lines`` (all lines
+            when a run has none).
         baseline: the system every other is tested against (default: the first run's).
         tests: ``bs`` (paired bootstrap) and/or ``ar`` (approximate randomization).
 

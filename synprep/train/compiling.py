@@ -1,4 +1,4 @@
-"""The compile policy of ``compile: true`` (issue 18 item 4): regional compilation.
+"""The compile policy of ``compile: true``: regional compilation.
 
 What is compiled (``torch.compile``, dynamic shapes), and why:
 

@@ -46,7 +46,7 @@ log = logging.getLogger("synprep.train")
 
 
 # --------------------------------------------------------------------------------------------
-# loading: types, bounds, presets (issue 10 item 7, issue 13)
+# loading: types, bounds, presets
 # --------------------------------------------------------------------------------------------
 #: longest sequence a model may take (pieces + ``</s>``); its sinusoidal position table,
 #: ``(max_positions + 2) × d_model``, is computed, not stored in a checkpoint, so this bound (not the
@@ -345,7 +345,11 @@ def parse_override(item: str) -> tuple[str, Any]:
 
 def with_overrides(cfg: TrainConfig, overrides: dict[str, Any]) -> TrainConfig:
     """A copy of ``cfg`` with fields replaced (validated again); fields ``cfg`` took from its sources'
-    defaults are resolved again for the new sources unless ``overrides`` sets them."""
+    defaults are resolved again for the new sources unless ``overrides`` sets them.
+
+    Raises:
+        ConfigError: an unknown field or a bad value (:func:`config_from_dict`, named ``overrides``).
+    """
     data = cfg.to_dict()
     data.update({f: None for f in getattr(cfg, "_defaulted", ())})
     data.update(overrides)
@@ -359,9 +363,10 @@ def resume_config(saved: dict[str, Any], overrides: dict[str, Any] | None, where
     :class:`~synprep.train.loop.Trainer` (``resume=True``), so both show and run the same config.
 
     Args:
-        saved: the checkpoint's config object (``ck["config"]``). overrides: field → new value
-            (``--set``, ``--max-steps``, …); fields of :data:`RESUME_OVERRIDABLE` take it, any other
-            field must keep its saved value. where: named in errors.
+        saved: the checkpoint's config object (``ck["config"]``).
+        overrides: field → new value (``--set``, ``--max-steps``, …); fields of :data:`RESUME_OVERRIDABLE`
+            take it, any other field must keep its saved value.
+        where: named in errors.
 
     Raises:
         ConfigError: an override of a field that cannot change on resume (all of them named), or a

@@ -141,8 +141,9 @@ class ShardDataset(Dataset):
             reads a shard keeps its arrays (a single pass, as ``translate``'s).
 
     Attributes:
-        src_lengths, tgt_lengths: (N,) int64 piece counts (no ``</s>``). attrs: the first shard's
-        root attributes (``signature``, ``vocab_path``, ``vocab_sha256``, …).
+        src_lengths: (N,) int64 piece counts (no ``</s>``).
+        tgt_lengths: (N,) int64 piece counts (no ``</s>``).
+        attrs: the first shard's root attributes (``signature``, ``vocab_path``, ``vocab_sha256``, …).
 
     Raises:
         InputError: no such folder or split (``option``, the command-line option that names the split,
@@ -202,11 +203,13 @@ class BucketBatchSampler(Sampler[list[int]]):
     ``order="source"`` gives fairseq's own batches; the shuffle is synprep's).
 
     Args:
-        src_lengths, tgt_lengths: (N,) piece counts without ``</s>``.
+        src_lengths: (N,) piece counts without ``</s>``.
+        tgt_lengths: (N,) piece counts without ``</s>``.
         max_tokens: bound on ``batch size × largest size`` per batch.
         shuffle: shuffle pairs (ties) and batch order per epoch (training); else a fixed order.
         seed: with the epoch, seeds the shuffle (``numpy.random.default_rng([seed, epoch])``).
-        rank, world_size: DDP shard of the batch list (rank takes batches ``rank::world_size``).
+        rank: this process's DDP rank: it takes batches ``rank::world_size`` of the batch list.
+        world_size: the number of DDP processes.
         max_positions: model limit on a sequence's length.
         order: ``"target"`` or ``"source"``: the size sorted by first (``batch_order``).
 
@@ -287,9 +290,11 @@ def make_loaders(cfg: Any, train_ds: Any, valid_ds: Any, collate: Any, rank: int
     """The trainer's length-bucketed samplers (this rank's share) and DataLoaders of both splits.
 
     Args:
-        cfg: the :class:`~synprep.train.config.TrainConfig`. train_ds, valid_ds: datasets with
-            ``src_lengths``/``tgt_lengths``. collate: :meth:`Collater.for_model`. log_skipped: log
-            the count of training pairs too long to fit (the main rank).
+        cfg: the :class:`~synprep.train.config.TrainConfig`.
+        train_ds: datasets with ``src_lengths``/``tgt_lengths``.
+        valid_ds: datasets with ``src_lengths``/``tgt_lengths``.
+        collate: :meth:`Collater.for_model`.
+        log_skipped: log the count of training pairs too long to fit (the main rank).
 
     Returns:
         (train_sampler, valid_sampler, train_loader, valid_loader).
@@ -315,7 +320,7 @@ def make_loaders(cfg: Any, train_ds: Any, valid_ds: Any, collate: Any, rank: int
                                      pin_memory=device.type == "cuda", generator=torch.Generator(),
                                      worker_init_fn=worker_init if workers else None)
     # both loaders' workers live across epochs and validations (not started anew each time: 0.13 s of a 0.18 s
-    # validation on the CPU, issue 18 item 2); the sampler is read in this process at every iter(), so the
+    # validation on the CPU); the sampler is read in this process at every iter(), so the
     # batches are the same
     return (train_sampler, valid_sampler,
             DataLoader(train_ds, batch_sampler=train_sampler, persistent_workers=bool(workers), **loader_kw),

@@ -7,7 +7,7 @@ others continue; a sentence stops once it has ``beam`` finished hypotheses; at t
 ``</s>`` is forced. The limit is ``max_len_a · src_len + max_len_b`` (``src_len`` with ``</s>``),
 capped by the model's positions. ``<pad>`` and ``<s>`` are never produced.
 
-Both searches work on tensors only (issue 18): sentences × beams are rows of one batch, the
+Both searches work on tensors only: sentences × beams are rows of one batch, the
 selection of each step is a handful of tensor operations, the best finished hypothesis of every
 sentence is kept on the device, and a sentence that is done leaves the batch (its rows of the
 encoder's keys/values and of the self-attention cache are dropped). Each step is one
@@ -125,7 +125,8 @@ def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 0.0, max_len_
     """Greedy decoding.
 
     Args:
-        model: in eval mode. batch: source side (``src_tokens``, ``src_lengths``, syntax features).
+        model: in eval mode.
+        batch: source side (``src_tokens``, ``src_lengths``, syntax features).
 
     Returns:
         B token id lists (no ``</s>``), in batch order.
@@ -279,7 +280,11 @@ def load_model(path, device: torch.device | str = "cpu", average=None):
 
 
 def check_jobs(jobs: int, device: torch.device | str) -> None:
-    """Raises ConfigError: ``jobs`` > 1 on a device other than the CPU (a GPU decodes one batch at a time)."""
+    """Check that ``jobs`` batches can be decoded at once on ``device``.
+
+    Raises:
+        ConfigError: ``jobs`` > 1 on a device other than the CPU (a GPU decodes one batch at a time).
+    """
     from synprep.errors import ConfigError
 
     if jobs > 1 and torch.device(device).type != "cpu":
@@ -294,9 +299,11 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
     """Translate every pair of a dataset (its source side), batched by source length.
 
     Args:
-        model: in eval mode. dataset: yields ``(index, PairRecord)``, has ``src_lengths``.
-        beam: 1 = greedy search. max_tokens: source tokens per batch (padding included); None: the
-            device kind's default (:class:`synprep.defaults.DecodeDefaults`: 4096 on the CPU, 32768 on a GPU).
+        model: in eval mode.
+        dataset: yields ``(index, PairRecord)``, has ``src_lengths``.
+        beam: 1 = greedy search.
+        max_tokens: source tokens per batch (padding included); None: the device kind's default
+            (:class:`synprep.defaults.DecodeDefaults`: 4096 on the CPU, 32768 on a GPU).
         jobs: batches decoded at once, each in a thread of this process (CPU only): torch's
             intra-op threads are shared out between them (``max(1, threads // jobs)`` each, restored
             after); at most one thread per batch (fewer batches than ``jobs``: fewer threads, each

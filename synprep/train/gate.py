@@ -22,7 +22,8 @@ class GateNetwork(nn.Module):
     """Per-sentence, per-head gate G.
 
     Args:
-        d_model: input width d. hidden: d' (the paper does not state it; presets use d/2).
+        d_model: input width d.
+        hidden: d' (the paper does not state it; presets use d/2).
         heads: h, the number of gates.
         batch_norm: False drops the BatchNorm (``G = σ(W2 · LayerNorm(…) + b2)``): SLA's "naive"
             unregularised gate (gated-syntax-attention §5.2), ``gate_batch_norm`` in the config.

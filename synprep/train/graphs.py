@@ -1,4 +1,4 @@
-"""CUDA graphs of the training update (issue 18 item 4): each batch shape's forward and backward
+"""CUDA graphs of the training update: each batch shape's forward and backward
 recorded once and replayed, so that an update costs about the GPU's kernel time instead of the host's
 ~1200 eager launches (docs/train.md, "CUDA graphs").
 
@@ -106,7 +106,9 @@ class GraphedUpdates:
             (the trainer's reads ``ntokens``: the loss gathers that many positions).
         params: the parameters whose ``.grad`` the step adds into (allocated as zeros before the first
             capture where still None, so that every graph adds into tensors that outlive it).
-        device: the CUDA device. max_graphs, capture_at: :data:`MAX_GRAPHS`, :data:`CAPTURE_AT`.
+        device: the CUDA device.
+        max_graphs: see :data:`MAX_GRAPHS`.
+        capture_at: see :data:`CAPTURE_AT`.
 
     Counters: ``captures``, ``replays``, ``eager`` (batches run without a graph), ``capture_s`` (wall
     seconds spent capturing).

@@ -78,13 +78,27 @@ class Trainer:
     """Runs updates, validation and checkpoints for one process (see the module docstring).
 
     Args:
-        cfg: configuration (None when resuming: the checkpoint's is used). train_ds, valid_ds: datasets yielding ``(index, PairRecord)`` with
-            ``src_lengths``/``tgt_lengths`` arrays. symbols: the vocabulary (id → piece).
+        cfg: configuration (None when resuming: the checkpoint's is used).
+        train_ds: datasets yielding ``(index, PairRecord)`` with ``src_lengths``/``tgt_lengths``
+            arrays.
+        valid_ds: datasets yielding ``(index, PairRecord)`` with ``src_lengths``/``tgt_lengths``
+            arrays.
+        symbols: the vocabulary (id → piece).
         out_dir: where metrics.jsonl, gates.png, config.json and checkpoints go.
-        device: training device. dist_env: DDP position. resume: continue from
-            ``out_dir/checkpoint_last.pt``. overrides: with ``resume``, new values of the fields
-            in :data:`~synprep.train.config.RESUME_OVERRIDABLE` (others must not change). progress: tqdm bars (None = when stderr is a terminal).
+        device: training device.
+        dist_env: DDP position.
+        resume: continue from ``out_dir/checkpoint_last.pt``.
+        overrides: with ``resume``, new values of the fields in
+            :data:`~synprep.train.config.RESUME_OVERRIDABLE` (others must not change).
+        progress: tqdm bars (None = when stderr is a terminal).
         data_signature: the shards' signature, recorded in checkpoints.
+
+    Raises:
+        InputError: with ``resume``, a missing, unreadable or damaged ``checkpoint_last.pt``
+            (:func:`~synprep.train.checkpoint.load_checkpoint`,
+            :func:`~synprep.train.checkpoint.validate_checkpoint`), or shards whose vocabulary differs from it.
+        ConfigError: no configuration for a new run, ``max_epochs`` and ``max_steps`` both 0, an override of a
+            field that cannot change on resume, or ``cuda_graphs`` off CUDA or in more than one process.
     """
 
     ddp: torch.nn.Module  #: the model, or its DDP / torch.compile wrapper (what the updates call)
@@ -177,8 +191,8 @@ class Trainer:
         copies a killed run left unfinished are completed and pruned.
 
         Raises:
-            InputError: a damaged resume state. ConfigError: stopped inside an epoch with another
-                number of processes.
+            InputError: a damaged resume state.
+            ConfigError: stopped inside an epoch with another number of processes.
         """
         try:
             self.model.load_state_dict(ck["model"])
@@ -270,7 +284,7 @@ class Trainer:
     def train_step(self, group: list[Batch]) -> dict[str, torch.Tensor]:
         """One update on ``group`` (``update_freq`` batches).
 
-        Nothing in it waits for the device (issue 18): the token count is known on the host, losses
+        Nothing in it waits for the device: the token count is known on the host, losses
         are summed on the device, and an update whose gradient norm is not finite is skipped by the
         fused AdamW itself (``found_inf``), not by a host test.
 
@@ -476,7 +490,7 @@ class Trainer:
         last_valid: dict[str, Any] = {}
         if stopped and not st.validated:
             # resumed from an interval checkpoint saved at the last step, before that period's
-            # validation (issue 10 item 3): do it now, exactly as the uninterrupted run did
+            # validation: do it now, exactly as the uninterrupted run did
             n_batches = len(self.train_sampler.rank_batches(st.epoch))
             last_valid = self._close_period(n_batches, stopped=True)
         while not stopped and (cfg.max_epochs == 0 or st.epoch < cfg.max_epochs):
@@ -496,7 +510,7 @@ class Trainer:
                 st.step += 1
                 st.validated = False
                 st.batch_in_epoch += len(group)
-                self._accumulate(out)  # on the device; read at the log interval (issue 18)
+                self._accumulate(out)  # on the device; read at the log interval
                 for key in ("loss", "nll", "ntokens", "gnorm"):
                     interval[key] += out[key]
                 interval["n"] += 1
@@ -547,7 +561,7 @@ class Trainer:
                "train_nll_loss": iv["nll"] / tok / LN2, "lr": self.optimizer.param_groups[0]["lr"],
                "gnorm": iv["gnorm"] / max(iv["n"], 1), "ntokens": int(iv["ntokens"]),
                "tokens_per_s": round((iv["ntokens"] - iv.get("ntokens_t0", 0.0)) / dt, 1),
-               # where the interval's wall time went besides the updates (issue 18 item 6)
+               # where the interval's wall time went besides the updates
                "seconds": round(dt, 3), "data_wait_s": round(iv["wait_s"], 3), "valid_s": round(iv["valid_s"], 3),
                "checkpoint_s": round(iv["checkpoint_s"], 3),
                # background checkpoint writes that ended in the interval (overlapping the updates)

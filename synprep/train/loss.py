@@ -15,7 +15,8 @@ def label_smoothed_nll_loss(lprobs: torch.Tensor, target: torch.Tensor, epsilon:
     ``loss = (1 − ε − eps_i) · nll + eps_i · Σ_v −log p_v``.
 
     Args:
-        lprobs: (N, V) log-probabilities (float32). target: (N,) long.
+        lprobs: (N, V) log-probabilities (float32).
+        target: (N,) long.
         epsilon: label smoothing ε (paper §5.1: 0.1).
 
     Returns:

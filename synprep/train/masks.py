@@ -68,7 +68,8 @@ def slr_bias(gaps: torch.Tensor, pad: torch.Tensor, tau: float, hard: str | None
     Args:
         gaps: (B, T-1) gaps with the ``</s>`` gap (2000) appended; values under padding are ignored.
         pad: (B, T) bool, True at padding.
-        tau: soft temperature τ (SPEC §3 default 10). hard: None, ``"strict"`` or ``"nonstrict"``.
+        tau: soft temperature τ (SPEC §3 default 10).
+        hard: None, ``"strict"`` or ``"nonstrict"``.
 
     Returns:
         (B, 1, T, T) in the gaps' floating dtype (float32 for integer gaps).
@@ -103,8 +104,10 @@ def ldd_weights(word_index: torch.Tensor, n_words: int, ent_batch: torch.Tensor,
     Args:
         word_index: (B, T) long, 0-based word of each piece; -1 for ``</s>`` and padding.
         n_words: W, at least the largest word count in the batch.
-        ent_batch, ent_dep, ent_head, ent_rel: (K,) long — sentence in the batch, 0-based dependent
-            word, 0-based head word (-1 = root), relation id (:data:`synprep.types.DEPRELS`).
+        ent_batch: (K,) long, each entry's sentence in the batch.
+        ent_dep: (K,) long, its 0-based dependent word.
+        ent_head: (K,) long, its 0-based head word (-1 = root).
+        ent_rel: (K,) long, its relation id (:data:`synprep.types.DEPRELS`).
         ent_prob: (K,) float, ``P(head(dep) = head, rel(dep) = rel)``.
         labels: L relation ids; output channel i holds ``LDD^{labels[i]}``.
 

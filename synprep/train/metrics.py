@@ -42,7 +42,8 @@ def bleu_scores(hyps: Sequence[str], refs: Sequence[str], lang: str = "en", lowe
     """Tokenized and detokenized BLEU of tokenized (BPE-removed) hypotheses against references.
 
     Args:
-        hyps, refs: one tokenized line per sentence (Moses tokens, BPE removed), same count.
+        hyps: one tokenized line per sentence (Moses tokens, BPE removed), same count.
+        refs: one tokenized line per sentence (Moses tokens, BPE removed), same count.
         lang: target language for the Moses detokenizer.
         lowercase: case-insensitive BLEU (sacrebleu ``-lc``; the signature says ``case:lc``).
 
@@ -111,11 +112,13 @@ class MetricsLog:
     """``OUT/metrics.jsonl``: one JSON object per line, appended and flushed per record.
 
     Args:
-        path: the file. resume_step: when resuming, records after this update step (written after
-            the checkpoint, by a run that did not finish) are dropped first, so the log matches
-            the checkpoint; None starts a fresh file. resume_validated: False when the checkpoint
-            was saved before its step's validation (an interval save): that step's validation
-            row, written after the checkpoint, is dropped too (the resumed run writes it again).
+        path: the file.
+        resume_step: when resuming, records after this update step (written after the checkpoint, by a run
+            that did not finish) are dropped first, so the log matches the checkpoint; None starts a fresh
+            file.
+        resume_validated: False when the checkpoint was saved before its step's validation (an interval save):
+            that step's validation row, written after the checkpoint, is dropped too (the resumed run writes
+            it again).
     """
 
     def __init__(self, path: str | os.PathLike, resume_step: int | None = None, resume_validated: bool = True):

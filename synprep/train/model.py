@@ -239,7 +239,11 @@ class Seq2Seq(nn.Module):
         return {n: m for n, m in self.syntax_sources.items()}  # type: ignore[misc]
 
     def encode(self, batch: Batch) -> EncoderOut:
-        """Encode ``batch.src_tokens`` (B, T) → :class:`EncoderOut`."""
+        """Encode ``batch.src_tokens`` (B, T) → :class:`EncoderOut`.
+
+        Raises:
+            ValueError: T is above the model's ``max_positions``.
+        """
         tokens = batch.src_tokens
         pad = tokens.eq(PAD_ID)  # (B, T)
         T = tokens.shape[1]
@@ -272,7 +276,8 @@ class Seq2Seq(nn.Module):
         Args:
             prev_tokens: (B, U) decoder input (``</s>`` then the target), right-padded; with a
                 ``cache`` only the newest token (B, 1) is read.
-            enc: the encoder output. cache: :meth:`new_cache` state for incremental decoding.
+            enc: the encoder output.
+            cache: :meth:`new_cache` state for incremental decoding.
             project: False returns the final hidden states (B, U, D) instead of logits.
 
         Returns:
@@ -302,13 +307,14 @@ class Seq2Seq(nn.Module):
         once per sentence, not per hypothesis.
 
         Args:
-            tokens: (N,) the newest token of each row. step: its position (0 = the leading ``</s>``).
-            self_kv: per decoder layer (2, N', H, step, dh), the previous step's N' rows, or None at
-                step 0; replaced in place by the new caches (2, N, H, step + 1, dh). order: (N,)
-                long, the previous step's row that each row continues (beam reorder and dropped
-                rows, applied to ``self_kv`` in the same copy that grows it), or None: the same rows.
-                mem_kv: per layer :meth:`MultiheadAttention.memory_kv` of the A sentences' encoder
-                output. mem_bias: (A, 1, 1, T) the encoder's padding bias, or None (no padding).
+            tokens: (N,) the newest token of each row.
+            step: its position (0 = the leading ``</s>``).
+            self_kv: per decoder layer (2, N', H, step, dh), the previous step's N' rows, or None at step 0;
+                replaced in place by the new caches (2, N, H, step + 1, dh).
+            order: (N,) long, the previous step's row that each row continues (beam reorder and dropped rows,
+                applied to ``self_kv`` in the same copy that grows it), or None: the same rows.
+            mem_kv: per layer :meth:`MultiheadAttention.memory_kv` of the A sentences' encoder output.
+            mem_bias: (A, 1, 1, T) the encoder's padding bias, or None (no padding).
 
         Returns:
             (N, V) logits.

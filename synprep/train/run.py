@@ -29,8 +29,8 @@ def arrays_folder(shards_dir: str | Path, out_dir: str | Path) -> Path:
 
     The run folder's ``arrays/`` where it exists (a run begun before the arrays moved, or a link the user made
     to keep them on another disk); else the shard folder's ``arrays/``, shared by every run on those shards
-    (each shard decoded and written once, as fairseq's binarized data is: a paper's presets and seeds no
-    longer hold a copy each); else, where the shard folder cannot be written (a read-only dataset, ``arrays``
+    (each shard decoded and written once, as fairseq's binarized data is: a paper's presets and seeds do
+    not hold a copy each); else, where the shard folder cannot be written (a read-only dataset, ``arrays``
     taken by a file), the run folder's ``arrays/``, logged.
     """
     own = Path(out_dir) / MAP_DIR
@@ -65,7 +65,9 @@ def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None =
         resume: continue exactly from ``out_dir/checkpoint_last.pt``.
         overrides: with ``resume``: new ``max_steps``/``max_epochs``/… (see RESUME_OVERRIDABLE).
         progress: tqdm bars (None: when stderr is a terminal).
-        train_split, valid_split: split names (the same split for both makes a smoke run on a
+        train_split: split names (the same split for both makes a smoke run on a
+            folder holding only a test split).
+        valid_split: split names (the same split for both makes a smoke run on a
             folder holding only a test split).
 
     Returns:
@@ -73,7 +75,8 @@ def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None =
             done: a ``max_steps`` stop), ``best_valid_loss``, ``signature``, ….
 
     Raises:
-        InputError: missing shards, splits or vocabulary; ConfigError: bad configuration;
+        InputError: missing shards, splits or vocabulary.
+        ConfigError: bad configuration.
         FolderBusy (a ConfigError): another run trains into ``out_dir`` (:mod:`synprep.train.rundir`).
     """
     from synprep.train.data import ShardDataset, load_symbols

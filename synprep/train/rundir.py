@@ -1,4 +1,4 @@
-"""The run folder of ``synprep train`` as one run's property (issue 21 items 5 and 6; docs/train.md).
+"""The run folder of ``synprep train`` as one run's property (docs/train.md).
 
 * **The run lock** ``RUN/.train.lock``: an ``fcntl.flock`` held by the training process (rank 0
   under ``torchrun``) from the start of ``synprep train --out RUN`` (a new run or ``--resume``)

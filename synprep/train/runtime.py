@@ -1,4 +1,4 @@
-"""The runtime policy of training and decoding (issue 18): one place for the device, autocast, TF32,
+"""The runtime policy of training and decoding: one place for the device, autocast, TF32,
 the attention kernel and compilation.
 
 The fields live in one block of :class:`~synprep.train.config.TrainConfig` (``bf16``,
@@ -27,7 +27,7 @@ flex        not supported: a ConfigError          (its kernels need torch.compil
 a new plan for every new (batch, length) shape: 2.5 s of 3.1 s host time in four gated bf16
 updates on an H200 (``../shared/gpu/README.md``). Unmasked calls (the decoder's causal
 self-attention) too: on an H100, bf16, 16384 tokens, vanilla ran at 58k target tokens/s with torch's
-own choice (cuDNN) against 205k with flash (docs/train.md, "GPU figures"), so ``auto`` never takes it. "else math" is the fallback where the kernel
+own choice (cuDNN) against 205k with flash (benchmarks/gpu_suite.py, figure ``attention_backends``), so ``auto`` never takes it. "else math" is the fallback where the kernel
 cannot run the call (CUDA flash takes no mask; the CPU's flash kernel takes no dropout). On the
 CPU, ``auto`` restricts nothing (the CPU has no cuDNN attention) and costs nothing.
 """
@@ -71,13 +71,16 @@ class RuntimePolicy:
     """The resolved policy of one process.
 
     Attributes:
-        device: the torch device (``cpu``, ``cuda:0``, …). train_autocast, decode_autocast: ``bf16``
-        or None (float32). tf32: TF32 matrix products and convolutions on CUDA. attention_backend:
-        the config's value (see the module docstring). compile: ``torch.compile`` of each encoder/decoder
-        layer and of the loss, dynamic shapes (:mod:`synprep.train.compiling`). cuda_graphs: each
-        training batch shape's forward and backward replayed as a CUDA graph (:mod:`synprep.train.graphs`;
-        the trainer checks it is on CUDA, in one process; with ``compile`` the graphs record the compiled
-        layers' kernels).
+        device: the torch device (``cpu``, ``cuda:0``, …).
+        train_autocast: ``bf16`` or None (float32).
+        decode_autocast: ``bf16`` or None (float32).
+        tf32: TF32 matrix products and convolutions on CUDA.
+        attention_backend: the config's value (see the module docstring).
+        compile: ``torch.compile`` of each encoder/decoder layer and of the loss, dynamic shapes
+            (:mod:`synprep.train.compiling`).
+        cuda_graphs: each training batch shape's forward and backward replayed as a CUDA graph
+            (:mod:`synprep.train.graphs`; the trainer checks it is on CUDA, in one process; with ``compile``
+            the graphs record the compiled layers' kernels).
     """
 
     device: str

@@ -145,10 +145,10 @@ class TrainConfig:
     save_interval_updates: int = 0  # also save checkpoint_last.pt every N updates; 0 = per epoch
     keep_last_epochs: int = 0  # keep checkpoint{EPOCH}.pt of the last N epochs (fairseq); 0 = none
     # write checkpoints in a background thread from a host copy of the weights and optimizer state
-    # (held in memory between saves, pinned on CUDA); false: torch.save in the loop (issue 18 item 2)
+    # (held in memory between saves, pinned on CUDA); false: torch.save in the loop
     async_checkpoint: bool = True
 
-    # --- runtime (issue 18; synprep/train/runtime.py; ``bf16`` above is the training autocast) -
+    # --- runtime (synprep/train/runtime.py; ``bf16`` above is the training autocast) -
     decode_bf16: bool = False  # bf16 autocast when translating
     tf32: bool = False  # TF32 matrix products / convolutions on CUDA
     attention_backend: str = "auto"  # auto | efficient | flash | cudnn | math | flex (runtime.py)
@@ -193,7 +193,11 @@ class TrainConfig:
         self._defaulted = frozenset(missing)
 
     def validate(self) -> None:
-        """Check every field; raise :class:`ConfigError` naming the first bad one."""
+        """Check every field.
+
+        Raises:
+            ConfigError: naming the first bad field.
+        """
         if self.syntax not in SYNTAX_MODES:
             raise ConfigError(f"syntax must be one of {', '.join(SYNTAX_MODES)}, got {self.syntax!r}")
         if self.d_model % self.heads:

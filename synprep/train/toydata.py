@@ -73,7 +73,8 @@ def make_record(line: int, src_sentences: Sequence[Sequence[str]], tgt_words: Se
     Args:
         line: 1-based line number to record.
         src_sentences: the source line's sentences, each a list of words.
-        tgt_words: the target words. symbols: vocabulary (unknown pieces map to ``<unk>``).
+        tgt_words: the target words.
+        symbols: vocabulary (unknown pieces map to ``<unk>``).
     """
     index = {s: i for i, s in enumerate(symbols)}
     src_pieces: list[str] = []

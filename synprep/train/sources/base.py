@@ -120,7 +120,9 @@ class SyntaxSource(SourceSpec, nn.Module):
         """``A_syn V`` of ``heads``.
 
         Args:
-            q, k, v: (B, Hs, T, dh), the heads of this source only (Hs = ``len(heads)``).
+            q: (B, Hs, T, dh), the heads of this source only (Hs = ``len(heads)``).
+            k: (B, Hs, T, dh), the heads of this source only (Hs = ``len(heads)``).
+            v: (B, Hs, T, dh), the heads of this source only (Hs = ``len(heads)``).
             heads: their 0-based indices in the layer.
 
         Returns:

@@ -88,7 +88,8 @@ def set_relations(heads: np.ndarray, deprel: np.ndarray, max_path: int) -> tuple
     """Word-level SET inputs of one line (the reference of :func:`set_relations_batch`, which the collate uses).
 
     Args:
-        heads: (W,) 1-based line-level heads, 0 = root. deprel: (W,) ids in :data:`DEPRELS`.
+        heads: (W,) 1-based line-level heads, 0 = root.
+        deprel: (W,) ids in :data:`DEPRELS`.
         max_path: largest path length (arcs) that still has a relation.
 
     Returns:
@@ -120,7 +121,8 @@ def set_relations_batch(heads: Sequence[np.ndarray], deprel: Sequence[np.ndarray
     step per line (the ancestors of every line climbed together, one batched product for the common ancestors).
 
     Args:
-        heads: B (W_b,) 1-based line-level heads, 0 = root. deprel: B (W_b,) ids in :data:`DEPRELS`.
+        heads: B (W_b,) 1-based line-level heads, 0 = root.
+        deprel: B (W_b,) ids in :data:`DEPRELS`.
         max_path: largest path length (arcs) that still has a relation.
         extra: positions added after the longest line's words (padding, like a shorter line's).
 
@@ -185,7 +187,7 @@ def set_relations_batch(heads: Sequence[np.ndarray], deprel: Sequence[np.ndarray
 #: On CUDA, take SET's relation lookup as :class:`_SortedLookup` (rows laid out per column, the table's
 #: gradient by segment sums over the pairs sorted once per batch) instead of ``F.embedding``. Off until
 #: measured faster on a GPU: ``bench_train_gpu.py --set-lookup`` (run by ``gpu_suite.sh``) times both
-#: (an H100 timed an earlier version of it, whose running sum went along dim 1, at 0.954× the embedding).
+#: (on an H100, a variant whose running sum went along dim 1 ran at 0.954× the embedding).
 #: The CPU keeps the embedding either way. docs/train.md "SET's relation lookup on CUDA" has the figures.
 SORTED_LOOKUP_ON_CUDA = False
 

@@ -44,7 +44,9 @@ def source_option(default: Any = MISSING, *, help: str, key: str | None = None, 
     also spelled ``--set sla.threshold=3``).
 
     Args:
-        default / default_factory: the value when the key is not given. help: what it does (docs).
+        default: the value when the key is not given.
+        default_factory: makes that value, for a mutable one (as :func:`dataclasses.field`).
+        help: what it does (docs).
         key: the stored name where it is older than the rule (PASCAL's ``parent_ignore``); configs,
             presets and checkpoints keep it.
     """
