@@ -33,21 +33,11 @@ class ParseDefaults:
         max_words: longer sentences are recorded as ``parse:too_long``, never parsed (stanza hangs or
             runs out of memory on 400+ words).
         batch_size: sentences per parser call sent to a worker.
-        batch_chars: a batch is also cut before its words' characters would pass this (a sentence over it
-            goes alone): stanza's character models take about 2.6 KB a character, so a batch costs at most
-            what one sentence at the default bounds (``max_words`` × ``max_word_chars``) costs (one line of
-            250 words of 999 characters: 1.2 GB peak for ``synprep parse``, 0.6 GB for a short line). A batch
-            of 64 sentences of real text holds at most 9,000 (IWSLT14, Multi30k, UD treebanks).
-        batch_padded_chars: ... and before its words × its longest word would pass this: the character models
-            pad every word to the batch's longest (about 0.4 KB a padded character: 1 M, 0.4 GB). Real text
-            reaches 270,000 (a URL in a batch of the English Web Treebank).
         ldd_threshold: LDD entries with P(head, rel) below this are dropped (SPEC.md §4).
     """
 
     max_words: int = 250
     batch_size: int = 64
-    batch_chars: int = 250_000
-    batch_padded_chars: int = 1_000_000
     ldd_threshold: float = 0.01
 
 

@@ -48,3 +48,24 @@ def lowercase_folder(tmp_path_factory, stanza_dir: Path) -> Path:
                 *common)
 
     return shared_folder(tmp_path_factory, "deen-lc", build)
+
+
+def three_split_folder(tmp_path_factory, stanza_dir: Path, lowercase: bool) -> Path:
+    """A de→en folder (``--lowercase`` or not) with a train split (the first 60 pairs of sample_data's, 300
+    merges) and sample_data's valid and test splits, many of whose pieces the train split's vocabulary never
+    saw (stored as ``<unk>``); built once per test run (read-only)."""
+    def build(out: Path) -> None:
+        inputs = out.parent / f"{out.name}-inputs"
+        inputs.mkdir(exist_ok=True)
+        for side in ("de", "en"):
+            lines = (SAMPLE / f"train.{side}").read_text(encoding="utf-8").splitlines(keepends=True)[:60]
+            (inputs / f"train60.{side}").write_text("".join(lines), encoding="utf-8")
+        common = ["-s", "de", "-t", "en", "--out", str(out), *(["--lowercase"] if lowercase else []),
+                  *_parser_args(stanza_dir)]
+        run_cli("pipeline", "--src", str(inputs / "train60.de"), "--tgt", str(inputs / "train60.en"), "--merges",
+                "300", *common)
+        for split in ("valid", "test"):
+            run_cli("pipeline", "--split", split, "--src", str(SAMPLE / f"{split}.de"), "--tgt",
+                    str(SAMPLE / f"{split}.en"), *common)
+
+    return shared_folder(tmp_path_factory, "deen-3-lc" if lowercase else "deen-3", build)

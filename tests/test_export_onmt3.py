@@ -29,7 +29,7 @@ SPLITS = ("train", "valid", "test")
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory, stanza_dir: Path) -> Path:
-    return three_split_folder(tmp_path_factory.getbasetemp() / "export-folders", stanza_dir, False)
+    return three_split_folder(tmp_path_factory, stanza_dir, False)
 
 
 @pytest.fixture(scope="module")

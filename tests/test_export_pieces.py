@@ -34,8 +34,7 @@ FORMATS = ("factors", "hf", "parquet", "fairseq")
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory, stanza_dir: Path) -> dict[bool, Path]:
-    base = tmp_path_factory.getbasetemp() / "export-folders"
-    return {lc: three_split_folder(base, stanza_dir, lc) for lc in (False, True)}
+    return {lc: three_split_folder(tmp_path_factory, stanza_dir, lc) for lc in (False, True)}
 
 
 def bpe_rows(folder: Path, split: str, lang: str) -> list[str]:

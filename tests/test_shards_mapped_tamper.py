@@ -76,6 +76,7 @@ def _assert_served_from_the_shard(folder: Path) -> None:
     """The split opened with maps serves the shard's arrays (compared with the shard decoded, no maps), and
     every map folder is now sound (rebuilt where it was not)."""
     from synprep.shards.mapped import map_problem
+    from synprep.shards.shard_reader import ShardReader
 
     plain = open_split(folder, "train", cache=True)
     got = open_split(folder, "train", map_dir=folder / "arrays")
@@ -91,7 +92,7 @@ def _assert_served_from_the_shard(folder: Path) -> None:
 
     entry = Manifest.load(folder).splits["train"]
     for p, info in zip(plain, entry.shards, strict=True):
-        assert map_problem(p.path, folder / "arrays", info.sha256, 1000) is None
+        assert map_problem(ShardReader(p.path, sha256=info.sha256, vocab_size=1000), folder / "arrays") is None
 
 
 @pytest.mark.parametrize("sealed", [False, True], ids=["as-flipped", "re-sealed"])

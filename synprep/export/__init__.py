@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from synprep.errors import ConfigError
 from synprep.export.base import Exporter, ExportRecord, run_export
 from synprep.extras import EXTRA_OF, require
 from synprep.registry import Registry
@@ -45,6 +46,10 @@ def export(source: str, fmt: str, dest: str, splits: list[str] | None = None,
             :func:`~synprep.export.base.run_export`.
         InputError: as :func:`~synprep.export.base.run_export`.
     """
+    for key, value in (options or {}).items():
+        owners = [n for n in sorted(EXPORTERS) if key in EXPORTERS.load(n).options]
+        if value is not None and fmt not in owners:
+            raise ConfigError(f"--{key.replace('_', '-')} applies to --format {' or '.join(owners) or '(none)'} only")
     return run_export(get_exporter(fmt), source, dest, splits, options)
 
 

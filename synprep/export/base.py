@@ -370,18 +370,6 @@ def languages(readers: dict[str, list[ShardReader]]) -> tuple[str, str]:
     return str(attrs["src_lang"]), str(attrs["tgt_lang"])
 
 
-def _option_owners(key: str) -> list[tuple[str, Any]]:
-    """The registered formats that have the option ``key`` (name, class)."""
-    from synprep.export import EXPORTERS
-
-    owners = []
-    for name in sorted(EXPORTERS):
-        cls = EXPORTERS.load(name)
-        if key in cls.options:
-            owners.append((name, cls))
-    return owners
-
-
 def run_export(exporter_cls: type[Exporter], source: str | os.PathLike, dest: str | os.PathLike,
                splits: list[str] | None = None, options: dict[str, Any] | None = None) -> ExportRecord:
     """Export ``splits`` (default: every split with shards) of the output folder ``source`` into ``dest``.
@@ -401,8 +389,7 @@ def run_export(exporter_cls: type[Exporter], source: str | os.PathLike, dest: st
     options = {k: v for k, v in (options or {}).items() if v is not None}
     for key in options:
         if key not in exporter_cls.options:
-            raise ConfigError(f"--{key.replace('_', '-')} applies to --format "
-                              f"{' or '.join(n for n, c in _option_owners(key)) or '(none)'} only")
+            raise ConfigError(f"--{key.replace('_', '-')} is not an option of --format {exporter_cls.name}")
     manifest = Manifest.load(source)
     available = [s for s, e in manifest.splits.items() if e.shards]
     if not splits:

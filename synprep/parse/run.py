@@ -65,9 +65,16 @@ log = logging.getLogger(__name__)
 DEFAULT_BATCH_SIZE = DEFAULTS.batch_size
 #: lines parsed as one deterministic block by :func:`parse_lines`
 DEFAULT_BLOCK_LINES = 2048
-#: characters per batch, and padded characters (words × longest word) per batch (:func:`cut_batches`)
-BATCH_CHARS = DEFAULTS.batch_chars
-BATCH_PADDED_CHARS = DEFAULTS.batch_padded_chars
+#: a batch is also cut before its words' characters would pass this (a sentence over it goes alone): stanza's
+#: character models take about 2.6 KB a character, so a batch costs at most what one sentence at the default
+#: bounds (``max_words`` × ``max_word_chars``) costs; a batch of 64 sentences of real text holds at most 9,000
+#: (IWSLT14, Multi30k, UD treebanks). Not part of a folder's configuration: real text never reaches it, and the
+#: parses do not depend on the batching (benchmarks/hostile_rss.py, case longwords)
+BATCH_CHARS = 250_000
+#: ... and before its words × its longest word would pass this: the character models pad every word to the
+#: batch's longest (about 0.4 KB a padded character). Real text reaches 270,000 (a URL in a batch of the English
+#: Web Treebank)
+BATCH_PADDED_CHARS = 1_000_000
 
 # --- worker side --------------------------------------------------------------------------------
 

@@ -238,10 +238,11 @@ def _check_dir(folder: Path, report: CheckReport, only: Collection[str] | None =
 def _check_maps(folder: Path, shard: Path, sha256: str, vocab_size: int) -> None:
     """Section 5 for one shard (verified): its maps in ``folder/arrays/``, where there are any."""
     from synprep.shards.mapped import ARRAYS, map_problem
+    from synprep.shards.shard_reader import ShardReader
 
     if not (folder / ARRAYS).is_dir():
         return
-    problem = map_problem(shard, folder / ARRAYS, sha256, vocab_size)
+    problem = map_problem(ShardReader(shard, sha256=sha256, vocab_size=vocab_size), folder / ARRAYS)
     if problem is not None:
         file, what = problem
         raise _Fail(Violation(f"{ARRAYS}/{file}", f"{what} (the decoded arrays `synprep train` maps: never read "

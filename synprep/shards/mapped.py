@@ -297,20 +297,19 @@ def _load(folder: Path, offsets: dict[str, np.ndarray], lines: np.ndarray, expec
     return got
 
 
-def map_problem(path: Path, map_dir: Path, sha256: str, vocab_size: int | None) -> tuple[str, str] | None:
-    """For ``synprep check``: what is wrong with the maps of shard ``path`` in ``map_dir`` (those a reader of the
+def map_problem(shard: Any, map_dir: Path) -> tuple[str, str] | None:
+    """For ``synprep check``: what is wrong with the maps of a shard in ``map_dir`` (those a reader of the
     shard's current version would map), as ``(file under map_dir, what)``, or None (sound, or none there). Of
     another layout is not wrong (a reader decodes them again). Verified in full, whatever this process verified
     before.
 
     Args:
-        path: the shard file, verified (its size, sha256 and values).
+        shard: the shard's :class:`~synprep.shards.shard_reader.ShardReader` (verified: its size, sha256 and
+            values; made with the manifest's sha256 and the vocabulary's size), built by the caller so that this
+            module never imports the reader that imports it.
         map_dir: the map folder.
-        sha256: the shard's sha256 (the manifest's).
-        vocab_size: the vocabulary's size (ids must be below it; None: not checked).
     """
-    from synprep.shards.shard_reader import ShardReader
-
+    path, sha256 = shard.path, shard.map_expect().sha256
     folder = map_dir / map_key(path)
     if not folder.is_dir():
         return None
@@ -321,7 +320,6 @@ def map_problem(path: Path, map_dir: Path, sha256: str, vocab_size: int | None) 
         version = LAYOUT
     if version != LAYOUT:
         return None
-    shard = ShardReader(path, sha256=sha256, vocab_size=vocab_size)
     got, index, why = _open(folder, sha256, len(shard))
     if got is not None and (not np.array_equal(got.lines, shard.lines)
                             or not all(np.array_equal(got.offsets[a], shard.offsets[a]) for a in AXES)):
