@@ -92,6 +92,8 @@ def run_cli(*args: str, input: str | bytes | None = None, cwd: Path | None = Non
     """
     from synprep.cli import main
 
+    if env and "SYNPREP_KILL_AFTER_WRITE" in env:  # the command would signal this process: the test run's own
+        raise AssertionError("a command that kills itself (SYNPREP_KILL_AFTER_WRITE) runs with run_cli_process")
     runner = CliRunner()
     status = 0
     saved_env, saved_argv, saved_cwd = dict(os.environ), sys.argv, os.getcwd()

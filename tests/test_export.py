@@ -239,7 +239,7 @@ def test_refusals(synthetic: Path, tmp_path: Path, monkeypatch) -> None:
     with pytest.raises(ConfigError, match="not empty and holds no export.json"):
         export(str(synthetic), "factors", str(tmp_path / "busy"))
     monkeypatch.setattr("synprep.extras.available", lambda module: module != "pyarrow")
-    with pytest.raises(ConfigError, match=r"pip install .synprep\[parquet\]."):
+    with pytest.raises(ConfigError, match=r"pip install .synprep\[hf\]."):  # the format's own extra (pyarrow + datasets)
         get_exporter("hf")
     with pytest.raises(ConfigError, match="unknown export format"):
         get_exporter("csv")

@@ -3,7 +3,7 @@ ENOSYS; NFS without its lock service: ENOLCK) is one clear line naming the lock 
 "synprep: error: Function not implemented" (what ``train`` printed before): a writing command, ``train`` and
 ``export`` refuse such a folder, a reader does not need its locks.
 
-The commands run as a user runs them, in a child whose ``fcntl.flock`` fails as on such a filesystem (a
+The commands run as a user runs them, in a child process whose ``fcntl.flock`` fails as on such a filesystem (a
 ``sitecustomize`` module on its path); unlocking is left alone, as the kernel does.
 """
 
@@ -17,7 +17,7 @@ import socket
 
 import pytest
 from builders import one_line, small_folder
-from conftest import ROOT, run_cli
+from conftest import ROOT, run_cli_process
 
 from synprep.errors import InputError
 
@@ -47,7 +47,7 @@ def shards(tmp_path_factory):
 @pytest.mark.parametrize("code", ["ENOSYS", "ENOLCK"])
 def test_train_names_its_run_lock(tmp_path, shards, code):
     run = tmp_path / "run"
-    proc = run_cli("train", "--shards", str(shards), "--preset", "tiny", "--out", str(run), "--max-steps", "1",
+    proc = run_cli_process("train", "--shards", str(shards), "--preset", "tiny", "--out", str(run), "--max-steps", "1",
                    env=_env(tmp_path, code), check=False)
     one_line(proc, 2, str(run / ".train.lock"), "has no file locks", "-o flock")
     assert not run.exists()  # the folder it created removed again, as any refused start's
@@ -60,11 +60,11 @@ def test_a_writing_command_and_export_name_their_locks(tmp_path, shards):
     conllu.write_text("".join(f"{j + 1}\tw{j}\t_\tX\t_\t_\t{0 if j == 0 else 1}\t{'dep' if j else 'root'}\t_\t_\n"
                               for j in range(3)) + "\n")
     out = tmp_path / "out"
-    proc = run_cli("annotate", "--src", str(src), "--tgt", str(tgt), "--parser", "conllu", "--conllu", str(conllu),
+    proc = run_cli_process("annotate", "--src", str(src), "--tgt", str(tgt), "--parser", "conllu", "--conllu", str(conllu),
                    "-s", "de", "-t", "en", "--out", str(out), env=_env(tmp_path), check=False)
     one_line(proc, 2, str(out / ".train.lock"), "has no file locks")  # the split lock
     assert not list(out.glob("*.h5"))
-    proc = run_cli("export", str(shards), "--format", "fairseq", "--to", str(tmp_path / "fs"), env=_env(tmp_path),
+    proc = run_cli_process("export", str(shards), "--format", "fairseq", "--to", str(tmp_path / "fs"), env=_env(tmp_path),
                    check=False)
     one_line(proc, 2, str(tmp_path / "fs"), "has no file locks")
 

@@ -18,7 +18,7 @@ from synprep.train.config import load_preset, with_overrides
 from synprep.train.data import RecordDataset
 from synprep.train.loop import Trainer
 from synprep.train.toydata import write_toy_shards
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_process
 
 
 class Killed(BaseException):
@@ -101,8 +101,9 @@ def test_sigkill_after_the_final_interval_save(tmp_path, data, background):
     run_cli(*straight)
     ref_rows = metrics_rows(tmp_path / "ref")
     # count the writes up to the interval save at step 6: every LAST/BEST/epoch write before it, +1
-    proc = run_cli(*args, "--config", str(tmp_path / "c.json"), check=False,
-                   env={ckpt.KILL_ENV: str(_writes_until_final_interval(tmp_path))})
+    # killed by its own signal: a process of its own (in this one the kill would end the test run)
+    proc = run_cli_process(*args, "--config", str(tmp_path / "c.json"), check=False,
+                           env={ckpt.KILL_ENV: str(_writes_until_final_interval(tmp_path))})
     assert proc.returncode == -9  # SIGKILL
     state = load_checkpoint(tmp_path / "run" / LAST)["state"]
     assert state["step"] == 6 and state["validated"] is False  # killed between the save and the validation

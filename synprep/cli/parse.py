@@ -149,6 +149,9 @@ def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | Non
     if trees_path is not None:
         trees = (t for _, t in read_tree_lines(trees_path))
     stats = ParseStats()
+    from synprep.parse.blocks import THROUGHPUT
+
+    THROUGHPUT.reset()  # the closing line counts this command's parse (the Python API adds up)
     lines = parse_lines(words(), spec, cache=cache, jobs=jobs, backend=backend, scheduler=scheduler,
                         ssplit=not no_ssplit, trees=trees, trees_name=display_name(trees_path) if trees_path else None,
                         batch_size=batch_size, identity=identity, stats=stats)
