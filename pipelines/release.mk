@@ -13,8 +13,9 @@ CORE_STAMP    := $(CORE_VENV)/.deps-$(CORE_HASH)
 
 .PHONY: docs install-check
 
+# (a plugin's banner about a future MkDocs 2 is silenced: it is no warning of this site's)
 docs: setup
-	$(PY) -m mkdocs build --strict --quiet
+	DISABLE_MKDOCS_2_WARNING=true $(PY) -m mkdocs build --strict --quiet
 
 $(CORE_STAMP):
 	rm -rf $(CORE_VENV)
