@@ -6,7 +6,7 @@
 #   here, tiny sizes (the suite's test):         bash benchmarks/gpu_suite.sh --device cpu --small
 #
 # Options go to benchmarks/gpu_suite.py (--device cuda|cpu, --small, --shared DIR, --only parse annotate trainer);
-# data from $SHARED (set by unpack.sh), else ../shared. Figures and method: docs/parse.md "GPU check".
+# data from $SHARED (set by unpack.sh), else ../shared. Figures: docs/benchmarks.md (benchmarks/results/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1

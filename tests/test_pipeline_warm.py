@@ -1,5 +1,5 @@
 """``synprep pipeline`` starts its parse workers before the text stage and kills them at its end, as
-``annotate`` does (:mod:`synprep.parse.warming`, docs/parse.md "`annotate` around the parse").
+``annotate`` does (:mod:`synprep.parse.warming`, docs/parse-internals.md "`annotate` around the parse").
 
 The command runs in this process (so that :data:`synprep.parse.warming.WARMED` can be read), with real German
 stanza models (``stanza_dir``) on the first 40 raw lines of sample_data's train split, ``-j 2``.

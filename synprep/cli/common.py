@@ -159,7 +159,7 @@ def check_jobs_options(backend: str) -> None:
 
 def parser_jobs(device: str, jobs: int, backend: str = "loky", scheduler: str | None = None) -> int:
     """The parser's worker count: with ``--device cuda`` and no ``--jobs``, ``gpu_workers_per_device`` (8) per
-    visible GPU, at most one per core (several processes keep a GPU busy: docs/parse.md "GPU figures").
+    visible GPU, at most one per core (several processes keep a GPU busy: docs/benchmarks.md, benchmarks/gpu_suite.py figure parse_workers).
 
     Reads the current click context (was ``--jobs`` on the command line?); workers beyond the GPUs share
     them, at most ``gpu_workers_per_device`` per GPU on this machine (loky): a larger ``--jobs`` is capped

@@ -38,7 +38,7 @@ def parse_evaluate_cmd(gold: str, pred: str, as_json: bool) -> None:
     Prints UAS, LAS, UPOS and the word-segmentation F1 (x 100; on the gold words precision = recall =
     F1) and the number of gold words. The scorer aligns the two files' words on their characters,
     so both must hold the same text (a parse of the gold file's words, e.g. synprep parse
-    output, or of its # text with another tokenization). docs/parse.md "Evaluation".
+    output, or of its # text with another tokenization). docs/parse.md "Command line" (scoring).
 
     \b
     synprep parse evaluate de_gsd-ud-test.conllu pred.conllu

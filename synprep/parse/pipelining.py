@@ -1,4 +1,4 @@
-"""When a parse runs its two stages apart, and with how many forward processes (docs/parse.md, "Forward and decode").
+"""When a parse runs its two stages apart, and with how many forward processes (docs/parse-internals.md, "Forward and decode").
 
 Read by :func:`synprep.parse.run.parse_block`: :func:`pipelined` (off unless asked: ``$SYNPREP_PARSE_PIPELINE=1``;
 on an H100 it is slower than unpipelined GPU workers: benchmarks/gpu_suite.py, figure ``parse_workers``), :func:`forward_workers` (one per visible GPU; ``$SYNPREP_PARSE_FORWARD_WORKERS``),

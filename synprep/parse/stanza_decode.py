@@ -1,6 +1,6 @@
 """The decode stage of a stanza parse, and stanza 1.15's decoding and POS label lookup reproduced fast.
 
-A stanza parse runs in two stages (docs/parse.md, "Forward and decode"): the forward stage
+A stanza parse runs in two stages (docs/parse-internals.md, "Forward and decode"): the forward stage
 (:meth:`synprep.parse.stanza_parser.StanzaParser.forward`: the models, on the CPU or a GPU) gives each
 sentence's :class:`SentenceScores` — its words, UPOS, constituency tree and the compact score arrays
 of its depparse forward — and the decode stage (:meth:`DecodeContext.decode`, a pure function of those

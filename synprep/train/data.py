@@ -331,7 +331,7 @@ def loader_workers(num_workers: int, device: torch.device) -> int:
     """DataLoader workers of a training process: ``num_workers``, or for -1 (auto, the default) 0 on the CPU,
     whose cores are the update's, and :attr:`synprep.defaults.RuntimeDefaults.cuda_loader_workers` (2) on
     CUDA (at most the CPUs this process may run on), where reading and collating a batch between updates
-    would hold the GPU up (docs/train.md, "Data loading")."""
+    would hold the GPU up (docs/train.md, "Inputs and outputs")."""
     if num_workers >= 0:
         return num_workers
     from synprep.defaults import RUNTIME_DEFAULTS

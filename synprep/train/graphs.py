@@ -1,6 +1,6 @@
 """CUDA graphs of the training update: each batch shape's forward and backward
 recorded once and replayed, so that an update costs about the GPU's kernel time instead of the host's
-~1200 eager launches (docs/train.md, "CUDA graphs").
+~1200 eager launches (docs/train.md, "Precision, attention kernels, compilation, CUDA graphs").
 
 ``cuda_graphs: true`` in the config (one process on CUDA; the trainer checks). With ``compile: true`` too,
 the graphs record the compiled layers' kernels (fewer, fused launches than eager's): a shape's eager first

@@ -188,7 +188,7 @@ def set_relations_batch(heads: Sequence[np.ndarray], deprel: Sequence[np.ndarray
 #: gradient by segment sums over the pairs sorted once per batch) instead of ``F.embedding``. Off until
 #: measured faster on a GPU: ``bench_train_gpu.py --set-lookup`` (run by ``gpu_suite.sh``) times both
 #: (on an H100, a variant whose running sum went along dim 1 ran at 0.954× the embedding).
-#: The CPU keeps the embedding either way. docs/train.md "SET's relation lookup on CUDA" has the figures.
+#: The CPU keeps the embedding either way. benchmarks/bench_train_gpu.py measures both (docs/benchmarks.md).
 SORTED_LOOKUP_ON_CUDA = False
 
 
