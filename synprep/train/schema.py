@@ -96,13 +96,13 @@ class TrainConfig:
     """
 
     # --- model (paper §5.1; fairseq transformer_iwslt_de_en) ---------------------------------
-    d_model: int = 512
-    ffn_dim: int = 1024
-    heads: int = 4
-    encoder_layers: int = 6
-    decoder_layers: int = 6
-    dropout: float = 0.3
-    attention_dropout: float = 0.2
+    d_model: int = 512  # model width: embeddings and every layer's input and output
+    ffn_dim: int = 1024  # inner width of each layer's feed-forward network
+    heads: int = 4  # attention heads of every layer (must divide d_model)
+    encoder_layers: int = 6  # encoder self-attention layers
+    decoder_layers: int = 6  # decoder layers
+    dropout: float = 0.3  # dropout on embeddings and residual branches
+    attention_dropout: float = 0.2  # dropout on attention weights
     activation_dropout: float = 0.0  # fairseq default
     share_embeddings: bool = True  # one matrix: encoder input, decoder input, output projection
     normalize_before: bool = False  # fairseq default: post-norm
@@ -122,20 +122,20 @@ class TrainConfig:
     gate_freeze_epochs: int = None  # type: ignore[assignment]  # pre-warmup: gate network frozen for the first K epochs
     gate_batch_norm: bool = None  # type: ignore[assignment]  # BatchNorm in the gate network (SLA: none)
     # --- optimisation (paper §5.1) ------------------------------------------------------------
-    lr: float = 7e-3
-    warmup_init_lr: float = 1e-3
-    warmup_updates: int = 4000
-    adam_betas: list[float] = field(default_factory=lambda: [0.9, 0.98])
-    adam_eps: float = 1e-8
+    lr: float = 7e-3  # peak learning rate, reached after warmup_updates (inverse square root decay after)
+    warmup_init_lr: float = 1e-3  # learning rate of update 1, raised linearly to lr
+    warmup_updates: int = 4000  # updates of the linear warm-up
+    adam_betas: list[float] = field(default_factory=lambda: [0.9, 0.98])  # Adam's (beta1, beta2)
+    adam_eps: float = 1e-8  # Adam's epsilon
     weight_decay: float = 1e-4  # decoupled (AdamW), as fairseq's Adam applies it
-    label_smoothing: float = 0.1
+    label_smoothing: float = 0.1  # label-smoothed cross-entropy's epsilon
     clip_norm: float = 0.0  # 0 = no clipping (fairseq IWSLT recipe)
     max_tokens: int = 4096  # per batch, padding included (fairseq --max-tokens)
     batch_order: str = "target"  # pairs sorted by (target, source) size, or "source": (source, target) as fairseq
     update_freq: int = 1  # batches per update (fairseq --update-freq)
     max_epochs: int = 100  # 0 = no limit (then max_steps must be set)
     max_steps: int = 0  # 0 = no limit
-    seed: int = 1
+    seed: int = 1  # seeds the model's initialisation, dropout and the batch order
     bf16: bool = False  # bf16 autocast (CUDA or CPU)
 
     # --- bookkeeping ----------------------------------------------------------------------------
@@ -158,10 +158,10 @@ class TrainConfig:
     cuda_graphs: bool = False
 
     # --- decoding (paper §5.1 Evaluation; fairseq generate defaults) ---------------------------
-    beam: int = 5
-    lenpen: float = 1.0
-    max_len_a: float = 0.0
-    max_len_b: int = 200
+    beam: int = 5  # beam size of translate (1: greedy)
+    lenpen: float = 1.0  # length penalty: a hypothesis's score is divided by its length ** lenpen
+    max_len_a: float = 0.0  # longest output: max_len_a × source length + max_len_b pieces
+    max_len_b: int = 200  # see max_len_a
 
     # ------------------------------------------------------------------------------------------
     def __post_init__(self) -> None:
