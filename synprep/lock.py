@@ -295,7 +295,18 @@ def split_writer(out: str | os.PathLike, split: str) -> str | None:
         return None  # no lock file, or an empty one: no writer (or one that has not written its record yet)
     if host == socket.gethostname():
         return describe_owner(path) if _pid_alive(pid) else None
-    fd = _open_lock_file(path)
+    return lock_holder(path)
+
+
+def lock_holder(path: Path) -> str | None:
+    """The holder of lock file ``path`` (:func:`describe_owner`), probed with a shared, non-blocking ``flock``
+    released at once; None when nobody holds it, when there is no such file, or where the filesystem has no
+    locks (nobody can be writing with one there).
+
+    Raises:
+        OSError: another failure to open or probe the file.
+    """
+    fd = _open_lock_file(path) if path.is_file() else None
     if fd is None:
         return None
     try:
@@ -303,7 +314,7 @@ def split_writer(out: str | os.PathLike, split: str) -> str | None:
     except BlockingIOError:
         return describe_owner(path)
     except OSError as e:  # a folder copied onto a filesystem without locks: nobody can be writing it with one
-        if e.errno in NO_LOCKS:
+        if e.errno in NO_LOCKS or e.errno == errno.EINVAL:
             return None
         raise
     else:

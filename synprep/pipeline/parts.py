@@ -44,6 +44,7 @@ from synprep.lock import (
     _split_locks,
     describe_owner,
     live_temp,
+    lock_holder,
 )
 from synprep.shards import Manifest
 from synprep.shards.manifest import SplitEntry
@@ -248,21 +249,7 @@ class Finished:
 
 def _running(out: Path, split: str, part: Part) -> str | None:
     """Who runs ``part`` now (its lock held: ``pid 123 on host h (...)``), or None (or no file locks here)."""
-    path = parts_dir(out) / f"{split}.part-{part.index}-of-{part.count}.lock"
-    fd = _open_lock_file(path) if path.is_file() else None
-    if fd is None:
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return describe_owner(path)
-    except OSError:
-        return None
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
+    return lock_holder(parts_dir(out) / f"{split}.part-{part.index}-of-{part.count}.lock")
 
 
 def finished_parts(out: Path, split: str) -> Finished:
