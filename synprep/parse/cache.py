@@ -179,6 +179,10 @@ def decode(blob: bytes, limit: int | None = None) -> ParsedSentence:
     return sentence_from_json(json.loads(raw.decode("utf-8")))
 
 
+#: :func:`entry_problem`'s reason for an entry that holds the parse of another sentence
+OTHER_WORDS = "holds the parse of other words"
+
+
 def entry_problem(words: Sequence[str], sent: ParsedSentence) -> str | None:
     """Why a cached parse may not stand for the parse of ``words``, or None: the checks a fresh parse passes
     on its way into a shard (:func:`synprep.features.line.sentence_problem`: lengths, one tree, the tree's
@@ -188,7 +192,7 @@ def entry_problem(words: Sequence[str], sent: ParsedSentence) -> str | None:
     from synprep.features.line import sentence_problem
 
     if list(sent.words) != list(words):
-        return "holds the parse of other words"
+        return OTHER_WORDS
     if sent.tree is not None and not isinstance(sent.tree, str):
         return f"a tree of type {type(sent.tree).__name__}"
     problem = sentence_problem(sent)
@@ -331,16 +335,22 @@ class ParseCache:
             blob = found.get(k)
             sent = None
             if blob is not None:
-                problem = None
+                kind: str | None = None
+                what = ""
                 try:
                     sent = decode(blob, limit)
                     problem = entry_problem(words, sent)
+                    if problem == OTHER_WORDS:
+                        self.wrong += 1
+                        kind, what = "held another sentence's parse", OTHER_WORDS
+                    elif problem is not None:
+                        kind, what = "invalid parses", f"is not a valid parse ({problem})"
                 except EntryTooLarge as e:
-                    problem = str(e)
+                    kind, what = "inflated past their bound", str(e)
                 except (zlib.error, ValueError, KeyError, TypeError, AttributeError, OverflowError) as e:
-                    problem = f"is unreadable ({type(e).__name__}: {e})"
-                if problem is not None:  # a cache problem, never the input's
-                    self._problem(len(words), problem)
+                    kind, what = "unreadable", f"is unreadable ({type(e).__name__}: {e})"
+                if kind is not None:  # a cache problem, never the input's
+                    self._problem(len(words), kind, what)
                     sent = None
             if sent is None:
                 self.misses += 1
@@ -349,22 +359,13 @@ class ParseCache:
             out.append(sent)
         return out
 
-    def _problem(self, n_words: int, problem: str) -> None:
-        """Count an entry ignored as a cache problem (reported once, by :meth:`close`)."""
-        what = problem
-        if problem == "holds the parse of other words":
-            self.wrong += 1
-            kind = "held another sentence's parse"
-        elif problem.startswith("inflates to more than"):
-            kind = "inflated past their bound"
-        elif problem.startswith("is unreadable"):
-            kind = "unreadable"
-        else:
-            kind, what = "invalid parses", f"is not a valid parse ({problem})"
+    def _problem(self, n_words: int, kind: str, what: str) -> None:
+        """Count an entry ignored as a cache problem of ``kind`` (reported once, by :meth:`close`); ``what``
+        ends the sentence ``the entry of a N-word sentence …``."""
         self.problems[kind] += 1
         if self._first_problem is None:
             self._first_problem = f"the entry of a {n_words}-word sentence {what}"
-        log.debug("parse cache %s: the entry of a %d-word sentence ignored: %s", self.path, n_words, problem)
+        log.debug("parse cache %s: the entry of a %d-word sentence ignored: %s", self.path, n_words, what)
 
     def report_problems(self) -> None:
         """Log the entries ignored so far, in one warning line with their count and the fix, and forget them."""
