@@ -98,6 +98,11 @@ def record_path(out: Path, split: str, part: Part) -> Path:
     return parts_dir(out) / f"{split}.part-{part.index}-of-{part.count}.json"
 
 
+def lock_path(out: Path, split: str, part: Part) -> Path:
+    """``OUT/.parts/SPLIT.part-I-of-N.lock``: held by the process that runs part ``I`` of ``N``."""
+    return record_path(out, split, part).with_suffix(".lock")
+
+
 def command_text(argv: list[str]) -> str:
     """``argv`` as a user types it (``synprep …``, the interpreter's path left out), shell-quoted."""
     if argv and (os.path.basename(argv[0]) == "synprep" or argv[0].endswith("__main__.py")):
@@ -152,9 +157,8 @@ def hold_part(out: Path, split: str, part: Part) -> None:
     Raises:
         FolderBusy: another live process runs this part (named in the message).
     """
-    d = parts_dir(out)
-    d.mkdir(parents=True, exist_ok=True)
-    path = d / f"{split}.part-{part.index}-of-{part.count}.lock"
+    path = lock_path(out, split, part)
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd = _open_lock_file(path)
     if fd is None:
         return
@@ -249,7 +253,7 @@ class Finished:
 
 def _running(out: Path, split: str, part: Part) -> str | None:
     """Who runs ``part`` now (its lock held: ``pid 123 on host h (...)``), or None (or no file locks here)."""
-    return lock_holder(parts_dir(out) / f"{split}.part-{part.index}-of-{part.count}.lock")
+    return lock_holder(lock_path(out, split, part))
 
 
 def finished_parts(out: Path, split: str) -> Finished:
