@@ -393,10 +393,10 @@ def _undo_created(claims: _Claims) -> None:
 
 
 def process_age() -> float:
-    """Seconds since this process started."""
-    import psutil
+    """Seconds since this process started (its start as :func:`synprep.timeline.process_start` reads it, once)."""
+    from synprep.timeline import process_start
 
-    return max(0.0, time.time() - psutil.Process().create_time())
+    return max(0.0, time.time() - process_start())
 
 
 #: a split that needs another split's files (the train split's BPE codes, its ``dict.txt``) and finds no
