@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from synprep.errors import InputError
+from synprep.parallel import chunked
 from synprep.text.bpe import apply_bpe_stream, learn_bpe, load_bpe
 from synprep.textio import iter_lines
 from tests.conftest import run_cli
@@ -23,6 +24,29 @@ def test_apply_reproduces_fairseq(prepared, name):
     """DATA.md: apply-bpe -c code on tmp/{valid,test}.L gives {valid,test}.L byte for byte."""
     out = "".join(x + "\n" for x in apply_bpe_stream(iter_lines(prepared / "tmp" / name), prepared / "code"))
     assert out.encode("utf-8") == (prepared / name).read_bytes()
+
+
+def test_the_segmentation_memo_is_bounded_and_only_saves_time(prepared, monkeypatch):
+    """subword-nmt memoizes every distinct word (``BPE.cache``); synprep empties it past BPE_CACHE_CHARS
+    characters of words, and the output is still fairseq's byte for byte."""
+    from synprep.text import bpe as bpe_mod
+
+    monkeypatch.setattr(bpe_mod, "BPE_CACHE_CHARS", 2000)
+    codes = prepared / "code"
+    bpe = load_bpe(codes)
+    bpe.cache.clear()
+    sizes = []
+    out = []
+    for chunk in chunked(iter_lines(prepared / "tmp" / "valid.de"), 4):
+        out += bpe_mod.apply_bpe_lines(chunk, str(codes))
+        sizes.append(sum(map(len, bpe.cache)))  # the characters of the words it holds
+    assert "".join(x + "\n" for x in out).encode("utf-8") == (prepared / "valid.de").read_bytes()
+    assert 0 < max(sizes) <= 2000
+    assert sum(b < a for a, b in zip(sizes[:-1], sizes[1:], strict=True)) > 10  # emptied again and again, not only grown
+    lines = list(iter_lines(prepared / "tmp" / "test.de"))[:300]
+    one_by_one = [bpe_mod.apply_bpe_line(bpe, x) for x in lines]
+    assert sum(map(len, bpe.cache)) <= 2000
+    assert one_by_one == bpe_mod.apply_bpe_lines(lines, str(codes))
 
 
 def test_cli_apply_with_two_jobs_reproduces_fairseq(prepared, tmp_path):

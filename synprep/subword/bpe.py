@@ -38,7 +38,9 @@ class BpeScheme(SubwordScheme):
         learn_bpe(list(files), size, out)
 
     def encode(self, text: str) -> list[str]:
-        return self._bpe.process_line(text).split()
+        from synprep.text.bpe import apply_bpe_line
+
+        return apply_bpe_line(self._bpe, text).split()
 
     def align_line(self, text: str, words: Sequence[str], *, line: int | None = None,
                    path: str | None = None) -> AlignedLine:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import logging
 import os
 import sys
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache, partial
 from typing import IO, Any
@@ -184,6 +186,16 @@ def load_bpe(codes: PathLike, *, merges: int = -1, separator: str = BPE_SEPARATO
     return _load_bpe(path, st.st_mtime_ns, st.st_size, merges, separator)
 
 
+#: characters of distinct words whose segmentation a process keeps (``BPE.cache``) before it is emptied: the
+#: segmentation is a pure function of the word, so emptying changes nothing but time. About 25 bytes a character
+#: for words of real text (~300,000 word types), 60 for random strings (a piece per character): a worker's
+#: cache stays under ~120 MB on a corpus of millions of word types or of random strings
+#: (benchmarks/hostile_rss.py, longwords)
+BPE_CACHE_CHARS = 2_000_000
+#: characters added to each loaded BPE's cache since it was emptied
+_CACHE_CHARS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 @lru_cache(maxsize=4)
 def _load_bpe(path: str, _mtime: int, _size: int, merges: int, separator: str) -> BPE:
     lines = list(iter_lines(path))
@@ -197,8 +209,12 @@ def _load_bpe(path: str, _mtime: int, _size: int, merges: int, separator: str) -
 
 
 def apply_bpe_line(bpe: BPE, line: str) -> str:
-    """Segment one tokenized line into pieces (``BPE.process_line``); ``"ri@@ ver"`` style."""
-    return bpe.process_line(line)
+    """Segment one tokenized line into pieces (``BPE.process_line``); ``"ri@@ ver"`` style. The BPE's memo of
+    segmented words is kept within :data:`BPE_CACHE_CHARS`."""
+    before = len(bpe.cache)
+    out = bpe.process_line(line)
+    _bound_cache(bpe, before)
+    return out
 
 
 def apply_bpe_lines(lines: list[str], codes: str, *, separator: str = BPE_SEPARATOR) -> list[str]:
@@ -207,7 +223,23 @@ def apply_bpe_lines(lines: list[str], codes: str, *, separator: str = BPE_SEPARA
     The codes are loaded once per process (:func:`load_bpe` caches them).
     """
     bpe = load_bpe(codes, separator=separator)
-    return [bpe.process_line(line) for line in lines]
+    before = len(bpe.cache)
+    out = [bpe.process_line(line) for line in lines]
+    _bound_cache(bpe, before)
+    return out
+
+
+def _bound_cache(bpe: BPE, before: int) -> None:
+    """Empty subword-nmt's memo of segmented words (``BPE.cache``, without bound: a word and its pieces per
+    distinct word) once the words added since it was last emptied (the last ``len - before`` keys: a dict
+    keeps insertion order) hold more than :data:`BPE_CACHE_CHARS` characters."""
+    cache = bpe.cache
+    added = sum(map(len, itertools.islice(reversed(cache), len(cache) - before)))
+    total = _CACHE_CHARS.get(bpe, 0) + added
+    if total > BPE_CACHE_CHARS:
+        cache.clear()
+        total = 0
+    _CACHE_CHARS[bpe] = total
 
 
 def apply_bpe_stream(lines: Iterable[str], codes: PathLike, *, jobs: int = 1, backend: str = "loky",
