@@ -105,6 +105,21 @@ def test_the_word_cache_only_saves_time(loaded: dict, monkeypatch):
     assert a.text == b.text == c.text == sents[:40]
 
 
+def test_a_long_word_is_looked_up_not_cached(loaded: dict):
+    """A word over CACHE_WORD_CHARS (base64, a URL) costs ~16 bytes a character in the cache: 200,000 such
+    words of 999 characters would hold 3 GB there. Its ids are those of a fresh lookup all the same."""
+    from synprep.parse import stanza_inputs
+
+    parser, _ = loaded["de"]
+    fresh = stanza_inputs.InputBuilder(parser.nlp.processors["pos"], parser.depparse)
+    long = "aZ09" * 250
+    t = fresh.table([["Das", long, "."]])
+    assert set(fresh.words) == {"Das", "."}
+    again = fresh.table([["Das", long, "."]])
+    assert np.array_equal(t.pos_chars, again.pos_chars) and np.array_equal(t.dp_chars, again.dp_chars)
+    assert t.pos_nchars.tolist()[1] == 1000
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("lang", ["de", "en"])
 def test_tags_and_depparse_batches_are_stanzas(loaded: dict, lang: str):

@@ -29,6 +29,9 @@ from synprep.parse.stanza_decode import stanza_reproduced
 #: distinct words kept in a builder's cache before it is emptied (about 0.6 KB each; the values are pure
 #: functions of the word, so emptying changes nothing but time)
 CACHE_WORDS = 200_000
+#: longer words are looked up every time, never cached: the cache then holds at most CACHE_WORDS × this many
+#: characters (a long word is a URL, base64 or code, rarely seen twice; its entry costs ~16 bytes a character)
+CACHE_WORD_CHARS = 64
 #: stanza's tag columns that synprep's POS stage writes (and the only ones the fast inputs reproduce)
 POS_COLUMNS = ("upos", "xpos", "feats")
 
@@ -149,7 +152,9 @@ class InputBuilder:
         for w in index:
             e = cache.get(w)
             if e is None:
-                e = cache[w] = self._word(w)
+                e = self._word(w)
+                if len(w) <= CACHE_WORD_CHARS:
+                    cache[w] = e
             entries.append(e)
         lengths = np.fromiter((len(s) for s in sentences), dtype=np.int64, count=len(sentences))
         pos_chars, pos_nchars = _pad_rows([e[1][2] for e in entries])
