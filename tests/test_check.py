@@ -165,8 +165,21 @@ def _put(a, i, v):
     return a
 
 
+#: the checks' window (values checked at once): the default (a shard at once), one pair, a few pairs
+WINDOWS = [1 << 18, 1, 40]
+
+
+@pytest.fixture(params=WINDOWS, ids=lambda w: f"window{w}")
+def window(request, monkeypatch):
+    """A shard is checked a window of pairs at a time: each window size finds the same first violation."""
+    from synprep.shards import invariants
+
+    monkeypatch.setattr(invariants, "WINDOW_ELEMENTS", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("case", list(RECORD_CASES))
-def test_each_record_invariant_is_named(tmp_path, case):
+def test_each_record_invariant_is_named(tmp_path, case, window):
     mutate, message = RECORD_CASES[case]
     _write(tmp_path, mutate)
     got = _violation(tmp_path)
@@ -179,7 +192,7 @@ def test_the_broken_pair_is_what_the_cases_assume(tmp_path):
     assert r.sent_start.tolist() == [0, 3] and (r.heads == 0).sum() == 2
 
 
-def test_lines_must_increase_across_shards(tmp_path):
+def test_lines_must_increase_across_shards(tmp_path, window):
     recs = _records()
     for i, r in enumerate(recs["train"]):
         r.line = i + 1 if i < SHARD else i  # shard 1 starts at line 6 = shard 0's last line
@@ -188,7 +201,14 @@ def test_lines_must_increase_across_shards(tmp_path):
                                     "shard's last line 6")
 
 
-def test_the_first_violating_pair_is_reported(tmp_path):
+def test_lines_must_increase_within_a_shard_across_windows(tmp_path, window):
+    write_folder_records(tmp_path, _records(), shard_size=SHARD)
+    _edit(_set_item("line", 2, 8))(tmp_path)  # pair 2 of shard 1 repeats pair 1's line
+    assert _violation(tmp_path) == ("train.00001.h5: pair 2 (line 8): line 8 is not greater than the previous "
+                                    "pair's line 8")
+
+
+def test_the_first_violating_pair_is_reported(tmp_path, window):
     recs = _records()
     recs["train"][9].heads = recs["train"][9].heads.copy()
     recs["train"][9].heads[0] = 250  # a range error in pair 3 ...

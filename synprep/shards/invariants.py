@@ -33,6 +33,10 @@ from synprep.shards.schema import (
 )
 from synprep.subword import SCHEMES
 
+#: values (all axes together) whose checks run at once: a window of pairs is widened to int64 and checked, then
+#: the next, so checking a shard costs its stored arrays and one window (~40 bytes a value), never ~40 bytes a
+#: value of the whole shard (a shard of long lines of random strings holds millions; benchmarks/hostile_rss.py)
+WINDOW_ELEMENTS = 1 << 18
 #: tolerance on the sum of a word's LDD probabilities (float16 relative rounding is 2**-11)
 LDD_SUM_TOLERANCE = 2e-3
 
@@ -117,13 +121,13 @@ class _First:
                 self.best = (p, what(p, k, e))
 
 
-def _stage_lengths(P: _Pairs, after_line: int) -> _First:
+def _stage_lengths(P: _Pairs, after_line: int, first: bool = True) -> _First:
     f = _First()
     L, lines = P.lens, P.lines
     prev = np.concatenate([[after_line], lines[:-1]])
 
     def line_what(p: int) -> str:
-        if p:
+        if p or not first:
             return f"line {lines[p]} is not greater than the previous pair's line {prev[p]}"
         if after_line:
             return f"line {lines[p]} is not greater than the previous shard's last line {after_line}"
@@ -320,7 +324,7 @@ def _read_shard(f: h5py.File, name: str) -> tuple[dict[str, Any], dict[str, np.n
         ok, expected = _DTYPE_RULES[fl.kind]
         if not ok(a.dtype):
             raise _Fail(Violation(name, f"dataset /{fl.name} has dtype {a.dtype}, expected {expected}"))
-        data[fl.name] = a.astype(np.float64) if fl.kind == "float16" else a.astype(np.int64)
+        data[fl.name] = a
     return attrs, data, offsets, lines.astype(np.int64)
 
 
@@ -384,9 +388,8 @@ def check_arrays(data: dict[str, np.ndarray], offsets: dict[str, np.ndarray], li
         The first violation, or None.
     """
     try:
-        wide = {fl.name: np.asarray(data[fl.name]).astype(np.float64 if fl.kind == "float16" else np.int64,
-                                                          copy=False) for fl in FIELDS}
-        _check_values(wide, {a: np.asarray(offsets[a]).astype(np.int64, copy=False) for a in AXES},
+        _check_values({fl.name: np.asarray(data[fl.name]) for fl in FIELDS},
+                      {a: np.asarray(offsets[a]).astype(np.int64, copy=False) for a in AXES},
                       np.asarray(lines).astype(np.int64, copy=False), n_deprel, n_upos, vocab_size, after_line, name)
     except _Fail as e:
         return e.violation
@@ -397,7 +400,8 @@ def check_arrays(data: dict[str, np.ndarray], offsets: dict[str, np.ndarray], li
 
 def _check_values(data: dict[str, np.ndarray], offsets: dict[str, np.ndarray], lines: np.ndarray, n_deprel: int,
                   n_upos: int, vocab_size: int | None, after_line: int, name: str) -> None:
-    """The offsets' and every pair's invariants (int64 values, float64 probabilities); raises :class:`_Fail`."""
+    """The offsets' and every pair's invariants, a window of pairs at a time (:func:`_windows`); raises
+    :class:`_Fail`. ``data``: the stored values (any integer dtype, float16 probabilities)."""
     n = len(lines)
     for axis in AXES:
         o = offsets[axis]
@@ -413,8 +417,60 @@ def _check_values(data: dict[str, np.ndarray], offsets: dict[str, np.ndarray], l
         for fl in FIELDS:
             if fl.axis == axis and o[-1] != len(data[fl.name]):
                 raise _Fail(Violation(name, f"{where} ends at {o[-1]} but /{fl.name} has {len(data[fl.name])} values"))
+    for a, b in _windows(offsets, n):
+        found = _first_violation(_window(data, offsets, a, b),
+                                 {axis: offsets[axis][a: b + 1] - offsets[axis][a] for axis in AXES}, lines[a:b],
+                                 int(lines[a - 1]) if a else after_line, a == 0, n_deprel, n_upos, vocab_size)
+        if found is not None:
+            p, what = found
+            raise _Fail(Violation(name, what, a + p, int(lines[a + p])))
+
+
+def _windows(offsets: dict[str, np.ndarray], n: int) -> list[tuple[int, int]]:
+    """Pair ranges ``[a, b)`` in order, each of at most :data:`WINDOW_ELEMENTS` values on all axes together
+    (at least one pair): the checks widen a window's values to int64, never a whole shard's."""
+    if n == 0:
+        return []
+    sizes = sum(np.diff(offsets[axis]) for axis in AXES)
+    ends = np.cumsum(sizes)
+    out, a = [], 0
+    while a < n:
+        base = int(ends[a - 1]) if a else 0
+        b = max(a + 1, int(np.searchsorted(ends, base + WINDOW_ELEMENTS, side="right")))
+        out.append((a, min(b, n)))
+        a = b
+    return out
+
+
+def _window(data: dict[str, np.ndarray], offsets: dict[str, np.ndarray], a: int, b: int) -> dict[str, np.ndarray]:
+    """The values of pairs ``[a, b)``, widened (int64, float64 probabilities)."""
+    by_name = {fl.name: fl for fl in FIELDS}
+    out = {}
+    for name, values in data.items():
+        fl = by_name[name]
+        o = offsets[fl.axis]
+        part = np.asarray(values[int(o[a]): int(o[b])])
+        out[name] = part.astype(np.float64 if fl.kind == "float16" else np.int64)
+    return out
+
+
+def _first_violation(data: dict[str, np.ndarray], offsets: dict[str, np.ndarray], lines: np.ndarray,
+                     after_line: int, first: bool, n_deprel: int, n_upos: int,
+                     vocab_size: int | None) -> tuple[int, str] | None:
+    """The first violation (pair index in the window, what) of a window's pairs, or None.
+
+    Args:
+        data: the window's values (:func:`_window`).
+        offsets: the window's (N+1,) offsets per axis, from 0.
+        lines: the window's (N,) line numbers.
+        after_line: the line the window's first line must pass (the previous pair's, or the previous shard's).
+        first: the window starts the shard (the message for its first pair names the previous shard).
+        n_deprel: see :func:`check_arrays`.
+        n_upos: see :func:`check_arrays`.
+        vocab_size: see :func:`check_arrays`.
+    """
     stages = [
-        lambda P: _stage_lengths(P, after_line),
+        lambda P: _stage_lengths(P, after_line, first),
         lambda P: _stage_ranges(P, n_deprel, n_upos, vocab_size),
         _stage_structure,
         _stage_tree,
@@ -422,14 +478,11 @@ def _check_values(data: dict[str, np.ndarray], offsets: dict[str, np.ndarray], l
     # A stage may assume the earlier stages hold, so it only looks at the pairs before the first
     # violation found so far; any violation it finds there is an earlier one.
     best: tuple[int, str] | None = None
-    limit = n
+    limit = len(lines)
     for stage in stages:
         if limit == 0:
             break
         found = stage(_Pairs(data, offsets, lines, limit)).best
         if found is not None:
             best, limit = found, found[0]
-    if best is not None:
-        p, what = best
-        raise _Fail(Violation(name, what, p, int(lines[p])))
-
+    return best
