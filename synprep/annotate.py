@@ -22,6 +22,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -418,6 +419,13 @@ def with_parse_src(items: Iterable[Item], cased: Iterator[str], name: str) -> It
         yield dataclasses.replace(it, words=words, compare=it.words)
 
 
+def _pieces(line: str) -> list[str]:
+    """A line's pieces, each one string object per distinct piece (``sys.intern``): a shard's block of items then
+    holds a pointer per piece, not a string, whatever its lines' lengths (a line of random characters is a
+    piece or two per character, ~60 bytes each as separate strings; benchmarks/hostile_rss.py, longwords)."""
+    return list(map(sys.intern, line.split()))
+
+
 def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iterator[int],
                      words: Iterator[list[str]] | None = None,
                      parses: Iterator[ParsedLine] | None = None,
@@ -445,7 +453,7 @@ def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iter
     word_it = iter(words) if words is not None else None
     tree_it = iter(trees) if trees is not None else None
     for s, t, n in zip(bpe_src, bpe_tgt, lines, strict=True):
-        src = s.split()
+        src, tgt = _pieces(s), _pieces(t)
         if word_it is not None:
             w = next(word_it)
         else:
@@ -454,6 +462,6 @@ def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iter
         tr = next(tree_it, None) if tree_it is not None else None
         if index_it is not None:
             wi, counts = next(index_it)
-            yield Item(line=n, words=w, src=src, tgt=t.split(), parse=p, trees=tr, word_index=wi, alignment=counts)
+            yield Item(line=n, words=w, src=src, tgt=tgt, parse=p, trees=tr, word_index=wi, alignment=counts)
         else:
-            yield Item(line=n, words=w, src=src, tgt=t.split(), parse=p, trees=tr)
+            yield Item(line=n, words=w, src=src, tgt=tgt, parse=p, trees=tr)

@@ -117,3 +117,50 @@ def test_a_huge_imported_sentence_is_dropped_with_bounded_memory(tmp_path):
     lines = Manifest.load(out).split("valid").dropped_lines
     assert [x[:2] for x in lines] == [[2, "parse:too_long"], [3, "parse:word_too_long"]]
     assert check_dir(out).ok
+
+
+def many_piece_lines(tmp_path: Path, lines: int, words: int, pieces: int) -> list[str]:
+    """``annotate --parser conllu`` arguments for ``lines`` pairs of ``words`` words of ``pieces`` random
+    two-letter BPE pieces a side (what BPE makes of base64 or minified code: a piece or two a character)."""
+    import random
+    import string
+
+    rng = random.Random(0)
+
+    def line() -> list[list[str]]:
+        return [["".join(rng.choices(string.ascii_lowercase, k=2)) for _ in range(pieces)] for _ in range(words)]
+
+    src, tgt = [line() for _ in range(lines)], [line() for _ in range(lines)]
+    bpe = lambda ws: " ".join(" ".join(p + "@@" for p in w[:-1]) + " " + w[-1] for w in ws)  # noqa: E731
+    (tmp_path / "s").write_text("".join(bpe(x) + "\n" for x in src))
+    (tmp_path / "t").write_text("".join(bpe(x) + "\n" for x in tgt))
+    (tmp_path / "c.conllu").write_text("".join(
+        "".join(f"{j + 1}\t{''.join(w)}\t_\tX\t_\t_\t{j}\t{'dep' if j else 'root'}\t_\t_\n" for j, w in enumerate(x))
+        + "\n" for x in src))
+    from synprep.vocab import Vocab
+
+    Vocab.build([tmp_path / "s", tmp_path / "t"]).save(tmp_path / "dict.txt")
+    return ["annotate", "--src", str(tmp_path / "s"), "--tgt", str(tmp_path / "t"), "--parser", "conllu", "--conllu",
+            str(tmp_path / "c.conllu"), "-s", "de", "-t", "en", "--out", str(tmp_path / "out"), "--split", "valid",
+            "--vocab", str(tmp_path / "dict.txt"), "--no-language-check"]
+
+
+#: peak Python and NumPy memory (tracemalloc) a piece of a shard may take while ``annotate`` builds, writes and
+#: checks it, in bytes. Measured (2-core machine): 33; 86 with each piece of a shard's block a string of its
+#: own, 66 with the check widening the whole shard at once (``invariants.WINDOW_ELEMENTS`` unbounded)
+BYTES_PER_PIECE = 50
+
+
+def test_a_shard_of_many_piece_lines_holds_a_pointer_per_piece(tmp_path):
+    import tracemalloc
+
+    args = many_piece_lines(tmp_path, lines=40, words=250, pieces=40)
+    n_pieces = 2 * 40 * 250 * 40
+    tracemalloc.start()
+    try:
+        run_cli(*args)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert Manifest.load(tmp_path / "out").split("valid").pairs == 40
+    assert peak / n_pieces < BYTES_PER_PIECE, f"{peak / n_pieces:.0f} bytes a piece ({peak >> 20} MB)"
