@@ -351,6 +351,32 @@ def test_a_run_folder_with_arrays_keeps_them_and_an_unwritable_shard_folder_leav
     assert sorted(p.name for p in (tmp_path / "run" / MAP_DIR).iterdir() if p.is_dir()) == sorted(map_key(p) for p in shards)
 
 
+def test_maps_the_shard_folder_cannot_take_later_go_to_the_run_folder(folder, tmp_path, caplog):
+    """The shard folder's ``arrays/`` is writable when the run starts, but one shard's maps cannot be written
+    there (its lock taken by a folder: an OSError as a full disk's or a quota's): that shard's maps are
+    written in the run folder's ``arrays/``, as a read-only shard folder's all are, the others stay shared,
+    the run trains on the shard's records, and nothing warns of arrays held in memory."""
+    from synprep.train.run import MAP_DIR, train
+
+    shards = sorted(p for p in folder.iterdir() if p.suffix == ".h5" and p.name.startswith("train"))
+    blocked = shards[1]
+    (folder / MAP_DIR / f".{blocked.name}.lock").mkdir(parents=True)
+    caplog.set_level(logging.INFO, logger="synprep")
+    summary = train(folder, tmp_path / "run", _tiny_cfg(2), device="cpu", progress=False)
+    assert summary["step"] == 2
+    assert (tmp_path / "run" / MAP_DIR / map_key(blocked)).is_dir()
+    assert not (folder / MAP_DIR / map_key(blocked)).exists()
+    assert all((folder / MAP_DIR / map_key(p)).is_dir() for p in shards if p != blocked)
+    messages = [rec.getMessage() for rec in caplog.records]
+    assert not [m for m in messages if "own memory" in m], messages
+    assert [m for m in messages if "they go to" in m and str(tmp_path / "run" / MAP_DIR) in m]
+    mapped = ShardReader(blocked, map_dir=folder / MAP_DIR).load()  # this process knows the fallback: found there
+    assert _map_base(mapped._data["src_ids"]) is not None
+    plain = ShardReader(blocked)
+    for i in range(len(plain)):
+        _records_equal(mapped[i], plain[i])
+
+
 def test_maps_that_changed_on_disk_are_decoded_again_where_a_split_is_opened(folder, tmp_path):
     """Maps another process wrote are hashed against their index's sha256 when a split is opened: maps whose
     bytes changed (their header and lengths intact, so nothing else would notice) and a folder without an index

@@ -38,8 +38,9 @@ shard; one of another layout (the first, a ``.npy`` file a dataset; the second, 
 The folder holds nothing else (and the lock files) and may be deleted whenever no process reads from it.
 
 A map folder that cannot be written (a full disk, a read-only filesystem, no permission, a file in its place)
-is not an error: the shard's arrays are then held in the reading process's memory, as without a map folder,
-and a warning says so once per folder and process.
+is not an error: the maps go to its fallback folder where one is set (:func:`set_fallback`; ``train``: the run
+folder's ``arrays/``), else the shard's arrays are held in the reading process's memory, as without a map
+folder, and a warning says so once per folder and process.
 """
 
 from __future__ import annotations
@@ -84,6 +85,17 @@ _MAPS_OK: set[tuple[Any, ...]] = set()
 _MAPS_BAD: set[tuple[Any, ...]] = set()
 #: map folders this process could not write (warned once each)
 _UNWRITABLE: set[str] = set()
+#: a map folder → where its maps go when it cannot take them (:func:`set_fallback`)
+_FALLBACK: dict[str, Path] = {}
+
+
+def set_fallback(map_dir: Path, fallback: Path) -> None:
+    """Maps that cannot be written in ``map_dir`` (a full disk, a quota, a file in their place) go to ``fallback``,
+    as where ``map_dir`` could not be written from the start (``train``: the shard folder's ``arrays/``, then
+    the run folder's, :func:`synprep.train.run.arrays_folder`); held in memory only where neither takes them.
+    Readers look for a shard's maps in both. For this process."""
+    if Path(fallback) != Path(map_dir):
+        _FALLBACK[str(map_dir)] = Path(fallback)
 
 
 def map_key(path: Path) -> str:
@@ -394,10 +406,16 @@ def mapped_header(path: Path, map_dir: Path, offsets: dict[str, np.ndarray], lin
     """The maps of shard ``path`` in ``map_dir`` if another process wrote them (and they pass :func:`_load`),
     without writing anything: a reader then holds the map of its header instead of a copy, N·56 bytes a process
     (six int64 offsets and the line a pair)."""
-    try:
-        return _load(map_dir / map_key(path), offsets, lines, expect)
-    except OSError:
-        return None
+    for folder in (map_dir, _FALLBACK.get(str(map_dir))):
+        if folder is None:
+            continue
+        try:
+            got = _load(folder / map_key(path), offsets, lines, expect)
+        except OSError:
+            got = None
+        if got is not None:
+            return got
+    return None
 
 
 def mapped_arrays(path: Path, map_dir: Path, offsets: dict[str, np.ndarray], lines: np.ndarray,
@@ -417,46 +435,72 @@ def mapped_arrays(path: Path, map_dir: Path, offsets: dict[str, np.ndarray], lin
 
     Returns:
         The maps (:class:`Mapped`): each a view of a ``numpy.memmap``. Where ``map_dir`` cannot be written (a full
-        disk, a read-only filesystem, no permission: any OSError), or the maps just written do not load, the
-        decoded arrays and the given header, held (a warning once per folder and process).
+        disk, a read-only filesystem, no permission: any OSError), or the maps just written do not load, the maps
+        in its fallback folder (:func:`set_fallback`, logged once per folder and process); where that fails too
+        or none is set, the decoded arrays and the given header, held (a warning once per folder and process).
 
     Raises:
         InputError: whatever ``decode`` raises (a damaged shard).
     """
-    arrays = None
-    try:
-        map_dir.mkdir(parents=True, exist_ok=True)
-        final = map_dir / map_key(path)
-        got = _load(final, offsets, lines, expect)
+    held: dict[str, dict[str, np.ndarray]] = {}
+
+    def decode_once() -> dict[str, np.ndarray]:
+        if "arrays" not in held:
+            held["arrays"] = decode()
+        return held["arrays"]
+
+    folder: Path | None = map_dir
+    while folder is not None:
+        try:
+            got = _map_into(path, folder, offsets, lines, decode_once, expect)
+        except OSError as e:
+            _cannot_write(folder, e, _FALLBACK.get(str(folder)) if folder == map_dir else None)
+            got = None
         if got is not None:
             return got
-        with _locked(map_dir / f".{path.name}.lock"):
-            got = _load(final, offsets, lines, expect)  # written meanwhile by the process that held the lock
-            if got is not None:
-                return got
-            _sweep(map_dir, path.name, keep=final.name)
-            if expect.sha256 is None:  # a reader opened without verification: the file's own
-                from synprep.signature import file_sha256
-
-                sha256 = file_sha256(path)
-            else:
-                sha256 = expect.sha256
-            arrays = decode()
-            write_arrays(final, arrays, offsets, lines, sha256)
-            key = ok_key(final, expect.sha256, expect.vocab_size)
-            if key is not None:  # written from the shard just now: needs no verifying in this process
-                _MAPS_OK.add(key)
-        got = _load(final, offsets, lines, expect)
-    except OSError as e:
-        _cannot_write(map_dir, e)
-        got = None
-    return got or Mapped(arrays if arrays is not None else decode(), offsets, lines)
+        folder = _FALLBACK.get(str(map_dir)) if folder == map_dir else None
+    return Mapped(decode_once(), offsets, lines)
 
 
-def _cannot_write(map_dir: Path, e: OSError) -> None:
-    """Warn, once per folder and process, that ``map_dir`` cannot hold the decoded arrays."""
+def _map_into(path: Path, map_dir: Path, offsets: dict[str, np.ndarray], lines: np.ndarray,
+              decode: Callable[[], dict[str, np.ndarray]], expect: Expect) -> Mapped | None:
+    """:func:`mapped_arrays` in one folder: the maps, or None where the maps just written do not load.
+
+    Raises:
+        OSError: ``map_dir`` cannot be written.
+    """
+    map_dir.mkdir(parents=True, exist_ok=True)
+    final = map_dir / map_key(path)
+    got = _load(final, offsets, lines, expect)
+    if got is not None:
+        return got
+    with _locked(map_dir / f".{path.name}.lock"):
+        got = _load(final, offsets, lines, expect)  # written meanwhile by the process that held the lock
+        if got is not None:
+            return got
+        _sweep(map_dir, path.name, keep=final.name)
+        if expect.sha256 is None:  # a reader opened without verification: the file's own
+            from synprep.signature import file_sha256
+
+            sha256 = file_sha256(path)
+        else:
+            sha256 = expect.sha256
+        write_arrays(final, decode(), offsets, lines, sha256)
+        key = ok_key(final, expect.sha256, expect.vocab_size)
+        if key is not None:  # written from the shard just now: needs no verifying in this process
+            _MAPS_OK.add(key)
+    return _load(final, offsets, lines, expect)
+
+
+def _cannot_write(map_dir: Path, e: OSError, fallback: Path | None = None) -> None:
+    """Say, once per folder and process, that ``map_dir`` cannot hold the decoded arrays: where they go instead
+    (``fallback``, logged), else a warning that each process holds them in its own memory."""
     if str(map_dir) in _UNWRITABLE:
         return
     _UNWRITABLE.add(str(map_dir))
+    if fallback is not None:
+        log.info("%s: cannot write the shards' decoded arrays (%s): they go to %s", map_dir, e.strerror or e,
+                 fallback)
+        return
     log.warning("warning: %s: cannot write the shards' decoded arrays (%s): each process holds them in its own "
                 "memory instead", map_dir, e.strerror or e)

@@ -31,7 +31,9 @@ def arrays_folder(shards_dir: str | Path, out_dir: str | Path) -> Path:
     to keep them on another disk); else the shard folder's ``arrays/``, shared by every run on those shards
     (each shard decoded and written once, as fairseq's binarized data is: a paper's presets and seeds do
     not hold a copy each); else, where the shard folder cannot be written (a read-only dataset, ``arrays``
-    taken by a file), the run folder's ``arrays/``, logged.
+    taken by a file), the run folder's ``arrays/``, logged. A shard whose maps cannot be written in the shard
+    folder's ``arrays/`` later (a full disk, a quota) has them written in the run folder's
+    (:func:`synprep.shards.mapped.set_fallback`).
     """
     own = Path(out_dir) / MAP_DIR
     if os.path.lexists(own):
@@ -45,6 +47,9 @@ def arrays_folder(shards_dir: str | Path, out_dir: str | Path) -> Path:
         log.info("the shard folder's %s/ cannot be written (%s): this run's decoded arrays go to %s",
                  MAP_DIR, e.strerror or e, own)
         return own
+    from synprep.shards.mapped import set_fallback
+
+    set_fallback(shared, own)
     return shared
 
 
