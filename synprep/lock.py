@@ -41,7 +41,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
-from synprep.errors import ConfigError, InputError, SynprepError
+from synprep.errors import ConfigError, InputError
 
 log = logging.getLogger(__name__)
 
@@ -221,8 +221,12 @@ def folder_lock(out: str | os.PathLike) -> Iterator[None]:
     log line names the holder; after :data:`FOLDER_LOCK_WAIT_S` the command stops. Does nothing when
     ``out`` does not exist yet or cannot be written.
 
+    A part (``--part``) on a filesystem without file locks goes on without it, as without its part lock
+    (:func:`claim`): its prepared split's shared files exist already and it writes only files of its own.
+
     Raises:
         FolderBusy: the lock was held longer than :data:`FOLDER_LOCK_WAIT_S` (naming the holder).
+        InputError: the filesystem has no file locks (:func:`flock`), but for a part.
     """
     path = Path(out) / FOLDER_LOCK
     key = str(path.resolve()) if Path(out).exists() else str(path)
@@ -246,10 +250,16 @@ def folder_lock(out: str | os.PathLike) -> Iterator[None]:
         return
     try:
         wait_s = float(os.environ.get("SYNPREP_FOLDER_LOCK_WAIT", FOLDER_LOCK_WAIT_S))
-        t0, told = time.monotonic(), False
+        t0, told, locked = time.monotonic(), False, True
         while True:
             try:
                 flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, path)
+                break
+            except InputError:  # no file locks here
+                claims = _split_locks.get()
+                if claims is None or not claims.without_locks:
+                    raise
+                locked = False  # a part: it writes only files of its own (synprep.pipeline.parts)
                 break
             except BlockingIOError:
                 waited = time.monotonic() - t0
@@ -262,6 +272,9 @@ def folder_lock(out: str | os.PathLike) -> Iterator[None]:
                              describe_owner(path), out)
                     told = True
                 time.sleep(0.05)
+        if not locked:
+            yield
+            return
         with contextlib.suppress(OSError):  # who holds it, for the commands that wait
             os.ftruncate(fd, 0)
             os.pwrite(fd, _owner_record().encode("utf-8"), 0)
@@ -331,6 +344,7 @@ class _Claims:
         self.fds: list[int] = []
         self.paths: set[str] = set()
         self.created: list[Path] = []  # deepest first
+        self.without_locks = False  # a part on a filesystem without file locks: the folder lock is skipped too
 
 
 _split_locks: ContextVar[_Claims | None] = ContextVar("synprep_split_locks", default=None)
@@ -361,23 +375,56 @@ def hold_split(out: str | os.PathLike, split: str, *, create: bool = False) -> N
         Path(out).mkdir(parents=True, exist_ok=True)
         if claims is not None:
             claims.created.extend(new)
-    fd = _open_lock_file(path)
-    if fd is None:
-        return
-    try:
-        flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, path)
-    except SynprepError:
-        os.close(fd)
-        raise
-    except BlockingIOError:
-        os.close(fd)
-        raise FolderBusy(f"the {split} split of {out} is being written by {describe_owner(path)}: wait for it "
-                         f"to finish (running the same command afterwards resumes), or use another --out") from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, _owner_record(split=split).encode("utf-8"), 0)
-    if claims is not None:
+    fd = claim(path, f"the {split} split of {out} is being written by {{owner}}: wait for it to finish (running "
+                     "the same command afterwards resumes), or use another --out", split=split)
+    if fd is not None and claims is not None:
         claims.fds.append(fd)  # released when the writer call returns; else when the process ends
         claims.paths.add(str(path))
+
+
+def claim(path: Path, busy: str, *, without_locks: bool = False, **owner: Any) -> int | None:
+    """Take the exclusive lock of the lock file ``path`` (created) without waiting and write its owner record
+    (this process, and ``owner``'s fields); the fd, which holds the lock until it is closed (or the process
+    ends). Every writer lock of an output folder is taken here: the split's, a part's.
+
+    Args:
+        busy: the message where another live process holds the lock; ``{owner}`` is replaced by its owner
+            record in words (:func:`describe_owner`).
+        without_locks: on a filesystem without file locks, run without the lock (logged) instead of refusing;
+            :func:`folder_lock` is then skipped too for the rest of the current :func:`writer` call.
+
+    Returns:
+        The fd, or None: the folder is read-only (:func:`_open_lock_file`), or it has no file locks and
+        ``without_locks``.
+
+    Raises:
+        FolderBusy: another live process holds the lock.
+        InputError: the filesystem has no file locks (:func:`flock`), unless ``without_locks``.
+        ConfigError: the lock file is another user's and this one cannot write it.
+    """
+    fd = _open_lock_file(path)
+    if fd is None:
+        return None
+    try:
+        flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, path)
+    except BlockingIOError:
+        os.close(fd)
+        raise FolderBusy(busy.format(owner=describe_owner(path))) from None
+    except InputError:  # no file locks here
+        os.close(fd)
+        if not without_locks:
+            raise
+        log.info("%s: the filesystem has no file locks: going on without this lock", path)
+        claims = _split_locks.get()
+        if claims is not None:
+            claims.without_locks = True
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, _owner_record(**owner).encode("utf-8"), 0)
+    return fd
 
 
 def _undo_created(claims: _Claims) -> None:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli_process
 from pipeline_runs import (
     assert_same_folder,
     kill_group,
@@ -242,6 +243,30 @@ def test_a_part_is_refused_beside_a_whole_split_run_or_a_copy_of_itself(tmp_path
     finally:
         os.close(held)
     assert not list(out.glob("train.00000.h5")) and (out / "train.00001.h5").is_file()
+
+
+def test_parts_run_where_the_filesystem_has_no_file_locks(tmp_path):
+    """Prepared where the folder has file locks (a login node), the parts run on nodes whose mount of it has none
+    (Lustre without ``-o flock``): each runs without its part lock (logged), and the merged folder is one run's;
+    a command without --part is refused there, as every writer of a split is."""
+    from pipeline_runs import folder_bytes
+    from test_no_file_locks import _env
+
+    annotate = _annotate_corpus(tmp_path)
+    annotate(tmp_path / "one")
+    out = tmp_path / "parts"
+    annotate(out, prepare_only=True)
+    corpus = tmp_path / "corpus"
+    args = ["annotate", "--src", str(corpus / "train.src"), "--tgt", str(corpus / "train.tgt"), "--parser", "conllu",
+            "--conllu", str(corpus / "train.conllu"), "-s", "de", "-t", "en", "--out", str(out), "--shard-size", "4",
+            "--no-language-check", "-v"]
+    for i in (1, 2):
+        proc = run_cli_process(*args, "--part", f"{i}/2", env=_env(tmp_path))
+        assert "no file locks: going on without this lock" in proc.stderr
+    proc = run_cli_process(*args, env=_env(tmp_path), check=False)
+    assert proc.returncode == 2 and "has no file locks" in proc.stderr
+    annotate(out, merge_parts=True)
+    assert folder_bytes(out) == folder_bytes(tmp_path / "one")
 
 
 def test_a_merge_names_a_part_still_running_and_removes_nothing(tmp_path):

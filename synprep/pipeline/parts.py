@@ -22,8 +22,6 @@ split: the folder is then byte for byte the one a single run makes.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import json
 import logging
 import os
@@ -37,12 +35,9 @@ from typing import Any
 from synprep.constants import MANIFEST_NAME
 from synprep.errors import ConfigError, InputError
 from synprep.lock import (
-    NO_LOCKS,
     FolderBusy,
-    _open_lock_file,
-    _owner_record,
     _split_locks,
-    describe_owner,
+    claim,
     live_temp,
     lock_holder,
 )
@@ -159,26 +154,10 @@ def hold_part(out: Path, split: str, part: Part) -> None:
     """
     path = lock_path(out, split, part)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = _open_lock_file(path)
-    if fd is None:
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise FolderBusy(f"part {part} of the {split} split of {out} is being run by {describe_owner(path)}: "
-                         "wait for it to finish (running the same command afterwards resumes)") from None
-    except OSError as e:
-        if e.errno not in NO_LOCKS and e.errno != errno.EINVAL:
-            os.close(fd)
-            raise
-        log.info("%s: the filesystem has no file locks: part %s runs without its lock", path, part)
-        os.close(fd)
-        return
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, _owner_record(split=split, part=str(part)).encode("utf-8"), 0)
+    fd = claim(path, f"part {part} of the {split} split of {out} is being run by {{owner}}: wait for it to finish "
+                     "(running the same command afterwards resumes)", without_locks=True, split=split, part=str(part))
     held = _split_locks.get()
-    if held is not None:
+    if fd is not None and held is not None:
         held.fds.append(fd)  # released when the writer call returns; else when the process ends
 
 
