@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli_process
+from conftest import run_cli, run_cli_process
 from pipeline_runs import (
     assert_same_folder,
     kill_group,
@@ -299,3 +299,22 @@ def test_a_merge_names_a_part_still_running_and_removes_nothing(tmp_path):
     finally:
         os.close(held)
     assert temp.exists() and record.exists()
+
+
+def test_check_on_a_split_made_in_parts_says_so_until_the_merge(tmp_path):
+    """Before the merge a part's shard is not in manifest.json: check fails, and says the split is being made in
+    parts, how many finished, and what adds them (--merge-parts); after the merge it passes without a note."""
+    annotate = _annotate_corpus(tmp_path)
+    out = tmp_path / "out"
+    annotate(out, prepare_only=True)
+    annotate(out, part=Part(2, 3))
+    proc = run_cli("check", str(out), check=False)
+    assert proc.returncode == 1
+    assert "the train split is being made in 3 parts (1 finished)" in proc.stderr and "--merge-parts" in proc.stderr
+    assert json.loads(run_cli("check", "--json", str(out), check=False).stdout)["note"].startswith(
+        "the train split is being made in 3 parts (1 finished)")
+    for i in (1, 3):
+        annotate(out, part=Part(i, 3))
+    annotate(out, merge_parts=True)
+    done = json.loads(run_cli("check", "--json", str(out)).stdout)
+    assert done["ok"] and done["note"] is None

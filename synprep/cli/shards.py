@@ -29,6 +29,13 @@ def check_cmd(folder: str, as_json: bool) -> None:
     from synprep.shards.manifest import Manifest
 
     report = check_dir(folder)
+    note = None
+    if not report.ok:
+        from pathlib import Path
+
+        from synprep.pipeline.parts import parts_note
+
+        note = parts_note(Path(folder))
     if as_json:
         try:
             sig = Manifest.load(folder).signature
@@ -38,7 +45,7 @@ def check_cmd(folder: str, as_json: bool) -> None:
         click.echo(json.dumps({
             "ok": report.ok, "folder": str(folder), "pairs": report.pairs, "shards": report.shards,
             "violation": None if v is None else {"file": v.file, "pair": v.pair, "line": v.line, "what": v.what},
-            "signature": sig, "summary": report.summary()}, indent=2, sort_keys=True))
+            "signature": sig, "summary": report.summary(), "note": note}, indent=2, sort_keys=True))
         if not report.ok:
             sys.exit(1)
         return
@@ -51,6 +58,8 @@ def check_cmd(folder: str, as_json: bool) -> None:
         click.echo(sig or signature(shard=f"v{SHARD_FORMAT_VERSION}"), err=True)
         return
     click.echo(f"synprep check: {report.summary()}", err=True)
+    if note is not None:
+        click.echo(f"synprep check: {note}", err=True)
     click.echo(signature(shard=f"v{SHARD_FORMAT_VERSION}"), err=True)
     sys.exit(1)
 

@@ -280,6 +280,30 @@ def finished_parts(out: Path, split: str) -> Finished:
                     [r["path"] for r in records.values()] + sorted(parts_dir(out).glob(f"{split}.part-*-of-*.lock")))
 
 
+def parts_note(out: Path) -> str | None:
+    """What ``synprep check`` adds to a failure where splits are being made in parts (``OUT/.parts`` holds their
+    records): per split, how many of its N parts have finished, and that ``--merge-parts`` adds their shards to the
+    manifest (until then a part's shard is "not listed in the manifest"); None without part records."""
+    splits: dict[str, tuple[int, set[int]]] = {}
+    for p in sorted(parts_dir(out).glob("*.part-*-of-*.json")):
+        m = _RECORD_RE.match(p.name)
+        if m is None:
+            continue
+        n, done = splits.get(m["split"], (int(m["n"]), set()))
+        try:
+            if _read_record(p)["complete"]:
+                done.add(int(m["i"]))
+        except InputError:
+            pass
+        splits[m["split"]] = (max(n, int(m["n"])), done)
+    if not splits:
+        return None
+    said = "; ".join(f"the {split} split is being made in {n} parts ({len(done)} finished)"
+                     for split, (n, done) in splits.items())
+    return (f"{said} ({parts_dir(out)}): its shards join manifest.json when the command runs with --merge-parts "
+            "once every part has finished (docs/cluster.md)")
+
+
 def merge_parts_into(manifest: Manifest, split: str, parts: Finished) -> list[Path]:
     """Every finished part's shards, alignment counts and drops added to ``manifest``; returns the parts' files
     to remove once the merged split passed its check."""
