@@ -217,7 +217,7 @@ def test_annotate_parts_in_process_with_imported_parses(tmp_path):
 
 def test_a_part_is_refused_beside_a_whole_split_run_or_a_copy_of_itself(tmp_path):
     """A part does not start while a command without --part writes the split (named), nor beside a live copy
-    of itself."""
+    of itself; a command without --part does not start beside a running part."""
     import fcntl
     import os
     import socket
@@ -240,6 +240,10 @@ def test_a_part_is_refused_beside_a_whole_split_run_or_a_copy_of_itself(tmp_path
         with pytest.raises(FolderBusy, match="part 1/2 of the train split"):
             annotate(out, part=Part(1, 2))
         annotate(out, part=Part(2, 2))  # another part runs beside it
+        for kw in ({}, {"prepare_only": True}):  # nor does a command without --part start beside a running part
+            with pytest.raises(FolderBusy, match=r"part 1/2 of the train split .* is being run by .*: a command "
+                                                 "without --part"):
+                annotate(out, **kw)
     finally:
         os.close(held)
     assert not list(out.glob("train.00000.h5")) and (out / "train.00001.h5").is_file()

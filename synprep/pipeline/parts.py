@@ -334,6 +334,22 @@ def refuse_split_writer(out: Path, split: str) -> None:
         raise FolderBusy(f"the {split} split of {out} is being written by {who}: a part starts once it has ended")
 
 
+def refuse_beside_parts(out: Path, split: str) -> None:
+    """A command without ``--part`` (a whole run, ``--prepare-only``, ``--merge-parts``) does not write a split
+    while a part of it runs: it would write the same shards, or the text and vocabulary the part reads. Called
+    once the split lock is held, so no part starts meanwhile (:func:`refuse_split_writer`).
+
+    Raises:
+        FolderBusy: names the running part and its process.
+    """
+    for path in sorted(parts_dir(out).glob(f"{split}.part-*-of-*.lock")):
+        who = lock_holder(path)
+        if who is not None:
+            which = path.name[len(split) + len(".part-"):-len(".lock")].replace("-of-", "/")
+            raise FolderBusy(f"part {which} of the {split} split of {out} is being run by {who}: a command "
+                             "without --part writes the split once every part has ended (--merge-parts joins them)")
+
+
 def save_prepared(out: Path, split: str, manifest: Manifest, reasons: list[str]) -> Manifest:
     """``--prepare-only``'s end: the split's manifest entry (its input lines, the cleaning's drops, the drop
     ``reasons`` of the later stages declared as a run declares them) saved, which is what

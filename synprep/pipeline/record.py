@@ -210,7 +210,10 @@ def open_split(out: Path, split: str, config: Any, inputs: dict[str, str | None]
     from synprep.pipeline.folder import _check_config, _check_inputs, _remove_stale_temps
 
     if part is None:
+        from synprep.pipeline.parts import refuse_beside_parts
+
         hold_split(out, split)  # a second writer of this split is refused, naming this run (synprep.lock)
+        refuse_beside_parts(out, split)  # ... and so is a writer beside a running part of it
         await_vocabulary_writer(out, split, vocab, config.shards.vocab_split)  # one starting beside this run
     else:
         from synprep.pipeline.parts import hold_part, refuse_split_writer
