@@ -312,13 +312,15 @@ def annotate_split(
         for k, block in ahead.blocks(enumerate(chunked(items, shard_size)),
                                      lambda k: mine(k) and not manifest.is_done(out, shard_name(split, k))):
             name = shard_name(split, k)
-            if not mine(k):  # not to be made here (another part's: --part)
+            if not mine(k):  # not to be made here (another part's: --part): placeholders (items_from_files' skip)
                 progress.skip_to(block[-1].line)
                 continue
             if manifest.is_done(out, name):
                 result.skipped.append(name)
                 progress.skip_to(block[-1].line)
                 continue
+            if any(it.skipped for it in block):
+                raise ValueError(f"{name}: items skipped for another part reached a shard of this run")
             stats = AlignStats()
             if ahead.enabled:  # this block was parsed in the background: build its records now
                 records, drops, sources, words = build_records_parallel(
@@ -410,6 +412,9 @@ def with_parse_src(items: Iterable[Item], cased: Iterator[str], name: str) -> It
         line = next(cased, None)
         if line is None:
             raise InputError(f"--parse-src ends before line {it.line}", name, it.line)
+        if it.skipped:
+            yield it
+            continue
         words = unescape_tokens(line.split())
         diff = first_difference(it.words, words, same=same)
         if diff is not None:
@@ -426,11 +431,20 @@ def _pieces(line: str) -> list[str]:
     return list(map(sys.intern, line.split()))
 
 
+def part_skip(shards: Callable[[int], bool] | None, shard_size: int) -> Callable[[int], bool] | None:
+    """``items_from_files``' ``skip`` for a run that makes only the shards ``shards`` owns (``--part``; None:
+    every shard): pair ``i`` belongs to shard ``i // shard_size``."""
+    if shards is None:
+        return None
+    return lambda i: not shards(i // shard_size)
+
+
 def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iterator[int],
                      words: Iterator[list[str]] | None = None,
                      parses: Iterator[ParsedLine] | None = None,
                      trees: Iterator[list[Any]] | None = None,
-                     word_index: Iterator[tuple[list[int], tuple[int, ...]]] | None = None) -> Iterator[Item]:
+                     word_index: Iterator[tuple[list[int], tuple[int, ...]]] | None = None,
+                     skip: Callable[[int], bool] | None = None) -> Iterator[Item]:
     """Zip the per-line streams of a split into :class:`Item` s.
 
     Args:
@@ -442,6 +456,9 @@ def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iter
         trees: the user's trees, one list per pair, in order (``--trees``).
         word_index: per line, each source piece's word and the alignment's rule counts, when a
             scheme aligned the pieces by offsets (then ``words`` must be given).
+        skip: called with each pair's 0-based index: True gives a placeholder (``Item.skipped``, its line only;
+            the streams advanced, nothing split): a part's pairs of the other parts' shards
+            (:func:`part_skip`), which it never makes.
     """
     if word_index is not None and words is None:
         raise ValueError("word_index needs the words it indexes")
@@ -452,7 +469,13 @@ def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iter
     parse_it = iter(parses) if parses is not None else None
     word_it = iter(words) if words is not None else None
     tree_it = iter(trees) if trees is not None else None
-    for s, t, n in zip(bpe_src, bpe_tgt, lines, strict=True):
+    for i, (s, t, n) in enumerate(zip(bpe_src, bpe_tgt, lines, strict=True)):
+        if skip is not None and skip(i):
+            for stream in (word_it, parse_it, tree_it, index_it):
+                if stream is not None:
+                    next(stream, None)
+            yield Item(line=n, words=[], src=[], tgt=[], skipped=True)
+            continue
         src, tgt = _pieces(s), _pieces(t)
         if word_it is not None:
             w = next(word_it)

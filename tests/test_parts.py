@@ -322,3 +322,21 @@ def test_check_on_a_split_made_in_parts_says_so_until_the_merge(tmp_path):
     annotate(out, merge_parts=True)
     done = json.loads(run_cli("check", "--json", str(out)).stdout)
     assert done["ok"] and done["note"] is None
+
+
+def test_a_part_builds_no_items_for_the_shards_of_other_parts():
+    """A part reads the whole split but builds items (pieces split, words unescaped) only for the pairs of its own
+    shards: the others are placeholders holding their line, and the streams stay aligned."""
+    from synprep.annotate import items_from_files, part_skip
+
+    src = [f"s{i} p@@ q" for i in range(10)]
+    tgt = [f"t{i}" for i in range(10)]
+    words = [[f"s{i}", "pq"] for i in range(10)]
+    skip = part_skip(Part(2, 3).owns, 2)  # shards of 2 pairs: part 2 of 3 makes shards 1 and 4
+    items = list(items_from_files(iter(src), iter(tgt), iter(range(11, 21)), words=iter(words), skip=skip))
+    assert [it.line for it in items] == list(range(11, 21))
+    assert [i for i, it in enumerate(items) if not it.skipped] == [2, 3, 8, 9]
+    for i in (2, 3, 8, 9):
+        assert (items[i].src, items[i].tgt, items[i].words) == (src[i].split(), [tgt[i]], words[i])
+    assert all(it.src == it.tgt == it.words == [] for it in items if it.skipped)
+    assert part_skip(None, 2) is None

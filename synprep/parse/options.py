@@ -31,6 +31,7 @@ class Item:
         alignment: that alignment's rule counts (``AlignStats.as_tuple()``), or None.
         compare: the words the pieces rebuild (unescaped) when the parser reads other words that are
             equal to them up to case (``annotate --parse-src``: cased words, lowercased pieces), or None.
+        skipped: a pair of a shard this run does not make (another part's, ``--part``): only ``line`` is set.
     """
 
     line: int
@@ -42,6 +43,7 @@ class Item:
     word_index: list[int] | None = None
     alignment: tuple[int, ...] | None = None
     compare: list[str] | None = None
+    skipped: bool = False
 
 
 @dataclass

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from synprep.annotate import PARSE_REASONS, annotate_split, items_from_files, warm_parse
+from synprep.annotate import PARSE_REASONS, annotate_split, items_from_files, part_skip, warm_parse
 from synprep.config import DataConfig
 from synprep.constants import MANIFEST_NAME, VOCAB_NAME
 from synprep.lock import hold_split, writer
@@ -128,7 +128,8 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
     parses = source.imported(conllu, range(1, n_src + 1), n_src)
     items: Iterable[Any] = items_from_files(
         iter_lines(src), iter_lines(tgt), iter(range(1, n_src + 1)), parses=parses,
-        trees=trees_for(trees, range(1, n_src + 1), n_src) if trees else None)
+        trees=trees_for(trees, range(1, n_src + 1), n_src) if trees else None,
+        skip=part_skip(part.owns if part is not None else None, config.shards.shard_size))
     if parse_src is not None:
         from synprep.annotate import with_parse_src
 

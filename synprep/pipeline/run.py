@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from synprep.annotate import PARSE_REASONS, annotate_split, items_from_files, warm_parse
+from synprep.annotate import PARSE_REASONS, annotate_split, items_from_files, part_skip, warm_parse
 from synprep.config import DataConfig
 from synprep.constants import VOCAB_NAME
 from synprep.errors import InputError
@@ -150,7 +150,8 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
     if merged is None:
         if part is not None:
             resume_part(out, split, part, manifest)
-        items = _items(files, pieces, words_file, source, conllu, trees, n_src)
+        items = _items(files, pieces, words_file, source, conllu, trees, n_src,
+                       part_skip(part.owns if part is not None else None, config.shards.shard_size))
         _annotate(out, split, items, v, manifest, parse, config, runtime, text=text, sig=sig, subword=scheme.name,
                   source_name=str(src or conllu), part=part,
                   attrs=shard_config(shared, config, split, vocab_sha256=v.sha256, input_sha=input_sha, facts=facts))
@@ -165,7 +166,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
 
 
 def _items(files: TextFiles, pieces: Pieces, words_file: Path, source: Any, conllu: str | None,
-           trees: str | None, n_src: int) -> Iterator[Item]:
+           trees: str | None, n_src: int, skip: Callable[[int], bool] | None = None) -> Iterator[Item]:
     """The split's kept pairs as :class:`~synprep.parse.options.Item` s: pieces, the parser's words
     (unescaped), imported parses, the user's trees, and each piece's word (schemes that align by offsets)."""
     from synprep.subword.stream import parse_index_line
@@ -179,7 +180,7 @@ def _items(files: TextFiles, pieces: Pieces, words_file: Path, source: Any, conl
                             parses=source.imported(conllu, line_numbers(), n_src),
                             trees=trees_for(trees, line_numbers(), n_src) if trees else None,
                             word_index=(parse_index_line(x) for x in iter_lines(pieces.index))
-                            if pieces.index else None)
+                            if pieces.index else None, skip=skip)
 
 
 def _annotate(out: Path, split: str, items: Iterator[Item], v: Vocab, manifest: Manifest, parse: ParseOptions,
