@@ -440,10 +440,10 @@ def part_skip(shards: Callable[[int], bool] | None, shard_size: int) -> Callable
 
 
 def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iterator[int],
-                     words: Iterator[list[str]] | None = None,
+                     words: Iterator[list[str]] | Iterator[str] | None = None,
                      parses: Iterator[ParsedLine] | None = None,
                      trees: Iterator[list[Any]] | None = None,
-                     word_index: Iterator[tuple[list[int], tuple[int, ...]]] | None = None,
+                     word_index: Iterator[tuple[list[int], tuple[int, ...]]] | Iterator[str] | None = None,
                      skip: Callable[[int], bool] | None = None) -> Iterator[Item]:
     """Zip the per-line streams of a split into :class:`Item` s.
 
@@ -451,23 +451,26 @@ def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iter
         bpe_src: BPE'd lines (or a scheme's pieces).
         bpe_tgt: BPE'd lines (or a scheme's pieces).
         lines: each pair's original 1-based line number.
-        words: the parser's words per line (default: the source pieces' words, unescaped).
+        words: the parser's words per line (default: the source pieces' words, unescaped), or its lines as
+            written (tokens Moses-escaped, split and unescaped here, for the pairs not skipped).
         parses: imported parses, one per pair, in order.
         trees: the user's trees, one list per pair, in order (``--trees``).
         word_index: per line, each source piece's word and the alignment's rule counts, when a
-            scheme aligned the pieces by offsets (then ``words`` must be given).
+            scheme aligned the pieces by offsets (then ``words`` must be given); or the lines of the file
+            that holds them (:func:`synprep.subword.stream.parse_index_line`, read for the pairs not skipped).
         skip: called with each pair's 0-based index: True gives a placeholder (``Item.skipped``, its line only;
             the streams advanced, nothing split): a part's pairs of the other parts' shards
             (:func:`part_skip`), which it never makes.
     """
     if word_index is not None and words is None:
         raise ValueError("word_index needs the words it indexes")
-    index_it = iter(word_index) if word_index is not None else None
+    index_it: Iterator[Any] | None = iter(word_index) if word_index is not None else None
     from synprep.align import bpe_words
+    from synprep.subword.stream import parse_index_line
     from synprep.text.escape import unescape_tokens
 
     parse_it = iter(parses) if parses is not None else None
-    word_it = iter(words) if words is not None else None
+    word_it: Iterator[Any] | None = iter(words) if words is not None else None
     tree_it = iter(trees) if trees is not None else None
     for i, (s, t, n) in enumerate(zip(bpe_src, bpe_tgt, lines, strict=True)):
         if skip is not None and skip(i):
@@ -478,13 +481,15 @@ def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iter
             continue
         src, tgt = _pieces(s), _pieces(t)
         if word_it is not None:
-            w = next(word_it)
+            raw = next(word_it)
+            w: list[str] = unescape_tokens(raw.split()) if isinstance(raw, str) else raw
         else:
             w = unescape_tokens(bpe_words(src, line=n)[0])
         p = next(parse_it, None) if parse_it is not None else None  # a missing parse: _parse_block names it
         tr = next(tree_it, None) if tree_it is not None else None
         if index_it is not None:
-            wi, counts = next(index_it)
+            got = next(index_it)
+            wi, counts = parse_index_line(got) if isinstance(got, str) else got
             yield Item(line=n, words=w, src=src, tgt=tgt, parse=p, trees=tr, word_index=wi, alignment=counts)
         else:
             yield Item(line=n, words=w, src=src, tgt=tgt, parse=p, trees=tr)

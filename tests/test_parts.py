@@ -339,4 +339,7 @@ def test_a_part_builds_no_items_for_the_shards_of_other_parts():
     for i in (2, 3, 8, 9):
         assert (items[i].src, items[i].tgt, items[i].words) == (src[i].split(), [tgt[i]], words[i])
     assert all(it.src == it.tgt == it.words == [] for it in items if it.skipped)
+    as_lines = list(items_from_files(iter(src), iter(tgt), iter(range(11, 21)), skip=skip,
+                                     words=iter([" ".join(w).replace("pq", "p&amp;q") for w in words])))
+    assert [it.words for it in as_lines if not it.skipped] == [[f"s{i}", "p&q"] for i in (2, 3, 8, 9)]  # unescaped
     assert part_skip(None, 2) is None

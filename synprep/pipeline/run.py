@@ -169,18 +169,14 @@ def _items(files: TextFiles, pieces: Pieces, words_file: Path, source: Any, conl
            trees: str | None, n_src: int, skip: Callable[[int], bool] | None = None) -> Iterator[Item]:
     """The split's kept pairs as :class:`~synprep.parse.options.Item` s: pieces, the parser's words
     (unescaped), imported parses, the user's trees, and each piece's word (schemes that align by offsets)."""
-    from synprep.subword.stream import parse_index_line
-    from synprep.text.escape import unescape_tokens
-
     def line_numbers() -> Iterator[int]:
         return (int(n) for n in iter_lines(files.lines))
 
     return items_from_files(iter_lines(pieces.src), iter_lines(pieces.tgt), line_numbers(),
-                            words=(unescape_tokens(w.split()) for w in iter_lines(words_file)),
+                            words=iter_lines(words_file),  # split and unescaped for the pairs not skipped
                             parses=source.imported(conllu, line_numbers(), n_src),
                             trees=trees_for(trees, line_numbers(), n_src) if trees else None,
-                            word_index=(parse_index_line(x) for x in iter_lines(pieces.index))
-                            if pieces.index else None, skip=skip)
+                            word_index=iter_lines(pieces.index) if pieces.index else None, skip=skip)
 
 
 def _annotate(out: Path, split: str, items: Iterator[Item], v: Vocab, manifest: Manifest, parse: ParseOptions,
