@@ -235,3 +235,20 @@ def test_parse_ahead_parses_the_next_block_while_this_one_is_written_and_keeps_t
     assert not started[2].is_set()  # a skipped block is never parsed
     plain = ParseAhead(parse, enabled=False)
     assert [plain.parses(k, b) for k, b in plain.blocks(iter([(0, [0]), (1, [1])]), lambda k: True)] == [[0], [10]]
+
+
+def test_an_in_process_parse_runs_with_one_thread_whoever_loaded_the_parser(stanza_dir, shared_data, tmp_path):
+    """``pipeline -j 1`` in a process that imported torch already (a notebook; this test process) with every core
+    as its threads: the warm-up's thread loads the parser and caps its own threads, and under OpenMP a thread's
+    count is its own; the models must still run with the one thread a worker runs them with, so the folder is
+    the bytes a separate ``-j 2`` run makes (they were not: one LDD probability in 1,671 differed)."""
+    from conftest import run_cli
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        run_cli(*pipeline_args(tmp_path / "in", None, stanza_dir, "-j", "1"))
+    finally:
+        torch.set_num_threads(before)
+    run_ok(pipeline_args(tmp_path / "apart", None, stanza_dir, "-j", "2"))
+    assert_same_folder(tmp_path / "in", tmp_path / "apart")

@@ -260,6 +260,10 @@ def forward_work(item: tuple[ParserSpec, str | None, list[list[str]]]) -> tuple[
         return None, [], 0.0
     PARSER_CALLS += len(sentences)
     parser = worker_parser(spec, slot_dir)
+    # one intra-op thread in the thread that runs the models, whichever loaded them: under OpenMP a thread's count
+    # is its own, and a parser loaded by the warm-up's thread where torch was imported already (a notebook,
+    # a test process) would otherwise run with every core, giving other floats than a worker's
+    limit_threads(1)
     t0 = time.perf_counter()
     if not hasattr(parser, "forward"):
         return None, parse_isolated(parser, sentences), 0.0
