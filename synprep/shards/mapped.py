@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import logging
@@ -96,6 +97,12 @@ def set_fallback(map_dir: Path, fallback: Path) -> None:
     Readers look for a shard's maps in both. For this process."""
     if Path(fallback) != Path(map_dir):
         _FALLBACK[str(map_dir)] = Path(fallback)
+
+
+def _folders(map_dir: Path) -> list[Path]:
+    """Where a shard's maps are looked for and written: ``map_dir``, then its fallback (:func:`set_fallback`)."""
+    fallback = _FALLBACK.get(str(map_dir))
+    return [map_dir] if fallback is None else [map_dir, fallback]
 
 
 def map_key(path: Path) -> str:
@@ -406,15 +413,11 @@ def mapped_header(path: Path, map_dir: Path, offsets: dict[str, np.ndarray], lin
     """The maps of shard ``path`` in ``map_dir`` if another process wrote them (and they pass :func:`_load`),
     without writing anything: a reader then holds the map of its header instead of a copy, N·56 bytes a process
     (six int64 offsets and the line a pair)."""
-    for folder in (map_dir, _FALLBACK.get(str(map_dir))):
-        if folder is None:
-            continue
-        try:
+    for folder in _folders(map_dir):
+        with contextlib.suppress(OSError):
             got = _load(folder / map_key(path), offsets, lines, expect)
-        except OSError:
-            got = None
-        if got is not None:
-            return got
+            if got is not None:
+                return got
     return None
 
 
@@ -442,23 +445,16 @@ def mapped_arrays(path: Path, map_dir: Path, offsets: dict[str, np.ndarray], lin
     Raises:
         InputError: whatever ``decode`` raises (a damaged shard).
     """
-    held: dict[str, dict[str, np.ndarray]] = {}
-
-    def decode_once() -> dict[str, np.ndarray]:
-        if "arrays" not in held:
-            held["arrays"] = decode()
-        return held["arrays"]
-
-    folder: Path | None = map_dir
-    while folder is not None:
+    decode_once = functools.cache(decode)
+    folders = _folders(map_dir)
+    for k, folder in enumerate(folders):
         try:
             got = _map_into(path, folder, offsets, lines, decode_once, expect)
         except OSError as e:
-            _cannot_write(folder, e, _FALLBACK.get(str(folder)) if folder == map_dir else None)
-            got = None
+            _cannot_write(folder, e, folders[k + 1] if k + 1 < len(folders) else None)
+            continue
         if got is not None:
             return got
-        folder = _FALLBACK.get(str(map_dir)) if folder == map_dir else None
     return Mapped(decode_once(), offsets, lines)
 
 
