@@ -343,10 +343,12 @@ def refuse_beside_parts(out: Path, split: str) -> None:
         FolderBusy: names the running part and its process.
     """
     for path in sorted(parts_dir(out).glob(f"{split}.part-*-of-*.lock")):
+        m = _RECORD_RE.match(path.with_suffix(".json").name)  # the lock is named as the part's record
+        if m is None or m["split"] != split:
+            continue
         who = lock_holder(path)
         if who is not None:
-            which = path.name[len(split) + len(".part-"):-len(".lock")].replace("-of-", "/")
-            raise FolderBusy(f"part {which} of the {split} split of {out} is being run by {who}: a command "
+            raise FolderBusy(f"part {m['i']}/{m['n']} of the {split} split of {out} is being run by {who}: a command "
                              "without --part writes the split once every part has ended (--merge-parts joins them)")
 
 

@@ -444,13 +444,11 @@ def _windows(offsets: dict[str, np.ndarray], n: int) -> list[tuple[int, int]]:
 
 def _window(data: dict[str, np.ndarray], offsets: dict[str, np.ndarray], a: int, b: int) -> dict[str, np.ndarray]:
     """The values of pairs ``[a, b)``, widened (int64, float64 probabilities)."""
-    by_name = {fl.name: fl for fl in FIELDS}
     out = {}
-    for name, values in data.items():
-        fl = by_name[name]
+    for fl in FIELDS:
         o = offsets[fl.axis]
-        part = np.asarray(values[int(o[a]): int(o[b])])
-        out[name] = part.astype(np.float64 if fl.kind == "float16" else np.int64)
+        part = np.asarray(data[fl.name][int(o[a]): int(o[b])])
+        out[fl.name] = part.astype(np.float64 if fl.kind == "float16" else np.int64)
     return out
 
 
