@@ -21,9 +21,9 @@ from _cli import arg_parser, emit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from synprep.annotate import items_from_files, part_skip  # noqa: E402
+from synprep.annotate import items_from_files  # noqa: E402
 from synprep.parallel import chunked  # noqa: E402
-from synprep.pipeline.parts import Part  # noqa: E402
+from synprep.pipeline.parts import Part, skip_others  # noqa: E402
 
 SHARD = 10_000
 
@@ -49,7 +49,7 @@ def main() -> None:
     tgt = (prepared / "test.en").read_text(encoding="utf-8").splitlines() * opts.repeat
     words = [s.replace("@@ ", "") for s in src]
     every = min(walk(src, tgt, words, None) for _ in range(3))
-    part = min(walk(src, tgt, words, part_skip(Part(1, opts.parts).owns, SHARD)) for _ in range(3))
+    part = min(walk(src, tgt, words, skip_others(Part(1, opts.parts), SHARD)) for _ in range(3))
     emit({"figure": "part walk", "data": f"IWSLT14 test BPE'd, {len(src)} pairs, shards of {SHARD}",
           "all_items_us_per_line": round(every / len(src) * 1e6, 2),
           f"part_1_of_{opts.parts}_us_per_line": round(part / len(src) * 1e6, 2)})

@@ -431,14 +431,6 @@ def _pieces(line: str) -> list[str]:
     return list(map(sys.intern, line.split()))
 
 
-def part_skip(shards: Callable[[int], bool] | None, shard_size: int) -> Callable[[int], bool] | None:
-    """``items_from_files``' ``skip`` for a run that makes only the shards ``shards`` owns (``--part``; None:
-    every shard): pair ``i`` belongs to shard ``i // shard_size``."""
-    if shards is None:
-        return None
-    return lambda i: not shards(i // shard_size)
-
-
 def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iterator[int],
                      words: Iterator[list[str]] | Iterator[str] | None = None,
                      parses: Iterator[ParsedLine] | None = None,
@@ -460,7 +452,7 @@ def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iter
             that holds them (:func:`synprep.subword.stream.parse_index_line`, read for the pairs not skipped).
         skip: called with each pair's 0-based index: True gives a placeholder (``Item.skipped``, its line only;
             the streams advanced, nothing split): a part's pairs of the other parts' shards
-            (:func:`part_skip`), which it never makes.
+            (:func:`synprep.pipeline.parts.skip_others`), which it never makes.
     """
     if word_index is not None and words is None:
         raise ValueError("word_index needs the words it indexes")

@@ -327,12 +327,13 @@ def test_check_on_a_split_made_in_parts_says_so_until_the_merge(tmp_path):
 def test_a_part_builds_no_items_for_the_shards_of_other_parts():
     """A part reads the whole split but builds items (pieces split, words unescaped) only for the pairs of its own
     shards: the others are placeholders holding their line, and the streams stay aligned."""
-    from synprep.annotate import items_from_files, part_skip
+    from synprep.annotate import items_from_files
+    from synprep.pipeline.parts import skip_others
 
     src = [f"s{i} p@@ q" for i in range(10)]
     tgt = [f"t{i}" for i in range(10)]
     words = [[f"s{i}", "pq"] for i in range(10)]
-    skip = part_skip(Part(2, 3).owns, 2)  # shards of 2 pairs: part 2 of 3 makes shards 1 and 4
+    skip = skip_others(Part(2, 3), 2)  # shards of 2 pairs: part 2 of 3 makes shards 1 and 4
     items = list(items_from_files(iter(src), iter(tgt), iter(range(11, 21)), words=iter(words), skip=skip))
     assert [it.line for it in items] == list(range(11, 21))
     assert [i for i, it in enumerate(items) if not it.skipped] == [2, 3, 8, 9]
@@ -342,4 +343,4 @@ def test_a_part_builds_no_items_for_the_shards_of_other_parts():
     as_lines = list(items_from_files(iter(src), iter(tgt), iter(range(11, 21)), skip=skip,
                                      words=iter([" ".join(w).replace("pq", "p&amp;q") for w in words])))
     assert [it.words for it in as_lines if not it.skipped] == [[f"s{i}", "p&q"] for i in (2, 3, 8, 9)]  # unescaped
-    assert part_skip(None, 2) is None
+    assert skip_others(None, 2) is None

@@ -28,6 +28,7 @@ import os
 import re
 import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -362,6 +363,14 @@ def save_prepared(out: Path, split: str, manifest: Manifest, reasons: list[str])
     with folder_lock(out):
         manifest.save(out)
     return manifest
+
+
+def skip_others(part: Part | None, shard_size: int) -> Callable[[int], bool] | None:
+    """:func:`synprep.annotate.items_from_files`' ``skip`` for a part: True for the pairs of the shards other parts
+    make (pair ``i`` belongs to shard ``i // shard_size``), which it then never builds; None without a part."""
+    if part is None:
+        return None
+    return lambda i: not part.owns(i // shard_size)
 
 
 def annotate_hooks(out: Path, split: str, part: Part | None) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from synprep.annotate import PARSE_REASONS, annotate_split, items_from_files, part_skip, warm_parse
+from synprep.annotate import PARSE_REASONS, annotate_split, items_from_files, warm_parse
 from synprep.config import DataConfig
 from synprep.constants import MANIFEST_NAME, VOCAB_NAME
 from synprep.lock import hold_split, writer
@@ -25,6 +25,7 @@ from synprep.pipeline.parts import (
     require_prepared,
     resume_part,
     save_prepared,
+    skip_others,
 )
 from synprep.pipeline.record import _finish, open_split, split_manifest, trees_for
 from synprep.pipeline.views import Runtime, guard, parse_options, recorded, shard_config
@@ -129,7 +130,7 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
     items: Iterable[Any] = items_from_files(
         iter_lines(src), iter_lines(tgt), iter(range(1, n_src + 1)), parses=parses,
         trees=trees_for(trees, range(1, n_src + 1), n_src) if trees else None,
-        skip=part_skip(part.owns if part is not None else None, config.shards.shard_size))
+        skip=skip_others(part, config.shards.shard_size))
     if parse_src is not None:
         from synprep.annotate import with_parse_src
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from synprep.annotate import PARSE_REASONS, annotate_split, items_from_files, part_skip, warm_parse
+from synprep.annotate import PARSE_REASONS, annotate_split, items_from_files, warm_parse
 from synprep.config import DataConfig
 from synprep.constants import VOCAB_NAME
 from synprep.errors import InputError
@@ -27,6 +27,7 @@ from synprep.pipeline.parts import (
     require_prepared,
     resume_part,
     save_prepared,
+    skip_others,
 )
 from synprep.pipeline.record import (
     _finish,
@@ -151,7 +152,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
         if part is not None:
             resume_part(out, split, part, manifest)
         items = _items(files, pieces, words_file, source, conllu, trees, n_src,
-                       part_skip(part.owns if part is not None else None, config.shards.shard_size))
+                       skip_others(part, config.shards.shard_size))
         _annotate(out, split, items, v, manifest, parse, config, runtime, text=text, sig=sig, subword=scheme.name,
                   source_name=str(src or conllu), part=part,
                   attrs=shard_config(shared, config, split, vocab_sha256=v.sha256, input_sha=input_sha, facts=facts))
