@@ -8,6 +8,8 @@ train.de-en.de.{bin,idx}                 source ids + </s> (= 2), as fairseq-pre
 train.de-en.en.{bin,idx}                 target ids + </s>
 train.de-en.de.FIELD.{bin,idx}           one dataset per syntax field, item i = pair i
 synprep_fairseq/__init__.py              the --user-dir plugin (task syntax_translation)
+synprep_fairseq/model.py, vendor/        its model (--arch synprep_gated_transformer_iwslt_de_en), built
+                                         from synprep's own model modules (synprep.export.fairseq_model)
 labels.json                              the names of the deprel / upos ids
 export.json                              signature line, shard config, checksums
 ```
@@ -53,6 +55,7 @@ from synprep.constants import EOS_ID, GAP_EOS
 from synprep.errors import InputError
 from synprep.export.base import Exporter, ExportRecord, Unit, UnitFiles
 from synprep.export.columns import ShardBlock
+from synprep.export.fairseq_model import VENDOR_DIR, write_model_plugin
 from synprep.export.mmidx import MMapIndexedWriter, token_dtype
 from synprep.textio import atomic_write
 
@@ -170,6 +173,8 @@ class FairseqExporter(Exporter):
         with atomic_write(dest / PLUGIN_DIR / "__init__.py") as f:
             f.write(plugin)
         shutil.rmtree(dest / PLUGIN_DIR / "__pycache__", ignore_errors=True)
+        shutil.rmtree(dest / PLUGIN_DIR / VENDOR_DIR, ignore_errors=True)  # no module of an older synprep stays
+        write_model_plugin(dest / PLUGIN_DIR)
         if not self.labels:  # every unit was done by an earlier run: the labels of a verified shard's header
             attrs = self.ctx.split_readers[self.ctx.splits[0]][0].attrs
             self.labels = {"deprel": list(attrs["deprel_labels"]), "upos": list(attrs["upos_labels"])}

@@ -14,9 +14,12 @@ field (``word_index``, ``parents``: ``T+1`` values per pair) is column-aligned w
 float32. Word-level and LDD fields are padded to their own longest row.
 
 A model that wants the syntax reads ``sample["syntax"]`` (in its criterion or a custom
-``forward``); models that do not look at it train unchanged.
+``forward``); models that do not look at it train unchanged. A model class with ``reads_syntax = True``
+(synprep's own, ``--arch synprep_gated_transformer_iwslt_de_en``: ``model.py`` beside this file) also
+gets it as ``net_input["syntax"]``, so that its encoder sees it in ``fairseq-generate`` too.
 """
 
+import importlib
 import os
 from dataclasses import dataclass, field
 
@@ -51,6 +54,8 @@ class SyntaxPairDataset(BaseWrapperDataset):
         super().__init__(pairs)
         self.fields = fields
         self.left_pad = left_pad
+        #: also put the syntax into ``net_input`` (set by the task for a model that reads it)
+        self.into_net_input = False
 
     def __getitem__(self, index):
         item = self.dataset[index]
@@ -66,6 +71,8 @@ class SyntaxPairDataset(BaseWrapperDataset):
         batch["syntax"] = {name: data_utils.collate_tokens([s["syntax"][name] for s in ordered], PAD,
                                                            left_pad=self.left_pad)
                            for name in self.fields}
+        if self.into_net_input:
+            batch["net_input"]["syntax"] = batch["syntax"]
         return batch
 
 
@@ -79,6 +86,18 @@ class SyntaxTranslationConfig(TranslationConfig):
 @register_task("syntax_translation", dataclass=SyntaxTranslationConfig)
 class SyntaxTranslationTask(TranslationTask):
     """fairseq's translation task + synprep's source-side syntax fields in every batch."""
+
+    #: whether the model reads the syntax from ``net_input`` (:meth:`build_model`)
+    model_reads_syntax = False
+
+    def build_model(self, cfg, from_checkpoint=False):
+        model = super().build_model(cfg, from_checkpoint)
+        if getattr(model, "reads_syntax", False):
+            self.model_reads_syntax = True
+            for ds in self.datasets.values():
+                if isinstance(ds, SyntaxPairDataset):
+                    ds.into_net_input = True
+        return model
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         """fairseq's pairs of ``split`` with the syntax fields of ``--syntax-fields`` (default: all).
@@ -112,3 +131,9 @@ class SyntaxTranslationTask(TranslationTask):
                 raise ValueError(f"{prefix}: lengths do not match the source tokens ({FIELDS[name]} per pair)")
             fields[name] = ds
         self.datasets[split] = SyntaxPairDataset(pairs, fields, left_pad=self.cfg.left_pad_source)
+        self.datasets[split].into_net_input = self.model_reads_syntax
+
+
+# the model (--arch synprep_*), written beside this file by the export
+if os.path.exists(os.path.join(os.path.dirname(os.path.abspath(__file__)), "model.py")):
+    importlib.import_module(f"{__name__}.model")
