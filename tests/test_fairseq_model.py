@@ -39,6 +39,9 @@ TRAIN_ARGS = ("--task", "syntax_translation", "-s", "en", "-t", "de", "--arch", 
               "--warmup-updates", "20", "--max-tokens", "400", "--max-update", "300", "--seed", "1",
               "--valid-subset", "train", "--validate-interval", "1000", "--no-epoch-checkpoints",
               "--log-format", "simple", "--log-interval", "100", "--cpu", "--num-workers", "0")
+GENERATE_ARGS = ("--task", "syntax_translation", "-s", "en", "-t", "de", "--path", "CKPT/checkpoint_last.pt",
+                 "--gen-subset", "train", "--beam", "4", "--remove-bpe", "--max-tokens", "4000", "--cpu",
+                 "--num-workers", "0")
 
 
 def test_plugin_modules_are_synprep_modules(exported: Path) -> None:  # noqa: F811
@@ -111,12 +114,19 @@ def test_fairseq_trains_and_generates_with_the_gated_model(venv: Path, exported:
     assert valid and "gate0 " in valid[-1]
     final_loss = float(valid[-1].split("| loss ")[1].split()[0])
     assert final_loss < 2.5, valid[-1]  # from ~9.7 at update 1: it learnt the 8 pairs
-    gen = fairseq(venv, venv / "bin" / "fairseq-generate", exported, "--user-dir", exported / "synprep_fairseq",
-                  "--task", "syntax_translation", "-s", "en", "-t", "de", "--path", ckpt / "checkpoint_last.pt",
-                  "--gen-subset", "train", "--beam", "4", "--remove-bpe", "--max-tokens", "4000", "--cpu",
-                  "--num-workers", "0")
+    args = [str(ckpt / "checkpoint_last.pt") if a == "CKPT/checkpoint_last.pt" else a for a in GENERATE_ARGS]
+    gen = fairseq(venv, venv / "bin" / "fairseq-generate", exported, "--user-dir", exported / "synprep_fairseq", *args)
     hyps = [ln for ln in gen.stdout.splitlines() if ln.startswith("H-")]
     bleu = [ln for ln in gen.stdout.splitlines() + gen.stderr.splitlines() if "BLEU4 =" in ln]
     print("\n".join(hyps + bleu))
     assert len(hyps) == N_LINES and "@@" not in "".join(hyps)
     assert float(bleu[0].split("BLEU4 = ")[1].split(",")[0]) > 30, bleu
+
+
+def test_the_page_runs_the_commands_of_this_test() -> None:
+    """docs/export.md "train the gated model with fairseq" shows the commands the test above runs."""
+    text = (ROOT / "docs" / "export.md").read_text(encoding="utf-8")
+    block = text[text.index("#### Train the gated model with fairseq"):].split("```sh\n", 1)[1].split("```", 1)[0]
+    train, generate = block.splitlines()
+    assert train == " ".join(("fairseq-train DEST --user-dir DEST/synprep_fairseq", *TRAIN_ARGS, "--save-dir CKPT"))
+    assert generate == " ".join(("fairseq-generate DEST --user-dir DEST/synprep_fairseq", *GENERATE_ARGS))

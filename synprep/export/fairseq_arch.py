@@ -27,6 +27,7 @@ gate of every gated layer is logged (``gate0``, ``gate1``, …: mean over senten
 LISA's auxiliary loss is added by ``--criterion synprep_label_smoothed_cross_entropy``.
 """
 
+# ruff: noqa: UP045 - fairseq's dataclass options read typing.Optional, not ``X | None``
 import json
 import os
 import sys
