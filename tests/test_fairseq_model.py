@@ -38,10 +38,11 @@ TRAIN_ARGS = ("--task", "syntax_translation", "-s", "en", "-t", "de", "--arch", 
               "--label-smoothing", "0.1", "--optimizer", "adam", "--lr", "0.005", "--lr-scheduler", "inverse_sqrt",
               "--warmup-updates", "20", "--max-tokens", "400", "--max-update", "300", "--seed", "1",
               "--valid-subset", "train", "--validate-interval", "1000", "--no-epoch-checkpoints",
-              "--log-format", "simple", "--log-interval", "100", "--cpu", "--num-workers", "0")
+              "--log-format", "simple", "--log-interval", "100", "--required-batch-size-multiple", "1", "--cpu",
+              "--num-workers", "0")
 GENERATE_ARGS = ("--task", "syntax_translation", "-s", "en", "-t", "de", "--path", "CKPT/checkpoint_last.pt",
-                 "--gen-subset", "train", "--beam", "4", "--remove-bpe", "--max-tokens", "4000", "--cpu",
-                 "--num-workers", "0")
+                 "--gen-subset", "train", "--beam", "4", "--remove-bpe", "--max-tokens", "4000",
+                 "--required-batch-size-multiple", "1", "--cpu", "--num-workers", "0")
 
 
 def test_plugin_modules_are_synprep_modules(exported: Path) -> None:  # noqa: F811
