@@ -87,6 +87,7 @@ def test_fairseq_model_equals_synprep_model(venv: Path, sample: Sample, exported
     out = tmp_path / "fairseq.pt"
     fairseq(venv, venv / "bin" / "python", ROOT / "tests" / "fairseq_parity.py", exported, "en", "de", out, *checkpoints)
     got = torch.load(out, weights_only=True)
+    _check_configs(got.pop("configs"))
     for path in checkpoints:
         batch, enc, lp = _synprep_outputs(path, sample.shards)
         fs = got[str(path)]
@@ -100,6 +101,21 @@ def test_fairseq_model_equals_synprep_model(venv: Path, sample: Sample, exported
                 torch.testing.assert_close(fs["gates"][str(k)][row], g[i], atol=ATOL, rtol=0)
             assert fs["target"][row, :u].tolist() == batch.target[i, :u].tolist()
             torch.testing.assert_close(fs["target_lp"][row, :u], lp[i, :u], atol=ATOL, rtol=0)
+
+
+def _check_configs(configs: dict) -> None:
+    """The model options resolve as ``synprep train``'s --preset/--system/--set would (tests/fairseq_parity.py)."""
+    iwslt, plain, pascal = configs["iwslt"], configs["plain"], configs["pascal"]
+    want = {k: v for k, v in preset_data("gated_iwslt14_de_en").items() if not k.startswith("_")}
+    assert {k: iwslt[k] for k in want} == want
+    assert (plain["d_model"], plain["ffn_dim"], plain["heads"], plain["normalize_before"]) == (512, 2048, 8, True)
+    assert {k: plain[k] for k in want if k not in ("ffn_dim", "heads")} == {k: v for k, v in want.items()
+                                                                           if k not in ("ffn_dim", "heads")}
+    assert (pascal["syntax_source"], pascal["d_model"], pascal["encoder_layers"], pascal["dropout"]) == ("pascal", 64, 3,
+                                                                                                        0.2)
+    assert (pascal["pascal_sigma"], pascal["syntax_heads"]) == (2.0, [0, 1])
+    assert configs["refused"] == {"error": "--synprep-checkpoint takes the configuration from the checkpoint: drop "
+                                           "--encoder-layers"}
 
 
 def test_fairseq_trains_and_generates_with_the_gated_model(venv: Path, exported: Path,  # noqa: F811

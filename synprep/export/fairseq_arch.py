@@ -78,10 +78,11 @@ def synprep_config(args):
     """
     explicit = {key: getattr(args, name) for name, key in SIZE_ARGS.items() if getattr(args, name, None) is not None}
     if getattr(args, "synprep_checkpoint", None):
-        given = [o for o in ("synprep_preset", "synprep_system", "synprep_set") if getattr(args, o, None)]
-        if given or explicit:
+        given = [o for o in ("synprep_preset", "synprep_system", "synprep_set", *SIZE_ARGS)
+                 if getattr(args, o, None) is not None]
+        if given:
             raise ValueError("--synprep-checkpoint takes the configuration from the checkpoint: drop "
-                             + ", ".join(["--" + o.replace("_", "-") for o in given] + sorted(explicit)))
+                             + ", ".join("--" + o.replace("_", "-") for o in given))
         ck = torch.load(args.synprep_checkpoint, map_location="cpu", weights_only=True)
         return config_from_dict(dict(ck["config"]), args.synprep_checkpoint)
     arch = getattr(args, "_name", None) or args.arch
