@@ -56,6 +56,14 @@ def test_plugin_modules_are_synprep_modules(exported: Path) -> None:  # noqa: F8
         assert (vendor / "synprep" / path.relative_to(ROOT / "synprep")).read_bytes() == path.read_bytes()
 
 
+def test_a_module_needing_more_than_torch_and_numpy_is_refused(monkeypatch) -> None:
+    from synprep.export import fairseq_model
+
+    monkeypatch.setattr(fairseq_model, "ROOTS", (*fairseq_model.ROOTS, "synprep.shards.invariants"))
+    with pytest.raises(RuntimeError, match=r"invariants\.py: imports h5py, which the fairseq plugin cannot have"):
+        vendored_modules()
+
+
 def _random_checkpoint(system: str, symbols: list[str], path: Path) -> Path:
     data = {k: v for k, v in preset_data("tiny").items() if not k.startswith("_")}
     cfg = config_from_dict({**data, **system_overrides(system)}, system)

@@ -36,7 +36,9 @@ ROOTS = ("synprep.train.model", "synprep.train.config", "synprep.train.batch", "
          "synprep.train.sources.ldd_parent", "synprep.train.sources.lisa", "synprep.train.sources.sla",
          "synprep.train.sources.set")
 #: packages a copied module may import besides synprep's own (and the standard library)
-ALLOWED = frozenset({"torch", "numpy", "nltk"})  # nltk: imported lazily by synprep.tree's tree builders only
+ALLOWED = frozenset({"torch", "numpy"})
+#: packages a copied module may import inside a function the model never calls (synprep.tree's tree builders)
+LAZY_ALLOWED = frozenset({"nltk"})
 
 
 def _package_root() -> Path:
@@ -51,14 +53,23 @@ def _module_file(root: Path, module: str) -> Path | None:
     return None
 
 
-def _imports(path: Path) -> list[str]:
-    out: list[str] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+def _imports(path: Path) -> list[tuple[str, bool]]:
+    """Every ``import``/``from … import`` of ``path``: (module or module.name, whether it is lazy: inside a
+    function or under ``if TYPE_CHECKING:``)."""
+    out: list[tuple[str, bool]] = []
+
+    def visit(node: ast.AST, lazy: bool) -> None:
         if isinstance(node, ast.Import):
-            out.extend(a.name for a in node.names)
+            out.extend((a.name, lazy) for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.append(node.module)
-            out.extend(f"{node.module}.{a.name}" for a in node.names)
+            out.append((node.module, lazy))
+            out.extend((f"{node.module}.{a.name}", lazy) for a in node.names)
+        inner = lazy or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or (
+            isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test))
+        for child in ast.iter_child_nodes(node):
+            visit(child, inner)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), False)
     return out
 
 
@@ -70,7 +81,8 @@ def vendored_modules() -> dict[str, Path]:
 
     Raises:
         RuntimeError: a module imports a package outside the standard library and :data:`ALLOWED`
-            (the plugin would need more than fairseq, torch and numpy).
+            (the plugin would need more than fairseq, torch and numpy), other than a function's import of
+            one of :data:`LAZY_ALLOWED`.
     """
     root = _package_root()
     found: dict[str, Path] = {}
@@ -85,11 +97,11 @@ def vendored_modules() -> dict[str, Path]:
         found[mod] = path
         parts = mod.split(".")
         todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
-        for name in _imports(path):
+        for name, lazy in _imports(path):
             top = name.split(".")[0]
             if top == "synprep":
                 todo.append(name)
-            elif top not in sys.stdlib_module_names and top not in ALLOWED and top != "__future__":
+            elif top not in sys.stdlib_module_names | ALLOWED | {"__future__"} and not (lazy and top in LAZY_ALLOWED):
                 raise RuntimeError(f"{path}: imports {name}, which the fairseq plugin cannot have")
     return dict(sorted(found.items()))
 
