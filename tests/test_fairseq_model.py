@@ -10,6 +10,7 @@ every syntax source; ``fairseq-train`` trains it on the export (gates logged, va
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,25 @@ def test_a_module_needing_more_than_torch_and_numpy_is_refused(monkeypatch) -> N
     monkeypatch.setattr(fairseq_model, "ROOTS", (*fairseq_model.ROOTS, "synprep.shards.invariants"))
     with pytest.raises(RuntimeError, match=r"invariants\.py: imports h5py, which the fairseq plugin cannot have"):
         vendored_modules()
+
+
+def test_export_replaces_the_copied_modules_and_never_follows_a_link_there(tmp_path: Path) -> None:
+    from synprep.shards.synthetic import write_folder
+
+    shards = tmp_path / "shards"
+    write_folder(shards, {"train": 12}, shard_size=100)
+    dest = tmp_path / "export"
+    run_cli("export", str(shards), "--format", "fairseq", "--to", str(dest))
+    vendor = dest / "synprep_fairseq" / VENDOR_DIR
+    (vendor / "synprep" / "stale.py").write_text("raise ImportError\n")
+    run_cli("export", str(shards), "--format", "fairseq", "--to", str(dest))
+    assert not (vendor / "synprep" / "stale.py").exists() and (vendor / "synprep" / "train" / "model.py").is_file()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.rmtree(vendor)
+    vendor.symlink_to(outside, target_is_directory=True)
+    run_cli("export", str(shards), "--format", "fairseq", "--to", str(dest))
+    assert list(outside.iterdir()) == [] and not vendor.is_symlink() and (vendor / "synprep" / "types.py").is_file()
 
 
 def _random_checkpoint(system: str, symbols: list[str], path: Path) -> Path:

@@ -55,7 +55,7 @@ from synprep.constants import EOS_ID, GAP_EOS
 from synprep.errors import InputError
 from synprep.export.base import Exporter, ExportRecord, Unit, UnitFiles
 from synprep.export.columns import ShardBlock
-from synprep.export.fairseq_model import VENDOR_DIR, write_model_plugin
+from synprep.export.fairseq_model import write_model_plugin
 from synprep.export.mmidx import MMapIndexedWriter, token_dtype
 from synprep.textio import atomic_write
 
@@ -173,7 +173,6 @@ class FairseqExporter(Exporter):
         with atomic_write(dest / PLUGIN_DIR / "__init__.py") as f:
             f.write(plugin)
         shutil.rmtree(dest / PLUGIN_DIR / "__pycache__", ignore_errors=True)
-        shutil.rmtree(dest / PLUGIN_DIR / VENDOR_DIR, ignore_errors=True)  # no module of an older synprep stays
         write_model_plugin(dest / PLUGIN_DIR)
         if not self.labels:  # every unit was done by an earlier run: the labels of a verified shard's header
             attrs = self.ctx.split_readers[self.ctx.splits[0]][0].attrs

@@ -20,6 +20,7 @@ numpy.
 from __future__ import annotations
 
 import ast
+import shutil
 import sys
 from importlib import resources
 from pathlib import Path
@@ -107,9 +108,14 @@ def vendored_modules() -> dict[str, Path]:
 
 
 def write_model_plugin(plugin_dir: Path) -> None:
-    """Write ``model.py`` and the copied synprep modules (with the presets) into ``plugin_dir``."""
+    """Write ``model.py`` and the copied synprep modules (with the presets) into ``plugin_dir``, replacing
+    its ``vendor/`` (no module of an older synprep stays; a link there is removed, never followed)."""
     root = _package_root()
     vendor = plugin_dir / VENDOR_DIR
+    if vendor.is_symlink():
+        vendor.unlink()
+    elif vendor.exists():
+        shutil.rmtree(vendor)
     for path in vendored_modules().values():
         with atomic_write(vendor / "synprep" / path.relative_to(root), "wb") as f:
             f.write(path.read_bytes())
