@@ -217,7 +217,8 @@ def stanza_options(f):
                   help="Where the parser runs (cuda: 8 workers per visible GPU, at most one per core, unless --jobs is given).")
     @click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULTS.parse.batch_size, show_default=True,
                   help="Sentences per parser call sent to a worker (more on a GPU).")
-    @click.option("--no-ssplit", is_flag=True, help="Treat every line as one sentence (no sentence splitting).")
+    @click.option("--no-ssplit/--ssplit", "no_ssplit", default=False,
+                  help="Treat every line as one sentence (no sentence splitting).")
     @click.option("--max-words", type=click.IntRange(min=1), default=DEFAULTS.parse.max_words, show_default=True,
                   help="Longer sentences are recorded as failed lines, never parsed.")
     @ldd_threshold_option

@@ -90,17 +90,25 @@ def resolve_config(mode: str, out: str, config_path: str | None, params: dict):
 
     from synprep.config import DEFAULTS, DataConfig, option_fields
 
+    from synprep.pipeline.inherit import check_remake, inherited_line, refuse_left_out
+
     ctx = click.get_current_context()
     folder = Path(out) / "pipeline.json"
-    if config_path is not None:
-        base = DataConfig.load(config_path)
-    elif folder.is_file():
-        base = DataConfig.load(folder)
-    else:
-        base = DEFAULTS
 
     def given(param: str) -> bool:
         return param in params and ctx.get_parameter_source(param) not in (None, ParameterSource.DEFAULT)
+
+    if params.get("remake_split"):
+        check_remake(Path(out), params["split"])
+    if config_path is not None:
+        base = DataConfig.load(config_path)
+    elif folder.is_file() and not params.get("remake_split"):
+        base = DataConfig.load(folder)
+        refuse_left_out(ctx.command, Path(out), params["split"], base, given)
+        if line := inherited_line(ctx.command, base, folder, given):
+            click.echo(f"synprep: {line}", err=True)
+    else:
+        base = DEFAULTS
 
     changes = {field: not params[param] if negated else params[param]
                for param, field, negated in option_fields() if given(param)}
@@ -143,9 +151,14 @@ vocab_split_option = click.option(
 
 
 language_check_option = click.option(
-    "--no-language-check", "no_language_check", is_flag=True,
+    "--no-language-check/--language-check", "no_language_check", default=False,
     help="Do not check that a sample of each side is in the language -s/-t give (py3langid); recorded in "
          "OUT/pipeline.json.")
+
+remake_option = click.option(
+    "--remake-split", "remake_split", is_flag=True,
+    help="Make the split again with this command's settings, replacing what the folder holds of it (its shards, "
+         "text files, configuration, codes and vocabulary; named in the log): for the folder's only split.")
 
 config_option = click.option(
     "--config", "config_path", default=None, metavar="FILE",
@@ -255,9 +268,12 @@ def _report(manifest, split: str) -> None:
               help="BPE merge operations when learning codes (joint, on the train split).")
 @click.option("--vocab", default=None, metavar="FILE", help="Use this fairseq dict instead of building one.")
 @vocab_split_option
-@click.option("--tokenized", is_flag=True,
+@click.option("--tokenized/--no-tokenized", "tokenized", default=False,
               help="The input is already Moses-tokenized and escaped (&quot; &apos; ...): use it as it is "
-                   "(the parser sees the unescaped words).")
+                   "(the parser sees the unescaped words). Text that does not look tokenized is refused.")
+@click.option("--allow-untokenized", "allow_untokenized", is_flag=True,
+              help="With --tokenized: use text that does not look Moses-tokenized (punctuation glued to words) "
+                   "as it is, with a warning, instead of refusing it.")
 @click.option("--subword", type=click.Choice(list(SCHEMES)), default=DEFAULTS.subword.scheme, show_default=True,
               help="Subword scheme: subword-nmt BPE on the tokenized text, or SentencePiece / a HuggingFace "
                    "tokenizer on the raw text, aligned to the words by character offsets (docs/subwords.md).")
@@ -267,8 +283,10 @@ def _report(manifest, split: str) -> None:
               help="--subword hf: a tokenizers tokenizer.json, or a local directory holding one.")
 @click.option("--vocab-size", type=click.IntRange(min=1), default=DEFAULTS.subword.vocab_size, show_default=True,
               help="--subword spm: vocabulary size of the model learned on the train split.")
-@click.option("--lowercase", is_flag=True, help="Lowercase after tokenizing (the parser still sees cased words).")
-@click.option("--fairseq-compat", is_flag=True, help="Tokenize like fairseq's old tokenizer.perl (final period).")
+@click.option("--lowercase/--no-lowercase", "lowercase", default=False,
+              help="Lowercase after tokenizing (the parser still sees cased words).")
+@click.option("--fairseq-compat/--no-fairseq-compat", "fairseq_compat", default=False,
+              help="Tokenize like fairseq's old tokenizer.perl (final period).")
 @tokenizer_option
 @click.option("--clean/--no-clean", "clean", default=None,
               help="Clean this split (default: the train split only; others lose only empty pairs).")
@@ -280,13 +298,15 @@ def _report(manifest, split: str) -> None:
               help="clean: max tokens per side.")
 @language_check_option
 @config_option
+@remake_option
 @parts_options
 @parser_options
 @jobs_options
 @backend_options
-def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, vocab_split, tokenized, subword,
+def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, vocab_split, tokenized,
+                 allow_untokenized, subword,
                  spm_model, hf_tokenizer, vocab_size, lowercase, fairseq_compat, tokenizer, clean, ratio, min_len, max_len,
-                 no_language_check, config_path, part, prepare_only, merge_parts, parser_name, conllu_path, trees_path,
+                 no_language_check, config_path, remake_split, part, prepare_only, merge_parts, parser_name, conllu_path, trees_path,
                  device, batch_size, no_ssplit, max_words, ldd_threshold, cache_path, no_cache, backend_opts, shard_size,
                  jobs, backend, scheduler):
     """Raw parallel text → tokenize → clean → BPE → parse → features → shards → check.
@@ -303,9 +323,11 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
 
             refuse_unused(["ratio", "min_len", "max_len"], "with --no-clean (the split is not cleaned)")
         refuse_unused_parser_options(cfg.parse.parser, codes)
+        _check_tokenized(cfg, src, tgt, allow_untokenized)
         model = _subword_model_option(cfg.subword.scheme, codes=codes, merges=cfg.subword.merges,
                                       spm_model=spm_model, hf_tokenizer=hf_tokenizer, vocab_size=cfg.subword.vocab_size)
         runtime = runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler)
+        _remake(remake_split, out, split)
         manifest = run_pipeline(src, tgt, out, cfg, split=split, clean=clean, codes=codes, vocab=vocab,
                                 conllu=conllu_path, trees=trees_path, subword_model=model, runtime=runtime, part=part,
                                 prepare_only=prepare_only, merge_parts=merge_parts)
@@ -313,6 +335,28 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
         _report_parts(manifest, split, part, prepare_only, cfg.shards.shard_size)
         return
     _report(manifest, split)
+
+
+def _remake(remake: bool, out: str, split: str) -> None:
+    """``--remake-split``: what the folder holds of the split is removed before the run makes it again."""
+    if remake:
+        from pathlib import Path
+
+        from synprep.pipeline.inherit import remake_split
+
+        remake_split(Path(out), split)
+
+
+def _check_tokenized(cfg, src: str | None, tgt: str, insist: bool) -> None:
+    """Text taken as Moses-tokenized must look it (:func:`synprep.pipeline.checks.refuse_untokenized`);
+    ``--allow-untokenized`` without ``--tokenized`` has no effect (an error)."""
+    from synprep.cli.common import refuse_unused
+    from synprep.pipeline.checks import refuse_untokenized
+
+    if not cfg.text.tokenized:
+        refuse_unused(["allow_untokenized"], "without --tokenized (synprep tokenizes the text)")
+        return
+    refuse_untokenized([(src, cfg.src_lang, "--src"), (tgt, cfg.tgt_lang, "--tgt")], insist=insist)
 
 
 def _subword_model_option(subword: str, **given) -> str | None:
@@ -355,12 +399,14 @@ def _subword_model_option(subword: str, **given) -> str | None:
                    "case. synprep iwslt14 writes it as OUT/tmp/SPLIT.cased.de.")
 @language_check_option
 @config_option
+@remake_option
 @parts_options
 @parser_options
 @jobs_options
 @backend_options
 def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, vocab_split, parse_src, no_language_check,
-                 config_path, part, prepare_only, merge_parts, parser_name, conllu_path, trees_path, device, batch_size, no_ssplit, max_words,
+                 config_path, remake_split, part, prepare_only, merge_parts, parser_name, conllu_path, trees_path, device,
+                 batch_size, no_ssplit, max_words,
                  ldd_threshold, cache_path, no_cache, backend_opts,
                  shard_size, jobs, backend, scheduler):
     """Already tokenized and BPE'd parallel text (e.g. fairseq's prepared data) → shards → check.
@@ -376,6 +422,7 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, vocab_split, p
         cfg = resolve_config("annotate", out, config_path, click.get_current_context().params)
         refuse_unused_parser_options(cfg.parse.parser)
         runtime = runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler)
+        _remake(remake_split, out, split)
         manifest = run_annotate(src, tgt, out, cfg, split=split, vocab=vocab, conllu=conllu_path, trees=trees_path,
                                 parse_src=parse_src, runtime=runtime, part=part, prepare_only=prepare_only,
                                 merge_parts=merge_parts)

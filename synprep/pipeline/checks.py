@@ -64,6 +64,38 @@ def refuse_tokenized(path: str, limit: int = ESCAPED_LINES_LIMIT) -> None:
                     first_any[1], n_any, first_any[1])
 
 
+def refuse_untokenized(sides: list[tuple[str | None, str, str]], *, insist: bool = False) -> None:
+    """Stop when text given as Moses-tokenized (``--tokenized``) does not look it: more than
+    :data:`synprep.text.tokenized.GLUED_SHARE_LIMIT` of its tokens end in ``, . : ; ? !`` glued to a
+    letter (:func:`synprep.text.tokenized.looks_untokenized`). Kept as it is, ``Morgen,`` would be one
+    word to the parser and BPE. A file that is not there (or a pipe) is left to the later checks.
+
+    Args:
+        sides: ``(file or None, language, option)`` per side (``option`` ``--src`` or ``--tgt``).
+        insist: warn instead of refusing (``--allow-untokenized``).
+
+    Raises:
+        InputError: ``FILE:LINE: 'Morgen,': N % of the tokens ...`` naming the fix (exit status 2).
+    """
+    from synprep.text.tokenized import GLUED_SHARE_LIMIT, looks_untokenized
+
+    for path, lang, option in sides:
+        if path is None or not os.path.isfile(path):
+            continue
+        counts = looks_untokenized(iter_lines(path), lang)
+        if counts is None:
+            continue
+        what = (f"'{counts.example}': {100 * counts.share:.1f} % of the tokens of {option} end in punctuation glued "
+                f"to a word (Moses-tokenized text: under {100 * GLUED_SHARE_LIMIT:g} %)")
+        if insist:
+            log.warning("warning: %s:%d: %s; used as it is (--allow-untokenized): the parser and the subwords see "
+                        "those tokens whole", display_name(path), counts.first_line, what)
+            continue
+        raise InputError(f"{what}: this text is not tokenized; leave out --tokenized (--no-tokenized: synprep "
+                         "tokenizes it), or give --allow-untokenized to use it as it is",
+                         display_name(path), counts.first_line)
+
+
 def _check_later_split(out: Path, split: str, codes: str | None, model: str | None, scheme: Any) -> None:
     """A split other than ``train`` applies the train split's codes (or subword model): they must be there,
     or given, before any work (else a test set would be cut by codes of its own). While a train run of

@@ -95,7 +95,8 @@ def _check_config(out: Path, config: DataConfig, split: str) -> None:
         if _folder_made(out):
             raise ConfigError(
                 f"{out} was made with another configuration ({'; '.join(diff)}): give the folder's values (an "
-                f"option left out is inherited from {path}), use a new --out, or delete {out}")
+                f"option left out is inherited from {path}), use a new --out, or make the {split} split again "
+                f"here with --remake-split (when it is the folder's only split)")
         busy = _other_writers(out, split)
         if busy:
             raise ConfigError(
