@@ -89,7 +89,6 @@ def resolve_config(mode: str, out: str, config_path: str | None, params: dict):
     from pathlib import Path
 
     from synprep.config import DEFAULTS, DataConfig, option_fields
-
     from synprep.pipeline.inherit import check_remake, inherited_line, refuse_left_out
 
     ctx = click.get_current_context()
@@ -348,11 +347,14 @@ def _remake(remake: bool, out: str, split: str) -> None:
 
 
 def _check_tokenized(cfg, src: str | None, tgt: str, insist: bool) -> None:
-    """Text taken as Moses-tokenized must look it (:func:`synprep.pipeline.checks.refuse_untokenized`);
+    """Text already split into subwords is for ``synprep annotate``
+    (:func:`synprep.pipeline.checks.refuse_bpe`); text taken as Moses-tokenized must look it (:func:`synprep.pipeline.checks.refuse_untokenized`);
     ``--allow-untokenized`` without ``--tokenized`` has no effect (an error)."""
     from synprep.cli.common import refuse_unused
-    from synprep.pipeline.checks import refuse_untokenized
+    from synprep.pipeline.checks import refuse_bpe, refuse_untokenized
 
+    for path in (src, tgt):
+        refuse_bpe(path)
     if not cfg.text.tokenized:
         refuse_unused(["allow_untokenized"], "without --tokenized (synprep tokenizes the text)")
         return

@@ -64,6 +64,37 @@ def refuse_tokenized(path: str, limit: int = ESCAPED_LINES_LIMIT) -> None:
                     first_any[1], n_any, first_any[1])
 
 
+#: a line holding a subword-nmt continuation marker (``pyrami@@ de``)
+_BPE_MARK = re.compile(r"\S@@(?: |$)")
+#: BPE'd text: at least this many of the first :data:`BPE_SAMPLE` lines hold a marker
+BPE_LINES_MIN = 3
+BPE_SAMPLE = 200
+
+
+def refuse_bpe(path: str | None) -> None:
+    """Stop when ``synprep pipeline`` is given text already split into subword-nmt pieces (at least
+    :data:`BPE_LINES_MIN` of its first :data:`BPE_SAMPLE` lines hold a ``@@`` marker): segmenting it again
+    would learn pieces of pieces, and the parser would read ``pyrami@@``. A file that is not there (or a
+    pipe) is left to the later checks.
+
+    Raises:
+        InputError: naming the first marked token and ``synprep annotate``, the command for BPE'd text.
+    """
+    if path is None or not os.path.isfile(path):
+        return
+    marked = []
+    for lineno, text in enumerate(iter_lines(path), 1):
+        if lineno > BPE_SAMPLE:
+            break
+        if m := _BPE_MARK.search(text):
+            marked.append((lineno, text[:m.end()].split()[-1]))
+    if len(marked) >= BPE_LINES_MIN:
+        raise InputError(f"'{marked[0][1]}': {len(marked)} of the first {min(lineno, BPE_SAMPLE)} lines hold "
+                         "subword-nmt's '@@' marker: this text is already split into subwords; use `synprep annotate "
+                         "--src S --tgt T -s L1 -t L2 --out OUT` (with --parse-src CASED: the cased tokenized text "
+                         "the pieces were made from)", display_name(path), marked[0][0])
+
+
 def refuse_untokenized(sides: list[tuple[str | None, str, str]], *, insist: bool = False) -> None:
     """Stop when text given as Moses-tokenized (``--tokenized``) does not look it: more than
     :data:`synprep.text.tokenized.GLUED_SHARE_LIMIT` of its tokens end in ``, . : ; ? !`` glued to a
