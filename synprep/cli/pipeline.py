@@ -326,7 +326,8 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
         model = _subword_model_option(cfg.subword.scheme, codes=codes, merges=cfg.subword.merges,
                                       spm_model=spm_model, hf_tokenizer=hf_tokenizer, vocab_size=cfg.subword.vocab_size)
         runtime = runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler)
-        _remake(remake_split, out, split)
+        if _before_run(remake_split, out, split, part):
+            return
         manifest = run_pipeline(src, tgt, out, cfg, split=split, clean=clean, codes=codes, vocab=vocab,
                                 conllu=conllu_path, trees=trees_path, subword_model=model, runtime=runtime, part=part,
                                 prepare_only=prepare_only, merge_parts=merge_parts)
@@ -336,14 +337,24 @@ def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab,
     _report(manifest, split)
 
 
-def _remake(remake: bool, out: str, split: str) -> None:
-    """``--remake-split``: what the folder holds of the split is removed before the run makes it again."""
-    if remake:
-        from pathlib import Path
+def _before_run(remake: bool, out: str, split: str, part) -> bool:
+    """``--remake-split``: what the folder holds of the split is removed before the run makes it again. A part
+    beside the records of another N is refused; a part of a merged split has nothing to do (said; True)."""
+    from pathlib import Path
 
+    if remake:
         from synprep.pipeline.inherit import remake_split
 
         remake_split(Path(out), split)
+    if part is not None:
+        from synprep.pipeline.parts import already_merged, refuse_other_count
+
+        if already_merged(Path(out), split):
+            click.echo(f"synprep: {split}: part {part}: the split is merged already (its parts finished and "
+                       f"--merge-parts ran): nothing to do; `synprep check {out}` verifies it", err=True)
+            return True
+        refuse_other_count(Path(out), split, part)
+    return False
 
 
 def _check_tokenized(cfg, src: str | None, tgt: str, insist: bool) -> None:
@@ -424,7 +435,8 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, vocab_split, p
         cfg = resolve_config("annotate", out, config_path, click.get_current_context().params)
         refuse_unused_parser_options(cfg.parse.parser)
         runtime = runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler)
-        _remake(remake_split, out, split)
+        if _before_run(remake_split, out, split, part):
+            return
         manifest = run_annotate(src, tgt, out, cfg, split=split, vocab=vocab, conllu=conllu_path, trees=trees_path,
                                 parse_src=parse_src, runtime=runtime, part=part, prepare_only=prepare_only,
                                 merge_parts=merge_parts)

@@ -47,3 +47,24 @@ def wrong_code_message(lang: str) -> str | None:
     if iso is None or iso == lang or _stanza_code(lang):
         return None
     return f"{lang!r} is not a language code the parsers use: it is {iso!r} (ISO 639-1); run with {iso} instead"
+
+
+def close_code(lang: str, known: frozenset[str]) -> str | None:
+    """The code of ``known`` a mistyped ``lang`` most likely meant (``dee`` → ``de``: its first two letters
+    first, then the closest with the same first letter by :func:`difflib.get_close_matches`), or None."""
+    import difflib
+
+    low = lang.lower()
+    if low[:2] in known:
+        return low[:2]
+    close = difflib.get_close_matches(low, sorted(k for k in known if k[:1] == low[:1]), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def stanza_codes() -> frozenset[str]:
+    """The language codes stanza names models by (empty without stanza)."""
+    try:
+        from stanza.models.common.constant import lcode2lang
+    except ImportError:
+        return frozenset()
+    return frozenset(c for c in lcode2lang if _stanza_code(c))

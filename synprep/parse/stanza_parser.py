@@ -155,6 +155,10 @@ def resolve_resources(spec: ParserSpec) -> StanzaResources:
 
     model_dir = str(spec.dir) if spec.dir else DEFAULT_MODEL_DIR
     package = spec.package or "default"
+    if spec.dir and not os.path.isdir(model_dir):
+        from synprep.parse.stanza_hints import missing_dir_message
+
+        raise ConfigError(missing_dir_message(model_dir, spec.lang))
     hint = download_hint(spec.lang, model_dir, spec.package, DEFAULT_MODEL_DIR)
     if not os.path.isfile(os.path.join(model_dir, "resources.json")):
         raise ConfigError(f"no stanza resources in {model_dir} (resources.json missing); {hint}")

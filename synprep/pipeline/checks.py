@@ -162,10 +162,35 @@ def check_language_codes(src_lang: str, tgt_lang: str) -> None:
     Raises:
         ConfigError: naming the option and the value.
     """
-    from synprep.text.langid import check_language_code
+    from synprep.parse.langcode import iso_code, wrong_code_message
+    from synprep.text.langid import base_code, check_language_code
 
-    check_language_code(src_lang, "-s/--source-lang")
-    check_language_code(tgt_lang, "-t/--target-lang")
+    for lang, option in ((src_lang, "-s/--source-lang"), (tgt_lang, "-t/--target-lang")):
+        check_language_code(lang, option)
+        wrong = wrong_code_message(lang)
+        if wrong is not None and base_code(iso_code(lang) or lang) != base_code(lang):
+            raise ConfigError(wrong)  # -s ger: the code, before the language check warns about 'ger'
+        _refuse_unknown_code(lang, option)
+
+
+def _refuse_unknown_code(lang: str, option: str) -> None:
+    """A code that neither the language check (py3langid) nor stanza knows, one letter off one they know
+    (``dee``): a typing mistake, answered with the code it likely meant.
+
+    Raises:
+        ConfigError: ``-s 'dee' is no language code py3langid or stanza knows: did you mean 'de'? ...``.
+    """
+    from synprep.parse.langcode import close_code, stanza_codes
+    from synprep.text.langid import base_code, known_languages
+
+    known = known_languages() | stanza_codes()
+    if base_code(lang) in known:
+        return
+    guess = close_code(base_code(lang), known)
+    if guess is not None:
+        short = option.split("/")[0]
+        raise ConfigError(f"{short} {lang!r} is no language code py3langid or stanza knows: did you mean "
+                          f"{guess!r}? run with {short} {guess}")
 
 
 def check_side_languages(sides: list[tuple[str, int, str, str]], src_lang: str, tgt_lang: str) -> None:

@@ -379,3 +379,34 @@ def annotate_hooks(out: Path, split: str, part: Part | None) -> dict[str, Any]:
     if part is None:
         return {}
     return {"shards": part.owns, "save": lambda manifest, complete: save_part(out, split, part, manifest, complete)}
+
+
+def refuse_other_count(out: Path, split: str, part: Part) -> None:
+    """A part does not run beside the records of another ``N`` (an array job of another size): the merge would
+    refuse them all after the parts' work.
+
+    Raises:
+        ConfigError: naming the other ``N``, its record files and how to remove them.
+    """
+    other = sorted(p for p in parts_dir(out).glob(f"{split}.part-*-of-*.*")
+                   if (m := _RECORD_RE.match(p.with_suffix(".json").name)) and m["split"] == split
+                   and int(m["n"]) != part.count)
+    if other:
+        n = _RECORD_RE.match(other[0].with_suffix(".json").name)["n"]  # type: ignore[index]
+        raise ConfigError(f"part {part}: {parts_dir(out)} holds part(s) of the {split} split in {n} parts "
+                          f"({', '.join(p.name for p in other)}): run --part I/{n}, or remove them "
+                          f"(rm {parts_dir(out)}/{split}.part-*-of-{n}.*) to make the split in {part.count} parts")
+
+
+def already_merged(out: Path, split: str) -> bool:
+    """Whether ``split`` is whole in ``OUT/manifest.json`` with no part record left: its parts were merged
+    (a part run again, as a re-queued array task, has nothing to do)."""
+    path = Path(out) / MANIFEST_NAME
+    if not path.is_file() or any(parts_dir(out).glob(f"{split}.part-*-of-*.json")):
+        return False
+    try:
+        entry = Manifest.load(path).splits.get(split)
+    except (InputError, ValueError, OSError):
+        return False
+    return bool(entry is not None and entry.shards
+                and entry.input_lines == entry.pairs + sum(entry.dropped.values()))

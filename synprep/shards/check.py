@@ -56,6 +56,7 @@ import numpy as np
 from synprep.constants import MANIFEST_NAME, SHARD_FORMAT
 from synprep.errors import InputError, SynprepError
 from synprep.lock import live_temp
+from synprep.shards.advice import incomplete_advice
 from synprep.shards.invariants import (  # noqa: F401 - re-exported: check's public names
     LDD_SUM_TOLERANCE,
     Violation,
@@ -144,8 +145,8 @@ def _manifest(folder: Path) -> tuple[dict[str, Any], Manifest]:
     path = folder / MANIFEST_NAME
     if not path.is_file():
         if (folder / "pipeline.json").is_file():  # a pipeline/annotate run stopped before its first shard
-            raise _Fail(Violation(MANIFEST_NAME, f"missing: {folder} is incomplete (its run stopped before the "
-                                                 "first shard); running the same command again resumes it"))
+            raise _Fail(Violation(MANIFEST_NAME, f"missing: {folder} is incomplete (no shard yet): "
+                                                 f"{incomplete_advice(folder)}"))
         raise _Fail(Violation(MANIFEST_NAME, "missing"))
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
@@ -231,7 +232,8 @@ def _check_dir(folder: Path, report: CheckReport, only: Collection[str] | None =
             _check_maps(folder, folder / info.file, info.sha256, vocab_size)
             all_lines.append(lines)
             report.shards += 1
-        _check_split_counts(split, raw_split, np.concatenate(all_lines) if all_lines else np.zeros(0, np.int64))
+        _check_split_counts(split, raw_split, np.concatenate(all_lines) if all_lines else np.zeros(0, np.int64),
+                            folder)
         report.pairs[split] = entry.pairs
 
 
@@ -261,7 +263,7 @@ def split_counts_violation(split: str, raw: dict[str, Any], lines: np.ndarray) -
     return None
 
 
-def _check_split_counts(split: str, raw: dict[str, Any], lines: np.ndarray) -> None:
+def _check_split_counts(split: str, raw: dict[str, Any], lines: np.ndarray, folder: Path | None = None) -> None:
     def fail(what: str) -> _Fail:
         return _Fail(Violation(MANIFEST_NAME, f"split {split!r}: {what}"))
 
@@ -274,8 +276,8 @@ def _check_split_counts(split: str, raw: dict[str, Any], lines: np.ndarray) -> N
         raise fail("dropped counts must be integers >= 0")
     if isinstance(pairs, int) and inp > pairs + sum(dropped.values()):
         raise fail(f"input_lines {inp} != pairs {pairs} + dropped {sum(dropped.values())}: the split is incomplete "
-                   f"({inp - pairs - sum(dropped.values())} input lines neither stored nor dropped yet), its run was "
-                   "interrupted (or is still running): running the same command again resumes it")
+                   f"({inp - pairs - sum(dropped.values())} input lines neither stored nor dropped yet): "
+                   f"{incomplete_advice(folder, split, shards=len(raw.get('shards') or []))}")
     if inp != pairs + sum(dropped.values()):
         raise fail(f"input_lines {inp} != pairs {pairs} + dropped {sum(dropped.values())}")
     if not all(isinstance(x, list) and len(x) == 3 and isinstance(x[0], int) and isinstance(x[1], str) for x in dl):
