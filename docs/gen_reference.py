@@ -17,6 +17,7 @@ import click
 import mkdocs_gen_files
 
 from synprep import config as data_config
+from synprep.cli.bounds import AboveFloat
 from synprep.cli.pipeline import annotate_cmd, pipeline_cmd
 from synprep.cli.train import train_cmd
 from synprep.train import schema
@@ -59,6 +60,8 @@ def attributes(cls: type) -> dict[str, str]:
 
 def click_range(param: click.Parameter) -> str:
     t = param.type
+    if isinstance(t, AboveFloat):
+        t = t.inner
     if isinstance(t, click.Choice):
         return " \\| ".join(f"`{c}`" for c in t.choices)
     if isinstance(t, (click.IntRange, click.FloatRange)):
@@ -79,7 +82,7 @@ def data_config_page() -> str:
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
         param, negated = flags.get(saved, (None, False))
         p = params.get(param) if param else None
-        flag = "—" if p is None else f"`{(p.secondary_opts if negated and p.secondary_opts else p.opts)[-1]}`"
+        flag = "—" if p is None else f"`{'/'.join([p.opts[-1], *p.secondary_opts[-1:]])}`"
         rows.append(f"| `{saved}` | {section or '—'} | {code(default)} | {click_range(p) if p else ''} | {flag} "
                     f"| {cell(meaning.get(f.name, ''))} |")
     return "\n".join(rows)

@@ -29,7 +29,8 @@ def test_a_later_split_without_the_train_splits_codes_is_refused_first(tmp_path,
     """newstest2014 through the README's tokenized row ran as a train split (cleaned, its own BPE); a test
     split without the train split's codes now stops before tokenizing anything."""
     out = tmp_path / "out"
-    proc = run_cli("pipeline", "--tokenized", "--split", "test", "--src", str(SAMPLE / "test.de"), "--tgt",
+    # sample_data's raw text stands in for the tokenized test set (--allow-untokenized: taken as it is)
+    proc = run_cli("pipeline", "--tokenized", "--allow-untokenized", "--split", "test", "--src", str(SAMPLE / "test.de"), "--tgt",
                    str(SAMPLE / "test.en"), "-s", "de", "-t", "en", "--out", str(out), "--no-cache", *extra,
                    check=False)
     assert error_line(proc) == "synprep: error: " + want.format(out=out)

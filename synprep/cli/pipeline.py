@@ -13,6 +13,7 @@ import logging
 import click
 from click.core import ParameterSource
 
+from synprep.cli.bounds import AboveFloat
 from synprep.cli.common import (
     backend_options,
     jobs_options,
@@ -241,6 +242,11 @@ def _report_parts(manifest, split: str, part, prepare_only: bool, shard_size: in
 def _report(manifest, split: str) -> None:
     from synprep.pipeline import split_summary
 
+    from synprep.report.flags import drop_warning
+
+    entry = manifest.split(split)
+    if warning := drop_warning(split, entry.dropped, entry.input_lines, manifest.config):
+        click.echo(f"synprep: {warning}", err=True)
     # the one summary line of the split (synprep check passed, or run_* had raised) and the signature
     click.echo(f"synprep: {split_summary(manifest, split)}; check OK", err=True)
     from synprep.parse.run import THROUGHPUT  # the parse stage's sentences/s, words/s and device
@@ -289,7 +295,7 @@ def _report(manifest, split: str) -> None:
 @tokenizer_option
 @click.option("--clean/--no-clean", "clean", default=None,
               help="Clean this split (default: the train split only; others lose only empty pairs).")
-@click.option("--ratio", type=click.FloatRange(min=0, min_open=True), default=DEFAULTS.text.ratio, show_default=True,
+@click.option("--ratio", type=AboveFloat(0), default=DEFAULTS.text.ratio, show_default=True,
               help="clean: max length ratio.")
 @click.option("--min-len", type=click.IntRange(min=0), default=DEFAULTS.text.min_len, show_default=True,
               help="clean: min tokens per side.")

@@ -13,6 +13,7 @@ import os
 
 import click
 
+from synprep.cli.bounds import AboveFloat
 from synprep.cli.common import (
     backend_options,
     backend_params,
@@ -107,7 +108,7 @@ def _lang_suffix(path: str) -> str:
 @click.command("clean")
 @click.argument("src", metavar="SRC")
 @click.argument("tgt", metavar="TGT")
-@click.option("--ratio", type=click.FloatRange(min=0, min_open=True), default=DEFAULTS.text.ratio, show_default=True,
+@click.option("--ratio", type=AboveFloat(0), default=DEFAULTS.text.ratio, show_default=True,
               help="Maximum token-count ratio between the sides.")
 @click.option("--min-len", type=click.IntRange(min=0), default=DEFAULTS.text.min_len, show_default=True,
               help="Minimum tokens per side.")

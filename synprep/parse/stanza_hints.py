@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import socket
+from collections.abc import Iterator
 
 
 def missing_dir_message(model_dir: str, lang: str) -> str:
@@ -16,3 +19,16 @@ def missing_dir_message(model_dir: str, lang: str) -> str:
         "another; give an absolute path)")
     return (f"--stanza-dir {model_dir}: no such folder ({where}){relative}; give the folder that holds "
             f"resources.json, or leave --stanza-dir out after `synprep models download {lang}`")
+
+
+@contextlib.contextmanager
+def quiet_stanza() -> Iterator[None]:
+    """stanza's own warnings muted while it resolves a package (it warns per processor about a package it does
+    not list, then synprep's error names the missing model and the fix, once)."""
+    logger = logging.getLogger("stanza")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)

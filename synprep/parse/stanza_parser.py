@@ -153,11 +153,11 @@ def resolve_resources(spec: ParserSpec) -> StanzaResources:
     )
     from stanza.resources.common import DEFAULT_MODEL_DIR, load_resources_json
 
+    from synprep.parse.stanza_hints import missing_dir_message, quiet_stanza
+
     model_dir = str(spec.dir) if spec.dir else DEFAULT_MODEL_DIR
     package = spec.package or "default"
     if spec.dir and not os.path.isdir(model_dir):
-        from synprep.parse.stanza_hints import missing_dir_message
-
         raise ConfigError(missing_dir_message(model_dir, spec.lang))
     hint = download_hint(spec.lang, model_dir, spec.package, DEFAULT_MODEL_DIR)
     if not os.path.isfile(os.path.join(model_dir, "resources.json")):
@@ -177,7 +177,8 @@ def resolve_resources(spec: ParserSpec) -> StanzaResources:
             if iso_code(spec.lang) is None:
                 raise ConfigError(f"{spec.lang!r} is not a language code: give its ISO 639-1 code (de, en, ja, ...)")
             raise ConfigError(f"stanza resources in {model_dir} have no language {spec.lang!r}; {hint}")
-        load_list = maintain_processor_list(resources, lang, pkg, procs, maybe_add_mwt=False)
+        with quiet_stanza():  # its "Can not find pos: X ... Ignoring it." per processor: our error says it once
+            load_list = maintain_processor_list(resources, lang, pkg, procs, maybe_add_mwt=False)
         load_list = add_dependencies(resources, lang, load_list)
         return lang, build_default_config(resources, lang, mdir, load_list)
 

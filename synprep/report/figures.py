@@ -174,11 +174,15 @@ def agreement_figure(report: dict[str, Any]) -> str | None:
 def example_figures(folder: Any, examples: list[tuple[str, int]]) -> list[dict[str, Any]]:
     """``[{split, index, line, png}]``: each example pair drawn by :func:`synprep.show.pair_figure` at its own
     resolution, the PNG ``show --png`` writes (the page shows it at that size, scrolling when wider)."""
+    import warnings
+
     from synprep.show import load_pair, pair_figure
 
     out = []
-    for split, index in examples:
-        view = load_pair(folder, split, index=index)
-        out.append({"split": split, "index": index, "line": view.line, "title": view.title(),
-                    "png": png_data(pair_figure(view), dpi=None)})
+    with warnings.catch_warnings():  # drawn (savefig) here: without a CJK font, one warning (show.fonts), not one per glyph
+        warnings.filterwarnings("ignore", message="Glyph .* missing from")
+        for split, index in examples:
+            view = load_pair(folder, split, index=index)
+            out.append({"split": split, "index": index, "line": view.line, "title": view.title(),
+                        "png": png_data(pair_figure(view), dpi=None)})
     return out

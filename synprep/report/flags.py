@@ -197,6 +197,25 @@ def _drop_fix(reason: str, cfg: dict[str, Any], src_lang: str, tgt_lang: str) ->
             "reason)")
 
 
+def drop_warning(split: str, dropped: dict[str, int], input_lines: int, cfg: dict[str, Any]) -> str | None:
+    """The run's own line on a split that dropped at least :data:`DROP_SHARE_THRESHOLD` of its input lines
+    (the report's ``many-dropped`` flag): the share, the reasons by count and the fix; None below it.
+
+    Args:
+        split: the split's name.
+        dropped: reason → dropped lines.
+        input_lines: the split's input lines.
+        cfg: the folder's configuration as the manifest holds it (``src_lang``, ``tgt_lang``, ``clean_bounds``).
+    """
+    n = sum(dropped.values())
+    if not input_lines or n / input_lines < DROP_SHARE_THRESHOLD:
+        return None
+    reasons = sorted(((k, v) for k, v in dropped.items() if v), key=lambda kv: (-kv[1], kv[0]))
+    fix = _drop_fix(reasons[0][0], cfg, str(cfg.get("src_lang") or ""), str(cfg.get("tgt_lang") or ""))
+    return (f"warning: {split}: {n / input_lines:.1%} of the input lines were dropped ("
+            + ", ".join(f"{k} {v}" for k, v in reasons) + f"; text/{split}.dropped.tsv lists them): {fix}")
+
+
 def _flag(kind: str, split: str, message: str, evidence: str, fix: str) -> dict[str, str]:
     return {"id": kind, "split": split, "message": message, "evidence": evidence, "fix": fix}
 

@@ -81,12 +81,18 @@ def _fonts(view: PairView) -> Iterator[str | None]:
     texts = [*view.src, *view.tgt, *view.words]
     font = cjk_font() if needs_cjk(texts) else None
     if needs_cjk(texts) and font is None:
-        log.warning("warning: no CJK font found: Chinese/Japanese/Korean words are drawn as boxes "
-                    "(install one, e.g. apt-get install %s)", CJK_FONT_PACKAGE)
+        _warn_no_cjk_font()
     rc: dict[Any, Any] = {"font.family": ["DejaVu Sans", font]} if font else {}
     with matplotlib.rc_context(rc), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Glyph .* missing from")
         yield font
+
+
+@functools.cache
+def _warn_no_cjk_font() -> None:
+    """The one warning of a process that draws CJK words without a CJK font (a report draws several pairs)."""
+    log.warning("warning: no CJK font found: Chinese/Japanese/Korean words are drawn as boxes "
+                "(install one, e.g. apt-get install %s)", CJK_FONT_PACKAGE)
 
 
 def _cjk_fonts() -> list[str]:

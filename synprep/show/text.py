@@ -44,8 +44,7 @@ def pair_text(view: PairView, *, ldd_top: int = 3) -> str:
              f"tree source: {view.attrs.get('tree_source', '?')}; {view.attrs.get('signature', '')}",
              *view.notes,
              f"source: {t} {view.attrs.get('subword', 'bpe')} pieces, {w} words, "
-             f"{len(starts)} sentence{'s' if len(starts) != 1 else ''}"
-             f"{'; the words as the parser read them' if view.words_stored else ''}",
+             f"{len(starts)} sentence{'s' if len(starts) != 1 else ''}",
              "  " + " ".join(view.src), ""]
     parents = parent_positions(rec.heads, rec.word_index, mode="mean")
     rows = [["pos", "piece", "word", "gap cnf", "gap nary", "parent"]]
@@ -57,6 +56,8 @@ def pair_text(view: PairView, *, ldd_top: int = 3) -> str:
     lines += [f"  (gap: between this piece and the next; 1 inside a word, d+1 between words, {GAP_SENTENCE} between "
               f"sentences; parent: PASCAL mean position, 0-based piece)", ""]
     ldd = _ldd_by_word(rec, list(view.attrs.get("deprel_labels") or []), ldd_top)
+    if view.words_stored:  # below the pieces, which may be lowercased (annotate --parse-src)
+        lines += ["the words as the parser read them (stored in the shard):"]
     rows = [["id", "word", "head", "deprel", "upos", f"LDD (best {ldd_top}: head:rel prob)"]]
     for i in range(w):
         entries = "  ".join(f"{h}:{r} {p:.3f}" for h, r, p in ldd.get(i + 1, []))
