@@ -166,5 +166,7 @@ def test_show_prints_the_words_the_parser_read(annotated, first_lines):
     shown = run_cli("show", str(base / "cased"), "--split", "test", "--index", "0").stdout
     first = unescape_tokens(first_lines["cased"].read_text(encoding="utf-8").splitlines()[0].split())
     assert "the words as the parser read them" in shown
+    pieces = first_lines["src"].read_text(encoding="utf-8").splitlines()[0]
+    assert shown.index("  " + pieces) < shown.index("the words as the parser read them")  # below the pieces
     rows = [r.split() for r in shown.split("id  word")[1].splitlines()[1:len(first) + 1]]
     assert [r[1] for r in rows] == first and first[0] == "Wissen"  # cased, as the parser read them

@@ -106,6 +106,7 @@ def test_a_cjk_font_installed_after_matplotlibs_font_cache_is_found(monkeypatch:
 def test_no_cjk_font_one_warning_naming_the_package(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                                     caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(show.fonts, "cjk_font", lambda: None)  # where _fonts looks it up
+    show.fonts._warn_no_cjk_font.cache_clear()  # once per process: this test's own
     caplog.set_level(logging.WARNING, logger="synprep")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -241,7 +241,6 @@ def _report_parts(manifest, split: str, part, prepare_only: bool, shard_size: in
 
 def _report(manifest, split: str) -> None:
     from synprep.pipeline import split_summary
-
     from synprep.report.flags import drop_warning
 
     entry = manifest.split(split)
