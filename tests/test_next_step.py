@@ -45,7 +45,8 @@ def test_glued_punctuation_share_tells_raw_from_tokenized_text() -> None:
     r, t = glued_share(raw), glued_share(tok)
     assert (r.glued, r.tokens, r.first_line, r.example) == (5, 12, 1, "Morgen,")
     assert (t.glued, t.tokens) == (1, 17)  # z.B. alone: an escape's ';' is no punctuation
-    assert looks_untokenized(raw * 4, "de") is not None and looks_untokenized(tok * 4, "de") is None
+    plain = ["Das ist ein ganz gewöhnlicher Satz mit vielen Wörtern und keiner Abkürzung ."] * 4
+    assert looks_untokenized(raw * 4, "de") is not None and looks_untokenized(tok * 4 + plain, "de") is None
     assert looks_untokenized(raw, "de") is None  # under 40 tokens: too few to tell
     assert looks_untokenized(["今日は、良い天気です。"] * 50, "ja") is None  # written without spaces: not judged
     assert 0.0033 < GLUED_SHARE_LIMIT < 0.085  # between the measured corpora (benchmarks/bench_tokenized_share.py)
