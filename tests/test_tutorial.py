@@ -70,3 +70,20 @@ def test_the_tutorial_runs_as_written(stanza_dir: Path, tmp_path: Path) -> None:
         assert have == want, (f"synprep {command} ({time.perf_counter() - start:.1f} s) printed, not as the page:\n"
                               + "\n".join(f"+ {x}" for x in sorted(set(have) - set(want)))
                               + "\n" + "\n".join(f"- {x}" for x in sorted(set(want) - set(have))))
+
+
+#: the options through which the tutorial's commands write into the clone
+WRITES = ("--out", "-o", "--to", "--ref-out")
+
+
+def test_what_the_tutorial_writes_is_ignored_by_git() -> None:
+    """Following the page in a clone leaves no untracked file behind: every path its commands write is ignored."""
+    import subprocess
+
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    written = sorted({args[i + 1].split("/")[0] for command, _ in steps(PAGE.read_text(encoding="utf-8"))
+                      for args in [shlex.split(command)] for i, a in enumerate(args[:-1]) if a in WRITES})
+    assert {"data", "runs", "hyp.txt", "ref.txt", "data.parquet", "report.html"} <= set(written)
+    proc = subprocess.run(["git", "check-ignore", "--no-index", *written], cwd=ROOT, capture_output=True, text=True)
+    assert sorted(proc.stdout.split()) == written, f"not ignored: {sorted(set(written) - set(proc.stdout.split()))}"
