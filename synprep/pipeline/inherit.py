@@ -43,7 +43,7 @@ def spelled(command: click.Command, param: str, value: Any) -> str | None:
 
 
 def _left_out(command: click.Command, folder: DataConfig, given: Callable[[str], bool]
-              ) -> list[tuple[str, str | None, str | None]]:
+              ) -> list[tuple[str, str, str | None]]:
     """``(field, the folder's value spelled, the default's)`` for every field the command could set, left
     out, whose folder value is not the default."""
     have, default = folder.flat(), DEFAULTS.flat()
@@ -62,7 +62,7 @@ def _left_out(command: click.Command, folder: DataConfig, given: Callable[[str],
 def inherited_line(command: click.Command, folder: DataConfig, path: Path, given: Callable[[str], bool]) -> str | None:
     """The one line naming every setting this run takes from ``path`` (the folder's ``pipeline.json``)
     rather than from the command line, those not at their defaults; None when there is none."""
-    taken = [mine for _, mine, _ in _left_out(command, folder, given) if mine]
+    taken = [mine for _, mine, _ in _left_out(command, folder, given)]
     if not taken:
         return None
     return f"settings from {path} (not on the command line): {' '.join(taken)}"
@@ -92,7 +92,7 @@ def refuse_left_out(command: click.Command, out: Path, split: str, folder: DataC
     left = [(mine, off) for field, mine, off in _left_out(command, folder, given) if field not in _ALWAYS_INHERITED]
     if not left:
         return
-    made = " ".join(m for m, _ in left if m)
+    made = " ".join(m for m, _ in left)
     defaults = " ".join(o or f"no {m}" for m, o in left)
     raise ConfigError(f"the {split} split of {out} was made with {made}, which this command leaves out (the default "
                       f"is {defaults}): give {made} to resume it as it was made, or make it with this command's "
