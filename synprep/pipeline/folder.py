@@ -95,8 +95,7 @@ def _check_config(out: Path, config: DataConfig, split: str) -> None:
         if _folder_made(out):
             raise ConfigError(
                 f"{out} was made with another configuration ({'; '.join(diff)}): give the folder's values (an "
-                f"option left out is inherited from {path}), use a new --out, or make the {split} split again "
-                f"here with --remake-split (when it is the folder's only split)")
+                f"option left out is inherited from {path}), use a new --out{_remake_hint(out, split)}")
         busy = _other_writers(out, split)
         if busy:
             raise ConfigError(
@@ -107,6 +106,14 @@ def _check_config(out: Path, config: DataConfig, split: str) -> None:
                  f"; removed what the earlier one made: {', '.join(removed)}" if removed else "")
     with atomic_write(path) as f:
         f.write(config.to_json())
+
+
+def _remake_hint(out: Path, split: str) -> str:
+    """``, or make the SPLIT split again here with --remake-split`` where that option can (the folder's only made
+    split is this one), else nothing."""
+    from synprep.pipeline.inherit import made_splits
+
+    return f", or make the {split} split again here with --remake-split" if made_splits(out) == [split] else ""
 
 
 def _folder_made(out: Path) -> bool:
