@@ -316,7 +316,9 @@ def test_config_file_reproduces_the_folder_byte_for_byte(tmp_path, stanza_dir):
     assert proc.returncode == 2 and "batch_size: the folder has 8, this run 9" in proc.stderr
     proc = run_cli("pipeline", "--src", str(src), "--tgt", str(tgt), "--out", str(first), "--batch-size", "9",
                    *cache, check=False)
-    assert proc.returncode == 2 and "was made with --lowercase --merges 150" in proc.stderr
+    assert proc.returncode == 2 and "was made with --lowercase --ratio 2.5 --merges 150 --stanza-package synprep " \
+        "--max-words 30 --shard-size 7, which this command leaves out (the default is --no-lowercase --ratio 1.5 " \
+        "--merges 10000 no --stanza-package --max-words 250 --shard-size 10000)" in proc.stderr
 
 
 def test_a_pipeline_json_of_the_earlier_layout_is_read(tmp_path):

@@ -28,11 +28,16 @@ def error_line(proc) -> str:
 def test_a_later_split_without_the_train_splits_codes_is_refused_first(tmp_path, extra, want):
     """newstest2014 through the README's tokenized row ran as a train split (cleaned, its own BPE); a test
     split without the train split's codes now stops before tokenizing anything."""
+    from synprep.text.tokenize import tokenize_lines
+
     out = tmp_path / "out"
-    # sample_data's raw text stands in for the tokenized test set (--allow-untokenized: taken as it is)
-    proc = run_cli("pipeline", "--tokenized", "--allow-untokenized", "--split", "test", "--src", str(SAMPLE / "test.de"), "--tgt",
-                   str(SAMPLE / "test.en"), "-s", "de", "-t", "en", "--out", str(out), "--no-cache", *extra,
-                   check=False)
+    tok = {}
+    for lang in ("de", "en"):  # sample_data's test split, Moses-tokenized as a public test set is
+        tok[lang] = tmp_path / f"test.tok.{lang}"
+        lines = (SAMPLE / f"test.{lang}").read_text(encoding="utf-8").splitlines()
+        tok[lang].write_text("".join(x + "\n" for x in tokenize_lines(lines, lang)), encoding="utf-8")
+    proc = run_cli("pipeline", "--tokenized", "--split", "test", "--src", str(tok["de"]), "--tgt", str(tok["en"]),
+                   "-s", "de", "-t", "en", "--out", str(out), "--no-cache", *extra, check=False)
     assert error_line(proc) == "synprep: error: " + want.format(out=out)
     assert not out.exists()
 

@@ -31,9 +31,12 @@ _ALWAYS_INHERITED = ("src_lang", "tgt_lang")
 
 def spelled(command: click.Command, param: str, value: Any) -> str | None:
     """``param`` at ``value`` as the command line writes it (``--tokenized``, ``--no-lowercase``,
-    ``--merges 500``); None when the command has no such option, or a flag without its off form is off."""
+    ``--merges 500``); None when the command has no such option, the value is None (unset), or a flag without its
+    off form is off."""
     opt = next((p for p in command.params if p.name == param and isinstance(p, click.Option)), None)
     if opt is None:
+        return None
+    if value is None:
         return None
     if opt.is_flag:
         if value:
@@ -93,7 +96,7 @@ def refuse_left_out(command: click.Command, out: Path, split: str, folder: DataC
     if not left:
         return
     made = " ".join(m for m, _ in left)
-    defaults = " ".join(o or f"no {m}" for m, o in left)
+    defaults = " ".join(o or f"no {m.split()[0]}" for m, o in left)
     raise ConfigError(f"the {split} split of {out} was made with {made}, which this command leaves out (the default "
                       f"is {defaults}): give {made} to resume it as it was made, or make it with this command's "
                       f"settings into a new --out, or here with --remake-split (replaces the split)")
