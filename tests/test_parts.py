@@ -11,6 +11,7 @@ cache makes its second shard parse while it is killed.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -183,7 +184,7 @@ def _annotate_corpus(tmp_path: Path):
     from synprep.pipeline import run_annotate
 
     corpus = tmp_path / "corpus"
-    corpus.mkdir()
+    corpus.mkdir(parents=True)
     write_corpus(corpus, "train", 30, 1)
     tgt = (corpus / "train.tgt").read_text().splitlines()
     (corpus / "train.tgt").write_text("\n".join(["" if n == 6 else t for n, t in enumerate(tgt, 1)]) + "\n")
@@ -344,3 +345,118 @@ def test_a_part_builds_no_items_for_the_shards_of_other_parts():
                                      words=iter([" ".join(w).replace("pq", "p&amp;q") for w in words])))
     assert [it.words for it in as_lines if not it.skipped] == [[f"s{i}", "p&q"] for i in (2, 3, 8, 9)]  # unescaped
     assert skip_others(None, 2) is None
+
+
+def _annotate_parts(tmp_path: Path, n: int, *which: int):
+    """``annotate`` prepared in ``tmp_path/out`` and its parts ``which`` of ``n`` run; the annotate call and folder."""
+    annotate = _annotate_corpus(tmp_path)
+    out = tmp_path / "out"
+    annotate(out, prepare_only=True)
+    for i in which:
+        annotate(out, part=Part(i, n))
+    return annotate, out
+
+
+def test_a_part_of_another_corpus_is_refused_by_the_merge_naming_it(tmp_path):
+    """Folder b is prepared from other targets (the same source, parses and so vocabulary: its shards carry the
+    same digests); b's part 2/2 copied into a is refused by a's merge, named, and a's manifest is untouched."""
+    from synprep.errors import InputError
+
+    annotate_a, a = _annotate_parts(tmp_path / "a", 2, 1)
+    annotate_b = _annotate_corpus(tmp_path / "b")
+    tgt = tmp_path / "b" / "corpus" / "train.tgt"
+    lines = tgt.read_text().splitlines()
+    lines[0], lines[1] = lines[1], lines[0]  # two pairs of b hold each other's target
+    tgt.write_text("\n".join(lines) + "\n")
+    b = tmp_path / "b" / "out"
+    annotate_b(b, prepare_only=True)
+    annotate_b(b, part=Part(2, 2))
+    for p in b.glob("train.*.h5"):
+        shutil.copy(p, a / p.name)
+    shutil.copy(b / ".parts" / "train.part-2-of-2.json", a / ".parts")
+    before = (a / "manifest.json").read_bytes()
+    with pytest.raises(InputError, match=r"this part was made of other data than this split's \(--tgt differ\)") as e:
+        annotate_a(a, merge_parts=True)
+    assert e.value.path == str(a / ".parts" / "train.part-2-of-2.json")
+    assert (a / "manifest.json").read_bytes() == before
+    with pytest.raises(InputError, match="other data"):  # and b's record is not resumed by a's part 2 either
+        annotate_a(a, part=Part(2, 2))
+
+
+def test_more_parts_than_shards_is_refused_and_missing_parts_are_counted(tmp_path):
+    """30 pairs in shards of 4 are 8 shards: ``--part 1/9`` and an absurd N are refused naming the bound; a merge
+    of 8 parts with one run names the first few missing ones and counts the rest; records for an N above the
+    bound (written by hand) are refused without listing the parts."""
+    from synprep.errors import ConfigError
+
+    annotate, out = _annotate_parts(tmp_path, 8, 3)
+    for n in (9, 99999999999999999999):
+        with pytest.raises(ConfigError, match=rf"--part I/{n}: the train split of .* has 8 shard\(s\) of 4 pairs, so "
+                                              r"it is made in at most 8 parts: use N <= 8"):
+            annotate(out, part=Part(1, n))
+    with pytest.raises(ConfigError) as e:
+        annotate(out, merge_parts=True)
+    said = str(e.value)
+    assert [int(x) for x in re.findall(r"part (\d+) of 8 has not run", said)] == [1, 2, 4, 5, 6]
+    assert said.endswith("; and 2 more part(s) of 8 have not finished; then run this command again"), said
+    record = out / ".parts" / "train.part-3-of-8.json"
+    record.rename(out / ".parts" / "train.part-3-of-1000000000.json")
+    with pytest.raises(ConfigError, match="--part I/1000000000: .* use N <= 8"):
+        annotate(out, merge_parts=True)
+
+
+@pytest.mark.parametrize(("damage", "said"), [
+    ("extra_shard", "it lists train.00000.h5, which this part does not make"),
+    ("negative_line", "is not a line of the split (1..30)"),
+    ("tab_in_reason", "has a reason that is not stage:name"),
+    ("newline_in_detail", "has a detail with a tab or line break"),
+])
+def test_a_merge_refuses_a_record_that_is_not_its_parts_and_writes_nothing(tmp_path, damage, said):
+    """A record listing another part's shard, a dropped line outside the split, a reason or detail that would
+    inject rows into the drop report: refused naming the record, before manifest.json is touched."""
+    from synprep.errors import InputError
+    from synprep.shards.manifest import SplitEntry
+
+    annotate, out = _annotate_parts(tmp_path, 2, 1, 2)
+    path = out / ".parts" / "train.part-2-of-2.json"
+    record = json.loads(path.read_text())
+    entry = record["entry"]
+    if damage == "extra_shard":
+        entry["shards"].append(dict(entry["shards"][0], file="train.00000.h5"))
+    elif damage == "negative_line":
+        entry["dropped_lines"].append([-5, "parse:failed", ""])
+    elif damage == "tab_in_reason":
+        entry["dropped_lines"][0][1] = "parse:failed\t-\t-\tx\n7"
+    else:
+        entry["dropped_lines"][0][2] = "x\n7\tclean:ratio"
+    SplitEntry.from_dict(entry)  # still a readable entry
+    path.write_text(json.dumps(record))
+    before = (out / "manifest.json").read_bytes()
+    with pytest.raises(InputError, match=re.escape(said)) as e:
+        annotate(out, merge_parts=True)
+    assert e.value.path == str(path)
+    assert (out / "manifest.json").read_bytes() == before
+
+
+def test_a_merge_that_fails_its_check_restores_the_manifest_and_the_genuine_records_repair_it(tmp_path):
+    """A record that lists a stored line as dropped passes the record's own checks but not the split's: the merge
+    fails its check, manifest.json is put back as prepared, and the merge with the genuine record succeeds and
+    makes the folder of one run."""
+    from pipeline_runs import folder_bytes
+
+    from synprep.shards.check import CheckError
+
+    annotate, out = _annotate_parts(tmp_path, 2, 1, 2)
+    annotate(tmp_path / "one")
+    path = out / ".parts" / "train.part-2-of-2.json"
+    genuine = path.read_text()
+    record = json.loads(genuine)
+    record["entry"]["dropped_lines"].append([5, "parse:failed", "a stored line"])  # line 5: a pair of shard 1
+    path.write_text(json.dumps(record))
+    before = (out / "manifest.json").read_bytes()
+    with pytest.raises(CheckError):
+        annotate(out, merge_parts=True)
+    assert (out / "manifest.json").read_bytes() == before
+    path.write_text(genuine)
+    annotate(out, merge_parts=True)
+    assert folder_bytes(out) == folder_bytes(tmp_path / "one")

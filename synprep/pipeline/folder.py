@@ -203,11 +203,25 @@ def _check_inputs(out: Path, split: str, files: dict[str, str | None], made: lis
             log.info("the %s split of %s has no shard yet: its inputs are recorded anew (%s)%s", split, out, what,
                      f"; removed what the earlier ones made: {', '.join(p.name for p in stale)}" if stale else "")
             old = None
+    elif (out / "text").is_dir() and not _split_made(out, split):
+        _remove_unrecorded_text(out, split)
     if old is None:
         known[split] = now
         with atomic_write(path) as f:
             f.write(json.dumps(known, indent=2, sort_keys=True) + "\n")
     return {role: entry["sha256"] for role, entry in now.items()}
+
+
+def _remove_unrecorded_text(out: Path, split: str) -> None:
+    """``OUT/text/SPLIT.*`` files of a split whose inputs ``inputs.json`` does not record: no run of this folder
+    made them from any input it knows (its inputs are recorded before its first text file), so they are
+    removed, never reused (another corpus's tokenized text would be paired with this run's)."""
+    stale = sorted(p for p in (out / "text").glob(f"{split}.*") if p.is_file())
+    for p in stale:
+        p.unlink()
+    if stale:
+        log.warning("removed %d file(s) of the %s split in %s that no recorded input made (%s): made again from "
+                    "this run's inputs", len(stale), split, out / "text", ", ".join(p.name for p in stale))
 
 
 def _input_change(role: str, old: dict[str, str] | None, now: dict[str, str] | None) -> str:

@@ -28,7 +28,7 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,9 +42,11 @@ from synprep.lock import (
     live_temp,
     lock_holder,
 )
+from synprep.pipeline.part_records import check_record
 from synprep.shards import Manifest
 from synprep.shards.manifest import SplitEntry
 from synprep.shards.schema import parse_shard_name
+from synprep.signature import file_sha256
 from synprep.textio import atomic_write
 
 log = logging.getLogger(__name__)
@@ -52,7 +54,7 @@ log = logging.getLogger(__name__)
 #: the folder of the parts' records (removed by ``--merge-parts`` once empty)
 PARTS_DIR = ".parts"
 #: the version of a part's record (``OUT/.parts/SPLIT.part-I-of-N.json``)
-RECORD_VERSION = 1
+RECORD_VERSION = 2
 _PART_RE = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 _RECORD_RE = re.compile(r"^(?P<split>[A-Za-z0-9_-]+)\.part-(?P<i>\d+)-of-(?P<n>\d+)\.json$")
 
@@ -127,12 +129,14 @@ def with_part(argv: list[str], part: Part | None, *, prepare: bool = False) -> l
     return rest
 
 
-def require_prepared(out: Path, split: str) -> None:
+def require_prepared(out: Path, split: str, part: Part | None = None, shard_size: int | None = None) -> None:
     """Refuse ``--part``/``--merge-parts`` before the split's whole-split steps ran (``--prepare-only``):
-    ``manifest.json`` lists the split once they ran (a run saves the manifest only after its vocabulary).
+    ``manifest.json`` lists the split once they ran (a run saves the manifest only after its vocabulary); and
+    a part of more parts than the split has shards (:func:`shard_count`).
 
     Raises:
-        ConfigError: the split is not in ``OUT/manifest.json``; names the command to run first.
+        ConfigError: the split is not in ``OUT/manifest.json``; names the command to run first. ``N`` above
+            the split's shard count.
     """
     path = Path(out) / MANIFEST_NAME
     prepared = False
@@ -142,6 +146,28 @@ def require_prepared(out: Path, split: str) -> None:
         first = command_text(with_part(sys.argv, None, prepare=True))
         raise ConfigError(f"the {split} split of {out} is not prepared: run `{first}` once first (it tokenizes, "
                           "cleans and learns the subwords and the vocabulary of the whole split), then the parts")
+    if part is not None and shard_size is not None:
+        _refuse_more_parts_than_shards(out, split, part.count, shard_size)
+
+
+def shard_count(out: Path, split: str, shard_size: int) -> int:
+    """How many shards the prepared split makes: its pairs kept by the cleaning (its input lines less the
+    cleaning's drops, ``manifest.json``) in shards of ``shard_size``; at least 1."""
+    entry = Manifest.load(Path(out) / MANIFEST_NAME).split(split)
+    kept = entry.input_lines - sum(n for r, n in entry.dropped.items() if str(r).startswith("clean:"))
+    return max(1, -(-kept // max(1, shard_size)))
+
+
+def _refuse_more_parts_than_shards(out: Path, split: str, count: int, shard_size: int) -> None:
+    """A shard is the unit of work: N above the split's shard count makes parts with nothing to do.
+
+    Raises:
+        ConfigError: names the bound.
+    """
+    k = shard_count(out, split, shard_size)
+    if count > k:
+        raise ConfigError(f"--part I/{count}: the {split} split of {out} has {k} shard(s) of {shard_size} pairs, "
+                          f"so it is made in at most {k} parts: use N <= {k}")
 
 
 def hold_part(out: Path, split: str, part: Part) -> None:
@@ -199,15 +225,52 @@ def _add(manifest: Manifest, split: str, entry: SplitEntry) -> None:
     manifest.record_drops(split, [(int(x[0]), str(x[1]), str(x[2])) for x in entry.dropped_lines])
 
 
-def resume_part(out: Path, split: str, part: Part, manifest: Manifest) -> None:
+def split_identity(input_sha: dict[str, str], text: Iterable[Path] = ()) -> dict[str, Any]:
+    """What ties a part to the split it was made of: the sha256 of the split's inputs (as ``OUT/inputs.json``
+    records them, by role) and of the prepared text the parts read (``text/SPLIT.*``: the pieces and the kept
+    lines' numbers; none for ``annotate``, whose inputs are that text), by file name."""
+    return {"inputs": dict(sorted(input_sha.items())), "text": {p.name: file_sha256(p) for p in text}}
+
+
+def _refuse_other_split(path: Path, record: dict[str, Any], identity: dict[str, Any]) -> None:
+    """Refuse a record made of other inputs or other prepared text than the split's now (a part of another corpus
+    copied in, or a task pointed at another folder's inputs).
+
+    Raises:
+        InputError: names the record, the files that differ, and the fix.
+    """
+    got = record.get("identity")
+    if got == identity:
+        return
+    if not isinstance(got, dict):
+        what = "records no split identity"
+    else:
+        differ = sorted({f"--{k}" for k in set(got.get("inputs") or {}) | set(identity["inputs"])
+                         if (got.get("inputs") or {}).get(k) != identity["inputs"].get(k)}
+                        | {f"text/{k}" for k in set(got.get("text") or {}) | set(identity["text"])
+                           if (got.get("text") or {}).get(k) != identity["text"].get(k)})
+        what = f"was made of other data than this split's ({', '.join(differ) or 'its identity'} differ)"
+    raise InputError(f"this part {what}: delete it (and its shards) and run that part again with this "
+                     "folder's inputs", str(path))
+
+
+def resume_part(out: Path, split: str, part: Part, manifest: Manifest, identity: dict[str, Any]) -> None:
     """What an earlier run of this part recorded, added to ``manifest`` (its shards are then skipped when their
-    files match)."""
+    files match).
+
+    Raises:
+        InputError: the record is unreadable, or was made of other data (:func:`split_identity`).
+    """
     path = record_path(out, split, part)
     if path.is_file():
-        _add(manifest, split, _read_record(path)["entry"])
+        record = _read_record(path)
+        check_record(path, record, part, split)
+        _refuse_other_split(path, record, identity)
+        _add(manifest, split, record["entry"])
 
 
-def save_part(out: Path, split: str, part: Part, manifest: Manifest, complete: bool) -> None:
+def save_part(out: Path, split: str, part: Part, manifest: Manifest, complete: bool,
+              identity: dict[str, Any]) -> None:
     """Write this part's record: the split's entry as this part knows it, its shards and the drops of its lines
     (the cleaning's drops are left out: they are the prepared entry's, in ``manifest.json``; a large corpus's
     would be rewritten after every shard of every part), and whether every shard of the part is done. Atomic; no
@@ -215,7 +278,7 @@ def save_part(out: Path, split: str, part: Part, manifest: Manifest, complete: b
     entry = manifest.split(split).to_dict()
     entry["dropped_lines"] = [x for x in entry["dropped_lines"] if not str(x[1]).startswith("clean:")]
     d = {"version": RECORD_VERSION, "split": split, "part": part.index, "parts": part.count, "complete": complete,
-         "command": command_text(sys.argv), "entry": entry}
+         "command": command_text(sys.argv), "identity": identity, "entry": entry}
     path = record_path(out, split, part)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path) as f:
@@ -229,6 +292,7 @@ class Finished:
 
     entries: list[SplitEntry]
     files: list[Path]
+    records: list[dict[str, Any]]
 
 
 def _running(out: Path, split: str, part: Part) -> str | None:
@@ -236,15 +300,8 @@ def _running(out: Path, split: str, part: Part) -> str | None:
     return lock_holder(lock_path(out, split, part))
 
 
-def finished_parts(out: Path, split: str) -> Finished:
-    """The records of every part of ``split``, checked to be all there and finished: before the merge touches
-    anything (it then removes the temporary files of no live process here, which a running part's would be).
-
-    Raises:
-        ConfigError: no part ran; records of different ``N``; a part that has not finished (each named by its
-            number, with the command that runs it: its own recorded command when it started, resuming it; or
-            the process that runs it now).
-    """
+def _part_records(out: Path, split: str) -> tuple[dict[int, dict[str, Any]], set[int]]:
+    """The split's part records by part number, and the ``N`` s they name."""
     records: dict[int, dict[str, Any]] = {}
     counts: set[int] = set()
     for p in sorted(parts_dir(out).glob(f"{split}.part-*-of-*.json")):
@@ -253,6 +310,56 @@ def finished_parts(out: Path, split: str) -> Finished:
             continue
         counts.add(int(m["n"]))
         records[int(m["i"])] = {**_read_record(p), "path": p}
+    return records, counts
+
+
+#: how many parts that are missing a refused merge names, with their commands (the rest are counted)
+NAMED_MISSING = 5
+
+
+def _missing_text(out: Path, split: str, records: dict[int, dict[str, Any]], n: int) -> str | None:
+    """What a merge says of the parts that have not finished (None: all have): the first few named with the
+    command that runs them, the rest counted. Never lists every part number (``N`` may be large)."""
+    done = sum(1 for i, r in records.items() if 1 <= i <= n and r["complete"])
+    if done == n:
+        return None
+    unfinished = sorted(i for i, r in records.items() if not r["complete"])
+    named = unfinished[:NAMED_MISSING]
+    for i in range(1, n + 1):  # the first parts never run, without building the list of every part
+        if len(named) >= NAMED_MISSING:
+            break
+        if i not in records:
+            named.append(i)
+    named.sort()
+    some = next(iter(records.values()), {"command": command_text(with_part(sys.argv, None))})
+    runs = []
+    for i in named:
+        who = _running(out, split, Part(i, n)) if i in records else None
+        if who is not None:
+            runs.append(f"part {i} of {n} is still running ({who}): wait for it")
+        elif i in records:
+            runs.append(f"part {i} of {n} has not finished (running it again resumes it): "
+                        f"`{command_text(with_part(shlex.split(records[i]['command']), Part(i, n)))}`")
+        else:
+            runs.append(f"part {i} of {n} has not run: "
+                        f"`{command_text(with_part(shlex.split(some['command']), Part(i, n)))}`")
+    more = n - done - len(named)
+    if more > 0:
+        runs.append(f"and {more} more part(s) of {n} have not finished")
+    return f"the {split} split of {out} is not whole: " + "; ".join(runs) + "; then run this command again"
+
+
+def finished_parts(out: Path, split: str, shard_size: int | None = None) -> Finished:
+    """The records of every part of ``split``, checked to be all there and finished: before the merge touches
+    anything (it then removes the temporary files of no live process here, which a running part's would be).
+
+    Raises:
+        ConfigError: no part ran; records of different ``N``, or of more parts than the split has shards; a part
+            that has not finished (the first few named by number, with the command that runs it: its own recorded
+            command when it started, resuming it; or the process that runs it now; the rest counted).
+        InputError: a record that is unreadable or does not hold what its part makes (named).
+    """
+    records, counts = _part_records(out, split)
     here = with_part(sys.argv, None)
     if not records:
         raise ConfigError(f"no part of the {split} split of {out} has run (nothing in {parts_dir(out)}): run "
@@ -261,24 +368,18 @@ def finished_parts(out: Path, split: str) -> Finished:
         raise ConfigError(f"{parts_dir(out)} holds parts of the {split} split for different N ("
                           f"{', '.join(map(str, sorted(counts)))}): keep the records of one N")
     n = counts.pop()
-    missing = [i for i in range(1, n + 1) if not (i in records and records[i]["complete"])]
+    records = {i: r for i, r in records.items() if 1 <= i <= n}  # a stray part-5-of-3 is none of them
+    if shard_size is not None:
+        _refuse_more_parts_than_shards(out, split, n, shard_size)
+    missing = _missing_text(out, split, records, n)
     if missing:
-        some = next(iter(records.values()))
-        runs = []
-        for i in missing:
-            who = _running(out, split, Part(i, n)) if i in records else None
-            if who is not None:
-                runs.append(f"part {i} of {n} is still running ({who}): wait for it")
-            elif i in records:
-                runs.append(f"part {i} of {n} has not finished (running it again resumes it): "
-                            f"`{command_text(with_part(shlex.split(records[i]['command']), Part(i, n)))}`")
-            else:
-                runs.append(f"part {i} of {n} has not run: "
-                            f"`{command_text(with_part(shlex.split(some['command']), Part(i, n)))}`")
-        raise ConfigError(f"the {split} split of {out} is not whole: " + "; ".join(runs)
-                          + "; then run this command again")
-    return Finished([records[i]["entry"] for i in range(1, n + 1)],
-                    [r["path"] for r in records.values()] + sorted(parts_dir(out).glob(f"{split}.part-*-of-*.lock")))
+        raise ConfigError(missing)
+    for i, r in records.items():
+        check_record(r["path"], r, Part(i, n), split)
+    ordered = [records[i] for i in range(1, n + 1)]
+    return Finished([r["entry"] for r in ordered],
+                    [r["path"] for r in ordered] + sorted(parts_dir(out).glob(f"{split}.part-*-of-*.lock")),
+                    ordered)
 
 
 def parts_note(out: Path) -> str | None:
@@ -305,9 +406,15 @@ def parts_note(out: Path) -> str | None:
             "once every part has finished (docs/cluster.md)")
 
 
-def merge_parts_into(manifest: Manifest, split: str, parts: Finished) -> list[Path]:
+def merge_parts_into(manifest: Manifest, split: str, parts: Finished, identity: dict[str, Any]) -> list[Path]:
     """Every finished part's shards, alignment counts and drops added to ``manifest``; returns the parts' files
-    to remove once the merged split passed its check."""
+    to remove once the merged split passed its check.
+
+    Raises:
+        InputError: a part made of other data than the split's now (:func:`split_identity`), named.
+    """
+    for record in parts.records:
+        _refuse_other_split(record["path"], record, identity)
     for entry in parts.entries:
         _add(manifest, split, entry)
     return parts.files
@@ -373,12 +480,14 @@ def skip_others(part: Part | None, shard_size: int) -> Callable[[int], bool] | N
     return lambda i: not part.owns(i // shard_size)
 
 
-def annotate_hooks(out: Path, split: str, part: Part | None) -> dict[str, Any]:
+def annotate_hooks(out: Path, split: str, part: Part | None, identity: dict[str, Any]) -> dict[str, Any]:
     """The arguments of :func:`synprep.annotate.annotate_split` that make one part (none without a part): the
-    shards it owns, and its record saved after each instead of ``manifest.json``."""
+    shards it owns, and its record (with the split's ``identity``) saved after each instead of
+    ``manifest.json``."""
     if part is None:
         return {}
-    return {"shards": part.owns, "save": lambda manifest, complete: save_part(out, split, part, manifest, complete)}
+    return {"shards": part.owns,
+            "save": lambda manifest, complete: save_part(out, split, part, manifest, complete, identity)}
 
 
 def refuse_other_count(out: Path, split: str, part: Part) -> None:

@@ -26,6 +26,7 @@ from synprep.pipeline.parts import (
     resume_part,
     save_prepared,
     skip_others,
+    split_identity,
 )
 from synprep.pipeline.record import _finish, open_split, split_manifest, trees_for
 from synprep.pipeline.views import Runtime, guard, parse_options, recorded, shard_config
@@ -91,11 +92,12 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
     """
     out, runtime, config = Path(out), runtime or Runtime(), config.replace(mode="annotate")
     if part is not None or merge_parts:
-        require_prepared(out, split)
+        require_prepared(out, split, part, config.shards.shard_size)
     elif split == config.shards.vocab_split:  # the splits launched beside it see it at once and wait
         check_output_folder(out)
         hold_split(out, split, create=True)
-    finished = finished_parts(out, split) if merge_parts else None  # before anything is written or removed
+    # before anything is written or removed
+    finished = finished_parts(out, split, config.shards.shard_size) if merge_parts else None
     parse = parse_options(config, runtime, trees)
     source = parse.source()
     if not (prepare_only or merge_parts):
@@ -120,12 +122,12 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
     if prepare_only:
         return save_prepared(out, split, manifest, list(PARSE_REASONS))
     if finished is not None:
-        merged = merge_parts_into(manifest, split, finished)
-        _finish(out, manifest, split)
+        merged = merge_parts_into(manifest, split, finished, split_identity(input_sha))
+        _finish(out, manifest, split, restore=True)
         remove_records(out, merged)
         return manifest
     if part is not None:
-        resume_part(out, split, part, manifest)
+        resume_part(out, split, part, manifest, split_identity(input_sha))
     parses = source.imported(conllu, range(1, n_src + 1), n_src)
     items: Iterable[Any] = items_from_files(
         iter_lines(src), iter_lines(tgt), iter(range(1, n_src + 1)), parses=parses,
@@ -139,7 +141,7 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
                    src_lang=config.src_lang, tgt_lang=config.tgt_lang, signature=sig,
                    config=shard_config(shared, config, split, vocab_sha256=v.sha256, input_sha=input_sha),
                    ldd_threshold=config.parse.ldd_threshold, shard_size=config.shards.shard_size, source_name=src,
-                   **annotate_hooks(out, split, part))
+                   **annotate_hooks(out, split, part, split_identity(input_sha)))
     if part is not None:
         return manifest  # the part's record is saved; --merge-parts finishes the split
     _finish(out, manifest, split)

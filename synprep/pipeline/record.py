@@ -66,12 +66,30 @@ def split_summary(manifest: Manifest, split: str) -> str:
             f"dropped: {dropped}")
 
 
-def _finish(out: Path, manifest: Manifest, split: str) -> None:
+def _finish(out: Path, manifest: Manifest, split: str, *, restore: bool = False) -> None:
+    """Save ``manifest`` and check the split. ``restore`` (a merge of parts' records): a split that fails its
+    check (or a check that raises) puts the earlier ``manifest.json`` back, so that the folder stays as it was
+    prepared and the merge can run again with the genuine records."""
+    path = out / MANIFEST_NAME
     with folder_lock(out):  # other splits may be written meanwhile: check this one, in a consistent state
-        manifest.save(out)
-        report = check_dir(out, splits=[split])
+        before = path.read_bytes() if restore and path.is_file() else None
+        try:
+            manifest.save(out)
+            report = check_dir(out, splits=[split])
+        except BaseException:
+            _put_back(path, before)
+            raise
+        if not report.ok:
+            _put_back(path, before)
     report.raise_if_failed()
     log.debug("%s", report.summary())  # the command prints the split's one summary line
+
+
+def _put_back(path: Path, before: bytes | None) -> None:
+    """``manifest.json`` as it was (``before``: its bytes; None: nothing to restore)."""
+    if before is not None:
+        with atomic_write(path, "wb") as f:
+            f.write(before)
 
 
 def trees_for(path: str, lines: Iterable[int], n_lines: int) -> Iterator[list[Any]]:

@@ -28,6 +28,7 @@ from synprep.pipeline.parts import (
     resume_part,
     save_prepared,
     skip_others,
+    split_identity,
 )
 from synprep.pipeline.record import (
     _finish,
@@ -102,10 +103,11 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
     out, runtime, config = Path(out), runtime or Runtime(), config.replace(mode="pipeline")
     check_output_folder(out)
     if part is not None or merge_parts:
-        require_prepared(out, split)
+        require_prepared(out, split, part, config.shards.shard_size)
     elif split in (TRAIN, config.shards.vocab_split):  # the splits launched beside it see it at once and wait
         hold_split(out, split, create=True)
-    finished = finished_parts(out, split) if merge_parts else None  # before anything is written or removed
+    # before anything is written or removed
+    finished = finished_parts(out, split, config.shards.shard_size) if merge_parts else None
     text, parse = text_options(config, clean), parse_options(config, runtime, trees)
     source, scheme = parse.source(), scheme_class(config.subword.scheme)
     if not (prepare_only or merge_parts):
@@ -145,21 +147,22 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
     _record_clean_drops(manifest, split, files.dropped)
     if prepare_only:
         return save_prepared(out, split, manifest, list(PARSE_REASONS))
-    merged = merge_parts_into(manifest, split, finished) if finished is not None else None
+    identity = split_identity(input_sha, [pieces.src, pieces.tgt, files.lines]) if part or finished else {}
+    merged = merge_parts_into(manifest, split, finished, identity) if finished is not None else None
     facts = {**pieces.facts, "clean": text.clean if text.clean is not None else split == TRAIN,
              "clean_bounds": [text.ratio, text.min_len, text.max_len]}
     if merged is None:
         if part is not None:
-            resume_part(out, split, part, manifest)
+            resume_part(out, split, part, manifest, identity)
         items = _items(files, pieces, words_file, source, conllu, trees, n_src,
                        skip_others(part, config.shards.shard_size))
         _annotate(out, split, items, v, manifest, parse, config, runtime, text=text, sig=sig, subword=scheme.name,
-                  source_name=str(src or conllu), part=part,
+                  source_name=str(src or conllu), part=part, identity=identity,
                   attrs=shard_config(shared, config, split, vocab_sha256=v.sha256, input_sha=input_sha, facts=facts))
         if part is not None:
             return manifest  # the part's record is saved; --merge-parts finishes the split
     _write_drop_report(files.dropped, manifest, split)
-    _finish(out, manifest, split)
+    _finish(out, manifest, split, restore=merged is not None)
     mark("check")
     if merged is not None:
         remove_records(out, merged)
@@ -182,7 +185,7 @@ def _items(files: TextFiles, pieces: Pieces, words_file: Path, source: Any, conl
 
 def _annotate(out: Path, split: str, items: Iterator[Item], v: Vocab, manifest: Manifest, parse: ParseOptions,
               config: DataConfig, runtime: Runtime, *, text: TextOptions, sig: str, subword: str, source_name: str,
-              attrs: dict[str, Any], part: Part | None = None) -> None:
+              attrs: dict[str, Any], part: Part | None = None, identity: dict[str, Any] | None = None) -> None:
     """Step 5 (:func:`synprep.annotate.annotate_split`); trees whose words are not sacremoses' tokens are
     an input error that points at ``--tokenized``."""
     from synprep.parse.trees import TreeLeavesError
@@ -192,7 +195,7 @@ def _annotate(out: Path, split: str, items: Iterator[Item], v: Vocab, manifest: 
                        opts=dataclasses.replace(parse, lowercase=text.lowercase), par=runtime.par,
                        src_lang=config.src_lang, tgt_lang=config.tgt_lang, signature=sig, config=attrs,
                        ldd_threshold=config.parse.ldd_threshold, shard_size=config.shards.shard_size, source_name=source_name,
-                       subword=subword, **annotate_hooks(out, split, part))
+                       subword=subword, **annotate_hooks(out, split, part, identity or {}))
     except TreeLeavesError as e:  # the trees' words are a treebank's tokenization, not sacremoses'
         if text.tokenized or text.tokenizer != "moses":
             raise
