@@ -85,3 +85,24 @@ def test_conllu_files_are_in_the_signature(shared_data, tmp_path):
                    "-s", "en", "-t", "de", "--split", "valid", "--out", str(tmp_path / "out0"))
     assert signature_line(proc) == sigs[0].replace(file_sha256(tmp_path / "g0.conllu")[:8], file_sha256(gold2)[:8])
     assert check_dir(tmp_path / "out0").ok
+
+
+def test_text_files_no_recorded_input_made_are_remade_not_reused(shared_data, tmp_path):
+    """A fresh folder holding ``text/train.tok.de`` of another corpus (no ``inputs.json`` records the split): the
+    run removes it and tokenizes its own target, so the folder is byte for byte the one an empty folder gives."""
+    from pipeline_runs import folder_bytes
+
+    de = (shared_data / "ud" / "de_pud-ud-test.conllu").read_text(encoding="utf-8")
+    de_texts = [x[len("# text = "):] for x in de.splitlines() if x.startswith("# text = ")]
+    gold, _ = _gold(shared_data, tmp_path / "g.conllu", 0, 20)
+    tgt = tmp_path / "t.de"
+    tgt.write_text("\n".join(de_texts[:20]) + "\n", encoding="utf-8")
+    args = ["pipeline", "--parser", "conllu", "--conllu", str(gold), "--tgt", str(tgt), "-s", "en", "-t", "de",
+            "--merges", "100"]
+    run_cli(*args, "--out", str(tmp_path / "clean"))
+    out = tmp_path / "stale"
+    (out / "text").mkdir(parents=True)
+    (out / "text" / "train.tok.de").write_text("\n".join(de_texts[20:40]) + "\n", encoding="utf-8")
+    proc = run_cli(*args, "--out", str(out))
+    assert "removed 1 file(s) of the train split" in proc.stderr and "train.tok.de" in proc.stderr
+    assert folder_bytes(out) == folder_bytes(tmp_path / "clean")
