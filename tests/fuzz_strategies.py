@@ -451,6 +451,25 @@ def damage_attribute_metadata(shard: Path) -> int:
     raise AssertionError(f"no single byte flip breaks the attribute metadata of {shard}")
 
 
+def shift_heap_range(shard: Path, length: int = 64) -> int:
+    """Shift ``length`` bytes inside the shard's global heap (the attributes' strings) one byte down, keeping the
+    file's size, so that one heap object declares size 0 (HDF5 2.0 then loads the heap forever); returns the
+    range's offset."""
+    from synprep.errors import InputError
+    from synprep.shards.heap import check_global_heaps
+
+    data = shard.read_bytes()
+    heap = data.find(b"GCOL")
+    for at in range(heap + 16, heap + 4096 - length, 8):
+        shard.write_bytes(data[:at] + data[at - 1:at + length - 1] + data[at + length:])
+        try:
+            check_global_heaps(shard, shard.name)
+        except InputError:
+            return at
+    shard.write_bytes(data)
+    raise AssertionError(f"no shifted range stalls the global heap of {shard}")
+
+
 def damage_gzip_chunk(shard: Path, dataset: str, at: float = 0.5) -> None:
     """Overwrite two bytes inside the first (gzip) chunk of ``dataset``: it no longer decodes."""
     with h5py.File(shard, "r") as f:
@@ -482,7 +501,7 @@ def deflate_bomb(shard: Path, n_values: int, chunk: int = 1 << 20) -> None:
 def hostile_shard(shard: Path, data: st.DataObject) -> str:
     """One hostile change to a valid shard, drawn by hypothesis; returns its kind."""
     kind = data.draw(st.sampled_from(["declare", "declare_field", "n_pairs", "attr_meta", "gzip", "offsets",
-                                      "dtype", "flip", "vocab_path", "bomb"]), label="hostile")
+                                      "dtype", "flip", "vocab_path", "bomb", "shift"]), label="hostile")
     if kind == "declare":
         declare_huge(shard, data.draw(st.sampled_from([1 << 20, 1 << 24, 1 << 28, (1 << 31) - 1]), label="n"))
     elif kind == "declare_field":
@@ -499,6 +518,9 @@ def hostile_shard(shard: Path, data: st.DataObject) -> str:
     elif kind == "attr_meta":
         with contextlib.suppress(AssertionError):
             damage_attribute_metadata(shard)
+    elif kind == "shift":
+        with contextlib.suppress(AssertionError):
+            shift_heap_range(shard)
     elif kind == "gzip":
         with contextlib.suppress(Exception):
             damage_gzip_chunk(shard, data.draw(st.sampled_from(["src_ids", "tgt_ids", "heads", "ldd_prob"]),

@@ -20,7 +20,13 @@ import numpy as np
 import pytest
 from builders import one_line, reseal, small_folder_fixtures, write_folder
 from conftest import ROOT
-from fuzz_strategies import damage_attribute_metadata, damage_gzip_chunk, declare_huge, deflate_bomb
+from fuzz_strategies import (
+    damage_attribute_metadata,
+    damage_gzip_chunk,
+    declare_huge,
+    deflate_bomb,
+    shift_heap_range,
+)
 
 from synprep.errors import InputError
 from synprep.shards import SplitReader, check_dir, open_split
@@ -146,6 +152,22 @@ def test_damaged_attribute_metadata_is_one_line(folder):
     assert e.value.path == str(shard)
     proc, _ = run_measured("show", str(folder), "--split", "train", "--index", "0")
     one_line(proc, 2, "train.00000.h5", "damaged HDF5")
+
+
+@pytest.mark.parametrize("command", ["check", "show", "train"])
+def test_a_shifted_heap_range_is_one_line_not_a_hang(folder, tmp_path, command):
+    """One byte range of a shard's attribute heap shifted by one (same size), the manifest re-sealed: HDF5 would
+    load the heap forever, ignoring SIGTERM; every reader names the shard in one line within seconds."""
+    shard = folder / "train.00000.h5"
+    shift_heap_range(shard)
+    reseal(folder)
+    args = {"check": ["check", str(folder)],
+            "show": ["show", str(folder), "--split", "train", "--index", "0"],
+            "train": ["train", "--shards", str(folder), "--preset", "tiny", "--out", str(tmp_path / "run"),
+                      "--max-steps", "1", "--device", "cpu"]}[command]
+    proc = subprocess.run([sys.executable, "-m", "synprep", *args], capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    one_line(proc, 1 if command == "check" else 2, "train.00000.h5", "damaged HDF5 global heap at byte")
 
 
 def test_a_gzip_chunk_that_does_not_decode_names_the_shard(folder):

@@ -15,6 +15,7 @@ import numpy as np
 
 from synprep.constants import MAX_SHARD_BYTES, MAX_SHARD_PAIRS, SHARD_FORMAT, SHARD_FORMAT_VERSION
 from synprep.errors import InputError
+from synprep.shards.heap import check_global_heaps
 from synprep.shards.schema import (
     AXES,
     DEFAULTED_ATTRS,
@@ -129,10 +130,12 @@ def read_attrs(f: h5py.File, name: str) -> dict[str, Any]:
     Raises:
         ShardFormatError: ``format`` is not ``synprep-shard`` or ``format_version`` is not one this
             reader knows (the message names both), or a JSON attribute does not parse.
+        InputError: a global heap that HDF5 would read forever (:func:`synprep.shards.heap.check_global_heaps`).
         InputError: ``vocab_path`` is not a file name inside the shard's folder (``../x``, an
             absolute path): refused here, so no reader (``train``'s ``load_symbols``, ``show``) and
             not ``check`` follows it, whether or not the manifest names a vocabulary.
     """
+    check_global_heaps(f.filename, name)  # a damaged heap would make the read below loop forever
     attrs = {k: _decode_attr(v) for k, v in f.attrs.items()}
     fmt, version = attrs.get("format"), attrs.get("format_version")
     if fmt != SHARD_FORMAT:
