@@ -75,7 +75,7 @@ def _seal(key: Path, d: dict) -> None:
 def _assert_served_from_the_shard(folder: Path) -> None:
     """The split opened with maps serves the shard's arrays (compared with the shard decoded, no maps), and
     every map folder is now sound (rebuilt where it was not)."""
-    from synprep.shards.mapped import map_problem
+    from synprep.shards.map_truth import map_problem
     from synprep.shards.shard_reader import ShardReader
 
     plain = open_split(folder, "train", cache=True)
@@ -145,7 +145,7 @@ def test_random_bit_flips_of_an_index_are_never_served(folder, monkeypatch, seal
                 pass
         monkeypatch.setattr(mapped, "_MAPS_OK", set())
         monkeypatch.setattr(mapped, "_MAPS_BAD", set())
-        got = mapped._load(key, reader.offsets, reader.lines, reader.map_expect())
+        got = mapped._load(key, reader.offsets, reader.lines, reader.map_expect(), path)
         if got is None:
             refused += 1
             continue
@@ -301,3 +301,35 @@ def test_the_check_command_reports_a_damaged_map(folder):
     assert proc.returncode != 0, proc.stdout + proc.stderr
     out = proc.stdout + proc.stderr
     assert f"arrays/{_key(folder).name}/index.json" in out and "delete arrays/" in out, out
+
+
+def _forge(key: Path, name: str) -> None:
+    """Change every value of array ``name`` in ``arrays.bin`` to another valid one and re-seal: deprels shifted
+    by one label, LDD probabilities halved, target ids rotated by one."""
+    d = _index(key)
+    dtype, start, n = d["arrays"][name]
+    raw = bytearray((key / "arrays.bin").read_bytes())
+    a = np.frombuffer(bytes(raw[start:start + n * np.dtype(dtype).itemsize]), dtype=dtype).copy()
+    if name == "ldd_prob":
+        a = (a / 2).astype(a.dtype)
+    elif name == "deprel":
+        a = np.where(a == a.max(), a.min(), a + 1).astype(a.dtype)
+    else:
+        a = np.roll(a, 1)
+    raw[start:start + a.nbytes] = a.tobytes()
+    (key / "arrays.bin").write_bytes(bytes(raw))
+    _seal(key, d)
+
+
+@pytest.mark.parametrize("name", ["deprel", "ldd_prob", "tgt_ids"])
+def test_a_resealed_forgery_of_valid_values_is_never_served_and_check_names_it(folder, name):
+    """Every value of one array replaced by another valid one and the seal re-made, as anyone who can write the
+    folder can: the maps pass the shard's value checks, so only the shard's own values tell them apart. check
+    names the map; a reader (``train``'s) decodes the shard again and serves its values."""
+    key = _key(folder, 1)
+    _forge(key, name)
+    report = check_dir(folder)
+    assert not report.ok and report.violation is not None
+    assert report.violation.file == f"arrays/{key.name}/arrays.bin", report.violation
+    assert f"{name} differs from the shard's values" in report.violation.what
+    _assert_served_from_the_shard(folder)

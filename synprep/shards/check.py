@@ -239,7 +239,8 @@ def _check_dir(folder: Path, report: CheckReport, only: Collection[str] | None =
 
 def _check_maps(folder: Path, shard: Path, sha256: str, vocab_size: int) -> None:
     """Section 5 for one shard (verified): its maps in ``folder/arrays/``, where there are any."""
-    from synprep.shards.mapped import ARRAYS, map_problem
+    from synprep.shards.map_truth import map_problem
+    from synprep.shards.mapped import ARRAYS
     from synprep.shards.shard_reader import ShardReader
 
     if not (folder / ARRAYS).is_dir():

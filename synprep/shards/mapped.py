@@ -32,8 +32,8 @@ puts them (no gap, no overlap, the last ending at ``bytes``); the shard's sha256
 (``open_split`` gives the manifest's, which it verified the file against); ``arrays.bin`` of ``bytes`` bytes
 (before it is read: a file of another size is never hashed); the header's maps of one length for N pairs and
 equal to the shard's header, each dataset as long as its offsets say; then, once per process and folder
-version, the sha256 over index and arrays, and every value checked as the shard's own values are
-(:func:`~synprep.shards.invariants.check_arrays`). A folder that fails any of these is decoded again from the
+version, the sha256 over index and arrays, every value checked as the shard's own values are
+(:func:`~synprep.shards.invariants.check_arrays`) and compared with the shard's (:mod:`synprep.shards.map_truth`). A folder that fails any of these is decoded again from the
 shard; one of another layout (the first, a ``.npy`` file a dataset; the second, without the shard's sha256) too.
 The folder holds nothing else (and the lock files) and may be deleted whenever no process reads from it.
 
@@ -264,11 +264,13 @@ def _open(folder: Path, sha256: str | None, n_pairs: int | None = None,
     return Mapped({fl.name: views[fl.name] for fl in FIELDS}, head, line), d, ""
 
 
-def _sealed(folder: Path, index: dict[str, Any], got: Mapped, expect: Expect) -> str:
-    """Why the maps ``got`` of ``folder`` are not what was written from the shard, or "": the sha256 over the
-    index's sealed entries and ``arrays.bin`` (whose size :func:`_open` checked) as the index says, and every
-    value passing the shard's own checks (:func:`~synprep.shards.invariants.check_arrays`)."""
+def _sealed(folder: Path, index: dict[str, Any], got: Mapped, expect: Expect, shard: Path) -> str:
+    """Why the maps ``got`` of ``folder`` are not what was written from ``shard``, or "": the sha256 over the
+    index's sealed entries and ``arrays.bin`` (whose size :func:`_open` checked) as the index says, every value
+    passing the shard's own checks (:func:`~synprep.shards.invariants.check_arrays`), and every value equal to
+    the shard's (:func:`~synprep.shards.map_truth.differs_from_shard`: the seal is no secret)."""
     from synprep.shards.invariants import check_arrays
+    from synprep.shards.map_truth import differs_from_shard
 
     h = _seal(index)
     try:
@@ -282,7 +284,7 @@ def _sealed(folder: Path, index: dict[str, Any], got: Mapped, expect: Expect) ->
                 f"({h.hexdigest()[:12]}…)")
     v = check_arrays(got.data, got.offsets, got.lines, n_deprel=expect.n_deprel, n_upos=expect.n_upos,
                      vocab_size=expect.vocab_size, name=BIN)
-    return "" if v is None else f"{BIN}: a value the shard cannot hold: {v}"
+    return differs_from_shard(shard, got.data) if v is None else f"{BIN}: a value the shard cannot hold: {v}"
 
 
 def folder_maps(folder: Path, sha256: str | None) -> Mapped | None:
@@ -292,8 +294,9 @@ def folder_maps(folder: Path, sha256: str | None) -> Mapped | None:
     return _open(folder, sha256)[0]
 
 
-def _load(folder: Path, offsets: dict[str, np.ndarray], lines: np.ndarray, expect: Expect) -> Mapped | None:
-    """The maps of ``folder`` (:func:`_open`), their header equal to the shard's ``offsets`` and ``lines``, their
+def _load(folder: Path, offsets: dict[str, np.ndarray], lines: np.ndarray, expect: Expect,
+          shard: Path) -> Mapped | None:
+    """The maps of ``folder`` (:func:`_open`), their header equal to ``shard``'s ``offsets`` and ``lines``, their
     seal and values verified (:func:`_sealed`) once per process and folder version; or None."""
     key = ok_key(folder, expect.sha256, expect.vocab_size)
     if key is None or key in _MAPS_BAD:
@@ -304,7 +307,7 @@ def _load(folder: Path, offsets: dict[str, np.ndarray], lines: np.ndarray, expec
         got, why = None, f"{BIN}: the header's maps differ from the shard's header"
     if got is not None and key not in _MAPS_OK:
         assert index is not None
-        why = _sealed(folder, index, got, expect)
+        why = _sealed(folder, index, got, expect, shard)
         if not why and ok_key(folder, expect.sha256, expect.vocab_size) == key:  # not replaced while it was verified
             _MAPS_OK.add(key)
         elif not why:
@@ -314,41 +317,6 @@ def _load(folder: Path, offsets: dict[str, np.ndarray], lines: np.ndarray, expec
         _MAPS_BAD.add(key)
         return None
     return got
-
-
-def map_problem(shard: Any, map_dir: Path) -> tuple[str, str] | None:
-    """For ``synprep check``: what is wrong with the maps of a shard in ``map_dir`` (those a reader of the
-    shard's current version would map), as ``(file under map_dir, what)``, or None (sound, or none there). Of
-    another layout is not wrong (a reader decodes them again). Verified in full, whatever this process verified
-    before.
-
-    Args:
-        shard: the shard's :class:`~synprep.shards.shard_reader.ShardReader` (verified: its size, sha256 and
-            values; made with the manifest's sha256 and the vocabulary's size), built by the caller so that this
-            module never imports the reader that imports it.
-        map_dir: the map folder.
-    """
-    path, sha256 = shard.path, shard.map_expect().sha256
-    folder = map_dir / map_key(path)
-    if not folder.is_dir():
-        return None
-    try:
-        version = json.loads((folder / INDEX).read_text(encoding="utf-8")).get("version") \
-            if (folder / INDEX).stat().st_size <= _INDEX_MAX else LAYOUT
-    except (OSError, ValueError, AttributeError, RecursionError):
-        version = LAYOUT
-    if version != LAYOUT:
-        return None
-    got, index, why = _open(folder, sha256, len(shard))
-    if got is not None and (not np.array_equal(got.lines, shard.lines)
-                            or not all(np.array_equal(got.offsets[a], shard.offsets[a]) for a in AXES)):
-        got, why = None, f"{BIN}: the header's maps differ from the shard's header"
-    if got is not None and index is not None:
-        why = _sealed(folder, index, got, shard.map_expect())
-    if not why:
-        return None
-    file, what = why.split(None, 1)
-    return f"{folder.name}/{file.rstrip(':')}", what
 
 
 def _sweep(map_dir: Path, name: str, keep: str) -> None:
@@ -415,7 +383,7 @@ def mapped_header(path: Path, map_dir: Path, offsets: dict[str, np.ndarray], lin
     (six int64 offsets and the line a pair)."""
     for folder in _folders(map_dir):
         with contextlib.suppress(OSError):
-            got = _load(folder / map_key(path), offsets, lines, expect)
+            got = _load(folder / map_key(path), offsets, lines, expect, path)
             if got is not None:
                 return got
     return None
@@ -467,11 +435,11 @@ def _map_into(path: Path, map_dir: Path, offsets: dict[str, np.ndarray], lines: 
     """
     map_dir.mkdir(parents=True, exist_ok=True)
     final = map_dir / map_key(path)
-    got = _load(final, offsets, lines, expect)
+    got = _load(final, offsets, lines, expect, path)
     if got is not None:
         return got
     with _locked(map_dir / f".{path.name}.lock"):
-        got = _load(final, offsets, lines, expect)  # written meanwhile by the process that held the lock
+        got = _load(final, offsets, lines, expect, path)  # written meanwhile by the process that held the lock
         if got is not None:
             return got
         _sweep(map_dir, path.name, keep=final.name)
@@ -485,7 +453,7 @@ def _map_into(path: Path, map_dir: Path, offsets: dict[str, np.ndarray], lines: 
         key = ok_key(final, expect.sha256, expect.vocab_size)
         if key is not None:  # written from the shard just now: needs no verifying in this process
             _MAPS_OK.add(key)
-    return _load(final, offsets, lines, expect)
+    return _load(final, offsets, lines, expect, path)
 
 
 def _cannot_write(map_dir: Path, e: OSError, fallback: Path | None = None) -> None:
