@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 from synprep.errors import ConfigError, InputError, checked_name
+from synprep.links import refuse_links_out
 from synprep.lock import flock
 from synprep.shards.manifest import Manifest
 from synprep.shards.reader import ShardReader, load_vocab, open_split
@@ -383,7 +384,8 @@ def run_export(exporter_cls: type[Exporter], source: str | os.PathLike, dest: st
         InputError: ``source`` is not an output folder, a shard is missing or corrupt.
         ConfigError: an unknown split or an option the format does not have; ``dest`` is the source folder, or a non-empty folder that is
             not an export, or holds another export (format, version, source signature or
-            configuration differ), or is being written by another process.
+            configuration differ), or is being written by another process; a symbolic link in ``dest`` that
+            leads out of it.
     """
     source, dest = Path(source), Path(dest)
     options = {k: v for k, v in (options or {}).items() if v is not None}
@@ -410,6 +412,7 @@ def run_export(exporter_cls: type[Exporter], source: str | os.PathLike, dest: st
             for p in dest.rglob("*")):
         raise ConfigError(f"--to {dest} is not empty and holds no {EXPORT_MANIFEST}: export into a new or empty "
                           f"folder (or one an earlier export made)")
+    refuse_links_out(dest, "--to")  # data -> ../outside would count as empty, then be written through
     dest.mkdir(parents=True, exist_ok=True)
     ctx = ExportContext(source, dest, manifest, src_lang, tgt_lang, vocab, split_readers, list(splits), options)
     exporter = exporter_cls(ctx)

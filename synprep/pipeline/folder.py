@@ -11,6 +11,7 @@ from pathlib import Path
 from synprep.config import DataConfig, differences
 from synprep.constants import MANIFEST_NAME, VOCAB_NAME
 from synprep.errors import ConfigError, InputError
+from synprep.links import refuse_links_out
 from synprep.lock import sweep_stale_temps
 from synprep.signature import file_sha256
 from synprep.textio import atomic_write
@@ -268,13 +269,15 @@ def check_output_folder(out: Path) -> None:
 
     Raises:
         InputError: ``out`` or one of its parents is an existing file, not a folder (exit status 2).
+        ConfigError: a symbolic link in ``out`` leads out of it (``arrays`` may).
     """
     for p in (out, *out.parents):
         if p.exists():
             if not p.is_dir():
                 raise InputError("is a file, not a folder (--out)" if p == out else
                                  f"{p} is a file, not a folder (--out)", str(out))
-            return
+            break
+    refuse_links_out(out, "--out", allowed=("arrays",))  # arrays/ on another disk: docs/train.md
 
 
 def _remove_stale_temps(out: Path) -> None:

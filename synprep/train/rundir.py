@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from synprep.errors import SynprepError
+from synprep.links import refuse_links_out
 from synprep.lock import FolderBusy, describe_owner, flock, sweep_stale_temps
 from synprep.parallel import usable_cpus
 
@@ -100,10 +101,12 @@ def run_lock(out: str | os.PathLike) -> Iterator[None]:
 
     Raises:
         FolderBusy: another live process trains into ``out`` (the message names the folder and it).
+        ConfigError: a symbolic link in ``out`` leads out of it (``arrays`` may: docs/train.md).
         OSError: the folder cannot be created or written (a read-only folder cannot hold a run).
     """
     folder = Path(out)
     created = not folder.exists()
+    refuse_links_out(folder, "--out", allowed=("arrays",))  # arrays/ on another disk: docs/train.md
     folder.mkdir(parents=True, exist_ok=True)
     key = str(folder.resolve())
     with _guard:
