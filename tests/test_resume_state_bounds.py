@@ -64,7 +64,7 @@ def test_a_resume_state_out_of_range_is_a_one_line_error(last, tmp_path, where, 
 
 
 def test_the_checkpoint_of_a_real_run_passes(last):
-    from synprep.train.checkpoint import check_resume_state
+    from synprep.train.resume_state import check_resume_state
 
     check_resume_state(load_checkpoint(last), str(last))
 
@@ -81,3 +81,43 @@ def test_optimisation_values_are_bounded_and_the_message_says_what_is_wrong(data
     with pytest.raises(ConfigError) as e:
         config_from_dict(data, "c.json")
     assert str(e.value) == message
+
+
+def _first_moment(ck) -> tuple[int, dict]:
+    """The optimizer state of the first parameter that has one, and its index."""
+    i = min(ck["optimizer"]["state"])
+    return i, ck["optimizer"]["state"][i]
+
+
+@pytest.mark.parametrize(("damage", "message"), [
+    (lambda s: s.update(exp_avg=s["exp_avg"][..., :1].clone()), r"\.exp_avg has shape \(.*\), not \(.*\) \(parameter "),
+    (lambda s: s.update(exp_avg_sq=torch.full_like(s["exp_avg_sq"], math.nan)), r"\.exp_avg_sq holds NaN or inf"),
+    (lambda s: s.update(exp_avg_sq=-torch.ones_like(s["exp_avg_sq"])),
+     r"\.exp_avg_sq holds a negative value, not a second moment >= 0"),
+    (lambda s: s.update(step=torch.tensor(-1.0)), r"\.step is -1\.0, not a whole number in \[0, 2\^40\]"),
+    (lambda s: s.update(exp_avg=s["exp_avg"].to(torch.int32)), r"\.exp_avg is not a floating-point tensor"),
+    (lambda s: s.update(extra=torch.zeros(1)), r"\.extra is not an entry of AdamW's state"),
+], ids=["shape", "nan", "negative", "step", "dtype", "extra"])
+def test_the_optimizer_state_is_checked_tensor_by_tensor(last, tmp_path, damage, message):
+    """A moment of the wrong shape (the fused AdamW crashed with a segmentation fault), a NaN or negative second
+    moment, a step of -1 (both trained to NaN and exited 0): one line naming the file and the tensor."""
+    ck = load_checkpoint(last)
+    i, state = _first_moment(ck)
+    damage(state)
+    (tmp_path / "r").mkdir()
+    path = tmp_path / "r" / LAST
+    save_checkpoint(path, {k: v for k, v in ck.items() if k not in ("format", "version")})
+    with pytest.raises(InputError, match=rf"^{path}: damaged resume state: optimizer\.state\[{i}\]{message}"):
+        Trainer(None, RecordDataset([]), RecordDataset([]), ck["symbols"], tmp_path / "r", torch.device("cpu"),
+                resume=True)
+
+
+def test_optimizer_groups_that_do_not_list_every_parameter_once_are_refused(last, tmp_path):
+    ck = load_checkpoint(last)
+    ck["optimizer"]["param_groups"][0]["params"] = ck["optimizer"]["param_groups"][0]["params"][:-1]
+    (tmp_path / "r").mkdir()
+    save_checkpoint(tmp_path / "r" / LAST, {k: v for k, v in ck.items() if k not in ("format", "version")})
+    with pytest.raises(InputError, match=r"optimizer\.param_groups list \d+ parameter indices, not each of the "
+                                         r"model's \d+ parameters once"):
+        Trainer(None, RecordDataset([]), RecordDataset([]), ck["symbols"], tmp_path / "r", torch.device("cpu"),
+                resume=True)

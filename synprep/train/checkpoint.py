@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import errno
 import logging
-import math
 import os
 import pickle
 import re
@@ -350,7 +349,7 @@ def validate_checkpoint(ck: dict[str, Any], path: str | os.PathLike, resume: boo
     those of the model the config and vocabulary describe, built on the ``meta`` device, and whose
     floating-point values are all finite: no NaN or inf); with
     ``resume`` also ``optimizer``, ``scheduler``, ``state`` and ``rng`` are present and of the
-    right kind.
+    right kind, and in range tensor by tensor (:func:`synprep.train.resume_state.check_resume_state`).
 
     Returns:
         the :class:`~synprep.train.config.TrainConfig`.
@@ -381,7 +380,8 @@ def validate_checkpoint(ck: dict[str, Any], path: str | os.PathLike, resume: boo
     except ConfigError as e:
         raise InputError(str(e).removeprefix(f"{where}: "), where) from None
     with torch.device("meta"):
-        expected = {k: tuple(v.shape) for k, v in Seq2Seq(cfg, len(symbols)).state_dict().items()}
+        meta = Seq2Seq(cfg, len(symbols))
+        expected = {k: tuple(v.shape) for k, v in meta.state_dict().items()}
     got = ck["model"]
     for k, shape in expected.items():
         v = got.get(k)
@@ -400,72 +400,10 @@ def validate_checkpoint(ck: dict[str, Any], path: str | os.PathLike, resume: boo
             raise InputError(f"the model's weights are not finite (NaN or inf in {k}): the training diverged; use an "
                              "earlier checkpoint (checkpoint_best.pt, an epoch copy)", where)
     if resume:
-        check_resume_state(ck, where)
+        from synprep.train.resume_state import check_resume_state
+
+        check_resume_state(ck, where, [(n, tuple(p.shape)) for n, p in meta.named_parameters()])
     return cfg
-
-
-#: the most updates, epochs and batches a resume state may count (the config's ``max_steps`` bound)
-MAX_COUNT = 1 << 40
-
-
-def _bad_number(value: Any, *, integer: bool, low: float, high: float, inf_ok: bool = False) -> bool:
-    if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
-        return True
-    if isinstance(value, float) and math.isinf(value) and value > 0 and inf_ok:
-        return False
-    return not (math.isfinite(value) and low <= value <= high)
-
-
-def check_resume_state(ck: dict[str, Any], where: str) -> None:
-    """The position, schedule and optimizer settings of a checkpoint to resume from are in range: a step
-    of -5 or 2^62, an infinite learning rate or a NaN best validation loss (then no later checkpoint would
-    ever count as the best) are refused before the run goes on.
-
-    Checked: ``state`` (``step``, ``epoch``, ``batch_in_epoch``, ``epoch_tokens``: integers in
-    [0, :data:`MAX_COUNT`]; ``best_valid``: >= 0, inf before the first validation; ``epoch_loss``,
-    ``epoch_nll``: finite, >= 0; ``validated``: a bool), the scheduler's ``last_epoch`` (an update count)
-    and learning rates, and each optimizer parameter group's ``lr``, ``betas``, ``eps``, ``weight_decay``.
-
-    Raises:
-        InputError: ``PATH: damaged resume state: FIELD is VALUE, not …`` for the first field out of range.
-    """
-    from synprep.train.config import LR_MAX, WEIGHT_DECAY_MAX
-
-    def bad(field: str, value: Any, want: str) -> InputError:
-        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
-        return InputError(f"damaged resume state: {field} is {shown}, not {want}", where)
-
-    state = ck["state"]
-    count = f"an integer in [0, 2^{MAX_COUNT.bit_length() - 1}]"
-    for key in ("step", "epoch", "batch_in_epoch", "epoch_tokens"):
-        if key in state and _bad_number(state[key], integer=True, low=0, high=MAX_COUNT):
-            raise bad(f"state.{key}", state[key], count)
-    if "best_valid" in state and _bad_number(state["best_valid"], integer=False, low=0, high=math.inf, inf_ok=True):
-        raise bad("state.best_valid", state["best_valid"], "a loss >= 0 (inf before the first validation)")
-    for key in ("epoch_loss", "epoch_nll"):
-        if key in state and _bad_number(state[key], integer=False, low=0, high=math.inf):
-            raise bad(f"state.{key}", state[key], "a finite sum >= 0")
-    if "validated" in state and not isinstance(state["validated"], bool):
-        raise bad("state.validated", state["validated"], "true or false")
-    sched = ck["scheduler"]
-    if "last_epoch" in sched and _bad_number(sched["last_epoch"], integer=True, low=0, high=MAX_COUNT):
-        raise bad("scheduler.last_epoch", sched["last_epoch"], count)
-    for key in ("base_lrs", "_last_lr"):
-        for i, v in enumerate(sched.get(key) or []):
-            if _bad_number(v, integer=False, low=0, high=LR_MAX):
-                raise bad(f"scheduler.{key}[{i}]", v, f"a learning rate in [0, {LR_MAX:g}]")
-    groups = ck["optimizer"].get("param_groups")
-    if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
-        raise InputError("damaged resume state: optimizer.param_groups is not a list of groups", where)
-    for i, g in enumerate(groups):
-        for key, low, high in (("lr", 0.0, LR_MAX), ("initial_lr", 0.0, LR_MAX), ("eps", 0.0, 1.0),
-                               ("weight_decay", 0.0, WEIGHT_DECAY_MAX)):
-            if key in g and _bad_number(g[key], integer=False, low=low, high=high):
-                raise bad(f"optimizer.param_groups[{i}].{key}", g[key], f"a number in [0, {high:g}]")
-        betas = g.get("betas")
-        if betas is not None and not (isinstance(betas, list | tuple) and len(betas) == 2 and not any(
-                _bad_number(b, integer=False, low=0.0, high=1.0) or b == 1.0 for b in betas)):
-            raise bad(f"optimizer.param_groups[{i}].betas", betas, "two numbers in [0, 1)")
 
 
 def average_checkpoints(paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
