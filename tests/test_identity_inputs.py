@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from synprep.parse.base import ParserSpec
 from synprep.parse.run import parser_identity
 from synprep.parse.source import produces_trees
@@ -106,3 +108,33 @@ def test_text_files_no_recorded_input_made_are_remade_not_reused(shared_data, tm
     proc = run_cli(*args, "--out", str(out))
     assert "removed 1 file(s) of the train split" in proc.stderr and "train.tok.de" in proc.stderr
     assert folder_bytes(out) == folder_bytes(tmp_path / "clean")
+
+
+@pytest.mark.parametrize(("name", "damage", "said"), [
+    ("train.bpe.de", "cut", "train.bpe.de: has 17 lines, expected 20 (one per pair train.lines keeps)"),
+    ("train.bpe.en", "extra", "train.bpe.en: has 21 lines, expected 20 (one per pair train.lines keeps)"),
+    ("train.clean.en", "empty", "train.clean.en: has 0 lines, expected 20"),
+    ("train.tok.en", "cut", "train.tok.en: has 17 lines, expected 20 (one per input line)"),
+    ("train.lines", "word", "train.lines:2: 'zz' is not an input line number above 1 and at most 20"),
+    ("train.dropped.tsv", "extra", "train.dropped.tsv:2: row 'x y' is not line<TAB>reason"),
+])
+def test_a_damaged_intermediate_file_is_one_line_naming_it_and_the_fix(shared_data, tmp_path, name, damage, said):
+    """A resumed run over a cut, extended or garbled ``OUT/text/train.*`` (each once a traceback, or an error
+    blamed on the user's input): one line naming the file and the fix, exit 2."""
+    de = (shared_data / "ud" / "de_pud-ud-test.conllu").read_text(encoding="utf-8")
+    gold, _ = _gold(shared_data, tmp_path / "g.conllu", 0, 20)
+    tgt = tmp_path / "t.de"
+    tgt.write_text("\n".join([x[9:] for x in de.splitlines() if x.startswith("# text = ")][:20]) + "\n")
+    out = tmp_path / "out"
+    args = ["pipeline", "--parser", "conllu", "--conllu", str(gold), "--tgt", str(tgt), "-s", "en", "-t", "de",
+            "--merges", "100", "--out", str(out)]
+    run_cli(*args, "--prepare-only")
+    p = out / "text" / name
+    lines = p.read_text(encoding="utf-8").splitlines()
+    p.write_text({"cut": "\n".join(lines[:-3]) + "\n", "extra": "\n".join(lines) + "\nx y\n", "empty": "",
+                  "word": "\n".join(["zz" if i == 1 else x for i, x in enumerate(lines)]) + "\n"}[damage])
+    proc = run_cli(*args, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    [line] = [x for x in proc.stderr.splitlines() if x.startswith("synprep: error:")]
+    assert said in line and line.endswith(f": a damaged intermediate file of the train split; delete {out}/text/"
+                                          f"train.* (or the folder {out}) and run the command again"), line

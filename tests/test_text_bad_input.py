@@ -119,3 +119,14 @@ def test_missing_files_and_bad_outputs(files):
     _fails(run_cli("tokenize", "-l", "de", "-o", str(files), input="a\n", check=False), "is a directory")
     _fails(run_cli("clean", str(files / "a.de"), str(files / "a.en"), "-o", str(files / "k"), check=False),
            "no such file")
+
+
+@pytest.mark.parametrize("header", ["#version: 0.", "#version: x", "#version:"])
+def test_a_codes_header_without_a_version_is_one_line(files, header):
+    """subword-nmt turns each part of the version into an int (a ValueError on ``0.``): refused naming line 1."""
+    (files / "code").write_text(BPE_CODES.replace("#version: 0.2", header), encoding="utf-8")
+    inp = files / "in.de"
+    inp.write_text("lore\n", encoding="utf-8")
+    proc = run_cli(*_commands(files, inp, files / "out")["bpe apply"], check=False)
+    _fails(proc, f"{files / 'code'}:1: not a BPE codes file: the header", "is not '#version: ' and a version")
+    assert not (files / "out").exists()

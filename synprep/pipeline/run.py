@@ -18,6 +18,7 @@ from synprep.parse.options import Item, ParseOptions
 from synprep.pipeline.checks import check_pipeline_inputs
 from synprep.pipeline.dictionary import split_vocab
 from synprep.pipeline.folder import TRAIN, TextFiles, check_output_folder
+from synprep.pipeline.intermediates import check_intermediates
 from synprep.pipeline.parts import (
     Part,
     annotate_hooks,
@@ -130,6 +131,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
                            {"src": src, "tgt": tgt, "conllu": conllu, "trees": trees},
                            made + [files.lines, files.dropped], vocab=vocab, runs_parser=source.runs_parser,
                            cache=parse.cache, part=part)
+    check_intermediates(files, n_tgt)  # what a resumed run reuses: a damaged file is named, not a traceback
     # 1. tokenize, 2. clean (+ lowercase), 3. subwords, 4. the vocabulary
     n_src = tokenize_split(files, src, tgt, conllu, n_tgt, text, tok, source, runtime.par)
     mark("tokenized")

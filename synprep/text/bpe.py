@@ -13,6 +13,7 @@ import io
 import itertools
 import logging
 import os
+import re
 import sys
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
@@ -176,7 +177,8 @@ def load_bpe(codes: PathLike, *, merges: int = -1, separator: str = BPE_SEPARATO
     """Load a subword-nmt codes file into a :class:`subword_nmt.apply_bpe.BPE` (cached per file state).
 
     Raises:
-        InputError: the file is missing, not UTF-8, or a merge line does not hold two units.
+        InputError: the file is missing, not UTF-8, its ``#version:`` header names no version, or a merge line
+            does not hold two units.
     """
     path = os.path.abspath(codes)
     try:
@@ -196,10 +198,17 @@ BPE_CACHE_CHARS = 2_000_000
 _CACHE_CHARS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+#: the header subword-nmt writes and reads (``#version: 0.2``): numbers joined by dots
+_VERSION_RE = re.compile(r"^#version:\s*\d+(\.\d+)*\s*$")
+
+
 @lru_cache(maxsize=4)
 def _load_bpe(path: str, _mtime: int, _size: int, merges: int, separator: str) -> BPE:
     lines = list(iter_lines(path))
     start = 1 if lines and lines[0].startswith("#version:") else 0
+    if start and not _VERSION_RE.match(lines[0]):  # subword-nmt's int() of each part would raise ValueError
+        raise InputError(f"not a BPE codes file: the header {lines[0][:40]!r} is not '#version: ' and a version "
+                         "such as 0.2 (fix the first line, or learn the codes again)", path, 1)
     for i, line in enumerate(lines[start:], start + 1):
         if len(line.strip("\r\n ").split(" ")) != 2:
             raise InputError("not a BPE codes file: a merge line must hold two units separated by a space",
