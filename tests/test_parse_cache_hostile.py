@@ -92,6 +92,7 @@ POISONS = {
     "rotated": lambda d, rows, i: rows[(i + 1) % len(rows)][1],  # each entry holds another sentence's parse
     "not zlib": lambda d, rows, i: b"garbage",
     "a deflate bomb": lambda d, rows, i: bomb(d, 16 << 20),
+    "nested past the recursion limit": lambda d, rows, i: zlib.compress(b"[" * 3000),  # 20 bytes deflated
 }
 
 

@@ -347,7 +347,7 @@ class ParseCache:
                         kind, what = "invalid parses", f"is not a valid parse ({problem})"
                 except EntryTooLarge as e:
                     kind, what = "inflated past their bound", str(e)
-                except (zlib.error, ValueError, KeyError, TypeError, AttributeError, OverflowError) as e:
+                except (zlib.error, ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError) as e:
                     kind, what = "unreadable", f"is unreadable ({type(e).__name__}: {e})"
                 if kind is not None:  # a cache problem, never the input's
                     self._problem(len(words), kind, what)
