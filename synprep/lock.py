@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from synprep.errors import ConfigError, InputError
+from synprep.proc import pid_alive as _pid_alive
+from synprep.proc import process_start, same_process
 
 log = logging.getLogger(__name__)
 
@@ -75,18 +77,6 @@ def check_split_name(split: Any) -> str:
 def temp_prefix(name: str) -> str:
     """The ``mkstemp`` prefix of a temporary file for target ``name``: ``.NAME.pidPID.``."""
     return f".{name}.pid{os.getpid()}."
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, another user's
-        return True
-    return True
 
 
 def live_temp(path: Path) -> bool:
@@ -128,7 +118,8 @@ def sweep_stale_temps(*folders: str | os.PathLike) -> list[Path]:
 
 def _owner_record(**extra: Any) -> str:
     return json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "command": shlex.join(sys.argv),
-                       "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **extra})
+                       "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                       "pid_start": process_start(os.getpid()), **extra})
 
 
 def describe_owner(path: Path) -> str:
@@ -297,8 +288,8 @@ def split_writer(out: str | os.PathLike, split: str) -> str | None:
 
     Read from the split lock's owner record (:func:`hold_split`), never by taking the lock, so a
     writer that starts meanwhile is not refused because of the question. A record left by a killed
-    run (its pid gone) is no writer. A record from another host cannot be checked by pid: the lock is
-    probed then (a shared, non-blocking ``flock``, released at once).
+    run (its pid gone, or reused by a process of another start) is no writer. A record from another host
+    cannot be checked by pid: the lock is probed then (a shared, non-blocking ``flock``, released at once).
     """
     path = Path(out) / f".{check_split_name(split)}.lock"
     try:
@@ -306,8 +297,8 @@ def split_writer(out: str | os.PathLike, split: str) -> str | None:
         pid, host = int(d["pid"]), str(d["host"])
     except (OSError, ValueError, KeyError, TypeError):
         return None  # no lock file, or an empty one: no writer (or one that has not written its record yet)
-    if host == socket.gethostname():
-        return describe_owner(path) if _pid_alive(pid) else None
+    if host == socket.gethostname():  # a reused pid is another process: its start differs
+        return describe_owner(path) if _pid_alive(pid) and same_process(pid, d.get("pid_start")) else None
     return lock_holder(path)
 
 

@@ -107,3 +107,29 @@ def test_a_held_folder_lock_names_its_holder_and_the_wait_is_bounded(tmp_path, m
     with folder_lock(out):  # free again: taken at once, the holder recorded, emptied after
         assert json.loads((out / ".lock").read_text())["pid"] == os.getpid()
     assert (out / ".lock").read_text() == ""
+
+
+def test_a_split_lock_whose_pid_was_reused_has_no_writer(tmp_path):
+    """A split lock's record left by a killed run, its pid now another live process's (pid reuse): the record's
+    process start differs, so no writer is named (later splits and parts do not wait for it); the record of the
+    live process itself still names it."""
+    import socket
+    import subprocess
+    import sys
+
+    from synprep.lock import split_writer
+    from synprep.proc import process_start
+
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        record = {"pid": other.pid, "host": socket.gethostname(), "command": "synprep pipeline --split train",
+                  "started": "T"}
+        lock = tmp_path / ".train.lock"
+        lock.write_text(json.dumps({**record, "pid_start": "another-boot:12345"}))
+        assert split_writer(tmp_path, "train") is None
+        lock.write_text(json.dumps({**record, "pid_start": process_start(other.pid)}))
+        assert split_writer(tmp_path, "train") == f"pid {other.pid} on {record['host']} (synprep pipeline --split " \
+                                                  "train, since T)"
+    finally:
+        other.kill()
+        other.wait()
