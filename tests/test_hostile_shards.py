@@ -251,3 +251,27 @@ def test_verification_hashes_each_shard_once_per_process(folder, monkeypatch):
     open_split(folder, "valid")
     open_split(folder, "valid")
     assert len(calls) == 1
+
+
+def test_a_manifest_signature_the_shards_do_not_carry_is_refused_by_train_and_export(folder, tmp_path):
+    """manifest.json's signature edited: check rejects it, and so do the readers of train and export (export
+    copied the false signature into export.json)."""
+    import json
+
+    from synprep.shards.manifest import Manifest
+    from synprep.train.data import ShardDataset
+
+    path = folder / "manifest.json"
+    m = json.loads(path.read_text())
+    m["signature"] = m["signature"].replace("synthetic", "stanza-1.9")
+    for entry in m["splits"].values():
+        entry.pop("signature", None)
+    path.write_text(json.dumps(m))
+    Manifest.load(folder)  # still a readable manifest
+    assert not check_dir(folder).ok
+    with pytest.raises(InputError, match="signature attribute .* is not manifest.json's") as e:
+        ShardDataset(folder, "train")
+    assert e.value.path == str(folder / "train.00000.h5")
+    proc, _ = run_measured("export", str(folder), "--to", str(tmp_path / "hf"), "--format", "hf")
+    one_line(proc, 2, "train.00000.h5", "is not manifest.json's")
+    assert not (tmp_path / "hf" / "export.json").exists()

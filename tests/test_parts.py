@@ -460,3 +460,20 @@ def test_a_merge_that_fails_its_check_restores_the_manifest_and_the_genuine_reco
     path.write_text(genuine)
     annotate(out, merge_parts=True)
     assert folder_bytes(out) == folder_bytes(tmp_path / "one")
+
+
+def test_a_merge_refuses_a_lock_path_that_is_a_folder_before_merging(tmp_path):
+    """A folder where a part's lock file goes: refused naming it, manifest.json untouched (the merge used to
+    finish, then fail removing it, exit 1)."""
+    from synprep.errors import ConfigError
+
+    annotate, out = _annotate_parts(tmp_path, 2, 1, 2)
+    lock = out / ".parts" / "train.part-1-of-2.lock"
+    lock.unlink()
+    lock.mkdir()
+    before = (out / "manifest.json").read_bytes()
+    with pytest.raises(ConfigError, match=re.escape(f"{lock} is not a part's lock file: remove it")):
+        annotate(out, merge_parts=True)
+    assert (out / "manifest.json").read_bytes() == before
+    lock.rmdir()
+    annotate(out, merge_parts=True)

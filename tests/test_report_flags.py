@@ -319,3 +319,16 @@ def test_pipeline_run_warns_with_line_numbers(folders, caplog):
             src_lang="en", tgt_lang="de", parser="conllu", merges=200), conllu=str(d / "sw.conllu"), clean=False)
     msgs = [r.getMessage() for r in caplog.records if "the other side's language" in r.getMessage()]
     assert len(msgs) == 2 and all("lines 3, 6, 9, 12, 15, ..." in m for m in msgs)
+
+
+def test_the_language_sample_is_spread_over_the_whole_split(folders):
+    """A sample smaller than the split takes pairs evenly from all of it, not its first pairs (a corpus whose
+    last 45 % was swapped went unflagged): 10 of the 30 pairs, one in every 3, the last third included."""
+    from synprep.report.flags import sample_text
+    from synprep.shards import Manifest, open_split
+
+    folder = folders["gold"]
+    attrs = open_split(folder, "train")[0].attrs
+    sample = sample_text(folder, "train", Manifest.load(folder), attrs, n=10)
+    assert sample["lines"] == list(range(1, 31, 3))
+    assert len(sample["src"]) == len(sample["tgt"]) == 10

@@ -377,9 +377,11 @@ def finished_parts(out: Path, split: str, shard_size: int | None = None) -> Fini
     for i, r in records.items():
         check_record(r["path"], r, Part(i, n), split)
     ordered = [records[i] for i in range(1, n + 1)]
-    return Finished([r["entry"] for r in ordered],
-                    [r["path"] for r in ordered] + sorted(parts_dir(out).glob(f"{split}.part-*-of-*.lock")),
-                    ordered)
+    locks = sorted(parts_dir(out).glob(f"{split}.part-*-of-*.lock"))
+    for p in locks:  # removed after the merge: refused now rather than failing then, with the split merged
+        if p.is_symlink() or not p.is_file():
+            raise ConfigError(f"{p} is not a part's lock file: remove it, then run this command again")
+    return Finished([r["entry"] for r in ordered], [r["path"] for r in ordered] + locks, ordered)
 
 
 def parts_note(out: Path) -> str | None:

@@ -44,8 +44,9 @@ SAME_AS_TRAIN = ("bpe_codes_sha256", "subword_model_sha256", "lowercase", "token
 
 def sample_text(folder: Path, split: str, manifest: Manifest, attrs: dict[str, Any],
                 n: int = SAMPLE_LINES) -> dict[str, Any]:
-    """The first ``n`` pairs' source words as the parser read them and their target lines, with where
-    they came from.
+    """``n`` pairs spread evenly over the split (:func:`spread`; every pair of a smaller split): their source
+    words as the parser read them and their target lines, with where they came from. A sample of the first
+    pairs alone missed a corpus whose second half was swapped.
 
     The source words are the shards' stored words (what the parser read: ``--parse-src``'s cased words,
     the CoNLL-U's, or the words the pieces rebuild); shards written before words were stored give
@@ -76,8 +77,12 @@ def sample_text(folder: Path, split: str, manifest: Manifest, attrs: dict[str, A
     stored: list[str] = []
     rebuilt: list[str] = []
     pieces_tgt: list[str] = []
+    total = sum(len(r) for r in readers)
+    chosen = spread(total, n)
+    start = 0
     for reader in readers:
-        for i, rec in enumerate(reader):
+        for i in (k - start for k in chosen if start <= k < start + len(reader)):
+            rec = reader[i]
             out["lines"].append(int(reader.lines[i]))
             words = reader.words(i)
             if words is not None:
@@ -85,15 +90,12 @@ def sample_text(folder: Path, split: str, manifest: Manifest, attrs: dict[str, A
             rebuilt.append(" ".join(piece_words(vocab.decode(rec.src_ids), rec.word_index, scheme)))
             pieces = vocab.decode(rec.tgt_ids)
             pieces_tgt.append(" ".join(pieces).replace("@@ ", "").replace("\u2581", " ").replace("\u0120", " "))
-            if len(rebuilt) >= n:
-                break
+        start += len(reader)
         reader.close()
-        if len(rebuilt) >= n:
-            break
     words_file = text_file(folder, split, "words", "src", src_lang, same)
     if stored and len(stored) == len(rebuilt):
         out["src"], out["src_from"] = stored, "the words the parser read, stored in the shards"
-    elif words_file is not None:
+    elif words_file is not None and total <= n:  # the file's head is the sample only when the sample is all
         out["src"], out["src_from"] = _head(words_file, len(rebuilt)), f"text/{words_file.name}"
     else:
         out["src"], out["src_from"] = rebuilt, "the words rebuilt from the shards' source pieces"
@@ -105,6 +107,13 @@ def sample_text(folder: Path, split: str, manifest: Manifest, attrs: dict[str, A
     else:
         out["tgt"], out["tgt_from"] = pieces_tgt, "the shards' target pieces"
     return out
+
+
+def spread(total: int, n: int) -> list[int]:
+    """``min(n, total)`` distinct pair indices (0-based) spread evenly over ``0..total-1``, increasing."""
+    if total <= n:
+        return list(range(total))
+    return [k * total // n for k in range(n)]
 
 
 def _head(path: Path, n: int) -> list[str]:

@@ -261,7 +261,7 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
             against the manifest's sha256 of the shard and the vocabulary's size too), else decoded again.
         verify: check the shards against ``manifest.json`` first: the split's shard list, each
             file's size and sha256 (hashed once per process and file version), ``n_pairs`` and the
-            first/last line against the entry, ``split``/``shard_index`` attributes, and that the
+            first/last line against the entry, ``split``/``shard_index``/``signature`` attributes, and that the
             ``vocab_path`` and ``vocab_sha256`` attributes are the manifest's vocabulary entry's.
             Every shard's declared shapes and offsets are checked whether or not ``verify`` is set
             (:func:`check_layout`).
@@ -296,7 +296,8 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
                                        for i, (p, info) in enumerate(zip(files, entry.shards, strict=True))])
     for index, p in enumerate(files):
         assert entry is not None
-        readers.append(_verified_shard(p, entry, index, split, vocab, cache, map_dir, verified.get(p)))
+        readers.append(_verified_shard(p, entry, index, split, vocab, cache, map_dir, verified.get(p),
+                                       entry.signature or manifest.signature))
         if map_dir is not None and cache:  # mapped now (a large split's maps the workers wrote): a process
             readers[-1].load()             # forked from this one (DataLoader workers) shares them
     if entry is not None and complete:
@@ -428,12 +429,12 @@ def _given_header(p: Path, cache: bool, map_dir: str | os.PathLike | None, sha25
 
 def _verified_shard(p: Path, entry: SplitEntry, index: int, split: str, vocab: tuple[str, str, int | None],
                     cache: bool, map_dir: str | os.PathLike | None = None,
-                    verified: Verified | None = None) -> ShardReader:
+                    verified: Verified | None = None, signature: str | None = None) -> ShardReader:
     """Shard ``index`` (file ``p``) of the split whose manifest entry is ``entry``, verified against it:
     size and sha256, pairs and first/last line, attributes, values (after the previous shard's last line);
     with ``map_dir``, its maps there are mapped only where they are of this file's sha256 and pass the shard's
     checks (:mod:`synprep.shards.mapped`), else decoded again. ``verified``: what a verification worker read of it
-    (:func:`_reader`)."""
+    (:func:`_reader`). ``signature``: the one the manifest gives the split's shards (as ``check`` compares it)."""
     vocab_path, vocab_sha256, vocab_size = vocab
     info = entry.shards[index]
     _verify_file(p, info.bytes, info.sha256)
@@ -446,6 +447,8 @@ def _verified_shard(p: Path, entry: SplitEntry, index: int, split: str, vocab: t
     if a.get("split") != split or a.get("shard_index") != index:
         raise InputError(f"attributes split/shard_index are {a.get('split')!r}/{a.get('shard_index')!r}, "
                          f"expected {split!r}/{index}", str(p))
+    if signature and a.get("signature") != signature:  # else export would copy a false one into export.json
+        raise InputError(f"signature attribute {a.get('signature')!r} is not manifest.json's {signature!r}", str(p))
     if vocab_path and a.get("vocab_path") != vocab_path:
         raise InputError(f"vocab_path attribute {a.get('vocab_path')!r} is not manifest.json's vocabulary "
                          f"{vocab_path!r}", str(p))
