@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from synprep.errors import InputError
 from synprep.shards.schema import parse_shard_name
@@ -15,15 +15,11 @@ from synprep.shards.schema import parse_shard_name
 #: a drop reason as the stages name them (``clean:ratio``, ``parse:too_long``)
 REASON_RE = re.compile(r"^[a-z][a-z0-9_]*:[a-z][a-z0-9_]*$")
 
-
-class _Part(Protocol):
-    index: int
-    count: int
-
-    def owns(self, k: int) -> bool: ...
+if TYPE_CHECKING:
+    from synprep.pipeline.parts import Part
 
 
-def check_record(path: Path, record: dict[str, Any], part: _Part, split: str) -> None:
+def check_record(path: Path, record: dict[str, Any], part: Part, split: str) -> None:
     """Refuse a record that is not its part's: another split or part named inside, a shard another part makes
     (or of another split), a drop reason that is not ``stage:name``, a dropped line outside ``1..input_lines``,
     a detail that breaks the drop report's row (a tab or a line break).
@@ -43,7 +39,7 @@ def check_record(path: Path, record: dict[str, Any], part: _Part, split: str) ->
                          "it and run that part again", str(path))
 
 
-def _problem(record: dict[str, Any], part: _Part, split: str) -> str | None:
+def _problem(record: dict[str, Any], part: Part, split: str) -> str | None:
     if (record.get("split"), record.get("part"), record.get("parts")) != (split, part.index, part.count):
         return (f"it names split {record.get('split')!r}, part {record.get('part')!r} of "
                 f"{record.get('parts')!r}")
