@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from synprep.errors import InputError
 from synprep.shards.schema import parse_shard_name
@@ -15,8 +15,17 @@ from synprep.shards.schema import parse_shard_name
 #: a drop reason as the stages name them (``clean:ratio``, ``parse:too_long``)
 REASON_RE = re.compile(r"^[a-z][a-z0-9_]*:[a-z][a-z0-9_]*$")
 
-if TYPE_CHECKING:
-    from synprep.pipeline.parts import Part
+
+class Part(Protocol):
+    """What this module reads of :class:`synprep.pipeline.parts.Part` (a protocol: parts.py imports this module)."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def count(self) -> int: ...
+
+    def owns(self, k: int) -> bool: ...
 
 
 def check_record(path: Path, record: dict[str, Any], part: Part, split: str) -> None:

@@ -1,9 +1,9 @@
-"""A shard's maps (:mod:`synprep.shards.mapped`) compared with the shard itself.
+"""``synprep check``'s view of a shard's maps (:mod:`synprep.shards.mapped`): every map compared with the shard.
 
 The seal of a map folder (the sha256 in its ``index.json``) is no secret: whoever can write the folder can change
 a value to another valid one and seal it again. So a map folder is trusted only once every value equals the
 shard's, decoded from the verified shard file: by every process that maps a folder it did not write itself (once
-per process and folder version, :func:`synprep.shards.mapped._load`), and by ``synprep check``
+per process and folder version, :func:`synprep.shards.mapped.differs_from_shard`), and by ``synprep check``
 (:func:`map_problem`), for every map folder of the shard's current version.
 """
 
@@ -13,32 +13,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-import h5py
 import numpy as np
 
 from synprep.shards.mapped import _INDEX_MAX, BIN, INDEX, LAYOUT, _open, _sealed, map_key
-from synprep.shards.schema import AXES, FIELDS
-
-
-def differs_from_shard(shard: Path, data: dict[str, np.ndarray]) -> str:
-    """Why the maps ``data`` (field name → (L,) array) are not ``shard``'s values, or "": a field whose dtype
-    or a value differs (named). The shard is decoded one field at a time (its file verified by the caller:
-    its header read, its size and sha256 where the manifest gives them).
-
-    Args:
-        shard: the shard file.
-        data: the maps, as :class:`~synprep.shards.mapped.Mapped` holds them.
-    """
-    try:
-        with h5py.File(shard, "r") as f:
-            for fl in FIELDS:
-                want = f[fl.name][()]
-                got = data[fl.name]
-                if got.dtype != want.dtype or got.shape != want.shape or not np.array_equal(got, want):
-                    return f"{BIN}: {fl.name} differs from the shard's values"
-    except (OSError, KeyError, RuntimeError, ValueError) as e:
-        return f"{BIN}: the shard cannot be read to compare it ({type(e).__name__}: {e})"
-    return ""
+from synprep.shards.schema import AXES
 
 
 def map_problem(shard: Any, map_dir: Path) -> tuple[str, str] | None:

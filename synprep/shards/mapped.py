@@ -33,8 +33,9 @@ puts them (no gap, no overlap, the last ending at ``bytes``); the shard's sha256
 (before it is read: a file of another size is never hashed); the header's maps of one length for N pairs and
 equal to the shard's header, each dataset as long as its offsets say; then, once per process and folder
 version, the sha256 over index and arrays, every value checked as the shard's own values are
-(:func:`~synprep.shards.invariants.check_arrays`) and compared with the shard's (:mod:`synprep.shards.map_truth`). A folder that fails any of these is decoded again from the
-shard; one of another layout (the first, a ``.npy`` file a dataset; the second, without the shard's sha256) too.
+(:func:`~synprep.shards.invariants.check_arrays`) and compared with the shard's (:func:`differs_from_shard`).
+A folder that fails any of these is decoded again from the shard; one of another layout (the first, a ``.npy``
+file a dataset; the second, without the shard's sha256) too.
 The folder holds nothing else (and the lock files) and may be deleted whenever no process reads from it.
 
 A map folder that cannot be written (a full disk, a read-only filesystem, no permission, a file in its place)
@@ -59,6 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import h5py
 import numpy as np
 
 from synprep.lock import flock, live_temp, temp_prefix
@@ -268,9 +270,8 @@ def _sealed(folder: Path, index: dict[str, Any], got: Mapped, expect: Expect, sh
     """Why the maps ``got`` of ``folder`` are not what was written from ``shard``, or "": the sha256 over the
     index's sealed entries and ``arrays.bin`` (whose size :func:`_open` checked) as the index says, every value
     passing the shard's own checks (:func:`~synprep.shards.invariants.check_arrays`), and every value equal to
-    the shard's (:func:`~synprep.shards.map_truth.differs_from_shard`: the seal is no secret)."""
+    the shard's (:func:`differs_from_shard`: the seal is no secret)."""
     from synprep.shards.invariants import check_arrays
-    from synprep.shards.map_truth import differs_from_shard
 
     h = _seal(index)
     try:
@@ -285,6 +286,27 @@ def _sealed(folder: Path, index: dict[str, Any], got: Mapped, expect: Expect, sh
     v = check_arrays(got.data, got.offsets, got.lines, n_deprel=expect.n_deprel, n_upos=expect.n_upos,
                      vocab_size=expect.vocab_size, name=BIN)
     return differs_from_shard(shard, got.data) if v is None else f"{BIN}: a value the shard cannot hold: {v}"
+
+
+def differs_from_shard(shard: Path, data: dict[str, np.ndarray]) -> str:
+    """Why the maps ``data`` (field name → (L,) array) are not ``shard``'s values, or "": a field whose dtype
+    or a value differs (named). The shard is decoded one field at a time (its file verified by the caller:
+    its header read, its size and sha256 where the manifest gives them).
+
+    Args:
+        shard: the shard file.
+        data: the maps, as :class:`~synprep.shards.mapped.Mapped` holds them.
+    """
+    try:
+        with h5py.File(shard, "r") as f:
+            for fl in FIELDS:
+                want = f[fl.name][()]
+                got = data[fl.name]
+                if got.dtype != want.dtype or got.shape != want.shape or not np.array_equal(got, want):
+                    return f"{BIN}: {fl.name} differs from the shard's values"
+    except (OSError, KeyError, RuntimeError, ValueError) as e:
+        return f"{BIN}: the shard cannot be read to compare it ({type(e).__name__}: {e})"
+    return ""
 
 
 def folder_maps(folder: Path, sha256: str | None) -> Mapped | None:
