@@ -1,7 +1,7 @@
 """Peak memory of ``synprep show``, ``check`` and ``train`` on a hostile shard,
 and of ``load_model`` (what ``translate`` runs) on a checkpoint whose config was edited.
 
-    python benchmarks/hostile_rss.py [--cases shards,bomb,checkpoint,bounds,longwords]
+    python benchmarks/hostile_rss.py [--cases shards,bomb,heap,checkpoint,bounds,longwords]
 
 A valid synthetic folder whose first shard is made to declare 2^28 (then 2^22) pairs: ``/line`` and
 every ``/offsets/AXIS`` resized without writing data (a file of ~17 KB), the manifest re-sealed so
@@ -13,6 +13,10 @@ Bomb case: the first shard's ``/sent_start`` replaced by real gzip
 chunks of zeros (~1000:1, tests/fuzz_strategies.py:deflate_bomb), the layout kept consistent and the
 manifest re-sealed, declaring 16 MiB more than ``MAX_SHARD_BYTES`` (refused), then 8 MiB less (read
 whole: the most a shard can cost).
+
+Heap case: a byte range of the first shard's attribute heap shifted by one, keeping its size, the manifest
+re-sealed (tests/fuzz_strategies.py:shift_heap_range): HDF5 2.0 would load the heap forever; each reader
+refuses it first, in one line.
 
 Bounds case: ``pipeline --split valid`` (stanza, package ``synprep``) on three
 lines, one holding a 100 KB token; ``annotate --parser conllu`` on an imported sentence of 100k words;
@@ -50,7 +54,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from builders import small_folder  # noqa: E402
-from fuzz_strategies import declare_huge, deflate_bomb, reseal  # noqa: E402
+from fuzz_strategies import declare_huge, deflate_bomb, reseal, shift_heap_range  # noqa: E402
 
 MEASURE = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
            "print(json.dumps([p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, "
@@ -123,6 +127,10 @@ def _damaged(tmp: str, cases: list[tuple[str, int]], damage) -> dict:
 
 def shards(tmp: str) -> dict:
     return _damaged(tmp, [(f"n_pairs 2^{n.bit_length() - 1}", n) for n in (1 << 28, 1 << 22)], declare_huge)
+
+
+def heap(tmp: str) -> dict:
+    return _damaged(tmp, [("attribute heap range shifted by one", 0)], lambda p, n: shift_heap_range(p))
 
 
 def bombs(tmp: str) -> dict:
@@ -341,8 +349,8 @@ def longwords(tmp: str, parse_lines: int, pipeline_lines: int, cap_mb: int) -> d
 
 def main() -> int:
     ap = arg_parser(__doc__, whole=True)
-    ap.add_argument("--cases", default="shards,bomb,checkpoint,bounds,cache,longwords",
-                    help="comma-separated subset of shards,bomb,checkpoint,bounds,cache,longwords")
+    ap.add_argument("--cases", default="shards,bomb,heap,checkpoint,bounds,cache,longwords",
+                    help="comma-separated subset of shards,bomb,heap,checkpoint,bounds,cache,longwords")
     ap.add_argument("--parse-lines", type=int, default=4, help="longwords: lines of long words for parse")
     ap.add_argument("--pipeline-lines", type=int, default=40,
                     help="longwords: lines of long words a side for pipeline (0: no pipeline run)")
@@ -357,6 +365,8 @@ def main() -> int:
             out.update(shards(tmp))
         if "bomb" in cases:
             out.update(bombs(tmp))
+        if "heap" in cases:
+            out.update(heap(tmp))
         if "bounds" in cases:
             out.update(bounds(tmp))
         if "cache" in cases:
