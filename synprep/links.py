@@ -21,7 +21,8 @@ def refuse_links_out(folder: str | os.PathLike, option: str, *, allowed: tuple[s
     Args:
         folder: the folder a command writes (need not exist: nothing to refuse then).
         option: how the command names it (``--to``), for the message.
-        allowed: names of top-level entries that may lead anywhere (a documented link).
+        allowed: entries (paths relative to ``folder``) that may lead anywhere: a documented link, or a folder
+            the command removes and writes anew (never writing through it).
 
     Raises:
         ConfigError: names the link, where it leads, and the fix.
@@ -31,14 +32,13 @@ def refuse_links_out(folder: str | os.PathLike, option: str, *, allowed: tuple[s
         return
     inside = root.resolve()
     for dirpath, dirnames, filenames in os.walk(root):
-        top = Path(dirpath) == root
+        here = Path(dirpath)
         for name in [*dirnames, *filenames]:
-            p = Path(dirpath) / name
-            if not p.is_symlink() or (top and name in allowed):
+            p = here / name
+            if not p.is_symlink() or p.relative_to(root).as_posix() in allowed:
                 continue
             target = p.resolve()
             if not target.is_relative_to(inside):
                 raise ConfigError(f"{p} is a symbolic link to {target}, outside {option} {folder}: synprep writes only "
                                   "inside the folder it is given; remove the link (or give another folder)")
-        if top:
-            dirnames[:] = [d for d in dirnames if d not in allowed]
+        dirnames[:] = [d for d in dirnames if (here / d).relative_to(root).as_posix() not in allowed]

@@ -202,6 +202,8 @@ class Exporter:
         requires: the modules it imports (lazily, inside its methods; :data:`synprep.extras.EXTRA_OF` names the pip extra of each).
         per_shard: one unit per shard (True) or per split (False).
         options: the names of the format's own options (:attr:`ExportContext.options`).
+        replaced: folders under DEST (relative paths) that :meth:`finish` removes and writes anew every run
+            (a link there is removed, never followed), so a link there is no refusal.
     """
 
     name: ClassVar[str] = ""
@@ -209,6 +211,7 @@ class Exporter:
     requires: ClassVar[tuple[str, ...]] = ()
     per_shard: ClassVar[bool] = False
     options: ClassVar[tuple[str, ...]] = ()
+    replaced: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, ctx: ExportContext):
         self.ctx = ctx
@@ -412,7 +415,7 @@ def run_export(exporter_cls: type[Exporter], source: str | os.PathLike, dest: st
             for p in dest.rglob("*")):
         raise ConfigError(f"--to {dest} is not empty and holds no {EXPORT_MANIFEST}: export into a new or empty "
                           f"folder (or one an earlier export made)")
-    refuse_links_out(dest, "--to")  # data -> ../outside would count as empty, then be written through
+    refuse_links_out(dest, "--to", allowed=exporter_cls.replaced)  # data -> ../outside counted as empty
     dest.mkdir(parents=True, exist_ok=True)
     ctx = ExportContext(source, dest, manifest, src_lang, tgt_lang, vocab, split_readers, list(splits), options)
     exporter = exporter_cls(ctx)

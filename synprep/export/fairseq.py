@@ -55,7 +55,7 @@ from synprep.constants import EOS_ID, GAP_EOS
 from synprep.errors import InputError
 from synprep.export.base import Exporter, ExportRecord, Unit, UnitFiles
 from synprep.export.columns import ShardBlock
-from synprep.export.fairseq_model import write_model_plugin
+from synprep.export.fairseq_model import VENDOR_DIR, write_model_plugin
 from synprep.export.mmidx import MMapIndexedWriter, token_dtype
 from synprep.textio import atomic_write
 
@@ -110,6 +110,7 @@ class FairseqExporter(Exporter):
 
     name = "fairseq"
     version = FAIRSEQ_FORMAT_VERSION
+    replaced = (f"{PLUGIN_DIR}/{VENDOR_DIR}",)  # write_model_plugin removes it first
 
     def __init__(self, ctx):
         super().__init__(ctx)
