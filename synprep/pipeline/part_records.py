@@ -1,16 +1,18 @@
 """What a part's record (``OUT/.parts/SPLIT.part-I-of-N.json``, :mod:`synprep.pipeline.parts`) may hold: only its
-own part's shards, and drops that the drop report can hold (a reason ``stage:name``, a line number of the split,
-a detail on one line). A record is a file any process on a cluster may have written, so ``--merge-parts`` checks
+own part's shards, drops that the drop report can hold (a reason ``stage:name``, a line number of the split,
+a detail on one line), and the identity of the split it was made of (:func:`split_identity`). A record is a file any process on a cluster may have written, so ``--merge-parts`` checks
 each before it adds anything to ``manifest.json``."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
 from synprep.errors import InputError
 from synprep.shards.schema import parse_shard_name
+from synprep.signature import file_sha256
 
 #: a drop reason as the stages name them (``clean:ratio``, ``parse:too_long``)
 REASON_RE = re.compile(r"^[a-z][a-z0-9_]*:[a-z][a-z0-9_]*$")
@@ -77,3 +79,32 @@ def _bad_drop(row: list[Any], input_lines: int) -> str | None:
     if any(c in row[2] for c in "\t\n\r"):
         return "has a detail with a tab or line break"
     return None
+
+
+def split_identity(input_sha: dict[str, str], text: Iterable[Path] = ()) -> dict[str, Any]:
+    """What ties a part to the split it was made of: the sha256 of the split's inputs (as ``OUT/inputs.json``
+    records them, by role) and of the prepared text the parts read (``text/SPLIT.*``: the pieces and the kept
+    lines' numbers; none for ``annotate``, whose inputs are that text), by file name."""
+    return {"inputs": dict(sorted(input_sha.items())), "text": {p.name: file_sha256(p) for p in text}}
+
+
+def refuse_other_split(path: Path, record: dict[str, Any], identity: dict[str, Any]) -> None:
+    """Refuse a record made of other inputs or other prepared text than the split's now (a part of another corpus
+    copied in, or a task pointed at another folder's inputs).
+
+    Raises:
+        InputError: names the record, the files that differ, and the fix.
+    """
+    got = record.get("identity")
+    if got == identity:
+        return
+    if not isinstance(got, dict):
+        what = "records no split identity"
+    else:
+        differ = sorted({f"--{k}" for k in set(got.get("inputs") or {}) | set(identity["inputs"])
+                         if (got.get("inputs") or {}).get(k) != identity["inputs"].get(k)}
+                        | {f"text/{k}" for k in set(got.get("text") or {}) | set(identity["text"])
+                           if (got.get("text") or {}).get(k) != identity["text"].get(k)})
+        what = f"was made of other data than this split's ({', '.join(differ) or 'its identity'} differ)"
+    raise InputError(f"this part {what}: delete it (and its shards) and run that part again with this "
+                     "folder's inputs", str(path))

@@ -28,7 +28,7 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,11 +42,13 @@ from synprep.lock import (
     live_temp,
     lock_holder,
 )
-from synprep.pipeline.part_records import check_record
+from synprep.pipeline.part_records import check_record, refuse_other_split
+from synprep.pipeline.part_records import (
+    split_identity as split_identity,  # run.py and prepared.py call it here
+)
 from synprep.shards import Manifest
 from synprep.shards.manifest import SplitEntry
 from synprep.shards.schema import parse_shard_name
-from synprep.signature import file_sha256
 from synprep.textio import atomic_write
 
 log = logging.getLogger(__name__)
@@ -225,35 +227,6 @@ def _add(manifest: Manifest, split: str, entry: SplitEntry) -> None:
     manifest.record_drops(split, [(int(x[0]), str(x[1]), str(x[2])) for x in entry.dropped_lines])
 
 
-def split_identity(input_sha: dict[str, str], text: Iterable[Path] = ()) -> dict[str, Any]:
-    """What ties a part to the split it was made of: the sha256 of the split's inputs (as ``OUT/inputs.json``
-    records them, by role) and of the prepared text the parts read (``text/SPLIT.*``: the pieces and the kept
-    lines' numbers; none for ``annotate``, whose inputs are that text), by file name."""
-    return {"inputs": dict(sorted(input_sha.items())), "text": {p.name: file_sha256(p) for p in text}}
-
-
-def _refuse_other_split(path: Path, record: dict[str, Any], identity: dict[str, Any]) -> None:
-    """Refuse a record made of other inputs or other prepared text than the split's now (a part of another corpus
-    copied in, or a task pointed at another folder's inputs).
-
-    Raises:
-        InputError: names the record, the files that differ, and the fix.
-    """
-    got = record.get("identity")
-    if got == identity:
-        return
-    if not isinstance(got, dict):
-        what = "records no split identity"
-    else:
-        differ = sorted({f"--{k}" for k in set(got.get("inputs") or {}) | set(identity["inputs"])
-                         if (got.get("inputs") or {}).get(k) != identity["inputs"].get(k)}
-                        | {f"text/{k}" for k in set(got.get("text") or {}) | set(identity["text"])
-                           if (got.get("text") or {}).get(k) != identity["text"].get(k)})
-        what = f"was made of other data than this split's ({', '.join(differ) or 'its identity'} differ)"
-    raise InputError(f"this part {what}: delete it (and its shards) and run that part again with this "
-                     "folder's inputs", str(path))
-
-
 def resume_part(out: Path, split: str, part: Part, manifest: Manifest, identity: dict[str, Any]) -> None:
     """What an earlier run of this part recorded, added to ``manifest`` (its shards are then skipped when their
     files match).
@@ -265,7 +238,7 @@ def resume_part(out: Path, split: str, part: Part, manifest: Manifest, identity:
     if path.is_file():
         record = _read_record(path)
         check_record(path, record, part, split)
-        _refuse_other_split(path, record, identity)
+        refuse_other_split(path, record, identity)
         _add(manifest, split, record["entry"])
 
 
@@ -416,7 +389,7 @@ def merge_parts_into(manifest: Manifest, split: str, parts: Finished, identity: 
         InputError: a part made of other data than the split's now (:func:`split_identity`), named.
     """
     for record in parts.records:
-        _refuse_other_split(record["path"], record, identity)
+        refuse_other_split(record["path"], record, identity)
     for entry in parts.entries:
         _add(manifest, split, entry)
     return parts.files
