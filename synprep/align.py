@@ -18,7 +18,7 @@ import numpy as np
 
 from synprep.constants import BPE_SEPARATOR
 from synprep.errors import InputError
-from synprep.text.escape import unescape
+from synprep.escape import unescape
 
 _SEP_LEN = len(BPE_SEPARATOR)
 

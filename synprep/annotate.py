@@ -402,8 +402,8 @@ def with_parse_src(items: Iterable[Item], cased: Iterator[str], name: str) -> It
         InputError: ``FILE:LINE:`` the first word that differs (both named), or the file ends early.
     """
     from synprep.align import first_difference
+    from synprep.escape import unescape_tokens
     from synprep.text.case import moses_lowercase
-    from synprep.text.escape import unescape_tokens
 
     def same(x: str, y: str) -> bool:
         return x == y or moses_lowercase(x) == moses_lowercase(y)
@@ -458,8 +458,8 @@ def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iter
         raise ValueError("word_index needs the words it indexes")
     index_it: Iterator[Any] | None = iter(word_index) if word_index is not None else None
     from synprep.align import bpe_words
+    from synprep.escape import unescape_tokens
     from synprep.subword.stream import parse_index_line
-    from synprep.text.escape import unescape_tokens
 
     parse_it = iter(parses) if parses is not None else None
     word_it: Iterator[Any] | None = iter(words) if words is not None else None

@@ -170,13 +170,13 @@ def test_every_source_runs_the_configuration_side_it_registers():
 
 
 def test_escaping_does_not_import_sacremoses():
-    assert "sacremoses" not in _imported("from synprep.text.escape import escape, unescape; escape('a & b')")
+    assert "sacremoses" not in _imported("from synprep.escape import escape, unescape; escape('a & b')")
 
 
 def test_escape_table_is_sacremoses_table():
     from sacremoses import MosesDetokenizer, MosesTokenizer
 
-    from synprep.text import escape as esc
+    from synprep import escape as esc
 
     tok, detok = MosesTokenizer(lang="en"), MosesDetokenizer(lang="en")
     # sacremoses' own substitutions, as regex pattern → replacement

@@ -106,6 +106,7 @@ def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | Non
 
     Scoring a parse: synprep parse evaluate GOLD.conllu PRED.conllu (UAS/LAS/UPOS, CoNLL 2018 scorer).
     """
+    from synprep.escape import unescape_tokens
     from synprep.parse import (
         ParseCache,
         ParserSpec,
@@ -118,7 +119,6 @@ def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | Non
     from synprep.parse.run import parser_identity, short_identity
     from synprep.parse.trees import read_tree_lines
     from synprep.signature import signature
-    from synprep.text.escape import unescape_tokens
     from synprep.textio import display_name, iter_lines, open_output
 
     refuse_other_backends_options(parser_name)

@@ -42,7 +42,7 @@ import numpy as np
 
 from synprep.constants import UNK_ID
 from synprep.errors import InputError
-from synprep.text.escape import unescape_tokens
+from synprep.escape import unescape_tokens
 from synprep.textio import display_name, iter_lines
 
 log = logging.getLogger("synprep")

@@ -35,7 +35,7 @@ def align_lines(bpe_path: str, words_path: str | None = None) -> Iterator[str]:
     the pieces' words must rebuild each line's words exactly (both unescaped), else InputError.
     """
     from synprep.align import align, bpe_words
-    from synprep.text.escape import unescape_tokens
+    from synprep.escape import unescape_tokens
 
     name = display_name(bpe_path)
     words_name = display_name(words_path) if words_path is not None else ""

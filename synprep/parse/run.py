@@ -511,7 +511,7 @@ def parse_lines(
     (deterministic batches; memory holds one block).
 
     Args:
-        word_lines: each line's words: Moses tokens, *unescaped* (:func:`synprep.text.escape.unescape_tokens`).
+        word_lines: each line's words: Moses tokens, *unescaped* (:func:`synprep.escape.unescape_tokens`).
         spec: the parser (:class:`ParserSpec`); with ``trees`` its constituency model is not run.
         cache: a :class:`ParseCache`, or None to parse everything.
         jobs: worker processes (``device="cuda"``: each takes one visible GPU).

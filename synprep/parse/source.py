@@ -208,8 +208,8 @@ class ImportConllu(ParseSource):
     def source_tokens(self, src: str | None, conllu: str | None) -> Iterator[str]:
         """The CoNLL-U surface tokens, Moses-escaped; with ``src`` each raw line must be the text of its
         parse (:func:`same_text`)."""
+        from synprep.escape import escape
         from synprep.parse.conllu_io import read_numbered
-        from synprep.text.escape import escape
         from synprep.textio import iter_lines
 
         assert conllu is not None

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from synprep.errors import InputError
-from synprep.text.escape import unescape as moses_unescape
+from synprep.escape import unescape as moses_unescape
 from synprep.textio import PathLike, display_name, iter_lines
 
 # the primitives live in synprep.tree (shared with synprep.features.distance); re-exported here

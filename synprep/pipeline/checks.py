@@ -38,7 +38,7 @@ def refuse_tokenized(path: str, limit: int = ESCAPED_LINES_LIMIT) -> None:
     Raises:
         InputError: naming the first tokenized-looking line that holds an escape, pointing at ``--tokenized``.
     """
-    from synprep.text.escape import moses_entity
+    from synprep.escape import moses_entity
 
     first: tuple[int, str] | None = None
     first_any: tuple[int, str] | None = None

@@ -166,9 +166,9 @@ def _segment(files: TextFiles, src: str, tgt: str, words_file: Path,
     """Segment the kept raw lines: ``text/SPLIT.NAME.SRC`` (the source pieces as stored: split at word
     boundaries), ``text/SPLIT.NAME.wi`` (each source piece's word, and the line's rule counts),
     ``text/SPLIT.NAME.TGT``. Returns the three paths."""
+    from synprep.escape import unescape_tokens
     from synprep.subword.stream import align_stream, encode_stream
     from synprep.text.case import moses_lowercase
-    from synprep.text.escape import unescape_tokens
 
     raw_src, raw_tgt = _raw_kept(files, "src", src, opts), _raw_kept(files, "tgt", tgt, opts)
     out_src, out_idx, out_tgt = files.side(name, "src"), files.work / f"{files.split}.{name}.wi", \

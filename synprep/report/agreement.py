@@ -47,7 +47,7 @@ def _byte_decoder() -> dict[str, int]:
 def piece_words(pieces: list[str], word_index: np.ndarray, scheme: str) -> list[str]:
     """The source words of a pair from its pieces and stored ``word_index`` (markers removed, Moses
     escapes undone for bpe; byte-level pieces decoded for hf)."""
-    from synprep.text.escape import unescape_tokens
+    from synprep.escape import unescape_tokens
 
     n = int(word_index.max()) + 1 if word_index.size else 0
     parts: list[list[str]] = [[] for _ in range(n)]

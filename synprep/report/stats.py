@@ -370,7 +370,7 @@ def drop_examples(folder: Path, split: str, entry: Any, attrs: dict[str, Any]) -
     wanted = {int(d[0]) for lst in picked.values() for d in lst}
     src_lang, tgt_lang = attrs.get("src_lang"), attrs.get("tgt_lang")
     same = bool(src_lang) and src_lang == tgt_lang
-    from synprep.text.escape import unescape
+    from synprep.escape import unescape
 
     texts = {side: {k: unescape(v) for k, v in read_lines_at(text_file(folder, split, "tok", side, lang, same),
                                                               wanted).items()}

@@ -116,8 +116,8 @@ def load_pair(folder: str | os.PathLike, split: str = "train", *, index: int | N
             pair differs from its manifest entry or breaks an invariant of ``synprep check``.
         ValueError: neither or both of ``index`` and ``line``.
     """
+    from synprep.escape import unescape_tokens
     from synprep.shards.reader import open_shard, split_entry, splits_in
-    from synprep.text.escape import unescape_tokens
     from synprep.vocab import Vocab
 
     if (index is None) == (line is None):

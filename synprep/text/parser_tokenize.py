@@ -44,8 +44,8 @@ def parser_tokenize_line(text: str, spec: ParserSpec, *, lowercase: bool = False
     Raises:
         ConfigError: the backend has no tokenizer, or its model is missing.
     """
+    from synprep.escape import escape as moses_escape
     from synprep.text.case import moses_lowercase
-    from synprep.text.escape import escape as moses_escape
 
     words = _tokenizer(spec)(text) if text.strip() else []
     if escape:
