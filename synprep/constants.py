@@ -50,7 +50,7 @@ MAX_SHARD_PAIRS = 1 << 24
 MAX_SHARD_BYTES = 1 << 27
 
 # --- word segmentation ----------------------------------------------------------------------
-#: ``--tokenizer`` choices: sacremoses, or the parser's own tokenizer (synprep.text.parser_tokenize)
+#: ``--tokenizer`` choices: sacremoses, or the parser's own tokenizer (synprep.parse.tokenize)
 TOKENIZERS = ("moses", "parser")
 
 #: the longest word (in characters) any parser or imported parse is given; a line holding a longer one is

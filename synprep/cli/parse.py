@@ -139,7 +139,7 @@ def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | Non
     def words() -> Iterator[list[str]]:
         lines = iter_lines(input_path)
         if tokenizer == "parser":
-            from synprep.text.parser_tokenize import parser_tokenize_stream
+            from synprep.parse.tokenize import parser_tokenize_stream
 
             lines = parser_tokenize_stream(lines, spec)  # Moses-escaped like sacremoses' output
         for text in lines:
@@ -208,7 +208,7 @@ def download_cmd(lang: str, model_dir: str | None, package: str | None) -> None:
     import stanza
     from stanza.resources.common import DEFAULT_MODEL_DIR
 
-    from synprep.parse.langcode import wrong_code_message
+    from synprep.langcode import wrong_code_message
 
     wrong = wrong_code_message(lang)  # "ger": name "de" instead of asking stanza for a language it lacks
     if wrong is not None:

@@ -75,7 +75,7 @@ def tokenize_cmd(lang: str, lowercase: bool, no_escape: bool, fairseq_compat: bo
     if tokenizer == "parser":
         from synprep.parse.base import ParserSpec
         from synprep.parse.run import parser_identity
-        from synprep.text.parser_tokenize import parser_tokenize_stream, parser_tokenizer_signature
+        from synprep.parse.tokenize import parser_tokenize_stream, parser_tokenizer_signature
 
         if parser_name is None:
             raise ConfigError("--tokenizer parser needs --parser (e.g. --parser spacy --spacy-model ja_ginza)")

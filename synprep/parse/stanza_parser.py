@@ -169,7 +169,7 @@ def resolve_resources(spec: ParserSpec) -> StanzaResources:
         if lang in resources and "alias" in resources[lang]:
             lang = resources[lang]["alias"]
         if lang not in resources:
-            from synprep.parse.langcode import iso_code, wrong_code_message
+            from synprep.langcode import iso_code, wrong_code_message
 
             wrong = wrong_code_message(spec.lang)  # -s ger: name the code, never a download of 'ger'
             if wrong is not None:

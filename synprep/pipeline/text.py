@@ -37,7 +37,7 @@ def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Paral
         return
     log.info("tokenize %s → %s", display_name(inp), out_path)
     if spec is not None:
-        from synprep.text.parser_tokenize import parser_tokenize_stream
+        from synprep.parse.tokenize import parser_tokenize_stream
 
         lines = parser_tokenize_stream(iter_lines(inp), spec, jobs=par.jobs, backend=par.backend,
                                        scheduler=par.scheduler)
@@ -257,7 +257,7 @@ def choose_tokenizer(text: TextOptions, parse: Any, source: Any, src_lang: str) 
             raise ConfigError("--tokenizer parser has no effect with --parser conllu (the words are the CoNLL-U's)")
         if text.fairseq_compat:
             raise ConfigError("--fairseq-compat is a Moses rule: it has no effect with --tokenizer parser")
-        from synprep.text.parser_tokenize import parser_tokenizer_signature
+        from synprep.parse.tokenize import parser_tokenizer_signature
 
         spec = parse.spec
         tok_sig = parser_tokenizer_signature(parse.identity(), lowercase=text.lowercase, escape=True)

@@ -75,7 +75,7 @@ class TextOptions:
             tokenized text; ``spm``/``hf`` segment the raw text and align by character offsets.
         vocab_size: the SentencePiece vocabulary size when a model is learned (``--subword spm``).
         tokenizer: ``moses`` (sacremoses) or ``parser``: the source side's words come from the parser's own
-            tokenizer (:mod:`synprep.text.parser_tokenize`; Japanese with ja_ginza); the target side stays Moses.
+            tokenizer (:mod:`synprep.parse.tokenize`; Japanese with ja_ginza); the target side stays Moses.
     """
 
     tokenized: bool = DEFAULTS.text.tokenized

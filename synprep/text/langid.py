@@ -99,10 +99,10 @@ def check_language_code(lang: str, option: str) -> None:
 
     Raises:
         ConfigError: naming the option and the value, and the code of a language named in English
-            (``german`` → ``de``, :func:`synprep.parse.langcode.iso_code`).
+            (``german`` → ``de``, :func:`synprep.langcode.iso_code`).
     """
     if not _CODE.match(lang):
-        from synprep.parse.langcode import iso_code
+        from synprep.langcode import iso_code
 
         code = iso_code(lang)
         if code is not None and _CODE.match(code):
