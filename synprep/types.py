@@ -44,6 +44,19 @@ def deprel_id(label: str) -> int:
     return _DEPREL_ID.get(base, _DEPREL_ID["dep"])
 
 
+def smallest_unsigned(max_value: int) -> np.dtype:
+    """uint8, uint16 or uint32: the smallest unsigned dtype holding ``max_value`` (>= 0): the dtype of a line's
+    word-indexed features (:mod:`synprep.features.line`) and of a shard's ``unsigned`` fields (the writer).
+
+    Raises:
+        ValueError: ``max_value`` >= 2**32.
+    """
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if max_value <= np.iinfo(dt).max:
+            return np.dtype(dt)
+    raise ValueError(f"value {max_value} does not fit uint32")
+
+
 @dataclass
 class SparseLDD:
     """Sparse labeled dependency distribution of one sentence (SPEC.md §4).

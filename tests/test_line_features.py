@@ -9,8 +9,15 @@ import pytest
 
 from synprep.errors import InputError
 from synprep.features.line import LineFeatures, line_features, tree_source
-from synprep.shards.schema import smallest_unsigned
-from synprep.types import DEPRELS, UPOS_TAGS, PairRecord, ParsedLine, ParsedSentence, SparseLDD
+from synprep.types import (
+    DEPRELS,
+    UPOS_TAGS,
+    PairRecord,
+    ParsedLine,
+    ParsedSentence,
+    SparseLDD,
+    smallest_unsigned,
+)
 
 SWIM_TREE = "(ROOT (S (NP (PRP i)) (VP (VBP swim) (PP (IN across) (NP (DT the) (NN river)))) (. .)))"
 HELLO_TREE = "(ROOT (FRAG (INTJ (UH hello)) (. .)))"

@@ -24,9 +24,8 @@ from synprep.features.distance import both_gaps, leaf_mismatch, line_word_gaps, 
 from synprep.features.ldd import line_ldd
 from synprep.features.parents import check_heads
 from synprep.features.relations import ancestor_mask
-from synprep.shards.schema import smallest_unsigned
 from synprep.subword.offsets import check_word_index
-from synprep.types import ParsedLine, ParsedSentence, deprel_id, upos_id
+from synprep.types import ParsedLine, ParsedSentence, deprel_id, smallest_unsigned, upos_id
 
 
 @dataclass

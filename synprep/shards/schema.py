@@ -13,6 +13,7 @@ import numpy as np
 
 from synprep.errors import name_problem
 from synprep.subword import DEFAULT_SCHEME
+from synprep.types import smallest_unsigned  # noqa: F401 - re-exported: the writer's dtype rule
 
 #: the ragged axes, in the order their ``/offsets/AXIS`` datasets are written
 AXES = ("src", "tgt", "word", "gap", "sent", "ldd")
@@ -108,18 +109,6 @@ def parse_shard_name(name: str) -> tuple[str, int] | None:
     """``("train", 3)`` for ``train.00003.h5``; None for any other name."""
     m = SHARD_NAME_RE.match(name)
     return (m["split"], int(m["index"])) if m else None
-
-
-def smallest_unsigned(max_value: int) -> np.dtype:
-    """uint8, uint16 or uint32: the smallest unsigned dtype holding ``max_value`` (>= 0).
-
-    Raises:
-        ValueError: ``max_value`` >= 2**32.
-    """
-    for dt in (np.uint8, np.uint16, np.uint32):
-        if max_value <= np.iinfo(dt).max:
-            return np.dtype(dt)
-    raise ValueError(f"value {max_value} does not fit uint32")
 
 
 def ids_dtype(max_id: int) -> np.dtype:
