@@ -1,7 +1,9 @@
 """Tree primitives shared by the parser stage (:mod:`synprep.parse.trees`) and the syntax features
 (:mod:`synprep.features.distance`): the PTB leaf escapes, the bracket scanner, normalization and the
-one :func:`parse_tree` (one error, :class:`TreeError`). Neither of those modules imports the other;
-both import this one (it imports only :mod:`synprep.errors`; nltk when a function first builds a tree).
+one :func:`parse_tree` (one error, :class:`TreeError`), and :func:`leaf_mismatch` (the leaves against the words,
+which the parse checks of :mod:`synprep.parse.wellformed` and the features share). The features import the parser
+stage, never the reverse; both import this one (it imports only :mod:`synprep.errors`; nltk when a function first
+builds a tree, :mod:`synprep.align` when one first compares leaves).
 
 The accepted brackets and the normalization rules are described in :mod:`synprep.parse.trees`.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from synprep.errors import InputError
@@ -67,6 +69,24 @@ def leaf_to_word(leaf: str) -> str:
     if "-LRB-" in leaf or "-RRB-" in leaf:
         return leaf.replace("-LRB-", "(").replace("-RRB-", ")")
     return leaf
+
+
+def leaf_mismatch(tree: Tree, words: Sequence[str]) -> tuple[int, str, str] | None:
+    """First position where the tree's leaves differ from ``words``, or None when they agree.
+
+    A PTB bracket escape leaf matches its word (``-LRB-`` for ``(``, ``-LRB-Applause-RRB-`` for
+    ``(Applause)``: :func:`leaf_to_word`).
+
+    Returns:
+        ``(i, leaf, word)`` with ``i`` 0-based; a missing token reads ``"<end>"``.
+    """
+    # imported here: synprep.align loads numpy, which a reader of trees alone does not need (module docstring)
+    from synprep.align import first_difference
+
+    def same(leaf: str, word: str) -> bool:  # "-LRB-Applause-RRB-" is the stored leaf of "(Applause)"
+        return leaf == word or leaf_to_word(leaf) == word
+
+    return first_difference(tree.leaves(), words, same=same)
 
 
 def clean_label(label: str) -> str:

@@ -157,7 +157,8 @@ def test_the_cache_check_of_heads_is_the_feature_stages() -> None:
     vector of up to 5 words)."""
     import itertools
 
-    from synprep.features.line import _heads_problem, _sentence_heads
+    from synprep.features.line import _sentence_heads
+    from synprep.parse.wellformed import heads_problem
 
     for n in range(1, 6):
         for heads in itertools.product(range(n + 2), repeat=n):  # n + 1: out of range
@@ -166,4 +167,4 @@ def test_the_cache_check_of_heads_is_the_feature_stages() -> None:
                 fine = True
             except ValueError:
                 fine = False
-            assert (_heads_problem(list(heads)) is None) == fine, heads
+            assert (heads_problem(list(heads)) is None) == fine, heads

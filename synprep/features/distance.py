@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from synprep.constants import GAP_EOS, GAP_INTRA_WORD, GAP_SENTENCE
-from synprep.tree import depth_message, leaf_to_word, nltk_cnf, nltk_tree, parse_tree
+from synprep.tree import depth_message, leaf_mismatch, leaf_to_word, nltk_cnf, nltk_tree, parse_tree  # noqa: F401 - leaf_mismatch re-exported
 
 if TYPE_CHECKING:  # nltk by the functions that read or binarize a tree: the spreading and the checks never load it
     from nltk.tree import Tree
@@ -168,24 +168,6 @@ def both_gaps(tree: str | Tree, *, inplace: bool = False) -> tuple[np.ndarray, n
     nary = _split_values(t).astype(np.int16)
     nltk_cnf()(t, factor="right")
     return _split_values(t).astype(np.int16), nary
-
-
-def leaf_mismatch(tree: Tree, words: Sequence[str]) -> tuple[int, str, str] | None:
-    """First position where the tree's leaves differ from ``words``, or None when they agree.
-
-    A PTB bracket escape leaf matches its word (``-LRB-`` for ``(``, ``-LRB-Applause-RRB-`` for
-    ``(Applause)``: :func:`synprep.parse.trees.leaf_to_word`).
-
-    Returns:
-        ``(i, leaf, word)`` with ``i`` 0-based; a missing token reads ``"<end>"``.
-    """
-    # imported here: synprep.align loads sacremoses, which the trainer's import of this module does not need
-    from synprep.align import first_difference
-
-    def same(leaf: str, word: str) -> bool:  # "-LRB-Applause-RRB-" is the stored leaf of "(Applause)"
-        return leaf == word or leaf_to_word(leaf) == word
-
-    return first_difference(tree.leaves(), words, same=same)
 
 
 def line_word_gaps(sentence_gaps: Sequence[np.ndarray]) -> np.ndarray:

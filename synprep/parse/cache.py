@@ -185,11 +185,11 @@ OTHER_WORDS = "holds the parse of other words"
 
 def entry_problem(words: Sequence[str], sent: ParsedSentence) -> str | None:
     """Why a cached parse may not stand for the parse of ``words``, or None: the checks a fresh parse passes
-    on its way into a shard (:func:`synprep.features.line.sentence_problem`: lengths, one tree, the tree's
+    on its way into a shard (:func:`synprep.parse.wellformed.sentence_problem`: lengths, one tree, the tree's
     leaves), its words, and known labels (a fresh parse's labels are its parser's: an unknown label in a
     cache would be stored as ``dep`` silently) and LDD entries in range.
     """
-    from synprep.features.line import sentence_problem
+    from synprep.parse.wellformed import sentence_problem
 
     if list(sent.words) != list(words):
         return OTHER_WORDS
