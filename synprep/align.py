@@ -23,6 +23,13 @@ from synprep.escape import unescape
 _SEP_LEN = len(BPE_SEPARATOR)
 
 
+def remove_bpe(line: str) -> str:
+    """Undo subword-nmt's segmentation: ``"ri@@ ver"`` → ``"river"`` (also a trailing ``@@``)."""
+    sep = BPE_SEPARATOR + " "
+    out = (line + " ").replace(sep, "").rstrip()
+    return out[: -len(BPE_SEPARATOR)] if out.endswith(BPE_SEPARATOR) else out
+
+
 def bpe_words(pieces: Sequence[str], *, line: int | None = None, path: str | None = None
               ) -> tuple[list[str], np.ndarray]:
     """Join BPE pieces into words.

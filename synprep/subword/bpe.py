@@ -51,6 +51,6 @@ class BpeScheme(SubwordScheme):
         return AlignedLine(pieces=pieces, word_index=align(pieces, words, line=line, path=path))
 
     def decode(self, pieces: Sequence[str]) -> str:
-        from synprep.train.metrics import remove_bpe
+        from synprep.align import remove_bpe
 
         return remove_bpe(" ".join(pieces))

@@ -19,15 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from synprep.constants import BPE_SEPARATOR
+from synprep.align import remove_bpe  # noqa: F401 - re-exported: the trainer's scores read BPE-removed text
 from synprep.textio import atomic_write
-
-
-def remove_bpe(line: str) -> str:
-    """Undo subword-nmt's segmentation: ``"ri@@ ver"`` → ``"river"`` (also a trailing ``@@``)."""
-    sep = BPE_SEPARATOR + " "
-    out = (line + " ").replace(sep, "").rstrip()
-    return out[: -len(BPE_SEPARATOR)] if out.endswith(BPE_SEPARATOR) else out
 
 
 def detokenize(lines: Sequence[str], lang: str) -> list[str]:
