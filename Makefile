@@ -30,10 +30,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]' $(PIPLOG)
 	touch $(STAMP)
 
-# ruff, and deptry: every import in synprep/ is a declared dependency, and none is declared only for development
+# ruff; deptry: every import in synprep/ is a declared dependency, and none is declared only for development;
+# import-linter: the package's floors and forbidden imports ([tool.importlinter] in pyproject.toml)
 lint: setup
 	$(PY) -m ruff check synprep tests benchmarks
 	$(PY) -m deptry synprep
+	$(VENV)/bin/lint-imports --no-cache --no-logo
 
 typecheck: setup
 	$(PY) -m mypy

@@ -1,13 +1,13 @@
-"""Layering: no import cycle among synprep's modules (type-only and function-level
-imports counted), stage modules without the application's configuration, light imports, and the pure
-moves that broke the cycles (one tree primitive, the Moses escape table)."""
+"""Layering: the package's import contracts (import-linter's floors, forbidden imports and no cycles; every import
+counts, inside functions and type-only ones too) hold and refuse a planted upward import; light imports; and the
+pure moves that broke the cycles (one tree primitive, the Moses escape table)."""
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,97 +19,40 @@ import synprep
 ROOT = Path(synprep.__file__).resolve().parent.parent
 
 
-def module_graph(root: Path, package: str = "synprep") -> dict[str, set[str]]:
-    """Module → the package's modules it imports, read with ``ast`` from every ``*.py`` under ``root/package``:
-    every ``import``/``from ... import`` anywhere in the file (inside functions and ``if TYPE_CHECKING:``
-    blocks too); ``from pkg import mod`` is an edge to ``pkg.mod`` when that is a module."""
-    mods: dict[str, Path] = {}
-    for p in sorted((root / package).rglob("*.py")):
-        parts = list(p.relative_to(root).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        mods[".".join(parts)] = p
-
-    def resolve(name: str) -> str | None:
-        while name and name not in mods:
-            name = name.rpartition(".")[0]
-        return name or None
-
-    edges: dict[str, set[str]] = {m: set() for m in mods}
-    for m, p in mods.items():
-        pkg = m if p.name == "__init__.py" else m.rpartition(".")[0]
-        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
-            targets: list[str | None] = []
-            if isinstance(node, ast.Import):
-                targets = [resolve(a.name) for a in node.names if a.name.split(".")[0] == package]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    up = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
-                    base = ".".join(up + ([node.module] if node.module else []))
-                if base.split(".")[0] != package:
-                    continue
-                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else resolve(base) for a in node.names]
-            edges[m] |= {t for t in targets if t is not None and t != m}
-    return edges
+def lint_imports(root: Path) -> subprocess.CompletedProcess:
+    """import-linter (what ``make lint`` runs) over the ``synprep`` package under ``root``, with the contracts of
+    ``root/pyproject.toml``: exit status 0 when every contract is kept."""
+    code = "from importlinter.cli import lint_imports_command; lint_imports_command()"
+    return subprocess.run([sys.executable, "-c", code, "--no-cache", "--no-logo"], cwd=root, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
 
 
-def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
-    """One import cycle ``[a, b, ..., a]``, or None (depth-first search, sorted for a stable report)."""
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(v: str) -> list[str] | None:
-        state[v] = 1
-        stack.append(v)
-        for w in sorted(edges[v]):
-            if state.get(w) == 1:
-                return stack[stack.index(w):] + [w]
-            if w not in state:
-                found = visit(w)
-                if found:
-                    return found
-        stack.pop()
-        state[v] = 2
-        return None
-
-    for v in sorted(edges):
-        if v not in state:
-            found = visit(v)
-            if found:
-                return found
-    return None
+def test_the_package_keeps_its_import_contracts():
+    out = lint_imports(ROOT)
+    assert out.returncode == 0, out.stdout + out.stderr
+    for contract in ("floors: a module imports its own floor", "the stages take their defaults from synprep.defaults",
+                     "the trainer reads shards", "no import cycle among the modules"):
+        assert contract in out.stdout
+    assert "4 kept, 0 broken" in out.stdout
 
 
-def test_synprep_has_no_import_cycle():
-    cycle = find_cycle(module_graph(ROOT))
-    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
-
-
-def test_the_cycle_check_counts_type_only_and_function_level_imports(tmp_path):
-    pkg = tmp_path / "toypkg"
-    (pkg / "sub").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "sub" / "__init__.py").write_text("")
-    (pkg / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from toypkg.sub import b\n")
-    (pkg / "sub" / "b.py").write_text("def f():\n    from ..c import g\n")
-    (pkg / "c.py").write_text("import toypkg.a\n")
-    edges = module_graph(tmp_path, "toypkg")
-    assert edges["toypkg.a"] == {"toypkg.sub.b"} and edges["toypkg.sub.b"] == {"toypkg.c"}
-    assert find_cycle(edges) == ["toypkg.a", "toypkg.sub.b", "toypkg.c", "toypkg.a"]
-    (pkg / "c.py").write_text("")
-    assert find_cycle(module_graph(tmp_path, "toypkg")) is None
-
-
-#: the stage packages: they take their defaults from synprep.defaults, never from the application's
-#: configuration (synprep.config, whose DataConfig reads the same defaults)
-STAGES = ("synprep.parse", "synprep.text", "synprep.features", "synprep.subword", "synprep.shards", "synprep.train")
-
-
-def test_stage_modules_do_not_import_the_application_config():
-    edges = module_graph(ROOT)
-    bad = sorted(m for m, out in edges.items() if m.startswith(STAGES) and "synprep.config" in out)
-    assert bad == []
+def test_a_planted_upward_import_breaks_the_floors(tmp_path):
+    """A copy of the package with a parser module importing a shard module inside a function (a lazy import) and
+    a text module importing a feature module for its types only: import-linter names both, and fails."""
+    shutil.copytree(ROOT / "synprep", tmp_path / "synprep", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    assert lint_imports(tmp_path).returncode == 0  # the copy as it is keeps the contracts
+    with open(tmp_path / "synprep" / "parse" / "cache.py", "a", encoding="utf-8") as f:
+        f.write("\n\ndef _planted():\n    from synprep.shards import schema\n\n    return schema\n")
+    with open(tmp_path / "synprep" / "text" / "clean.py", "a", encoding="utf-8") as f:
+        f.write("\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n    from synprep.features.line import LineFeatures\n")
+    out = lint_imports(tmp_path)
+    assert out.returncode == 1, out.stdout
+    assert "synprep.parse is not allowed to import synprep.shards" in out.stdout
+    assert "synprep.parse.cache -> synprep.shards.schema" in out.stdout
+    assert "synprep.text is not allowed to import synprep.features" in out.stdout
+    assert "synprep.text.clean -> synprep.features.line" in out.stdout
+    assert "floors: a module imports its own floor and the floors below, never one above BROKEN" in out.stdout
 
 
 def test_data_config_defaults_are_the_stage_defaults():
