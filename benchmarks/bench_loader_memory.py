@@ -71,7 +71,7 @@ def one_size(n: int, workers: int, shard_size: int, mapped: bool, max_tokens: in
 
     from torch.utils.data import DataLoader
 
-    from synprep.train.data import BucketBatchSampler, Collater, ShardDataset, worker_init
+    from synprep.train.data import BucketBatchSampler, Collater, ShardDataset, loader_worker_init
 
     with tempfile.TemporaryDirectory() as tmp:
         # written by another process, so that this one (and the workers it forks) holds no records
@@ -83,7 +83,7 @@ def one_size(n: int, workers: int, shard_size: int, mapped: bool, max_tokens: in
         ds = ShardDataset(Path(tmp) / "shards", "train", map_dir=Path(tmp) / "map" if mapped else None)
         sampler = BucketBatchSampler(ds.src_lengths, ds.tgt_lengths, max_tokens, shuffle=True, seed=1)
         loader = DataLoader(ds, batch_sampler=sampler, collate_fn=Collater(), num_workers=workers,
-                            persistent_workers=workers > 0, worker_init_fn=worker_init if workers else None)
+                            persistent_workers=workers > 0, worker_init_fn=loader_worker_init if workers else None)
         seconds = []
         for epoch in (1, 2):  # the first decodes the shards (and, mapped, writes their arrays)
             sampler.set_epoch(epoch)

@@ -33,7 +33,7 @@ from _rss import PeakRSS  # noqa: E402
 
 from synprep.parse import ParserSpec, parse_lines  # noqa: E402
 from synprep.parse import run as parse_run  # noqa: E402
-from synprep.parse.stanza_parser import short_identity, stanza_identity  # noqa: E402
+from synprep.parse.stanza_parser import stanza_identity, stanza_short_identity  # noqa: E402
 from synprep.text.escape import unescape_tokens  # noqa: E402
 
 
@@ -45,7 +45,7 @@ def run_one(args: argparse.Namespace, lang: str, jobs: int) -> dict:
     with open(path, encoding="utf-8") as f:
         lines = [unescape_tokens(next(f).split()) for _ in range(args.lines)]
     spec = ParserSpec(lang=lang, dir=stanza_dir, package=args.package, device=args.device)
-    ident = short_identity(stanza_identity(spec))
+    ident = stanza_short_identity(stanza_identity(spec))
     with PeakRSS() as mem:
         t0 = time.perf_counter()
         if jobs == 1 and not args.pipeline:

@@ -72,7 +72,7 @@ def iwslt_trained_model(data: Path, preset: str, device: str, *, seconds: float,
     bundle of ``../shared/gpu/make_bundle.sh`` carries only test: then the hypotheses are those of a model
     that has seen the test pairs, which is said in the returned ``info``). The vocabulary is the joint
     set of the training pairs' BPE pieces (test pieces outside it read as ``<unk>``); records are
-    :func:`synprep.train.toydata.make_record` over the pieces (random syntax, which a vanilla model does
+    :func:`synprep.train.toydata.record_of_words` over the pieces (random syntax, which a vanilla model does
     not read). Training: ``preset`` with ``overrides``, ``max_tokens`` target tokens × 1 per update, a
     short run's schedule (peak 1e-3 after 400 warm-up updates from 1e-7, inverse square root after),
     ``cuda_graphs`` on CUDA, for at most ``seconds`` of wall clock or
@@ -86,7 +86,7 @@ def iwslt_trained_model(data: Path, preset: str, device: str, *, seconds: float,
         ``train_seconds``, ``train_target_tokens_per_s``, ``last_loss_per_token`` (nats; label-smoothed,
         of the last update) and ``loss_per_token_every_250`` ([update, loss] pairs: that the model learns).
     """
-    from synprep.train.toydata import build_vocab, make_record
+    from synprep.train.toydata import build_vocab, record_of_words
 
     folder = data / "iwslt14_de-en" / "fairseq_prepared"
     split = "valid" if (folder / "valid.de").exists() else "test"
@@ -94,14 +94,14 @@ def iwslt_trained_model(data: Path, preset: str, device: str, *, seconds: float,
     def read(name: str) -> list[list[str]]:
         return [line.split() for line in (folder / name).read_text(encoding="utf-8").splitlines()]
 
-    whole = 10 ** 6  # pieces are BPE already: make_record must not cut them again
+    whole = 10 ** 6  # pieces are BPE already: record_of_words must not cut them again
     train = [(s, t) for s, t in zip(read(f"{split}.de"), read(f"{split}.en"), strict=True) if s and t]
     test = [(s, t) for s, t in zip(read("test.de"), read("test.en"), strict=True) if s and t]
     train, test = train[:train_lines or None], test[:test_lines or None]
     vocab = build_vocab([w for pair in train for w in pair], split_len=whole)
     rng = np.random.default_rng(0)
-    train_recs = [make_record(i + 1, [s], t, vocab.symbols, rng, split_len=whole) for i, (s, t) in enumerate(train)]
-    test_recs = [make_record(i + 1, [s], t, vocab.symbols, rng, split_len=whole) for i, (s, t) in enumerate(test)]
+    train_recs = [record_of_words(i + 1, [s], t, vocab.symbols, rng, split_len=whole) for i, (s, t) in enumerate(train)]
+    test_recs = [record_of_words(i + 1, [s], t, vocab.symbols, rng, split_len=whole) for i, (s, t) in enumerate(test)]
     cuda = device.startswith("cuda")
     # a short run's schedule: the IWSLT14 presets' peak (7e-3, the gated paper's, after 4000 warm-up updates)
     # reached after 400 left the 512-wide model at ~6 nats a token in two H100 runs (1673 updates of 16384

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from synprep.parse import ParserSpec, parse_lines, read_conllu  # noqa: E402
 from synprep.parse.evaluate import evaluate_conllu, write_like_gold  # noqa: E402
-from synprep.parse.stanza_parser import ldd_argmax, short_identity, stanza_identity  # noqa: E402
+from synprep.parse.stanza_parser import ldd_argmax, stanza_identity, stanza_short_identity  # noqa: E402
 
 
 def main() -> None:
@@ -65,7 +65,7 @@ def main() -> None:
         scores = evaluate_conllu(system, gold)
         result = {
             "lang": lang,
-            "parser": short_identity(stanza_identity(spec)),
+            "parser": stanza_short_identity(stanza_identity(spec)),
             "sentences": len(gold_lines),
             "failed": failed,
             "words": int(scores["gold_words"]),

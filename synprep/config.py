@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from synprep.constants import TOKENIZERS
+from synprep.constants import DEVICES, TOKENIZERS
 from synprep.defaults import CLEAN_DEFAULTS, PARSE_DEFAULTS, SHARD_DEFAULTS
 from synprep.errors import ConfigError
 from synprep.subword import DEFAULT_SCHEME
@@ -134,7 +134,7 @@ class ParseConfig:
 
     def __post_init__(self) -> None:
         _at_least(self, max_words=1, batch_size=1)
-        if self.device not in ("cpu", "cuda"):
+        if self.device not in DEVICES:
             raise ConfigError(f"device must be cpu or cuda, got {self.device!r}")
         if not 0.0 <= self.ldd_threshold <= 1.0:
             raise ConfigError(f"ldd_threshold must be in [0, 1], got {self.ldd_threshold}")

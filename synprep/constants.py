@@ -13,6 +13,13 @@ GAP_SENTENCE = 999
 #: gap between the last token and </s> (appended by the trainer, never stored)
 GAP_EOS = 2000
 
+#: the gap modes (``gaps_cnf``, ``gaps_nary``): the right-factored binarized tree's (the reference data) and
+#: the n-ary tree's (the papers' Algorithm 1)
+GAP_MODES = ("cnf", "nary")
+
+#: the devices a parser or the parse stage runs on (``cuda``: each worker takes one visible GPU)
+DEVICES = ("cpu", "cuda")
+
 # --- vocabulary (fairseq's Dictionary order) ------------------------------------------------
 BOS, PAD, EOS, UNK = "<s>", "<pad>", "</s>", "<unk>"
 SPECIAL_SYMBOLS = (BOS, PAD, EOS, UNK)

@@ -174,7 +174,7 @@ def count_lines(path: PathLike) -> int:
     return n + (last != b"\n")
 
 
-def iter_pairs(src: PathLike, tgt: PathLike, **kw) -> Iterator[tuple[str, str]]:
+def iter_line_pairs(src: PathLike, tgt: PathLike, **kw) -> Iterator[tuple[str, str]]:
     """Yield ``(source line, target line)`` of two parallel files.
 
     Raises:

@@ -109,7 +109,7 @@ def toy_records(shared_data: Path, n: int, *, split_len: int = 6, two_sentences_
     def sentences(i: int, s: list[str]) -> list[list[str]]:
         return [s[: len(s) // 2], s[len(s) // 2:]] if two_sentences_every and i % two_sentences_every == 0 else [s]
 
-    return vocab, [toydata.make_record(i + 1, sentences(i, s), t, vocab.symbols, rng, split_len=split_len)
+    return vocab, [toydata.record_of_words(i + 1, sentences(i, s), t, vocab.symbols, rng, split_len=split_len)
                    for i, (s, t) in enumerate(pairs)]
 
 

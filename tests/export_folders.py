@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import ROOT, run_cli, shared_folder
+from helpers import ROOT, run_cli, shared_folder
 
 SAMPLE = ROOT / "sample_data"
 

@@ -16,8 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from tests.conftest import SAMPLE_DATA, STANZA_DIR, missing
+from helpers import SAMPLE_DATA, STANZA_DIR, missing
 
 VENV = Path(os.environ.get("SYNPREP_CORE_VENV", "build/install-check/core")).resolve()
 

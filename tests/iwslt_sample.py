@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.conftest import run_cli, shared_folder
+from helpers import run_cli, shared_folder
 
 N_LINES = 8
 
@@ -32,7 +32,7 @@ def first_lines(path: Path, n: int = N_LINES) -> str:
 
 
 def iwslt_sample(tmp_path_factory, shared_data: Path, stanza_dir: Path) -> Sample:
-    """The sample, built once per test run (:func:`tests.conftest.shared_folder`)."""
+    """The sample, built once per test run (:func:`helpers.shared_folder`)."""
     base = shared_folder(tmp_path_factory, "iwslt8", lambda base: _build(base, shared_data, stanza_dir))
     return _sample(base)
 

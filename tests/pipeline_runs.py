@@ -18,7 +18,7 @@ from pathlib import Path
 
 import h5py
 import numpy as np
-from conftest import ROOT, SAMPLE_DATA, run_cli, shared_folder
+from helpers import ROOT, SAMPLE_DATA, run_cli, shared_folder
 
 #: text-stage and shard options of every pipeline run here (the configuration is part of the output)
 TEXT_FLAGS = ("--lowercase", "--shard-size", "50", "--merges", "1000", "--batch-size", "16")

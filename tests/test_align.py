@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from helpers import run_cli
 
 from synprep.align import align, bpe_words, first_difference
 from synprep.errors import InputError
-from tests.conftest import run_cli
 
 
 def test_spec_example():

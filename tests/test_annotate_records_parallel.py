@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from builders import write_corpus
-from conftest import run_cli
+from helpers import run_cli
 from test_lock import files
 
 from synprep.errors import InputError

@@ -8,12 +8,12 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import run_cli
 
 from synprep.errors import InputError, checked_name, name_problem
 from synprep.export import export
 from synprep.shards import Manifest
 from synprep.shards.synthetic import write_folder
-from tests.conftest import run_cli
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import SAMPLE_DATA, run_cli
+from helpers import SAMPLE_DATA, run_cli
 from test_hostile_shards import run_measured
 
 from synprep.constants import MAX_WORD_CHARS

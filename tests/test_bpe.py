@@ -6,12 +6,12 @@ import subprocess
 import sys
 
 import pytest
+from helpers import run_cli
 
 from synprep.errors import InputError
 from synprep.parallel import chunked
 from synprep.text.bpe import apply_bpe_stream, learn_bpe, load_bpe
 from synprep.textio import iter_lines
-from tests.conftest import run_cli
 
 
 @pytest.fixture(scope="module")

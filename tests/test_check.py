@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 import pytest
 from builders import reseal
-from conftest import run_cli
+from helpers import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

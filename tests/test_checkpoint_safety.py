@@ -11,6 +11,7 @@ import pickle
 import pytest
 import torch
 from builders import one_line, toy_shards
+from helpers import run_cli
 
 from synprep.errors import InputError
 from synprep.train.checkpoint import (
@@ -26,7 +27,6 @@ from synprep.train.config import load_preset, with_overrides
 from synprep.train.data import RecordDataset
 from synprep.train.decode import load_model
 from synprep.train.loop import Trainer
-from tests.conftest import run_cli
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,12 @@ spaces and ``|`` (same kept lines, same bytes).
 from __future__ import annotations
 
 import pytest
+from helpers import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from synprep.errors import InputError
 from synprep.text.clean import REASONS, CleanStats, clean_pairs
-from tests.conftest import run_cli
 
 
 def _one(src, tgt, **kw):

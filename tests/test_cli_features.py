@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 import numpy as np
 import pytest
+from helpers import run_cli
 
 from synprep.cli.features import (
     detect_tree_format,
@@ -26,7 +27,6 @@ from synprep.cli.features import (
 from synprep.errors import InputError
 from synprep.parse.conllu_io import read_conllu
 from synprep.types import ParsedLine
-from tests.conftest import run_cli
 
 # SPEC.md §4: "The mon@@ key eats a ban@@ ana", heads The→monkey, monkey→eats, eats=root, a→banana, banana→eats.
 # Line 2 holds two sentences (hello . | It 's good .) and Moses escapes in the BPE text; line 3 failed to parse.

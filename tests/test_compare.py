@@ -9,12 +9,12 @@ import math
 import statistics
 
 import pytest
+from helpers import run_cli
 
 from synprep.errors import ConfigError
 from synprep.train.compare import compare_runs, read_run, welch_t_test
 from synprep.train.config import TrainConfig
 from synprep.train.metrics import bleu_scores
-from tests.conftest import run_cli
 
 REFS = [f"a man number {i} is riding a red bike down the street ." for i in range(60)]
 

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from conllu.models import Metadata, Token, TokenList
 from conllu.parser import DEFAULT_FIELDS
+from helpers import run_cli
 
 from synprep.parse import ParserSpec, parse_lines
 from synprep.parse.conllu_io import _one_line, format_prob, format_probs, read_conllu, write_conllu
 from synprep.text.escape import unescape_tokens
 from synprep.types import ParsedLine, ParsedSentence, SparseLDD
-from tests.conftest import run_cli
 from tests.test_conllu_io import example_lines
 
 # --- the reference: the writer before the fast path (conllu's TokenList.serialize, one format_prob per entry) ---

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import run_cli
+from helpers import run_cli
 
 TREES = ("(ROOT (S (VP (VVPP Gekauft)) (VAFIN hat) (PPER er) (NP (ART das) (NN Haus))) ($. .))\n"
          "(ROOT ($LRB -LRB-) (S (ITJ Ja) ($LRB -RRB-) (VVFIN sagte) (PPER er)) ($. .))\n")

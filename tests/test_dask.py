@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_DATA
+from helpers import SAMPLE_DATA
 from pipeline_runs import assert_lines_accounted, assert_same_folder, pipeline_args, run, run_ok
 
 pytestmark = pytest.mark.slow

@@ -165,7 +165,7 @@ def test_tls_files_need_a_tls_address(tmp_path):
 
 
 def test_tls_options_without_a_tls_scheduler_are_refused_by_the_cli(tmp_path):
-    from conftest import run_cli
+    from helpers import run_cli
 
     ca = tmp_path / "ca.pem"
     ca.write_text("x")

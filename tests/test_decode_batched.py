@@ -13,7 +13,7 @@ from synprep.train.config import load_preset, with_overrides
 from synprep.train.data import BucketBatchSampler, Collater, RecordDataset
 from synprep.train.decode import beam_search, greedy_search, load_model, translate_dataset
 from synprep.train.loop import Trainer
-from synprep.train.toydata import build_vocab, make_record, read_pairs
+from synprep.train.toydata import build_vocab, read_pairs, record_of_words
 from tests import decode_reference as reference
 
 
@@ -24,7 +24,7 @@ def trained(shared_data, tmp_path_factory):
     pairs = read_pairs(shared_data / "multi30k/train.de.gz", shared_data / "multi30k/train.en.gz", 260, "de", "en")
     vocab = build_vocab([w for pair in pairs for w in pair], split_len=7)
     rng = np.random.default_rng(0)
-    recs = [make_record(i + 1, [s], t, vocab.symbols, rng) for i, (s, t) in enumerate(pairs)]
+    recs = [record_of_words(i + 1, [s], t, vocab.symbols, rng) for i, (s, t) in enumerate(pairs)]
     out = tmp_path_factory.mktemp("decode")
     cfg = with_overrides(load_preset("tiny"), {"max_steps": 150, "max_epochs": 0, "log_interval": 50, "threads": 1})
     Trainer(cfg, RecordDataset(recs[:200]), RecordDataset(recs[200:]), vocab.symbols, out, torch.device("cpu"),

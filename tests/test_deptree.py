@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from strategies import head_vectors
 
 from synprep.features.deptree import dependency_gaps, dependency_tree, nonprojective_arcs, projectivize
 from synprep.features.distance import both_gaps, cnf_gaps, nary_gaps
 from synprep.features.relations import ancestor_mask
-from tests.strategies import head_vectors
 
 MONKEY = "The monkey eats a banana".split()
 

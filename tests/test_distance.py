@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from nltk.tree import Tree
 from nltk.tree.transforms import chomsky_normal_form, collapse_unary
+from strategies import tree_pairs, trees
 
-from synprep.constants import GAP_EOS, GAP_SENTENCE
+from synprep.constants import GAP_EOS, GAP_MODES, GAP_SENTENCE
 from synprep.features.distance import (
     both_gaps,
     cnf_gaps,
@@ -19,8 +21,6 @@ from synprep.features.distance import (
     spread_gaps,
     tree_gaps,
 )
-from tests.conftest import run_cli
-from tests.strategies import tree_pairs, trees
 
 SWIM = "(ROOT (S (NP (PRP I)) (VP (VBP swim) (PP (IN across) (NP (DT the) (NN river)))) (. .)))"
 OLD_MAN = "(ROOT (S (NP (DT the) (JJ old) (NN man)) (VP (VBD saw) (NP (DT a) (NN dog))) (. .)))"
@@ -59,7 +59,7 @@ def test_flat_node_nary_ties_cnf_grows():
 
 @pytest.mark.parametrize("tree", ["(ROOT (NN hello))", "(NN hello)", "(ROOT (S (NP (NN hello))))"])
 def test_one_word_sentence_has_no_gaps(tree):
-    for mode in ("cnf", "nary"):
+    for mode in GAP_MODES:
         g = tree_gaps(tree, mode)
         assert g.shape == (0,) and g.dtype == np.int16
 
@@ -245,8 +245,21 @@ def test_cli_distance_bad_tree_names_line(tmp_path):
     assert out.returncode == 2 and "<stdin>:2: blank line" in out.stderr
 
 
-def test_cli_modes_are_the_library_modes():
-    from synprep.cli.features import MODES
-    from synprep.features.distance import MODES as LIB_MODES
+def test_every_gap_mode_choice_is_the_one_gap_modes():
+    from synprep.cli.features import distance_cmd
+    from synprep.cli.shards import show_cmd
+    from synprep.errors import ConfigError
+    from synprep.show import GAP_MODES as SHOW_MODES
+    from synprep.train.config import TrainConfig
 
-    assert MODES == LIB_MODES
+    for cmd in (distance_cmd, show_cmd):
+        [mode] = [p for p in cmd.params if p.name == "mode"]
+        assert tuple(mode.type.choices) == GAP_MODES, cmd.name
+    assert SHOW_MODES is GAP_MODES
+    assert [tree_gaps("(S (A a) (B b) (C c))", m).tolist() for m in GAP_MODES] == [[2, 1], [1, 1]]
+    with pytest.raises(ValueError, match="unknown distance mode 'binary'; choose one of cnf, nary"):
+        tree_gaps("(S (A a) (B b))", "binary")
+    for mode in GAP_MODES:
+        TrainConfig(syntax="pure", syntax_source="slr", slr_gaps=mode).validate()
+    with pytest.raises(ConfigError, match="slr_gaps must be one of cnf, nary, got 'binary'"):
+        TrainConfig(syntax="pure", syntax_source="slr", slr_gaps="binary").validate()

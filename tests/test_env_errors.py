@@ -14,7 +14,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_DATA, run_cli
+from helpers import SAMPLE_DATA, run_cli
 
 from synprep.parse.cache import ParseCache, cache_key, encode
 from synprep.textio import atomic_write

@@ -14,6 +14,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+from helpers import run_cli
 
 from synprep.errors import ConfigError, InputError
 from synprep.export import EXPORTERS, export, get_exporter
@@ -26,7 +27,6 @@ from synprep.shards import SplitReader, open_split
 from synprep.shards.synthetic import write_folder
 from synprep.show import load_pair
 from synprep.text.escape import unescape
-from tests.conftest import run_cli
 from tests.iwslt_sample import N_LINES, Sample, iwslt_sample
 
 

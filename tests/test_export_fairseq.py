@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import ROOT, missing, run_cli
 
 from synprep.features.parents import parent_positions
 from synprep.shards import SplitReader, open_split
-from tests.conftest import ROOT, missing, run_cli
 from tests.iwslt_sample import N_LINES, Sample, iwslt_sample
 
 pytestmark = pytest.mark.slow

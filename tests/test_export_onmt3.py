@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import run_cli
 
 from synprep.constants import UNK_ID
 from synprep.export.factors import FACTORS
 from synprep.shards import SplitReader, open_split
-from tests.conftest import run_cli
 from tests.export_folders import three_split_folder
 
 pytestmark = pytest.mark.slow

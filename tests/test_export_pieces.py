@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from helpers import run_cli
 
 from synprep.constants import EOS_ID, UNK_ID
 from synprep.export.factors import FACTORS
@@ -23,7 +24,6 @@ from synprep.export.mmidx import read_mmidx
 from synprep.shards import SplitReader, open_split
 from synprep.shards.synthetic import write_folder
 from synprep.vocab import Vocab
-from tests.conftest import run_cli
 from tests.export_folders import three_split_folder
 
 pytestmark = pytest.mark.slow

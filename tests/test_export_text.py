@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import run_cli
 
 from synprep.constants import UNK_ID
 from synprep.export.factors import FACTORS
 from synprep.shards import SplitReader, open_split
 from synprep.text.escape import unescape_tokens
 from synprep.text.tokenize import moses_lowercase, tokenize_line
-from tests.conftest import run_cli
 from tests.export_folders import SAMPLE, lowercase_folder, same_language_folder
 
 pytestmark = pytest.mark.slow

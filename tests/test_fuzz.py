@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from builders import small_folder
-from conftest import run_cli
 from fuzz_strategies import (
     check_conllu_bytes,
     check_damaged_folder,
@@ -24,6 +23,7 @@ from fuzz_strategies import (
     read_blocks,
     tree_texts,
 )
+from helpers import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -12,8 +12,7 @@ import subprocess
 import sys
 
 import pytest
-
-from tests.conftest import ROOT
+from helpers import ROOT
 
 pytestmark = pytest.mark.slow
 

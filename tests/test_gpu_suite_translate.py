@@ -13,8 +13,7 @@ import subprocess
 import sys
 
 import pytest
-
-from tests.conftest import ROOT
+from helpers import ROOT
 
 
 def test_translate_figure_is_a_length_bound_workload_for_both_presets():

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_DATA, run_cli
+from helpers import SAMPLE_DATA, run_cli
 from pipeline_runs import (
     assert_lines_accounted,
     assert_same_folder,

@@ -19,7 +19,6 @@ import h5py
 import numpy as np
 import pytest
 from builders import one_line, reseal, small_folder_fixtures, write_folder
-from conftest import ROOT
 from fuzz_strategies import (
     damage_attribute_metadata,
     damage_gzip_chunk,
@@ -27,6 +26,7 @@ from fuzz_strategies import (
     deflate_bomb,
     shift_heap_range,
 )
+from helpers import ROOT
 
 from synprep.errors import InputError
 from synprep.shards import SplitReader, check_dir, open_split

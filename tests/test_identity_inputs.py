@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import run_cli
 
 from synprep.parse.base import ParserSpec
 from synprep.parse.run import parser_identity
@@ -12,7 +13,6 @@ from synprep.parse.source import produces_trees
 from synprep.shards import check_dir
 from synprep.shards.reader import open_split
 from synprep.signature import file_sha256
-from tests.conftest import run_cli
 from tests.test_real_input import GERMAN, TREES, stanza_args
 
 

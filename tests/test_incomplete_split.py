@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from builders import one_line, write_corpus
-from conftest import run_cli
+from helpers import run_cli
 from test_lock import shard_args, start
 
 from synprep.shards import check_dir

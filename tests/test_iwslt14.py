@@ -6,13 +6,13 @@ import filecmp
 import tarfile
 
 import pytest
+from helpers import run_cli
 
 from synprep.errors import InputError
 from synprep.recipes.iwslt14 import TEST_SETS, prepare
 from synprep.text.bpe import learn_bpe
 from synprep.text.clean import clean_pairs
 from synprep.text.tokenize import moses_lowercase, tokenize_line
-from tests.conftest import run_cli
 
 
 @pytest.fixture(scope="module")

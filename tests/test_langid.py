@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import run_cli
 
 from synprep.text.langid import detect_language, looks_lowercased, sample_lines
-from tests.conftest import run_cli
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 

@@ -4,6 +4,7 @@ pure moves that broke the cycles (one tree primitive, the Moses escape table).""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import random
@@ -154,3 +155,22 @@ def test_one_parse_tree_with_the_strict_error():
     # the features read a tree as written (no normalization: an empty element is a word there)
     assert distance.nary_gaps("(S (NP (-NONE- *)) (VP (V x)))").tolist() == [1]
     assert trees.tree_to_str(parse_tree("(S (NP (-NONE- *)) (VP (V x)))")) == "(ROOT (S (VP (V x))))"
+
+
+def test_test_modules_import_their_helpers_under_one_name_and_never_conftest():
+    """pytest loads ``conftest.py`` itself; a test module that imports it (or a helper module under two names,
+    ``helpers`` and ``tests.helpers``) loads a second copy of it, with its own module-level state."""
+    tests = ROOT / "tests"
+    local = {p.stem for p in tests.glob("*.py")}
+    spellings: dict[str, set[str]] = {}
+    for p in sorted(tests.glob("*.py")):
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            for name in names:
+                stem = name.removeprefix("tests.")
+                if stem in local:
+                    spellings.setdefault(stem, set()).add(name)
+                    assert stem != "conftest", f"{p.name} imports conftest ({name}): import it from tests/helpers.py"
+    assert {"helpers", "builders", "pipeline_runs"} <= set(spellings)
+    assert {stem: names for stem, names in spellings.items() if len(names) > 1} == {}

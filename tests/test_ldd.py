@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import head_vectors
 
 from synprep.features.ldd import label_ids, ldd_piece_matrix, line_ldd, sentence_ldd
 from synprep.types import DEPRELS, ParsedSentence, SparseLDD, deprel_id
-from tests.strategies import head_vectors
 
 HELLO = ParsedSentence(["hello", "."], ["INTJ", "PUNCT"], [0, 1], ["root", "punct"])
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from builders import write_corpora
-from conftest import ROOT, run_cli
+from helpers import ROOT, run_cli
 
 from synprep.errors import ConfigError
 from synprep.lock import check_split_name, sweep_stale_temps, temp_prefix

@@ -17,7 +17,7 @@ import socket
 
 import pytest
 from builders import one_line, small_folder
-from conftest import ROOT, run_cli_process
+from helpers import ROOT, run_cli_process
 
 from synprep.errors import InputError
 

@@ -15,8 +15,7 @@ import time
 
 import psutil
 import pytest
-
-from tests.conftest import ROOT, SHARED_DATA, run_cli
+from helpers import ROOT, SHARED_DATA, run_cli
 
 TED = SHARED_DATA / "ted_toy"
 #: a worker must be gone this many seconds after its parent (it looks every 0.25 s)

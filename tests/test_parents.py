@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import head_vectors
 
 from synprep.cli.features import parents_lines
 from synprep.errors import InputError
 from synprep.features.parents import gaussian_weights, parent_positions
 from synprep.types import ParsedLine, ParsedSentence
-from tests.strategies import head_vectors
 
 # "The mon@@ key eats a ban@@ ana": The->monkey, monkey->eats, eats=root, a->banana, banana->eats
 HEADS = np.array([2, 3, 0, 5, 3])

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from synprep.parallel import chunked
 from synprep.parse.ssplit import split_sentences

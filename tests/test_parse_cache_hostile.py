@@ -13,7 +13,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from helpers import run_cli
 
 from synprep.parse import ParseCache, ParserSpec
 from synprep.parse import run as parse_run

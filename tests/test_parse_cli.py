@@ -6,9 +6,9 @@ from pathlib import Path
 
 import conllu
 import pytest
+from helpers import run_cli
 
 from synprep.parse.conllu_io import read_conllu
-from tests.conftest import run_cli
 
 pytestmark = pytest.mark.slow
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import torch
 from click.testing import CliRunner
+from helpers import ROOT, run_cli
 
 from synprep.config import CONFIG_VERSION, DataConfig
 from synprep.errors import ConfigError
-from tests.conftest import ROOT, run_cli
 
 SAMPLE = ROOT / "sample_data"
 

@@ -21,7 +21,7 @@ from synprep.parallel import STAGE_STATS, stage_map
 from synprep.parse import run as parse_run
 from synprep.parse.base import ParserSpec
 from synprep.parse.ssplit import split_sentences
-from synprep.parse.stanza_decode import sentence_ldd
+from synprep.parse.stanza_decode import biaffine_ldd
 from synprep.parse.stanza_parser import StanzaParser
 from synprep.text.escape import unescape_tokens
 
@@ -73,7 +73,7 @@ def test_forward_then_decode_gives_stanzas_trees_and_the_batch_ldd(stanza_dir, s
     # the LDD the padded batch gives (the arrays the model returned, before the forward cut them out)
     ldds: list = []
     for scores, sentlens, orig_idx in parser.depparse_batches(parser.nlp(doc, processors="depparse")):
-        ldds += unsort([sentence_ldd(scores[0][i], scores[2][i], m - 1, parser.relations, parser.spec.ldd_threshold)
+        ldds += unsort([biaffine_ldd(scores[0][i], scores[2][i], m - 1, parser.relations, parser.spec.ldd_threshold)
                         for i, m in enumerate(sentlens)], orig_idx)
     if parser.last_loader.data_orig_idx is not None:
         ldds = unsort(ldds, parser.last_loader.data_orig_idx)
@@ -242,7 +242,7 @@ def test_an_in_process_parse_runs_with_one_thread_whoever_loaded_the_parser(stan
     as its threads: the warm-up's thread loads the parser and caps its own threads, and under OpenMP a thread's
     count is its own; the models must still run with the one thread a worker runs them with, so the folder is
     the bytes a separate ``-j 2`` run makes (they were not: one LDD probability in 1,671 differed)."""
-    from conftest import run_cli
+    from helpers import run_cli
 
     before = torch.get_num_threads()
     torch.set_num_threads(2)

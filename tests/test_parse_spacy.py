@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import run_cli
 
 from synprep.cli import cli
 from synprep.errors import ConfigError, InputError
@@ -18,7 +19,6 @@ from synprep.parse.evaluate import evaluate_conllu, evaluate_parser, write_own_t
 from synprep.parse.registry import PARSER_BACKENDS, parser_names
 from synprep.parse.spacy_parser import SpacyParser, check_labels, output_label, read_label_map, ud_base
 from synprep.types import DEPRELS
-from tests.conftest import run_cli
 
 JA = "銀座 で ランチ を ご 一緒 し ましょう 。".split()
 FR = "Le chat de la voisine dort sur le canapé .".split()
@@ -61,6 +61,19 @@ def test_parse_cli_offers_exactly_the_registry() -> None:
 def test_spec_refuses_options_without_effect(kwargs: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         ParserSpec(**kwargs)
+
+
+def test_every_device_choice_is_the_one_devices() -> None:
+    from synprep.cli.parse import parse_cmd
+    from synprep.constants import DEVICES
+    from synprep.parse.spacy_parser import SpacyParser
+    from synprep.parse.stanza_parser import StanzaParser
+
+    [device] = [p for p in parse_cmd.params if p.name == "device"]
+    assert tuple(device.type.choices) == DEVICES == ("cpu", "cuda")
+    assert StanzaParser.devices is DEVICES and SpacyParser.devices is DEVICES
+    with pytest.raises(ConfigError, match="unknown device 'tpu'; choose one of cpu, cuda"):
+        ParserSpec(name="stanza", device="tpu")
 
 
 # --- UD labels only ---------------------------------------------------------------------------------

@@ -10,11 +10,11 @@ import json
 
 import h5py
 import pytest
+from helpers import run_cli
 
 from synprep.shards.reader import open_split
 from synprep.text.escape import unescape_tokens
 from synprep.text.tokenize import moses_lowercase
-from tests.conftest import run_cli
 
 N = 30
 

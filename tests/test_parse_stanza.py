@@ -191,15 +191,15 @@ def test_identity_names_models_and_settings(stanza_dir: Path) -> None:
     )  # fmt: skip
 
 
-def test_sentence_ldd_keeps_each_words_best_entry_under_any_threshold():
+def test_biaffine_ldd_keeps_each_words_best_entry_under_any_threshold():
     """A uniform (maximally uncertain) distribution has no entry above 0.5, yet every word keeps one."""
     import numpy as np
 
-    from synprep.parse.stanza_parser import sentence_ldd
+    from synprep.parse.stanza_decode import biaffine_ldd
 
     n, R, L = 3, 4, 5
     head_logp = np.log(np.full((L, L), 1 / L))
     rel_logp = np.log(np.full((L, L, R), 1 / R))
-    ldd = sentence_ldd(head_logp, rel_logp, n, ["a", "b", "c", "d"], threshold=0.5)
+    ldd = biaffine_ldd(head_logp, rel_logp, n, ["a", "b", "c", "d"], threshold=0.5)
     assert ldd.dep.tolist() == [1, 2, 3]
     np.testing.assert_allclose(ldd.prob, 1 / (4 * 4))  # renormalized over n+1 = 4 heads, R = 4 relations

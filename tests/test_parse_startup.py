@@ -10,8 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tests.conftest import ROOT
+from helpers import ROOT
 
 pytestmark = pytest.mark.slow
 

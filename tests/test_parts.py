@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, run_cli_process
+from helpers import run_cli, run_cli_process
 from pipeline_runs import (
     assert_same_folder,
     kill_group,

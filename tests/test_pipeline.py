@@ -11,6 +11,7 @@ import json
 import h5py
 import numpy as np
 import pytest
+from helpers import ROOT, run_cli
 
 from synprep.config import DataConfig
 from synprep.errors import ConfigError, InputError
@@ -18,7 +19,6 @@ from synprep.parse.conllu_io import read_conllu
 from synprep.pipeline import Runtime, run_annotate, run_pipeline
 from synprep.shards import check_dir, open_split
 from synprep.vocab import Vocab
-from tests.conftest import ROOT, run_cli
 
 SAMPLE = ROOT / "sample_data"
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 from builders import write_pair
-from conftest import run_cli
+from helpers import run_cli
 
 from synprep.config import DataConfig, differences
 from synprep.errors import ConfigError

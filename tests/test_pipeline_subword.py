@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import SAMPLE_DATA, run_cli
+from helpers import SAMPLE_DATA, run_cli
 
 from synprep.shards import ShardReader
 from synprep.shards.check import check_dir

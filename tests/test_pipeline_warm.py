@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_DATA
+from helpers import SAMPLE_DATA
 from pipeline_runs import assert_same_folder, pipeline_args, run_ok
 from test_annotate_stream import _alive
 

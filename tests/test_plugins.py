@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import run_cli
+from helpers import run_cli
 
 from synprep.errors import ConfigError
 from synprep.parse.base import ParserSpec, plugin_options

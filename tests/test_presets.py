@@ -10,6 +10,7 @@ import logging
 import pytest
 import torch
 from click.testing import CliRunner
+from helpers import run_cli
 
 from synprep.cli import cli
 from synprep.errors import ConfigError
@@ -26,7 +27,6 @@ from synprep.train.config import (
     preset_names,
     with_overrides,
 )
-from tests.conftest import run_cli
 
 #: the gated paper's IWSLT14 De-En setup every re-implemented baseline shares (§5.1; the reference
 #: architecture distance_transformer_iwslt_de_en: pre-norm, ReLU dropout 0.1)

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import ROOT
 
 from synprep.shards import PAIR_KEYS, SplitReader, iter_pairs, open_split, pad_batch, pair_dict
 from synprep.shards.synthetic import write_folder
-from tests.conftest import ROOT
 
 
 @pytest.fixture(scope="module")

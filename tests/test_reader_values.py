@@ -17,7 +17,7 @@ import h5py
 import numpy as np
 import pytest
 from builders import copy_folder, one_line, reseal, small_folder
-from conftest import run_cli
+from helpers import run_cli
 
 from synprep.errors import InputError
 from synprep.shards import check_dir, open_split

@@ -11,12 +11,12 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import ROOT, run_cli
+from pipeline_runs import folder_bytes
 
 from synprep.errors import InputError
 from synprep.shards import check_dir, open_split
 from synprep.vocab import Vocab
-from tests.conftest import ROOT, run_cli
-from tests.pipeline_runs import folder_bytes
 
 SAMPLE = ROOT / "sample_data"
 
@@ -296,7 +296,7 @@ def test_input_errors_exit_with_status_2(tmp_path):
 
 def test_config_file_reproduces_the_folder_byte_for_byte(tmp_path, stanza_dir):
     """`synprep pipeline --config OUT/pipeline.json` with the same inputs writes the same bytes."""
-    from tests.pipeline_runs import assert_same_folder
+    from pipeline_runs import assert_same_folder
 
     src, tgt = head(SAMPLE / "train.de", tmp_path / "s.de", 20), head(SAMPLE / "train.en", tmp_path / "t.en", 20)
     cache = ["--stanza-dir", str(stanza_dir), "--cache", str(tmp_path / "c.db")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from builders import write_corpora
-from conftest import run_cli
+from helpers import run_cli
 from test_lock import shard_args
 
 from synprep.shards import check_dir

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from strategies import head_vectors
 
 from synprep.features.relations import (
     ancestor_mask,
@@ -14,7 +15,6 @@ from synprep.features.relations import (
     tree_depth,
     tree_relations,
 )
-from tests.strategies import head_vectors
 
 # The monkey eats a banana: The->monkey, monkey->eats, eats=root, a->banana, banana->eats
 HEADS = [2, 3, 0, 5, 3]

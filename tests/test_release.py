@@ -9,10 +9,10 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+from helpers import ROOT, run_cli
 
 from synprep.shards import SplitReader, open_split
 from synprep.shards.synthetic import write_folder
-from tests.conftest import ROOT, run_cli
 
 
 @pytest.fixture(scope="module")

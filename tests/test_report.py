@@ -17,7 +17,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from conftest import SAMPLE_DATA, run_cli
+from helpers import SAMPLE_DATA, run_cli
 
 from synprep.config import DataConfig
 from synprep.parse.evaluate import evaluate_conllu

@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE_DATA
+from helpers import SAMPLE_DATA
 
 from synprep.config import DataConfig
 from synprep.pipeline import Runtime, run_annotate, run_pipeline

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from builders import small_folder, write_corpus
-from conftest import run_cli
+from helpers import run_cli
 
 from synprep.types import DEPRELS, UPOS_TAGS
 

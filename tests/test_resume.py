@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from helpers import run_cli
 from pipeline_runs import (
     assert_lines_accounted,
     assert_same_folder,

@@ -22,11 +22,11 @@ import sys
 import pytest
 import torch
 from builders import one_line, toy_shards
+from helpers import ROOT, run_cli
 
 from synprep.train.checkpoint import LAST, load_checkpoint, save_checkpoint
 from synprep.train.config import MAX_WORKERS
 from synprep.train.rundir import bounded_workers
-from tests.conftest import ROOT, run_cli
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 

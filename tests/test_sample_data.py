@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from helpers import SAMPLE_DATA
 
 from synprep.text.clean import CleanStats, clean_pairs
 from synprep.text.tokenize import tokenize_lines
-from tests.conftest import SAMPLE_DATA
 
 SIZES = {"train": 300, "valid": 40, "test": 40}
 #: sample_data/README.md, "What cleaning drops"

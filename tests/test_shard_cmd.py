@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import run_cli
 
 from synprep.align import bpe_words
 from synprep.errors import InputError
@@ -20,7 +21,6 @@ from synprep.pipeline import numbered_parses
 from synprep.shards import SplitReader, open_split
 from synprep.show import load_pair
 from synprep.vocab import Vocab
-from tests.conftest import run_cli
 from tests.iwslt_sample import N_LINES, Sample, iwslt_sample
 
 pytestmark = pytest.mark.slow

@@ -294,7 +294,7 @@ def test_check_passes_sound_maps_and_ignores_maps_of_another_layout(folder):
 
 def test_the_check_command_reports_a_damaged_map(folder):
     """The command's verdict names the map's file and the fix, exit 1."""
-    from tests.conftest import run_cli
+    from helpers import run_cli
 
     _flip_start(_key(folder))
     proc = run_cli("check", str(folder), check=False)

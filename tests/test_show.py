@@ -7,12 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import run_cli
 
 from synprep.errors import InputError
 from synprep.features.slr import hard_slr_mask, soft_slr_mask
 from synprep.show import PairView, load_pair, pair_figure, pair_matrices, pair_text
 from synprep.types import PairRecord
-from tests.conftest import run_cli
 from tests.iwslt_sample import Sample, iwslt_sample
 
 pytestmark = pytest.mark.slow

@@ -13,7 +13,7 @@ import h5py
 import numpy as np
 import pytest
 from builders import one_line, reseal, small_folder_fixtures
-from conftest import run_cli
+from helpers import run_cli
 
 from synprep.errors import InputError
 from synprep.shards import Manifest, SplitReader, check_dir, open_split

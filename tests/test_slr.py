@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from helpers import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from nltk.tree import Tree
 from nltk.tree.transforms import chomsky_normal_form
+from strategies import trees
 
 from synprep.constants import GAP_EOS
 from synprep.features import slr_torch
@@ -22,8 +24,6 @@ from synprep.features.slr import (
     soft_slr_log_mask,
     soft_slr_mask,
 )
-from tests.conftest import run_cli
-from tests.strategies import trees
 
 SPEC_GAPS = [6, 4, 3, 2, 5, 2000]
 SPEC_HARD = ["1111110", "1111100", "0111100", "0011100", "0001110", "0111111", "1111111"]

@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from tests.conftest import run_cli
+from helpers import run_cli
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 

@@ -8,15 +8,15 @@ import glob
 import conllu
 import numpy as np
 import pytest
+from helpers import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from synprep.errors import ConfigError, InputError
 from synprep.subword import SCHEMES, load_scheme, scheme_class
 from synprep.subword.base import SubwordScheme
-from synprep.subword.offsets import AlignStats, align_offsets, check_word_index, locate_words
+from synprep.subword.offsets import AlignStats, align_offsets, check_stored_word_index, locate_words
 from synprep.subword.spm import SpmScheme
-from tests.conftest import run_cli
 
 SP = "\u2581"
 
@@ -159,11 +159,11 @@ def test_locate_words_finds_words_in_order_and_names_a_missing_one():
         locate_words("a b", ["a", "x"], line=3, path="f.txt")
 
 
-def test_check_word_index():
-    assert check_word_index([0, 0, 1], 3, 2).tolist() == [0, 0, 1]
+def test_check_stored_word_index():
+    assert check_stored_word_index([0, 0, 1], 3, 2).tolist() == [0, 0, 1]
     for bad in ([0, 2, 2], [1, 1, 1], [0, 1, 0]):
         with pytest.raises(InputError):
-            check_word_index(bad, 3, 3)
+            check_stored_word_index(bad, 3, 3)
 
 
 # --- real models ------------------------------------------------------------------------------
@@ -288,4 +288,4 @@ def test_stats_add_up():
     assert a.as_dict() == {"pieces_split": 2, "parts_added": 3, "lines_with_split": 2, "pieces_to_next_word": 1,
                            "pieces_overlapping": 4}
     assert AlignStats.from_tuple(a.as_tuple()) == a
-    assert np.array_equal(check_word_index([0], 1, 1), [0])
+    assert np.array_equal(check_stored_word_index([0], 1, 1), [0])

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers import run_cli
 
 from synprep.cli import cli
 from synprep.train.config import SYNTAX_FIELDS, TrainConfig, preset_data, source_preset, system_names
 from synprep.train.sources import SOURCES
-from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 

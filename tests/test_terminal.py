@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import ROOT, run_cli
 
 from synprep.progress import Progress, format_duration
-from tests.conftest import ROOT, run_cli
 
 
 class Clock:

@@ -6,8 +6,7 @@ Never a traceback, never a silently shorter output, never a half-written output 
 from __future__ import annotations
 
 import pytest
-
-from tests.conftest import run_cli
+from helpers import run_cli
 
 BPE_CODES = "#version: 0.2\ne r</w>\nl o\n"
 

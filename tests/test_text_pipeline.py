@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tests.conftest import run_cli
+from helpers import run_cli
 
 
 def test_ted_toy_through_the_cli(shared_data, tmp_path):

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from synprep.errors import InputError
-from synprep.textio import atomic_write, count_lines, iter_lines, iter_pairs
+from synprep.textio import atomic_write, count_lines, iter_line_pairs, iter_lines
 
 
 def test_crlf_and_missing_final_newline(tmp_path):
@@ -35,7 +35,7 @@ def test_pair_count_mismatch_names_both_counts(tmp_path, ns, nt):
     s.write_text("a\n" * ns)
     t.write_text("b\n" * nt)
     with pytest.raises(InputError, match=f"{s} has {ns} lines, {t} has {nt}"):
-        list(iter_pairs(s, t))
+        list(iter_line_pairs(s, t))
 
 
 def test_atomic_write_leaves_nothing_on_error(tmp_path):
@@ -66,7 +66,7 @@ def test_full_disk_is_a_clear_error_not_a_traceback():
     import subprocess
     import sys
 
-    from tests.conftest import ROOT
+    from helpers import ROOT
 
     with open("/dev/full", "w") as full:
         proc = subprocess.run([sys.executable, "-m", "synprep", "tokenize", "-l", "en"],

@@ -25,11 +25,11 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+from helpers import run_cli
 from sacremoses import MosesTokenizer
 
 from synprep.text.escape import escape
 from synprep.vocab import Vocab
-from tests.conftest import run_cli
 
 #: case → (source line, target line), tokens separated by single spaces; line k of every corpus is
 #: case k (the first line starts with "|": the first line is what a factored corpus is detected by)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from helpers import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,7 +16,6 @@ from synprep.text.tokenize import (
     tokenize_lines,
     tokenize_stream,
 )
-from tests.conftest import run_cli
 
 
 @pytest.mark.parametrize("text,lang,expected", [

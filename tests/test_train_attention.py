@@ -21,7 +21,7 @@ from synprep.train.masks import ldd_weights, padding_bias, pascal_weights, slr_b
 from synprep.train.model import Seq2Seq
 from synprep.train.sources.base import SyntaxInputs
 from synprep.train.sources.pascal import Pascal
-from synprep.train.toydata import build_vocab, make_record
+from synprep.train.toydata import build_vocab, record_of_words
 
 B, H, T, DH = 3, 4, 9, 8
 
@@ -180,7 +180,7 @@ def test_encoder_sentence_alone_equals_sentence_in_padded_batch(source):
     sents = [["ein", "hund", "läuft", "über", "die", "wiese"], ["zwei", "kinder"],
              ["eine", "frau", "mit", "einem", "großen", "sonnenschirm", "steht", "am", "strand"]]
     symbols = build_vocab(sents, split_len=5).symbols
-    recs = [make_record(i + 1, [s], s[:3], symbols, rng, split_len=5) for i, s in enumerate(sents)]
+    recs = [record_of_words(i + 1, [s], s[:3], symbols, rng, split_len=5) for i, s in enumerate(sents)]
     cfg = with_overrides(load_preset("tiny"), {"syntax_source": source, "dropout": 0.0})
     torch.manual_seed(0)
     model = Seq2Seq(cfg, len(symbols)).eval()

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 import torch
+from helpers import run_cli
 
 from synprep.errors import ConfigError
 from synprep.train.config import (
@@ -21,8 +22,7 @@ from synprep.train.data import Collater
 from synprep.train.decode import beam_search, greedy_search
 from synprep.train.metrics import bleu_scores, remove_bpe
 from synprep.train.model import Seq2Seq
-from synprep.train.toydata import build_vocab, make_record
-from tests.conftest import run_cli
+from synprep.train.toydata import build_vocab, record_of_words
 
 
 def test_iwslt_preset_is_the_papers_setup():
@@ -70,7 +70,7 @@ def model_and_batch():
     rng = np.random.default_rng(1)
     sents = [["ein", "mann", "schläft"], ["zwei", "hunde", "rennen", "über", "eine", "wiese"], ["ja"]]
     vocab = build_vocab(sents, split_len=4)
-    recs = [make_record(i + 1, [s], s, vocab.symbols, rng, split_len=4) for i, s in enumerate(sents)]
+    recs = [record_of_words(i + 1, [s], s, vocab.symbols, rng, split_len=4) for i, s in enumerate(sents)]
     torch.manual_seed(0)
     model = Seq2Seq(load_preset("tiny"), len(vocab)).eval()
     return model, Collater({"slr"})(list(enumerate(recs)))

@@ -11,11 +11,11 @@ import sys
 import numpy as np
 import torch
 from builders import toy_shards
+from helpers import ROOT, run_cli
 
 from synprep.train.checkpoint import LAST, load_checkpoint
 from synprep.train.config import config_from_dict
 from synprep.train.model import Seq2Seq
-from tests.conftest import ROOT, run_cli
 
 # no randomness inside a step (dropout, syntax dropout), gates learning from step 1
 DETERMINISTIC = ["--max-steps", "2", "--set", "dropout=0", "--set", "syntax_dropout=0", "--set", "log_interval=1",

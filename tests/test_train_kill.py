@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 from builders import metrics_rows, toy_records
+from helpers import run_cli, run_cli_process
 
 from synprep.train import checkpoint as ckpt
 from synprep.train.checkpoint import BEST, LAST, load_checkpoint
@@ -18,7 +19,6 @@ from synprep.train.config import load_preset, with_overrides
 from synprep.train.data import RecordDataset
 from synprep.train.loop import Trainer
 from synprep.train.toydata import write_toy_shards
-from tests.conftest import run_cli, run_cli_process
 
 
 class Killed(BaseException):

@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 from builders import toy_records
+from helpers import run_cli
 
 from synprep.errors import ConfigError
 from synprep.train.checkpoint import LAST, load_checkpoint
 from synprep.train.config import TrainConfig, load_preset, with_overrides
 from synprep.train.data import RecordDataset
 from synprep.train.loop import Trainer
-from tests.conftest import run_cli
 
 
 @pytest.fixture(scope="module")

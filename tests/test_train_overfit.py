@@ -9,8 +9,7 @@ import re
 import numpy as np
 import pytest
 from builders import toy_shards
-
-from tests.conftest import run_cli
+from helpers import run_cli
 
 
 @pytest.fixture(scope="module")

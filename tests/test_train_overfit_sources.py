@@ -12,7 +12,7 @@ import torch
 from synprep.train.config import load_preset, with_overrides
 from synprep.train.data import RecordDataset
 from synprep.train.loop import Trainer
-from synprep.train.toydata import build_vocab, make_record, read_pairs
+from synprep.train.toydata import build_vocab, read_pairs, record_of_words
 
 RUNS = {
     "lisa": {"syntax": "hard", "syntax_source": "lisa", "syntax_layers": [0], "syntax_heads": [0]},
@@ -27,7 +27,7 @@ def data(shared_data):
     pairs = read_pairs(shared_data / "multi30k/train.de.gz", shared_data / "multi30k/train.en.gz", 64, "de", "en")
     symbols = build_vocab([w for pair in pairs for w in pair], split_len=7).symbols
     rng = np.random.default_rng(0)
-    recs = [make_record(i + 1, [s[: len(s) // 2], s[len(s) // 2:]] if i % 10 == 0 else [s], t, symbols, rng)
+    recs = [record_of_words(i + 1, [s[: len(s) // 2], s[len(s) // 2:]] if i % 10 == 0 else [s], t, symbols, rng)
             for i, (s, t) in enumerate(pairs)]
     return RecordDataset(recs), symbols
 

@@ -21,10 +21,10 @@ import time
 import pytest
 import torch
 from builders import metrics_rows, one_line, toy_shards
+from helpers import ROOT, run_cli, run_cli_process
 
 from synprep.train.checkpoint import BEST, KILL_ENV, KILL_SIGNAL_ENV, LAST, load_checkpoint
 from synprep.train.rundir import RUN_LOCK
-from tests.conftest import ROOT, run_cli, run_cli_process
 
 
 @pytest.fixture(scope="module")

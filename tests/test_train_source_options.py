@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from helpers import run_cli
 
 from synprep.errors import ConfigError
 from synprep.train.config import (
@@ -23,7 +24,6 @@ from synprep.train.config import (
 from synprep.train.schema import GATE_FIELDS, SYNTAX_CORE, _with_source_options
 from synprep.train.sources import SOURCES, source_options
 from synprep.train.sources.specs import SourceSpec, source_option
-from tests.conftest import run_cli
 
 #: a config.json in the layout with flat source fields (every source option away from its default),
 #: and what the code that wrote that layout computed from it
@@ -66,7 +66,7 @@ def test_an_old_flat_config_loads_unchanged_and_builds_the_same_model(old, descr
                                                                       absolute):
     from synprep.train.data import Collater
     from synprep.train.model import Seq2Seq
-    from synprep.train.toydata import build_vocab, make_record
+    from synprep.train.toydata import build_vocab, record_of_words
 
     cfg = config_from_dict(json.loads(json.dumps(old)), "old config.json")
     # saved again: the same keys and values (config.json, checkpoints), and the defaults of the fields added since
@@ -78,7 +78,7 @@ def test_an_old_flat_config_loads_unchanged_and_builds_the_same_model(old, descr
     rng = np.random.default_rng(1)
     sents = [["ein", "mann", "schläft"], ["zwei", "hunde", "rennen", "über", "eine", "wiese"], ["ja"]]
     vocab = build_vocab(sents, split_len=4)
-    recs = [make_record(i + 1, [s], s, vocab.symbols, rng, split_len=4) for i, s in enumerate(sents)]
+    recs = [record_of_words(i + 1, [s], s, vocab.symbols, rng, split_len=4) for i, s in enumerate(sents)]
     torch.manual_seed(0)
     model = Seq2Seq(cfg, len(vocab)).eval()
     batch = Collater(sorted(cfg.sources_used()), cfg)(list(enumerate(recs)))

@@ -31,7 +31,7 @@ from synprep.train.sources.base import SyntaxSource
 from synprep.train.sources.lisa import lisa_loss
 from synprep.train.sources.set import NONE, SELF, path_ids, set_relations
 from synprep.train.sources.sla import sla_word_mask
-from synprep.train.toydata import build_vocab, make_record
+from synprep.train.toydata import build_vocab, record_of_words
 from synprep.types import DEPRELS, PairRecord
 
 #: what a source needs besides its name to run as its paper runs it (LISA: one supervised head)
@@ -105,8 +105,8 @@ def test_the_parse_changes_the_encoder(name):
     """Same pieces, another parse: the encoder output (or LISA's loss, its only use of the parse) changes."""
     words = ["eine", "frau", "mit", "einem", "großen", "sonnenschirm", "steht", "am", "strand"]
     symbols = build_vocab([words], split_len=5).symbols
-    a = make_record(1, [words], words[:3], symbols, np.random.default_rng(1), split_len=5)
-    b = make_record(1, [words], words[:3], symbols, np.random.default_rng(7), split_len=5)
+    a = record_of_words(1, [words], words[:3], symbols, np.random.default_rng(1), split_len=5)
+    b = record_of_words(1, [words], words[:3], symbols, np.random.default_rng(7), split_len=5)
     assert np.array_equal(a.src_ids, b.src_ids) and not np.array_equal(a.heads, b.heads)
     cfg = paper_config(name, dropout=0.0, attention_dropout=0.0, syntax_dropout=0.0)
     torch.manual_seed(0)

@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import run_cli
 
 from synprep.errors import ConfigError, InputError
 from synprep.features.distance import both_gaps
 from synprep.parse.trees import match_leaves, read_tree_lines, tree_to_str
-from tests.conftest import run_cli
 
 if sys.version_info < (3, 11):  # treetools needs Python >= 3.11; CI runs 3.11
     pytest.skip("treetools needs Python >= 3.11", allow_module_level=True)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from helpers import run_cli
+
 from synprep.parse.trees import read_tree_lines, tree_to_str
-from tests.conftest import run_cli
 
 # Written for this test in the WSJ layout: ( (S ...) ) wrappers over several lines, traces (-NONE-) whose
 # constituents hold nothing else, function tags and indices, bracket leaves.

@@ -10,9 +10,9 @@ import socket
 from pathlib import Path
 
 import pytest
+from helpers import run_cli
 
 from synprep.errors import ConfigError, InputError
-from tests.conftest import run_cli
 
 
 def test_moses_prefix_line_once_and_true(tmp_path: Path) -> None:

@@ -10,8 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from tests.conftest import SAMPLE_DATA, run_cli
+from helpers import SAMPLE_DATA, run_cli
 
 
 def last_line(proc) -> str:

@@ -11,8 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from tests.conftest import ROOT, SAMPLE_DATA, run_cli
+from helpers import ROOT, SAMPLE_DATA, run_cli
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from builders import write_corpora
-from conftest import ROOT, run_cli
+from helpers import ROOT, run_cli
 from test_lock import files, hold
 
 from synprep.shards import check_dir

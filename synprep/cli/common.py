@@ -11,7 +11,7 @@ import click
 from click.core import ParameterSource
 
 from synprep.config import DEFAULTS
-from synprep.constants import MAX_SHARD_PAIRS, TOKENIZERS
+from synprep.constants import DEVICES, MAX_SHARD_PAIRS, TOKENIZERS
 from synprep.errors import ConfigError
 from synprep.parallel import BACKENDS, usable_cpus
 
@@ -213,7 +213,7 @@ def stanza_options(f):
     :func:`backend_plugin_options`.
     """
 
-    @click.option("--device", type=click.Choice(["cpu", "cuda"]), default="cpu", show_default=True,
+    @click.option("--device", type=click.Choice(DEVICES), default="cpu", show_default=True,
                   help="Where the parser runs (cuda: 8 workers per visible GPU, at most one per core, unless --jobs is given).")
     @click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULTS.parse.batch_size, show_default=True,
                   help="Sentences per parser call sent to a worker (more on a GPU).")

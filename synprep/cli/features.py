@@ -10,8 +10,8 @@ import click
 import numpy as np
 
 from synprep.cli.common import input_option, lowercase_option, output_option
+from synprep.constants import GAP_MODES
 from synprep.features.lines import (  # noqa: F401  (re-exported: the line tools' functions lived here)
-    MODES,
     RELATIONS,
     TREE_FORMATS,
     LineInput,
@@ -76,7 +76,7 @@ def align_cmd(input_path: str, output_path: str, words_path: str | None) -> None
 
 
 @click.command("distance")
-@click.option("--mode", type=click.Choice(MODES), default="cnf", show_default=True,
+@click.option("--mode", type=click.Choice(GAP_MODES), default="cnf", show_default=True,
               help="cnf: right-factored binarization, the reference data; nary: the papers' Algorithm 1.")
 @click.option("--trees", "trees_path", default="-", metavar="FILE",
               help="Bracketed trees (default: stdin).")

@@ -227,10 +227,10 @@ def download_cmd(lang: str, model_dir: str | None, package: str | None) -> None:
 @click.option("--dir", "model_dir", default=None, metavar="DIR", help="Resource directory (default: stanza's own).")
 @click.option("--package", default=None, metavar="NAME", help="Package (default: stanza's default).")
 @ldd_threshold_option
-def info_cmd(lang: str, model_dir: str | None, package: str | None, ldd_threshold: float) -> None:
+def models_info_cmd(lang: str, model_dir: str | None, package: str | None, ldd_threshold: float) -> None:
     """Show the processors and model files synprep would load for LANG, and the parser identity."""
     from synprep.parse import ParserSpec
-    from synprep.parse.stanza_parser import resolve_resources, short_identity, stanza_identity
+    from synprep.parse.stanza_parser import resolve_resources, stanza_identity, stanza_short_identity
 
     spec = ParserSpec(lang=lang, dir=model_dir, package=package, ldd_threshold=ldd_threshold)
     res = resolve_resources(spec)
@@ -243,7 +243,7 @@ def info_cmd(lang: str, model_dir: str | None, package: str | None, ldd_threshol
         click.echo(f"file\t{key}\t{path}")
     identity = stanza_identity(spec)
     click.echo(f"identity\t{identity}")
-    click.echo(f"signature\t{short_identity(identity)}")
+    click.echo(f"signature\t{stanza_short_identity(identity)}")
 
 
 @models_group.command("install")

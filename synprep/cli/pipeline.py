@@ -61,9 +61,9 @@ RUN_PARSER_OPTIONS = ("device", "batch_size", "no_ssplit", "cache_path", "no_cac
 def refuse_unused_parser_options(parser_name: str, codes: str | None = None) -> None:
     """Options that have no effect with the chosen parser (or with --codes) are errors (README)."""
     from synprep.cli.common import backend_params, refuse_other_backends_options, refuse_unused
-    from synprep.parse.source import source_class
+    from synprep.parse.registry import parse_source_class
 
-    if not source_class(parser_name).runs_parser:
+    if not parse_source_class(parser_name).runs_parser:
         refuse_unused([*backend_params(), *RUN_PARSER_OPTIONS, "trees_path"],
                       f"with --parser {parser_name} (the parses are imported, no parser runs)")
     else:

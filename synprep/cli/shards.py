@@ -9,7 +9,7 @@ import click
 from click.core import ParameterSource
 
 from synprep.cli.common import ldd_threshold_option, lowercase_option, shard_size_option, split_name
-from synprep.constants import SHARD_FORMAT_VERSION
+from synprep.constants import GAP_MODES, SHARD_FORMAT_VERSION
 from synprep.signature import signature
 
 
@@ -124,7 +124,7 @@ def shard_cmd(src: str, tgt: str, conllu_path: str, src_lang: str, tgt_lang: str
               help="Also draw the pair (dependency arcs, gaps, SLR masks, PASCAL weights) into this PNG.")
 @click.option("--tau", type=click.FloatRange(min=0.0, min_open=True), default=10.0, show_default=True,
               help="Temperature of the soft SLR mask in the figure.")
-@click.option("--mode", type=click.Choice(("cnf", "nary")), default="cnf", show_default=True,
+@click.option("--mode", type=click.Choice(GAP_MODES), default="cnf", show_default=True,
               help="Which stored gaps the figure's SLR masks use.")
 @click.option("--ldd-top", type=click.IntRange(min=1), default=3, show_default=True,
               help="LDD entries shown per word (most probable first).")

@@ -27,7 +27,7 @@ from synprep.cli.common import (
 from synprep.config import DEFAULTS
 from synprep.errors import ConfigError, InputError
 from synprep.signature import signature
-from synprep.textio import display_name, iter_lines, iter_pairs, open_output, write_lines
+from synprep.textio import display_name, iter_line_pairs, iter_lines, open_output, write_lines
 
 log = logging.getLogger("synprep")
 
@@ -156,7 +156,7 @@ def clean_cmd(src: str, tgt: str, ratio: float, min_len: int, max_len: int, max_
         fr = stack.enter_context(open_output(report)) if report else None
         if fr:
             fr.write(report_header() + "\n")
-        for r in clean_pairs(iter_pairs(src, tgt), ratio=ratio, min_len=min_len, max_len=max_len,
+        for r in clean_pairs(iter_line_pairs(src, tgt), ratio=ratio, min_len=min_len, max_len=max_len,
                              max_word_length=max_word_length, names=(display_name(src), display_name(tgt))):
             stats.add(r)
             if r.kept:

@@ -32,13 +32,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from synprep.constants import GAP_EOS, GAP_INTRA_WORD, GAP_SENTENCE
+from synprep.constants import GAP_EOS, GAP_INTRA_WORD, GAP_MODES, GAP_SENTENCE
 from synprep.tree import depth_message, leaf_mismatch, leaf_to_word, nltk_cnf, nltk_tree, parse_tree  # noqa: F401 - leaf_mismatch re-exported
 
 if TYPE_CHECKING:  # nltk by the functions that read or binarize a tree: the spreading and the checks never load it
     from nltk.tree import Tree
 
-MODES = ("cnf", "nary")
 
 
 def as_tree(tree: str | Tree) -> Tree:
@@ -147,7 +146,7 @@ def tree_gaps(tree: str | Tree, mode: str = "cnf") -> np.ndarray:
         return cnf_gaps(tree)
     if mode == "nary":
         return nary_gaps(tree)
-    raise ValueError(f"unknown distance mode {mode!r}; choose one of {', '.join(MODES)}")
+    raise ValueError(f"unknown distance mode {mode!r}; choose one of {', '.join(GAP_MODES)}")
 
 
 def both_gaps(tree: str | Tree, *, inplace: bool = False) -> tuple[np.ndarray, np.ndarray]:

@@ -24,7 +24,7 @@ from synprep.features.distance import both_gaps, leaf_mismatch, line_word_gaps, 
 from synprep.features.ldd import line_ldd
 from synprep.features.parents import check_heads
 from synprep.features.relations import ancestor_mask
-from synprep.subword.offsets import check_word_index
+from synprep.subword.offsets import check_stored_word_index
 from synprep.types import ParsedLine, ParsedSentence, deprel_id, smallest_unsigned, upos_id
 
 
@@ -138,7 +138,7 @@ def line_features(parsed: ParsedLine, pieces: Sequence[str], line: int, *, path:
     if word_index is None:
         index = align(pieces, words, line=line, path=path)
     else:
-        index = check_word_index(word_index, len(pieces), len(words), line=line, path=path)
+        index = check_stored_word_index(word_index, len(pieces), len(words), line=line, path=path)
 
     cnf: list[np.ndarray] = []
     nary: list[np.ndarray] = []

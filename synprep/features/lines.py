@@ -20,8 +20,6 @@ from synprep.features.slr import DEFAULT_TAU, hard_slr_mask, soft_slr_mask
 from synprep.textio import display_name, iter_lines
 from synprep.types import ParsedLine
 
-MODES = ("cnf", "nary")  # synprep.features.distance.MODES
-
 
 def format_floats(values: np.ndarray, decimals: int = 4) -> str:
     """Space-separated fixed-point numbers (``-0.0000`` printed as ``0.0000``)."""

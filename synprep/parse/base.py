@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass
 from typing import Any, ClassVar, NamedTuple
 
+from synprep.constants import DEVICES
 from synprep.defaults import PARSE_DEFAULTS
 from synprep.errors import ConfigError
 from synprep.parse.registry import PARSER_BACKENDS, parser_names
@@ -23,7 +24,6 @@ log = logging.getLogger(__name__)
 
 #: the registered parser names (:data:`synprep.parse.registry.PARSER_BACKENDS` is the source)
 PARSERS = parser_names()
-DEVICES = ("cpu", "cuda")
 
 
 def backend_option(default, flag: str, *, runtime: bool = False, omit_default: bool = False):

@@ -11,8 +11,8 @@ choices, the backends' command-line options, :class:`~synprep.parse.base.ParserS
 identities, signatures and the worker loader all read this table. Nothing else in synprep branches
 on a parser name.
 
-This module is the leaf of the parser stage: it imports no other synprep.parse module; the typed
-lookups are :func:`synprep.parse.base.backend_class` and :func:`synprep.parse.source.source_class`.
+This module is the leaf of the parser stage: it imports no other synprep.parse module; the class
+lookups are :func:`synprep.parse.base.backend_class` and :func:`parse_source_class`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ def parser_names() -> tuple[str, ...]:
 
 
 def parse_source_class(parser: str) -> Any:
-    """The ParseSource class of a ``--parser`` name (typed: :func:`synprep.parse.source.source_class`).
+    """The :class:`~synprep.parse.source.ParseSource` class of a ``--parser`` name (:data:`PARSE_SOURCES`, imported
+    when used).
 
     Raises:
         ConfigError: an unknown parser name (the message lists every ``--parser`` choice).

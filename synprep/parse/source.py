@@ -277,23 +277,7 @@ def same_text(line: str | None, parsed: ParsedLine, src: str, conllu: str) -> No
 
 
 #: kept for callers of earlier versions: the one numbered CoNLL-U reader is in synprep.parse.conllu_io
-def numbered_parses(conllu: str, n_lines: int) -> Iterator[ParsedLine]:
-    """:func:`synprep.parse.conllu_io.read_numbered` (the parses of lines ``1..n_lines``)."""
-    from synprep.parse.conllu_io import read_numbered
-
-    return read_numbered(conllu, n_lines)
-
-
-def source_class(parser: str) -> type[ParseSource]:
-    """The :class:`ParseSource` class of a ``--parser`` name (:data:`SOURCES`, imported when used).
-
-    Raises:
-        ConfigError: an unknown parser name.
-    """
-    cls: type[ParseSource] = parse_source_class(parser)
-    return cls
-
-
 def source_for(opts: ParseOptions) -> ParseSource:
     """The :class:`ParseSource` of ``opts.parser``. Raises ConfigError: an unknown parser name."""
-    return source_class(opts.parser)(opts)
+    source: ParseSource = parse_source_class(opts.parser)(opts)
+    return source

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from synprep.constants import DEVICES
 from synprep.errors import ConfigError, InputError
 from synprep.parse.base import (
     PARSE_SCHEMA,
@@ -242,7 +243,7 @@ class SpacyParser(ParserBackend):
     has_scores = False
     has_trees = False
     Options = SpacyOptions
-    devices = ("cpu", "cuda")
+    devices = DEVICES
     libraries = ("spacy",)
 
     @classmethod

@@ -210,7 +210,7 @@ class DecodeContext:
 
         The tree: :func:`decode_batch` (stanza 1.15 and numba) or stanza's own
         ``GraphParser.decode_graph_predictions`` (:func:`fast_decoder_available`); both give stanza's trees.
-        The LDD: :func:`sentence_ldd`. A reversed model's output is turned back as stanza's trainer does.
+        The LDD: :func:`biaffine_ldd`. A reversed model's output is turned back as stanza's trainer does.
         """
         n = len(s.words)
         labels = s.label_ids if s.label_ids is not None else np.zeros(s.head_logp.shape, np.int32)
@@ -222,7 +222,7 @@ class DecodeContext:
 
             tokens = GraphParser.decode_graph_predictions(self.vocab, 1, preds, [n + 1],
                                                           resolve_head_constraints=self.resolve)[0]
-        ldd = sentence_ldd(s.head_logp, s.rel_logp, n, self.relations, self.threshold)
+        ldd = biaffine_ldd(s.head_logp, s.rel_logp, n, self.relations, self.threshold)
         if self.reverse:  # stanza's Trainer.reverse_predictions, and the LDD mapped the same way
             tokens = [t if t[0] == 0 else [n + 1 - t[0], t[1]] for t in tokens[::-1]]
             ldd = reverse_ldd(ldd, n)
@@ -231,7 +231,7 @@ class DecodeContext:
                               tree_source="constituency" if s.tree else None, ldd=ldd)
 
 
-def sentence_ldd(
+def biaffine_ldd(
     head_logp: np.ndarray, rel_logp: np.ndarray, n: int, relations: list[str], threshold: float
 ) -> SparseLDD:
     """Sparse LDD of one sentence from stanza's biaffine log-probabilities (SPEC.md §4).

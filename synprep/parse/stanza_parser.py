@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from synprep.constants import DEVICES
 from synprep.errors import ConfigError
 from synprep.parse.base import (
     PARSE_SCHEMA,
@@ -47,13 +48,12 @@ from synprep.parse.base import (
     identity_fields,
     plugin_option,
 )
-from synprep.parse.stanza_decode import (  # noqa: F401 - sentence_ldd, reverse_ldd, ldd_argmax: their old home
+from synprep.parse.stanza_decode import (  # noqa: F401 - reverse_ldd, ldd_argmax: their old home
     DecodeContext,
     SentenceScores,
     fast_decoder_available,
     ldd_argmax,
     reverse_ldd,
-    sentence_ldd,
     stanza_reproduced,
 )
 from synprep.parse.stanza_forward import depparse_batches, depparse_scores, forward_words, pos_stage
@@ -256,7 +256,7 @@ def stanza_identity(spec: ParserSpec) -> str:
     return "|".join(parts)
 
 
-def short_identity(identity: str) -> str:
+def stanza_short_identity(identity: str) -> str:
     """Compact form of a stanza identity for the signature line: ``stanza-1.15.0/synprep/en+const#1a2b3c4d``
     (the digest covers the whole identity). Any backend's: :func:`synprep.parse.run.short_identity`.
     """
@@ -326,7 +326,7 @@ class StanzaParser(ParserBackend):
     has_scores = True
     options = ("dir", "package")
     Options = StanzaOptions
-    devices = ("cpu", "cuda")
+    devices = DEVICES
     libraries = ("torch", "stanza")
 
     @classmethod
@@ -349,8 +349,8 @@ class StanzaParser(ParserBackend):
 
     @classmethod
     def short_identity(cls, identity: str) -> str:
-        """:func:`short_identity` (``stanza-1.15.0/synprep/en+const#1a2b3c4d``)."""
-        return short_identity(identity)
+        """:func:`stanza_short_identity` (``stanza-1.15.0/synprep/en+const#1a2b3c4d``)."""
+        return stanza_short_identity(identity)
 
     @classmethod
     def signature_name(cls, spec: ParserSpec) -> str:

@@ -28,7 +28,7 @@ from synprep.pipeline.parts import (
     skip_others,
     split_identity,
 )
-from synprep.pipeline.record import _finish, open_split, split_manifest, trees_for
+from synprep.pipeline.record import _finish, claim_split, split_manifest, trees_for
 from synprep.pipeline.views import Runtime, guard, parse_options, recorded, shard_config
 from synprep.shards import Manifest
 from synprep.textio import display_name, iter_lines
@@ -110,7 +110,7 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
     shared = guard(config, parse, parse_src=parse_src is not None)  # the parser's identity, before any writing
     mark("parser identity")
     builds_vocab = split == config.shards.vocab_split and vocab is None  # then dict.txt is made from this split
-    input_sha = open_split(out, split, recorded(config, source.runs_parser),
+    input_sha = claim_split(out, split, recorded(config, source.runs_parser),
                            {"src": src, "tgt": tgt, "conllu": conllu, "trees": trees, "parse_src": parse_src},
                            [out / VOCAB_NAME] if builds_vocab else [], vocab=vocab, runs_parser=source.runs_parser,
                            cache=parse.cache, part=part)

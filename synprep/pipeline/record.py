@@ -201,7 +201,7 @@ def _write_drop_report(report: Path, manifest: Manifest, split: str) -> None:
         f.write(text)
 
 
-def open_split(out: Path, split: str, config: Any, inputs: dict[str, str | None], made: list[Path], *,
+def claim_split(out: Path, split: str, config: Any, inputs: dict[str, str | None], made: list[Path], *,
                vocab: str | None, runs_parser: bool, cache: str | None, part: Part | None = None) -> dict[str, str]:
     """Claim the split and check the folder against this run, before anything is written into it.
 

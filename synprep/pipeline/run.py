@@ -35,7 +35,7 @@ from synprep.pipeline.record import (
     _finish,
     _record_clean_drops,
     _write_drop_report,
-    open_split,
+    claim_split,
     split_manifest,
     trees_for,
 )
@@ -127,7 +127,7 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
         made.append(out / scheme.model_name)  # learned on this split's text
     if split == config.shards.vocab_split and vocab is None:
         made.append(out / VOCAB_NAME)  # built from this split's pieces
-    input_sha = open_split(out, split, recorded(config, source.runs_parser),
+    input_sha = claim_split(out, split, recorded(config, source.runs_parser),
                            {"src": src, "tgt": tgt, "conllu": conllu, "trees": trees},
                            made + [files.lines, files.dropped], vocab=vocab, runs_parser=source.runs_parser,
                            cache=parse.cache, part=part)

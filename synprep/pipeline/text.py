@@ -17,7 +17,7 @@ from synprep.errors import ConfigError, InputError
 from synprep.pipeline.folder import CODES_NAME, TRAIN, TextFiles
 from synprep.pipeline.views import TextOptions
 from synprep.signature import file_sha256
-from synprep.textio import atomic_write, display_name, iter_lines, iter_pairs
+from synprep.textio import atomic_write, display_name, iter_line_pairs, iter_lines
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ def _clean(files: TextFiles, opts: TextOptions) -> None:
         f = {k: stack.enter_context(atomic_write(p)) for k, p in outputs.items()}
         f["report"].write(report_header() + "\n")
         # keep_pipes: a "|" of --tokenized text is a token (the shards hold no Moses factors)
-        for r in clean_pairs(iter_pairs(tok_src, tok_tgt), names=(str(tok_src), str(tok_tgt)), keep_pipes=True,
+        for r in clean_pairs(iter_line_pairs(tok_src, tok_tgt), names=(str(tok_src), str(tok_tgt)), keep_pipes=True,
                              **bounds):
             stats.add(r)
             if not r.kept:

@@ -50,7 +50,7 @@ from synprep.errors import ConfigError, InputError
 from synprep.text.bpe import apply_bpe_stream, count_merges, learn_bpe
 from synprep.text.clean import CleanStats, clean_pairs, report_header, report_row
 from synprep.text.tokenize import moses_lowercase, tokenize_stream
-from synprep.textio import PathLike, atomic_write, iter_lines, iter_pairs, write_lines
+from synprep.textio import PathLike, atomic_write, iter_line_pairs, iter_lines, write_lines
 
 log = logging.getLogger(__name__)
 
@@ -292,7 +292,7 @@ def _run(src: _Orig, need: dict[str, str], work: Path, splits: tuple[str, ...], 
             fc = {(s, lang): stack.enter_context(atomic_write(cased[f"{s}.{lang}"])) for s in part for lang in LANGS}
             rep = stack.enter_context(atomic_write(tmp / f"train.tags.{PAIR}.dropped.tsv"))
             rep.write(report_header() + "\n")
-            for r in clean_pairs(iter_pairs(tok[SRC], tok[TGT]), **CLEAN,  # type: ignore[arg-type]
+            for r in clean_pairs(iter_line_pairs(tok[SRC], tok[TGT]), **CLEAN,  # type: ignore[arg-type]
                                  names=(src.where(train_file(SRC)), src.where(train_file(TGT)))):
                 stats.add(r)
                 if not r.kept:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from synprep.constants import GAP_SENTENCE, UNK_ID
+from synprep.constants import GAP_MODES, GAP_SENTENCE, UNK_ID
 from synprep.report.hist import FloatHist, IntHist
 from synprep.shards.manifest import Manifest
 from synprep.subword import scheme_class
@@ -202,7 +202,7 @@ class SplitStats:
         piece = off["src"][:-1][gap_pair] + k
         wi = arrays["word_index"].astype(np.int64)
         between = wi[piece + 1] != wi[piece] if piece.size else np.zeros(0, dtype=bool)
-        for mode in ("cnf", "nary"):
+        for mode in GAP_MODES:
             v = arrays[f"gaps_{mode}"].astype(np.int64)[between]
             boundary = v >= GAP_SENTENCE
             if mode == "cnf":

@@ -10,12 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from synprep.constants import GAP_EOS, VOCAB_NAME
+from synprep.constants import GAP_EOS, GAP_MODES, VOCAB_NAME
 from synprep.errors import InputError
 from synprep.types import PairRecord
 
 #: gap conventions a figure's SLR masks can use (SPEC.md §2)
-GAP_MODES = ("cnf", "nary")
 
 
 @dataclass

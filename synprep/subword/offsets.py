@@ -260,8 +260,8 @@ def _check_index(index: np.ndarray, n_words: int, *, pieces: Sequence[str], line
         raise InputError("the segmenter gave no piece", path, line)
 
 
-def check_word_index(word_index: Sequence[int], n_pieces: int, n_words: int, *, line: int | None = None,
-                     path: str | None = None) -> np.ndarray:
+def check_stored_word_index(word_index: Sequence[int], n_pieces: int, n_words: int, *, line: int | None = None,
+                            path: str | None = None) -> np.ndarray:
     """A stored word index as ``(T,) int64`` once it fits ``n_pieces`` pieces and ``n_words`` words.
 
     Raises:

@@ -30,7 +30,6 @@ from synprep.train.schema import (  # noqa: F401 (re-exported: the config's publ
     FIELDS,
     GATED_PAPER_DEFAULTS,
     RESUME_OVERRIDABLE,
-    SLR_GAPS,
     SLR_HARD,
     SOURCE_DEFAULTED,
     SOURCE_OPTION_KEYS,

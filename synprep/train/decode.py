@@ -326,7 +326,7 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
     from tqdm import tqdm
 
     from synprep.errors import InputError
-    from synprep.train.data import BucketBatchSampler, Collater, worker_init
+    from synprep.train.data import BucketBatchSampler, Collater, loader_worker_init
 
     cfg = model.cfg
     src = np.asarray(dataset.src_lengths)
@@ -364,7 +364,7 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
         from torch.utils.data import DataLoader
 
         loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=collate, num_workers=1,
-                            pin_memory=cuda, worker_init_fn=worker_init)
+                            pin_memory=cuda, worker_init_fn=loader_worker_init)
         batches = (b.to(device) for b in loader)
     else:
         batches = (collate([dataset[i] for i in idx]).to(device) for idx in sampler)  # read in this thread only

@@ -30,6 +30,7 @@ import logging
 from dataclasses import MISSING, dataclass, field
 from typing import Any, TypeVar
 
+from synprep.constants import GAP_MODES
 from synprep.errors import ConfigError
 from synprep.features.slr import HARD_MODES
 from synprep.train.sources import SOURCES, source_options, spec_class
@@ -46,7 +47,6 @@ GATED_PAPER_DEFAULTS: dict[str, Any] = {"syntax_dropout": 0.4, "gate_freeze_epoc
 #: fields whose default (None) is resolved from the syntax sources (see the module docstring)
 SOURCE_DEFAULTED = tuple(GATED_PAPER_DEFAULTS)
 # ----------------------------------------------------------------------------------------------
-SLR_GAPS = ("cnf", "nary")
 SLR_HARD = HARD_MODES
 
 #: fields that may change when a run is resumed (they do not change the model or the data order)
@@ -217,8 +217,8 @@ class TrainConfig:
             raise ConfigError(f"attention_backend must be one of {', '.join(ATTENTION_BACKENDS)}, "
                               f"got {self.attention_backend!r}")
         slr, pascal = self.options("slr"), self.options("pascal")
-        if slr.gaps not in SLR_GAPS:
-            raise ConfigError(f"slr_gaps must be one of {', '.join(SLR_GAPS)}, got {slr.gaps!r}")
+        if slr.gaps not in GAP_MODES:
+            raise ConfigError(f"slr_gaps must be one of {', '.join(GAP_MODES)}, got {slr.gaps!r}")
         if slr.hard is not None and slr.hard not in SLR_HARD:
             raise ConfigError(f"slr_hard must be null, strict or nonstrict, got {slr.hard!r}")
         if slr.tau <= 0 or pascal.sigma <= 0:

@@ -66,8 +66,8 @@ def random_tree(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarra
     return heads, gaps
 
 
-def make_record(line: int, src_sentences: Sequence[Sequence[str]], tgt_words: Sequence[str], symbols: Sequence[str],
-                rng: np.random.Generator, split_len: int = 7) -> PairRecord:
+def record_of_words(line: int, src_sentences: Sequence[Sequence[str]], tgt_words: Sequence[str], symbols: Sequence[str],
+                    rng: np.random.Generator, split_len: int = 7) -> PairRecord:
     """One :class:`PairRecord` with random well-formed syntax (see the module docstring).
 
     Args:
