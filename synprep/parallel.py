@@ -182,13 +182,11 @@ def keep_loky_worker() -> None:
     some jobs were given to the executor ... memory leak") once it has grown by 300 MB: exactly
     what loading a stanza model into a worker that first ran a text stage looks like. The
     replacement worker would load the model again. The model is the memory we mean to keep, so
-    this worker's limit is lifted (a module global of loky, read by the worker loop at each check).
+    this worker's limit is lifted (:func:`synprep.loky_seam.lift_worker_memory_limit`).
     """
-    try:
-        from joblib.externals.loky import process_executor
-    except ImportError:  # pragma: no cover - joblib vendors loky
-        return
-    process_executor._MAX_MEMORY_LEAK_SIZE = max(process_executor._MAX_MEMORY_LEAK_SIZE, 1 << 62)
+    from synprep.loky_seam import lift_worker_memory_limit
+
+    lift_worker_memory_limit()
 
 
 #: seconds between two looks of a worker at its parent (:func:`exit_with_parent`)
@@ -410,11 +408,11 @@ def _stage_pool(jobs: int) -> Any:
     global _STAGE_POOL
     if _STAGE_POOL is not None and _STAGE_POOL[0] == jobs:
         return _STAGE_POOL[1]
-    from joblib.externals.loky.process_executor import ProcessPoolExecutor
+    from synprep.loky_seam import process_pool_executor
 
     if _STAGE_POOL is not None:
         _STAGE_POOL[1].shutdown(wait=True)
-    pool = ProcessPoolExecutor(max_workers=jobs, initializer=worker_init, initargs=(os.getpid(),))
+    pool = process_pool_executor()(max_workers=jobs, initializer=worker_init, initargs=(os.getpid(),))
     _STAGE_POOL = (jobs, pool)
     return pool
 

@@ -202,25 +202,24 @@ def test_a_warm_up_released_while_its_workers_load_is_cancelled(stanza_dir):
     """A command that fails on its input before its parse releases the workers while they still load their parser
     (seconds: torch, stanza, the models): the release does not wait for that. It kills them as they load, the
     warm-up's thread ends with the error kept, nothing is warmed and no pool is left."""
-    from joblib.externals.loky import reusable_executor
-
+    from synprep.loky_seam import reusable_executor
     from synprep.parse import warming
 
     spec = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep")
     warming.release_workers()  # no pool left by an earlier test
     warming.WARMED.clear()
-    old = reusable_executor._executor
+    old = reusable_executor()
     warming.warm_parse_workers(spec, 2, "loky", None)
     deadline = time.monotonic() + 30  # the warm-up's pool exists (its workers start), they have not loaded yet
     # (loky replaces the shut-down executor ``old`` through ``_executor = None``: wait for the new one itself)
-    while reusable_executor._executor in (old, None) and time.monotonic() < deadline:
+    while reusable_executor() in (old, None) and time.monotonic() < deadline:
         time.sleep(0.01)
-    executor = reusable_executor._executor
+    executor = reusable_executor()
     assert executor is not None and executor is not old, "the warm-up made no pool within 30 s"
     pids = set(executor._processes)
     warming.release_workers()
     assert warming._WARMING is None and warming.WARMED == set()  # killed before any had loaded its parser
-    assert reusable_executor._executor is None or not any(_alive(p) for p in reusable_executor._executor._processes)
+    assert reusable_executor() is None or not any(_alive(p) for p in reusable_executor()._processes)
     deadline = time.monotonic() + 30
     while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -42,13 +42,13 @@ def raw(tmp_path_factory) -> dict[str, Path]:
 def _in_process(args: list[str]) -> tuple[int, set[int]]:
     """Run ``synprep ARGS`` in this process: its exit status and the processes of joblib's pool (the parse's
     workers) when the command released them."""
-    from joblib.externals.loky import reusable_executor
+    from synprep.loky_seam import reusable_executor
 
     pool: set[int] = set()
     release = warming.release_workers
 
     def spy() -> None:
-        executor = reusable_executor._executor
+        executor = reusable_executor()
         if executor is not None:
             pool.update(p for p in executor._processes if _alive(p))
         release()

@@ -265,17 +265,17 @@ def test_a_damaged_shard_is_refused_as_without_workers(folder, in_workers, monke
 
 def test_no_pool_is_the_serial_pass(folder, in_workers, monkeypatch):
     """A pool that cannot start (no processes allowed) changes nothing but the time; a small split starts none."""
-    import joblib.externals.loky.process_executor as pe
+    from synprep import loky_seam
 
     def no_pool(*a, **k):
         raise OSError("no processes here")
 
-    monkeypatch.setattr(pe, "ProcessPoolExecutor", no_pool)
+    monkeypatch.setattr(loky_seam, "process_pool_executor", lambda: no_pool)
     assert len(open_split(folder, "train")) == 3 and len(in_workers._VALUES_OK) == 3
     monkeypatch.setattr(in_workers, "_VALUES_OK", set())
     monkeypatch.setattr(in_workers, "PARALLEL_VERIFY_BYTES", 1 << 60)
     started = []
-    monkeypatch.setattr(pe, "ProcessPoolExecutor", lambda *a, **k: started.append(1))
+    monkeypatch.setattr(loky_seam, "process_pool_executor", lambda: lambda *a, **k: started.append(1))
     assert in_workers._verify_in_workers([(p, p.stat().st_size, "0" * 64, None, 0, None)
                                           for p in sorted(folder.glob("train.*.h5"))]) == {} and not started
 

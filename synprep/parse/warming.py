@@ -133,19 +133,12 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
     # sacremoses, hence joblib, while the warm-up imported loky); and the modules loky
     # imports when it first starts a process, which the warm-up's two threads (the parse workers, the records'
     # pool) would otherwise import at once
-    import contextlib
-
-    import joblib  # noqa: F401
-    import joblib.externals.loky  # noqa: F401
-
     import synprep.parallel  # noqa: F401
     import synprep.parse.run  # noqa: F401
     import synprep.timeline  # noqa: F401
+    from synprep.loky_seam import import_loky
 
-    with contextlib.suppress(ImportError):  # POSIX only
-        import joblib.externals.loky.backend.fork_exec  # noqa: F401
-        import joblib.externals.loky.backend.popen_loky_posix  # noqa: F401
-        import joblib.externals.loky.backend.synchronize  # noqa: F401
+    import_loky()
 
     cancel = _CANCEL = threading.Event()
 
@@ -236,16 +229,12 @@ def release_workers() -> None:
 
 
 def _kill_pools() -> None:
-    import contextlib
-
     from synprep import parallel
+    from synprep.loky_seam import reusable_executor
 
-    with contextlib.suppress(ImportError):
-        from joblib.externals.loky import reusable_executor  # private: loky keeps its one executor there
-
-        executor = reusable_executor._executor
-        if executor is not None:
-            executor.shutdown(wait=True, kill_workers=True)
+    executor = reusable_executor()
+    if executor is not None:
+        executor.shutdown(wait=True, kill_workers=True)
     stage = parallel._STAGE_POOL
     if stage is not None:
         parallel._STAGE_POOL = None

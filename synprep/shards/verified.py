@@ -177,14 +177,13 @@ def _verify_in_workers(jobs: list[VerifyJob]) -> dict[Path, Verified]:
     n = min(len(todo), verify_workers())
     if n < 2 or sum(job[1] for job in todo) < PARALLEL_VERIFY_BYTES:
         return {}
-    from joblib.externals.loky.process_executor import ProcessPoolExecutor
-
+    from synprep.loky_seam import process_pool_executor
     from synprep.parallel import worker_init
     from synprep.shards.mapped import _MAPS_OK
 
     done: dict[Path, Verified] = {}
     try:
-        with ProcessPoolExecutor(max_workers=n, initializer=worker_init, initargs=(os.getpid(),)) as pool:
+        with process_pool_executor()(max_workers=n, initializer=worker_init, initargs=(os.getpid(),)) as pool:
             for job, got in zip(todo, pool.map(_verify_job, todo), strict=True):
                 if got is not None:
                     values, verified = got
