@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 
@@ -80,6 +81,25 @@ def test_learn_stops_early_and_reports_merges(tmp_path):
     n = learn_bpe([f], 1000, tmp_path / "code")
     lines = (tmp_path / "code").read_text().splitlines()
     assert lines[0] == "#version: 0.2" and n == len(lines) - 1 and 0 < n < 1000
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_subword_nmt_s_bar_is_drawn_on_a_terminal_only_and_only_while_learning(tmp_path, monkeypatch, terminal):
+    import subword_nmt.learn_bpe as learn_module
+    from tqdm import tqdm
+
+    class Stderr(io.StringIO):
+        def isatty(self) -> bool:
+            return terminal
+
+    f = tmp_path / "tiny.txt"
+    f.write_text("low lower lowest newer newest wider\n" * 3, encoding="utf-8")
+    assert learn_module.tqdm is tqdm  # importing synprep.text.bpe changed nothing of subword-nmt's
+    monkeypatch.setattr(sys, "stderr", Stderr())
+    learn_bpe([f], 5, tmp_path / "code")
+    drawn = sys.stderr.getvalue()
+    assert ("5/5" in drawn and "100%" in drawn) if terminal else drawn == ""
+    assert learn_module.tqdm is tqdm  # put back after the call
 
 
 def test_learn_on_nothing_is_an_error(tmp_path):

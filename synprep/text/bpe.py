@@ -32,16 +32,26 @@ from synprep.textio import PathLike, atomic_write, display_name, iter_lines
 
 log = logging.getLogger(__name__)
 
-# subword-nmt draws a tqdm bar on stderr even into a log file; show it on a terminal only (the real
-# stderr: while it learns, sys.stderr is the _StderrToLog below)
-if getattr(_subword_learn_module, "tqdm", None) is not None and hasattr(_subword_learn_module.tqdm, "__mro__"):
-    _tqdm = _subword_learn_module.tqdm
+@contextlib.contextmanager
+def _terminal_progress() -> Iterator[None]:
+    """While subword-nmt learns: its tqdm bar drawn on a terminal only, on the real stderr (subword-nmt draws it on
+    stderr even into a log file; meanwhile ``sys.stderr`` is the :class:`_StderrToLog` around the call). subword-nmt
+    reads the bar's class from its module global ``tqdm`` at each call (its stand-in when tqdm is missing is left
+    alone); the global is put back after the call."""
+    bar = getattr(_subword_learn_module, "tqdm", None)
+    if bar is None or not hasattr(bar, "__mro__"):
+        yield
+        return
 
-    def _terminal_tqdm(*args: Any, **kwargs: Any) -> Any:
+    def terminal_bar(*args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("file", getattr(sys.stderr, "terminal", sys.stderr))
-        return _tqdm(*args, disable=None, **kwargs)
+        return bar(*args, disable=None, **kwargs)
 
-    _subword_learn_module.tqdm = _terminal_tqdm  # type: ignore[attr-defined]
+    _subword_learn_module.tqdm = terminal_bar  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        _subword_learn_module.tqdm = bar  # type: ignore[attr-defined]
 
 
 class _StderrToLog(io.TextIOBase):
@@ -122,7 +132,7 @@ def learn_bpe(files: Sequence[PathLike], n_merges: int, out_codes: PathLike | IO
             raise InputError("no such file", display_name(path))
     source = _Counting(files)
     counter = _MergeCounter()
-    with contextlib.redirect_stderr(_StderrToLog(sys.stderr)) as err:
+    with contextlib.redirect_stderr(_StderrToLog(sys.stderr)) as err, _terminal_progress():
         try:
             _learn(source, counter, n_merges, out_codes, min_frequency)
         finally:
