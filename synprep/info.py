@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import synprep
 from synprep.signature import package_version
 
 #: distributions whose versions determine output (tokens, BPE, parses, trees, shards, models, scores)
@@ -37,7 +38,6 @@ def _gpus() -> list[dict[str, Any]]:
 
 def collect() -> dict[str, Any]:
     """Everything ``synprep info`` reports, as JSON-ready values."""
-    import synprep
     from synprep.parse.base import backend_class
     from synprep.parse.cache import default_cache_path
     from synprep.parse.registry import parser_names

@@ -41,6 +41,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
+from synprep import timeline
 from synprep.errors import ConfigError, InputError
 from synprep.proc import pid_alive as _pid_alive
 from synprep.proc import process_start, same_process
@@ -432,9 +433,7 @@ def _undo_created(claims: _Claims) -> None:
 
 def process_age() -> float:
     """Seconds since this process started (its start as :func:`synprep.timeline.process_start` reads it, once)."""
-    from synprep.timeline import process_start
-
-    return max(0.0, time.time() - process_start())
+    return max(0.0, time.time() - timeline.process_start())
 
 
 #: a split that needs another split's files (the train split's BPE codes, its ``dict.txt``) and finds no

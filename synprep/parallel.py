@@ -32,7 +32,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
+from synprep import __version__
 from synprep.errors import ConfigError
+from synprep.loky_seam import lift_worker_memory_limit, process_pool_executor
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -184,8 +186,6 @@ def keep_loky_worker() -> None:
     replacement worker would load the model again. The model is the memory we mean to keep, so
     this worker's limit is lifted (:func:`synprep.loky_seam.lift_worker_memory_limit`).
     """
-    from synprep.loky_seam import lift_worker_memory_limit
-
     lift_worker_memory_limit()
 
 
@@ -256,8 +256,6 @@ def _quiet_dask() -> None:
 
 def cluster_synprep_version() -> str:
     """The synprep version where this runs (on a dask scheduler or worker: importing it is the check)."""
-    from synprep import __version__
-
     return __version__
 
 
@@ -272,8 +270,6 @@ def _check_cluster(client: Any, address: str, timeout: float) -> None:
             differs, or the cluster has no worker, or the scheduler (or a worker) does not answer
             within ``timeout`` seconds.
     """
-    from synprep import __version__
-
     where = f"the dask cluster at {address}"
     try:
         found = {"scheduler": _within(timeout, where, client.run_on_scheduler, cluster_synprep_version),
@@ -408,7 +404,6 @@ def _stage_pool(jobs: int) -> Any:
     global _STAGE_POOL
     if _STAGE_POOL is not None and _STAGE_POOL[0] == jobs:
         return _STAGE_POOL[1]
-    from synprep.loky_seam import process_pool_executor
 
     if _STAGE_POOL is not None:
         _STAGE_POOL[1].shutdown(wait=True)

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import IO
 
 from synprep.errors import InputError
+from synprep.lock import temp_prefix
 
 PathLike = str | os.PathLike
 
@@ -224,7 +225,6 @@ def atomic_write(path: PathLike, mode: str = "w", encoding: str | None = "utf-8"
         with open(path, mode, encoding=None if "b" in mode else encoding, newline=None if "b" in mode else "\n") as f:
             yield f
         return
-    from synprep.lock import temp_prefix
 
     path.parent.mkdir(parents=True, exist_ok=True)
     try:

@@ -57,6 +57,7 @@ from synprep.export.base import Exporter, ExportRecord, Unit, UnitFiles
 from synprep.export.columns import ShardBlock
 from synprep.export.fairseq_model import VENDOR_DIR, write_model_plugin
 from synprep.export.mmidx import MMapIndexedWriter, token_dtype
+from synprep.shards.schema import FIELDS as SHARD_FIELDS
 from synprep.textio import atomic_write
 
 #: the layout's version (export.json ``exporter_version``)
@@ -75,8 +76,6 @@ def _append_per_pair(values: np.ndarray, offsets: np.ndarray, extra: np.ndarray 
 
 
 def _plain(name: str) -> Callable[[ShardBlock], tuple[np.ndarray, np.ndarray]]:
-    from synprep.shards.schema import FIELDS as SHARD_FIELDS
-
     axis = {fl.name: fl.axis for fl in SHARD_FIELDS}[name]
     return lambda b: (b.data[name].astype(np.int64), b.lengths(axis))
 

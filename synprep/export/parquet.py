@@ -48,6 +48,7 @@ from synprep.errors import ConfigError, InputError
 from synprep.export.base import Exporter, ExportRecord, Unit, UnitFiles
 from synprep.export.columns import ShardBlock
 from synprep.export.text import PairText, SplitPieces, SplitText
+from synprep.subword import DEFAULT_SCHEME, scheme_class
 from synprep.textio import atomic_write
 
 #: the Parquet layout's version (schema metadata ``synprep.format_version``)
@@ -166,8 +167,6 @@ class ParquetExporter(Exporter):
         return f"data/{unit.split}-{unit.index:05d}-of-{unit.n_shards:05d}.parquet"
 
     def _check_labels(self, block: ShardBlock) -> tuple[list[str], list[str]]:
-        from synprep.subword import DEFAULT_SCHEME, scheme_class
-
         scheme = block.attrs.get("subword", DEFAULT_SCHEME)
         if not scheme_class(scheme).bpe_markers:  # words and text are rebuilt from ``@@``-marked pieces only
             raise ConfigError(f"{block.name}: the parquet/hf export rebuilds words from subword-nmt BPE pieces; "

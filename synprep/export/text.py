@@ -43,6 +43,7 @@ import numpy as np
 from synprep.constants import UNK_ID
 from synprep.errors import InputError
 from synprep.escape import unescape_tokens
+from synprep.subword import DEFAULT_SCHEME
 from synprep.textio import display_name, iter_lines
 
 log = logging.getLogger("synprep")
@@ -273,8 +274,6 @@ class SplitPieces:
         self._scheme: str | None = None
 
     def _open(self, block: Any) -> None:
-        from synprep.subword import DEFAULT_SCHEME
-
         scheme = str(block.attrs.get("subword") or DEFAULT_SCHEME)
         if scheme == self._scheme:
             return

@@ -15,10 +15,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from synprep.align import align, bpe_words
 from synprep.errors import InputError
+from synprep.escape import unescape_tokens
+from synprep.features.distance import tree_gaps
+from synprep.features.ldd import ldd_piece_matrix, line_ldd
+from synprep.features.parents import parent_positions
+from synprep.features.relations import expand_to_pieces, tree_relations
 from synprep.features.slr import DEFAULT_TAU, hard_slr_mask, soft_slr_mask
+from synprep.text.case import moses_lowercase
 from synprep.textio import display_name, iter_lines
-from synprep.types import ParsedLine
+from synprep.types import DEPRELS, ParsedLine
 
 
 def format_floats(values: np.ndarray, decimals: int = 4) -> str:
@@ -32,9 +39,6 @@ def align_lines(bpe_path: str, words_path: str | None = None) -> Iterator[str]:
     With ``words_path`` (the Moses-tokenized text the pieces were made from, one line per line),
     the pieces' words must rebuild each line's words exactly (both unescaped), else InputError.
     """
-    from synprep.align import align, bpe_words
-    from synprep.escape import unescape_tokens
-
     name = display_name(bpe_path)
     words_name = display_name(words_path) if words_path is not None else ""
     words_it = iter(iter_lines(words_path)) if words_path is not None else None
@@ -112,7 +116,6 @@ def distance_lines(trees_path: str, mode: str, tree_format: str = "lines") -> It
     Raises:
         InputError: a malformed tree, a blank line or several trees on a line (``lines``).
     """
-    from synprep.features.distance import tree_gaps
     from synprep.parse.trees import read_mrg, read_tree_lines
 
     name = display_name(trees_path)
@@ -174,8 +177,6 @@ def line_inputs(parsed: Iterable[ParsedLine], bpe_lines: Iterable[str] | None = 
         InputError: a gap in the line numbering, different line counts, or a line whose pieces do
             not rebuild its parsed words (names the line: :func:`synprep.align.align`).
     """
-    from synprep.align import align
-
     if lowercase:
         from synprep.text.case import moses_lowercase
     bpe_it = iter(bpe_lines) if bpe_lines is not None else None
@@ -206,9 +207,6 @@ def line_inputs(parsed: Iterable[ParsedLine], bpe_lines: Iterable[str] | None = 
 
 
 def _aligns_lowercased(pieces: list[str], words: list[str]) -> bool:
-    from synprep.align import align
-    from synprep.text.case import moses_lowercase
-
     try:
         align(pieces, [moses_lowercase(w) for w in words])
     except InputError:
@@ -267,8 +265,6 @@ def parents_lines(parsed: Iterable[ParsedLine], bpe_lines: Iterable[str], *, mod
     Raises:
         InputError: see :func:`line_inputs`; bad heads (names the line).
     """
-    from synprep.features.parents import parent_positions
-
     for item in line_inputs(parsed, bpe_lines, path=path, conllu_name=conllu_name, lowercase=lowercase):
         if item.word_index is None:
             yield skipped.add(item) if skipped is not None else ""
@@ -303,8 +299,6 @@ def relations_lines(items: Iterable[LineInput], what: str, *, as_json: bool = Fa
     Raises:
         InputError: bad heads (names the line).
     """
-    from synprep.features.relations import expand_to_pieces, tree_relations
-
     for item in items:
         if item.parsed.error is not None:
             yield skipped.add(item) if skipped is not None else ""
@@ -335,9 +329,7 @@ def ldd_lines(items: Iterable[LineInput], *, threshold: float = 0.0, labels: lis
     Raises:
         InputError: malformed LDD entries (names the line).
     """
-    from synprep.features.ldd import ldd_piece_matrix, line_ldd
     from synprep.parse.conllu_io import format_probs
-    from synprep.types import DEPRELS
 
     for item in items:
         pl = item.parsed

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from synprep.features.distance import as_tree
+
 if TYPE_CHECKING:  # nltk is imported only by local_range_mask (it costs ~0.6 s)
     from nltk.tree import Tree
 
@@ -168,8 +170,6 @@ def local_range_mask(tree: str | Tree) -> np.ndarray:
 
     To include ``</s>``, wrap the tree: ``Tree("TOP", [tree, "</s>"])``.
     """
-    from synprep.features.distance import as_tree
-
     t = as_tree(tree)
     positions = t.treepositions("leaves")
     n = len(positions)

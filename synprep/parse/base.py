@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass
 from typing import Any, ClassVar, NamedTuple
 
-from synprep.constants import DEVICES
+from synprep.constants import DEVICES, MAX_WORD_CHARS
 from synprep.defaults import PARSE_DEFAULTS
 from synprep.errors import ConfigError
 from synprep.parse.registry import PARSER_BACKENDS, parser_names
@@ -410,8 +410,6 @@ def bound_error(sentences: list[tuple[str, ...]] | list[list[str]], max_words: i
     Checked before any parser or feature sees the line, so memory stays bounded for any input line
     (the features build per-sentence W×W masks; stanza's character models grow with a word's length).
     """
-    from synprep.constants import MAX_WORD_CHARS
-
     k = 0
     for n, s in enumerate(sentences, 1):
         if len(s) > max_words:

@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from synprep.errors import ConfigError, EnvironmentProblem
+from synprep.parse.wellformed import sentence_problem
 from synprep.types import DEPRELS, UPOS_TAGS, ParsedSentence, SparseLDD
 
 log = logging.getLogger(__name__)
@@ -189,8 +190,6 @@ def entry_problem(words: Sequence[str], sent: ParsedSentence) -> str | None:
     leaves), its words, and known labels (a fresh parse's labels are its parser's: an unknown label in a
     cache would be stored as ``dep`` silently) and LDD entries in range.
     """
-    from synprep.parse.wellformed import sentence_problem
-
     if list(sent.words) != list(words):
         return OTHER_WORDS
     if sent.tree is not None and not isinstance(sent.tree, str):

@@ -45,8 +45,9 @@ from typing import Any
 from nltk import Tree
 
 from synprep.errors import ConfigError, InputError
-from synprep.parse.trees import normalize_tree, tree_to_str, tree_words
+from synprep.parse.trees import normalize_tree, read_mrg, tree_to_str, tree_words
 from synprep.textio import PathLike, display_name
+from synprep.tree import drop_empty_elements
 
 log = logging.getLogger("synprep")
 
@@ -204,9 +205,6 @@ def read_ptb(path: PathLike) -> Iterator[tuple[str, Tree]]:
     Raises:
         InputError: unbalanced brackets, text outside a tree, or a tree of empty elements only (file and line).
     """
-    from synprep.parse.trees import read_mrg
-    from synprep.tree import drop_empty_elements
-
     for f in ptb_files(path):
         name = display_name(f)
         for line, tree in read_mrg(f, drop_empty_elements):

@@ -22,10 +22,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
-from synprep.errors import InputError
-from synprep.parse.base import ParserSpec, ParseStats
+from synprep.errors import ConfigError, InputError
+from synprep.parse.base import ParserSpec, ParseStats, backend_class
 from synprep.parse.cache import ParseCache
 from synprep.parse.conllu_io import read_conllu
+from synprep.parse.run import parse_lines
 from synprep.textio import PathLike, atomic_write, display_name, iter_lines
 from synprep.types import ParsedLine
 
@@ -180,9 +181,6 @@ def evaluate_parser(
         ConfigError: an unknown ``tokenize``, or a parser without a tokenizer.
         InputError: see :func:`evaluate_conllu`, :func:`gold_texts`.
     """
-    from synprep.errors import ConfigError
-    from synprep.parse.run import parse_lines
-
     if tokenize not in ("gold", "parser"):
         raise ConfigError(f"tokenize must be 'gold' or 'parser', got {tokenize!r}")
     with tempfile.TemporaryDirectory(prefix="synprep-eval-") as tmpdir:
@@ -195,8 +193,6 @@ def evaluate_parser(
         if tokenize == "gold":
             words = [pl.words for pl in gold_lines]
         else:
-            from synprep.parse.base import backend_class
-
             tok = backend_class(spec.name).tokenizer(spec)
             words = [tok(text) for text in gold_texts(gold)]
         parsed = parse_lines(words, spec, cache=cache, jobs=jobs, ssplit=False, stats=stats)

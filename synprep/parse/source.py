@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from synprep.defaults import PARSE_DEFAULTS
 from synprep.errors import ConfigError, InputError
+from synprep.escape import escape
+from synprep.parse.base import backend_class, bound_error, identity_fields
+from synprep.parse.conllu_io import read_numbered
 from synprep.parse.registry import PARSE_SOURCES, RUN_PARSER, parse_source_class  # noqa: F401 - re-exported
+from synprep.parse.run import parse_block_stream, parser_identity, parser_signature_name
+from synprep.textio import iter_lines
 from synprep.types import ParsedLine
 
 if TYPE_CHECKING:
@@ -103,13 +108,9 @@ class RunParser(ParseSource):
     runs_parser = True
 
     def identity(self) -> str:
-        from synprep.parse.run import parser_identity
-
         return parser_identity(self.opts.spec)
 
     def config(self) -> dict[str, Any]:
-        from synprep.parse.base import backend_class
-
         spec = dataclasses.asdict(self.opts.spec)
         for f in dataclasses.fields(self.opts.spec):  # the field says (synprep.parse.base.backend_option)
             if f.metadata.get("runtime") or (f.metadata.get("omit_default") and spec[f.name] == f.default):
@@ -136,8 +137,6 @@ class RunParser(ParseSource):
         return short_identity(self.identity())
 
     def legacy_signature(self) -> str:
-        from synprep.parse.run import parser_signature_name
-
         return parser_signature_name(self.opts.spec)
 
     def parse(self, items: list[Item], par: Parallel, cache: Any, identity: str | None,
@@ -148,8 +147,6 @@ class RunParser(ParseSource):
                      progress: Any = None) -> Iterator[ParsedLine]:
         """The block's lines as its batches finish (:func:`synprep.parse.run.parse_block_stream`): consume
         it to the end (the cache is written after the last line)."""
-        from synprep.parse.run import parse_block_stream
-
         opts = self.opts
         trees = [it.trees if it.trees is not None else [] for it in items] if opts.trees is not None else None
         try:
@@ -174,8 +171,6 @@ def produces_trees(parser: str, identity: str) -> bool:
     """Whether the parser of ``identity`` has a constituency model that runs: stanza names its processors
     (a language without a constituency model, German in the offline models, has none); spaCy never has
     one; CoreNLP always does. ``config.parser.constituency`` is this, not what was asked."""
-    from synprep.parse.base import backend_class, identity_fields
-
     _, kv = identity_fields(identity)
     if "processors" in kv:
         return "constituency" in kv["processors"].split(",")
@@ -208,10 +203,6 @@ class ImportConllu(ParseSource):
     def source_tokens(self, src: str | None, conllu: str | None) -> Iterator[str]:
         """The CoNLL-U surface tokens, Moses-escaped; with ``src`` each raw line must be the text of its
         parse (:func:`same_text`)."""
-        from synprep.escape import escape
-        from synprep.parse.conllu_io import read_numbered
-        from synprep.textio import iter_lines
-
         assert conllu is not None
         raw = iter_lines(src) if src is not None else None
         for p in read_numbered(conllu):
@@ -221,8 +212,6 @@ class ImportConllu(ParseSource):
 
     def imported(self, conllu: str | None, lines: Iterable[int], n_lines: int) -> Iterator[ParsedLine]:
         """Raises InputError: no parse for a kept line, or a CoNLL-U file of another length."""
-        from synprep.parse.conllu_io import read_numbered
-
         assert conllu is not None
         reader = read_numbered(conllu, n_lines)
         for n in lines:
@@ -237,8 +226,6 @@ class ImportConllu(ParseSource):
 
     def parse(self, items: list[Item], par: Parallel, cache: Any, identity: str | None,
               progress: Any = None) -> list[ParsedLine]:
-        from synprep.parse.base import bound_error
-
         out = []
         for it in items:
             if it.parse is None:

@@ -41,6 +41,7 @@ from typing import Any
 
 from synprep.constants import DEVICES
 from synprep.errors import ConfigError, InputError
+from synprep.extras import require
 from synprep.parse.base import (
     PARSE_SCHEMA,
     ParserBackend,
@@ -258,8 +259,6 @@ class SpacyParser(ParserBackend):
 
     @classmethod
     def check_spec(cls, spec: ParserSpec) -> None:
-        from synprep.extras import require
-
         require("spacy", "--parser spacy")  # before the pipeline is looked for: without spaCy no pipeline loads
         if not spec.spacy_model:
             raise ConfigError("--parser spacy needs --spacy-model NAME_OR_PATH (e.g. ja_ginza, fr_core_news_sm)")

@@ -40,6 +40,7 @@ from typing import Any
 
 from synprep.constants import DEVICES
 from synprep.errors import ConfigError
+from synprep.langcode import iso_code, wrong_code_message
 from synprep.parse.base import (
     PARSE_SCHEMA,
     ParserBackend,
@@ -169,8 +170,6 @@ def resolve_resources(spec: ParserSpec) -> StanzaResources:
         if lang in resources and "alias" in resources[lang]:
             lang = resources[lang]["alias"]
         if lang not in resources:
-            from synprep.langcode import iso_code, wrong_code_message
-
             wrong = wrong_code_message(spec.lang)  # -s ger: name the code, never a download of 'ger'
             if wrong is not None:
                 raise ConfigError(wrong)

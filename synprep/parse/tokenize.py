@@ -19,8 +19,11 @@ from functools import partial
 from typing import Any
 
 from synprep.constants import TOKENIZERS  # noqa: F401 - re-exported: the --tokenizer choices
+from synprep.escape import escape as moses_escape
 from synprep.parallel import chunked, parallel_map
-from synprep.parse.base import ParserSpec
+from synprep.parse.base import ParserSpec, backend_class
+from synprep.parse.run import short_identity
+from synprep.text.case import moses_lowercase
 
 #: lines per work item
 CHUNK_LINES = 2000
@@ -32,8 +35,6 @@ def _tokenizer(spec: ParserSpec) -> Callable[[str], list[str]]:
     """This process's tokenizer for ``spec`` (loaded once per process)."""
     global _TOK
     if _TOK is None or _TOK[0] != spec:
-        from synprep.parse.base import backend_class
-
         _TOK = (spec, backend_class(spec.name).tokenizer(spec))
     return _TOK[1]
 
@@ -44,9 +45,6 @@ def parser_tokenize_line(text: str, spec: ParserSpec, *, lowercase: bool = False
     Raises:
         ConfigError: the backend has no tokenizer, or its model is missing.
     """
-    from synprep.escape import escape as moses_escape
-    from synprep.text.case import moses_lowercase
-
     words = _tokenizer(spec)(text) if text.strip() else []
     if escape:
         words = [moses_escape(w) for w in words]
@@ -77,7 +75,6 @@ def parser_tokenize_stream(lines: Iterable[str], spec: ParserSpec, *, lowercase:
 
 def parser_tokenizer_signature(identity: str, *, lowercase: bool, escape: bool) -> dict[str, Any]:
     """Signature fields of a parser tokenization: ``tok:parser:<short parser identity>``."""
-    from synprep.parse.run import short_identity
     fields = identity.split("|")
     lang = dict(f.split("=", 1) for f in fields[2:] if "=" in f).get("lang")
     return {"tok": f"parser:{short_identity(identity)}", "lang": lang, "lc": lowercase, "esc": escape}

@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from synprep.align import first_difference
 from synprep.errors import InputError
 from synprep.escape import unescape as moses_unescape
 from synprep.textio import PathLike, display_name, iter_lines
@@ -106,8 +107,6 @@ def leaf_matches(leaf: str, word: str) -> bool:
 
 def leaves_differ_message(leaves: list[str], words: list[str]) -> str:
     """``"the first difference is word 4: tree leaf ',' vs word 'das'"`` (1-based; ``<end>`` past an end)."""
-    from synprep.align import first_difference
-
     diff = first_difference(leaves, words, same=leaf_matches)
     if diff is None:
         return "the leaves spell the words"

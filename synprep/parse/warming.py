@@ -12,6 +12,9 @@ import logging
 import os
 from typing import Any, NamedTuple
 
+from synprep import parallel
+from synprep.loky_seam import import_loky, reusable_executor
+from synprep.parallel import stage_map
 from synprep.parse.base import ParserSpec
 from synprep.parse.pipelining import (
     gpu_parse_jobs,
@@ -20,6 +23,9 @@ from synprep.parse.pipelining import (
     records_while_parsing,
     visible_gpus,
 )
+from synprep.parse.registry import PARSER_BACKENDS
+from synprep.parse.run import worker_parser
+from synprep.timeline import mark
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +64,6 @@ def warm_work(item: tuple[ParserSpec, str | None]) -> Warmed | None:
     import psutil
 
     begun = time.time()
-    from synprep.parse.registry import PARSER_BACKENDS
-    from synprep.parse.run import worker_parser
 
     spec, slot_dir = item
     try:
@@ -79,8 +83,6 @@ def _mark_phases(warmed: list[Warmed], started: float) -> None:
     """The warm-up's phases in the timeline, each at its last worker's time: the workers' processes created,
     the warm-up's call begun in them, their imports done, their parsers loaded (a worker that existed before
     this warm-up, or this process with one worker, counts from ``started``)."""
-    from synprep.timeline import mark
-
     if not warmed:
         return
     mark("warm: processes started", at=max(max(w.created, started) for w in warmed))
@@ -136,15 +138,12 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
     import synprep.parallel  # noqa: F401
     import synprep.parse.run  # noqa: F401
     import synprep.timeline  # noqa: F401
-    from synprep.loky_seam import import_loky
 
     import_loky()
 
     cancel = _CANCEL = threading.Event()
 
     def records_pool() -> None:  # the records' pool, started beside the parse workers, not after them
-        from synprep.parallel import stage_map
-        from synprep.timeline import mark
 
         try:
             if not cancel.is_set():
@@ -155,8 +154,6 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
 
     def warm() -> None:
         import time
-
-        from synprep.timeline import mark
 
         pool = None
         try:
@@ -229,9 +226,6 @@ def release_workers() -> None:
 
 
 def _kill_pools() -> None:
-    from synprep import parallel
-    from synprep.loky_seam import reusable_executor
-
     executor = reusable_executor()
     if executor is not None:
         executor.shutdown(wait=True, kill_workers=True)

@@ -9,8 +9,19 @@ from pathlib import Path
 from typing import Any
 
 from synprep.errors import ConfigError, InputError
-from synprep.pipeline.folder import CODES_NAME, TRAIN
-from synprep.textio import display_name, iter_lines
+from synprep.escape import moses_entity
+from synprep.lock import wait_for_split
+from synprep.parse.conllu_io import read_numbered
+from synprep.pipeline.dictionary import vocab_wait_s
+from synprep.pipeline.folder import CODES_NAME, TRAIN, _refuse_overwritten_same_language, check_output_folder
+from synprep.text.langid import (
+    check_language,
+    check_language_code,
+    looks_lowercased,
+    sample_lines,
+    sample_numbered,
+)
+from synprep.textio import count_lines, display_name, iter_lines, refuse_pipes
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +49,6 @@ def refuse_tokenized(path: str, limit: int = ESCAPED_LINES_LIMIT) -> None:
     Raises:
         InputError: naming the first tokenized-looking line that holds an escape, pointing at ``--tokenized``.
     """
-    from synprep.escape import moses_entity
-
     first: tuple[int, str] | None = None
     first_any: tuple[int, str] | None = None
     n = n_any = 0
@@ -135,9 +144,6 @@ def _check_later_split(out: Path, split: str, codes: str | None, model: str | No
     Raises:
         ConfigError: naming what is missing and the options that give it (no train run in ``out``).
     """
-    from synprep.lock import wait_for_split
-    from synprep.pipeline.dictionary import vocab_wait_s
-
     if split == TRAIN:
         return
     fix = f"run the train split into {out} first, or give"
@@ -163,7 +169,7 @@ def check_language_codes(src_lang: str, tgt_lang: str) -> None:
         ConfigError: naming the option and the value.
     """
     from synprep.parse.langcode import iso_code, wrong_code_message
-    from synprep.text.langid import base_code, check_language_code
+    from synprep.text.langid import base_code
 
     for lang, option in ((src_lang, "-s/--source-lang"), (tgt_lang, "-t/--target-lang")):
         check_language_code(lang, option)
@@ -205,8 +211,6 @@ def check_side_languages(sides: list[tuple[str, int, str, str]], src_lang: str, 
     Raises:
         InputError: ``FILE: this text looks German ... not 'en' as -s says ...`` (exit status 2).
     """
-    from synprep.text.langid import check_language, sample_numbered
-
     for path, n, lang, option in sides:
         numbered = sample_numbered(iter_lines(path), n)
         check_language([t for _, t in numbered], lang, option, display_name(path),
@@ -220,8 +224,6 @@ LOWERCASE_SAMPLE = 1000
 def warn_if_lowercased(src: str, n_lines: int) -> bool:
     """Warn when the source the parser is about to read looks lowercased (fairseq's prepared data is);
     returns whether it did."""
-    from synprep.text.langid import looks_lowercased, sample_lines
-
     if not looks_lowercased(sample_lines(iter_lines(src), n_lines, LOWERCASE_SAMPLE)):
         return False
     log.warning("warning: %s: the source looks lowercased (no capitalised word in a sample of %d lines): the "
@@ -242,9 +244,6 @@ def check_pipeline_inputs(src: str | None, tgt: str, out: Path, split: str, text
             ``--tokenized``, a side in another language.
         ConfigError: options without effect, a later split without the train split's codes or subword model.
     """
-    from synprep.pipeline.folder import _refuse_overwritten_same_language
-    from synprep.textio import count_lines, refuse_pipes
-
     refuse_pipes("pipeline", src, tgt, conllu, trees)  # a <(...) input reads once
     if not os.path.exists(tgt):
         raise InputError("no such file", tgt)
@@ -275,9 +274,6 @@ def check_pipeline_inputs(src: str | None, tgt: str, out: Path, split: str, text
         check_side_languages(([(src, n_tgt, src_lang, "-s")] if src else []) + [(tgt, n_tgt, tgt_lang, "-t")],
                              src_lang, tgt_lang)
         if src is None and conllu is not None:
-            from synprep.parse.conllu_io import read_numbered
-            from synprep.text.langid import check_language, sample_numbered
-
             numbered = sample_numbered((" ".join(p.words) for p in read_numbered(conllu)), n_tgt)
             check_language([t for _, t in numbered], src_lang, "-s", display_name(conllu), other=tgt_lang,
                            numbers=[i for i, _ in numbered])
@@ -294,9 +290,6 @@ def check_annotate_inputs(src: str, tgt: str, out: Path, source: Any, *, src_lan
             language.
         ConfigError: ``--parse-src`` with imported parses.
     """
-    from synprep.pipeline.folder import check_output_folder
-    from synprep.textio import count_lines, refuse_pipes
-
     refuse_pipes("annotate", src, tgt, conllu, trees)  # a <(...) input reads once
     source.check_inputs(src, conllu)  # before anything is written into OUT
     if not os.path.exists(tgt):

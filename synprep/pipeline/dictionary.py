@@ -9,7 +9,7 @@ from pathlib import Path
 from synprep.config import DataConfig
 from synprep.constants import VOCAB_NAME
 from synprep.errors import ConfigError
-from synprep.lock import folder_lock
+from synprep.lock import folder_lock, split_writer, wait_for_split
 from synprep.pipeline.folder import CONFIG_NAME, TRAIN
 from synprep.vocab import Vocab
 
@@ -73,8 +73,6 @@ def split_vocab(out: Path, split: str, bpe_files: list[Path], vocab: str | None,
         ConfigError: no ``dict.txt`` and no live writer of ``vocab_split`` ("run the train split
             first"), or the wait ran out (naming the writer).
     """
-    from synprep.lock import wait_for_split
-
     if vocab is None and split != vocab_split:
         wait_for_split(out, vocab_split, (out / VOCAB_NAME).exists, what=f"{VOCAB_NAME} in {out}",
                        why="the folder's vocabulary comes from it", refusal=_no_vocab_message(out, vocab_split),
@@ -86,8 +84,6 @@ def split_vocab(out: Path, split: str, bpe_files: list[Path], vocab: str | None,
 def _refuse_without_vocabulary(out: Path, split: str, vocab: str | None, vocab_split: str) -> None:
     """Refuse a split that will need ``dict.txt`` when the folder has none and no live process writes
     the vocabulary split (so a refused command writes nothing; :func:`split_vocab` waits otherwise)."""
-    from synprep.lock import split_writer
-
     if vocab is None and split != vocab_split and not (out / VOCAB_NAME).exists() \
             and split_writer(out, vocab_split) is None:
         raise ConfigError(_no_vocab_message(out, vocab_split))
@@ -98,8 +94,6 @@ def await_vocabulary_writer(out: Path, split: str, vocab: str | None, vocab_spli
     ``dict.txt`` waits a moment for a writer of the vocabulary split that is starting beside it
     (:func:`synprep.lock.wait_for_split`); only its appearance is awaited, not the file, and the refusal
     is left to :func:`_refuse_without_vocabulary`."""
-    from synprep.lock import split_writer, wait_for_split
-
     if vocab is None and split != vocab_split:
         wait_for_split(out, vocab_split, lambda: (out / VOCAB_NAME).exists() or split_writer(out, vocab_split)
                        is not None, what=f"{VOCAB_NAME} in {out}", why="the folder's vocabulary comes from it",

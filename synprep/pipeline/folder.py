@@ -12,8 +12,9 @@ from synprep.config import DataConfig, differences
 from synprep.constants import MANIFEST_NAME, VOCAB_NAME
 from synprep.errors import ConfigError, InputError
 from synprep.links import refuse_links_out
-from synprep.lock import sweep_stale_temps
+from synprep.lock import SPLIT_RE, split_writer, sweep_stale_temps
 from synprep.signature import file_sha256
+from synprep.subword import scheme_class
 from synprep.textio import atomic_write
 
 log = logging.getLogger(__name__)
@@ -132,8 +133,6 @@ def _folder_made(out: Path) -> bool:
 
 def _other_writers(out: Path, split: str) -> list[str]:
     """The live writers of the folder's other splits (:func:`synprep.lock.split_writer`), named."""
-    from synprep.lock import SPLIT_RE, split_writer
-
     names = {p.name[1:-len(".lock")] for p in out.glob(".*.lock")}
     return [w for name in sorted(names - {split}) if SPLIT_RE.match(name) and (w := split_writer(out, name))]
 
@@ -142,8 +141,6 @@ def _discard_unfinished(out: Path, old: DataConfig) -> list[str]:
     """Remove what runs with the folder's earlier configuration made before any shard: the intermediate
     text (``OUT/text``), the subword model (``code``, …), ``dict.txt``, the manifest and the inputs'
     record. Returns the removed files' names (relative to ``out``)."""
-    from synprep.subword import scheme_class
-
     candidates = [out / CODES_NAME, out / scheme_class(old.subword.scheme).model_name, out / VOCAB_NAME,
                   out / MANIFEST_NAME, out / INPUTS_NAME]
     text = out / "text"

@@ -39,8 +39,10 @@ from synprep.lock import (
     FolderBusy,
     _split_locks,
     claim,
+    folder_lock,
     live_temp,
     lock_holder,
+    split_writer,
 )
 from synprep.pipeline.part_records import check_record, refuse_other_split
 from synprep.pipeline.part_records import (
@@ -410,8 +412,6 @@ def refuse_split_writer(out: Path, split: str) -> None:
     Raises:
         FolderBusy: names that command.
     """
-    from synprep.lock import split_writer
-
     who = split_writer(out, split)
     if who is not None:
         raise FolderBusy(f"the {split} split of {out} is being written by {who}: a part starts once it has ended")
@@ -439,8 +439,6 @@ def save_prepared(out: Path, split: str, manifest: Manifest, reasons: list[str])
     """``--prepare-only``'s end: the split's manifest entry (its input lines, the cleaning's drops, the drop
     ``reasons`` of the later stages declared as a run declares them) saved, which is what
     :func:`require_prepared` looks for."""
-    from synprep.lock import folder_lock
-
     manifest.declare_reasons(split, reasons)
     with folder_lock(out):
         manifest.save(out)

@@ -11,8 +11,13 @@ from typing import TYPE_CHECKING, Any
 from synprep.annotate import ParseOptions
 from synprep.constants import MANIFEST_NAME, SHARD_FORMAT_VERSION, VOCAB_NAME
 from synprep.errors import ConfigError, InputError
-from synprep.lock import folder_lock
-from synprep.pipeline.folder import FEATURES
+from synprep.lock import folder_lock, hold_split
+from synprep.parse.cache import check_cache_usable
+from synprep.parse.conllu_io import read_numbered
+from synprep.parse.trees import read_tree_lines
+from synprep.pipeline.dictionary import _refuse_without_vocabulary, await_vocabulary_writer
+from synprep.pipeline.folder import FEATURES, _check_config, _check_inputs, _remove_stale_temps
+from synprep.pipeline.parts import hold_part, refuse_beside_parts, refuse_split_writer, sweep_part_temps
 from synprep.shards import Manifest, check_dir
 from synprep.signature import signature
 from synprep.textio import atomic_write, count_lines, display_name, iter_lines
@@ -103,8 +108,6 @@ def trees_for(path: str, lines: Iterable[int], n_lines: int) -> Iterator[list[An
     Raises:
         InputError: a malformed tree (named by file and line), or a trees file of another length.
     """
-    from synprep.parse.trees import read_tree_lines
-
     name = display_name(path)
     n_trees = count_lines(path)
     if n_trees != n_lines:
@@ -121,8 +124,6 @@ def trees_for(path: str, lines: Iterable[int], n_lines: int) -> Iterator[list[An
 def numbered_parses(conllu: str, n_lines: int) -> Iterator[ParsedLine]:
     """:func:`synprep.parse.conllu_io.read_numbered` (the parses of lines ``1..n_lines``), kept for
     callers of earlier versions: the one numbered CoNLL-U reader is in :mod:`synprep.parse.conllu_io`."""
-    from synprep.parse.conllu_io import read_numbered
-
     return read_numbered(conllu, n_lines)
 
 
@@ -223,19 +224,11 @@ def claim_split(out: Path, split: str, config: Any, inputs: dict[str, str | None
     Returns:
         The sha256 (hex) of each given input, by role.
     """
-    from synprep.lock import hold_split
-    from synprep.pipeline.dictionary import _refuse_without_vocabulary, await_vocabulary_writer
-    from synprep.pipeline.folder import _check_config, _check_inputs, _remove_stale_temps
-
     if part is None:
-        from synprep.pipeline.parts import refuse_beside_parts
-
         hold_split(out, split)  # a second writer of this split is refused, naming this run (synprep.lock)
         refuse_beside_parts(out, split)  # ... and so is a writer beside a running part of it
         await_vocabulary_writer(out, split, vocab, config.shards.vocab_split)  # one starting beside this run
     else:
-        from synprep.pipeline.parts import hold_part, refuse_split_writer
-
         refuse_split_writer(out, split)
         hold_part(out, split, part)
     with folder_lock(out) if part is None else contextlib.nullcontext():
@@ -245,11 +238,8 @@ def claim_split(out: Path, split: str, config: Any, inputs: dict[str, str | None
     if part is None:
         _remove_stale_temps(out)  # after the configuration check: a refused command leaves the folder alone
     else:
-        from synprep.pipeline.parts import sweep_part_temps
-
         sweep_part_temps(out, split, part)
     if runs_parser and cache:  # a damaged cache stops the run before any stage
-        from synprep.parse.cache import check_cache_usable
 
         check_cache_usable(cache)
     return input_sha

@@ -13,11 +13,18 @@ from pathlib import Path
 from typing import Any
 
 from synprep.annotate import Parallel
+from synprep.constants import BPE_SEPARATOR
 from synprep.errors import ConfigError, InputError
+from synprep.escape import unescape_tokens
+from synprep.lock import folder_lock
+from synprep.parse.tokenize import parser_tokenize_stream, parser_tokenizer_signature
 from synprep.pipeline.folder import CODES_NAME, TRAIN, TextFiles
 from synprep.pipeline.views import TextOptions
 from synprep.signature import file_sha256
-from synprep.textio import atomic_write, display_name, iter_line_pairs, iter_lines
+from synprep.subword import load_scheme
+from synprep.subword.stream import align_stream, encode_stream
+from synprep.text.case import moses_lowercase
+from synprep.textio import atomic_write, count_lines, display_name, iter_line_pairs, iter_lines
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +44,6 @@ def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Paral
         return
     log.info("tokenize %s → %s", display_name(inp), out_path)
     if spec is not None:
-        from synprep.parse.tokenize import parser_tokenize_stream
-
         lines = parser_tokenize_stream(iter_lines(inp), spec, jobs=par.jobs, backend=par.backend,
                                        scheduler=par.scheduler)
     else:
@@ -51,7 +56,6 @@ def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Paral
 
 def _clean(files: TextFiles, opts: TextOptions) -> None:
     """Clean the tokenized pair into SPLIT.clean.L (+ words, lines, dropped.tsv), all or nothing."""
-    from synprep.text.case import moses_lowercase
     from synprep.text.clean import CleanStats, clean_pairs, nothing_kept_error, report_header, report_row
 
     split = files.split
@@ -122,8 +126,6 @@ def _subword_model(out: Path, split: str, raw_files: list[Path], model: str | No
                    scheme: Any) -> Path:
     """``OUT/<model_name>``: copied from ``model``, reused, or learned on the train split's kept raw
     lines ``raw_files`` (both sides, joint) — :func:`_codes` for the schemes that read raw text."""
-    from synprep.subword import load_scheme
-
     target = out / scheme.model_name
     if model is not None:
         given = load_scheme(scheme.name, model)
@@ -146,8 +148,6 @@ def _raw_kept(files: TextFiles, side: str, raw: str, opts: TextOptions) -> Path:
     """``text/SPLIT.raw.L`` (named by side as well with the same language on both sides,
     :class:`TextFiles`): the raw lines of the kept pairs (lowercased with ``--lowercase``): what a
     scheme that reads raw text segments."""
-    from synprep.text.case import moses_lowercase
-
     target = files.side("raw", side)
     if target.exists():
         return target
@@ -166,10 +166,6 @@ def _segment(files: TextFiles, src: str, tgt: str, words_file: Path,
     """Segment the kept raw lines: ``text/SPLIT.NAME.SRC`` (the source pieces as stored: split at word
     boundaries), ``text/SPLIT.NAME.wi`` (each source piece's word, and the line's rule counts),
     ``text/SPLIT.NAME.TGT``. Returns the three paths."""
-    from synprep.escape import unescape_tokens
-    from synprep.subword.stream import align_stream, encode_stream
-    from synprep.text.case import moses_lowercase
-
     raw_src, raw_tgt = _raw_kept(files, "src", src, opts), _raw_kept(files, "tgt", tgt, opts)
     out_src, out_idx, out_tgt = files.side(name, "src"), files.work / f"{files.split}.{name}.wi", \
         files.side(name, "tgt")
@@ -206,8 +202,6 @@ def _refuse_bpe_marker(files: TextFiles, side: str, name: str) -> None:
     Raises:
         InputError: ``NAME:LINE:`` the first such token, its 1-based position, and the fix.
     """
-    from synprep.constants import BPE_SEPARATOR
-
     marker = BPE_SEPARATOR + " "
     for n, line in zip(iter_lines(files.lines), iter_lines(files.side("clean", side)), strict=True):
         if marker in line or line.endswith(BPE_SEPARATOR):  # substring tests: the usual line costs no split
@@ -257,7 +251,6 @@ def choose_tokenizer(text: TextOptions, parse: Any, source: Any, src_lang: str) 
             raise ConfigError("--tokenizer parser has no effect with --parser conllu (the words are the CoNLL-U's)")
         if text.fairseq_compat:
             raise ConfigError("--fairseq-compat is a Moses rule: it has no effect with --tokenizer parser")
-        from synprep.parse.tokenize import parser_tokenizer_signature
 
         spec = parse.spec
         tok_sig = parser_tokenizer_signature(parse.identity(), lowercase=text.lowercase, escape=True)
@@ -279,8 +272,6 @@ def tokenize_split(files: TextFiles, src: str | None, tgt: str, conllu: str | No
     Raises:
         InputError: the CoNLL-U file has another number of lines than the target.
     """
-    from synprep.textio import count_lines
-
     src_tok = files.side("tok", "src")
     given = source.source_tokens(src, conllu)
     if given is None:
@@ -315,14 +306,11 @@ def subwords(out: Path, files: TextFiles, src: str | None, tgt: str, words_file:
              scheme: Any, codes: str | None, model: str | None, par: Parallel) -> Pieces:
     """Step 3: BPE codes (learned on the train split, or given) applied to the kept tokens, or a
     scheme that reads raw text (its model learned or given) applied to the kept raw lines."""
-    from synprep.lock import folder_lock
-
     if scheme.reads_raw:
         assert src is not None
         raw_files = [_raw_kept(files, "src", src, text), _raw_kept(files, "tgt", tgt, text)]
         with folder_lock(out):
             model_path = _subword_model(out, files.split, raw_files, model, text, scheme)
-        from synprep.subword import load_scheme
 
         identity = load_scheme(scheme.name, model_path).identity()
         bpe_src, bpe_tgt, index_file = _segment(files, src, tgt, words_file, model_path, text, scheme.name, par)

@@ -21,6 +21,10 @@ from typing import Any
 import numpy as np
 
 from synprep.errors import InputError
+from synprep.extras import available
+from synprep.report.html import render
+from synprep.report.ud import compare, treebank_counts, treebank_files
+from synprep.textio import atomic_write
 
 log = logging.getLogger("synprep")
 
@@ -53,7 +57,6 @@ def build_report(folder: str | os.PathLike, *, splits: list[str] | None = None, 
     """
     from synprep.report.flags import sample_text, split_flags
     from synprep.report.stats import split_stats
-    from synprep.report.ud import compare, treebank_counts, treebank_files
     from synprep.shards.manifest import Manifest
     from synprep.shards.reader import load_vocab, open_split
 
@@ -149,10 +152,6 @@ def write_report(report: dict[str, Any], html_path: str | os.PathLike, json_path
         ``{"figures": bool, "bytes": int}``; without matplotlib the page has its tables and
         :data:`NO_PLOT` where the figures would be (a warning says so too).
     """
-    from synprep.extras import available
-    from synprep.report.html import render
-    from synprep.textio import atomic_write
-
     figs: dict[str, Any] = {}
     drawn = figures and available("matplotlib")
     if figures and not drawn:

@@ -22,7 +22,9 @@ from typing import IO, Any
 
 import numpy as np
 
+from synprep.escape import unescape_tokens
 from synprep.shards.manifest import Manifest
+from synprep.shards.reader import load_vocab, open_split
 from synprep.subword import scheme_class
 from synprep.types import DEPRELS, UPOS_TAGS
 
@@ -47,8 +49,6 @@ def _byte_decoder() -> dict[str, int]:
 def piece_words(pieces: list[str], word_index: np.ndarray, scheme: str) -> list[str]:
     """The source words of a pair from its pieces and stored ``word_index`` (markers removed, Moses
     escapes undone for bpe; byte-level pieces decoded for hf)."""
-    from synprep.escape import unescape_tokens
-
     n = int(word_index.max()) + 1 if word_index.size else 0
     parts: list[list[str]] = [[] for _ in range(n)]
     for piece, w in zip(pieces, word_index.tolist(), strict=True):
@@ -72,8 +72,6 @@ def piece_words(pieces: list[str], word_index: np.ndarray, scheme: str) -> list[
 def _lines(folder: Path, split: str, manifest: Manifest) -> Iterator[tuple[int, list[str], np.ndarray, np.ndarray,
                                                                            np.ndarray, np.ndarray]]:
     """``(line, words, heads, deprel, upos, sent_start)`` of every stored pair, in line order."""
-    from synprep.shards.reader import load_vocab, open_split
-
     readers = open_split(folder, split, manifest=manifest)
     if not readers:
         return

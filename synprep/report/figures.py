@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import base64
 import io
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from synprep.show import load_pair, pair_figure
 from synprep.types import DEPRELS, UPOS_TAGS
 
 if TYPE_CHECKING:
@@ -174,10 +176,6 @@ def agreement_figure(report: dict[str, Any]) -> str | None:
 def example_figures(folder: Any, examples: list[tuple[str, int]]) -> list[dict[str, Any]]:
     """``[{split, index, line, png}]``: each example pair drawn by :func:`synprep.show.pair_figure` at its own
     resolution, the PNG ``show --png`` writes (the page shows it at that size, scrolling when wider)."""
-    import warnings
-
-    from synprep.show import load_pair, pair_figure
-
     out = []
     with warnings.catch_warnings():  # drawn (savefig) here: without a CJK font, one warning (show.fonts), not one per glyph
         warnings.filterwarnings("ignore", message="Glyph .* missing from")

@@ -12,7 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from synprep.escape import unescape
+from synprep.report.agreement import piece_words
+from synprep.report.stats import read_lines_at, text_file
 from synprep.shards.manifest import Manifest
+from synprep.shards.reader import load_vocab, open_split
 from synprep.text.langid import (
     CONFIDENT,
     EXAMPLE_LINES,
@@ -60,11 +64,6 @@ def sample_text(folder: Path, split: str, manifest: Manifest, attrs: dict[str, A
         the only source text at hand was lowercased before the parser's words were made (pieces of a
         ``--lowercase`` or ``--parse-src`` folder written before words were stored), so case cannot be judged.
     """
-    from synprep.escape import unescape
-    from synprep.report.agreement import piece_words
-    from synprep.report.stats import read_lines_at, text_file
-    from synprep.shards.reader import load_vocab, open_split
-
     src_lang, tgt_lang = attrs.get("src_lang"), attrs.get("tgt_lang")
     same = bool(src_lang) and src_lang == tgt_lang
     cfg = attrs.get("config") or {}

@@ -25,8 +25,10 @@ from typing import Any
 import numpy as np
 
 from synprep.constants import GAP_MODES, GAP_SENTENCE, UNK_ID
+from synprep.escape import unescape
 from synprep.report.hist import FloatHist, IntHist
 from synprep.shards.manifest import Manifest
+from synprep.shards.reader import open_split, shard_arrays
 from synprep.subword import scheme_class
 from synprep.types import DEPRELS, UPOS_TAGS
 
@@ -275,8 +277,6 @@ def _top_share(counts: np.ndarray, names: tuple[str, ...], total: int) -> dict[s
 
 def iter_shards(folder: Path, split: str, manifest: Manifest) -> Iterator[tuple[Any, dict[str, np.ndarray]]]:
     """``(reader, arrays)`` of each verified shard of ``split`` in order; each shard is released after use."""
-    from synprep.shards.reader import open_split, shard_arrays
-
     for reader in open_split(folder, split, manifest=manifest):
         try:
             yield reader, shard_arrays(reader)
@@ -370,7 +370,6 @@ def drop_examples(folder: Path, split: str, entry: Any, attrs: dict[str, Any]) -
     wanted = {int(d[0]) for lst in picked.values() for d in lst}
     src_lang, tgt_lang = attrs.get("src_lang"), attrs.get("tgt_lang")
     same = bool(src_lang) and src_lang == tgt_lang
-    from synprep.escape import unescape
 
     texts = {side: {k: unescape(v) for k, v in read_lines_at(text_file(folder, split, "tok", side, lang, same),
                                                               wanted).items()}

@@ -64,10 +64,12 @@ from synprep.shards.invariants import (  # noqa: F401 - re-exported: check's pub
     check_shard,
 )
 from synprep.shards.manifest import Manifest
+from synprep.shards.mapped import ARRAYS
 from synprep.shards.schema import (
     parse_shard_name,
     shard_name,
 )
+from synprep.shards.shard_reader import ShardReader
 from synprep.signature import file_sha256
 from synprep.vocab import Vocab
 
@@ -240,8 +242,6 @@ def _check_dir(folder: Path, report: CheckReport, only: Collection[str] | None =
 def _check_maps(folder: Path, shard: Path, sha256: str, vocab_size: int) -> None:
     """Section 5 for one shard (verified): its maps in ``folder/arrays/``, where there are any."""
     from synprep.shards.map_truth import map_problem
-    from synprep.shards.mapped import ARRAYS
-    from synprep.shards.shard_reader import ShardReader
 
     if not (folder / ARRAYS).is_dir():
         return

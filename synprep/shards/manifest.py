@@ -26,6 +26,7 @@ from typing import Any
 
 from synprep.constants import MANIFEST_NAME, SHARD_FORMAT, SHARD_FORMAT_VERSION
 from synprep.errors import InputError, name_problem
+from synprep.lock import SPLIT_RE, folder_lock, split_writer
 from synprep.shards.schema import inside_name
 from synprep.shards.writer import ShardInfo
 from synprep.signature import file_sha256
@@ -161,8 +162,6 @@ class Manifest:
         Raises:
             InputError: the file on disk is not a readable manifest.
         """
-        from synprep.lock import folder_lock
-
         path = Path(folder) / MANIFEST_NAME
         with folder_lock(folder):
             old_text = None
@@ -196,7 +195,6 @@ class Manifest:
                                  f"{' or '.join('null' if k is type(None) else k.__name__ for k in kinds)}", name)
         m = cls(signature=d.get("signature", ""), config=d.get("config") or {})
         m.vocab = d.get("vocab")
-        from synprep.lock import SPLIT_RE
 
         splits = d.get("splits") or {}
         if not isinstance(splits, dict):
@@ -317,8 +315,6 @@ class Manifest:
 def no_manifest_reason(folder: Path) -> str:
     """Why a folder has no ``manifest.json``: a run writing its first shard (named from its split lock,
     :func:`synprep.lock.split_writer`), a run that stopped before its first shard, or no synprep folder."""
-    from synprep.lock import SPLIT_RE, split_writer
-
     splits = sorted(p.name[1:-len(".lock")] for p in folder.glob(".*.lock"))
     for split in (s for s in splits if SPLIT_RE.match(s)):
         writer = split_writer(folder, split)

@@ -64,7 +64,9 @@ import h5py
 import numpy as np
 
 from synprep.lock import flock, live_temp, temp_prefix
+from synprep.shards.invariants import _DTYPE_RULES, check_arrays
 from synprep.shards.schema import AXES, FIELDS
+from synprep.signature import file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -151,8 +153,6 @@ def _allowed_dtypes() -> dict[str, frozenset[str]]:
     """Per array of a map folder, the dtypes (``numpy.dtype.str``, this machine's byte order) it may have: a
     dataset's those ``synprep check`` allows it (:data:`~synprep.shards.invariants._DTYPE_RULES`), the header's
     int64."""
-    from synprep.shards.invariants import _DTYPE_RULES
-
     kinds = [np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64, np.int8, np.int16, np.int32, np.int64,
                                    np.float16, np.float32, np.float64)]
     allowed = {fl.name: frozenset(dt.str for dt in kinds if _DTYPE_RULES[fl.kind][0](dt)) for fl in FIELDS}
@@ -271,7 +271,6 @@ def _sealed(folder: Path, index: dict[str, Any], got: Mapped, expect: Expect, sh
     index's sealed entries and ``arrays.bin`` (whose size :func:`_open` checked) as the index says, every value
     passing the shard's own checks (:func:`~synprep.shards.invariants.check_arrays`), and every value equal to
     the shard's (:func:`differs_from_shard`: the seal is no secret)."""
-    from synprep.shards.invariants import check_arrays
 
     h = _seal(index)
     try:
@@ -466,7 +465,6 @@ def _map_into(path: Path, map_dir: Path, offsets: dict[str, np.ndarray], lines: 
             return got
         _sweep(map_dir, path.name, keep=final.name)
         if expect.sha256 is None:  # a reader opened without verification: the file's own
-            from synprep.signature import file_sha256
 
             sha256 = file_sha256(path)
         else:

@@ -14,6 +14,7 @@ import numpy as np
 
 from synprep.errors import InputError
 from synprep.shards.layout import check_layout, read_attrs
+from synprep.shards.mapped import mapped_arrays
 from synprep.shards.schema import (
     AXES,
     FIELDS,
@@ -143,8 +144,6 @@ class ShardReader:
                 held, :func:`~synprep.shards.mapped.mapped_arrays`.)
         """
         if self._data is None and self.map_dir is not None:
-            from synprep.shards.mapped import mapped_arrays
-
             got = mapped_arrays(self.path, self.map_dir, self.offsets, self.lines, self._decode, self.map_expect())
             self._data, self.offsets, self.lines = got.data, got.offsets, got.lines
         elif self._data is None:

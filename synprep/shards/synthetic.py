@@ -12,8 +12,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from synprep.constants import GAP_SENTENCE, UNK_ID
+from synprep.constants import GAP_SENTENCE, UNK_ID, VOCAB_NAME
+from synprep.parallel import chunked
+from synprep.shards.manifest import Manifest
+from synprep.shards.schema import shard_name
+from synprep.shards.writer import write_shard
 from synprep.types import DEPRELS, UPOS_TAGS, PairRecord
+from synprep.vocab import Vocab
 
 
 def random_heads(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -172,13 +177,6 @@ def write_folder_records(folder, splits: Mapping[str, Iterable[PairRecord]], *, 
         the saved :class:`~synprep.shards.manifest.Manifest`.
     """
     from pathlib import Path
-
-    from synprep.constants import VOCAB_NAME
-    from synprep.parallel import chunked
-    from synprep.shards.manifest import Manifest
-    from synprep.shards.schema import shard_name
-    from synprep.shards.writer import write_shard
-    from synprep.vocab import Vocab
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

@@ -13,8 +13,14 @@ import numpy as np
 
 from synprep.constants import VOCAB_NAME
 from synprep.errors import InputError
+from synprep.lock import check_split_name, split_writer
+from synprep.loky_seam import process_pool_executor
+from synprep.parallel import usable_cpus, worker_init
+from synprep.shards.check import split_counts_violation
+from synprep.shards.mapped import _MAPS_OK
 from synprep.shards.schema import inside_name, parse_shard_name
 from synprep.shards.shard_reader import ShardReader, split_files
+from synprep.signature import file_sha256
 
 if TYPE_CHECKING:
     from synprep.shards.manifest import Manifest, SplitEntry
@@ -37,8 +43,6 @@ def _values_key(path: Path, st: os.stat_result, sha256: str, vocab_size: int | N
 
 
 def _verify_file(path: Path, size: int, sha256: str) -> None:
-    from synprep.signature import file_sha256
-
     st = path.stat()
     if st.st_size != size:
         raise InputError(f"{st.st_size} bytes, manifest.json says {size} (damaged or replaced; "
@@ -142,8 +146,6 @@ def verify_workers() -> int:
     """Worker processes for verifying a large split: the cores this process may use
     (:func:`synprep.parallel.usable_cpus`), shared among the node's ranks of a ``torchrun`` job
     (``LOCAL_WORLD_SIZE``), each of which verifies the split itself."""
-    from synprep.parallel import usable_cpus
-
     try:
         ranks = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     except ValueError:
@@ -177,9 +179,6 @@ def _verify_in_workers(jobs: list[VerifyJob]) -> dict[Path, Verified]:
     n = min(len(todo), verify_workers())
     if n < 2 or sum(job[1] for job in todo) < PARALLEL_VERIFY_BYTES:
         return {}
-    from synprep.loky_seam import process_pool_executor
-    from synprep.parallel import worker_init
-    from synprep.shards.mapped import _MAPS_OK
 
     done: dict[Path, Verified] = {}
     try:
@@ -218,8 +217,6 @@ def refuse_live_writer(folder: str | os.PathLike, split: str) -> None:
     Raises:
         InputError: one line naming the split and the writer.
     """
-    from synprep.lock import split_writer
-
     writer = split_writer(folder, split)
     if writer is not None:
         raise InputError(f"the {split} split is still being written by {writer}: wait for it to finish "
@@ -300,8 +297,6 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
         if map_dir is not None and cache:  # mapped now (a large split's maps the workers wrote): a process
             readers[-1].load()             # forked from this one (DataLoader workers) shares them
     if entry is not None and complete:
-        from synprep.shards.check import split_counts_violation
-
         v = split_counts_violation(split, entry.to_dict(), np.concatenate([r.lines for r in readers]) if readers
                                    else np.zeros(0, np.int64))
         if v is not None:
@@ -347,8 +342,6 @@ def split_entry(folder: str | os.PathLike, split: str, *, verify: bool = True, m
         InputError: see :func:`split_files`; a missing or malformed manifest, shard files other than its list;
             an incomplete split (:func:`refuse_incomplete`).
     """
-    from synprep.lock import check_split_name
-
     check_split_name(split)
     files = split_files(folder, split)
     if not verify:

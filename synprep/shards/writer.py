@@ -29,6 +29,7 @@ import numpy as np
 
 from synprep.constants import MAX_SHARD_BYTES, SHARD_FORMAT, SHARD_FORMAT_VERSION
 from synprep.errors import ConfigError
+from synprep.lock import temp_prefix
 from synprep.shards.schema import (
     AXES,
     CHUNK_ELEMS,
@@ -302,8 +303,6 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
         f.flush()
         image = f.id.get_file_image()
     del packed
-
-    from synprep.lock import temp_prefix
 
     path.parent.mkdir(parents=True, exist_ok=True)
     try:

@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from synprep.constants import EOS, GAP_EOS, GAP_SENTENCE
+from synprep.extras import require
 from synprep.show.fonts import _fonts
 from synprep.show.pair import PairView, pair_matrices
 from synprep.show.tree import _tree_panel, word_distances
+from synprep.textio import atomic_write
 
 if TYPE_CHECKING:  # matplotlib is imported only to draw
     from matplotlib.figure import Figure
@@ -159,8 +161,6 @@ def pair_figure(view: PairView, *, tau: float = 10.0, mode: str = "cnf") -> Figu
     Raises:
         ValueError: τ <= 0 or an unknown gap mode.
     """
-    from synprep.extras import require
-
     require("matplotlib", "drawing a pair (show --png)")
     with _fonts(view) as font:
         return _pair_figure(view, tau=tau, mode=mode, font=font)
@@ -220,9 +220,6 @@ def save_png(view: PairView, path: str | os.PathLike, *, tau: float = 10.0, mode
     Raises:
         ConfigError: matplotlib is not installed (the message names the ``plot`` extra).
     """
-    from synprep.extras import require
-    from synprep.textio import atomic_write
-
     require("matplotlib", "drawing a pair (show --png)")
     with _fonts(view) as font:  # the glyphs are looked up when the figure is drawn
         fig = _pair_figure(view, tau=tau, mode=mode, font=font)

@@ -12,7 +12,11 @@ import numpy as np
 
 from synprep.constants import GAP_EOS, GAP_MODES, VOCAB_NAME
 from synprep.errors import InputError
+from synprep.escape import unescape_tokens
+from synprep.features.parents import gaussian_weights, parent_positions
+from synprep.features.slr import hard_slr_mask, soft_slr_mask
 from synprep.types import PairRecord
+from synprep.vocab import Vocab
 
 #: gap conventions a figure's SLR masks can use (SPEC.md §2)
 
@@ -115,9 +119,7 @@ def load_pair(folder: str | os.PathLike, split: str = "train", *, index: int | N
             pair differs from its manifest entry or breaks an invariant of ``synprep check``.
         ValueError: neither or both of ``index`` and ``line``.
     """
-    from synprep.escape import unescape_tokens
     from synprep.shards.reader import open_shard, split_entry, splits_in
-    from synprep.vocab import Vocab
 
     if (index is None) == (line is None):
         raise ValueError("give exactly one of index and line")
@@ -223,9 +225,6 @@ def pair_matrices(view: PairView, *, tau: float = 10.0, mode: str = "cnf", sigma
     Raises:
         ValueError: τ <= 0, σ <= 0, unknown mode.
     """
-    from synprep.features.parents import gaussian_weights, parent_positions
-    from synprep.features.slr import hard_slr_mask, soft_slr_mask
-
     gaps = token_gaps(view, mode)
     parents = parent_positions(view.record.heads, view.record.word_index, mode="mean", eos=True)
     return {"soft": soft_slr_mask(gaps, tau), "hard": hard_slr_mask(gaps, strict=False), "parents": parents,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from synprep.constants import GAP_SENTENCE
+from synprep.features.parents import parent_positions
 from synprep.show.pair import PairView
 from synprep.types import PairRecord
 
@@ -35,8 +36,6 @@ def pair_text(view: PairView, *, ldd_top: int = 3) -> str:
     the ``ldd_top`` most probable LDD entries ``head:rel prob``. Then sentence starts and the
     target pieces.
     """
-    from synprep.features.parents import parent_positions
-
     rec = view.record
     t, w = len(view.src), len(view.words)
     starts = rec.sent_start.tolist()

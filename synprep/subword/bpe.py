@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from synprep.align import align, remove_bpe
 from synprep.subword.base import SubwordScheme
 from synprep.subword.offsets import AlignedLine
 from synprep.textio import PathLike
@@ -45,12 +46,8 @@ class BpeScheme(SubwordScheme):
     def align_line(self, text: str, words: Sequence[str], *, line: int | None = None,
                    path: str | None = None) -> AlignedLine:
         """``text``: the Moses-tokenized, escaped line; ``words``: its tokens unescaped (the parser's)."""
-        from synprep.align import align
-
         pieces = self.encode(text)
         return AlignedLine(pieces=pieces, word_index=align(pieces, words, line=line, path=path))
 
     def decode(self, pieces: Sequence[str]) -> str:
-        from synprep.align import remove_bpe
-
         return remove_bpe(" ".join(pieces))

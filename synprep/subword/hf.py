@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from synprep.errors import InputError
 from synprep.subword.base import SubwordScheme
-from synprep.textio import PathLike, display_name
+from synprep.textio import PathLike, atomic_write, display_name
 
 TOKENIZER_FILE = "tokenizer.json"
 
@@ -85,7 +85,6 @@ class HfScheme(SubwordScheme):
         serialized, whose sha256 is then this scheme's)."""
         if not os.path.isdir(self.path):
             return super().save(out)
-        from synprep.textio import atomic_write
 
         with atomic_write(out) as f:
             f.write(self.tok.to_str())

@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from synprep.errors import ConfigError, InputError
+from synprep.langcode import iso_code
 
 log = logging.getLogger(__name__)
 
@@ -102,8 +103,6 @@ def check_language_code(lang: str, option: str) -> None:
             (``german`` → ``de``, :func:`synprep.langcode.iso_code`).
     """
     if not _CODE.match(lang):
-        from synprep.langcode import iso_code
-
         code = iso_code(lang)
         if code is not None and _CODE.match(code):
             raise ConfigError(f"{option} {lang!r} is not a language code: {lang} is {code!r} (ISO 639-1); "

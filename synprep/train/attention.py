@@ -34,8 +34,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from synprep.train.config import TrainConfig
 from synprep.train.masks import device_index
 from synprep.train.runtime import sdpa
+from synprep.train.sources import source_class
 from synprep.train.sources.base import AttendContext, SyntaxInputs, SyntaxSource
 
 
@@ -263,9 +265,6 @@ def scaled_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, weights:
 
 def default_sources(names: list[str | None]) -> dict[str, SyntaxSource]:
     """Source objects of ``names`` with the default configuration (tests, readers)."""
-    from synprep.train.config import TrainConfig
-    from synprep.train.sources import source_class
-
     cfg = TrainConfig()
     return {n: source_class(n)(cfg) for n in dict.fromkeys(names) if n is not None}
 

@@ -43,7 +43,7 @@ from typing import Any
 
 import torch
 
-from synprep.errors import InputError
+from synprep.errors import ConfigError, InputError
 from synprep.textio import atomic_write
 
 log = logging.getLogger("synprep.train")
@@ -357,7 +357,6 @@ def validate_checkpoint(ck: dict[str, Any], path: str | os.PathLike, resume: boo
     Raises:
         InputError: ``PATH: REASON`` naming the first missing key, wrong type or shape.
     """
-    from synprep.errors import ConfigError
     from synprep.train.config import check_model_size, config_from_dict
     from synprep.train.model import Seq2Seq
 

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from synprep.errors import ConfigError, InputError
+from synprep.textio import read_lines
 
 SEED_SUFFIX = re.compile(r"\.seed\d+$")
 BS_SAMPLES = 1000
@@ -71,7 +72,6 @@ def read_run(run_dir: str | Path, hyp_name: str = "test.hyp", lines_name: str = 
     Raises:
         InputError: a missing or unreadable ``config.json`` / hypothesis file.
     """
-    from synprep.textio import read_lines
     from synprep.train.config import config_from_dict
     from synprep.train.metrics import remove_bpe
 

@@ -26,13 +26,15 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
-from synprep.constants import EOS_ID, PAD_ID
+from synprep.constants import EOS_ID, MANIFEST_NAME, PAD_ID
+from synprep.defaults import RUNTIME_DEFAULTS
 from synprep.errors import InputError
 from synprep.parallel import limit_threads, usable_cpus
 from synprep.train.batch import Batch  # noqa: F401 - re-exported (its home before synprep.train.batch)
 from synprep.train.graphs import WORD_MULTIPLE
 from synprep.train.rundir import bounded_workers
 from synprep.train.schema import BATCH_ORDERS
+from synprep.train.sources import source_class
 from synprep.types import PairRecord
 
 log = logging.getLogger("synprep.train")
@@ -58,7 +60,6 @@ class Collater:
     def __init__(self, sources: Iterable[SyntaxSource | str] = (), cfg: TrainConfig | None = None,
                  graph_shapes: bool = False):
         from synprep.train.config import TrainConfig
-        from synprep.train.sources import source_class
 
         conf = cfg or TrainConfig()
         self.sources = {}
@@ -334,7 +335,6 @@ def loader_workers(num_workers: int, device: torch.device) -> int:
     would hold the GPU up (docs/train.md, "Inputs and outputs")."""
     if num_workers >= 0:
         return num_workers
-    from synprep.defaults import RUNTIME_DEFAULTS
 
     return min(RUNTIME_DEFAULTS.cuda_loader_workers, usable_cpus()) if device.type == "cuda" else 0
 
@@ -349,8 +349,6 @@ def no_split_message(shards_dir: str | Path, split: str, option: str | None = No
     """``no shards of split 'valid' (expected valid.00000.h5, …); the folder's splits: test, train: name one
     with --valid-split SPLIT, or make the split (synprep pipeline --split valid …)``."""
     import json
-
-    from synprep.constants import MANIFEST_NAME
 
     msg = f"no shards of split {split!r} (expected {split}.00000.h5, …)"
     if option is None:

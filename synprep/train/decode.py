@@ -36,7 +36,11 @@ from typing import ParamSpec, TypeVar, cast
 import torch
 
 from synprep.constants import BOS_ID, EOS_ID, PAD_ID
-from synprep.train.data import Batch
+from synprep.defaults import DECODE_DEFAULTS
+from synprep.errors import ConfigError, InputError
+from synprep.train import runtime
+from synprep.train.checkpoint import average_checkpoints, load_checkpoint, validate_checkpoint
+from synprep.train.data import Batch, BucketBatchSampler, Collater, loader_worker_init
 from synprep.train.model import DecoderLayer, EncoderOut, Seq2Seq
 
 #: the ids never produced, <s> and <pad>, adjacent in fairseq's order: one slice to mask
@@ -269,8 +273,6 @@ def load_model(path, device: torch.device | str = "cpu", average=None):
         InputError: see :func:`~synprep.train.checkpoint.load_checkpoint` and
             :func:`~synprep.train.checkpoint.validate_checkpoint`.
     """
-    from synprep.train.checkpoint import average_checkpoints, load_checkpoint, validate_checkpoint
-
     ck = average_checkpoints(average) if average else load_checkpoint(path, map_location="cpu")
     cfg = validate_checkpoint(ck, path)
     symbols = list(ck["symbols"])
@@ -285,8 +287,6 @@ def check_jobs(jobs: int, device: torch.device | str) -> None:
     Raises:
         ConfigError: ``jobs`` > 1 on a device other than the CPU (a GPU decodes one batch at a time).
     """
-    from synprep.errors import ConfigError
-
     if jobs > 1 and torch.device(device).type != "cpu":
         raise ConfigError(f"-j/--jobs {jobs} decodes several batches at once on the CPU; on {device} the batches "
                           "run one after another (raise --max-tokens for larger batches instead)")
@@ -325,9 +325,6 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
     import numpy as np
     from tqdm import tqdm
 
-    from synprep.errors import InputError
-    from synprep.train.data import BucketBatchSampler, Collater, loader_worker_init
-
     cfg = model.cfg
     src = np.asarray(dataset.src_lengths)
     too_long = np.flatnonzero(src + 1 > cfg.max_positions)
@@ -336,12 +333,9 @@ def translate_dataset(model: Seq2Seq, dataset, *, beam: int = 5, lenpen: float =
         line = dataset.line(i) if hasattr(dataset, "line") else i + 1
         raise InputError(f"source of {int(src[i])} pieces exceeds the model's max_positions={cfg.max_positions}",
                          None, line)
-    from synprep.train import runtime
 
     check_jobs(jobs, device)
     if max_tokens is None:
-        from synprep.defaults import DECODE_DEFAULTS
-
         max_tokens = DECODE_DEFAULTS.max_tokens(device)
     policy = runtime.resolve(cfg, device)  # the checkpoint's decode autocast and attention kernels
     runtime.apply(policy)
@@ -387,8 +381,6 @@ def _in_threads(fn, items, jobs: int):
         return
     import collections
     from concurrent.futures import ThreadPoolExecutor
-
-    from synprep.train import runtime
 
     threads = torch.get_num_threads()
     torch.set_num_threads(max(1, threads // jobs))

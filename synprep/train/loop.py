@@ -39,6 +39,8 @@ import torch.distributed as dist
 from torch.utils.data import Dataset
 
 from synprep.errors import ConfigError, InputError
+from synprep.extras import available
+from synprep.textio import atomic_write
 from synprep.train import runtime
 from synprep.train.checkpoint import (
     LAST,
@@ -230,7 +232,6 @@ class Trainer:
         runtime policy logged, the metrics log opened (cut back to the checkpoint when ``resumed``)."""
         self.out.mkdir(parents=True, exist_ok=True)
         sweep_partial_files(self.out)  # a killed run's partial checkpoint (the run lock is held: train())
-        from synprep.textio import atomic_write
 
         with atomic_write(self.out / "config.json") as f:  # _runtime: metadata, skipped when read back
             f.write(json.dumps({**self.cfg.to_dict(), "_runtime": self.runtime.record()}, indent=2) + "\n")
@@ -429,8 +430,6 @@ class Trainer:
     def _draw(self, epoch: int) -> None:
         """gates.png, titled with the 1-based epoch of the metrics row and log line it belongs to; a
         model without syntax heads (vanilla) has no gates: said once, nothing drawn."""
-        from synprep.extras import available
-
         if not self.cfg.uses_syntax:
             if not getattr(self, "_said_no_gates", False):
                 log.info("no gates: a vanilla model has no syntax heads (no gates.png)")

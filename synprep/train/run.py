@@ -12,8 +12,9 @@ from typing import Any
 
 import torch.distributed as dist
 
-from synprep.shards.mapped import ARRAYS
+from synprep.shards.mapped import ARRAYS, set_fallback
 from synprep.train.config import TrainConfig
+from synprep.train.data import ShardDataset, load_symbols
 from synprep.train.distributed import init_distributed
 from synprep.train.loop import Trainer
 from synprep.train.rundir import run_lock
@@ -47,7 +48,6 @@ def arrays_folder(shards_dir: str | Path, out_dir: str | Path) -> Path:
         log.info("the shard folder's %s/ cannot be written (%s): this run's decoded arrays go to %s",
                  MAP_DIR, e.strerror or e, own)
         return own
-    from synprep.shards.mapped import set_fallback
 
     set_fallback(shared, own)
     return shared
@@ -84,8 +84,6 @@ def train(shards_dir: str | Path, out_dir: str | Path, cfg: TrainConfig | None =
         ConfigError: bad configuration.
         FolderBusy (a ConfigError): another run trains into ``out_dir`` (:mod:`synprep.train.rundir`).
     """
-    from synprep.train.data import ShardDataset, load_symbols
-
     env, dev = init_distributed(device)
     try:
         with run_lock(out_dir) if env.is_main else contextlib.nullcontext():  # one run per folder (rundir.py)

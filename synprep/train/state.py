@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from synprep.signature import signature
+from synprep.signature import package_version, signature
 from synprep.train.config import TrainConfig
 
 
@@ -65,8 +65,6 @@ def effective_gates(cfg: TrainConfig, learned: dict[int, list[float]] | None = N
 
 def train_signature(cfg: TrainConfig, data_signature: str | None = None, world_size: int = 1) -> str:
     """Signature line of a training run (model, syntax variant, data, seed, torch)."""
-    from synprep.signature import package_version
-
     data = None
     if data_signature:
         import hashlib

@@ -17,7 +17,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from synprep.constants import BPE_SEPARATOR, GAP_INTRA_WORD, GAP_SENTENCE, UNK_ID, VOCAB_NAME
+from synprep.parallel import chunked
 from synprep.types import DEPRELS, PairRecord
+from synprep.vocab import Vocab
 
 
 def split_word(word: str, split_len: int = 7) -> list[str]:
@@ -34,8 +36,6 @@ def pieces_of(words: Iterable[str], split_len: int = 7) -> list[str]:
 
 def build_vocab(lines: Iterable[Sequence[str]], split_len: int = 7):
     """A fairseq-style :class:`~synprep.vocab.Vocab` over the pieces of word lists (``</s>`` counted per line)."""
-    from synprep.vocab import Vocab
-
     counts = Counter(p for words in lines for p in pieces_of(words, split_len))
     return Vocab.from_counts(counts)
 
@@ -162,7 +162,6 @@ def write_toy_shards(folder, splits: dict[str, list[PairRecord]], vocab, *, shar
     import dataclasses
     from pathlib import Path
 
-    from synprep.parallel import chunked
     from synprep.shards import Manifest, shard_name, write_shard
     from synprep.shards.synthetic import shard_attrs
 
