@@ -24,7 +24,9 @@ from synprep.parse.base import backend_class, bound_error, identity_fields
 from synprep.parse.conllu_io import read_numbered
 from synprep.parse.registry import PARSE_SOURCES, RUN_PARSER, parse_source_class  # noqa: F401 - re-exported
 from synprep.parse.run import parse_block_stream, parser_identity, parser_signature_name
+from synprep.parse.trees import TreeLeavesError
 from synprep.textio import iter_lines
+from synprep.timeline import mark
 from synprep.types import ParsedLine
 
 if TYPE_CHECKING:
@@ -155,13 +157,10 @@ class RunParser(ParseSource):
                 scheduler=par.scheduler, ssplit=opts.ssplit, batch_size=opts.batch_size, identity=identity,
                 trees=trees, trees_name=opts.trees,
                 progress=progress.block(items[0].line - 1, items[-1].line) if progress else None)
-            from synprep.timeline import mark
 
             mark(f"parsed {items[0].line}-{items[-1].line}")  # the block's last batch is back (and cached)
         except InputError as e:  # parse_block numbers the block's lines 1..n: name the input line
             if e.line is not None and 1 <= e.line <= len(items):
-                from synprep.parse.trees import TreeLeavesError
-
                 kind = TreeLeavesError if isinstance(e, TreeLeavesError) else InputError  # pipeline adds its fix
                 raise kind(e.reason, e.path, items[e.line - 1].line) from None
             raise

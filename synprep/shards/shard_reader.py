@@ -7,14 +7,14 @@ import os
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import h5py
 import numpy as np
 
 from synprep.errors import InputError
 from synprep.shards.layout import check_layout, read_attrs
-from synprep.shards.mapped import mapped_arrays
+from synprep.shards.mapped import Expect, mapped_arrays
 from synprep.shards.schema import (
     AXES,
     FIELDS,
@@ -25,9 +25,6 @@ from synprep.shards.schema import (
     parse_shard_name,
 )
 from synprep.types import PairRecord
-
-if TYPE_CHECKING:
-    from synprep.shards.mapped import Expect
 
 
 class ShardReader:
@@ -110,8 +107,6 @@ class ShardReader:
     def map_expect(self) -> Expect:
         """What this shard's maps must agree with (:class:`~synprep.shards.mapped.Expect`): its sha256 and the
         vocabulary's size where given, its label counts."""
-        from synprep.shards.mapped import Expect
-
         def count(key: str) -> int:
             labels = self.attrs.get(key)
             return len(labels) if isinstance(labels, list) else 0

@@ -17,14 +17,15 @@ from synprep.lock import check_split_name, split_writer
 from synprep.loky_seam import process_pool_executor
 from synprep.parallel import usable_cpus, worker_init
 from synprep.shards.check import split_counts_violation
+from synprep.shards.manifest import Manifest
 from synprep.shards.mapped import _MAPS_OK
 from synprep.shards.schema import inside_name, parse_shard_name
 from synprep.shards.shard_reader import ShardReader, split_files
 from synprep.signature import file_sha256
+from synprep.vocab import Vocab
 
 if TYPE_CHECKING:
-    from synprep.shards.manifest import Manifest, SplitEntry
-    from synprep.vocab import Vocab
+    from synprep.shards.manifest import SplitEntry
 
 #: shards whose sha256 this process already verified: (resolved path, size, mtime_ns, sha256)
 _VERIFIED: set[tuple[str, int, int, str]] = set()
@@ -346,7 +347,6 @@ def split_entry(folder: str | os.PathLike, split: str, *, verify: bool = True, m
     files = split_files(folder, split)
     if not verify:
         return None, files, None
-    from synprep.shards.manifest import Manifest
 
     if manifest is None:
         manifest = Manifest.load(folder)
@@ -466,8 +466,6 @@ def load_vocab(folder: str | os.PathLike, attrs: dict[str, Any]) -> Vocab:
         InputError: the file is missing or not a fairseq dictionary, or its sha256 differs (a
             damaged or replaced ``dict.txt``; the message names it); a ``vocab_path`` outside the folder.
     """
-    from synprep.vocab import Vocab
-
     name = str(attrs.get("vocab_path") or VOCAB_NAME)
     if not inside_name(name):  # the readers refuse such a shard already; this reader never follows one
         raise InputError(f"vocab_path attribute {name!r} is not a file name inside the shards' folder", str(folder))

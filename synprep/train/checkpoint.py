@@ -45,6 +45,12 @@ import torch
 
 from synprep.errors import ConfigError, InputError
 from synprep.textio import atomic_write
+from synprep.train.config import (
+    RESUME_OVERRIDABLE,
+    check_model_size,
+    config_from_dict,
+)
+from synprep.train.model import Seq2Seq
 
 log = logging.getLogger("synprep.train")
 
@@ -357,9 +363,6 @@ def validate_checkpoint(ck: dict[str, Any], path: str | os.PathLike, resume: boo
     Raises:
         InputError: ``PATH: REASON`` naming the first missing key, wrong type or shape.
     """
-    from synprep.train.config import check_model_size, config_from_dict
-    from synprep.train.model import Seq2Seq
-
     where = str(path)
     required = ["config", "symbols", "model"] + (["optimizer", "scheduler", "state", "rng"] if resume else [])
     missing = [k for k in required if k not in ck]
@@ -418,8 +421,6 @@ def average_checkpoints(paths: Sequence[str | os.PathLike]) -> dict[str, Any]:
         InputError: no paths, an unreadable or damaged checkpoint, or checkpoints of different
             models (the message names the file).
     """
-    from synprep.train.config import RESUME_OVERRIDABLE
-
     if not paths:
         raise InputError("no checkpoints to average", "average")
     first: dict[str, Any] | None = None

@@ -45,6 +45,8 @@ from typing import Any
 
 from synprep.errors import ConfigError, InputError
 from synprep.textio import read_lines
+from synprep.train.config import RESUME_OVERRIDABLE, config_from_dict
+from synprep.train.metrics import bleu_scores, detokenize, remove_bpe
 
 SEED_SUFFIX = re.compile(r"\.seed\d+$")
 BS_SAMPLES = 1000
@@ -72,9 +74,6 @@ def read_run(run_dir: str | Path, hyp_name: str = "test.hyp", lines_name: str = 
     Raises:
         InputError: a missing or unreadable ``config.json`` / hypothesis file.
     """
-    from synprep.train.config import config_from_dict
-    from synprep.train.metrics import remove_bpe
-
     d = Path(run_dir)
     cfg_path = d / "config.json"
     if not cfg_path.is_file():
@@ -106,8 +105,6 @@ def group_runs(runs: Sequence[Run]) -> dict[str, list[Run]]:
     Raises:
         ConfigError: two runs of one system differ in a model/training field, or share a seed.
     """
-    from synprep.train.config import RESUME_OVERRIDABLE
-
     groups: dict[str, list[Run]] = {}
     for r in runs:
         groups.setdefault(r.system, []).append(r)
@@ -198,8 +195,6 @@ def compare_runs(runs: Sequence[Run], refs: Sequence[str], *, lang: str = "en", 
         ConfigError: an unknown baseline, runs translating different reference lines, inconsistent
             systems (:func:`group_runs`), or a system sharing no seed with the baseline.
     """
-    from synprep.train.metrics import bleu_scores, detokenize
-
     if not runs:
         raise ConfigError("compare needs at least one run")
     groups = group_runs(runs)

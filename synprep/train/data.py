@@ -31,6 +31,7 @@ from synprep.defaults import RUNTIME_DEFAULTS
 from synprep.errors import InputError
 from synprep.parallel import limit_threads, usable_cpus
 from synprep.train.batch import Batch  # noqa: F401 - re-exported (its home before synprep.train.batch)
+from synprep.train.config import TrainConfig
 from synprep.train.graphs import WORD_MULTIPLE
 from synprep.train.rundir import bounded_workers
 from synprep.train.schema import BATCH_ORDERS
@@ -40,7 +41,6 @@ from synprep.types import PairRecord
 log = logging.getLogger("synprep.train")
 
 if TYPE_CHECKING:
-    from synprep.train.config import TrainConfig
     from synprep.train.model import Seq2Seq
     from synprep.train.sources.base import SyntaxSource
 
@@ -59,8 +59,6 @@ class Collater:
 
     def __init__(self, sources: Iterable[SyntaxSource | str] = (), cfg: TrainConfig | None = None,
                  graph_shapes: bool = False):
-        from synprep.train.config import TrainConfig
-
         conf = cfg or TrainConfig()
         self.sources = {}
         for s in sources:

@@ -37,16 +37,14 @@ from __future__ import annotations
 import contextlib
 import logging
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from synprep.errors import ConfigError
-
-if TYPE_CHECKING:
-    from synprep.train.config import TrainConfig
+from synprep.train.config import TrainConfig
 
 log = logging.getLogger("synprep.train")
 
@@ -152,8 +150,6 @@ def set_attention_backend(name: str, device: torch.device | str = "cpu") -> None
     Raises:
         ConfigError: as :func:`resolve`.
     """
-    from synprep.train.config import TrainConfig
-
     apply(resolve(TrainConfig(attention_backend=name), device))
 
 
