@@ -38,6 +38,7 @@ def _gpus() -> list[dict[str, Any]]:
 
 def collect() -> dict[str, Any]:
     """Everything ``synprep info`` reports, as JSON-ready values."""
+    # imported here: loads conllu and orjson, not needed to import this module
     from synprep.parse.base import backend_class
     from synprep.parse.cache import default_cache_path
     from synprep.parse.registry import parser_names

@@ -79,6 +79,7 @@ def pipeline_text_files(source: Path, config: dict[str, Any], split: str) -> dic
     ``lines``), or None when the folder is not a pipeline's or one of them is missing."""
     if config.get("mode") != "pipeline":
         return None
+    # imported here: loads conllu and orjson, not needed to import this module
     from synprep.pipeline import TextFiles
 
     files = TextFiles(source / "text", split, str(config["src_lang"]), str(config["tgt_lang"]))
@@ -221,6 +222,7 @@ def piece_files(source: Path, config: dict[str, Any], split: str, scheme: str) -
     ``lines``; None when the folder is not a pipeline's or one of them is missing."""
     if config.get("mode") != "pipeline":
         return None
+    # imported here: loads conllu and orjson, not needed to import this module
     from synprep.pipeline import TextFiles
 
     files = TextFiles(source / "text", split, str(config["src_lang"]), str(config["tgt_lang"]))

@@ -68,6 +68,7 @@ def detect_tree_format(trees_path: str) -> str:
     """
     import sys
 
+    # imported here: loads conllu and orjson, not needed to import this module
     from synprep.parse.trees import split_brackets
 
     if trees_path.endswith(".mrg"):
@@ -116,6 +117,7 @@ def distance_lines(trees_path: str, mode: str, tree_format: str = "lines") -> It
     Raises:
         InputError: a malformed tree, a blank line or several trees on a line (``lines``).
     """
+    # imported here: loads conllu and orjson, not needed to import this module
     from synprep.parse.trees import read_mrg, read_tree_lines
 
     name = display_name(trees_path)
@@ -177,8 +179,6 @@ def line_inputs(parsed: Iterable[ParsedLine], bpe_lines: Iterable[str] | None = 
         InputError: a gap in the line numbering, different line counts, or a line whose pieces do
             not rebuild its parsed words (names the line: :func:`synprep.align.align`).
     """
-    if lowercase:
-        from synprep.text.case import moses_lowercase
     bpe_it = iter(bpe_lines) if bpe_lines is not None else None
     k = 0
     for k, pl in enumerate(parsed, 1):
@@ -329,6 +329,7 @@ def ldd_lines(items: Iterable[LineInput], *, threshold: float = 0.0, labels: lis
     Raises:
         InputError: malformed LDD entries (names the line).
     """
+    # imported here: loads conllu and orjson, not needed to import this module
     from synprep.parse.conllu_io import format_probs
 
     for item in items:

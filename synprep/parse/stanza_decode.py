@@ -92,6 +92,7 @@ def compiled_decoder_in(module) -> Iterator[None]:
     one returns the same trees (tests/test_parse_mst.py), so the repair logic stays stanza's own.
     The name is restored on exit (this process parses in one thread).
     """
+    # imported here: loads numba (compiles), not needed to import this module
     from synprep.parse.mst import chuliu_edmonds_one_root
 
     saved = module.chuliu_edmonds_one_root
@@ -127,6 +128,7 @@ def decode_batch(scores, sentlens: list[int], vocab, relations: list[str], resol
     from stanza.models.depparse import head_constraints
     from stanza.models.depparse.head_constraints import DEPREL_TO_GROUP
 
+    # imported here: loads numba (compiles), not needed to import this module
     from synprep.parse.mst import decode_trees
 
     lengths = np.asarray(sentlens, dtype=np.int64)

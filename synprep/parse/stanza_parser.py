@@ -391,6 +391,7 @@ class StanzaParser(ParserBackend):
         self.inputs: InputBuilder | None = None if unsupported_reason(pos, self.depparse) else InputBuilder(pos, self.depparse)
         self._fallback_logged: str | None = None
         if fast_decoder_available():  # the compiled decoder's code loaded with the models, not in the first batch
+            # imported here: loads numba (compiles), not needed to import this module
             from synprep.parse.mst import warm
 
             warm()

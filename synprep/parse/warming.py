@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from synprep import parallel
 from synprep.loky_seam import import_loky, reusable_executor
-from synprep.parallel import stage_map
+from synprep.parallel import parallel_map, stage_map
 from synprep.parse.base import ParserSpec
 from synprep.parse.pipelining import (
     gpu_parse_jobs,
@@ -24,7 +24,7 @@ from synprep.parse.pipelining import (
     visible_gpus,
 )
 from synprep.parse.registry import PARSER_BACKENDS
-from synprep.parse.run import worker_parser
+from synprep.parse.run import gpu_slot_dir, worker_parser
 from synprep.timeline import mark
 
 log = logging.getLogger(__name__)
@@ -130,15 +130,11 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
 
     if not local_pool(backend, scheduler) or pipelined(spec, backend, scheduler, None) or _WARMING is not None:
         return
-    # the modules this thread shares with the command's own work, imported here first: two threads importing
-    # joblib and its loky at once deadlocked (Python's _DeadlockError; `pipeline`'s text stage imports
-    # sacremoses, hence joblib, while the warm-up imported loky); and the modules loky
-    # imports when it first starts a process, which the warm-up's two threads (the parse workers, the records'
-    # pool) would otherwise import at once
-    import synprep.parallel  # noqa: F401
-    import synprep.parse.run  # noqa: F401
-    import synprep.timeline  # noqa: F401
-
+    # the modules this thread shares with the command's own work (synprep's own are imported at this module's
+    # top), imported here first: two threads importing joblib and its loky at once deadlocked (Python's
+    # _DeadlockError; `pipeline`'s text stage imports sacremoses, hence joblib, while the warm-up imported loky);
+    # and the modules loky imports when it first starts a process, which the warm-up's two threads (the parse
+    # workers, the records' pool) would otherwise import at once
     import_loky()
 
     cancel = _CANCEL = threading.Event()
@@ -169,9 +165,6 @@ def warm_parse_workers(spec: ParserSpec, jobs: int, backend: str, scheduler: str
                 WARMED.update([done.pid] if done is not None else [])
                 _mark_phases([done] if done is not None else [], started)
                 return
-            from synprep.parallel import parallel_map
-            from synprep.parse.run import gpu_slot_dir
-
             slot_dir = gpu_slot_dir() if spec.device == "cuda" else None
             warmed = [w for w in parallel_map(warm_work, [(spec, slot_dir)] * n, jobs=n, backend=backend)
                       if w is not None]

@@ -162,6 +162,7 @@ def _asked_constituency(old: dict[str, Any], new: dict[str, Any]) -> bool:
 
 
 def _record_clean_drops(manifest: Manifest, split: str, report: Path) -> None:
+    # imported here: loads sacremoses, not needed to import this module
     from synprep.text.clean import REASONS
 
     manifest.declare_reasons(split, [f"clean:{r}" for r in REASONS])
@@ -184,6 +185,7 @@ def _write_drop_report(report: Path, manifest: Manifest, split: str) -> None:
     manifest reason (``parse:too_long``), ``-`` for the token counts and the detail in a fifth
     column ``detail`` (empty for the cleaning's rows).
     """
+    # imported here: loads sacremoses, not needed to import this module
     from synprep.text.clean import report_header
 
     rows: dict[int, str] = {}

@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Parallel, spec: Any = None) -> None:
     """Tokenize one side; with ``spec`` (the source side under ``--tokenizer parser``) by that parser's tokenizer."""
+    # imported here: loads sacremoses, not needed to import this module
     from synprep.text.tokenize import tokenize_stream
 
     if out_path.exists():
@@ -56,6 +57,7 @@ def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Paral
 
 def _clean(files: TextFiles, opts: TextOptions) -> None:
     """Clean the tokenized pair into SPLIT.clean.L (+ words, lines, dropped.tsv), all or nothing."""
+    # imported here: loads sacremoses, not needed to import this module
     from synprep.text.clean import CleanStats, clean_pairs, nothing_kept_error, report_header, report_row
 
     split = files.split
@@ -96,6 +98,7 @@ def _clean(files: TextFiles, opts: TextOptions) -> None:
 
 
 def _codes(out: Path, files: TextFiles, codes: str | None, opts: TextOptions) -> Path:
+    # imported here: loads subword_nmt, not needed to import this module
     from synprep.text.bpe import learn_bpe
 
     target = out / CODES_NAME
@@ -212,6 +215,7 @@ def _refuse_bpe_marker(files: TextFiles, side: str, name: str) -> None:
 
 
 def _apply_bpe(inp: Path, out_path: Path, codes: Path, par: Parallel) -> None:
+    # imported here: loads subword_nmt, not needed to import this module
     from synprep.text.bpe import apply_bpe_stream
 
     if out_path.exists():
@@ -239,6 +243,7 @@ def choose_tokenizer(text: TextOptions, parse: Any, source: Any, src_lang: str) 
     Raises:
         ConfigError: ``--tokenizer`` or ``--fairseq-compat`` where it has no effect.
     """
+    # imported here: loads sacremoses, not needed to import this module
     from synprep.text.tokenize import tokenizer_signature
 
     spec = None
@@ -323,6 +328,7 @@ def subwords(out: Path, files: TextFiles, src: str | None, tgt: str, words_file:
         code_path = _codes(out, files, codes, text)
     for side in ("src", "tgt"):
         _apply_bpe(files.side("clean", side), files.side("bpe", side), code_path, par)
+    # imported here: loads subword_nmt, not needed to import this module
     from synprep.text.bpe import count_merges
 
     codes_sha = file_sha256(code_path)

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from synprep import extras
 from synprep.errors import InputError
-from synprep.extras import available
 from synprep.report.html import render
 from synprep.report.ud import compare, treebank_counts, treebank_files
 from synprep.textio import atomic_write
@@ -55,6 +55,7 @@ def build_report(folder: str | os.PathLike, *, splits: list[str] | None = None, 
         InputError: no such folder, a damaged folder (the verified reader's one-line error), a split the
             manifest does not list, an ``against`` folder without one of the splits.
     """
+    # imported here: loads h5py, not needed to import this module
     from synprep.report.flags import sample_text, split_flags
     from synprep.report.stats import split_stats
     from synprep.shards.manifest import Manifest
@@ -108,6 +109,7 @@ def build_report(folder: str | os.PathLike, *, splits: list[str] | None = None, 
 
 
 def _split_config(folder: Path, split: str, manifest: Any) -> dict[str, Any]:
+    # imported here: loads h5py, not needed to import this module
     from synprep.shards.reader import open_split
 
     readers = open_split(folder, split, manifest=manifest)
@@ -116,6 +118,7 @@ def _split_config(folder: Path, split: str, manifest: Any) -> dict[str, Any]:
 
 def folder_agreement(folder: Path, other: Path, names: list[str], manifest: Any) -> dict[str, Any]:
     """Agreement of each split with ``other``'s (see :mod:`synprep.report.agreement`)."""
+    # imported here: loads h5py, not needed to import this module
     from synprep.report.agreement import split_agreement
     from synprep.shards.manifest import Manifest
 
@@ -131,6 +134,7 @@ def folder_agreement(folder: Path, other: Path, names: list[str], manifest: Any)
 
 def pick_examples(folder: Path, split: str, manifest: Any, k: int = EXAMPLES) -> list[list[Any]]:
     """``[[split, index]]``: up to ``k`` pairs of ``split`` with 6-18 source words, spread over the split."""
+    # imported here: loads h5py, not needed to import this module
     from synprep.shards.reader import open_split
 
     readers = open_split(folder, split, manifest=manifest)
@@ -153,10 +157,11 @@ def write_report(report: dict[str, Any], html_path: str | os.PathLike, json_path
         :data:`NO_PLOT` where the figures would be (a warning says so too).
     """
     figs: dict[str, Any] = {}
-    drawn = figures and available("matplotlib")
+    drawn = figures and extras.available("matplotlib")
     if figures and not drawn:
         log.warning("warning: %s (the page has the numbers and tables only)", NO_PLOT)
     if drawn:
+        # imported here: synprep.report.figures imports this package
         from synprep.report import figures as f
 
         figs = {"lengths": f.lengths_figure(report), "labels": f.labels_figure(report),

@@ -109,6 +109,7 @@ def split_agreement(folder: str | os.PathLike, other: str | os.PathLike, split: 
     Raises:
         InputError: either folder is damaged; the scorer rejects the files.
     """
+    # imported here: loads conllu and orjson, not needed to import this module
     from synprep.parse.evaluate import evaluate_conllu
 
     a_it, b_it = _lines(Path(folder), split, manifest), _lines(Path(other), split, other_manifest)

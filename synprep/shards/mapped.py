@@ -63,10 +63,10 @@ from typing import Any
 import h5py
 import numpy as np
 
+from synprep import signature
 from synprep.lock import flock, live_temp, temp_prefix
 from synprep.shards.invariants import _DTYPE_RULES, check_arrays
 from synprep.shards.schema import AXES, FIELDS
-from synprep.signature import file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -466,7 +466,7 @@ def _map_into(path: Path, map_dir: Path, offsets: dict[str, np.ndarray], lines: 
         _sweep(map_dir, path.name, keep=final.name)
         if expect.sha256 is None:  # a reader opened without verification: the file's own
 
-            sha256 = file_sha256(path)
+            sha256 = signature.file_sha256(path)
         else:
             sha256 = expect.sha256
         write_arrays(final, decode(), offsets, lines, sha256)

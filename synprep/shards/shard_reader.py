@@ -14,7 +14,7 @@ import numpy as np
 
 from synprep.errors import InputError
 from synprep.shards.layout import check_layout, read_attrs
-from synprep.shards.mapped import Expect, mapped_arrays
+from synprep.shards.mapped import Expect, mapped_arrays, mapped_header
 from synprep.shards.schema import (
     AXES,
     FIELDS,
@@ -77,8 +77,6 @@ class ShardReader:
                 self.offsets = {axis: f[OFFSETS_GROUP][axis][()].astype(np.int64) for axis in AXES}
                 self.lines = f[LINE][()].astype(np.int64)
             if self.map_dir is not None and self.cache:  # mapped by another process already: hold its map
-                from synprep.shards.mapped import mapped_header
-
                 got = mapped_header(self.path, self.map_dir, self.offsets, self.lines, self.map_expect())
                 if got is not None:
                     self._data, self.offsets, self.lines = got.data, got.offsets, got.lines

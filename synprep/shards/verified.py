@@ -11,17 +11,17 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from synprep import parallel, signature
 from synprep.constants import VOCAB_NAME
 from synprep.errors import InputError
 from synprep.lock import check_split_name, split_writer
 from synprep.loky_seam import process_pool_executor
-from synprep.parallel import usable_cpus, worker_init
+from synprep.parallel import worker_init
+from synprep.shards import mapped
 from synprep.shards.check import split_counts_violation
 from synprep.shards.manifest import Manifest
-from synprep.shards.mapped import _MAPS_OK
 from synprep.shards.schema import inside_name, parse_shard_name
 from synprep.shards.shard_reader import ShardReader, split_files
-from synprep.signature import file_sha256
 from synprep.vocab import Vocab
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def _verify_file(path: Path, size: int, sha256: str) -> None:
     key = _file_key(path, st, sha256)
     if key in _VERIFIED:
         return
-    got = file_sha256(path)
+    got = signature.file_sha256(path)
     if got != sha256:
         raise InputError(f"sha256 {got[:12]}… does not match manifest.json's {sha256[:12]}… (damaged or "
                          "replaced; `synprep check` tells more)", str(path))
@@ -119,7 +119,6 @@ def _verify_job(job: VerifyJob) -> tuple[tuple[Any, ...], Verified] | None:
     (:mod:`synprep.shards.mapped`). Returns the
     values' cache key and what the asking process needs (:class:`Verified`), or None where anything failed or
     the file changed while it read (the calling process's own pass then meets that shard and raises its error)."""
-    from synprep.shards import mapped
 
     path, size, sha256, vocab_size, after_line, map_dir = job
     maps = None
@@ -151,7 +150,7 @@ def verify_workers() -> int:
         ranks = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
     except ValueError:
         ranks = 1
-    return max(1, usable_cpus() // ranks)
+    return max(1, parallel.usable_cpus() // ranks)
 
 
 def _verify_in_workers(jobs: list[VerifyJob]) -> dict[Path, Verified]:
@@ -190,7 +189,7 @@ def _verify_in_workers(jobs: list[VerifyJob]) -> dict[Path, Verified]:
                     _VERIFIED.add(verified.file)
                     _VALUES_OK.add(values)
                     if verified.maps is not None:
-                        _MAPS_OK.add(verified.maps)
+                        mapped._MAPS_OK.add(verified.maps)
                     done[job[0]] = verified
     except Exception:  # noqa: BLE001 - no pool (a sandbox without processes): the serial pass verifies all
         return done
@@ -406,7 +405,6 @@ def _given_header(p: Path, cache: bool, map_dir: str | os.PathLike | None, sha25
                   vocab_size: int | None = None) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray] | None] | None:
     """For :func:`_reader`: the offsets, lines and (with ``map_dir``) mapped data of ``verified`` still valid
     for ``p``, or None."""
-    from synprep.shards import mapped
 
     if verified is None or _file_key(p, p.stat(), sha256) != verified.file:
         return None

@@ -72,6 +72,7 @@ def _find_line(folder: Path, split: str, stored: tuple[int, int] | None, line: i
     ``(first, last)`` stored line (None: no pairs), the reason comes from the manifest."""
     reason = ""
     try:
+        # imported here: loads h5py, not needed to import this module
         from synprep.shards.manifest import Manifest
 
         entry = Manifest.load(folder).splits.get(split)
@@ -119,6 +120,7 @@ def load_pair(folder: str | os.PathLike, split: str = "train", *, index: int | N
             pair differs from its manifest entry or breaks an invariant of ``synprep check``.
         ValueError: neither or both of ``index`` and ``line``.
     """
+    # imported here: loads h5py, not needed to import this module
     from synprep.shards.reader import open_shard, split_entry, splits_in
 
     if (index is None) == (line is None):
@@ -188,6 +190,7 @@ def pair_json(view: PairView) -> dict[str, Any]:
     names), ``notes``, and every stored field of the record under its FORMAT.md name (``deprel``,
     ``upos`` are the ids; docs/FORMAT.md index bases) as a list.
     """
+    # imported here: loads h5py, not needed to import this module
     from synprep.shards.reader import PAIR_KEYS
 
     rec = view.record

@@ -27,6 +27,7 @@ class BpeScheme(SubwordScheme):
 
     def __init__(self, path: PathLike):
         super().__init__(path)
+        # imported here: loads subword_nmt, not needed to import this module
         from synprep.text.bpe import load_bpe
 
         self._bpe = load_bpe(self.path)
@@ -34,11 +35,13 @@ class BpeScheme(SubwordScheme):
     @classmethod
     def learn(cls, files: Sequence[PathLike], out: PathLike, size: int) -> None:
         """Joint codes with ``size`` merges (:func:`synprep.text.bpe.learn_bpe`)."""
+        # imported here: loads subword_nmt, not needed to import this module
         from synprep.text.bpe import learn_bpe
 
         learn_bpe(list(files), size, out)
 
     def encode(self, text: str) -> list[str]:
+        # imported here: loads subword_nmt, not needed to import this module
         from synprep.text.bpe import apply_bpe_line
 
         return apply_bpe_line(self._bpe, text).split()

@@ -151,6 +151,7 @@ class ShardDataset(Dataset):
 
     def __init__(self, shards_dir: str | Path, split: str, map_dir: str | Path | None = None,
                  option: str | None = None):
+        # imported here: loads h5py, not needed to import this module
         from synprep.shards import SplitReader, open_split
 
         readers = open_split(shards_dir, split, map_dir=map_dir)
@@ -181,6 +182,7 @@ def load_symbols(shards_dir: str | Path, attrs: dict) -> list[str]:
         InputError: ``dict.txt`` missing or not the one the shards name (sha256 differs); a
             ``vocab_path`` outside the folder.
     """
+    # imported here: loads h5py, not needed to import this module
     from synprep.shards.reader import load_vocab
 
     return list(load_vocab(shards_dir, attrs).symbols)

@@ -38,8 +38,8 @@ import torch
 import torch.distributed as dist
 from torch.utils.data import Dataset
 
+from synprep import extras
 from synprep.errors import ConfigError, InputError
-from synprep.extras import available
 from synprep.textio import atomic_write
 from synprep.train import runtime
 from synprep.train.checkpoint import (
@@ -436,7 +436,7 @@ class Trainer:
                 self._said_no_gates = True
             return
 
-        if not available("matplotlib"):  # the gate values are in metrics.jsonl either way
+        if not extras.available("matplotlib"):  # the gate values are in metrics.jsonl either way
             if not getattr(self, "_warned_no_plot", False):
                 log.warning("gates.png not drawn: matplotlib is not installed (pip install 'synprep[plot]')")
                 self._warned_no_plot = True

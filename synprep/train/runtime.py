@@ -44,7 +44,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from synprep.errors import ConfigError
-from synprep.train.config import TrainConfig
+from synprep.train.config import ATTENTION_BACKENDS, TrainConfig
 
 log = logging.getLogger("synprep.train")
 
@@ -115,8 +115,6 @@ def resolve(cfg: TrainConfig, device: torch.device | str) -> RuntimePolicy:
         ConfigError: an unknown ``attention_backend``, ``flex`` (not supported), or a CUDA-only
             kernel (``efficient``, ``cudnn``) on another device.
     """
-    from synprep.train.config import ATTENTION_BACKENDS  # (config → sources → this module)
-
     dev = torch.device(device)
     name = cfg.attention_backend
     if name not in ATTENTION_BACKENDS:

@@ -162,6 +162,7 @@ def write_toy_shards(folder, splits: dict[str, list[PairRecord]], vocab, *, shar
     import dataclasses
     from pathlib import Path
 
+    # imported here: loads h5py, not needed to import this module
     from synprep.shards import Manifest, shard_name, write_shard
     from synprep.shards.synthetic import shard_attrs
 
