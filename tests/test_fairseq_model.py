@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import ROOT, run_cli
 
 from synprep.export.fairseq_model import VENDOR_DIR, vendored_modules
 from synprep.shards import SplitReader, open_split
@@ -22,7 +23,6 @@ from synprep.train.checkpoint import load_checkpoint, save_checkpoint
 from synprep.train.config import config_from_dict, preset_data, system_overrides
 from synprep.train.data import Collater
 from synprep.train.model import Seq2Seq
-from tests.conftest import ROOT, run_cli
 from tests.iwslt_sample import N_LINES, Sample
 from tests.test_export_fairseq import exported, fairseq, sample, venv  # noqa: F401 - module fixtures
 

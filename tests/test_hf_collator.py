@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers import ROOT, run_cli
 
 from synprep.hf import SyntaxCollator
 from synprep.shards import SplitReader, open_split
 from synprep.train.data import Collater
 from synprep.train.sources import SOURCES
-from tests.conftest import ROOT, run_cli
 from tests.iwslt_sample import N_LINES, Sample, iwslt_sample
 
 pytestmark = pytest.mark.slow
