@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from builders import one_line
-from conftest import SAMPLE_DATA, SHARED_DATA, run_cli
+from helpers import SAMPLE_DATA, SHARED_DATA, run_cli
 from pipeline_runs import assert_same_folder, folder_bytes
 
 N = 12

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from builders import one_line, write_corpus
-from conftest import SAMPLE_DATA, run_cli
+from helpers import SAMPLE_DATA, run_cli
 from pipeline_runs import folder_bytes
 
 from synprep.text.tokenized import GLUED_SHARE_LIMIT, glued_share, looks_untokenized

@@ -168,7 +168,7 @@ def check_language_codes(src_lang: str, tgt_lang: str) -> None:
     Raises:
         ConfigError: naming the option and the value.
     """
-    from synprep.parse.langcode import iso_code, wrong_code_message
+    from synprep.langcode import iso_code, wrong_code_message
     from synprep.text.langid import base_code
 
     for lang, option in ((src_lang, "-s/--source-lang"), (tgt_lang, "-t/--target-lang")):
@@ -186,7 +186,7 @@ def _refuse_unknown_code(lang: str, option: str) -> None:
     Raises:
         ConfigError: ``-s 'dee' is no language code py3langid or stanza knows: did you mean 'de'? ...``.
     """
-    from synprep.parse.langcode import close_code, stanza_codes
+    from synprep.langcode import close_code, stanza_codes
     from synprep.text.langid import base_code, known_languages
 
     known = known_languages() | stanza_codes()
