@@ -58,6 +58,7 @@ from synprep.parse.stanza_decode import (  # noqa: F401 - reverse_ldd, ldd_argma
     stanza_reproduced,
 )
 from synprep.parse.stanza_forward import depparse_batches, depparse_scores, forward_words, pos_stage
+from synprep.parse.stanza_hints import missing_dir_message, quiet_stanza
 from synprep.parse.stanza_inputs import InputBuilder, unsupported_reason
 from synprep.parse.trees import match_leaves, parse_tree, tree_to_str
 from synprep.signature import package_version
@@ -153,8 +154,6 @@ def resolve_resources(spec: ParserSpec) -> StanzaResources:
         process_pipeline_parameters,
     )
     from stanza.resources.common import DEFAULT_MODEL_DIR, load_resources_json
-
-    from synprep.parse.stanza_hints import missing_dir_message, quiet_stanza
 
     model_dir = str(spec.dir) if spec.dir else DEFAULT_MODEL_DIR
     package = spec.package or "default"

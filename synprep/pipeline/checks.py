@@ -10,17 +10,21 @@ from typing import Any
 
 from synprep.errors import ConfigError, InputError
 from synprep.escape import moses_entity
+from synprep.langcode import close_code, iso_code, stanza_codes, wrong_code_message
 from synprep.lock import wait_for_split
 from synprep.parse.conllu_io import read_numbered
 from synprep.pipeline.dictionary import vocab_wait_s
 from synprep.pipeline.folder import CODES_NAME, TRAIN, _refuse_overwritten_same_language, check_output_folder
 from synprep.text.langid import (
+    base_code,
     check_language,
     check_language_code,
+    known_languages,
     looks_lowercased,
     sample_lines,
     sample_numbered,
 )
+from synprep.text.tokenized import GLUED_SHARE_LIMIT, looks_untokenized
 from synprep.textio import count_lines, display_name, iter_lines, refuse_pipes
 
 log = logging.getLogger(__name__)
@@ -117,8 +121,6 @@ def refuse_untokenized(sides: list[tuple[str | None, str, str]], *, insist: bool
     Raises:
         InputError: ``FILE:LINE: 'Morgen,': N % of the tokens ...`` naming the fix (exit status 2).
     """
-    from synprep.text.tokenized import GLUED_SHARE_LIMIT, looks_untokenized
-
     for path, lang, option in sides:
         if path is None or not os.path.isfile(path):
             continue
@@ -168,9 +170,6 @@ def check_language_codes(src_lang: str, tgt_lang: str) -> None:
     Raises:
         ConfigError: naming the option and the value.
     """
-    from synprep.langcode import iso_code, wrong_code_message
-    from synprep.text.langid import base_code
-
     for lang, option in ((src_lang, "-s/--source-lang"), (tgt_lang, "-t/--target-lang")):
         check_language_code(lang, option)
         wrong = wrong_code_message(lang)
@@ -186,9 +185,6 @@ def _refuse_unknown_code(lang: str, option: str) -> None:
     Raises:
         ConfigError: ``-s 'dee' is no language code py3langid or stanza knows: did you mean 'de'? ...``.
     """
-    from synprep.langcode import close_code, stanza_codes
-    from synprep.text.langid import base_code, known_languages
-
     known = known_languages() | stanza_codes()
     if base_code(lang) in known:
         return

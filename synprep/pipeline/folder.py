@@ -113,6 +113,7 @@ def _check_config(out: Path, config: DataConfig, split: str) -> None:
 def _remake_hint(out: Path, split: str) -> str:
     """``, or make the SPLIT split again here with --remake-split`` where that option can (the folder's only made
     split is this one), else nothing."""
+    # imported here: loads click, not needed to import this module
     from synprep.pipeline.inherit import made_splits
 
     return f", or make the {split} split again here with --remake-split" if made_splits(out) == [split] else ""
