@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from builders import one_line
+from helpers import run_cli
 
 from synprep.shards.synthetic import write_folder
-from tests.conftest import run_cli
 
 
 @pytest.fixture(scope="module")
