@@ -64,6 +64,7 @@ from synprep.shards.invariants import (  # noqa: F401 - re-exported: check's pub
     check_shard,
 )
 from synprep.shards.manifest import Manifest
+from synprep.shards.map_truth import map_problem
 from synprep.shards.mapped import ARRAYS
 from synprep.shards.schema import (
     parse_shard_name,
@@ -241,8 +242,6 @@ def _check_dir(folder: Path, report: CheckReport, only: Collection[str] | None =
 
 def _check_maps(folder: Path, shard: Path, sha256: str, vocab_size: int) -> None:
     """Section 5 for one shard (verified): its maps in ``folder/arrays/``, where there are any."""
-    from synprep.shards.map_truth import map_problem
-
     if not (folder / ARRAYS).is_dir():
         return
     problem = map_problem(ShardReader(shard, sha256=sha256, vocab_size=vocab_size), folder / ARRAYS)

@@ -51,6 +51,7 @@ from synprep.train.config import (
     config_from_dict,
 )
 from synprep.train.model import Seq2Seq
+from synprep.train.resume_state import check_resume_state
 
 log = logging.getLogger("synprep.train")
 
@@ -402,8 +403,6 @@ def validate_checkpoint(ck: dict[str, Any], path: str | os.PathLike, resume: boo
             raise InputError(f"the model's weights are not finite (NaN or inf in {k}): the training diverged; use an "
                              "earlier checkpoint (checkpoint_best.pt, an epoch copy)", where)
     if resume:
-        from synprep.train.resume_state import check_resume_state
-
         check_resume_state(ck, where, [(n, tuple(p.shape)) for n, p in meta.named_parameters()])
     return cfg
 

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from synprep.errors import InputError
+from synprep.train.config import LR_MAX, WEIGHT_DECAY_MAX
 
 #: the most updates, epochs and batches a resume state may count (the config's ``max_steps`` bound)
 MAX_COUNT = 1 << 40
@@ -44,8 +45,6 @@ def check_resume_state(ck: dict[str, Any], where: str, params: list[tuple[str, t
     Raises:
         InputError: ``PATH: damaged resume state: FIELD is VALUE, not …`` for the first field out of range.
     """
-    from synprep.train.config import LR_MAX, WEIGHT_DECAY_MAX
-
     def bad(field: str, value: Any, want: str) -> InputError:
         shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
         return InputError(f"damaged resume state: {field} is {shown}, not {want}", where)
