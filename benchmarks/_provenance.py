@@ -35,6 +35,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from _rss import PeakRSS
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 
@@ -103,18 +105,21 @@ class Run:
 
 def run_once(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
              stdin: Path | None = None, stdout: Path | None = None) -> tuple[float, float, float]:
-    """Run ``cmd`` to its end: (CPU seconds, wall seconds, peak RSS in MB) of it and the children it waited for.
+    """Run ``cmd`` to its end: CPU seconds of it and the children it waited for, wall seconds, and the peak
+    summed RSS (MB, sampled every 0.05 s) of its process tree.
 
     Raises:
-        subprocess.CalledProcessError: the command exited non-zero (its stderr in ``stderr``).
+        subprocess.CalledProcessError: the command exited non-zero (the end of its stderr in ``stderr``, shown
+            by :func:`interleaved`).
     """
     fin = open(stdin, "rb") if stdin else subprocess.DEVNULL
     fout = open(stdout, "wb") if stdout else subprocess.DEVNULL
     try:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdin=fin, stdout=fout, stderr=subprocess.PIPE)
-        err = proc.stderr.read() if proc.stderr else b""
-        _, status, ru = os.wait4(proc.pid, 0)
+        with PeakRSS(proc.pid) as peak:  # sampled: ru_maxrss would count the forked copy of this process
+            err = proc.stderr.read() if proc.stderr else b""
+            _, status, ru = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
     finally:
@@ -122,8 +127,8 @@ def run_once(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | N
             if f is not subprocess.DEVNULL:
                 f.close()
     if proc.returncode != 0:
-        raise subprocess.CalledProcessError(proc.returncode, cmd, stderr=err.decode(errors="replace"))
-    return ru.ru_utime + ru.ru_stime, wall, ru.ru_maxrss / 1024
+        raise subprocess.CalledProcessError(proc.returncode, cmd, stderr=err.decode(errors="replace")[-3000:])
+    return ru.ru_utime + ru.ru_stime, wall, peak.peak / 2**20
 
 
 def interleaved(sides: dict[str, dict[str, Any]], repeat: int = 3) -> dict[str, Run]:
@@ -139,7 +144,10 @@ def interleaved(sides: dict[str, dict[str, Any]], repeat: int = 3) -> dict[str, 
     best = {name: Run() for name in sides}
     for _ in range(repeat):
         for name, kw in sides.items():
-            cpu, wall, rss = run_once(**kw)
+            try:
+                cpu, wall, rss = run_once(**kw)
+            except subprocess.CalledProcessError as e:
+                raise SystemExit(f"{name}: {' '.join(map(str, e.cmd))} exited {e.returncode}:\n{e.stderr}") from None
             b = best[name]
             b.cpu_s, b.wall_s, b.peak_rss_mb = min(b.cpu_s, cpu), min(b.wall_s, wall), max(b.peak_rss_mb, rss)
             b.rounds += 1
