@@ -68,6 +68,14 @@ include pipelines/multi30k.mk
 include pipelines/fairseq.mk
 include pipelines/release.mk
 
+# every stage beside what a user would run instead (benchmarks/bench_peers.py, with the stanza parse beside a
+# plain stanza Pipeline): one JSON row each in benchmarks/results/, then docs/benchmarks.md. Small sizes, a few
+# minutes on 2 cores; BENCH=--full for the published rows. The export row uses the fairseq venv when it is built.
+BENCH ?=
+bench: setup
+	$(PY) benchmarks/bench_peers.py $(BENCH)
+	$(PY) benchmarks/report.py > docs/benchmarks.md
+
 # the GPU check in one go (benchmarks/gpu_suite.sh; on the GPU machine after `source .gpu/unpack.sh`):
 # one JSON object per figure. DEVICE=cpu SMALL=--small for the tiny CPU run the test suite makes.
 DEVICE ?= cuda

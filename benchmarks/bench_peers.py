@@ -17,10 +17,10 @@ Rows (``--only``):
   on the gold words of English PUD, same model, same components, same batch size, one thread each;
 - ``accuracy``: UAS/LAS of stanza (package synprep) and spaCy on the gold treebanks in ``../shared/data/ud``;
 - ``pipeline``: ``synprep pipeline`` lines/s vs ``synprep parse`` alone on the same lines, ``-j 1``, ``-j 2``;
-- ``export``, ``shards``: benchmarks/bench_peers_shards.py (the pipeline row's folder).
-
-The stanza parse beside a plain stanza ``Pipeline`` is benchmarks/bench_parse_peer.py; ``make bench`` runs it
-too. ``--full`` measures the published sizes; without it every row is small (a few minutes in all on 2 cores).
+- ``export``, ``shards``, ``train``: benchmarks/peers_shards.py (synthetic shard folders);
+- ``stanza``: benchmarks/bench_parse_peer.py (the stanza parse beside a plain stanza ``Pipeline``), when present,
+  with ``--full`` passed on (``main([])`` or ``main(["--full"])``).
+ ``--full`` measures the published sizes; without it every row is small (a few minutes in all on 2 cores).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import _provenance as prov
 from _cli import arg_parser, emit
 
 ROOT = prov.ROOT
+HERE = ROOT / "benchmarks"
 sys.path.insert(0, str(ROOT))
 
 from synprep.parse import ParserSpec, read_conllu  # noqa: E402
@@ -275,16 +276,17 @@ def slug(stage: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     import peers_shards
+    import peers_train
 
     ap = arg_parser(__doc__, whole=True)
     ap.add_argument("--full", action="store_true", help="the published sizes (default: small, a few minutes)")
-    ap.add_argument("--only", nargs="+", choices=[*ROWS, *peers_shards.ROWS], default=None)
+    ap.add_argument("--only", nargs="+", choices=[*ROWS, *peers_shards.ROWS, *peers_train.ROWS, "stanza"], default=None)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--results", type=Path, default=prov.RESULTS)
     args = ap.parse_args(argv)
     size = SIZES["full" if args.full else "small"]
     with tempfile.TemporaryDirectory(prefix="synprep-peers-") as tmp:
-        for name, fn in {**ROWS, **peers_shards.ROWS}.items():
+        for name, fn in {**ROWS, **peers_shards.ROWS, **peers_train.ROWS}.items():
             if args.only and name not in args.only:
                 continue
             got = fn(Path(tmp), size, args.repeat, args.full)
@@ -292,6 +294,10 @@ def main(argv: list[str] | None = None) -> None:
                 path = prov.write_row(slug(row["stage"]) + "-cpu", row, args.results)
                 emit({"file": path.name, "stage": row["stage"], "result": row["result"]}, indent=None,
                      ensure_ascii=False)
+    if (HERE / "bench_parse_peer.py").exists() and (not args.only or "stanza" in args.only):
+        import bench_parse_peer  # the stanza parse beside a plain stanza Pipeline, in its own script
+
+        bench_parse_peer.main(["--full"] if args.full else [])
 
 
 if __name__ == "__main__":
