@@ -1,7 +1,7 @@
 """Every stage beside what a user would run instead: one command, one JSON row per stage (``make bench``).
 
-    python benchmarks/bench_peers.py [--full] [--only tokenize bpe spacy accuracy pipeline export shards]
-                                     [--repeat 3] [--results benchmarks/results]
+    python benchmarks/bench_peers.py [--full] [--only tokenize bpe spacy accuracy pipeline export shards train
+                                     stanza] [--repeat 3] [--results DIR]
 
 Each row runs synprep's whole command and its peer's on the same data, in turn (A B A B ...), ``--repeat``
 rounds, and keeps each one's least CPU time (user + system of the process and its children:
@@ -14,13 +14,17 @@ Rows (``--only``):
   ``learn-joint-bpe-and-vocab`` learns its codes on, without its vocabulary pass), and ``synprep bpe
   apply`` vs ``subword-nmt apply-bpe`` (fairseq's Moses-tokenized IWSLT14 test, its 10000-merge code);
 - ``spacy``: ``synprep parse --parser spacy`` vs plain ``spacy.load(...).pipe`` (benchmarks/_peer_spacy.py)
-  on the gold words of English PUD, same model, same components, same batch size, one thread each;
+  on the gold words of English PUD, same model, same components, same batch size, one thread each (and
+  ``synprep parse`` with stanza on the same words, to choose between the two);
 - ``accuracy``: UAS/LAS of stanza (package synprep) and spaCy on the gold treebanks in ``../shared/data/ud``;
 - ``pipeline``: ``synprep pipeline`` lines/s vs ``synprep parse`` alone on the same lines, ``-j 1``, ``-j 2``;
 - ``export``, ``shards``, ``train``: benchmarks/peers_shards.py (synthetic shard folders);
 - ``stanza``: benchmarks/bench_parse_peer.py (the stanza parse beside a plain stanza ``Pipeline``), when present,
-  with ``--full`` passed on (``main([])`` or ``main(["--full"])``).
- ``--full`` measures the published sizes; without it every row is small (a few minutes in all on 2 cores).
+  ``main(["--write"])`` with ``--full`` (it writes its row), else ``main(["--small"])`` (the row it returns is
+  written with the small ones).
+ ``--full`` measures the published sizes into benchmarks/results/ (docs/benchmarks.md); without it every row is
+small (a few minutes in all on 2 cores) and goes to build/bench/results/ (``python benchmarks/report.py
+build/bench/results`` shows them).
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ from synprep.text.escape import escape  # noqa: E402
 from synprep.textio import iter_lines  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
+#: the small run's rows: a check that every row runs, not the published figures
+SMALL_RESULTS = ROOT / "build" / "bench" / "results"
 PY = sys.executable
 #: one thread for every library on either side: the rows compare work, not thread pools
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
@@ -170,6 +176,8 @@ def row_spacy(tmp: Path, size: dict, repeat: int, full: bool) -> dict:
                                 "-i", str(words), "-o", str(a))),
         "peer": side([PY, str(ROOT / "benchmarks" / "_peer_spacy.py"), SPACY_EN, str(raw), str(b),
                       "--batch-size", "64"]),
+        "stanza": side(synprep("parse", "-l", "en", *STANZA, "--no-ssplit", "--no-cache", "--batch-size", "64",
+                               "-i", str(words), "-o", str(tmp / "stanza.conllu"))),
     }, repeat)
     n, w = len(sents), sum(map(len, sents))
     sa, sb = best["synprep"].cpu_s, best["peer"].cpu_s
@@ -177,10 +185,14 @@ def row_spacy(tmp: Path, size: dict, repeat: int, full: bool) -> dict:
                               peer_name=f"spacy.load('{SPACY_EN}').pipe (pretokenized Docs)",
                               identical=_heads(a, 6) == _heads(b, 3), synprep_words_per_s=w / sa, peer_words_per_s=w / sb,
                               cpu_time_ratio=sa / sb, synprep_peak_rss_mb=best["synprep"].peak_rss_mb,
-                              peer_peak_rss_mb=best["peer"].peak_rss_mb)
+                              peer_peak_rss_mb=best["peer"].peak_rss_mb,
+                              synprep_stanza_sentences_per_s=n / best["stanza"].cpu_s,
+                              synprep_stanza_peak_rss_mb=best["stanza"].peak_rss_mb)
     return prov.make_row(stage="parse: spaCy", command=_command("spacy", full),
                          data=f"English PUD gold words, first {n} sentences, {w} words", result=result,
-                         versions=prov.versions("spacy", SPACY_EN), note=_note(repeat, "; identical: the same heads"))
+                         versions=prov.versions("spacy", SPACY_EN, "stanza", "torch"),
+                         note=_note(repeat, "; identical: the same heads; synprep_stanza: synprep parse with stanza "
+                                            "(package synprep, with constituency) on the same words, for the choice"))
 
 
 #: (treebank, language, parsers): spaCy English is ClearNLP-labelled (mapped), GiNZA is UD (BCCWJ-trained)
@@ -282,8 +294,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--full", action="store_true", help="the published sizes (default: small, a few minutes)")
     ap.add_argument("--only", nargs="+", choices=[*ROWS, *peers_shards.ROWS, *peers_train.ROWS, "stanza"], default=None)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--results", type=Path, default=prov.RESULTS)
+    ap.add_argument("--results", type=Path, default=None,
+                    help=f"where the rows go (default: with --full {prov.RESULTS.relative_to(ROOT)}, the published "
+                         f"rows; else {SMALL_RESULTS.relative_to(ROOT)})")
     args = ap.parse_args(argv)
+    args.results = args.results or (prov.RESULTS if args.full else SMALL_RESULTS)
     size = SIZES["full" if args.full else "small"]
     with tempfile.TemporaryDirectory(prefix="synprep-peers-") as tmp:
         for name, fn in {**ROWS, **peers_shards.ROWS, **peers_train.ROWS}.items():
@@ -297,7 +312,9 @@ def main(argv: list[str] | None = None) -> None:
     if (HERE / "bench_parse_peer.py").exists() and (not args.only or "stanza" in args.only):
         import bench_parse_peer  # the stanza parse beside a plain stanza Pipeline, in its own script
 
-        bench_parse_peer.main(["--full"] if args.full else [])
+        got = bench_parse_peer.main(["--write"] if args.full else ["--small"])
+        if not args.full and isinstance(got, dict) and "stage" in got:  # the small row: beside the others
+            prov.write_row(slug(got["stage"]) + "-cpu", got, args.results)
 
 
 if __name__ == "__main__":
