@@ -203,7 +203,7 @@ def check_row(row: dict[str, Any], source: str = "row") -> None:
     if row.get("result") is None:
         return
     for key in PROVENANCE:
-        if row.get(key) in UNRECORDED or (key == "versions" and not isinstance(row[key], dict)):
+        if row.get(key) in UNRECORDED or (key == "versions" and not (isinstance(row[key], dict) and row[key])):
             raise ValueError(f"{source}: a measured row without {key} (re-measure it with benchmarks/_provenance.py)")
 
 

@@ -130,7 +130,8 @@ def row_translate(tmp: Path, venv: Path, shards: Path, exp: Path, steps: int, re
         "peer": {"cmd": [str(venv / "bin" / "fairseq-generate"), str(exp), "--task", "translation", "-s", "de",
                          "-t", "en", "--path", str(tmp / f"train-fairseq-{steps}" / "checkpoint_last.pt"),
                          "--gen-subset", "test", *beam, "--cpu", "--num-workers", "0"],
-                 "env": {**ENV, "PYTHONPATH": ""}, "stdout": theirs},
+                 # fairseq 0.12 loads its own checkpoint (argparse.Namespace inside) as torch < 2.6 did
+                 "env": {**ENV, "PYTHONPATH": "", "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}, "stdout": theirs},
     }, repeat)
     out_mine = sum(len(x.split()) for x in mine.read_text(encoding="utf-8").splitlines())
     out_theirs = sum(len(x.split("\t")[2].split()) for x in theirs.read_text(encoding="utf-8").splitlines()

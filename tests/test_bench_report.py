@@ -76,3 +76,15 @@ def test_every_committed_row_has_its_provenance_and_the_page_is_their_rendering(
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "report.py")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+
+
+def test_a_row_made_here_carries_its_own_provenance(tmp_path: Path) -> None:
+    prov = runpy.run_path(str(ROOT / "benchmarks" / "_provenance.py"))
+    row = prov["make_row"](stage="tokenize: Moses, English", command="python benchmarks/bench_peers.py", data="2 lines",
+                           result=prov["peer_result"](unit="sentences/s", synprep=3.0, peer=2.0, peer_name="sacremoses",
+                                                      identical=True),
+                           versions=prov["versions"]("sacremoses"), note="")
+    assert row["result"]["ratio"] == 1.5 and row["versions"]["sacremoses"] != "absent"
+    assert len(row["date"]) == 10 and row["commit"] and "CPU machine" in row["machine"]
+    prov["write_row"]("tok", row, tmp_path)
+    assert "| Moses, English | 3 sentences/s | 2 sentences/s (sacremoses) | **1.50x**" in REPORT["render"](tmp_path)
