@@ -17,13 +17,12 @@ The largest tokenized share and the smallest raw one bound :data:`synprep.text.t
 
 from __future__ import annotations
 
-import datetime
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import _provenance as prov
 from _cli import arg_parser, emit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,13 +101,10 @@ def main() -> None:
         shares["raw" if form == "raw" else "tokenized"].append(pct)
     result.update(tokenized_max_pct=max(shares["tokenized"]), raw_min_pct=min(shares["raw"]),
                   limit_pct=round(100 * GLUED_SHARE_LIMIT, 2))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip() or "not recorded"
-    record = {"stage": "text: tokenized-ness (glued punctuation)", "device": "cpu",
-              "command": "python benchmarks/bench_tokenized_share.py",
-              "machine": "the shared 2-core CPU machine, loaded by parallel work", "commit": commit,
-              "date": datetime.date.today().isoformat(), "result": result}
-    args.out.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    record = prov.make_row(stage="text: tokenized-ness (glued punctuation)", command="python benchmarks/bench_tokenized_share.py",
+                           data=result["data"], result=result, versions=prov.versions("sacremoses"),
+                           note="shares of tokens, not timings")
+    args.out.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     emit(result, indent=None)
 
 
