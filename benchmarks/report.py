@@ -29,12 +29,14 @@ Every stage measured beside what a user would run instead, on the same data and 
 run: synprep's figure, the peer's, their ratio (synprep / peer: above 1 is faster for a rate, slower for a
 time) and whether both wrote the same bytes. Each row names the command that measures it again and where,
 when and with which library versions it was measured. A row without a figure was not measured, and says
-why. Times are CPU times of whole processes (start-up included), best of 3, the two sides interleaved:
-the development machine is shared with other work ("loaded"), which moves CPU time less than wall time.
-Speed and memory targets live in `benchmarks/`, not in the tests.
+why. The rows beside a peer time whole processes (start-up included) in CPU time, best of 3, the two
+sides interleaved: the development machine is shared with other work ("loaded"), which moves CPU time less
+than wall time; every other row says in its note how it was measured. Speed and memory targets live in
+`benchmarks/`, not in the tests.
 
-`make bench` measures the CPU rows at a small size (a few minutes on 2 cores); `python
-benchmarks/bench_peers.py --full` at the published size. This page is generated: `python
+`make bench` measures every row beside its peer at a small size (a few minutes on 2 cores) into
+`build/bench/results/` and shows that table; `make bench BENCH=--full` measures these published rows
+again. This page is generated: `python
 benchmarks/report.py > docs/benchmarks.md` turns the JSON files of `benchmarks/results/` into it, and
 refuses a measured row without its machine, commit, date and versions. `make docs` fails when the page is
 out of date.
