@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 REPORT = runpy.run_path(str(ROOT / "benchmarks" / "report.py"))
 
