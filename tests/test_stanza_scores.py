@@ -19,7 +19,7 @@ from synprep.parse import ParserSpec, read_conllu
 from synprep.parse import stanza_forward as sf
 from synprep.parse.stanza_decode import SentenceScores
 from synprep.parse.stanza_parser import StanzaParser
-from synprep.parse.stanza_scores import graph_scores, reproduced
+from synprep.parse.stanza_scores import graph_scores, pos_reproduced, reproduced
 from synprep.text.escape import unescape_tokens
 
 pytestmark = pytest.mark.slow
@@ -81,3 +81,44 @@ def test_a_model_it_does_not_reproduce_runs_stanzas_forward(loaded, monkeypatch)
     _, fallback = _both(parser, batch)
     for (h1, l1, r1), (h2, l2, r2) in zip(ref, fallback, strict=True):
         assert h1.tobytes() == h2.tobytes() and l1.tobytes() == l2.tobytes() and r1.tobytes() == r2.tobytes()
+
+
+def test_tags_are_stanzas_pos_forwards(loaded, monkeypatch):
+    """UPOS, XPOS and features with the parent-conditioned columns scored per parent tag equal stanza's."""
+    parser, sents = loaded
+    pos = parser.nlp.processors["pos"]
+    assert pos_reproduced(pos.trainer.model.eval())
+    t = parser.inputs.table(sents)
+    got = sf.pos_words(pos, parser.inputs, t)
+    monkeypatch.setattr(sf, "pos_scores", lambda model, *args: model(*args))  # stanza's Tagger.forward
+    ref = sf.pos_words(pos, parser.inputs, t)
+    for (labels, _dep), what in ((got, "synprep"), (ref, "stanza")):
+        assert set(labels) == {"upos", "xpos", "feats"} and len(labels["feats"]) == sum(map(len, sents)), what
+    for col in ("upos", "xpos", "feats"):
+        assert got[0][col].tolist() == ref[0][col].tolist(), col
+        assert np.array_equal(got[1][col], ref[1][col]), col
+
+
+def test_a_tagger_layout_it_does_not_reproduce_is_left_to_stanza(loaded, monkeypatch):
+    from stanza.models.pos.tag_columns import TAG_LINK_HIDDEN
+
+    parser, sents = loaded
+    model = parser.nlp.processors["pos"].trainer.model.eval()
+    two_parents = {**model.column_parents, "feats": ("upos", "xpos")}
+    for attr, value in (("share_hid", True), ("link_mode", TAG_LINK_HIDDEN), ("column_parents", two_parents)):
+        monkeypatch.setattr(model, attr, value)
+        assert not pos_reproduced(model), attr
+        monkeypatch.undo()
+    calls = []
+    real = model.forward
+    monkeypatch.setattr(model, "forward", lambda *a: calls.append(1) or real(*a))
+    sf.pos_words(parser.nlp.processors["pos"], parser.inputs, parser.inputs.table(sents[:3]))
+    assert calls == []  # reproduced: stanza's forward code ran on the stand-in, not the model's own call
+    monkeypatch.setattr(model, "share_hid", True)
+    assert not pos_reproduced(model)
+    monkeypatch.setattr(model, "share_hid", False)
+    model.train()
+    try:
+        assert not pos_reproduced(model)  # training: dropout, stanza's own forward
+    finally:
+        model.eval()

@@ -21,7 +21,7 @@ import numpy as np
 
 from synprep.parse.stanza_decode import unmap_ids
 from synprep.parse.stanza_inputs import InputBuilder
-from synprep.parse.stanza_scores import graph_scores
+from synprep.parse.stanza_scores import graph_scores, pos_scores
 
 
 def pos_stage(pos: Any, doc: Any) -> None:
@@ -59,8 +59,8 @@ def pos_stage(pos: Any, doc: Any) -> None:
             idx.extend(b[-1])
             inputs, orig_idx, word_orig_idx, sentlens, wordlens, text = unpack_batch(b, device)
             word, word_mask, wordchars, wordchars_mask, tags, pretrained = inputs
-            _, out = model(word, word_mask, wordchars, wordchars_mask, tags, pretrained, word_orig_idx, sentlens,
-                           wordlens, text)
+            _, out = pos_scores(model, word, word_mask, wordchars, wordchars_mask, tags, pretrained, word_orig_idx,
+                                sentlens, wordlens, text)
             lengths = np.asarray(sentlens)
             real = np.arange(int(lengths.max()))[None, :] < lengths[:, None]  # (B, L) the real words
             seqs = [unmap_ids(trainer.vocab[c.name], out[k].cpu().numpy()[:, : real.shape[1]][real])
@@ -229,8 +229,8 @@ def pos_words(pos: Any, builder: InputBuilder, t: Any) -> tuple[dict, dict]:
         for b, idx in builder.pos_batches(t):
             inputs, orig_idx, word_orig_idx, sentlens, wordlens, text = unpack_batch(b, device)
             word, word_mask, wordchars, wordchars_mask, tags, pretrained = inputs
-            _, out = model(word, word_mask, wordchars, wordchars_mask, tags, pretrained, word_orig_idx, sentlens,
-                           wordlens, text)
+            _, out = pos_scores(model, word, word_mask, wordchars, wordchars_mask, tags, pretrained, word_orig_idx,
+                                sentlens, wordlens, text)
             sel = np.asarray(idx, dtype=np.int64)[np.asarray(orig_idx, dtype=np.int64)]  # sorted order -> sentence
             lengths = t.lengths[sel]
             real = np.arange(int(lengths.max()))[None, :] < lengths[:, None]

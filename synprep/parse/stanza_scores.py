@@ -14,6 +14,7 @@ relations (tests/test_stanza_scores.py compares them with stanza's forward on re
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -102,3 +103,94 @@ def graph_scores(model: Any, inputs: list, word_orig_idx: Any, sentlens: list[in
             labels = (rel.max(2)[1] + VOCAB_PREFIX_SIZE).cpu().numpy().astype(np.int32)
         out.append((np.ascontiguousarray(head_logp[i, :m, :m]), labels, F.log_softmax(rel, 2).cpu().numpy()))
     return out
+
+
+# --- the POS model's tag columns conditioned on the UPOS tag ------------------------------------------------
+
+
+class _ParentTagScorer:
+    """A POS tag column's ``BiaffineScorer`` for a parent that is a tag's embedding, from the tag's id.
+
+    stanza scores the column as ``[h, 1]ᵀ W_k [e(t), 1] + b_k`` for each word's hidden state ``h`` and its
+    parent tag ``t``'s embedding ``e(t)``: a ``(I, J)`` product per label and word. The parent has a few dozen
+    tags, so ``W_k [e(t), 1]`` is computed once per tag (``(V, K, I)``, at load) and each word's scores are one
+    row of ``[h, 1]`` times the ``(V·K, I)`` matrix, its tag's ``K`` columns kept: the same sums in another order.
+    """
+
+    def __init__(self, scorer: Any, embedding: Any):
+        import torch
+
+        weight, self.bias = scorer.W_bilin.weight, scorer.W_bilin.bias  # (K, I, J), (K,)
+        tags = torch.cat([embedding.weight, embedding.weight.new_ones(embedding.weight.shape[0], 1)], 1)  # (V, J)
+        self.n_tags, self.n_labels = tags.shape[0], weight.shape[0]
+        self.per_tag = torch.einsum("kij,vj->vki", weight, tags).reshape(-1, weight.shape[1]).T.contiguous()
+
+    def __call__(self, hidden: Any, tag_ids: Any) -> Any:
+        import torch
+
+        h = torch.cat([hidden, hidden.new_ones(hidden.shape[0], 1)], 1)
+        every = (h @ self.per_tag).view(h.shape[0], self.n_tags, self.n_labels)
+        return every.gather(1, tag_ids.view(-1, 1, 1).expand(-1, 1, self.n_labels)).squeeze(1) + self.bias
+
+
+class _TagIdParents:
+    """A stand-in for a POS ``Tagger`` whose tag columns get their parent tag's ids (not its embedding) and score
+    them with :class:`_ParentTagScorer`: ``Tagger.forward(stand_in, ...)`` runs stanza's code otherwise."""
+
+    def __init__(self, model: Any):
+        import torch
+
+        self._model = model
+        self.tag_clf: dict[str, Any] = {}
+        for name, clf in model.tag_clf.items():
+            (parent,) = model.column_parents[name]
+            emb = model.upos_emb if parent == "upos" else model.tag_emb[parent]
+            self.tag_clf[name] = ([_ParentTagScorer(c, emb) for c in clf] if isinstance(clf, torch.nn.ModuleList)
+                                  else _ParentTagScorer(clf, emb))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+    def parent_representation(self, name: str, hids: dict, tag_scores: dict, gold: dict) -> Any:
+        (parent,) = self._model.column_parents[name]
+        return tag_scores[parent].max(1)[1]  # stanza's predicted parent tag (whose embedding stanza passes on)
+
+
+def pos_reproduced(model: Any) -> bool:
+    """Whether :func:`pos_scores` computes ``model``'s tags: stanza's ``Tagger`` in evaluation mode whose tag
+    columns each hang off one parent through the parent's tag embedding, each scored by a ``BiaffineScorer``."""
+    import torch
+    from stanza.models.common.biaffine import BiaffineScorer
+    from stanza.models.pos.model import Tagger
+    from stanza.models.pos.tag_columns import TAG_LINK_EMB
+
+    if type(model) is not Tagger or model.training or model.share_hid or model.link_mode != TAG_LINK_EMB:
+        return False
+    for name, clf in model.tag_clf.items():
+        scorers = list(clf) if isinstance(clf, torch.nn.ModuleList) else [clf]
+        parents = tuple(model.column_parents.get(name, ()))
+        if len(parents) != 1 or any(type(s) is not BiaffineScorer or type(s.W_bilin) is not torch.nn.Bilinear
+                                    for s in scorers):
+            return False
+        if parents[0] != "upos" and parents[0] not in model.tag_emb:
+            return False
+    return True
+
+
+_POS_STAND_INS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its _TagIdParents
+
+
+def pos_scores(model: Any, *args: Any) -> Any:
+    """``model(*args)`` of a POS ``Tagger`` (stanza's ``forward`` arguments), the tag columns conditioned on a
+    parent tag scored per tag (:class:`_ParentTagScorer`) where :func:`pos_reproduced`, else stanza's forward.
+
+    Returns:
+        what stanza's ``Tagger.forward`` returns: ``(loss, predictions)``, the predictions' argmax ids
+        ``(B, L)`` (or ``(B, L, K)`` for a composite column), the same tags up to float rounding of the scores.
+    """
+    if not pos_reproduced(model):
+        return model(*args)
+    stand_in = _POS_STAND_INS.get(model)
+    if stand_in is None:
+        stand_in = _POS_STAND_INS[model] = _TagIdParents(model)
+    return type(model).forward(stand_in, *args)
