@@ -21,7 +21,8 @@ columns both write — ID, FORM, UPOS, HEAD, DEPREL — and each sentence's cons
 (``# constituency =``): ``identical`` is true when all of them are equal, and the counts of words and trees
 that differ are reported.
 
-``--write`` stores the result with its provenance in ``benchmarks/results/parse-peer-stanza-cpu.json``.
+``main`` returns the row (benchmarks/_provenance.py's keys: stage, machine, commit, date, versions, data,
+result, note); ``--write`` stores it in ``benchmarks/results/parse-stanza-cpu.json``.
 Target (not a test): synprep ≤ 0.80 × the plain Pipeline's CPU time.
 """
 
@@ -45,9 +46,11 @@ from synprep.parse import read_conllu  # noqa: E402
 from synprep.signature import package_version  # noqa: E402
 from synprep.text.escape import escape  # noqa: E402
 
-RESULT = ROOT / "benchmarks" / "results" / "parse-peer-stanza-cpu.json"
+RESULT = ROOT / "benchmarks" / "results" / "parse-stanza-cpu.json"
 TREEBANK = "en_pud-ud-test.conllu"
 PROCESSORS = "tokenize,pos,lemma,depparse,constituency"
+STAGE = "parse: stanza"
+PEER = f"stanza.Pipeline('en', processors='{PROCESSORS}', tokenize_pretokenized=True) on all the sentences at once"
 
 PLAIN = """
 import json, sys, torch, stanza
@@ -132,38 +135,60 @@ def measure(n: int, repeat: int, shared: Path) -> dict:
     return out | agree
 
 
-def provenance(command: str, machine: str) -> dict:
-    """machine, commit, date and library versions of a result file."""
+def _provenance_here(command: str, data: str, result: dict, note: str) -> dict:
+    """The row's provenance where benchmarks/_provenance.py is absent: the same keys."""
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                             check=False).stdout.strip() or "not recorded"
-    return {"command": command, "machine": machine, "commit": commit,
-            "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
-            "versions": {"python": platform.python_version(), "torch": package_version("torch"),
-                         "stanza": package_version("stanza"), "synprep": package_version("synprep")}}
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"stage": STAGE, "device": "cpu", "command": command,
+            "machine": f"{cores}-core CPU machine ({platform.processor() or platform.machine()}), {platform.system()}, "
+                       f"Python {platform.python_version()}, loaded by parallel work",
+            "commit": commit, "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+            "versions": {n: package_version(n) for n in ("synprep", "stanza", "torch")}, "data": data, "note": note,
+            "result": result}
+
+
+def make_row(figures: dict, command: str) -> dict:
+    """The benchmark row of :func:`measure`'s figures: synprep's sentences/s beside the plain Pipeline's, the CPU
+    time ratio, and the provenance (benchmarks/_provenance.py where present)."""
+    extra = {"cpu_time_ratio": figures["synprep_over_plain_cpu"],
+             "synprep_cpu_s": figures["synprep_cpu_s"], "peer_cpu_s": figures["plain_cpu_s"],
+             "synprep_words_per_s": figures["synprep_words_per_s"], "peer_words_per_s": figures["plain_words_per_s"],
+             "synprep_peak_rss_mb": figures["synprep_peak_rss_mb"], "peer_peak_rss_mb": figures["plain_peak_rss_mb"],
+             "words_differ": figures["words_differ"], "trees_differ": figures["trees_differ"]}
+    main = {"unit": "sentences/s", "synprep": figures["synprep_sentences_per_s"],
+            "peer": figures["plain_sentences_per_s"], "peer_name": PEER, "identical": figures["identical"]}
+    data = f"English PUD gold words, first {figures['sentences']} sentences, {figures['words']} words"
+    note = (f"CPU time of whole processes, best of {len(figures['synprep_all_cpu_s'])}, interleaved; one thread a side;"
+            f" loaded; identical: the same {figures['compared']} (synprep writes _ for LEMMA, XPOS, FEATS, MISC)")
+    try:
+        import _provenance as prov
+    except ImportError:
+        ratio = round(main["synprep"] / main["peer"], 3)
+        return _provenance_here(command, data, {**main, "ratio": ratio, "higher_is_better": True, **extra}, note)
+    result = prov.peer_result(**main, **extra)
+    return prov.make_row(stage=STAGE, command=command, data=data, result=result,
+                         versions=prov.versions("stanza", "torch"), note=note)
 
 
 def main(argv: list[str] | None = None) -> dict:
+    """Measure, print the figures, and return the row (written to benchmarks/results/ with ``--write``)."""
     ap = arg_parser(__doc__)
     ap.add_argument("--sentences", type=int, default=600)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--small", action="store_true", help="60 sentences, 1 round: a quick check that it runs")
     ap.add_argument("--shared", default=str(ROOT.parent / "shared" / "data"))
-    ap.add_argument("--machine", default=f"{platform.node()}, {os.cpu_count()} CPU cores",
-                    help="how the result file names the machine (and its load)")
-    ap.add_argument("--write", action="store_true", help=f"store the result in {RESULT.relative_to(ROOT)}")
+    ap.add_argument("--write", action="store_true", help=f"store the row in {RESULT.relative_to(ROOT)}")
     args = ap.parse_args(argv)
     n, repeat = (60, 1) if args.small else (args.sentences, args.repeat)
-    result = measure(n, repeat, Path(args.shared))
+    figures = measure(n, repeat, Path(args.shared))
+    emit(figures)
     command = "python benchmarks/bench_parse_peer.py" + ("" if n == 600 else f" --sentences {n}") + (
         "" if repeat == 3 else f" --repeat {repeat}")
-    emit(result)
+    row = make_row(figures, command)
     if args.write:
-        row = {"stage": "parse: stanza against a plain stanza Pipeline", "device": "cpu",
-               **provenance(command, args.machine),
-               "result": {"figure": "parse-peer", **{k: v for k, v in result.items() if not k.endswith("_all_cpu_s")}},
-               "all_cpu_s": {k: result[f"{k}_all_cpu_s"] for k in ("synprep", "plain")}}
         RESULT.write_text(json.dumps(row, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    return result
+    return row
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
 """The forward stage of a stanza parse: the POS and depparse models over a document's batches.
 
 These are the calls stanza's ``POSProcessor`` and ``DepparseProcessor`` make — the same datasets,
-batches and forward calls, so the same floats — without their per-word Python decoding:
+batches and models — without their per-word Python decoding and two products on work the output
+does not need (:mod:`synprep.parse.stanza_scores`: the depparse relation scores of padding pairs, the POS
+columns' bilinear product per word where it is one per parent tag; the same tags, heads and relations,
+the relation log-probabilities equal to float rounding):
 :func:`pos_stage` looks the POS labels up per batch (:func:`synprep.parse.stanza_decode.unmap_ids`),
 :func:`depparse_scores` returns each sentence's compact score arrays for the decode stage
 (:class:`synprep.parse.stanza_decode.SentenceScores`, decoded by
