@@ -140,8 +140,11 @@ def _provenance_here(command: str, data: str, result: dict, note: str) -> dict:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                             check=False).stdout.strip() or "not recorded"
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    model = next((x.split(":", 1)[1].strip() for x in cpuinfo.splitlines() if x.startswith("model name")),
+                 platform.processor() or platform.machine())
     return {"stage": STAGE, "device": "cpu", "command": command,
-            "machine": f"{cores}-core CPU machine ({platform.processor() or platform.machine()}), {platform.system()}, "
+            "machine": f"{cores}-core CPU machine ({model}), {platform.system()}, "
                        f"Python {platform.python_version()}, loaded by parallel work",
             "commit": commit, "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
             "versions": {n: package_version(n) for n in ("synprep", "stanza", "torch")}, "data": data, "note": note,
