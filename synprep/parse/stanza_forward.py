@@ -1,7 +1,10 @@
 """The forward stage of a stanza parse: the POS and depparse models over a document's batches.
 
 These are the calls stanza's ``POSProcessor`` and ``DepparseProcessor`` make — the same datasets,
-batches and forward calls, so the same floats — without their per-word Python decoding:
+batches and models — without their per-word Python decoding and two products on work the output
+does not need (:mod:`synprep.parse.stanza_scores`: the depparse relation scores of padding pairs, the POS
+columns' bilinear product per word where it is one per parent tag; the same tags, heads and relations,
+the relation log-probabilities equal to float rounding):
 :func:`pos_stage` looks the POS labels up per batch (:func:`synprep.parse.stanza_decode.unmap_ids`),
 :func:`depparse_scores` returns each sentence's compact score arrays for the decode stage
 (:class:`synprep.parse.stanza_decode.SentenceScores`, decoded by
@@ -21,6 +24,7 @@ import numpy as np
 
 from synprep.parse.stanza_decode import unmap_ids
 from synprep.parse.stanza_inputs import InputBuilder
+from synprep.parse.stanza_scores import graph_scores, pos_scores
 
 
 def pos_stage(pos: Any, doc: Any) -> None:
@@ -58,8 +62,8 @@ def pos_stage(pos: Any, doc: Any) -> None:
             idx.extend(b[-1])
             inputs, orig_idx, word_orig_idx, sentlens, wordlens, text = unpack_batch(b, device)
             word, word_mask, wordchars, wordchars_mask, tags, pretrained = inputs
-            _, out = model(word, word_mask, wordchars, wordchars_mask, tags, pretrained, word_orig_idx, sentlens,
-                           wordlens, text)
+            _, out = pos_scores(model, word, word_mask, wordchars, wordchars_mask, tags, pretrained, word_orig_idx,
+                                sentlens, wordlens, text)
             lengths = np.asarray(sentlens)
             real = np.arange(int(lengths.max()))[None, :] < lengths[:, None]  # (B, L) the real words
             seqs = [unmap_ids(trainer.vocab[c.name], out[k].cpu().numpy()[:, : real.shape[1]][real])
@@ -87,6 +91,12 @@ def depparse_batches(dp: Any, doc: Any) -> tuple[Any, Any]:
         (see :func:`synprep.parse.stanza_decode.decode_batch`), the nodes (words + 1) per sentence, and
         stanza's ``orig_idx`` (the batch's order back to the length-sorted document order).
     """
+    loader = _loader(dp, doc)
+    return loader, _forward(dp, loader)
+
+
+def _loader(dp: Any, doc: Any) -> Any:
+    """stanza's depparse ``DataLoader`` over a document, as ``DepparseProcessor.process`` builds it."""
     from stanza.models.depparse.data import DataLoader
     from stanza.pipeline.depparse_processor import DEFAULT_SEPARATE_BATCH
 
@@ -101,10 +111,12 @@ def depparse_batches(dp: Any, doc: Any) -> tuple[Any, Any]:
         sort_during_eval=cfg.get("sort_during_eval", True),
         min_length_to_batch_separately=cfg.get("min_length_to_batch_separately", DEFAULT_SEPARATE_BATCH),
     )
-    return loader, _forward(dp, loader)
+    return loader
 
 
 def _forward(dp: Any, batches: Any):
+    """stanza's ``GraphParser.forward`` over the batches: ``(scores, sentlens, orig_idx)`` per batch (the reference
+    of :func:`_forward_cut`)."""
     import torch
     from stanza.models.depparse.trainer import unpack_batch
 
@@ -118,16 +130,47 @@ def _forward(dp: Any, batches: Any):
             yield scores, sentlens, orig_idx
 
 
+def _cut_batch(scores: Any, sentlens: list[int], with_labels: bool) -> list:
+    cut = []
+    for i, m in enumerate(sentlens):
+        labels = np.ascontiguousarray(scores[1][i, :m, :m], dtype=np.int32) if with_labels else None
+        cut.append((np.ascontiguousarray(scores[0][i, :m, :m]), labels, np.ascontiguousarray(scores[2][i, :m, :m])))
+    return cut
+
+
 def _cut(batches: Any, data_orig_idx: list | None, with_labels: bool) -> list:
+    """Each sentence's score arrays of :func:`_forward`'s batches, in document order."""
     from stanza.models.common.utils import unsort
 
     out: list = []
     for scores, sentlens, orig_idx in batches:
-        cut = []
-        for i, m in enumerate(sentlens):
-            labels = np.ascontiguousarray(scores[1][i, :m, :m], dtype=np.int32) if with_labels else None
-            cut.append((np.ascontiguousarray(scores[0][i, :m, :m]), labels, np.ascontiguousarray(scores[2][i, :m, :m])))
-        out += unsort(cut, orig_idx)
+        out += unsort(_cut_batch(scores, sentlens, with_labels), orig_idx)
+    if data_orig_idx is not None:
+        out = unsort(out, data_orig_idx)
+    return out
+
+
+def _forward_cut(dp: Any, batches: Any, data_orig_idx: list | None, with_labels: bool) -> list:
+    """:func:`_cut` of :func:`_forward`, with the relation scores computed per sentence (:mod:`stanza_scores`).
+
+    A model :func:`~synprep.parse.stanza_scores.graph_scores` does not reproduce runs stanza's own forward.
+    """
+    import torch
+    from stanza.models.common.utils import unsort
+    from stanza.models.depparse.trainer import unpack_batch
+
+    model = dp.trainer.model
+    device = model.get_device()
+    model.eval()
+    out: list = []
+    with torch.inference_mode():
+        for b in batches:
+            inputs, orig_idx, word_orig_idx, sentlens, wordlens, text = unpack_batch(b, device)
+            cut = graph_scores(model, inputs, word_orig_idx, sentlens, wordlens, text, with_labels)
+            if cut is None:
+                _, scores = model(*inputs, word_orig_idx, sentlens, wordlens, text)
+                cut = _cut_batch(scores, sentlens, with_labels)
+            out += unsort(cut, orig_idx)
     if data_orig_idx is not None:
         out = unsort(out, data_orig_idx)
     return out
@@ -145,8 +188,8 @@ def depparse_scores(dp: Any, doc: Any, with_labels: bool) -> list[tuple[np.ndarr
         per sentence ``(head_logp (n+1, n+1) float32, label_ids (n+1, n+1) int32 or None,
         rel_logp (n+1, n+1, R) float32)``: the values of the padded batch, unchanged.
     """
-    loader, batches = depparse_batches(dp, doc)
-    return _cut(batches, loader.data_orig_idx, with_labels)
+    loader = _loader(dp, doc)
+    return _forward_cut(dp, loader, loader.data_orig_idx, with_labels)
 
 
 @dataclass
@@ -189,8 +232,8 @@ def pos_words(pos: Any, builder: InputBuilder, t: Any) -> tuple[dict, dict]:
         for b, idx in builder.pos_batches(t):
             inputs, orig_idx, word_orig_idx, sentlens, wordlens, text = unpack_batch(b, device)
             word, word_mask, wordchars, wordchars_mask, tags, pretrained = inputs
-            _, out = model(word, word_mask, wordchars, wordchars_mask, tags, pretrained, word_orig_idx, sentlens,
-                           wordlens, text)
+            _, out = pos_scores(model, word, word_mask, wordchars, wordchars_mask, tags, pretrained, word_orig_idx,
+                                sentlens, wordlens, text)
             sel = np.asarray(idx, dtype=np.int64)[np.asarray(orig_idx, dtype=np.int64)]  # sorted order -> sentence
             lengths = t.lengths[sel]
             real = np.arange(int(lengths.max()))[None, :] < lengths[:, None]
@@ -231,5 +274,5 @@ def forward_words(pos: Any, dp: Any, builder: InputBuilder, sentences: list[list
         return None
     labels, dep = pos_words(pos, builder, t)
     data_orig_idx, batches = builder.dp_batches(t, dep["upos"], dep["xpos"], dep["feats"])
-    scores = _cut(_forward(dp, batches), data_orig_idx, with_labels)
+    scores = _forward_cut(dp, batches, data_orig_idx, with_labels)
     return WordsForward(labels["upos"], labels["xpos"], labels["feats"], t.starts, scores)
