@@ -44,7 +44,7 @@ from synprep.vocab import Vocab
 
 log = logging.getLogger(__name__)
 
-#: pairs per shard unless told otherwise (synprep.defaults, as synprep.config.DataConfig)
+#: pairs per shard unless told otherwise (synprep.defaults, as synprep.pipeline.config.DataConfig)
 DEFAULT_SHARD_SIZE = SHARD_DEFAULTS.shard_size
 
 #: drop reasons the annotation stage can record (the text stage adds ``clean:*``)

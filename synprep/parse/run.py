@@ -61,7 +61,7 @@ if TYPE_CHECKING:  # nltk only where a tree is built (synprep.tree): a dependenc
 
 log = logging.getLogger(__name__)
 
-#: sentences per work item sent to a worker (one parser call; synprep.config.DataConfig)
+#: sentences per work item sent to a worker (one parser call; synprep.pipeline.config.DataConfig)
 DEFAULT_BATCH_SIZE = DEFAULTS.batch_size
 #: lines parsed as one deterministic block by :func:`parse_lines`
 DEFAULT_BLOCK_LINES = 2048

@@ -37,25 +37,65 @@ drivers :mod:`~synprep.pipeline.run` (:func:`run_pipeline`) and :mod:`~synprep.p
 
 from __future__ import annotations
 
-from synprep.pipeline.checks import (
-    check_language_codes,
-    check_side_languages,
-    refuse_tokenized,
-    warn_if_lowercased,
-)
-from synprep.pipeline.dictionary import VOCAB_WAIT_S, load_or_build_vocab, split_vocab
-from synprep.pipeline.folder import (
-    CODES_NAME,
-    CONFIG_NAME,
-    INPUTS_NAME,
-    TRAIN,
-    TextFiles,
-    check_output_folder,
-)
-from synprep.pipeline.prepared import run_annotate
-from synprep.pipeline.record import _manifest, numbered_parses, split_summary, trees_for
-from synprep.pipeline.run import run_pipeline
-from synprep.pipeline.views import Runtime, TextOptions, parse_options, text_options
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names as the type checker reads them; at run time, :func:`__getattr__`
+    from synprep.pipeline.checks import (
+        check_language_codes,
+        check_side_languages,
+        refuse_tokenized,
+        warn_if_lowercased,
+    )
+    from synprep.pipeline.dictionary import VOCAB_WAIT_S, load_or_build_vocab, split_vocab
+    from synprep.pipeline.folder import (
+        CODES_NAME,
+        CONFIG_NAME,
+        INPUTS_NAME,
+        TRAIN,
+        TextFiles,
+        check_output_folder,
+    )
+    from synprep.pipeline.prepared import run_annotate
+    from synprep.pipeline.record import _manifest, numbered_parses, split_summary, trees_for
+    from synprep.pipeline.run import run_pipeline
+    from synprep.pipeline.views import Runtime, TextOptions, parse_options, text_options
+
+#: each public name → the module that defines it, imported on first use (so that :mod:`synprep.pipeline.config` imports without the stages: ``synprep --help``)
+_LAZY = {
+    "check_language_codes": "synprep.pipeline.checks",
+    "check_side_languages": "synprep.pipeline.checks",
+    "refuse_tokenized": "synprep.pipeline.checks",
+    "warn_if_lowercased": "synprep.pipeline.checks",
+    "VOCAB_WAIT_S": "synprep.pipeline.dictionary",
+    "load_or_build_vocab": "synprep.pipeline.dictionary",
+    "split_vocab": "synprep.pipeline.dictionary",
+    "CODES_NAME": "synprep.pipeline.folder",
+    "CONFIG_NAME": "synprep.pipeline.folder",
+    "INPUTS_NAME": "synprep.pipeline.folder",
+    "TRAIN": "synprep.pipeline.folder",
+    "TextFiles": "synprep.pipeline.folder",
+    "check_output_folder": "synprep.pipeline.folder",
+    "run_annotate": "synprep.pipeline.prepared",
+    "_manifest": "synprep.pipeline.record",
+    "numbered_parses": "synprep.pipeline.record",
+    "split_summary": "synprep.pipeline.record",
+    "trees_for": "synprep.pipeline.record",
+    "run_pipeline": "synprep.pipeline.run",
+    "Runtime": "synprep.pipeline.views",
+    "TextOptions": "synprep.pipeline.views",
+    "parse_options": "synprep.pipeline.views",
+    "text_options": "synprep.pipeline.views",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CODES_NAME", "CONFIG_NAME", "INPUTS_NAME", "TRAIN", "VOCAB_WAIT_S", "TextFiles", "TextOptions",

@@ -6,10 +6,10 @@ import logging
 import os
 from pathlib import Path
 
-from synprep.config import DataConfig
 from synprep.constants import VOCAB_NAME
 from synprep.errors import ConfigError
 from synprep.lock import folder_lock
+from synprep.pipeline.config import DataConfig
 from synprep.pipeline.folder import CONFIG_NAME, TRAIN
 from synprep.vocab import Vocab
 

@@ -8,11 +8,11 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from synprep.config import DataConfig, differences
 from synprep.constants import MANIFEST_NAME, VOCAB_NAME
 from synprep.errors import ConfigError, InputError
 from synprep.links import refuse_links_out
 from synprep.lock import sweep_stale_temps
+from synprep.pipeline.config import DataConfig, differences
 from synprep.signature import file_sha256
 from synprep.textio import atomic_write
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from synprep.config import DEFAULTS, DataConfig, option_fields
+from synprep.pipeline.config import DEFAULTS, DataConfig, option_fields
 from synprep.constants import MANIFEST_NAME
 from synprep.errors import ConfigError
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from synprep.annotate import PARSE_REASONS, annotate_split, items_from_files, warm_parse
-from synprep.config import DataConfig
 from synprep.constants import MANIFEST_NAME, VOCAB_NAME
 from synprep.lock import hold_split, writer
 from synprep.pipeline.checks import check_annotate_inputs
+from synprep.pipeline.config import DataConfig
 from synprep.pipeline.dictionary import split_vocab
 from synprep.pipeline.folder import TRAIN, check_output_folder
 from synprep.pipeline.parts import (

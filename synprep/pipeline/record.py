@@ -212,7 +212,7 @@ def open_split(out: Path, split: str, config: Any, inputs: dict[str, str | None]
     removed and the parse cache is checked.
 
     Args:
-        config: the run's :class:`~synprep.config.DataConfig` as the folder records it
+        config: the run's :class:`~synprep.pipeline.config.DataConfig` as the folder records it
             (:func:`synprep.pipeline.views.recorded`).
         inputs: the split's input files by role.
         made: the files a run of the split writes.

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from synprep.annotate import PARSE_REASONS, annotate_split, items_from_files, warm_parse
-from synprep.config import DataConfig
 from synprep.constants import VOCAB_NAME
 from synprep.errors import InputError
 from synprep.lock import hold_split, writer
 from synprep.parse.options import Item, ParseOptions
 from synprep.pipeline.checks import check_pipeline_inputs
+from synprep.pipeline.config import DataConfig
 from synprep.pipeline.dictionary import split_vocab
 from synprep.pipeline.folder import TRAIN, TextFiles, check_output_folder
 from synprep.pipeline.intermediates import check_intermediates

@@ -1,7 +1,7 @@
-"""The views of a run's one configuration (:class:`synprep.config.DataConfig`): what each stage reads, and
+"""The views of a run's one configuration (:class:`synprep.pipeline.config.DataConfig`): what each stage reads, and
 what the folder records.
 
-A run is given one :class:`~synprep.config.DataConfig` (every setting that determines the folder) and
+A run is given one :class:`~synprep.pipeline.config.DataConfig` (every setting that determines the folder) and
 one :class:`Runtime` (where the work runs; never part of the output). Everything else is read from
 them here, never rebuilt by hand elsewhere:
 
@@ -23,9 +23,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from synprep.config import DEFAULTS, DataConfig, spec_fields
 from synprep.errors import ConfigError
 from synprep.parse.options import Parallel, ParseOptions
+from synprep.pipeline.config import DEFAULTS, DataConfig, spec_fields
 
 
 @dataclass
