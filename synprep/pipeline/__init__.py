@@ -59,7 +59,7 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time, :fun
     from synprep.pipeline.prepared import run_annotate
     from synprep.pipeline.record import _manifest, numbered_parses, split_summary, trees_for
     from synprep.pipeline.run import run_pipeline
-    from synprep.pipeline.views import Runtime, TextOptions, parse_options, text_options
+    from synprep.pipeline.views import Runtime, parse_options
 
 #: each public name → the module that defines it, imported on first use (so that :mod:`synprep.pipeline.config` imports without the stages: ``synprep --help``)
 _LAZY = {
@@ -83,9 +83,7 @@ _LAZY = {
     "trees_for": "synprep.pipeline.record",
     "run_pipeline": "synprep.pipeline.run",
     "Runtime": "synprep.pipeline.views",
-    "TextOptions": "synprep.pipeline.views",
     "parse_options": "synprep.pipeline.views",
-    "text_options": "synprep.pipeline.views",
 }
 
 
@@ -98,8 +96,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "CODES_NAME", "CONFIG_NAME", "INPUTS_NAME", "TRAIN", "VOCAB_WAIT_S", "TextFiles", "TextOptions",
-    "_manifest", "check_language_codes", "check_output_folder", "check_side_languages", "Runtime", "parse_options", "text_options",
+    "CODES_NAME", "CONFIG_NAME", "INPUTS_NAME", "TRAIN", "VOCAB_WAIT_S", "TextFiles",
+    "_manifest", "check_language_codes", "check_output_folder", "check_side_languages", "Runtime", "parse_options",
     "load_or_build_vocab", "numbered_parses", "refuse_tokenized", "run_annotate", "run_pipeline",
     "split_summary", "split_vocab", "trees_for", "warn_if_lowercased",
 ]

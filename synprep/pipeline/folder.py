@@ -33,6 +33,41 @@ FEATURES = "cnf+nary+ldd"
 
 
 @dataclass(frozen=True)
+class SplitInputs:
+    """What one run is given for its split, beside the folder's configuration: never saved in
+    ``pipeline.json`` (the inputs' digests are recorded in ``inputs.json`` and the shards).
+
+    Attributes:
+        split: the split's name; the train split learns the BPE codes (or subword model) and the vocabulary.
+        src: the source file (``pipeline``: raw or ``--tokenized`` text, None with ``--parser conllu``;
+            ``annotate``: the BPE'd source).
+        tgt: the target file.
+        clean: clean this split (``--clean/--no-clean``; None: the train split only).
+        codes: BPE codes to apply instead of learning them (``--codes``).
+        vocab: a fairseq dict to use (``--vocab``).
+        conllu: the parses to import (``--parser conllu``).
+        trees: the user's bracketed trees (``--trees``).
+        subword_model: the model of a scheme that reads raw text (``--spm-model``, ``--hf-tokenizer``).
+        parse_src: ``annotate --parse-src``: the cased tokenized source the parser reads.
+    """
+
+    split: str = TRAIN
+    src: str | None = None
+    tgt: str = ""
+    clean: bool | None = None
+    codes: str | None = None
+    vocab: str | None = None
+    conllu: str | None = None
+    trees: str | None = None
+    subword_model: str | None = None
+    parse_src: str | None = None
+
+    def files(self) -> dict[str, str | None]:
+        """The input files whose digests the folder records (``inputs.json``), by role (None: not given)."""
+        return {"src": self.src, "tgt": self.tgt, "conllu": self.conllu, "trees": self.trees, "parse_src": self.parse_src}
+
+
+@dataclass(frozen=True)
 class TextFiles:
     """The names of one split's intermediate text files in ``OUT/text`` (module docstring).
 

@@ -15,7 +15,7 @@ from synprep.lock import hold_split, writer
 from synprep.pipeline.checks import check_annotate_inputs
 from synprep.pipeline.config import DataConfig
 from synprep.pipeline.dictionary import split_vocab
-from synprep.pipeline.folder import TRAIN, check_output_folder
+from synprep.pipeline.folder import TRAIN, SplitInputs, check_output_folder
 from synprep.pipeline.parts import (
     Part,
     annotate_hooks,
@@ -98,20 +98,19 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
         hold_split(out, split, create=True)
     # before anything is written or removed
     finished = finished_parts(out, split, config.shards.shard_size) if merge_parts else None
+    inputs = SplitInputs(split=split, src=src, tgt=tgt, vocab=vocab, conllu=conllu, trees=trees, parse_src=parse_src)
     parse = parse_options(config, runtime, trees)
     source = parse.source()
     if not (prepare_only or merge_parts):
         warm_parse(parse, runtime.par)  # the parse's workers start while the input is read and checked
-    n_src = check_annotate_inputs(src, tgt, out, source, src_lang=config.src_lang, tgt_lang=config.tgt_lang,
-                                  language_check=config.text.language_check, conllu=conllu, trees=trees,
-                                  parse_src=parse_src)
+    n_src = check_annotate_inputs(inputs, out, config, source)
     mark("inputs checked")
     out.mkdir(parents=True, exist_ok=True)
     shared = guard(config, parse, parse_src=parse_src is not None)  # the parser's identity, before any writing
     mark("parser identity")
     builds_vocab = split == config.shards.vocab_split and vocab is None  # then dict.txt is made from this split
     input_sha = open_split(out, split, recorded(config, source.runs_parser),
-                           {"src": src, "tgt": tgt, "conllu": conllu, "trees": trees, "parse_src": parse_src},
+                           inputs.files(),
                            [out / VOCAB_NAME] if builds_vocab else [], vocab=vocab, runs_parser=source.runs_parser,
                            cache=parse.cache, part=part)
     v = split_vocab(out, split, [Path(src), Path(tgt)], vocab, config.shards.vocab_split)  # waits for its split

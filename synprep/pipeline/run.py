@@ -17,7 +17,7 @@ from synprep.parse.options import Item, ParseOptions
 from synprep.pipeline.checks import check_pipeline_inputs
 from synprep.pipeline.config import DataConfig
 from synprep.pipeline.dictionary import split_vocab
-from synprep.pipeline.folder import TRAIN, TextFiles, check_output_folder
+from synprep.pipeline.folder import TRAIN, SplitInputs, TextFiles, check_output_folder
 from synprep.pipeline.intermediates import check_intermediates
 from synprep.pipeline.parts import (
     Part,
@@ -39,15 +39,13 @@ from synprep.pipeline.record import (
     split_manifest,
     trees_for,
 )
-from synprep.pipeline.text import Pieces, _clean, choose_tokenizer, subwords, tokenize_split
+from synprep.pipeline.text import Pieces, choose_tokenizer, clean_split, subwords, tokenize_split
 from synprep.pipeline.views import (
     Runtime,
-    TextOptions,
     guard,
     parse_options,
     recorded,
     shard_config,
-    text_options,
 )
 from synprep.shards import Manifest
 from synprep.textio import iter_lines
@@ -109,13 +107,13 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
         hold_split(out, split, create=True)
     # before anything is written or removed
     finished = finished_parts(out, split, config.shards.shard_size) if merge_parts else None
-    text, parse = text_options(config, clean), parse_options(config, runtime, trees)
+    inputs = SplitInputs(split=split, src=src, tgt=tgt, clean=clean, codes=codes, vocab=vocab, conllu=conllu, trees=trees,
+                         subword_model=subword_model)
+    text, parse = config.text, parse_options(config, runtime, trees)
     source, scheme = parse.source(), scheme_class(config.subword.scheme)
     if not (prepare_only or merge_parts):
         warm_parse(parse, runtime.par)  # the parse's workers start while the text stage runs (annotate_split waits)
-    n_tgt = check_pipeline_inputs(src, tgt, out, split, text, source, scheme, src_lang=config.src_lang,
-                                  tgt_lang=config.tgt_lang, language_check=config.text.language_check, conllu=conllu,
-                                  trees=trees, codes=codes, subword_model=subword_model)
+    n_tgt = check_pipeline_inputs(inputs, out, config, source, scheme)
     mark("inputs checked")
     tok = choose_tokenizer(text, parse, source, config.src_lang)
     shared = guard(config, parse, tok=tok.name, scheme=scheme)  # the parser's identity: before anything is written
@@ -128,17 +126,17 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
     if split == config.shards.vocab_split and vocab is None:
         made.append(out / VOCAB_NAME)  # built from this split's pieces
     input_sha = open_split(out, split, recorded(config, source.runs_parser),
-                           {"src": src, "tgt": tgt, "conllu": conllu, "trees": trees},
+                           inputs.files(),
                            made + [files.lines, files.dropped], vocab=vocab, runs_parser=source.runs_parser,
                            cache=parse.cache, part=part)
     check_intermediates(files, n_tgt)  # what a resumed run reuses: a damaged file is named, not a traceback
     # 1. tokenize, 2. clean (+ lowercase), 3. subwords, 4. the vocabulary
-    n_src = tokenize_split(files, src, tgt, conllu, n_tgt, text, tok, source, runtime.par)
+    n_src = tokenize_split(files, inputs, n_tgt, text, tok, source, runtime.par)
     mark("tokenized")
-    _clean(files, text)
+    clean_split(files, text, clean)
     mark("cleaned")
     words_file = files.side("words" if text.lowercase else "clean", "src")
-    pieces = subwords(out, files, src, tgt, words_file, text, scheme, codes, subword_model, runtime.par)
+    pieces = subwords(out, files, inputs, words_file, config, scheme, runtime.par)
     mark("subwords")
     v = split_vocab(out, split, [pieces.src, pieces.tgt], vocab, config.shards.vocab_split)  # waits for its split
     mark("vocabulary")
@@ -151,14 +149,14 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
         return save_prepared(out, split, manifest, list(PARSE_REASONS))
     identity = split_identity(input_sha, [pieces.src, pieces.tgt, files.lines]) if part or finished else {}
     merged = merge_parts_into(manifest, split, finished, identity) if finished is not None else None
-    facts = {**pieces.facts, "clean": text.clean if text.clean is not None else split == TRAIN,
+    facts = {**pieces.facts, "clean": clean if clean is not None else split == TRAIN,
              "clean_bounds": [text.ratio, text.min_len, text.max_len]}
     if merged is None:
         if part is not None:
             resume_part(out, split, part, manifest, identity)
         items = _items(files, pieces, words_file, source, conllu, trees, n_src,
                        skip_others(part, config.shards.shard_size))
-        _annotate(out, split, items, v, manifest, parse, config, runtime, text=text, sig=sig, subword=scheme.name,
+        _annotate(out, split, items, v, manifest, parse, config, runtime, sig=sig, subword=scheme.name,
                   source_name=str(src or conllu), part=part, identity=identity,
                   attrs=shard_config(shared, config, split, vocab_sha256=v.sha256, input_sha=input_sha, facts=facts))
         if part is not None:
@@ -186,7 +184,7 @@ def _items(files: TextFiles, pieces: Pieces, words_file: Path, source: Any, conl
 
 
 def _annotate(out: Path, split: str, items: Iterator[Item], v: Vocab, manifest: Manifest, parse: ParseOptions,
-              config: DataConfig, runtime: Runtime, *, text: TextOptions, sig: str, subword: str, source_name: str,
+              config: DataConfig, runtime: Runtime, *, sig: str, subword: str, source_name: str,
               attrs: dict[str, Any], part: Part | None = None, identity: dict[str, Any] | None = None) -> None:
     """Step 5 (:func:`synprep.annotate.annotate_split`); trees whose words are not sacremoses' tokens are
     an input error that points at ``--tokenized``."""
@@ -194,12 +192,12 @@ def _annotate(out: Path, split: str, items: Iterator[Item], v: Vocab, manifest: 
 
     try:
         annotate_split(out, split, items, vocab=v, manifest=manifest,
-                       opts=dataclasses.replace(parse, lowercase=text.lowercase), par=runtime.par,
+                       opts=dataclasses.replace(parse, lowercase=config.text.lowercase), par=runtime.par,
                        src_lang=config.src_lang, tgt_lang=config.tgt_lang, signature=sig, config=attrs,
                        ldd_threshold=config.parse.ldd_threshold, shard_size=config.shards.shard_size, source_name=source_name,
                        subword=subword, **annotate_hooks(out, split, part, identity or {}))
     except TreeLeavesError as e:  # the trees' words are a treebank's tokenization, not sacremoses'
-        if text.tokenized or text.tokenizer != "moses":
+        if config.text.tokenized or config.text.tokenizer != "moses":
             raise
         raise InputError(f"{e.reason} (synprep tokenized --src with sacremoses; give text tokenized like the "
                          f"trees, one line per tree, with --tokenized)", e.path, e.line) from None

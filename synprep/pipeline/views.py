@@ -5,7 +5,6 @@ A run is given one :class:`~synprep.pipeline.config.DataConfig` (every setting t
 one :class:`Runtime` (where the work runs; never part of the output). Everything else is read from
 them here, never rebuilt by hand elsewhere:
 
-* :func:`text_options`: the text stage's :class:`TextOptions`;
 * :func:`parse_options`: the parse stage's :class:`~synprep.parse.options.ParseOptions` and the
   parser's :class:`~synprep.parse.base.ParserSpec` (the backend's options included);
 * :func:`recorded`: ``OUT/pipeline.json`` (the fields a run of the command can set);
@@ -26,6 +25,8 @@ from typing import Any
 from synprep.errors import ConfigError
 from synprep.parse.options import Parallel, ParseOptions
 from synprep.pipeline.config import DEFAULTS, DataConfig, spec_fields
+from synprep.subword.config import SubwordConfig
+from synprep.text.config import TextConfig
 
 
 @dataclass
@@ -56,51 +57,11 @@ class Runtime:
                               f"known: {', '.join(sorted(runtime))}; the others are DataConfig fields)")
 
 
-@dataclass
-class TextOptions:
-    """The text stage's settings (:func:`text_options`: the configuration's fields of the same names).
-
-    Attributes:
-        tokenized: the input is already Moses-tokenized and escaped (``pipeline --tokenized``): it
-            is used as it is (escapes kept for BPE and the shards; the parser sees the unescaped words).
-        lowercase: lowercase after tokenizing (the parser still sees the cased words).
-        fairseq_compat: the old perl tokenizer's final-period rule (``synprep tokenize --fairseq-compat``).
-        clean: clean this split (None: the train split only, as fairseq's recipes do; other splits
-            only lose pairs with an empty side). The one setting given per split.
-        ratio: clean-corpus-n.perl bounds.
-        min_len: clean-corpus-n.perl bounds.
-        max_len: clean-corpus-n.perl bounds.
-        merges: BPE merge operations when the codes are learned (``--subword bpe``).
-        subword: the subword scheme (:data:`synprep.subword.SCHEMES`): ``bpe`` segments the
-            tokenized text; ``spm``/``hf`` segment the raw text and align by character offsets.
-        vocab_size: the SentencePiece vocabulary size when a model is learned (``--subword spm``).
-        tokenizer: ``moses`` (sacremoses) or ``parser``: the source side's words come from the parser's own
-            tokenizer (:mod:`synprep.text.parser_tokenize`; Japanese with ja_ginza); the target side stays Moses.
-    """
-
-    tokenized: bool = DEFAULTS.text.tokenized
-    lowercase: bool = DEFAULTS.text.lowercase
-    fairseq_compat: bool = DEFAULTS.text.fairseq_compat
-    clean: bool | None = None
-    ratio: float = DEFAULTS.text.ratio
-    min_len: int = DEFAULTS.text.min_len
-    max_len: int = DEFAULTS.text.max_len
-    merges: int = DEFAULTS.subword.merges
-    subword: str = DEFAULTS.subword.scheme
-    vocab_size: int = DEFAULTS.subword.vocab_size
-    tokenizer: str = DEFAULTS.text.tokenizer
-
-
 #: the configuration's fields that only the text stage of ``synprep pipeline`` reads (annotate has none:
-#: its folders record their defaults)
-TEXT_FIELDS = tuple(f.name for f in dataclasses.fields(TextOptions) if f.name not in ("clean", "lowercase"))
-
-
-def text_options(config: DataConfig, clean: bool | None = None) -> TextOptions:
-    """The text stage's view of ``config``; ``clean``: the split's ``--clean/--no-clean`` (None: the default)."""
-    flat = config.flat()  # TextOptions' fields are the saved names of the text and subword sections' fields
-    return TextOptions(clean=clean, **{f.name: flat[f.name] for f in dataclasses.fields(TextOptions)
-                                       if f.name != "clean"})
+#: its folders record their defaults): the text section's but lowercase and the language check, and the
+#: subword section's, by saved name
+TEXT_FIELDS = tuple([f.name for f in dataclasses.fields(TextConfig) if f.name not in ("lowercase", "language_check")]
+                    + [f.metadata.get("saved", f.name) for f in dataclasses.fields(SubwordConfig)])
 
 
 def parse_options(config: DataConfig, runtime: Runtime, trees: str | None = None) -> ParseOptions:
