@@ -164,10 +164,11 @@ def test_identity_names_model_version_and_digest(ja_spec: ParserSpec) -> None:
 
 def test_pipeline_config_says_ldd_is_one_hot(ja_spec: ParserSpec, stanza_dir: Path) -> None:
     from synprep.annotate import ParseOptions
+    from synprep.parse.config import ParseConfig
 
-    assert ParseOptions(parser="spacy", spec=ja_spec).config()["ldd"] == "one-hot"
+    assert ParseOptions(ParseConfig(parser="spacy"), spec=ja_spec).to_dict()["ldd"] == "one-hot"
     stanza = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep")
-    cfg = ParseOptions(parser="stanza", spec=stanza).config()
+    cfg = ParseOptions(ParseConfig(parser="stanza"), spec=stanza).to_dict()
     assert "ldd" not in cfg and "spacy_model" not in cfg  # stanza configs are unchanged
 
 

@@ -128,15 +128,14 @@ def resolve_config(mode: str, out: str, config_path: str | None, params: dict):
 
 
 def runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler):
-    """Where the work runs (:class:`synprep.pipeline.views.Runtime`): the workers, the parse cache, and the
+    """Where the work runs (:class:`synprep.parse.options.Runtime`): the workers, the parse cache, and the
     parser's runtime options among ``backend_opts`` (:func:`synprep.cli.common.backend_options`; the others
     are folder settings, read from the configuration)."""
     import dataclasses
 
     from synprep.parse.base import ParserSpec
     from synprep.parse.cache import default_cache_path
-    from synprep.parse.options import Parallel
-    from synprep.pipeline.views import Runtime
+    from synprep.parse.options import Parallel, Runtime
 
     runtime = {f.name for f in dataclasses.fields(ParserSpec) if f.metadata.get("runtime")}
     return Runtime(par=Parallel(jobs=parser_jobs(cfg.parse.device, jobs, backend, scheduler), backend=backend, scheduler=scheduler),

@@ -4,6 +4,7 @@ included; composed by :class:`synprep.pipeline.config.DataConfig`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,3 +60,10 @@ class ParseConfig:
                     and item[0].startswith(f"{self.parser}_")):
                 raise ConfigError(f"parser_options: {item!r} is not an option of --parser {self.parser} "
                                   f"(NAME_FIELD, value)")
+
+
+def spec_fields() -> dict[str, str]:
+    """:class:`~synprep.parse.base.ParserSpec` field → :class:`ParseConfig` field (its saved name too), for
+    the parser's folder settings (metadata ``spec``): ``package`` → ``stanza_package``, ``spacy_model``,
+    ``label_map``."""
+    return {f.metadata["spec"]: f.name for f in dataclasses.fields(ParseConfig) if "spec" in f.metadata}

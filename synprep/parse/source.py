@@ -52,7 +52,7 @@ class ParseSource:
 
     def signature(self) -> str:
         """The ``parser:`` field of the signature line (the same as ``synprep parse`` prints)."""
-        return self.opts.parser
+        return self.opts.config.parser
 
     def legacy_signature(self) -> str:
         """The ``parser:`` field as versions before the model digest wrote it (folders made then resume)."""
@@ -114,12 +114,12 @@ class RunParser(ParseSource):
         for f in dataclasses.fields(self.opts.spec):  # the field says (synprep.parse.base.backend_option)
             if f.metadata.get("runtime") or (f.metadata.get("omit_default") and spec[f.name] == f.default):
                 del spec[f.name]  # never changes the output / newer field, absent when unset as in earlier versions' folders
-        out: dict[str, Any] = {"name": self.opts.parser, "ssplit": self.opts.ssplit, **spec}
-        if not backend_class(self.opts.parser).has_scores:  # no arc scores: the LDD features are one-hot rows
+        out: dict[str, Any] = {"name": self.opts.config.parser, "ssplit": self.opts.config.ssplit, **spec}
+        if not backend_class(self.opts.config.parser).has_scores:  # no arc scores: the LDD features are one-hot rows
             out["ldd"] = "one-hot"
         out["identity"] = self.identity()
-        out["constituency"] = bool(out.get("constituency")) and produces_trees(self.opts.parser, out["identity"])
-        out["batch_size"] = self.opts.batch_size
+        out["constituency"] = bool(out.get("constituency")) and produces_trees(self.opts.config.parser, out["identity"])
+        out["batch_size"] = self.opts.config.batch_size
         return out
 
     def check_inputs(self, src: str | None, conllu: str | None) -> None:
@@ -155,7 +155,7 @@ class RunParser(ParseSource):
         try:
             yield from parse_block_stream(
                 [it.words for it in items], opts.spec, cache=cache, jobs=par.jobs, backend=par.backend,
-                scheduler=par.scheduler, ssplit=opts.ssplit, batch_size=opts.batch_size, identity=identity,
+                scheduler=par.scheduler, ssplit=opts.config.ssplit, batch_size=opts.config.batch_size, identity=identity,
                 trees=trees, trees_name=opts.trees,
                 progress=progress.block(items[0].line - 1, items[-1].line) if progress else None)
             from synprep.timeline import mark
@@ -189,10 +189,10 @@ class ImportConllu(ParseSource):
         return "conllu-import"
 
     def max_words(self) -> int:
-        return self.opts.max_words if self.opts.max_words is not None else PARSE_DEFAULTS.max_words
+        return int(self.opts.config.max_words)
 
     def config(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.opts.parser, "ssplit": self.opts.ssplit}
+        out: dict[str, Any] = {"name": self.opts.config.parser, "ssplit": self.opts.config.ssplit}
         if self.max_words() != PARSE_DEFAULTS.max_words:  # only then: folders of earlier versions keep their config
             out["max_words"] = self.max_words()
         return out
@@ -295,5 +295,5 @@ def source_class(parser: str) -> type[ParseSource]:
 
 
 def source_for(opts: ParseOptions) -> ParseSource:
-    """The :class:`ParseSource` of ``opts.parser``. Raises ConfigError: an unknown parser name."""
-    return source_class(opts.parser)(opts)
+    """The :class:`ParseSource` of ``opts.config.parser``. Raises ConfigError: an unknown parser name."""
+    return source_class(opts.config.parser)(opts)

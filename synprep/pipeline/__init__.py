@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time, :fun
         refuse_tokenized,
         warn_if_lowercased,
     )
+    from synprep.pipeline.config import Runtime, parse_options
     from synprep.pipeline.dictionary import VOCAB_WAIT_S, load_or_build_vocab, split_vocab
     from synprep.pipeline.folder import (
         CODES_NAME,
@@ -59,7 +60,6 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time, :fun
     from synprep.pipeline.prepared import run_annotate
     from synprep.pipeline.record import _manifest, numbered_parses, split_summary, trees_for
     from synprep.pipeline.run import run_pipeline
-    from synprep.pipeline.views import Runtime, parse_options
 
 #: each public name → the module that defines it, imported on first use (so that :mod:`synprep.pipeline.config` imports without the stages: ``synprep --help``)
 _LAZY = {
@@ -82,8 +82,8 @@ _LAZY = {
     "split_summary": "synprep.pipeline.record",
     "trees_for": "synprep.pipeline.record",
     "run_pipeline": "synprep.pipeline.run",
-    "Runtime": "synprep.pipeline.views",
-    "parse_options": "synprep.pipeline.views",
+    "Runtime": "synprep.pipeline.config",
+    "parse_options": "synprep.pipeline.config",
 }
 
 

@@ -10,8 +10,8 @@ version wrote it), mapped to the sections in one place (:data:`FLAT`). Its defau
 (:mod:`synprep.defaults`, which the stage modules read: they never import this module). The command line reads its options into it through
 the fields' metadata (:func:`option_fields`); the text stage's options, the parse stage's options and the
 parser's :class:`~synprep.parse.base.ParserSpec`, ``OUT/pipeline.json``, the manifest's guard and the
-shards' ``config`` are views of it (:mod:`synprep.pipeline.views`). A saved configuration of an older
-format version is read through one :data:`MIGRATIONS` step per version (:func:`migrate`).
+shards' ``config`` are views of it, read here (:func:`parse_options`, :func:`recorded`, :func:`guard`,
+:func:`shard_config`). A saved configuration of an older format version is read through one :data:`MIGRATIONS` step per version (:func:`migrate`).
 
 A folder's configuration is saved as ``OUT/pipeline.json`` (:meth:`DataConfig.to_json`). A later
 run into the folder (the next split, or a resume) starts from it: an option that is not given is
@@ -33,7 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from synprep.errors import ConfigError
-from synprep.parse.config import ParseConfig
+from synprep.parse.config import ParseConfig, spec_fields
+from synprep.parse.options import ParseOptions, Runtime
+from synprep.parse.registry import parse_source_class
 from synprep.shards.config import ShardConfig
 from synprep.subword.config import SubwordConfig
 from synprep.text.config import TextConfig
@@ -55,7 +57,7 @@ class DataConfig:
     sections: ``text`` (:class:`TextConfig`), ``subword`` (:class:`SubwordConfig`), ``parse``
     (:class:`ParseConfig`, the backend's options included) and ``shards`` (:class:`ShardConfig`). Where
     the work runs (``-j``, the cache, the device's runtime options) is not here:
-    :class:`synprep.pipeline.views.Runtime`.
+    :class:`synprep.parse.options.Runtime`.
 
     Attributes:
         mode: ``pipeline`` (raw or tokenized text) or ``annotate`` (BPE'd text).
@@ -228,13 +230,6 @@ def option_fields() -> list[tuple[str, str, bool]]:
             for name, (_, f) in _FIELDS.items() if f.metadata.get("param", name) is not None]
 
 
-def spec_fields() -> dict[str, str]:
-    """:class:`~synprep.parse.base.ParserSpec` field → :class:`ParseConfig` field (its saved name too), for
-    the parser's folder settings (metadata ``spec``): ``package`` → ``stanza_package``, ``spacy_model``,
-    ``label_map``."""
-    return {f.metadata["spec"]: f.name for f in dataclasses.fields(ParseConfig) if "spec" in f.metadata}
-
-
 # --- older formats: one step per version ---------------------------------------------------------------
 
 
@@ -312,3 +307,91 @@ def differences(old: DataConfig, new: DataConfig) -> list[str]:
         else:
             out.append(f"{name}: the folder has {json.dumps(a)}, this run {json.dumps(b)}")
     return out
+
+
+# --- the run's views: what the parse stage reads, and the forms the folder saves --------------------------
+# ``OUT/pipeline.json`` (:func:`recorded`), the manifest's guard (:func:`guard`) and the shards' ``config``
+# (:func:`shard_config`) keep the layouts earlier versions wrote (a field added later appears only when it is
+# set), so folders made then resume and read unchanged.
+
+
+#: the configuration's fields that only the text stage of ``synprep pipeline`` reads (annotate has none:
+#: its folders record their defaults): the text section's but lowercase and the language check, and the
+#: subword section's, by saved name
+TEXT_FIELDS = tuple([f.name for f in dataclasses.fields(TextConfig) if f.name not in ("lowercase", "language_check")]
+                    + [f.metadata.get("saved", f.name) for f in dataclasses.fields(SubwordConfig)])
+
+
+def parse_options(config: DataConfig, runtime: Runtime, trees: str | None = None) -> ParseOptions:
+    """The parse stage's run of ``config`` (:meth:`ParseOptions.of <synprep.parse.options.ParseOptions.of>`:
+    its parse section whole, the source language, the text stage's lowercasing).
+
+    Args:
+        trees: the user's trees file (``--trees``): the parser's constituency model is then not run.
+
+    Raises:
+        ConfigError: an option the chosen backend does not read (:class:`~synprep.parse.base.ParserSpec`).
+    """
+    return ParseOptions.of(config.parse, config.src_lang, runtime, trees=trees, lowercase=config.text.lowercase)
+
+
+def recorded(config: DataConfig, runs_parser: bool) -> DataConfig:
+    """``OUT/pipeline.json``: ``config`` with the fields its command does not read at their defaults (an
+    ``annotate`` folder has no text stage: :data:`TEXT_FIELDS`; imported parses have no parser settings:
+    the device, the backend's options), as earlier versions recorded them."""
+    unread = set(TEXT_FIELDS) if config.mode == "annotate" else set()
+    if not runs_parser:
+        unread |= {"device", "parser_options", *spec_fields().values()}
+    defaults = DataConfig().flat()
+    return config.replace(**{name: defaults[name] for name in unread})
+
+
+def guard(config: DataConfig, parse: ParseOptions, *, tok: str | None = None, scheme: Any = None,
+          parse_src: bool = False) -> dict[str, Any]:
+    """The manifest's ``config``: what every split of the folder shares (checked by
+    :func:`synprep.pipeline.record.manifest_for`), in the layout earlier versions wrote.
+
+    Args:
+        tok: ``synprep pipeline``: the tokenizer's signature name (``sacremoses-0.2.0``, ``given``).
+        scheme: ``synprep pipeline``: the subword scheme class.
+        parse_src: ``annotate --parse-src``.
+    """
+    shared: dict[str, Any] = {"mode": config.mode, "src_lang": config.src_lang, "tgt_lang": config.tgt_lang}
+    if config.mode == "pipeline":
+        shared.update({"tokenizer": tok, "lowercase": config.text.lowercase,
+                       "fairseq_compat": config.text.fairseq_compat, "merges": config.subword.merges})
+    shared.update({"parser": parse.to_dict(), "ldd_threshold": config.parse.ldd_threshold,
+                   "shard_size": config.shards.shard_size})
+    if scheme is not None and scheme.reads_raw:  # only then: folders made before schemes existed keep theirs
+        del shared["merges"]
+        shared["subword"] = scheme.name
+        if scheme.size_option is not None:
+            shared["vocab_size"] = config.subword.vocab_size
+    if config.mode == "annotate" and config.text.lowercase:  # only when set: older folders keep their configuration
+        shared["lowercase"] = True
+    if parse_src:  # the same: every split of the folder then gives the parser's words
+        shared["parse_src"] = True
+    # as the manifest reads back (JSON: a backend's plugin_options tuple is a list there), so that a later
+    # split compares equal values as equal
+    return dict(json.loads(json.dumps(shared)))
+
+
+def shard_config(shared: dict[str, Any], config: DataConfig, split: str, *, vocab_sha256: str,
+                 input_sha: dict[str, str], facts: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The shards' ``config`` attribute (stored as sorted JSON): the folder's guard, the split, ``facts``
+    (``synprep pipeline``: the subword model's digests and the cleaning, what the split's run found), its
+    inputs' digests (``annotate``: the source's; both: CoNLL-U, trees, ``--parse-src``), and
+    ``language_check`` / ``src_tokens`` only when not at their defaults."""
+    digests = {f"{role}_sha256": digest for role, digest in input_sha.items()
+               if role not in ("src", "tgt") or (role == "src" and config.mode == "annotate")}
+    out: dict[str, Any] = {**shared, "split": split, **(facts or {}), "vocab_sha256": vocab_sha256, **digests}
+    if config.mode == "pipeline" and not parse_runs(config):
+        out["src_tokens"] = "conllu"
+    if not config.text.language_check:
+        out["language_check"] = False
+    return out
+
+
+def parse_runs(config: DataConfig) -> bool:
+    """Whether the configuration's parser runs (False: the parses are imported)."""
+    return bool(parse_source_class(config.parse.parser).runs_parser)

@@ -13,7 +13,7 @@ from synprep.annotate import PARSE_REASONS, annotate_split, items_from_files, wa
 from synprep.constants import MANIFEST_NAME, VOCAB_NAME
 from synprep.lock import hold_split, writer
 from synprep.pipeline.checks import check_annotate_inputs
-from synprep.pipeline.config import DataConfig
+from synprep.pipeline.config import DataConfig, Runtime, guard, parse_options, recorded, shard_config
 from synprep.pipeline.dictionary import split_vocab
 from synprep.pipeline.folder import TRAIN, SplitInputs, check_output_folder
 from synprep.pipeline.parts import (
@@ -29,7 +29,6 @@ from synprep.pipeline.parts import (
     split_identity,
 )
 from synprep.pipeline.record import _finish, open_split, split_manifest, trees_for
-from synprep.pipeline.views import Runtime, guard, parse_options, recorded, shard_config
 from synprep.shards import Manifest
 from synprep.textio import display_name, iter_lines
 from synprep.timeline import mark

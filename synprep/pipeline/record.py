@@ -213,7 +213,7 @@ def open_split(out: Path, split: str, config: Any, inputs: dict[str, str | None]
 
     Args:
         config: the run's :class:`~synprep.pipeline.config.DataConfig` as the folder records it
-            (:func:`synprep.pipeline.views.recorded`).
+            (:func:`synprep.pipeline.config.recorded`).
         inputs: the split's input files by role.
         made: the files a run of the split writes.
         part: ``--part I/N`` (:class:`synprep.pipeline.parts.Part`, of a prepared split): the part's own lock

@@ -15,7 +15,14 @@ from synprep.errors import InputError
 from synprep.lock import hold_split, writer
 from synprep.parse.options import Item, ParseOptions
 from synprep.pipeline.checks import check_pipeline_inputs
-from synprep.pipeline.config import DataConfig
+from synprep.pipeline.config import (
+    DataConfig,
+    Runtime,
+    guard,
+    parse_options,
+    recorded,
+    shard_config,
+)
 from synprep.pipeline.dictionary import split_vocab
 from synprep.pipeline.folder import TRAIN, SplitInputs, TextFiles, check_output_folder
 from synprep.pipeline.intermediates import check_intermediates
@@ -40,13 +47,6 @@ from synprep.pipeline.record import (
     trees_for,
 )
 from synprep.pipeline.text import Pieces, choose_tokenizer, clean_split, subwords, tokenize_split
-from synprep.pipeline.views import (
-    Runtime,
-    guard,
-    parse_options,
-    recorded,
-    shard_config,
-)
 from synprep.shards import Manifest
 from synprep.textio import iter_lines
 from synprep.timeline import mark
