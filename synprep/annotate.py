@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -236,48 +235,72 @@ def _merged_source(sources: set[str]) -> str:
     return sources.pop() if len(sources) == 1 else "mixed"
 
 
-def annotate_split(
-    out: str | os.PathLike,
-    split: str,
-    items: Iterable[Item],
-    *,
-    vocab: Vocab,
-    manifest: Manifest,
-    opts: ParseOptions,
-    par: Parallel,
-    src_lang: str,
-    tgt_lang: str,
-    signature: str,
-    config: dict[str, Any],
-    ldd_threshold: float,
-    shard_size: int = DEFAULT_SHARD_SIZE,
-    source_name: str | None = None,
-    subword: str = DEFAULT_SCHEME,
-    shards: Callable[[int], bool] | None = None,
-    save: Callable[[Manifest, bool], None] | None = None,
-) -> SplitResult:
-    """Parse, annotate and shard one split, skipping shards already finished.
+@dataclass
+class SplitShards:
+    """Where and how a split's shards are written (:func:`annotate_split`'s target).
 
-    Args:
+    Attributes:
         out: the output folder (shards, ``dict.txt`` and ``manifest.json`` live there).
         split: the split's name (``train``, ``valid``, ``test``, …).
-        items: the split's pairs in input order (streamed: one shard's worth is held at a time).
         vocab: the joint vocabulary (already saved as ``OUT/dict.txt``).
         manifest: the folder's manifest; updated and saved after every shard.
-        opts: how to parse.
-        par: where the work runs.
         signature: the signature line stored in every shard.
-        config: the configuration stored in every shard.
-        ldd_threshold: LDD entries under this are dropped (each word keeps its best entry).
+        attrs: the configuration stored in every shard (its ``config`` attribute).
+        src_lang: the source language (the shards' attribute).
+        tgt_lang: the target language.
         shard_size: input pairs per shard (the last shard of a split may hold fewer).
-        source_name: the source file, for error messages.
-        subword: the subword scheme of the pieces (the shards' ``subword`` attribute). When the
-            items carry offset alignments, the manifest records their rule counts per shard.
+        subword: the subword scheme of the pieces (the shards' ``subword`` attribute). When the items
+            carry offset alignments, the manifest records their rule counts per shard.
         shards: which shards to make, by 0-based index (default all; ``--part I/N``: the part's,
             :meth:`synprep.pipeline.parts.Part.owns`).
         save: ``save(manifest, complete)`` after each shard made, instead of saving ``manifest.json`` under the
             folder lock (``--part``: the part's own record, :func:`synprep.pipeline.parts.save_part`); called
             once more with ``complete`` True at the end.
+    """
+
+    out: Path
+    split: str
+    vocab: Vocab
+    manifest: Manifest
+    signature: str
+    attrs: dict[str, Any]
+    src_lang: str
+    tgt_lang: str
+    shard_size: int = DEFAULT_SHARD_SIZE
+    subword: str = DEFAULT_SCHEME
+    shards: Callable[[int], bool] | None = None
+    save: Callable[[Manifest, bool], None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.shard_size < 1:
+            raise ConfigError(f"--shard-size must be >= 1, got {self.shard_size}")
+        self.out = Path(self.out)
+
+    def mine(self, k: int) -> bool:
+        """Whether this run makes shard ``k``."""
+        return self.shards is None or self.shards(k)
+
+    def shard_attrs(self, k: int, sources: set[str], ldd_threshold: float) -> dict[str, Any]:
+        """The root attributes of shard ``k`` (docs/FORMAT.md)."""
+        return {
+            "split": self.split, "shard_index": k, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
+            "signature": self.signature, "config": self.attrs, "tree_source": _merged_source(sources),
+            "ldd_threshold": ldd_threshold, "vocab_path": "dict.txt", "vocab_sha256": self.vocab.sha256,
+            "deprel_labels": list(DEPRELS), "upos_labels": list(UPOS_TAGS), "subword": self.subword,
+        }
+
+
+def annotate_split(target: SplitShards, items: Iterable[Item], opts: ParseOptions, par: Parallel,
+                   source_name: str | None = None) -> SplitResult:
+    """Parse, annotate and shard one split, skipping shards already finished.
+
+    Args:
+        target: the split's shards: where, with which vocabulary, manifest and attributes.
+        items: the split's pairs in input order (streamed: one shard's worth is held at a time).
+        opts: how to parse (``opts.config.ldd_threshold``: LDD entries under it are dropped, each word
+            keeping its best entry).
+        par: where the work runs.
+        source_name: the source file, for error messages.
 
     Returns:
         :class:`SplitResult`.
@@ -286,14 +309,54 @@ def annotate_split(
         InputError: a parse that does not match its pieces, malformed input.
         ConfigError: bad options.
     """
-    if shard_size < 1:
-        raise ConfigError(f"--shard-size must be >= 1, got {shard_size}")
-    out = Path(out)
+    out, split, manifest = target.out, target.split, target.manifest
     result = SplitResult()
     manifest.declare_reasons(split, list(PARSE_REASONS))
     source = opts.source()
-    cache = None
-    identity = None  # the cache key prefix: computed once per split, not per shard
+    cache, identity = _split_cache(opts, source)  # the cache key prefix: computed once per split, not per shard
+    progress = Progress(manifest.split(split).input_lines, f"parse {split}")
+    stream = source.runs_parser and _records_while_parsing(opts, par)
+    ahead = _parse_ahead(source, opts, par, cache, identity, progress)  # the next block parses while this one is written
+    try:
+        for k, block in ahead.blocks(enumerate(chunked(items, target.shard_size)),
+                                     lambda k: target.mine(k) and not manifest.is_done(out, shard_name(split, k))):
+            name = shard_name(split, k)
+            if not target.mine(k) or manifest.is_done(out, name):  # another part's (--part), or finished
+                if target.mine(k):
+                    result.skipped.append(name)
+                progress.skip_to(block[-1].line)
+                continue
+            if any(it.skipped for it in block):
+                raise ValueError(f"{name}: items skipped for another part reached a shard of this run")
+            stats = AlignStats()
+            if ahead.enabled:  # this block was parsed in the background: build its records now
+                built = build_records_parallel(block, ahead.parses(k, block), target.vocab, par,
+                                               ldd_threshold=opts.config.ldd_threshold, lowercase=opts.lowercase,
+                                               path=source_name, alignment=stats, stage_pool=True)
+            else:  # the records of the first lines are built while the later ones parse
+                built = build_records_streamed(block, source.parse_stream(block, par, cache, identity, progress),
+                                               target.vocab, par, ldd_threshold=opts.config.ldd_threshold,
+                                               lowercase=opts.lowercase, path=source_name, alignment=stats,
+                                               stream=stream)
+            progress.update_to(block[-1].line)
+            mark(f"records {name}")
+            _write_block(target, k, block, built, stats, opts.config.ldd_threshold, result)
+        if target.save is not None:
+            target.save(manifest, True)
+    finally:
+        progress.close()
+        if cache is not None:
+            cache.close()
+    entry = manifest.split(split)
+    result.pairs = entry.pairs
+    result.dropped = {k: v for k, v in entry.dropped.items() if v}
+    return result
+
+
+def _split_cache(opts: ParseOptions, source: Any) -> tuple[Any, str | None]:
+    """The split's parse cache and its key prefix (None, None without a cache or a parser); with a parser, once
+    its warmed workers are up."""
+    cache, identity = None, None
     if opts.cache and source.runs_parser:
         from synprep.parse.cache import ParseCache
 
@@ -304,66 +367,29 @@ def annotate_split(
 
         wait_for_warm_workers()  # warm_parse's workers, started before the input was read
         mark("workers ready")
-    progress = Progress(manifest.split(split).input_lines, f"parse {split}")
-    stream = source.runs_parser and _records_while_parsing(opts, par)
-    ahead = _parse_ahead(source, opts, par, cache, identity, progress)  # the next block parses while this one is written
-    mine = shards if shards is not None else (lambda k: True)
-    try:
-        for k, block in ahead.blocks(enumerate(chunked(items, shard_size)),
-                                     lambda k: mine(k) and not manifest.is_done(out, shard_name(split, k))):
-            name = shard_name(split, k)
-            if not mine(k):  # not to be made here (another part's: --part): placeholders (items_from_files' skip)
-                progress.skip_to(block[-1].line)
-                continue
-            if manifest.is_done(out, name):
-                result.skipped.append(name)
-                progress.skip_to(block[-1].line)
-                continue
-            if any(it.skipped for it in block):
-                raise ValueError(f"{name}: items skipped for another part reached a shard of this run")
-            stats = AlignStats()
-            if ahead.enabled:  # this block was parsed in the background: build its records now
-                records, drops, sources, words = build_records_parallel(
-                    block, ahead.parses(k, block), vocab, par, ldd_threshold=ldd_threshold,
-                    lowercase=opts.lowercase, path=source_name, alignment=stats, stage_pool=True)
-            else:  # the records of the first lines are built while the later ones parse
-                records, drops, sources, words = build_records_streamed(
-                    block, source.parse_stream(block, par, cache, identity, progress), vocab, par,
-                    ldd_threshold=ldd_threshold, lowercase=opts.lowercase, path=source_name, alignment=stats,
-                    stream=stream)
-            progress.update_to(block[-1].line)
-            mark(f"records {name}")
-            manifest.record_drops(split, drops)
-            if records:
-                attrs = {
-                    "split": split, "shard_index": k, "src_lang": src_lang, "tgt_lang": tgt_lang,
-                    "signature": signature, "config": config, "tree_source": _merged_source(sources),
-                    "ldd_threshold": ldd_threshold, "vocab_path": "dict.txt", "vocab_sha256": vocab.sha256,
-                    "deprel_labels": list(DEPRELS), "upos_labels": list(UPOS_TAGS), "subword": subword,
-                }
-            # the shard and its manifest entry appear together (synprep.lock); a part writes only its own files
-            with folder_lock(out) if save is None else contextlib.nullcontext():
-                if records:
-                    manifest.add_shard(split, write_shard(out / name, records, attrs, words=words))
-                    if any(it.alignment is not None for it in block):
-                        manifest.set_alignment(split, name, stats.as_dict())
-                    result.written.append(name)
-                if save is None:
-                    manifest.save(out)
-                else:
-                    save(manifest, False)
-            mark(f"shard {name}")
-            log.info("%s: %d pairs, %d dropped", name, len(records), len(drops))
-        if save is not None:
-            save(manifest, True)
-    finally:
-        progress.close()
-        if cache is not None:
-            cache.close()
-    entry = manifest.split(split)
-    result.pairs = entry.pairs
-    result.dropped = {k: v for k, v in entry.dropped.items() if v}
-    return result
+    return cache, identity
+
+
+def _write_block(target: SplitShards, k: int, block: list[Item], built: tuple, stats: AlignStats,
+                 ldd_threshold: float, result: SplitResult) -> None:
+    """Shard ``k`` of the block's built records, its drops and its manifest entry, written together."""
+    records, drops, sources, words = built
+    out, manifest, name = target.out, target.manifest, shard_name(target.split, k)
+    manifest.record_drops(target.split, drops)
+    # the shard and its manifest entry appear together (synprep.lock); a part writes only its own files
+    with folder_lock(out) if target.save is None else contextlib.nullcontext():
+        if records:
+            manifest.add_shard(target.split, write_shard(out / name, records, target.shard_attrs(k, sources, ldd_threshold),
+                                                         words=words))
+            if any(it.alignment is not None for it in block):
+                manifest.set_alignment(target.split, name, stats.as_dict())
+            result.written.append(name)
+        if target.save is None:
+            manifest.save(out)
+        else:
+            target.save(manifest, False)
+    mark(f"shard {name}")
+    log.info("%s: %d pairs, %d dropped", name, len(records), len(drops))
 
 
 def warm_parse(opts: ParseOptions, par: Parallel) -> None:

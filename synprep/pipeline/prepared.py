@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from synprep.annotate import PARSE_REASONS, annotate_split, items_from_files, warm_parse
+from synprep.annotate import PARSE_REASONS, SplitShards, annotate_split, items_from_files, warm_parse
 from synprep.constants import MANIFEST_NAME, VOCAB_NAME
 from synprep.lock import hold_split, writer
 from synprep.pipeline.checks import check_annotate_inputs
@@ -28,7 +28,7 @@ from synprep.pipeline.parts import (
     skip_others,
     split_identity,
 )
-from synprep.pipeline.record import _finish, open_split, split_manifest, trees_for
+from synprep.pipeline.record import SignatureFields, _finish, open_split, split_manifest, trees_for
 from synprep.shards import Manifest
 from synprep.textio import display_name, iter_lines
 from synprep.timeline import mark
@@ -115,8 +115,8 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
     v = split_vocab(out, split, [Path(src), Path(tgt)], vocab, config.shards.vocab_split)  # waits for its split
     mark("vocabulary")
     lowercased = config.text.lowercase or pieces_lowercased(out, src, n_src)
-    manifest, sig = split_manifest(out, split, shared, v, parse, n_src, tok="given", lowercase=lowercased,
-                                   words="cased" if parse_src is not None else None, input_sha=input_sha)
+    fields = SignatureFields("given", lowercased, words="cased" if parse_src is not None else None)
+    manifest, sig = split_manifest(out, split, shared, v, parse, n_src, fields, input_sha)
     if prepare_only:
         return save_prepared(out, split, manifest, list(PARSE_REASONS))
     if finished is not None:
@@ -135,11 +135,11 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
         from synprep.annotate import with_parse_src
 
         items = with_parse_src(items, iter_lines(parse_src), display_name(parse_src))
-    annotate_split(out, split, items, vocab=v, manifest=manifest, opts=parse, par=runtime.par,
-                   src_lang=config.src_lang, tgt_lang=config.tgt_lang, signature=sig,
-                   config=shard_config(shared, config, split, vocab_sha256=v.sha256, input_sha=input_sha),
-                   ldd_threshold=config.parse.ldd_threshold, shard_size=config.shards.shard_size, source_name=src,
-                   **annotate_hooks(out, split, part, split_identity(input_sha)))
+    target = SplitShards(out, split, v, manifest, sig, shard_config(shared, config, split, vocab_sha256=v.sha256,
+                                                                   input_sha=input_sha),
+                         config.src_lang, config.tgt_lang, config.shards.shard_size, **annotate_hooks(out, split, part,
+                                                                                             split_identity(input_sha)))
+    annotate_split(target, items, parse, runtime.par, source_name=src)
     if part is not None:
         return manifest  # the part's record is saved; --merge-parts finishes the split
     _finish(out, manifest, split)

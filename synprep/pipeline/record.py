@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,18 +25,41 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-def _signature(tok: str, lowercase: bool, codes_sha: str | None, opts: ParseOptions,
-               legacy: bool = False, sub: str | None = None, words: str | None = None,
-               inputs: dict[str, str] | None = None, older: bool = False) -> str:
+@dataclass(frozen=True)
+class SignatureFields:
+    """What the text stage adds to a split's signature line (:func:`signature`).
+
+    Attributes:
+        tok: the ``tok:`` field (``sacremoses-0.2.0``, ``given``, ``conllu/...``).
+        lowercase: the ``lc:`` field.
+        old_tok: the ``tok:`` earlier versions wrote (default ``tok``).
+        codes_sha: the BPE codes' sha256 (``bpe:``, 8 hex digits), or None.
+        sub: the subword model's identity (``sub:``), or None.
+        words: ``pwords:`` (``cased``: ``annotate --parse-src``), or None.
+    """
+
+    tok: str
+    lowercase: bool
+    old_tok: str | None = None
+    codes_sha: str | None = None
+    sub: str | None = None
+    words: str | None = None
+
+
+def _signature(fields: SignatureFields, opts: ParseOptions, inputs: dict[str, str] | None = None,
+               form: str = "current") -> str:
     """The signature line; its ``parser:`` field names the parser and its models' digest, as
-    ``synprep parse`` prints it (``legacy``: without the digest, as folders of earlier versions have it).
+    ``synprep parse`` prints it (``form`` ``legacy``: without the digest, as folders of earlier versions have
+    it; ``older``: without the fields added since, ``trees:`` and ``pwords:``; both with ``fields.old_tok``).
 
     ``trees:`` names the user's trees (``--trees``), ``pwords:cased`` the parser's words given with
     ``annotate --parse-src``. With ``inputs`` (the split's input digests by role, :func:`_check_inputs`)
     it is the split's signature: ``parser:conllu#SHA`` and ``trees:SHA`` name the files' sha256 (8 hex
-    digits); without, the folder's (``trees:given``), the same for every split. ``older``: the form
-    versions before these fields wrote (a folder made then resumes with it).
+    digits); without, the folder's (``trees:given``), the same for every split.
     """
+    legacy, older = form == "legacy", form == "older"
+    tok = fields.tok if form == "current" else (fields.old_tok or fields.tok)
+    lowercase, codes_sha, sub, words = fields.lowercase, fields.codes_sha, fields.sub, fields.words
     source = opts.source()
     parser = source.legacy_signature() if legacy else source.signature()
     trees = None
@@ -255,26 +279,24 @@ def open_split(out: Path, split: str, config: Any, inputs: dict[str, str | None]
     return input_sha
 
 
-def split_manifest(out: Path, split: str, shared: dict[str, Any], v: Vocab, opts: ParseOptions, n_lines: int, *,
-                   tok: str, old_tok: str | None = None, lowercase: bool, codes_sha: str | None = None,
-                   sub: str | None = None, words: str | None = None,
-                   input_sha: dict[str, str]) -> tuple[Manifest, str]:
+def split_manifest(out: Path, split: str, shared: dict[str, Any], v: Vocab, opts: ParseOptions, n_lines: int,
+                   fields: SignatureFields, input_sha: dict[str, str]) -> tuple[Manifest, str]:
     """The folder's manifest checked against this run (:func:`_manifest`: a folder of an earlier version
     keeps its signature), with the split's input line count; and the signature its shards carry.
 
     Args:
-        tok: the signature's ``tok:``.
-        old_tok: the one earlier versions wrote (default ``tok``).
-        lowercase: the rest of the signature (:func:`_signature`).
-        codes_sha: the rest of the signature (:func:`_signature`).
-        sub: the rest of the signature (:func:`_signature`).
-        words: the rest of the signature (:func:`_signature`).
+        out: the output folder.
+        split: the split's name.
+        shared: the manifest's guard (:func:`synprep.pipeline.config.guard`).
+        v: the folder's vocabulary.
+        opts: the split's parse.
+        n_lines: the split's input line count.
+        fields: the text stage's fields of the signature.
+        input_sha: the split's input digests by role.
     """
-    old_tok = old_tok or tok
-    sig = _signature(tok, lowercase, codes_sha, opts, sub=sub, words=words)
-    manifest = _manifest(out, sig, shared, v, _signature(old_tok, lowercase, codes_sha, opts, legacy=True, sub=sub),
-                         _signature(old_tok, lowercase, codes_sha, opts, older=True, sub=sub))
-    sig = _split_signature(manifest, split, sig, _signature(tok, lowercase, codes_sha, opts, sub=sub, words=words,
-                                                            inputs=input_sha))
+    sig = _signature(fields, opts)
+    manifest = _manifest(out, sig, shared, v, _signature(fields, opts, form="legacy"),
+                         _signature(fields, opts, form="older"))
+    sig = _split_signature(manifest, split, sig, _signature(fields, opts, inputs=input_sha))
     manifest.set_input_lines(split, n_lines)
     return manifest, sig

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from synprep.annotate import PARSE_REASONS, annotate_split, items_from_files, warm_parse
+from synprep.annotate import PARSE_REASONS, SplitShards, annotate_split, items_from_files, warm_parse
 from synprep.constants import VOCAB_NAME
 from synprep.errors import InputError
 from synprep.lock import hold_split, writer
@@ -39,6 +39,7 @@ from synprep.pipeline.parts import (
     split_identity,
 )
 from synprep.pipeline.record import (
+    SignatureFields,
     _finish,
     _record_clean_drops,
     _write_drop_report,
@@ -50,7 +51,6 @@ from synprep.pipeline.text import Pieces, choose_tokenizer, clean_split, subword
 from synprep.shards import Manifest
 from synprep.textio import iter_lines
 from synprep.timeline import mark
-from synprep.vocab import Vocab
 
 log = logging.getLogger(__name__)
 
@@ -141,9 +141,8 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
     v = split_vocab(out, split, [pieces.src, pieces.tgt], vocab, config.shards.vocab_split)  # waits for its split
     mark("vocabulary")
     # 5. parse, features, shards
-    manifest, sig = split_manifest(out, split, shared, v, parse, n_src, tok=tok.field, old_tok=tok.name,
-                                   lowercase=text.lowercase, codes_sha=pieces.codes_sha, sub=pieces.sub,
-                                   input_sha=input_sha)
+    fields = SignatureFields(tok.field, text.lowercase, old_tok=tok.name, codes_sha=pieces.codes_sha, sub=pieces.sub)
+    manifest, sig = split_manifest(out, split, shared, v, parse, n_src, fields, input_sha)
     _record_clean_drops(manifest, split, files.dropped)
     if prepare_only:
         return save_prepared(out, split, manifest, list(PARSE_REASONS))
@@ -156,9 +155,10 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
             resume_part(out, split, part, manifest, identity)
         items = _items(files, pieces, words_file, source, conllu, trees, n_src,
                        skip_others(part, config.shards.shard_size))
-        _annotate(out, split, items, v, manifest, parse, config, runtime, sig=sig, subword=scheme.name,
-                  source_name=str(src or conllu), part=part, identity=identity,
-                  attrs=shard_config(shared, config, split, vocab_sha256=v.sha256, input_sha=input_sha, facts=facts))
+        attrs = shard_config(shared, config, split, vocab_sha256=v.sha256, input_sha=input_sha, facts=facts)
+        target = SplitShards(out, split, v, manifest, sig, attrs, config.src_lang, config.tgt_lang,
+                             config.shards.shard_size, scheme.name, **annotate_hooks(out, split, part, identity))
+        _annotate(target, items, parse, config, runtime, str(src or conllu))
         if part is not None:
             return manifest  # the part's record is saved; --merge-parts finishes the split
     _write_drop_report(files.dropped, manifest, split)
@@ -183,19 +183,15 @@ def _items(files: TextFiles, pieces: Pieces, words_file: Path, source: Any, conl
                             word_index=iter_lines(pieces.index) if pieces.index else None, skip=skip)
 
 
-def _annotate(out: Path, split: str, items: Iterator[Item], v: Vocab, manifest: Manifest, parse: ParseOptions,
-              config: DataConfig, runtime: Runtime, *, sig: str, subword: str, source_name: str,
-              attrs: dict[str, Any], part: Part | None = None, identity: dict[str, Any] | None = None) -> None:
+def _annotate(target: SplitShards, items: Iterator[Item], parse: ParseOptions, config: DataConfig, runtime: Runtime,
+              source_name: str) -> None:
     """Step 5 (:func:`synprep.annotate.annotate_split`); trees whose words are not sacremoses' tokens are
     an input error that points at ``--tokenized``."""
     from synprep.parse.trees import TreeLeavesError
 
     try:
-        annotate_split(out, split, items, vocab=v, manifest=manifest,
-                       opts=dataclasses.replace(parse, lowercase=config.text.lowercase), par=runtime.par,
-                       src_lang=config.src_lang, tgt_lang=config.tgt_lang, signature=sig, config=attrs,
-                       ldd_threshold=config.parse.ldd_threshold, shard_size=config.shards.shard_size, source_name=source_name,
-                       subword=subword, **annotate_hooks(out, split, part, identity or {}))
+        annotate_split(target, items, dataclasses.replace(parse, lowercase=config.text.lowercase), runtime.par,
+                       source_name=source_name)
     except TreeLeavesError as e:  # the trees' words are a treebank's tokenization, not sacremoses'
         if config.text.tokenized or config.text.tokenizer != "moses":
             raise
