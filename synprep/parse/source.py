@@ -148,16 +148,17 @@ class RunParser(ParseSource):
                      progress: Any = None) -> Iterator[ParsedLine]:
         """The block's lines as its batches finish (:func:`synprep.parse.run.parse_block_stream`): consume
         it to the end (the cache is written after the last line)."""
+        from synprep.parse.options import ParseRun
         from synprep.parse.run import parse_block_stream
 
         opts = self.opts
         trees = [it.trees if it.trees is not None else [] for it in items] if opts.trees is not None else None
         try:
-            yield from parse_block_stream(
-                [it.words for it in items], opts.spec, cache=cache, jobs=par.jobs, backend=par.backend,
-                scheduler=par.scheduler, ssplit=opts.config.ssplit, batch_size=opts.config.batch_size, identity=identity,
-                trees=trees, trees_name=opts.trees,
-                progress=progress.block(items[0].line - 1, items[-1].line) if progress else None)
+            run = ParseRun(opts.spec, cache=cache, par=par, ssplit=opts.config.ssplit, batch_size=opts.config.batch_size,
+                           identity=identity)
+            yield from parse_block_stream([it.words for it in items], run, trees=trees, trees_name=opts.trees,
+                                          progress=progress.block(items[0].line - 1, items[-1].line) if progress
+                                          else None)
             from synprep.timeline import mark
 
             mark(f"parsed {items[0].line}-{items[-1].line}")  # the block's last batch is back (and cached)
