@@ -18,27 +18,24 @@ lines are built in CPU workers while its later batches parse (:func:`build_recor
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from synprep.defaults import SHARD_DEFAULTS
 from synprep.errors import ConfigError, InputError
 from synprep.features.line import line_features, tree_source
-from synprep.lock import folder_lock
 from synprep.parallel import chunked, parallel_map, stage_map
 from synprep.parse.options import Item, Parallel, ParseOptions
 from synprep.progress import Progress
-from synprep.shards import Manifest, shard_name, write_shard
-from synprep.subword import DEFAULT_SCHEME
+from synprep.shards import shard_name
+from synprep.shards.target import SplitShards
 from synprep.subword.offsets import AlignStats
 from synprep.timeline import mark
-from synprep.types import DEPRELS, UPOS_TAGS, PairRecord, ParsedLine
+from synprep.types import PairRecord, ParsedLine
 from synprep.vocab import Vocab
 
 log = logging.getLogger(__name__)
@@ -229,67 +226,6 @@ def build_records_streamed(items: list[Item], parses: Iterable[ParsedLine], voca
     return _joined(stage_map(_records_work, work(), jobs=par.jobs, bound=-(-len(items) // size)), alignment)
 
 
-def _merged_source(sources: set[str]) -> str:
-    if not sources:
-        return "constituency"
-    return sources.pop() if len(sources) == 1 else "mixed"
-
-
-@dataclass
-class SplitShards:
-    """Where and how a split's shards are written (:func:`annotate_split`'s target).
-
-    Attributes:
-        out: the output folder (shards, ``dict.txt`` and ``manifest.json`` live there).
-        split: the split's name (``train``, ``valid``, ``test``, …).
-        vocab: the joint vocabulary (already saved as ``OUT/dict.txt``).
-        manifest: the folder's manifest; updated and saved after every shard.
-        signature: the signature line stored in every shard.
-        attrs: the configuration stored in every shard (its ``config`` attribute).
-        src_lang: the source language (the shards' attribute).
-        tgt_lang: the target language.
-        shard_size: input pairs per shard (the last shard of a split may hold fewer).
-        subword: the subword scheme of the pieces (the shards' ``subword`` attribute). When the items
-            carry offset alignments, the manifest records their rule counts per shard.
-        shards: which shards to make, by 0-based index (default all; ``--part I/N``: the part's,
-            :meth:`synprep.pipeline.parts.Part.owns`).
-        save: ``save(manifest, complete)`` after each shard made, instead of saving ``manifest.json`` under the
-            folder lock (``--part``: the part's own record, :func:`synprep.pipeline.parts.save_part`); called
-            once more with ``complete`` True at the end.
-    """
-
-    out: Path
-    split: str
-    vocab: Vocab
-    manifest: Manifest
-    signature: str
-    attrs: dict[str, Any]
-    src_lang: str
-    tgt_lang: str
-    shard_size: int = DEFAULT_SHARD_SIZE
-    subword: str = DEFAULT_SCHEME
-    shards: Callable[[int], bool] | None = None
-    save: Callable[[Manifest, bool], None] | None = None
-
-    def __post_init__(self) -> None:
-        if self.shard_size < 1:
-            raise ConfigError(f"--shard-size must be >= 1, got {self.shard_size}")
-        self.out = Path(self.out)
-
-    def mine(self, k: int) -> bool:
-        """Whether this run makes shard ``k``."""
-        return self.shards is None or self.shards(k)
-
-    def shard_attrs(self, k: int, sources: set[str], ldd_threshold: float) -> dict[str, Any]:
-        """The root attributes of shard ``k`` (docs/FORMAT.md)."""
-        return {
-            "split": self.split, "shard_index": k, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
-            "signature": self.signature, "config": self.attrs, "tree_source": _merged_source(sources),
-            "ldd_threshold": ldd_threshold, "vocab_path": "dict.txt", "vocab_sha256": self.vocab.sha256,
-            "deprel_labels": list(DEPRELS), "upos_labels": list(UPOS_TAGS), "subword": self.subword,
-        }
-
-
 def annotate_split(target: SplitShards, items: Iterable[Item], opts: ParseOptions, par: Parallel,
                    source_name: str | None = None) -> SplitResult:
     """Parse, annotate and shard one split, skipping shards already finished.
@@ -340,7 +276,9 @@ def annotate_split(target: SplitShards, items: Iterable[Item], opts: ParseOption
                                                stream=stream)
             progress.update_to(block[-1].line)
             mark(f"records {name}")
-            _write_block(target, k, block, built, stats, opts.config.ldd_threshold, result)
+            written = target.write(k, block, built, stats, opts.config.ldd_threshold)
+            if written is not None:
+                result.written.append(written)
         if target.save is not None:
             target.save(manifest, True)
     finally:
@@ -368,28 +306,6 @@ def _split_cache(opts: ParseOptions, source: Any) -> tuple[Any, str | None]:
         wait_for_warm_workers()  # warm_parse's workers, started before the input was read
         mark("workers ready")
     return cache, identity
-
-
-def _write_block(target: SplitShards, k: int, block: list[Item], built: tuple, stats: AlignStats,
-                 ldd_threshold: float, result: SplitResult) -> None:
-    """Shard ``k`` of the block's built records, its drops and its manifest entry, written together."""
-    records, drops, sources, words = built
-    out, manifest, name = target.out, target.manifest, shard_name(target.split, k)
-    manifest.record_drops(target.split, drops)
-    # the shard and its manifest entry appear together (synprep.lock); a part writes only its own files
-    with folder_lock(out) if target.save is None else contextlib.nullcontext():
-        if records:
-            manifest.add_shard(target.split, write_shard(out / name, records, target.shard_attrs(k, sources, ldd_threshold),
-                                                         words=words))
-            if any(it.alignment is not None for it in block):
-                manifest.set_alignment(target.split, name, stats.as_dict())
-            result.written.append(name)
-        if target.save is None:
-            manifest.save(out)
-        else:
-            target.save(manifest, False)
-    mark(f"shard {name}")
-    log.info("%s: %d pairs, %d dropped", name, len(records), len(drops))
 
 
 def warm_parse(opts: ParseOptions, par: Parallel) -> None:

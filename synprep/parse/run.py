@@ -378,8 +378,7 @@ def parse_block_stream(
 
     Args:
         word_lines: each line's words (Moses tokens, unescaped).
-        run: how the lines are parsed (:class:`~synprep.parse.options.ParseRun`: the parser, the cache, the
-            workers, ``batch_size`` sentences per work item, ...).
+        run: how the lines are parsed (:class:`~synprep.parse.options.ParseRun`; ``batch_size`` sentences a work item).
         progress: called as ``progress(done, total)`` after each batch, with the sentences parsed so far
             and the block's sentences to parse (:mod:`synprep.progress`).
         trees: as :func:`parse_lines`.
@@ -412,15 +411,8 @@ def parse_block_stream(
 
     def ready() -> Iterator[ParsedLine]:  # the next lines whose sentences are all parsed, in order
         while len(out) < len(recs) and all(s in parses for s in recs[len(out)].sentences):
-            rec = recs[len(out)]
-            pl = assemble(rec, parses, used)
-            stats.lines += 1
-            if pl.error is not None:
-                stats.failed_lines += 1
-                stats.reasons[STATS_REASON[error_kind(pl.error)]] += 1
-            else:
-                stats.sentences += len(pl.sentences)
-                stats.cache_hits += sum(1 for s in rec.sentences if s in cached)
+            pl = assemble(recs[len(out)], parses, used)
+            _count_line(stats, recs[len(out)].sentences, pl, cached)
             out.append(pl)
             yield pl
 
@@ -441,6 +433,17 @@ def parse_block_stream(
     assert len(out) == len(recs)  # every sentence is parsed now: ready() handed out every line
     stats.repeats += repeats(recs, out, cached)
     _count_throughput(recs, out, cached, started, spec.device)
+
+
+def _count_line(stats: ParseStats, sentences: list[tuple[str, ...]], pl: ParsedLine, cached: set) -> None:
+    """Add a parsed line to ``stats`` (its sentences, those the cache held, or its failure's reason)."""
+    stats.lines += 1
+    if pl.error is not None:
+        stats.failed_lines += 1
+        stats.reasons[STATS_REASON[error_kind(pl.error)]] += 1
+    else:
+        stats.sentences += len(pl.sentences)
+        stats.cache_hits += sum(1 for s in sentences if s in cached)
 
 
 def _cache_misses(batches: list[list[tuple[str, ...]]], parses: dict, cache: ParseCache | None,
