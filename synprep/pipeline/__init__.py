@@ -30,9 +30,10 @@ configuration, or resuming a split whose input files changed, is an error, never
 The package's modules, in the order a split runs through them: :mod:`~synprep.pipeline.checks` (inputs and
 options, before anything is written), :mod:`~synprep.pipeline.folder` (the folder's files and guards),
 :mod:`~synprep.pipeline.text` (the text stage), :mod:`~synprep.pipeline.dictionary` (the vocabulary),
-:mod:`~synprep.pipeline.record` (signature, manifest, drop report, final check), and the two commands'
-drivers :mod:`~synprep.pipeline.run` (:func:`run_pipeline`) and :mod:`~synprep.pipeline.prepared`
-(:func:`run_annotate`).
+:mod:`~synprep.pipeline.record` (signature, manifest, drop report, final check), the one split runner
+:mod:`~synprep.pipeline.split` (:func:`~synprep.pipeline.split.run_split`), and its two fronts
+:mod:`~synprep.pipeline.run` (raw text, :func:`run_pipeline`) and :mod:`~synprep.pipeline.prepared` (given
+pieces, :func:`run_annotate`).
 """
 
 from __future__ import annotations

@@ -90,10 +90,15 @@ def split_summary(manifest: Manifest, split: str) -> str:
             f"dropped: {dropped}")
 
 
-def _finish(out: Path, manifest: Manifest, split: str, *, restore: bool = False) -> None:
-    """Save ``manifest`` and check the split. ``restore`` (a merge of parts' records): a split that fails its
-    check (or a check that raises) puts the earlier ``manifest.json`` back, so that the folder stays as it was
-    prepared and the merge can run again with the genuine records."""
+def finish_split(out: Path, manifest: Manifest, split: str, *, restore: bool = False) -> None:
+    """Save ``manifest`` and check the split (:func:`synprep.shards.check_dir`), under the folder lock. ``restore``
+    (a merge of parts' records): a split that fails its check (or a check that raises) puts the earlier
+    ``manifest.json`` back, so that the folder stays as it was prepared and the merge can run again with the
+    genuine records.
+
+    Raises:
+        CheckError: the split fails its check.
+    """
     path = out / MANIFEST_NAME
     with folder_lock(out):  # other splits may be written meanwhile: check this one, in a consistent state
         before = path.read_bytes() if restore and path.is_file() else None
@@ -184,7 +189,9 @@ def _asked_constituency(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return {**old, "parser": {**p_old, "constituency": False}} == new
 
 
-def _record_clean_drops(manifest: Manifest, split: str, report: Path) -> None:
+def record_clean_drops(manifest: Manifest, split: str, report: Path) -> None:
+    """Declare the cleaning's drop reasons for ``split`` and record the lines ``report`` (``text/SPLIT.dropped.tsv``)
+    lists."""
     from synprep.text.clean import REASONS
 
     manifest.declare_reasons(split, [f"clean:{r}" for r in REASONS])
@@ -194,12 +201,12 @@ def _record_clean_drops(manifest: Manifest, split: str, report: Path) -> None:
             continue  # header
         line, reason, n_src, n_tgt = row.split("\t")[:4]
         if ":" in reason:
-            continue  # a later stage's drop, added by _write_drop_report
+            continue  # a later stage's drop, added by write_drop_report
         drops.append((int(line), f"clean:{reason}", f"{n_src} source / {n_tgt} target tokens"))
     manifest.record_drops(split, drops)
 
 
-def _write_drop_report(report: Path, manifest: Manifest, split: str) -> None:
+def write_drop_report(report: Path, manifest: Manifest, split: str) -> None:
     """``text/SPLIT.dropped.tsv``: one record of every dropped line, the cleaning's and the later stages'.
 
     The cleaning writes its rows (``line  reason  src_tokens  tgt_tokens``); when the split is
