@@ -134,8 +134,28 @@ def _records_work(item: tuple) -> tuple:
                            alignment=stats), stats)
 
 
-def build_records_parallel(items: list[Item], parses: list[ParsedLine], vocab: Vocab, par: Parallel, *,
-                           ldd_threshold: float, lowercase: bool, path: str | None,
+@dataclass(frozen=True)
+class RecordRules:
+    """How a pair's record is built from its parse (:func:`build_records`' settings, one value for a split).
+
+    Attributes:
+        vocab: the joint vocabulary (the pieces' ids).
+        ldd_threshold: LDD entries under it are dropped (each word keeps its best entry).
+        lowercase: the pieces were lowercased after the parse (the words are compared lowercased).
+        path: the source file, for error messages.
+    """
+
+    vocab: Vocab
+    ldd_threshold: float
+    lowercase: bool = False
+    path: str | None = None
+
+    def work(self, items: list[Item], parses: list[ParsedLine]) -> tuple:
+        """One work item of :func:`_records_work`."""
+        return items, parses, self.vocab, self.ldd_threshold, self.lowercase, self.path
+
+
+def build_records_parallel(items: list[Item], parses: list[ParsedLine], rules: RecordRules, par: Parallel, *,
                            alignment: AlignStats | None = None, stage_pool: bool = False
                            ) -> tuple[list[PairRecord], list[tuple[int, str, str]], set[str], list[list[str]]]:
     """:func:`build_records` of a shard's lines in ``par.jobs`` workers (the features are per-line Python:
@@ -150,11 +170,10 @@ def build_records_parallel(items: list[Item], parses: list[ParsedLine], vocab: V
         InputError: as :func:`build_records`, for the first failing chunk (its line named).
     """
     if par.jobs <= 1 or len(items) < 2:
-        return build_records(items, parses, vocab, ldd_threshold=ldd_threshold, lowercase=lowercase, path=path,
-                             alignment=alignment)
+        return build_records(items, parses, rules.vocab, ldd_threshold=rules.ldd_threshold, lowercase=rules.lowercase,
+                             path=rules.path, alignment=alignment)
     size = max(1, min(RECORD_CHUNK_LINES, -(-len(items) // par.jobs)))
-    work = ((items[i:i + size], parses[i:i + size], vocab, ldd_threshold, lowercase, path)
-            for i in range(0, len(items), size))
+    work = (rules.work(items[i:i + size], parses[i:i + size]) for i in range(0, len(items), size))
     jobs = min(par.jobs, -(-len(items) // size))
     results = (stage_map(_records_work, work, jobs=par.jobs) if stage_pool else
                parallel_map(_records_work, work, jobs=jobs, backend=par.backend, scheduler=par.scheduler))
@@ -184,8 +203,7 @@ def _joined(results: Iterable[tuple], alignment: AlignStats | None
 STREAM_CHUNK_LINES = 128
 
 
-def build_records_streamed(items: list[Item], parses: Iterable[ParsedLine], vocab: Vocab, par: Parallel, *,
-                           ldd_threshold: float, lowercase: bool, path: str | None,
+def build_records_streamed(items: list[Item], parses: Iterable[ParsedLine], rules: RecordRules, par: Parallel, *,
                            alignment: AlignStats | None = None, chunk_lines: int | None = None,
                            stream: bool = True
                            ) -> tuple[list[PairRecord], list[tuple[int, str, str]], set[str], list[list[str]]]:
@@ -208,8 +226,7 @@ def build_records_streamed(items: list[Item], parses: Iterable[ParsedLine], voca
     from synprep.parse.pipelining import local_pool
 
     if not (stream and par.jobs > 1 and local_pool(par.backend, par.scheduler)) or len(items) < 2:
-        return build_records_parallel(items, list(parses), vocab, par, ldd_threshold=ldd_threshold,
-                                      lowercase=lowercase, path=path, alignment=alignment)
+        return build_records_parallel(items, list(parses), rules, par, alignment=alignment)
     size = chunk_lines if chunk_lines is not None else max(1, min(STREAM_CHUNK_LINES, -(-len(items) // par.jobs)))
     if size < 1:
         raise ConfigError(f"chunk_lines must be >= 1, got {size}")
@@ -219,7 +236,7 @@ def build_records_streamed(items: list[Item], parses: Iterable[ParsedLine], voca
         for _, parsed in zip(items, parses, strict=True):  # strict: one parse per line
             buf.append(parsed)
             if len(buf) == size or start + len(buf) == len(items):
-                yield items[start:start + len(buf)], buf, vocab, ldd_threshold, lowercase, path
+                yield rules.work(items[start:start + len(buf)], buf)
                 start, buf = start + len(buf), []
 
     # every chunk may be in flight: the parse is never held up, and a shard's records are in memory anyway
@@ -253,6 +270,7 @@ def annotate_split(target: SplitShards, items: Iterable[Item], opts: ParseOption
     progress = Progress(manifest.split(split).input_lines, f"parse {split}")
     stream = source.runs_parser and _records_while_parsing(opts, par)
     ahead = _parse_ahead(source, opts, par, cache, identity, progress)  # the next block parses while this one is written
+    rules = RecordRules(target.vocab, opts.config.ldd_threshold, opts.lowercase, source_name)
     try:
         for k, block in ahead.blocks(enumerate(chunked(items, target.shard_size)),
                                      lambda k: target.mine(k) and not manifest.is_done(out, shard_name(split, k))):
@@ -266,14 +284,11 @@ def annotate_split(target: SplitShards, items: Iterable[Item], opts: ParseOption
                 raise ValueError(f"{name}: items skipped for another part reached a shard of this run")
             stats = AlignStats()
             if ahead.enabled:  # this block was parsed in the background: build its records now
-                built = build_records_parallel(block, ahead.parses(k, block), target.vocab, par,
-                                               ldd_threshold=opts.config.ldd_threshold, lowercase=opts.lowercase,
-                                               path=source_name, alignment=stats, stage_pool=True)
+                built = build_records_parallel(block, ahead.parses(k, block), rules, par, alignment=stats,
+                                               stage_pool=True)
             else:  # the records of the first lines are built while the later ones parse
                 built = build_records_streamed(block, source.parse_stream(block, par, cache, identity, progress),
-                                               target.vocab, par, ldd_threshold=opts.config.ldd_threshold,
-                                               lowercase=opts.lowercase, path=source_name, alignment=stats,
-                                               stream=stream)
+                                               rules, par, alignment=stats, stream=stream)
             progress.update_to(block[-1].line)
             mark(f"records {name}")
             written = target.write(k, block, built, stats, opts.config.ldd_threshold)

@@ -22,7 +22,7 @@ from pipeline_runs import assert_same_folder, pipeline_args, reference_run, run_
 from test_parse_pipeline import _canon as parse_canon
 
 from synprep import timeline
-from synprep.annotate import build_records, build_records_streamed
+from synprep.annotate import RecordRules, build_records, build_records_streamed
 from synprep.errors import ConfigError
 from synprep.parallel import STAGE_STATS
 from synprep.parse import run as parse_run
@@ -105,13 +105,13 @@ def test_streamed_records_equal_the_records_built_after_the_parse(stanza_dir, sh
                 yield pl
 
         stats = AlignStats()
-        got = build_records_streamed(items, watched(), vocab, Parallel(jobs=jobs), alignment=stats, chunk_lines=chunk,
-                                     **kw)
+        got = build_records_streamed(items, watched(), RecordRules(vocab, **kw), Parallel(jobs=jobs), alignment=stats,
+                                     chunk_lines=chunk)
         assert _canon(got, stats) == want, f"-j {jobs}, chunks of {chunk} lines"
         if chunk != 1000:
             assert submitted_before_the_end[0] >= 1  # records were being built while the parse went on
     with pytest.raises(ConfigError, match="chunk_lines"):
-        build_records_streamed(items, iter(parses), vocab, Parallel(jobs=2), chunk_lines=0, **kw)
+        build_records_streamed(items, iter(parses), RecordRules(vocab, **kw), Parallel(jobs=2), chunk_lines=0)
 
 
 def test_records_while_parsing_on_the_gpu_or_when_asked(monkeypatch):

@@ -248,7 +248,7 @@ def check_pipeline_inputs(inputs: SplitInputs, out: Path, config: DataConfig, so
             ``--tokenized``, a side in another language.
         ConfigError: options without effect, a later split without the train split's codes or subword model.
     """
-    from synprep.pipeline.folder import _refuse_overwritten_same_language
+    from synprep.pipeline.folder import refuse_overwritten_same_language
     from synprep.textio import count_lines, refuse_pipes
 
     src, tgt, conllu, trees, codes, subword_model = (inputs.src, inputs.tgt, inputs.conllu, inputs.trees, inputs.codes,
@@ -263,7 +263,7 @@ def check_pipeline_inputs(inputs: SplitInputs, out: Path, config: DataConfig, so
     if src is not None and (n_raw := count_lines(src)) != n_tgt:
         raise InputError(f"line counts differ: {src} has {n_raw} lines, {tgt} has {n_tgt}", tgt)
     if src_lang == tgt_lang:
-        _refuse_overwritten_same_language(out / "text", src_lang)
+        refuse_overwritten_same_language(out / "text", src_lang)
     if text.tokenized and text.fairseq_compat:
         raise ConfigError("--fairseq-compat has no effect with --tokenized (nothing is tokenized)")
     if scheme.reads_raw:

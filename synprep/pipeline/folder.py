@@ -96,7 +96,7 @@ class TextFiles:
         return self.work / f"{self.split}.dropped.tsv"
 
 
-def _refuse_overwritten_same_language(work: Path, lang: str) -> None:
+def refuse_overwritten_same_language(work: Path, lang: str) -> None:
     """A same-language folder of the old layout holds targets that are copies of their sources."""
     old = sorted(p.name for p in work.glob(f"*.tok.{lang}")) if work.is_dir() else []
     if old:
@@ -108,7 +108,7 @@ def _refuse_overwritten_same_language(work: Path, lang: str) -> None:
 
 
 
-def _check_config(out: Path, config: DataConfig, split: str) -> None:
+def check_folder_config(out: Path, config: DataConfig, split: str) -> None:
     """Record the folder's configuration (``OUT/pipeline.json``), or refuse a different one, naming
     each field that differs (a folder written by an earlier version is read in its layout).
 
@@ -195,7 +195,7 @@ def _discard_unfinished(out: Path, old: DataConfig) -> list[str]:
 INPUTS_NAME = "inputs.json"
 
 
-def _check_inputs(out: Path, split: str, files: dict[str, str | None], made: list[Path]) -> dict[str, str]:
+def record_split_inputs(out: Path, split: str, files: dict[str, str | None], made: list[Path]) -> dict[str, str]:
     """Record the split's input files (sha256), or refuse to resume from inputs that changed.
 
     A resumed run reuses every finished step; had an input been edited in between, the folder
@@ -315,6 +315,6 @@ def check_output_folder(out: Path) -> None:
     refuse_links_out(out, "--out", allowed=("arrays",))  # arrays/ on another disk: docs/train.md
 
 
-def _remove_stale_temps(out: Path) -> None:
+def remove_stale_temps(out: Path) -> None:
     """Temporary files a killed run left behind are removed (only those whose owner is gone: synprep.lock)."""
     sweep_stale_temps(out, out / "text")

@@ -13,7 +13,7 @@ from synprep.annotate import ParseOptions
 from synprep.constants import MANIFEST_NAME, SHARD_FORMAT_VERSION, VOCAB_NAME
 from synprep.errors import ConfigError, InputError
 from synprep.lock import folder_lock
-from synprep.pipeline.folder import FEATURES
+from synprep.pipeline.folder import FEATURES, SplitInputs
 from synprep.shards import Manifest, check_dir
 from synprep.signature import signature
 from synprep.textio import atomic_write, count_lines, display_name, iter_lines
@@ -53,7 +53,7 @@ def _signature(fields: SignatureFields, opts: ParseOptions, inputs: dict[str, st
     it; ``older``: without the fields added since, ``trees:`` and ``pwords:``; both with ``fields.old_tok``).
 
     ``trees:`` names the user's trees (``--trees``), ``pwords:cased`` the parser's words given with
-    ``annotate --parse-src``. With ``inputs`` (the split's input digests by role, :func:`_check_inputs`)
+    ``annotate --parse-src``. With ``inputs`` (the split's input digests by role, :func:`record_split_inputs`)
     it is the split's signature: ``parser:conllu#SHA`` and ``trees:SHA`` name the files' sha256 (8 hex
     digits); without, the folder's (``trees:given``), the same for every split.
     """
@@ -232,21 +232,23 @@ def write_drop_report(report: Path, manifest: Manifest, split: str) -> None:
         f.write(text)
 
 
-def open_split(out: Path, split: str, config: Any, inputs: dict[str, str | None], made: list[Path], *,
-               vocab: str | None, runs_parser: bool, cache: str | None, part: Part | None = None) -> dict[str, str]:
+def open_split(out: Path, config: Any, inputs: SplitInputs, made: list[Path], *, runs_parser: bool,
+               cache: str | None, part: Part | None = None) -> dict[str, str]:
     """Claim the split and check the folder against this run, before anything is written into it.
 
     The split's writer is held (a second one is refused, :func:`synprep.lock.hold_split`); under the
     folder lock a split that needs a vocabulary nobody makes is refused, the configuration is recorded
-    or compared (:func:`synprep.pipeline.folder._check_config`, a difference named by field) and the
-    inputs too (:func:`synprep.pipeline.folder._check_inputs`); then a killed run's temporary files are
+    or compared (:func:`synprep.pipeline.folder.check_folder_config`, a difference named by field) and the
+    inputs too (:func:`synprep.pipeline.folder.record_split_inputs`); then a killed run's temporary files are
     removed and the parse cache is checked.
 
     Args:
         config: the run's :class:`~synprep.pipeline.config.DataConfig` as the folder records it
             (:func:`synprep.pipeline.config.recorded`).
-        inputs: the split's input files by role.
+        inputs: the split's inputs (its name, its files by role, ``--vocab``).
         made: the files a run of the split writes.
+        runs_parser: whether a parser runs (then the parse cache is checked).
+        cache: the parse cache file, or None.
         part: ``--part I/N`` (:class:`synprep.pipeline.parts.Part`, of a prepared split): the part's own lock
             instead of the split's, no folder lock (both files exist: they are only read), and only the part's
             own stale temporary files removed (another part's, on another machine, may be live there).
@@ -255,9 +257,10 @@ def open_split(out: Path, split: str, config: Any, inputs: dict[str, str | None]
         The sha256 (hex) of each given input, by role.
     """
     from synprep.lock import hold_split
-    from synprep.pipeline.dictionary import _refuse_without_vocabulary, await_vocabulary_writer
-    from synprep.pipeline.folder import _check_config, _check_inputs, _remove_stale_temps
+    from synprep.pipeline.dictionary import await_vocabulary_writer, refuse_without_vocabulary
+    from synprep.pipeline.folder import check_folder_config, record_split_inputs, remove_stale_temps
 
+    split, vocab = inputs.split, inputs.vocab
     if part is None:
         from synprep.pipeline.parts import refuse_beside_parts
 
@@ -270,11 +273,11 @@ def open_split(out: Path, split: str, config: Any, inputs: dict[str, str | None]
         refuse_split_writer(out, split)
         hold_part(out, split, part)
     with folder_lock(out) if part is None else contextlib.nullcontext():
-        _refuse_without_vocabulary(out, split, vocab, config.shards.vocab_split)  # before anything is written
-        _check_config(out, config, split)
-        input_sha = _check_inputs(out, split, inputs, made)
+        refuse_without_vocabulary(out, split, vocab, config.shards.vocab_split)  # before anything is written
+        check_folder_config(out, config, split)
+        input_sha = record_split_inputs(out, split, inputs.files(), made)
     if part is None:
-        _remove_stale_temps(out)  # after the configuration check: a refused command leaves the folder alone
+        remove_stale_temps(out)  # after the configuration check: a refused command leaves the folder alone
     else:
         from synprep.pipeline.parts import sweep_part_temps
 

@@ -141,9 +141,8 @@ def run_split(front: Front, inputs: SplitInputs, out: Path, config: DataConfig, 
     mark("inputs checked")
     shared = front.guard(out, inputs, config, parse)  # the parser's identity: before anything is written
     mark("parser identity")
-    input_sha = open_split(out, split, recorded(config, source.runs_parser), inputs.files(),
-                           front.made(out, inputs, config), vocab=inputs.vocab, runs_parser=source.runs_parser,
-                           cache=parse.cache, part=part)
+    input_sha = open_split(out, recorded(config, source.runs_parser), inputs, front.made(out, inputs, config),
+                           runs_parser=source.runs_parser, cache=parse.cache, part=part)
     made = front.text(out, inputs, config, source, n, runtime)
     v = split_vocab(out, split, list(made.pieces), inputs.vocab, config.shards.vocab_split)  # waits for its split
     mark("vocabulary")
