@@ -5,7 +5,8 @@ the same folder; ``--tokenized`` (with ``--lowercase``); ``--trees``; ``--parser
 ``--subword hf``; ``annotate --parse-src``; three ``--part`` s prepared, run and merged; ``export`` in each
 format (parquet, hf, fairseq, factors). Each folder's every file is compared: shards, ``manifest.json``,
 ``dict.txt``, ``pipeline.json``, ``inputs.json`` (its absolute paths read relative to the build folder),
-the codes or subword model, ``text/``, the exports' files. A change to the code that is meant to keep
+the codes or subword model, ``text/``, the exports' data files (not the fairseq export's copy of synprep's
+source: :data:`~golden_folders.SOURCE_COPIES`). A change to the code that is meant to keep
 the output keeps these bytes; one that changes the output on purpose records them again with
 ``python tests/golden_folders.py`` (and says why in its commit).
 """
