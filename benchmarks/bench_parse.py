@@ -33,6 +33,7 @@ from _rss import PeakRSS  # noqa: E402
 
 from synprep.parse import ParserSpec, parse_lines  # noqa: E402
 from synprep.parse import run as parse_run  # noqa: E402
+from synprep.parse.options import Parallel, ParseRun  # noqa: E402
 from synprep.parse.stanza_parser import stanza_identity, stanza_short_identity  # noqa: E402
 from synprep.text.escape import unescape_tokens  # noqa: E402
 
@@ -51,12 +52,12 @@ def run_one(args: argparse.Namespace, lang: str, jobs: int) -> dict:
         if jobs == 1 and not args.pipeline:
             parse_run.worker_parser(spec)  # the same global the jobs=1 path uses
         else:  # every worker loads (pipelined: the decode processes start)
-            list(parse_lines(lines[: 2 * jobs], spec, jobs=jobs, batch_size=1, pipeline=args.pipeline))
+            list(parse_lines(lines[: 2 * jobs], ParseRun(spec, par=Parallel(jobs=jobs), batch_size=1, pipeline=args.pipeline)))
         load = time.perf_counter() - t0
         thr = parse_run.THROUGHPUT
         f0, d0 = thr.forward_seconds, thr.decode_seconds
         t0 = time.perf_counter()
-        out = list(parse_lines(lines, spec, jobs=jobs, batch_size=args.batch_size, pipeline=args.pipeline))
+        out = list(parse_lines(lines, ParseRun(spec, par=Parallel(jobs=jobs), batch_size=args.batch_size, pipeline=args.pipeline)))
         seconds = time.perf_counter() - t0
     sentences = sum(len(pl.sentences) for pl in out)
     words = sum(len(pl.words) for pl in out)

@@ -45,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 from synprep.parallel import chunked, limit_threads  # noqa: E402
 from synprep.parse import ParserSpec, parse_lines, read_conllu  # noqa: E402
 from synprep.parse import run as parse_run  # noqa: E402
+from synprep.parse.options import ParseRun  # noqa: E402
 from synprep.parse.ssplit import split_sentences  # noqa: E402
 from synprep.text.escape import unescape_tokens  # noqa: E402
 
@@ -122,7 +123,7 @@ def main() -> None:
                 nlp(batch)
 
     def ours() -> None:
-        list(parse_lines(sents, spec, ssplit=False, batch_size=bs))
+        list(parse_lines(sents, ParseRun(spec, ssplit=False, batch_size=bs)))
 
     plain(), ours()  # warm-up
     t_plain, t_ours = [], []

@@ -76,6 +76,7 @@ def parse_child(args) -> dict:
     from synprep.align import bpe_words
     from synprep.parse import ParserSpec, parse_lines
     from synprep.parse import run as parse_run
+    from synprep.parse.options import Parallel, ParseRun
     from synprep.text.escape import unescape_tokens
 
     logging.getLogger("stanza").setLevel(logging.WARNING)
@@ -89,10 +90,10 @@ def parse_child(args) -> dict:
     if jobs == 1:
         parse_run.worker_parser(spec)  # the process-global parser the jobs=1 path reuses
     else:
-        list(parse_lines(words[: 2 * jobs], spec, jobs=jobs, batch_size=1))  # every worker loads its model
+        list(parse_lines(words[: 2 * jobs], ParseRun(spec, par=Parallel(jobs=jobs), batch_size=1)))  # every worker loads its model
     load = time.perf_counter() - t0
     t0 = time.perf_counter()
-    out = list(parse_lines(words, spec, jobs=jobs, batch_size=args.batch_size))
+    out = list(parse_lines(words, ParseRun(spec, par=Parallel(jobs=jobs), batch_size=args.batch_size)))
     seconds = time.perf_counter() - t0
     sentences = sum(len(pl.sentences) for pl in out)
     return {"jobs": jobs, "lines": len(words), "sentences": sentences,

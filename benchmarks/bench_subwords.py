@@ -94,14 +94,15 @@ def main() -> None:
     import torch
 
     from synprep.parse.base import ParserSpec
+    from synprep.parse.options import Parallel, ParseRun
     from synprep.parse.run import parse_block
 
     torch.set_num_threads(1)
     spec = ParserSpec(name="stanza", lang="de", dir=args.stanza_dir, package="synprep")
     words = [w for _, w in de]
-    parse_block(words[:8], spec, jobs=1)  # model load, not timed
+    parse_block(words[:8], ParseRun(spec, par=Parallel(jobs=1)))  # model load, not timed
     t0 = time.perf_counter()
-    parse_block(words, spec, jobs=1)
+    parse_block(words, ParseRun(spec, par=Parallel(jobs=1)))
     parse = time.perf_counter() - t0
     result["parse_ms_per_line"] = round(parse / len(de) * 1e3, 2)
     for s in result["schemes"].values():

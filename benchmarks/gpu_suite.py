@@ -109,11 +109,12 @@ class GpuSampler:
 def timed_parse(lines, spec, jobs: int = 1, pipeline: bool = False):
     """``(parsed lines, wall seconds, forward seconds, decode seconds)`` of one ``parse_lines`` run."""
     from synprep.parse import run as parse_run
+    from synprep.parse.options import Parallel, ParseRun
 
     thr = parse_run.THROUGHPUT
     f0, d0 = thr.forward_seconds, thr.decode_seconds
     t0 = time.perf_counter()
-    out = list(parse_run.parse_lines(lines, spec, jobs=jobs, pipeline=pipeline))
+    out = list(parse_run.parse_lines(lines, ParseRun(spec, par=Parallel(jobs=jobs), pipeline=pipeline)))
     return out, time.perf_counter() - t0, thr.forward_seconds - f0, thr.decode_seconds - d0
 
 
@@ -127,6 +128,7 @@ def parse_figures(args, shared: Path) -> None:
     from synprep.parallel import limit_threads
     from synprep.parse import ParserSpec
     from synprep.parse import run as parse_run
+    from synprep.parse.options import Parallel, ParseRun
     from synprep.parse.stanza_parser import fast_decoder_available
 
     sdir = str(shared / "stanza_resources")
@@ -137,11 +139,11 @@ def parse_figures(args, shared: Path) -> None:
     jobs = os.cpu_count() or 1
     parse_run.worker_parser(dev)  # loaded before the clock starts, on both sides
     # warm-up: CUDA context, kernels, the decoder's cache, the decode processes
-    list(parse_run.parse_lines(lines[:8], dev, jobs=jobs, pipeline=True))
+    list(parse_run.parse_lines(lines[:8], ParseRun(dev, par=Parallel(jobs=jobs), pipeline=True)))
     with GpuSampler() as sampler:
         got, t_dev, f_dev, d_dev = timed_parse(lines, dev, jobs=jobs, pipeline=True)
     parse_run.worker_parser(cpu)
-    list(parse_run.parse_lines(lines[:8], cpu))
+    list(parse_run.parse_lines(lines[:8], ParseRun(cpu)))
     ref, t_cpu, f_cpu, d_cpu = timed_parse(lines[: args.cpu_lines], cpu)
     n_dev = [s for pl in got for s in pl.sentences]
     n_cpu = [s for pl in ref for s in pl.sentences]
@@ -199,8 +201,9 @@ def annotate_figure(args, shared: Path) -> None:
     from synprep import timeline
     from synprep.parse import ParserSpec
     from synprep.parse import run as parse_run
+    from synprep.parse.options import ParseRun
 
-    list(parse_run.parse_lines(tokenized_lines(shared, 8), ParserSpec(lang="de", dir=sdir, package="synprep")))
+    list(parse_run.parse_lines(tokenized_lines(shared, 8), ParseRun(ParserSpec(lang="de", dir=sdir, package="synprep"))))
     # and one small annotate -j 2 before the variants: every module a command and its workers import is then
     # read from bytecode (gpu_suite.sh) and the disk's cache by each variant alike, not compiled by the first
     with tempfile.TemporaryDirectory() as tmp:
@@ -352,6 +355,7 @@ def stanza_path_figure(args, shared: Path) -> None:
     and through synprep's batched POS + compiled decoder: the before/after on one machine."""
     from synprep.parse import ParserSpec
     from synprep.parse import run as parse_run
+    from synprep.parse.options import ParseRun
 
     lines = tokenized_lines(shared, args.cpu_lines)
     dev = ParserSpec(lang="de", dir=str(shared / "stanza_resources"), package="synprep", device=args.device)
@@ -361,7 +365,7 @@ def stanza_path_figure(args, shared: Path) -> None:
     try:
         for name, on in (("stanza_path", False), ("synprep_path", True)):
             _stanza_path(on)
-            list(parse_run.parse_lines(lines[:8], dev, pipeline=False))
+            list(parse_run.parse_lines(lines[:8], ParseRun(dev, pipeline=False)))
             # unpipelined, in this process: the switch reaches every stage (decode processes would not see it)
             out, dt = timed_parse(lines, dev, jobs=1, pipeline=False)[:2]
             sents = [s for pl in out for s in pl.sentences]
@@ -675,6 +679,7 @@ def workers_figure(args, shared: Path) -> None:
     from synprep.parallel import limit_threads
     from synprep.parse import ParserSpec
     from synprep.parse import run as parse_run
+    from synprep.parse.options import Parallel, ParseRun
 
     lines = tokenized_lines(shared, args.lines)
     spec = ParserSpec(lang="de", dir=str(shared / "stanza_resources"), package="synprep", device=args.device)
@@ -686,19 +691,19 @@ def workers_figure(args, shared: Path) -> None:
     runs += [(f"unpipelined -j{j}", j, False) for j in ((1,) if args.small else (8, 4))]
     cpu = dataclasses.replace(spec, device="cpu")
     limit_threads(1)
-    list(parse_run.parse_lines(lines[:4], cpu, jobs=1, pipeline=False))  # the models loaded before the clock
+    list(parse_run.parse_lines(lines[:4], ParseRun(cpu, par=Parallel(jobs=1), pipeline=False)))  # the models loaded before the clock
     t0 = time.perf_counter()
-    one = list(parse_run.parse_lines(lines[: args.cpu_lines // 2], cpu, jobs=1, pipeline=False))
+    one = list(parse_run.parse_lines(lines[: args.cpu_lines // 2], ParseRun(cpu, par=Parallel(jobs=1), pipeline=False)))
     n_one = sum(len(pl.sentences) for pl in one)
     rec["cpu one core"] = {"lines": len(one), "sentences_per_s": round(n_one / (time.perf_counter() - t0), 1)}
     for name, jobs, pipe in runs:
         try:
             t0 = time.perf_counter()  # start-up: the workers start, load their models, parse one batch each
-            list(parse_run.parse_lines(lines[: 64 * jobs], spec, jobs=jobs, pipeline=pipe))
+            list(parse_run.parse_lines(lines[: 64 * jobs], ParseRun(spec, par=Parallel(jobs=jobs), pipeline=pipe)))
             warm = time.perf_counter() - t0
             with GpuSampler() as sampler:
                 t0 = time.perf_counter()
-                out = list(parse_run.parse_lines(lines, spec, jobs=jobs, pipeline=pipe))
+                out = list(parse_run.parse_lines(lines, ParseRun(spec, par=Parallel(jobs=jobs), pipeline=pipe)))
                 dt = time.perf_counter() - t0
             n = sum(len(pl.sentences) for pl in out)
             s = sampler.samples

@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from synprep.parse import ParserSpec, parse_lines, read_conllu  # noqa: E402
 from synprep.parse.evaluate import evaluate_conllu, write_like_gold  # noqa: E402
+from synprep.parse.options import Parallel, ParseRun  # noqa: E402
 from synprep.parse.stanza_parser import ldd_argmax, stanza_identity, stanza_short_identity  # noqa: E402
 
 
@@ -49,7 +50,7 @@ def main() -> None:
             gold.write_text("\n\n".join(text) + "\n\n", encoding="utf-8")
         spec = ParserSpec(lang=lang, dir=stanza_dir, package=args.package, constituency=False)
         t0 = time.perf_counter()
-        parsed = list(parse_lines([pl.words for pl in gold_lines], spec, jobs=args.jobs, ssplit=False))
+        parsed = list(parse_lines([pl.words for pl in gold_lines], ParseRun(spec, par=Parallel(jobs=args.jobs), ssplit=False)))
         seconds = time.perf_counter() - t0
         agree_arc = agree_head = words = 0
         for pl in parsed:

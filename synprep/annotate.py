@@ -18,33 +18,36 @@ lines are built in CPU workers while its later batches parse (:func:`build_recor
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
-import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from synprep.align import bpe_words, first_difference
 from synprep.defaults import SHARD_DEFAULTS
 from synprep.errors import ConfigError, InputError
+from synprep.escape import unescape_tokens
 from synprep.features.line import line_features, tree_source
-from synprep.lock import folder_lock
 from synprep.parallel import chunked, parallel_map, stage_map
+from synprep.parse.cache import ParseCache
 from synprep.parse.options import Item, Parallel, ParseOptions
+from synprep.parse.pipelining import ParseAhead, local_pool, pipelined, records_while_parsing
+from synprep.parse.warming import wait_for_warm_workers, warm_parse_workers
 from synprep.progress import Progress
-from synprep.shards import Manifest, shard_name, write_shard
-from synprep.subword import DEFAULT_SCHEME
+from synprep.shards import shard_name
+from synprep.shards.target import SplitShards
 from synprep.subword.offsets import AlignStats
+from synprep.subword.stream import parse_index_line
+from synprep.text.case import moses_lowercase
 from synprep.timeline import mark
-from synprep.types import DEPRELS, UPOS_TAGS, PairRecord, ParsedLine
+from synprep.types import PairRecord, ParsedLine
 from synprep.vocab import Vocab
 
 log = logging.getLogger(__name__)
 
-#: pairs per shard unless told otherwise (synprep.defaults, as synprep.config.DataConfig)
+#: pairs per shard unless told otherwise (synprep.defaults, as synprep.pipeline.config.DataConfig)
 DEFAULT_SHARD_SIZE = SHARD_DEFAULTS.shard_size
 
 #: drop reasons the annotation stage can record (the text stage adds ``clean:*``)
@@ -81,9 +84,6 @@ def build_records(items: list[Item], parses: list[ParsedLine], vocab: Vocab, *, 
     Raises:
         InputError: the parse does not match the pieces (names the line), or is malformed.
     """
-    from synprep.align import first_difference
-    from synprep.text.case import moses_lowercase
-
     records: list[PairRecord] = []
     drops: list[tuple[int, str, str]] = []
     sources: set[str] = set()
@@ -138,8 +138,28 @@ def _records_work(item: tuple) -> tuple:
                            alignment=stats), stats)
 
 
-def build_records_parallel(items: list[Item], parses: list[ParsedLine], vocab: Vocab, par: Parallel, *,
-                           ldd_threshold: float, lowercase: bool, path: str | None,
+@dataclass(frozen=True)
+class RecordRules:
+    """How a pair's record is built from its parse (:func:`build_records`' settings, one value for a split).
+
+    Attributes:
+        vocab: the joint vocabulary (the pieces' ids).
+        ldd_threshold: LDD entries under it are dropped (each word keeps its best entry).
+        lowercase: the pieces were lowercased after the parse (the words are compared lowercased).
+        path: the source file, for error messages.
+    """
+
+    vocab: Vocab
+    ldd_threshold: float
+    lowercase: bool = False
+    path: str | None = None
+
+    def work(self, items: list[Item], parses: list[ParsedLine]) -> tuple:
+        """One work item of :func:`_records_work`."""
+        return items, parses, self.vocab, self.ldd_threshold, self.lowercase, self.path
+
+
+def build_records_parallel(items: list[Item], parses: list[ParsedLine], rules: RecordRules, par: Parallel, *,
                            alignment: AlignStats | None = None, stage_pool: bool = False
                            ) -> tuple[list[PairRecord], list[tuple[int, str, str]], set[str], list[list[str]]]:
     """:func:`build_records` of a shard's lines in ``par.jobs`` workers (the features are per-line Python:
@@ -154,11 +174,10 @@ def build_records_parallel(items: list[Item], parses: list[ParsedLine], vocab: V
         InputError: as :func:`build_records`, for the first failing chunk (its line named).
     """
     if par.jobs <= 1 or len(items) < 2:
-        return build_records(items, parses, vocab, ldd_threshold=ldd_threshold, lowercase=lowercase, path=path,
-                             alignment=alignment)
+        return build_records(items, parses, rules.vocab, ldd_threshold=rules.ldd_threshold, lowercase=rules.lowercase,
+                             path=rules.path, alignment=alignment)
     size = max(1, min(RECORD_CHUNK_LINES, -(-len(items) // par.jobs)))
-    work = ((items[i:i + size], parses[i:i + size], vocab, ldd_threshold, lowercase, path)
-            for i in range(0, len(items), size))
+    work = (rules.work(items[i:i + size], parses[i:i + size]) for i in range(0, len(items), size))
     jobs = min(par.jobs, -(-len(items) // size))
     results = (stage_map(_records_work, work, jobs=par.jobs) if stage_pool else
                parallel_map(_records_work, work, jobs=jobs, backend=par.backend, scheduler=par.scheduler))
@@ -188,8 +207,7 @@ def _joined(results: Iterable[tuple], alignment: AlignStats | None
 STREAM_CHUNK_LINES = 128
 
 
-def build_records_streamed(items: list[Item], parses: Iterable[ParsedLine], vocab: Vocab, par: Parallel, *,
-                           ldd_threshold: float, lowercase: bool, path: str | None,
+def build_records_streamed(items: list[Item], parses: Iterable[ParsedLine], rules: RecordRules, par: Parallel, *,
                            alignment: AlignStats | None = None, chunk_lines: int | None = None,
                            stream: bool = True
                            ) -> tuple[list[PairRecord], list[tuple[int, str, str]], set[str], list[list[str]]]:
@@ -209,11 +227,8 @@ def build_records_streamed(items: list[Item], parses: Iterable[ParsedLine], voca
     Raises:
         InputError: as :func:`build_records`, for the first failing chunk (its line named), after the parse.
     """
-    from synprep.parse.pipelining import local_pool
-
     if not (stream and par.jobs > 1 and local_pool(par.backend, par.scheduler)) or len(items) < 2:
-        return build_records_parallel(items, list(parses), vocab, par, ldd_threshold=ldd_threshold,
-                                      lowercase=lowercase, path=path, alignment=alignment)
+        return build_records_parallel(items, list(parses), rules, par, alignment=alignment)
     size = chunk_lines if chunk_lines is not None else max(1, min(STREAM_CHUNK_LINES, -(-len(items) // par.jobs)))
     if size < 1:
         raise ConfigError(f"chunk_lines must be >= 1, got {size}")
@@ -223,61 +238,24 @@ def build_records_streamed(items: list[Item], parses: Iterable[ParsedLine], voca
         for _, parsed in zip(items, parses, strict=True):  # strict: one parse per line
             buf.append(parsed)
             if len(buf) == size or start + len(buf) == len(items):
-                yield items[start:start + len(buf)], buf, vocab, ldd_threshold, lowercase, path
+                yield rules.work(items[start:start + len(buf)], buf)
                 start, buf = start + len(buf), []
 
     # every chunk may be in flight: the parse is never held up, and a shard's records are in memory anyway
     return _joined(stage_map(_records_work, work(), jobs=par.jobs, bound=-(-len(items) // size)), alignment)
 
 
-def _merged_source(sources: set[str]) -> str:
-    if not sources:
-        return "constituency"
-    return sources.pop() if len(sources) == 1 else "mixed"
-
-
-def annotate_split(
-    out: str | os.PathLike,
-    split: str,
-    items: Iterable[Item],
-    *,
-    vocab: Vocab,
-    manifest: Manifest,
-    opts: ParseOptions,
-    par: Parallel,
-    src_lang: str,
-    tgt_lang: str,
-    signature: str,
-    config: dict[str, Any],
-    ldd_threshold: float,
-    shard_size: int = DEFAULT_SHARD_SIZE,
-    source_name: str | None = None,
-    subword: str = DEFAULT_SCHEME,
-    shards: Callable[[int], bool] | None = None,
-    save: Callable[[Manifest, bool], None] | None = None,
-) -> SplitResult:
+def annotate_split(target: SplitShards, items: Iterable[Item], opts: ParseOptions, par: Parallel,
+                   source_name: str | None = None) -> SplitResult:
     """Parse, annotate and shard one split, skipping shards already finished.
 
     Args:
-        out: the output folder (shards, ``dict.txt`` and ``manifest.json`` live there).
-        split: the split's name (``train``, ``valid``, ``test``, …).
+        target: the split's shards: where, with which vocabulary, manifest and attributes.
         items: the split's pairs in input order (streamed: one shard's worth is held at a time).
-        vocab: the joint vocabulary (already saved as ``OUT/dict.txt``).
-        manifest: the folder's manifest; updated and saved after every shard.
-        opts: how to parse.
+        opts: how to parse (``opts.config.ldd_threshold``: LDD entries under it are dropped, each word
+            keeping its best entry).
         par: where the work runs.
-        signature: the signature line stored in every shard.
-        config: the configuration stored in every shard.
-        ldd_threshold: LDD entries under this are dropped (each word keeps its best entry).
-        shard_size: input pairs per shard (the last shard of a split may hold fewer).
         source_name: the source file, for error messages.
-        subword: the subword scheme of the pieces (the shards' ``subword`` attribute). When the
-            items carry offset alignments, the manifest records their rule counts per shard.
-        shards: which shards to make, by 0-based index (default all; ``--part I/N``: the part's,
-            :meth:`synprep.pipeline.parts.Part.owns`).
-        save: ``save(manifest, complete)`` after each shard made, instead of saving ``manifest.json`` under the
-            folder lock (``--part``: the part's own record, :func:`synprep.pipeline.parts.save_part`); called
-            once more with ``complete`` True at the end.
 
     Returns:
         :class:`SplitResult`.
@@ -286,76 +264,40 @@ def annotate_split(
         InputError: a parse that does not match its pieces, malformed input.
         ConfigError: bad options.
     """
-    if shard_size < 1:
-        raise ConfigError(f"--shard-size must be >= 1, got {shard_size}")
-    out = Path(out)
+    out, split, manifest = target.out, target.split, target.manifest
     result = SplitResult()
     manifest.declare_reasons(split, list(PARSE_REASONS))
     source = opts.source()
-    cache = None
-    identity = None  # the cache key prefix: computed once per split, not per shard
-    if opts.cache and source.runs_parser:
-        from synprep.parse.cache import ParseCache
-
-        identity = source.identity()
-        cache = ParseCache(opts.cache)
-    if source.runs_parser:
-        from synprep.parse.warming import wait_for_warm_workers
-
-        wait_for_warm_workers()  # warm_parse's workers, started before the input was read
-        mark("workers ready")
+    cache, identity = _split_cache(opts, source)  # the cache key prefix: computed once per split, not per shard
     progress = Progress(manifest.split(split).input_lines, f"parse {split}")
     stream = source.runs_parser and _records_while_parsing(opts, par)
     ahead = _parse_ahead(source, opts, par, cache, identity, progress)  # the next block parses while this one is written
-    mine = shards if shards is not None else (lambda k: True)
+    rules = RecordRules(target.vocab, opts.config.ldd_threshold, opts.lowercase, source_name)
     try:
-        for k, block in ahead.blocks(enumerate(chunked(items, shard_size)),
-                                     lambda k: mine(k) and not manifest.is_done(out, shard_name(split, k))):
+        for k, block in ahead.blocks(enumerate(chunked(items, target.shard_size)),
+                                     lambda k: target.mine(k) and not manifest.is_done(out, shard_name(split, k))):
             name = shard_name(split, k)
-            if not mine(k):  # not to be made here (another part's: --part): placeholders (items_from_files' skip)
-                progress.skip_to(block[-1].line)
-                continue
-            if manifest.is_done(out, name):
-                result.skipped.append(name)
+            if not target.mine(k) or manifest.is_done(out, name):  # another part's (--part), or finished
+                if target.mine(k):
+                    result.skipped.append(name)
                 progress.skip_to(block[-1].line)
                 continue
             if any(it.skipped for it in block):
                 raise ValueError(f"{name}: items skipped for another part reached a shard of this run")
             stats = AlignStats()
             if ahead.enabled:  # this block was parsed in the background: build its records now
-                records, drops, sources, words = build_records_parallel(
-                    block, ahead.parses(k, block), vocab, par, ldd_threshold=ldd_threshold,
-                    lowercase=opts.lowercase, path=source_name, alignment=stats, stage_pool=True)
+                built = build_records_parallel(block, ahead.parses(k, block), rules, par, alignment=stats,
+                                               stage_pool=True)
             else:  # the records of the first lines are built while the later ones parse
-                records, drops, sources, words = build_records_streamed(
-                    block, source.parse_stream(block, par, cache, identity, progress), vocab, par,
-                    ldd_threshold=ldd_threshold, lowercase=opts.lowercase, path=source_name, alignment=stats,
-                    stream=stream)
+                built = build_records_streamed(block, source.parse_stream(block, par, cache, identity, progress),
+                                               rules, par, alignment=stats, stream=stream)
             progress.update_to(block[-1].line)
             mark(f"records {name}")
-            manifest.record_drops(split, drops)
-            if records:
-                attrs = {
-                    "split": split, "shard_index": k, "src_lang": src_lang, "tgt_lang": tgt_lang,
-                    "signature": signature, "config": config, "tree_source": _merged_source(sources),
-                    "ldd_threshold": ldd_threshold, "vocab_path": "dict.txt", "vocab_sha256": vocab.sha256,
-                    "deprel_labels": list(DEPRELS), "upos_labels": list(UPOS_TAGS), "subword": subword,
-                }
-            # the shard and its manifest entry appear together (synprep.lock); a part writes only its own files
-            with folder_lock(out) if save is None else contextlib.nullcontext():
-                if records:
-                    manifest.add_shard(split, write_shard(out / name, records, attrs, words=words))
-                    if any(it.alignment is not None for it in block):
-                        manifest.set_alignment(split, name, stats.as_dict())
-                    result.written.append(name)
-                if save is None:
-                    manifest.save(out)
-                else:
-                    save(manifest, False)
-            mark(f"shard {name}")
-            log.info("%s: %d pairs, %d dropped", name, len(records), len(drops))
-        if save is not None:
-            save(manifest, True)
+            written = target.write(k, block, built, stats, opts.config.ldd_threshold)
+            if written is not None:
+                result.written.append(written)
+        if target.save is not None:
+            target.save(manifest, True)
     finally:
         progress.close()
         if cache is not None:
@@ -366,20 +308,29 @@ def annotate_split(
     return result
 
 
+def _split_cache(opts: ParseOptions, source: Any) -> tuple[Any, str | None]:
+    """The split's parse cache and its key prefix (None, None without a cache or a parser); with a parser, once
+    its warmed workers are up."""
+    cache, identity = None, None
+    if opts.cache and source.runs_parser:
+        identity = source.identity()
+        cache = ParseCache(opts.cache)
+    if source.runs_parser:
+        wait_for_warm_workers()  # warm_parse's workers, started before the input was read
+        mark("workers ready")
+    return cache, identity
+
+
 def warm_parse(opts: ParseOptions, par: Parallel) -> None:
     """Start the parse's workers (imports, CUDA context, models) in the background, before the input is read
     (:func:`synprep.parse.warming.warm_parse_workers`); :func:`annotate_split` waits for them."""
     if not opts.source().runs_parser:
         return
-    from synprep.parse.warming import warm_parse_workers
-
     spec = dataclasses.replace(opts.spec, constituency=False) if opts.trees is not None else opts.spec  # as parsed
     warm_parse_workers(spec, par.jobs, par.backend, par.scheduler)
 
 
 def _records_while_parsing(opts: ParseOptions, par: Parallel) -> bool:
-    from synprep.parse.pipelining import records_while_parsing
-
     return records_while_parsing(opts.spec.device, par.jobs, par.backend, par.scheduler)
 
 
@@ -387,8 +338,6 @@ def _parse_ahead(source: Any, opts: ParseOptions, par: Parallel, cache: Any, ide
                  progress: Progress) -> Any:
     """The shard loop's parses (:class:`synprep.parse.pipelining.ParseAhead`): one block ahead in a thread when
     the parse is pipelined (``$SYNPREP_PARSE_PIPELINE=1``: the GPU goes on while a shard is written), else in turn."""
-    from synprep.parse.pipelining import ParseAhead, pipelined
-
     on = source.runs_parser and pipelined(opts.spec, par.backend, par.scheduler, None)
     return ParseAhead(lambda block: source.parse(block, par, cache, identity, progress), enabled=on)
 
@@ -401,10 +350,6 @@ def with_parse_src(items: Iterable[Item], cased: Iterator[str], name: str) -> It
     Raises:
         InputError: ``FILE:LINE:`` the first word that differs (both named), or the file ends early.
     """
-    from synprep.align import first_difference
-    from synprep.escape import unescape_tokens
-    from synprep.text.case import moses_lowercase
-
     def same(x: str, y: str) -> bool:
         return x == y or moses_lowercase(x) == moses_lowercase(y)
 
@@ -457,10 +402,6 @@ def items_from_files(bpe_src: Iterator[str], bpe_tgt: Iterator[str], lines: Iter
     if word_index is not None and words is None:
         raise ValueError("word_index needs the words it indexes")
     index_it: Iterator[Any] | None = iter(word_index) if word_index is not None else None
-    from synprep.align import bpe_words
-    from synprep.escape import unescape_tokens
-    from synprep.subword.stream import parse_index_line
-
     parse_it = iter(parses) if parses is not None else None
     word_it: Iterator[Any] | None = iter(words) if words is not None else None
     tree_it = iter(trees) if trees is not None else None

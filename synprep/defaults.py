@@ -1,7 +1,7 @@
 """The stages' own defaults, in one typed place that imports nothing.
 
 Stage modules (:mod:`synprep.text.clean`, :mod:`synprep.parse`, the annotation stage) read their
-defaults from here, never from the application's configuration; :class:`synprep.config.DataConfig`
+defaults from here, never from the application's configuration; :class:`synprep.pipeline.config.DataConfig`
 takes its field defaults from here too, so each number is written once.
 """
 

@@ -83,6 +83,7 @@ def check_imported_lines(out: Path, data) -> str:
 
 def check_parsed_long_tokens(spec, data) -> str:
     """Parse 1-3 lines with stanza (``spec``); returns the kind."""
+    from synprep.parse.options import Parallel, ParseRun
     from synprep.parse.run import parse_block
 
     lines = []
@@ -92,7 +93,7 @@ def check_parsed_long_tokens(spec, data) -> str:
             words[data.draw(st.integers(0, 4), label="at")] = "".join(
                 chr(97 + (i * 7) % 26) for i in range(data.draw(WORD_CHARS, label="chars")))
         lines.append(words)
-    parsed = parse_block(lines, spec, jobs=1)
+    parsed = parse_block(lines, ParseRun(spec, par=Parallel(jobs=1)))
     kinds = set()
     for words, p in zip(lines, parsed, strict=True):
         if any(len(w) > MAX_WORD_CHARS for w in words):

@@ -15,6 +15,7 @@ from helpers import run_cli
 
 from synprep.parse import ParserSpec, parse_lines
 from synprep.parse.conllu_io import _one_line, format_prob, format_probs, read_conllu, write_conllu
+from synprep.parse.options import ParseRun
 from synprep.text.escape import unescape_tokens
 from synprep.types import ParsedLine, ParsedSentence, SparseLDD
 from tests.test_conllu_io import example_lines
@@ -131,14 +132,14 @@ def iwslt_lines(shared_data: Path, n: int) -> list[list[str]]:
 def test_real_parses_write_the_same_bytes_as_the_conllu_serializer(stanza_dir, shared_data):
     words = iwslt_lines(shared_data, 160) + [[]]  # an empty line: an error block
     spec = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep", max_words=60)
-    lines = list(parse_lines(words, spec))
+    lines = list(parse_lines(words, ParseRun(spec)))
     assert sum(len(pl.sentences) for pl in lines) >= 160 and lines[-1].error == "empty line"
     n_entries = sum(len(s.ldd.prob) for pl in lines for s in pl.sentences)
     assert n_entries > 15_000
     assert written(lines) == reference_write(lines)
     # every LDD entry (threshold 0): probabilities down to the smallest float32s, 0 and 1 included
     spec0 = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep", ldd_threshold=0.0)
-    lines0 = list(parse_lines(words[:12], spec0))
+    lines0 = list(parse_lines(words[:12], ParseRun(spec0)))
     probs = np.concatenate([s.ldd.prob for pl in lines0 for s in pl.sentences])
     assert probs.min() < 1e-6  # values numpy writes positionally, orjson with an exponent
     assert written(lines0) == reference_write(lines0)

@@ -66,7 +66,7 @@ def test_data_config_defaults_are_the_stage_defaults():
     for group in (CLEAN_DEFAULTS, PARSE_DEFAULTS, SHARD_DEFAULTS):
         for name, value in vars(group).items():
             assert DEFAULTS.flat()[name] == value, name
-    assert (DEFAULT_MAX_WORDS, DEFAULT_LDD_THRESHOLD, DEFAULT_BATCH_SIZE, ParseOptions().batch_size) == (250, 0.01, 64, 64)
+    assert (DEFAULT_MAX_WORDS, DEFAULT_LDD_THRESHOLD, DEFAULT_BATCH_SIZE, ParseOptions().config.batch_size) == (250, 0.01, 64, 64)
     assert (DEFAULTS.text.ratio, DEFAULTS.text.min_len, DEFAULTS.text.max_len, DEFAULTS.shards.shard_size) == (
         1.5, 1, 175, 10000)
 

@@ -71,7 +71,7 @@ from synprep.parse.base import ParserSpec
 
 kind, stanza_dir = sys.argv[1], sys.argv[2]
 spec = ParserSpec(name="stanza", lang="de", dir=stanza_dir, package="synprep")
-list(run.parse_lines([["Das", "ist", "gut", "."]], spec))
+list(run.parse_lines([["Das", "ist", "gut", "."]], run.ParseRun(spec)))
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 run.BATCH_CHARS, run.BATCH_PADDED_CHARS = 10_000, 40_000
 rng = random.Random(0)
@@ -81,7 +81,7 @@ if kind == "long words":  # 8 lines of 50 words of 200 characters: 80,000 charac
     lines = [[word(200) for _ in range(50)] for _ in range(8)]
 else:  # 16 lines of 40 short words and one of 999 characters: 655,000 padded characters
     lines = [[f"w{j % 10}" for j in range(20)] + [word(999)] + [f"w{j % 10}" for j in range(20)] for _ in range(16)]
-out = list(run.parse_lines(lines, spec))
+out = list(run.parse_lines(lines, run.ParseRun(spec)))
 grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) // 1024
 print(json.dumps([grown, [p.error for p in out]]))
 """

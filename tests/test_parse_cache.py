@@ -16,6 +16,7 @@ import pytest
 from synprep.parse import ParseCache, ParserSpec, ParseStats, parse_lines
 from synprep.parse import run as parse_run
 from synprep.parse.cache import cache_key, decode, encode, sentence_to_json
+from synprep.parse.options import ParseRun
 from synprep.parse.trees import parse_tree, tree_to_str, tree_words
 from synprep.types import ParsedSentence, SparseLDD
 
@@ -65,14 +66,14 @@ def test_cache_hit_avoids_reparsing(tmp_path: Path, stanza_dir: Path) -> None:
     path = tmp_path / "parse.sqlite"
     with ParseCache(path) as cache:
         before = parse_run.PARSER_CALLS
-        first = list(parse_lines(lines, spec, cache=cache))
+        first = list(parse_lines(lines, ParseRun(spec, cache=cache)))
         # 3 unique sentences ("das ist gut ." twice) went to the parser
         assert parse_run.PARSER_CALLS - before == 3
         assert len(cache) == 3
     with ParseCache(path) as cache:  # a later run
         before = parse_run.PARSER_CALLS
         stats = ParseStats()
-        second = list(parse_lines(lines, spec, cache=cache, stats=stats))
+        second = list(parse_lines(lines, ParseRun(spec, cache=cache, stats=stats)))
         assert parse_run.PARSER_CALLS == before
         assert (stats.parsed, stats.cache_hits) == (0, 4)
     dump = [[sentence_to_json(s) for s in pl.sentences] for pl in first]
@@ -81,8 +82,7 @@ def test_cache_hit_avoids_reparsing(tmp_path: Path, stanza_dir: Path) -> None:
     # another parser identity (here: another LDD threshold) does not reuse them
     with ParseCache(path) as cache:
         before = parse_run.PARSER_CALLS
-        list(parse_lines(lines, ParserSpec(lang="de", dir=str(stanza_dir), package="synprep", ldd_threshold=0.1),
-                         cache=cache))
+        list(parse_lines(lines, ParseRun(ParserSpec(lang="de", dir=str(stanza_dir), package="synprep", ldd_threshold=0.1), cache=cache)))
         assert parse_run.PARSER_CALLS - before == 3
 
 
@@ -92,15 +92,15 @@ def test_a_parse_never_depends_on_what_the_cache_held(tmp_path: Path, stanza_dir
     spec = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep")
     block = ["das ist gut .".split(), "wir sehen uns morgen .".split(), "der hund schläft im garten .".split()]
     other = ["das ist gut .".split(), "ich habe heute keine zeit für lange gespräche .".split()]
-    plain = parse_run.parse_block(block, spec)
+    plain = parse_run.parse_block(block, ParseRun(spec))
     with ParseCache(tmp_path / "parse.sqlite") as cache:
-        parse_run.parse_block(other, spec, cache=cache)  # another folder's block filled the cache
+        parse_run.parse_block(other, ParseRun(spec, cache=cache))  # another folder's block filled the cache
         before = parse_run.PARSER_CALLS
         stats = ParseStats()
-        got = parse_run.parse_block(block, spec, cache=cache, stats=stats)
+        got = parse_run.parse_block(block, ParseRun(spec, cache=cache, stats=stats))
         assert parse_run.PARSER_CALLS - before == 3 and stats.cache_hits == 0  # "das ist gut ." parsed again
         before = parse_run.PARSER_CALLS
-        again = parse_run.parse_block(block, spec, cache=cache, stats=stats)  # the same block: its batch is cached
+        again = parse_run.parse_block(block, ParseRun(spec, cache=cache, stats=stats))  # the same block: its batch is cached
         assert parse_run.PARSER_CALLS == before
     dump = [[sentence_to_json(s) for s in pl.sentences] for pl in plain]
     assert [[sentence_to_json(s) for s in pl.sentences] for pl in got] == dump
@@ -118,7 +118,7 @@ def test_the_cache_never_returns_another_device_kinds_parse(tmp_path: Path, stan
     block = ["das ist gut .".split()]
     batch = [tuple(block[0])]
     with ParseCache(tmp_path / "parse.sqlite") as cache:
-        parse_run.parse_block(block, cpu, cache=cache)
+        parse_run.parse_block(block, ParseRun(cpu, cache=cache))
         assert cache.get_many(parse_run.batch_identity(ident_cpu, batch), batch)[0] is not None
         assert cache.get_many(parse_run.batch_identity(ident_cuda, batch), batch) == [None]
 
@@ -131,11 +131,11 @@ def test_user_trees_do_not_fill_the_cache_of_the_constituency_parser(tmp_path: P
     words = ["it is good .".split()]
     user = [[parse_tree("(ROOT (S (NP (PRP it)) (VP (VBZ is) (ADJP (JJ good))) (. .)))")]]
     with ParseCache(tmp_path / "parse.sqlite") as cache:
-        with_trees = list(parse_lines(words, spec, cache=cache, trees=user))
+        with_trees = list(parse_lines(words, ParseRun(spec, cache=cache), trees=user))
         assert with_trees[0].sentences[0].tree == tree_to_str(user[0][0])
         before = parse_run.PARSER_CALLS
         stats = ParseStats()
-        plain = list(parse_lines(words, spec, cache=cache, stats=stats))
+        plain = list(parse_lines(words, ParseRun(spec, cache=cache, stats=stats)))
     assert parse_run.PARSER_CALLS - before == 1 and stats.cache_hits == 0
     sent = plain[0].sentences[0]
     assert sent.tree is not None and sent.tree_source == "constituency"
@@ -151,7 +151,7 @@ def test_a_repeated_sentence_gives_separate_objects(tmp_path: Path) -> None:
         cache.put_many(parse_run.batch_identity("id", [tuple(lines[0])]), [(lines[0], sentence(lines[0]))])
         for user in (None, trees):
             before = parse_run.PARSER_CALLS
-            out = parse_run.parse_block(lines, ParserSpec(), cache=cache, identity="id", trees=user)
+            out = parse_run.parse_block(lines, ParseRun(ParserSpec(), cache=cache, identity="id"), trees=user)
             assert parse_run.PARSER_CALLS == before
             sents = [s for pl in out for s in pl.sentences]
             parts = [id(x) for s in sents for x in (s, s.words, s.upos, s.heads, s.deprels, s.ldd, s.ldd.dep)]

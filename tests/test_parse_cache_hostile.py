@@ -18,6 +18,7 @@ from helpers import run_cli
 from synprep.parse import ParseCache, ParserSpec
 from synprep.parse import run as parse_run
 from synprep.parse.cache import EntryTooLarge, decode, entry_bound, sentence_to_json
+from synprep.parse.options import ParseRun
 
 LINES = ["Das ist gut .", "Wir sehen uns morgen .", "Der Hund schläft im Garten .", "Ich habe heute keine Zeit .",
          "Sie liest ein Buch .", "Das Wetter ist schön ."]
@@ -33,7 +34,7 @@ def real_cache(tmp_path_factory, stanza_dir: Path) -> tuple[Path, list]:
     """A cache filled by a real parse of LINES (batches of 4), and that parse."""
     path = tmp_path_factory.mktemp("cache") / "parse.sqlite"
     with ParseCache(path) as cache:
-        parsed = parse_run.parse_block(WORDS, spec(stanza_dir), cache=cache, batch_size=4)
+        parsed = parse_run.parse_block(WORDS, ParseRun(spec(stanza_dir), cache=cache, batch_size=4))
     return path, dump(parsed)
 
 
@@ -106,7 +107,7 @@ def test_a_poisoned_entry_is_a_cache_problem_parsed_afresh(real_cache, tmp_path:
     before = parse_run.PARSER_CALLS
     with caplog.at_level(logging.WARNING, logger="synprep"):
         with ParseCache(path) as cache:
-            got = parse_run.parse_block(WORDS, spec(stanza_dir), cache=cache, batch_size=4)
+            got = parse_run.parse_block(WORDS, ParseRun(spec(stanza_dir), cache=cache, batch_size=4))
             assert sum(cache.problems.values()) == n
     assert dump(got) == fresh  # the parser's own parses, as with no cache
     assert parse_run.PARSER_CALLS - before == len(WORDS)  # every batch parsed afresh
@@ -115,7 +116,7 @@ def test_a_poisoned_entry_is_a_cache_problem_parsed_afresh(real_cache, tmp_path:
     assert f"parse cache {path}: the entry of a " in warnings[0] and f"{n} entries ignored" in warnings[0]
     assert f"--no-cache, or delete {path}" in warnings[0] and "not the input's" in warnings[0]
     with ParseCache(path) as cache:  # the entries were overwritten by the fresh parses: read back as they are
-        again = parse_run.parse_block(WORDS, spec(stanza_dir), cache=cache, batch_size=4)
+        again = parse_run.parse_block(WORDS, ParseRun(spec(stanza_dir), cache=cache, batch_size=4))
         assert not cache.problems and cache.hits == len(WORDS)
     assert dump(again) == fresh
 
@@ -140,7 +141,7 @@ def test_synprep_parse_never_writes_a_cached_cycle(tmp_path: Path, stanza_dir: P
     path = tmp_path / "parse.sqlite"
     with ParseCache(path) as cache:  # the spec the command builds from these options, the default batches
         fresh = io.StringIO()
-        write_conllu(parse_run.parse_lines(WORDS, spec(stanza_dir), cache=cache), fresh)
+        write_conllu(parse_run.parse_lines(WORDS, ParseRun(spec(stanza_dir), cache=cache)), fresh)
     rewrite(path, POISONS["a cycle"])
     text = tmp_path / "in.de"
     text.write_text("\n".join(LINES) + "\n", encoding="utf-8")

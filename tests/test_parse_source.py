@@ -7,20 +7,21 @@ import pytest
 from synprep.annotate import Item, Parallel, ParseOptions
 from synprep.errors import ConfigError, InputError
 from synprep.parse.base import ParserSpec
+from synprep.parse.config import ParseConfig
 from synprep.parse.source import SOURCES, ImportConllu, RunParser, source_for
 from synprep.types import ParsedLine
 
 
 def test_every_parser_name_has_a_source():
     assert set(SOURCES) == {"conllu"}  # every parser backend runs through RunParser
-    assert isinstance(source_for(ParseOptions(parser="conllu")), ImportConllu)
-    assert isinstance(source_for(ParseOptions(parser="stanza", spec=ParserSpec(lang="en"))), RunParser)
+    assert isinstance(source_for(ParseOptions(ParseConfig(parser="conllu"))), ImportConllu)
+    assert isinstance(source_for(ParseOptions(ParseConfig(parser="stanza"), spec=ParserSpec(lang="en"))), RunParser)
     with pytest.raises(ConfigError, match="unknown parser 'udpipe'"):
-        source_for(ParseOptions(parser="udpipe"))
+        source_for(ParseOptions(ParseConfig(parser="udpipe")))
 
 
 def test_imported_parses_must_belong_to_their_line():
-    source = source_for(ParseOptions(parser="conllu"))
+    source = source_for(ParseOptions(ParseConfig(parser="conllu")))
     ok = ParsedLine(line=3, error="empty line")
     item = Item(line=3, words=[], src=[], tgt=["x"], parse=ok)
     assert source.parse([item], Parallel(), None, None) == [ok]

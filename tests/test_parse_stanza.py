@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from synprep.parse import ParseCache, ParserSpec, ParseStats, parse_lines
+from synprep.parse.options import Parallel, ParseRun
 from synprep.parse.stanza_parser import StanzaParser, ldd_argmax, resolve_resources, stanza_identity
 from synprep.parse.trees import tree_words
 from synprep.text.escape import unescape_tokens
@@ -149,7 +150,7 @@ def test_failures_are_recorded_and_the_run_goes_on(stanza_dir: Path) -> None:
         "hallo . wie geht es ?".split(),
     ]
     stats = ParseStats()
-    out = list(parse_lines(lines, spec, stats=stats))
+    out = list(parse_lines(lines, ParseRun(spec, stats=stats)))
     assert [pl.line for pl in out] == [1, 2, 3, 4, 5]
     assert out[0].error is None and out[0].words == lines[0]
     assert out[1].error.startswith("parser failed: ValueError")
@@ -163,10 +164,10 @@ def test_two_workers_give_the_same_lines(stanza_dir: Path, shared_data: Path, tm
     spec = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep")
     lines = iwslt(shared_data, "de", 16)
     lines.insert(5, [])
-    one = list(parse_lines(lines, spec))
+    one = list(parse_lines(lines, ParseRun(spec)))
     # with workers, the cache is used from joblib's dispatch thread and the main thread
     with ParseCache(tmp_path / "c.sqlite") as cache:
-        two = list(parse_lines(lines, spec, jobs=2, batch_size=3, cache=cache))
+        two = list(parse_lines(lines, ParseRun(spec, cache=cache, par=Parallel(jobs=2), batch_size=3)))
         assert len(cache) == sum(len(pl.sentences) for pl in one)
     assert len(one) == len(two) == len(lines)
     for a, b in zip(one, two, strict=True):

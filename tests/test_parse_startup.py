@@ -18,9 +18,9 @@ PROBE = """
 import json, sys
 import stanza.models.common.utils as su
 real = su.get_split_optimizer
-from synprep.parse import ParserSpec, parse_lines
+from synprep.parse import ParserSpec, ParseRun, parse_lines
 spec = ParserSpec(lang="de", dir=sys.argv[1], package="synprep")
-out = list(parse_lines([["Das", "Haus", "ist", "alt", "."]], spec))
+out = list(parse_lines([["Das", "Haus", "ist", "alt", "."]], ParseRun(spec)))
 from synprep.parse import run
 parser = run.worker_parser(spec)
 from collections import Counter

@@ -10,10 +10,10 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from synprep.config import DEFAULTS
 from synprep.constants import DEVICES, MAX_SHARD_PAIRS, TOKENIZERS
 from synprep.errors import ConfigError
 from synprep.parallel import BACKENDS, usable_cpus
+from synprep.pipeline.config import DEFAULTS
 
 log = logging.getLogger("synprep")
 

@@ -116,6 +116,7 @@ def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | Non
         write_conllu,
     )
     from synprep.parse.base import backend_class
+    from synprep.parse.options import Parallel, ParseRun
     from synprep.parse.run import parser_identity, short_identity
     from synprep.parse.trees import read_tree_lines
     from synprep.signature import signature
@@ -152,9 +153,9 @@ def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | Non
     from synprep.parse.blocks import THROUGHPUT
 
     THROUGHPUT.reset()  # the closing line counts this command's parse (the Python API adds up)
-    lines = parse_lines(words(), spec, cache=cache, jobs=jobs, backend=backend, scheduler=scheduler,
-                        ssplit=not no_ssplit, trees=trees, trees_name=display_name(trees_path) if trees_path else None,
-                        batch_size=batch_size, identity=identity, stats=stats)
+    run = ParseRun(spec, cache=cache, par=Parallel(jobs=jobs, backend=backend, scheduler=scheduler), ssplit=not no_ssplit,
+                   batch_size=batch_size, identity=identity, stats=stats)
+    lines = parse_lines(words(), run, trees=trees, trees_name=display_name(trees_path) if trees_path else None)
     try:
         with open_output(output_path) as out:
             write_conllu(_progress(lines, input_path), out)

@@ -25,8 +25,8 @@ from synprep.cli.common import (
     stanza_options,
     tokenizer_option,
 )
-from synprep.config import DEFAULTS
 from synprep.errors import ConfigError
+from synprep.pipeline.config import DEFAULTS
 from synprep.subword import SCHEMES
 
 log = logging.getLogger("synprep")
@@ -79,7 +79,7 @@ def _no_cache() -> bool:
 
 
 def resolve_config(mode: str, out: str, config_path: str | None, params: dict):
-    """The run's :class:`~synprep.config.DataConfig`: ``--config FILE``, else the folder's
+    """The run's :class:`~synprep.pipeline.config.DataConfig`: ``--config FILE``, else the folder's
     ``OUT/pipeline.json`` (a later split or a resume inherits it), else the defaults; then every
     option given on the command line on top (a value that differs from the folder's is refused later,
     naming the field).
@@ -89,7 +89,7 @@ def resolve_config(mode: str, out: str, config_path: str | None, params: dict):
     """
     from pathlib import Path
 
-    from synprep.config import DEFAULTS, DataConfig, option_fields
+    from synprep.pipeline.config import DEFAULTS, DataConfig, option_fields
     from synprep.pipeline.inherit import check_remake, inherited_line, refuse_left_out
 
     ctx = click.get_current_context()
@@ -128,15 +128,14 @@ def resolve_config(mode: str, out: str, config_path: str | None, params: dict):
 
 
 def runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler):
-    """Where the work runs (:class:`synprep.pipeline.views.Runtime`): the workers, the parse cache, and the
+    """Where the work runs (:class:`synprep.parse.options.Runtime`): the workers, the parse cache, and the
     parser's runtime options among ``backend_opts`` (:func:`synprep.cli.common.backend_options`; the others
     are folder settings, read from the configuration)."""
     import dataclasses
 
     from synprep.parse.base import ParserSpec
     from synprep.parse.cache import default_cache_path
-    from synprep.parse.options import Parallel
-    from synprep.pipeline.views import Runtime
+    from synprep.parse.options import Parallel, Runtime
 
     runtime = {f.name for f in dataclasses.fields(ParserSpec) if f.metadata.get("runtime")}
     return Runtime(par=Parallel(jobs=parser_jobs(cfg.parse.device, jobs, backend, scheduler), backend=backend, scheduler=scheduler),

@@ -101,8 +101,8 @@ def shard_cmd(src: str, tgt: str, conllu_path: str, src_lang: str, tgt_lang: str
     from pathlib import Path
 
     from synprep.cli.pipeline import _report
-    from synprep.config import DataConfig
     from synprep.pipeline import run_annotate
+    from synprep.pipeline.config import DataConfig
     from synprep.pipeline.dictionary import folder_vocab_split
 
     cfg = DataConfig.of(mode="annotate", src_lang=src_lang, tgt_lang=tgt_lang, parser="conllu", lowercase=lowercase,

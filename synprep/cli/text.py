@@ -24,8 +24,8 @@ from synprep.cli.common import (
     spacy_options,
     tokenizer_option,
 )
-from synprep.config import DEFAULTS
 from synprep.errors import ConfigError, InputError
+from synprep.pipeline.config import DEFAULTS
 from synprep.signature import signature
 from synprep.textio import display_name, iter_line_pairs, iter_lines, open_output, write_lines
 

@@ -14,13 +14,16 @@ Importing this package loads neither torch nor stanza; the parsers load them whe
 from synprep.parse.base import DEFAULT_LDD_THRESHOLD, DEFAULT_MAX_WORDS, ParserSpec, ParseStats
 from synprep.parse.cache import ParseCache, default_cache_path
 from synprep.parse.conllu_io import read_conllu, write_conllu
+from synprep.parse.options import Parallel, ParseRun
 from synprep.parse.run import make_parser, parse_lines, parser_identity
 from synprep.parse.ssplit import split_sentences
 
 __all__ = [
     "DEFAULT_LDD_THRESHOLD",
     "DEFAULT_MAX_WORDS",
+    "Parallel",
     "ParseCache",
+    "ParseRun",
     "ParseStats",
     "ParserSpec",
     "default_cache_path",

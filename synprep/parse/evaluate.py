@@ -26,6 +26,7 @@ from synprep.errors import ConfigError, InputError
 from synprep.parse.base import ParserSpec, ParseStats, backend_class
 from synprep.parse.cache import ParseCache
 from synprep.parse.conllu_io import read_conllu
+from synprep.parse.options import Parallel, ParseRun
 from synprep.parse.run import parse_lines
 from synprep.textio import PathLike, atomic_write, display_name, iter_lines
 from synprep.types import ParsedLine
@@ -195,7 +196,7 @@ def evaluate_parser(
         else:
             tok = backend_class(spec.name).tokenizer(spec)
             words = [tok(text) for text in gold_texts(gold)]
-        parsed = parse_lines(words, spec, cache=cache, jobs=jobs, ssplit=False, stats=stats)
+        parsed = parse_lines(words, ParseRun(spec, cache=cache, par=Parallel(jobs=jobs), ssplit=False, stats=stats))
         path = Path(system_out) if system_out is not None else Path(tmpdir) / "system.conllu"
         with atomic_write(path) as f:
             failed = write_like_gold(gold, parsed, f) if tokenize == "gold" else write_own_tokens(parsed, words, f)

@@ -1,5 +1,6 @@
 """The option types of the annotation stage's parse step: the pairs that enter it (:class:`Item`),
-how the source side is parsed (:class:`ParseOptions`) and where the work runs (:class:`Parallel`).
+how the source side is parsed (:class:`ParseOptions`) and where the work runs (:class:`Parallel`,
+:class:`Runtime`).
 
 They are read by :mod:`synprep.parse.source` and built by :mod:`synprep.annotate` and the CLI; this
 module imports neither (only the parser registry, whose entries are loaded by name).
@@ -7,10 +8,13 @@ module imports neither (only the parser registry, whose entries are loaded by na
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
 
 from synprep.defaults import PARSE_DEFAULTS
+from synprep.errors import ConfigError
+from synprep.parse.config import ParseConfig, spec_fields
 from synprep.parse.registry import parse_source_class
 from synprep.types import ParsedLine
 
@@ -48,43 +52,65 @@ class Item:
 
 @dataclass
 class ParseOptions:
-    """How the source side is parsed (everything here is part of the shards' configuration).
+    """How a run parses a split's source side: the folder's parse section whole (:class:`ParseConfig`:
+    the parser, sentence splitting, batch size, longest sentence, the backend's options) and what the
+    run adds to it (:meth:`of`).
 
     Attributes:
-        parser: a registered parser (``stanza``, ``corenlp``, ``spacy``) or ``conllu`` (imported parses
-            carried by the items).
-        spec: the :class:`synprep.parse.base.ParserSpec` of the parser.
-        ssplit: split a line into sentences on its words (SPEC.md §1); False = one sentence.
-        batch_size: sentences per work item sent to a worker.
+        config: the folder's parse section (``config.parser``: a registered parser or ``conllu``,
+            imported parses carried by the items).
+        spec: the :class:`synprep.parse.base.ParserSpec` of the parser (None for imported parses).
         cache: the parse cache file, or None for no cache.
         lowercase: the BPE side was lowercased after the parse (parsed words are compared
             lowercased with the pieces).
         trees: the user's bracketed trees file (``--trees``), carried by the items; the spec then has
             ``constituency=False`` (the parser's constituency model is not run).
-        max_words: imported parses (``--parser conllu``): a line with a longer sentence is dropped
-            (``parse:too_long``) before any feature is computed; None: the default
-            (:data:`synprep.defaults.PARSE_DEFAULTS`). A parser run takes it from ``spec``.
     """
 
-    parser: str = "stanza"
+    config: ParseConfig = field(default_factory=ParseConfig)
     spec: Any = None
-    ssplit: bool = True
-    batch_size: int = PARSE_DEFAULTS.batch_size
     cache: str | None = None
     lowercase: bool = False
     trees: str | None = None
-    max_words: int | None = None
+
+    @classmethod
+    def of(cls, config: ParseConfig, lang: str, runtime: Runtime, *, trees: str | None = None,
+           lowercase: bool = False) -> ParseOptions:
+        """The parse of a run: ``config``'s parser specification (its folder settings from ``config``, its
+        runtime ones from ``runtime``), or none for imported parses (``--parser conllu``).
+
+        Args:
+            config: the folder's parse section.
+            lang: the source language (the parser's).
+            runtime: where the work runs (the cache, the parser's runtime options).
+            trees: the user's trees file (``--trees``): the parser's constituency model is then not run.
+            lowercase: the pieces were lowercased after the parse.
+
+        Raises:
+            ConfigError: an option the chosen backend does not read (:class:`~synprep.parse.base.ParserSpec`).
+        """
+        spec = None
+        if parse_source_class(config.parser).runs_parser:
+            from synprep.parse.base import (
+                ParserSpec,  # the backends' registry: not for `import synprep.parse.options`
+            )
+
+            spec = ParserSpec(name=config.parser, lang=lang, device=config.device, constituency=trees is None,
+                              max_words=config.max_words, ldd_threshold=config.ldd_threshold,
+                              plugin_options=config.parser_options, **runtime.parser,
+                              **{name: getattr(config, f) for name, f in spec_fields().items()})
+        return cls(config=config, spec=spec, cache=runtime.cache, lowercase=lowercase, trees=trees)
 
     def source(self) -> Any:
-        """The :class:`synprep.parse.source.ParseSource` of :attr:`parser` (its registry,
+        """The :class:`synprep.parse.source.ParseSource` of the parser (its registry,
         :func:`synprep.parse.registry.parse_source_class`)."""
-        return parse_source_class(self.parser)(self)
+        return parse_source_class(self.config.parser)(self)
 
     def identity(self) -> str:
         return str(self.source().identity())
 
-    def config(self) -> dict[str, Any]:
-        """The JSON-able part of the configuration that determines the parses."""
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-able part of the configuration that determines the parses (the manifest's ``parser``)."""
         return dict(self.source().config())
 
 
@@ -95,3 +121,60 @@ class Parallel:
     jobs: int = 1
     backend: str = "loky"
     scheduler: str | None = None
+
+
+@dataclass
+class Runtime:
+    """Where and how the work runs: never part of the output, so not in the configuration.
+
+    Attributes:
+        par: the workers (``-j``, ``--backend``, ``--scheduler``).
+        cache: the parse cache file, or None for no cache (``--cache``, ``--no-cache``).
+        parser: the parser backend's runtime options, by :class:`~synprep.parse.base.ParserSpec` field
+            (those declared ``runtime``: ``dir`` (``--stanza-dir``), ``corenlp_endpoint``, ``timeout``).
+
+    Raises:
+        ConfigError: a ``parser`` key that is not a runtime field of the parser specification.
+    """
+
+    par: Parallel = field(default_factory=Parallel)
+    cache: str | None = None
+    parser: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from synprep.parse.base import (
+            ParserSpec,  # the backends' registry: not for `import synprep.parse.options`
+        )
+
+        runtime = {f.name for f in dataclasses.fields(ParserSpec) if f.metadata.get("runtime")}
+        unknown = sorted(set(self.parser) - runtime)
+        if unknown:
+            raise ConfigError(f"Runtime.parser: {', '.join(unknown)} (not a runtime setting of the parser; "
+                              f"known: {', '.join(sorted(runtime))}; the others are DataConfig fields)")
+
+
+@dataclass(frozen=True)
+class ParseRun:
+    """How lines are parsed, beside the lines themselves (:func:`synprep.parse.run.parse_lines`): the parser,
+    the cache, the workers and the batching, which with the lines decides every byte of the parses.
+
+    Attributes:
+        spec: the parser (:class:`~synprep.parse.base.ParserSpec`).
+        cache: a :class:`~synprep.parse.cache.ParseCache`, or None to parse everything.
+        par: where the work runs (``device="cuda"``: each worker takes one visible GPU).
+        ssplit: split lines into sentences (SPEC.md §1); False: each line is one sentence.
+        batch_size: sentences per work item (one parser call).
+        identity: the parser identity if already computed (:func:`synprep.parse.run.parser_identity`).
+        stats: a :class:`~synprep.parse.run.ParseStats` to fill, or None.
+        pipeline: run the forward and decode stages apart (None: :func:`synprep.parse.pipelining.pipelined`
+            decides); the same bytes either way.
+    """
+
+    spec: Any
+    cache: Any = None
+    par: Parallel = field(default_factory=Parallel)
+    ssplit: bool = True
+    batch_size: int = PARSE_DEFAULTS.batch_size
+    identity: str | None = None
+    stats: Any = None
+    pipeline: bool | None = None

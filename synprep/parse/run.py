@@ -54,6 +54,7 @@ from synprep.parse.blocks import (  # noqa: F401 - Throughput, THROUGHPUT: impor
     repeats,
 )
 from synprep.parse.cache import ParseCache
+from synprep.parse.options import Parallel, ParseRun  # noqa: F401 - Parallel: for the callers of parse_lines
 from synprep.parse.pipelining import forward_workers, gpu_parse_jobs, pipelined  # noqa: F401 - pipelined: its old home
 from synprep.types import ParsedLine, ParsedSentence
 
@@ -62,7 +63,7 @@ if TYPE_CHECKING:  # nltk only where a tree is built (synprep.tree): a dependenc
 
 log = logging.getLogger(__name__)
 
-#: sentences per work item sent to a worker (one parser call; synprep.config.DataConfig)
+#: sentences per work item sent to a worker (one parser call; synprep.pipeline.config.DataConfig)
 DEFAULT_BATCH_SIZE = DEFAULTS.batch_size
 #: lines parsed as one deterministic block by :func:`parse_lines`
 DEFAULT_BLOCK_LINES = 2048
@@ -344,7 +345,7 @@ def _run_spec(spec: ParserSpec, with_trees: bool, identity: str | None,
     return spec, identity
 
 
-def parse_block(word_lines: list[list[str]], spec: ParserSpec, **kwargs: Any) -> list[ParsedLine]:
+def parse_block(word_lines: list[list[str]], run: ParseRun, **kwargs: Any) -> list[ParsedLine]:
     """Parse a bounded block of lines as one unit: :func:`parse_block_stream`'s lines, as a list.
 
     Returns:
@@ -354,26 +355,17 @@ def parse_block(word_lines: list[list[str]], spec: ParserSpec, **kwargs: Any) ->
         InputError: trees that do not match the words.
         ConfigError: missing models.
     """
-    return list(parse_block_stream(word_lines, spec, **kwargs))
+    return list(parse_block_stream(word_lines, run, **kwargs))
 
 
 def parse_block_stream(
     word_lines: list[list[str]],
-    spec: ParserSpec,
+    run: ParseRun,
     *,
-    cache: ParseCache | None = None,
-    jobs: int = 1,
-    backend: str = "loky",
-    scheduler: str | None = None,
-    ssplit: bool = True,
     trees: list[list[Tree]] | None = None,
     trees_name: str | None = None,
-    batch_size: int = DEFAULT_BATCH_SIZE,
     first_line: int = 1,
-    identity: str | None = None,
-    stats: ParseStats | None = None,
     progress: Callable[[int, int], None] | None = None,
-    pipeline: bool | None = None,
 ) -> Iterator[ParsedLine]:
     """Parse a bounded block of lines as one unit, with batches that depend on nothing but the block;
     each line is yielded, in order, as soon as its sentences' batches are parsed (``annotate`` builds
@@ -391,23 +383,12 @@ def parse_block_stream(
 
     Args:
         word_lines: each line's words (Moses tokens, unescaped).
-        batch_size: sentences per work item (one stanza document).
+        run: how the lines are parsed (:class:`~synprep.parse.options.ParseRun`; ``batch_size`` sentences a work item).
         progress: called as ``progress(done, total)`` after each batch, with the sentences parsed so far
             and the block's sentences to parse (:mod:`synprep.progress`).
-        pipeline: run the forward and decode stages apart (:func:`pipelined`; None: only with
-            ``$SYNPREP_PARSE_PIPELINE=1``).
-            The output is the same bytes either way.
-        spec: as :func:`parse_lines`.
-        cache: as :func:`parse_lines`.
-        jobs: as :func:`parse_lines`.
-        backend: as :func:`parse_lines`.
-        scheduler: as :func:`parse_lines`.
-        ssplit: as :func:`parse_lines`.
         trees: as :func:`parse_lines`.
         trees_name: as :func:`parse_lines`.
         first_line: as :func:`parse_lines`.
-        identity: as :func:`parse_lines`.
-        stats: as :func:`parse_lines`.
 
     Yields:
         One :class:`ParsedLine` per input line (``line = first_line + index``).
@@ -417,27 +398,17 @@ def parse_block_stream(
         ConfigError: missing models.
     """
     started = time.perf_counter()
-    spec, identity = _run_spec(spec, trees is not None, identity, cache)
-    stats = stats if stats is not None else ParseStats()
+    spec, identity = _run_spec(run.spec, trees is not None, run.identity, run.cache)
+    stats = run.stats if run.stats is not None else ParseStats()
     if trees is not None and len(trees) != len(word_lines):
         raise InputError(f"{len(trees)} lines of trees for {len(word_lines)} input lines", trees_name)
-    recs = [prepare_line(first_line + i, list(w), trees[i] if trees is not None else None, spec, ssplit, trees_name)
-            for i, w in enumerate(word_lines)]
-    pending: list[tuple[str, list[tuple[tuple[str, ...], ParsedSentence]]]] = []
+    recs = [prepare_line(first_line + i, list(w), trees[i] if trees is not None else None, spec, run.ssplit,
+                         trees_name) for i, w in enumerate(word_lines)]
     unique = list(dict.fromkeys(s for r in recs for s in r.sentences))
     # the batches: a fixed rule over the block's full sentence list, whatever the cache holds
-    batches = cut_batches(unique, batch_size)
+    batches = cut_batches(unique, run.batch_size)
     parses: dict[tuple[str, ...], ParsedSentence | str] = {}
-    todo = list(range(len(batches)))
-    if cache is not None and unique:
-        assert identity is not None
-        todo = []
-        for k, batch in enumerate(batches):
-            found = cache.get_many(batch_identity(identity, batch), batch, spec.ldd_threshold)
-            if all(p is not None for p in found):
-                parses.update(zip(batch, found, strict=True))  # type: ignore[arg-type]
-            else:
-                todo.append(k)
+    todo = _cache_misses(batches, parses, run.cache, identity, spec.ldd_threshold)
     cached = set(parses)
     misses = [s for k in todo for s in batches[k]]
     out: list[ParsedLine] = []
@@ -445,70 +416,93 @@ def parse_block_stream(
 
     def ready() -> Iterator[ParsedLine]:  # the next lines whose sentences are all parsed, in order
         while len(out) < len(recs) and all(s in parses for s in recs[len(out)].sentences):
-            rec = recs[len(out)]
-            pl = assemble(rec, parses, used)
-            stats.lines += 1
-            if pl.error is not None:
-                stats.failed_lines += 1
-                stats.reasons[STATS_REASON[error_kind(pl.error)]] += 1
-            else:
-                stats.sentences += len(pl.sentences)
-                stats.cache_hits += sum(1 for s in rec.sentences if s in cached)
+            pl = assemble(recs[len(out)], parses, used)
+            _count_line(stats, recs[len(out)].sentences, pl, cached)
             out.append(pl)
             yield pl
 
     yield from ready()
     if misses:
-        pipe = pipelined(spec, backend, scheduler, pipeline)
-        THROUGHPUT.decode_jobs = jobs if pipe else 0
-        work = [[list(s) for s in batches[k]] for k in todo]
-        for k, (result, forward_s, decode_s) in zip(todo, _results(spec, work, jobs=jobs, backend=backend,
-                                                                    scheduler=scheduler, pipeline=pipe), strict=True):
-            THROUGHPUT.forward_seconds += forward_s
-            THROUGHPUT.decode_seconds += decode_s
-            batch = batches[k]
-            fresh = []
-            for s, p in zip(batch, result, strict=True):
-                parses[s] = p
-                if not isinstance(p, str):
-                    fresh.append((s, p))
-            if cache is not None and fresh:
+        pending: list[tuple[str, list[tuple[tuple[str, ...], ParsedSentence]]]] = []
+        for k in _parse_batches(spec, run, batches, todo, parses):
+            fresh = [(s, p) for s in batches[k] if not isinstance(p := parses[s], str)]
+            if run.cache is not None and fresh:
                 assert identity is not None
-                pending.append((batch_identity(identity, batch), fresh))
+                pending.append((batch_identity(identity, batches[k]), fresh))
             if progress is not None:
                 progress(len(parses) - len(cached), len(misses))
             yield from ready()
-        if cache is not None and pending:
-            cache.put_batches(pending)
+        if run.cache is not None and pending:
+            run.cache.put_batches(pending)
     stats.parsed += len(misses)
     assert len(out) == len(recs)  # every sentence is parsed now: ready() handed out every line
     stats.repeats += repeats(recs, out, cached)
+    _count_throughput(recs, out, cached, started, spec.device)
+
+
+def _count_line(stats: ParseStats, sentences: list[tuple[str, ...]], pl: ParsedLine, cached: set) -> None:
+    """Add a parsed line to ``stats`` (its sentences, those the cache held, or its failure's reason)."""
+    stats.lines += 1
+    if pl.error is not None:
+        stats.failed_lines += 1
+        stats.reasons[STATS_REASON[error_kind(pl.error)]] += 1
+    else:
+        stats.sentences += len(pl.sentences)
+        stats.cache_hits += sum(1 for s in sentences if s in cached)
+
+
+def _cache_misses(batches: list[list[tuple[str, ...]]], parses: dict, cache: ParseCache | None,
+                  identity: str | None, ldd_threshold: float) -> list[int]:
+    """The batches the cache does not hold whole (their indexes); the parses of those it holds go into
+    ``parses``."""
+    if cache is None or not batches:
+        return list(range(len(batches)))
+    assert identity is not None
+    todo = []
+    for k, batch in enumerate(batches):
+        found = cache.get_many(batch_identity(identity, batch), batch, ldd_threshold)
+        if all(p is not None for p in found):
+            parses.update(zip(batch, found, strict=True))
+        else:
+            todo.append(k)
+    return todo
+
+
+def _parse_batches(spec: ParserSpec, run: ParseRun, batches: list[list[tuple[str, ...]]], todo: list[int],
+                   parses: dict) -> Iterator[int]:
+    """Parse the batches ``todo`` (in the run's workers), each one's parses put into ``parses`` before its index
+    is yielded."""
+    par = run.par
+    pipe = pipelined(spec, par.backend, par.scheduler, run.pipeline)
+    THROUGHPUT.decode_jobs = par.jobs if pipe else 0
+    work = [[list(s) for s in batches[k]] for k in todo]
+    for k, (result, forward_s, decode_s) in zip(todo, _results(spec, work, jobs=par.jobs, backend=par.backend,
+                                                                scheduler=par.scheduler, pipeline=pipe), strict=True):
+        THROUGHPUT.forward_seconds += forward_s
+        THROUGHPUT.decode_seconds += decode_s
+        parses.update(zip(batches[k], result, strict=True))
+        yield k
+
+
+def _count_throughput(recs: list, out: list[ParsedLine], cached: set, started: float, device: str) -> None:
+    """Add a parsed block to :data:`THROUGHPUT` (its parsed sentences and words, those from the cache, its time)."""
     ok = [s for pl in out if pl.error is None for s in pl.sentences]
     THROUGHPUT.sentences += len(ok)
     THROUGHPUT.words += sum(len(s.words) for s in ok)
     THROUGHPUT.cached += sum(1 for rec, pl in zip(recs, out, strict=True) if pl.error is None
                              for s in rec.sentences if s in cached)
     THROUGHPUT.seconds += time.perf_counter() - started
-    THROUGHPUT.device = spec.device
+    THROUGHPUT.device = device
 
 
 def parse_lines(
     word_lines: Iterable[list[str]],
-    spec: ParserSpec,
+    run: ParseRun,
     *,
-    cache: ParseCache | None = None,
-    jobs: int = 1,
-    backend: str = "loky",
-    scheduler: str | None = None,
-    ssplit: bool = True,
     trees: Iterable[list[Tree]] | None = None,
     trees_name: str | None = None,
-    batch_size: int = DEFAULT_BATCH_SIZE,
     block_lines: int = DEFAULT_BLOCK_LINES,
     first_line: int = 1,
-    identity: str | None = None,
-    stats: ParseStats | None = None,
-    pipeline: bool | None = None,
 ) -> Iterator[ParsedLine]:
     """Parse lines of words into :class:`ParsedLine`, one per input line, in order, streaming.
 
@@ -517,25 +511,20 @@ def parse_lines(
 
     Args:
         word_lines: each line's words: Moses tokens, *unescaped* (:func:`synprep.escape.unescape_tokens`).
-        spec: the parser (:class:`ParserSpec`); with ``trees`` its constituency model is not run.
-        cache: a :class:`ParseCache`, or None to parse everything.
-        jobs: worker processes (``device="cuda"``: each takes one visible GPU).
-        backend: see :func:`synprep.parallel.parallel_map`.
-        scheduler: see :func:`synprep.parallel.parallel_map`.
-        ssplit: split lines into sentences on sentence-final punctuation (SPEC.md §1); False
-            treats each line as one sentence. Ignored when ``trees`` are given.
+        run: how the lines are parsed (:class:`~synprep.parse.options.ParseRun`): ``run.spec`` the parser (with
+            ``trees`` its constituency model is not run); ``run.cache`` a :class:`ParseCache` or None to parse
+            everything; ``run.par`` the workers (``device="cuda"``: each takes one visible GPU); ``run.ssplit``
+            split lines into sentences on sentence-final punctuation (SPEC.md §1; False: each line one
+            sentence; ignored when ``trees`` are given); ``run.batch_size`` sentences per work item (one
+            parser call); ``run.identity`` the parser identity if already computed (:func:`parser_identity`
+            of the spec, with ``constituency=False`` when ``trees`` are given); ``run.stats`` a
+            :class:`ParseStats` to fill; ``run.pipeline`` the forward stage apart from the decode stage
+            (:func:`pipelined` decides when None; the same bytes either way).
         trees: per line, the user's normalized trees (``[]`` for an empty line); each tree is one
             sentence of the line and its leaves must be the words.
         trees_name: the trees file's name, for error messages.
-        batch_size: sentences per work item (one parser call).
         block_lines: lines parsed as one block (the unit of determinism and of caching).
         first_line: number of the first line (1-based).
-        identity: the parser identity if already computed (:func:`parser_identity` of ``spec``,
-            with ``constituency=False`` when ``trees`` are given).
-        stats: a :class:`ParseStats` to fill.
-        pipeline: the forward stage (the models: this process, or one worker per visible GPU) apart from
-            the decode stage (trees, relations, LDD: ``jobs`` processes, a bounded queue between them);
-            None: :func:`pipelined` decides (only with ``$SYNPREP_PARSE_PIPELINE=1``). The same bytes either way.
 
     Yields:
         :class:`ParsedLine` with ``line = first_line + index``; sentences in order, each with
@@ -546,7 +535,8 @@ def parse_lines(
         InputError: trees that do not match the words (naming ``trees_name`` and the line).
         ConfigError: the parser's models cannot be found.
     """
-    spec, identity = _run_spec(spec, trees is not None, identity, cache)
+    spec, identity = _run_spec(run.spec, trees is not None, run.identity, run.cache)
+    run = dataclasses.replace(run, spec=spec, identity=identity)
     tree_it = iter(trees) if trees is not None else None
     line = first_line
     for block in chunked(word_lines, block_lines):
@@ -555,9 +545,7 @@ def parse_lines(
             block_trees = list(itertools.islice(tree_it, len(block)))
             if len(block_trees) < len(block):
                 raise InputError(f"the trees file ends before input line {line + len(block_trees)}", trees_name)
-        yield from parse_block(block, spec, cache=cache, jobs=jobs, backend=backend, scheduler=scheduler,
-                               ssplit=ssplit, trees=block_trees, trees_name=trees_name, batch_size=batch_size,
-                               first_line=line, identity=identity, stats=stats, pipeline=pipeline)
+        yield from parse_block(block, run, trees=block_trees, trees_name=trees_name, first_line=line)
         line += len(block)
     if tree_it is not None and next(tree_it, None) is not None:
         raise InputError("the trees file has more lines than the input", trees_name)

@@ -22,6 +22,7 @@ from synprep.errors import ConfigError, InputError
 from synprep.escape import escape
 from synprep.parse.base import backend_class, bound_error, identity_fields
 from synprep.parse.conllu_io import read_numbered
+from synprep.parse.options import ParseRun
 from synprep.parse.registry import PARSE_SOURCES, RUN_PARSER, parse_source_class  # noqa: F401 - re-exported
 from synprep.parse.run import parse_block_stream, parser_identity, parser_signature_name
 from synprep.parse.trees import TreeLeavesError
@@ -59,7 +60,7 @@ class ParseSource:
 
     def signature(self) -> str:
         """The ``parser:`` field of the signature line (the same as ``synprep parse`` prints)."""
-        return self.opts.parser
+        return self.opts.config.parser
 
     def legacy_signature(self) -> str:
         """The ``parser:`` field as versions before the model digest wrote it (folders made then resume)."""
@@ -117,12 +118,12 @@ class RunParser(ParseSource):
         for f in dataclasses.fields(self.opts.spec):  # the field says (synprep.parse.base.backend_option)
             if f.metadata.get("runtime") or (f.metadata.get("omit_default") and spec[f.name] == f.default):
                 del spec[f.name]  # never changes the output / newer field, absent when unset as in earlier versions' folders
-        out: dict[str, Any] = {"name": self.opts.parser, "ssplit": self.opts.ssplit, **spec}
-        if not backend_class(self.opts.parser).has_scores:  # no arc scores: the LDD features are one-hot rows
+        out: dict[str, Any] = {"name": self.opts.config.parser, "ssplit": self.opts.config.ssplit, **spec}
+        if not backend_class(self.opts.config.parser).has_scores:  # no arc scores: the LDD features are one-hot rows
             out["ldd"] = "one-hot"
         out["identity"] = self.identity()
-        out["constituency"] = bool(out.get("constituency")) and produces_trees(self.opts.parser, out["identity"])
-        out["batch_size"] = self.opts.batch_size
+        out["constituency"] = bool(out.get("constituency")) and produces_trees(self.opts.config.parser, out["identity"])
+        out["batch_size"] = self.opts.config.batch_size
         return out
 
     def check_inputs(self, src: str | None, conllu: str | None) -> None:
@@ -152,12 +153,11 @@ class RunParser(ParseSource):
         opts = self.opts
         trees = [it.trees if it.trees is not None else [] for it in items] if opts.trees is not None else None
         try:
-            yield from parse_block_stream(
-                [it.words for it in items], opts.spec, cache=cache, jobs=par.jobs, backend=par.backend,
-                scheduler=par.scheduler, ssplit=opts.ssplit, batch_size=opts.batch_size, identity=identity,
-                trees=trees, trees_name=opts.trees,
-                progress=progress.block(items[0].line - 1, items[-1].line) if progress else None)
-
+            run = ParseRun(opts.spec, cache=cache, par=par, ssplit=opts.config.ssplit, batch_size=opts.config.batch_size,
+                           identity=identity)
+            yield from parse_block_stream([it.words for it in items], run, trees=trees, trees_name=opts.trees,
+                                          progress=progress.block(items[0].line - 1, items[-1].line) if progress
+                                          else None)
             mark(f"parsed {items[0].line}-{items[-1].line}")  # the block's last batch is back (and cached)
         except InputError as e:  # parse_block numbers the block's lines 1..n: name the input line
             if e.line is not None and 1 <= e.line <= len(items):
@@ -183,10 +183,10 @@ class ImportConllu(ParseSource):
         return "conllu-import"
 
     def max_words(self) -> int:
-        return self.opts.max_words if self.opts.max_words is not None else PARSE_DEFAULTS.max_words
+        return int(self.opts.config.max_words)
 
     def config(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.opts.parser, "ssplit": self.opts.ssplit}
+        out: dict[str, Any] = {"name": self.opts.config.parser, "ssplit": self.opts.config.ssplit}
         if self.max_words() != PARSE_DEFAULTS.max_words:  # only then: folders of earlier versions keep their config
             out["max_words"] = self.max_words()
         return out
@@ -264,6 +264,6 @@ def same_text(line: str | None, parsed: ParsedLine, src: str, conllu: str) -> No
 
 #: kept for callers of earlier versions: the one numbered CoNLL-U reader is in synprep.parse.conllu_io
 def source_for(opts: ParseOptions) -> ParseSource:
-    """The :class:`ParseSource` of ``opts.parser``. Raises ConfigError: an unknown parser name."""
-    source: ParseSource = parse_source_class(opts.parser)(opts)
+    """The :class:`ParseSource` of ``opts.config.parser``. Raises ConfigError: an unknown parser name."""
+    source: ParseSource = parse_source_class(opts.config.parser)(opts)
     return source

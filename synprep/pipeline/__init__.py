@@ -30,36 +30,75 @@ configuration, or resuming a split whose input files changed, is an error, never
 The package's modules, in the order a split runs through them: :mod:`~synprep.pipeline.checks` (inputs and
 options, before anything is written), :mod:`~synprep.pipeline.folder` (the folder's files and guards),
 :mod:`~synprep.pipeline.text` (the text stage), :mod:`~synprep.pipeline.dictionary` (the vocabulary),
-:mod:`~synprep.pipeline.record` (signature, manifest, drop report, final check), and the two commands'
-drivers :mod:`~synprep.pipeline.run` (:func:`run_pipeline`) and :mod:`~synprep.pipeline.prepared`
-(:func:`run_annotate`).
+:mod:`~synprep.pipeline.record` (signature, manifest, drop report, final check), the one split runner
+:mod:`~synprep.pipeline.split` (:func:`~synprep.pipeline.split.run_split`), and its two fronts
+:mod:`~synprep.pipeline.run` (raw text, :func:`run_pipeline`) and :mod:`~synprep.pipeline.prepared` (given
+pieces, :func:`run_annotate`).
 """
 
 from __future__ import annotations
 
-from synprep.pipeline.checks import (
-    check_language_codes,
-    check_side_languages,
-    refuse_tokenized,
-    warn_if_lowercased,
-)
-from synprep.pipeline.dictionary import VOCAB_WAIT_S, load_or_build_vocab, split_vocab
-from synprep.pipeline.folder import (
-    CODES_NAME,
-    CONFIG_NAME,
-    INPUTS_NAME,
-    TRAIN,
-    TextFiles,
-    check_output_folder,
-)
-from synprep.pipeline.prepared import run_annotate
-from synprep.pipeline.record import _manifest, numbered_parses, split_summary, trees_for
-from synprep.pipeline.run import run_pipeline
-from synprep.pipeline.views import Runtime, TextOptions, parse_options, text_options
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names as the type checker reads them; at run time, :func:`__getattr__`
+    from synprep.pipeline.checks import (
+        check_language_codes,
+        check_side_languages,
+        refuse_tokenized,
+        warn_if_lowercased,
+    )
+    from synprep.pipeline.config import Runtime, parse_options
+    from synprep.pipeline.dictionary import VOCAB_WAIT_S, load_or_build_vocab, split_vocab
+    from synprep.pipeline.folder import (
+        CODES_NAME,
+        CONFIG_NAME,
+        INPUTS_NAME,
+        TRAIN,
+        TextFiles,
+        check_output_folder,
+    )
+    from synprep.pipeline.prepared import run_annotate
+    from synprep.pipeline.record import _manifest, numbered_parses, split_summary, trees_for
+    from synprep.pipeline.run import run_pipeline
+
+#: each public name → the module that defines it, imported on first use (so that :mod:`synprep.pipeline.config` imports without the stages: ``synprep --help``)
+_LAZY = {
+    "check_language_codes": "synprep.pipeline.checks",
+    "check_side_languages": "synprep.pipeline.checks",
+    "refuse_tokenized": "synprep.pipeline.checks",
+    "warn_if_lowercased": "synprep.pipeline.checks",
+    "VOCAB_WAIT_S": "synprep.pipeline.dictionary",
+    "load_or_build_vocab": "synprep.pipeline.dictionary",
+    "split_vocab": "synprep.pipeline.dictionary",
+    "CODES_NAME": "synprep.pipeline.folder",
+    "CONFIG_NAME": "synprep.pipeline.folder",
+    "INPUTS_NAME": "synprep.pipeline.folder",
+    "TRAIN": "synprep.pipeline.folder",
+    "TextFiles": "synprep.pipeline.folder",
+    "check_output_folder": "synprep.pipeline.folder",
+    "run_annotate": "synprep.pipeline.prepared",
+    "_manifest": "synprep.pipeline.record",
+    "numbered_parses": "synprep.pipeline.record",
+    "split_summary": "synprep.pipeline.record",
+    "trees_for": "synprep.pipeline.record",
+    "run_pipeline": "synprep.pipeline.run",
+    "Runtime": "synprep.pipeline.config",
+    "parse_options": "synprep.pipeline.config",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
-    "CODES_NAME", "CONFIG_NAME", "INPUTS_NAME", "TRAIN", "VOCAB_WAIT_S", "TextFiles", "TextOptions",
-    "_manifest", "check_language_codes", "check_output_folder", "check_side_languages", "Runtime", "parse_options", "text_options",
+    "CODES_NAME", "CONFIG_NAME", "INPUTS_NAME", "TRAIN", "VOCAB_WAIT_S", "TextFiles",
+    "_manifest", "check_language_codes", "check_output_folder", "check_side_languages", "Runtime", "parse_options",
     "load_or_build_vocab", "numbered_parses", "refuse_tokenized", "run_annotate", "run_pipeline",
     "split_summary", "split_vocab", "trees_for", "warn_if_lowercased",
 ]

@@ -13,8 +13,15 @@ from synprep.escape import moses_entity
 from synprep.langcode import close_code, iso_code, stanza_codes, wrong_code_message
 from synprep.lock import wait_for_split
 from synprep.parse.conllu_io import read_numbered
+from synprep.pipeline.config import DataConfig
 from synprep.pipeline.dictionary import vocab_wait_s
-from synprep.pipeline.folder import CODES_NAME, TRAIN, _refuse_overwritten_same_language, check_output_folder
+from synprep.pipeline.folder import (
+    CODES_NAME,
+    TRAIN,
+    SplitInputs,
+    check_output_folder,
+    refuse_overwritten_same_language,
+)
 from synprep.text.langid import (
     base_code,
     check_language,
@@ -229,17 +236,25 @@ def warn_if_lowercased(src: str, n_lines: int) -> bool:
     return True
 
 
-def check_pipeline_inputs(src: str | None, tgt: str, out: Path, split: str, text: Any, source: Any, scheme: Any, *,
-                          src_lang: str, tgt_lang: str, language_check: bool, conllu: str | None, trees: str | None,
-                          codes: str | None, subword_model: str | None) -> int:
+def check_pipeline_inputs(inputs: SplitInputs, out: Path, config: DataConfig, source: Any, scheme: Any) -> int:
     """Every input and option of a ``synprep pipeline`` split, before anything is written; returns the
     target's line count. The inputs first: a missing file or sides of different lengths fail before the rest.
+
+    Args:
+        inputs: the split's inputs.
+        out: the output folder.
+        config: the run's configuration (the languages, the text stage's section).
+        source: where the parses come from (:class:`~synprep.parse.source.ParseSource`).
+        scheme: the subword scheme's class.
 
     Raises:
         InputError: a missing or piped input, sides of different lengths, tokenized input without
             ``--tokenized``, a side in another language.
         ConfigError: options without effect, a later split without the train split's codes or subword model.
     """
+    src, tgt, conllu, trees, codes, subword_model = (inputs.src, inputs.tgt, inputs.conllu, inputs.trees, inputs.codes,
+                                                     inputs.subword_model)
+    src_lang, tgt_lang, text = config.src_lang, config.tgt_lang, config.text
     refuse_pipes("pipeline", src, tgt, conllu, trees)  # a <(...) input reads once
     if not os.path.exists(tgt):
         raise InputError("no such file", tgt)
@@ -249,7 +264,7 @@ def check_pipeline_inputs(src: str | None, tgt: str, out: Path, split: str, text
     if src is not None and (n_raw := count_lines(src)) != n_tgt:
         raise InputError(f"line counts differ: {src} has {n_raw} lines, {tgt} has {n_tgt}", tgt)
     if src_lang == tgt_lang:
-        _refuse_overwritten_same_language(out / "text", src_lang)
+        refuse_overwritten_same_language(out / "text", src_lang)
     if text.tokenized and text.fairseq_compat:
         raise ConfigError("--fairseq-compat has no effect with --tokenized (nothing is tokenized)")
     if scheme.reads_raw:
@@ -265,8 +280,8 @@ def check_pipeline_inputs(src: str | None, tgt: str, out: Path, split: str, text
         for path in (src, tgt):
             if path is not None:
                 refuse_tokenized(path)
-    _check_later_split(out, split, codes, subword_model, scheme)
-    if language_check:
+    _check_later_split(out, inputs.split, codes, subword_model, scheme)
+    if text.language_check:
         check_side_languages(([(src, n_tgt, src_lang, "-s")] if src else []) + [(tgt, n_tgt, tgt_lang, "-t")],
                              src_lang, tgt_lang)
         if src is None and conllu is not None:
@@ -276,17 +291,24 @@ def check_pipeline_inputs(src: str | None, tgt: str, out: Path, split: str, text
     return n_tgt
 
 
-def check_annotate_inputs(src: str, tgt: str, out: Path, source: Any, *, src_lang: str, tgt_lang: str,
-                          language_check: bool, conllu: str | None, trees: str | None,
-                          parse_src: str | None) -> int:
+def check_annotate_inputs(inputs: SplitInputs, out: Path, config: DataConfig, source: Any) -> int:
     """Every input and option of an ``annotate`` split, before anything is written; returns the line count.
+
+    Args:
+        inputs: the split's inputs (``src``: the BPE'd source).
+        out: the output folder.
+        config: the run's configuration (the languages, the language check).
+        source: where the parses come from (:class:`~synprep.parse.source.ParseSource`).
 
     Raises:
         InputError: a missing or piped input, line counts that differ (both named), a side in another
             language.
         ConfigError: ``--parse-src`` with imported parses.
     """
-    refuse_pipes("annotate", src, tgt, conllu, trees)  # a <(...) input reads once
+    assert inputs.src is not None
+    src, tgt, conllu, parse_src = inputs.src, inputs.tgt, inputs.conllu, inputs.parse_src
+    src_lang, tgt_lang = config.src_lang, config.tgt_lang
+    refuse_pipes("annotate", src, tgt, conllu, inputs.trees)  # a <(...) input reads once
     source.check_inputs(src, conllu)  # before anything is written into OUT
     if not os.path.exists(tgt):
         raise InputError("no such file", tgt)
@@ -302,7 +324,7 @@ def check_annotate_inputs(src: str, tgt: str, out: Path, source: Any, *, src_lan
         raise InputError(f"line counts differ: {src} has {n_src} lines, {tgt} has {n_tgt}", tgt)
     if parse_src is not None and (n_cased := count_lines(parse_src)) != n_src:
         raise InputError(f"line counts differ: --parse-src has {n_cased} lines, --src {src} {n_src}", parse_src)
-    if language_check:
+    if config.text.language_check:
         check_side_languages([(src, n_src, src_lang, "-s"), (tgt, n_tgt, tgt_lang, "-t")], src_lang, tgt_lang)
     if parse_src is None and source.runs_parser:
         warn_if_lowercased(src, n_src)

@@ -6,10 +6,10 @@ import logging
 import os
 from pathlib import Path
 
-from synprep.config import DataConfig
 from synprep.constants import VOCAB_NAME
 from synprep.errors import ConfigError
 from synprep.lock import folder_lock, split_writer, wait_for_split
+from synprep.pipeline.config import DataConfig
 from synprep.pipeline.folder import CONFIG_NAME, TRAIN
 from synprep.vocab import Vocab
 
@@ -81,7 +81,7 @@ def split_vocab(out: Path, split: str, bpe_files: list[Path], vocab: str | None,
         return load_or_build_vocab(out, split, bpe_files, vocab, vocab_split)
 
 
-def _refuse_without_vocabulary(out: Path, split: str, vocab: str | None, vocab_split: str) -> None:
+def refuse_without_vocabulary(out: Path, split: str, vocab: str | None, vocab_split: str) -> None:
     """Refuse a split that will need ``dict.txt`` when the folder has none and no live process writes
     the vocabulary split (so a refused command writes nothing; :func:`split_vocab` waits otherwise)."""
     if vocab is None and split != vocab_split and not (out / VOCAB_NAME).exists() \
@@ -90,10 +90,10 @@ def _refuse_without_vocabulary(out: Path, split: str, vocab: str | None, vocab_s
 
 
 def await_vocabulary_writer(out: Path, split: str, vocab: str | None, vocab_split: str) -> None:
-    """Before :func:`_refuse_without_vocabulary` (outside the folder lock): a split that will need
+    """Before :func:`refuse_without_vocabulary` (outside the folder lock): a split that will need
     ``dict.txt`` waits a moment for a writer of the vocabulary split that is starting beside it
     (:func:`synprep.lock.wait_for_split`); only its appearance is awaited, not the file, and the refusal
-    is left to :func:`_refuse_without_vocabulary`."""
+    is left to :func:`refuse_without_vocabulary`."""
     if vocab is None and split != vocab_split:
         wait_for_split(out, vocab_split, lambda: (out / VOCAB_NAME).exists() or split_writer(out, vocab_split)
                        is not None, what=f"{VOCAB_NAME} in {out}", why="the folder's vocabulary comes from it",

@@ -8,11 +8,11 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from synprep.config import DataConfig, differences
 from synprep.constants import MANIFEST_NAME, VOCAB_NAME
 from synprep.errors import ConfigError, InputError
 from synprep.links import refuse_links_out
 from synprep.lock import SPLIT_RE, split_writer, sweep_stale_temps
+from synprep.pipeline.config import DataConfig, differences
 from synprep.signature import file_sha256
 from synprep.subword import scheme_class
 from synprep.textio import atomic_write
@@ -31,6 +31,41 @@ TRAIN = "train"
 FEATURES = "cnf+nary+ldd"
 
 
+
+
+@dataclass(frozen=True)
+class SplitInputs:
+    """What one run is given for its split, beside the folder's configuration: never saved in
+    ``pipeline.json`` (the inputs' digests are recorded in ``inputs.json`` and the shards).
+
+    Attributes:
+        split: the split's name; the train split learns the BPE codes (or subword model) and the vocabulary.
+        src: the source file (``pipeline``: raw or ``--tokenized`` text, None with ``--parser conllu``;
+            ``annotate``: the BPE'd source).
+        tgt: the target file.
+        clean: clean this split (``--clean/--no-clean``; None: the train split only).
+        codes: BPE codes to apply instead of learning them (``--codes``).
+        vocab: a fairseq dict to use (``--vocab``).
+        conllu: the parses to import (``--parser conllu``).
+        trees: the user's bracketed trees (``--trees``).
+        subword_model: the model of a scheme that reads raw text (``--spm-model``, ``--hf-tokenizer``).
+        parse_src: ``annotate --parse-src``: the cased tokenized source the parser reads.
+    """
+
+    split: str = TRAIN
+    src: str | None = None
+    tgt: str = ""
+    clean: bool | None = None
+    codes: str | None = None
+    vocab: str | None = None
+    conllu: str | None = None
+    trees: str | None = None
+    subword_model: str | None = None
+    parse_src: str | None = None
+
+    def files(self) -> dict[str, str | None]:
+        """The input files whose digests the folder records (``inputs.json``), by role (None: not given)."""
+        return {"src": self.src, "tgt": self.tgt, "conllu": self.conllu, "trees": self.trees, "parse_src": self.parse_src}
 
 
 @dataclass(frozen=True)
@@ -62,7 +97,7 @@ class TextFiles:
         return self.work / f"{self.split}.dropped.tsv"
 
 
-def _refuse_overwritten_same_language(work: Path, lang: str) -> None:
+def refuse_overwritten_same_language(work: Path, lang: str) -> None:
     """A same-language folder of the old layout holds targets that are copies of their sources."""
     old = sorted(p.name for p in work.glob(f"*.tok.{lang}")) if work.is_dir() else []
     if old:
@@ -74,7 +109,7 @@ def _refuse_overwritten_same_language(work: Path, lang: str) -> None:
 
 
 
-def _check_config(out: Path, config: DataConfig, split: str) -> None:
+def check_folder_config(out: Path, config: DataConfig, split: str) -> None:
     """Record the folder's configuration (``OUT/pipeline.json``), or refuse a different one, naming
     each field that differs (a folder written by an earlier version is read in its layout).
 
@@ -158,7 +193,7 @@ def _discard_unfinished(out: Path, old: DataConfig) -> list[str]:
 INPUTS_NAME = "inputs.json"
 
 
-def _check_inputs(out: Path, split: str, files: dict[str, str | None], made: list[Path]) -> dict[str, str]:
+def record_split_inputs(out: Path, split: str, files: dict[str, str | None], made: list[Path]) -> dict[str, str]:
     """Record the split's input files (sha256), or refuse to resume from inputs that changed.
 
     A resumed run reuses every finished step; had an input been edited in between, the folder
@@ -278,6 +313,6 @@ def check_output_folder(out: Path) -> None:
     refuse_links_out(out, "--out", allowed=("arrays",))  # arrays/ on another disk: docs/train.md
 
 
-def _remove_stale_temps(out: Path) -> None:
+def remove_stale_temps(out: Path) -> None:
     """Temporary files a killed run left behind are removed (only those whose owner is gone: synprep.lock)."""
     sweep_stale_temps(out, out / "text")

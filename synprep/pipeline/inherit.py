@@ -19,9 +19,9 @@ from typing import Any
 
 import click
 
-from synprep.config import DEFAULTS, DataConfig, option_fields
 from synprep.constants import MANIFEST_NAME
 from synprep.errors import ConfigError
+from synprep.pipeline.config import DEFAULTS, DataConfig, option_fields
 
 log = logging.getLogger(__name__)
 

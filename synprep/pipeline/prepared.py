@@ -5,34 +5,23 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from synprep.annotate import PARSE_REASONS, annotate_split, items_from_files, warm_parse
-from synprep.config import DataConfig
+from synprep.annotate import items_from_files, with_parse_src
 from synprep.constants import MANIFEST_NAME, VOCAB_NAME
-from synprep.lock import hold_split, writer
-from synprep.pipeline.checks import check_annotate_inputs
-from synprep.pipeline.dictionary import split_vocab
-from synprep.pipeline.folder import TRAIN, check_output_folder
-from synprep.pipeline.parts import (
-    Part,
-    annotate_hooks,
-    finished_parts,
-    merge_parts_into,
-    remove_records,
-    require_prepared,
-    resume_part,
-    save_prepared,
-    skip_others,
-    split_identity,
-)
-from synprep.pipeline.record import _finish, claim_split, split_manifest, trees_for
-from synprep.pipeline.views import Runtime, guard, parse_options, recorded, shard_config
+from synprep.lock import writer
+from synprep.parse.options import Item, ParseOptions
+from synprep.pipeline.checks import LOWERCASE_SAMPLE, check_annotate_inputs
+from synprep.pipeline.config import DataConfig, Runtime, guard
+from synprep.pipeline.folder import TRAIN, SplitInputs
+from synprep.pipeline.parts import Part
+from synprep.pipeline.record import SignatureFields, trees_for
+from synprep.pipeline.split import Front, Text, run_split
 from synprep.shards import Manifest
+from synprep.text.langid import looks_lowercased, sample_lines
 from synprep.textio import display_name, iter_lines
-from synprep.timeline import mark
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +31,6 @@ def pieces_lowercased(out: Path, src: str, n_src: int) -> bool:
     split, when it has a manifest (every split of a folder carries one signature); else whether a sample of
     the source pieces looks lowercased (:func:`synprep.text.langid.looks_lowercased`: fairseq's prepared
     IWSLT14 data is lowercased before BPE)."""
-    from synprep.pipeline.checks import LOWERCASE_SAMPLE
-    from synprep.text.langid import looks_lowercased, sample_lines
-
     try:
         fields = json.loads((out / MANIFEST_NAME).read_text(encoding="utf-8"))["signature"].split("|")
         return "lc:yes" in fields
@@ -90,60 +76,45 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
         ConfigError: bad options. Nothing is written into ``out`` then. A part or merge before
             ``--prepare-only``, a merge with a part that has not finished: ConfigError.
     """
-    out, runtime, config = Path(out), runtime or Runtime(), config.replace(mode="annotate")
-    if part is not None or merge_parts:
-        require_prepared(out, split, part, config.shards.shard_size)
-    elif split == config.shards.vocab_split:  # the splits launched beside it see it at once and wait
-        check_output_folder(out)
-        hold_split(out, split, create=True)
-    # before anything is written or removed
-    finished = finished_parts(out, split, config.shards.shard_size) if merge_parts else None
-    parse = parse_options(config, runtime, trees)
-    source = parse.source()
-    if not (prepare_only or merge_parts):
-        warm_parse(parse, runtime.par)  # the parse's workers start while the input is read and checked
-    n_src = check_annotate_inputs(src, tgt, out, source, src_lang=config.src_lang, tgt_lang=config.tgt_lang,
-                                  language_check=config.text.language_check, conllu=conllu, trees=trees,
-                                  parse_src=parse_src)
-    mark("inputs checked")
-    out.mkdir(parents=True, exist_ok=True)
-    shared = guard(config, parse, parse_src=parse_src is not None)  # the parser's identity, before any writing
-    mark("parser identity")
-    builds_vocab = split == config.shards.vocab_split and vocab is None  # then dict.txt is made from this split
-    input_sha = claim_split(out, split, recorded(config, source.runs_parser),
-                           {"src": src, "tgt": tgt, "conllu": conllu, "trees": trees, "parse_src": parse_src},
-                           [out / VOCAB_NAME] if builds_vocab else [], vocab=vocab, runs_parser=source.runs_parser,
-                           cache=parse.cache, part=part)
-    v = split_vocab(out, split, [Path(src), Path(tgt)], vocab, config.shards.vocab_split)  # waits for its split
-    mark("vocabulary")
-    lowercased = config.text.lowercase or pieces_lowercased(out, src, n_src)
-    manifest, sig = split_manifest(out, split, shared, v, parse, n_src, tok="given", lowercase=lowercased,
-                                   words="cased" if parse_src is not None else None, input_sha=input_sha)
-    if prepare_only:
-        return save_prepared(out, split, manifest, list(PARSE_REASONS))
-    if finished is not None:
-        merged = merge_parts_into(manifest, split, finished, split_identity(input_sha))
-        _finish(out, manifest, split, restore=True)
-        remove_records(out, merged)
-        return manifest
-    if part is not None:
-        resume_part(out, split, part, manifest, split_identity(input_sha))
-    parses = source.imported(conllu, range(1, n_src + 1), n_src)
-    items: Iterable[Any] = items_from_files(
-        iter_lines(src), iter_lines(tgt), iter(range(1, n_src + 1)), parses=parses,
-        trees=trees_for(trees, range(1, n_src + 1), n_src) if trees else None,
-        skip=skip_others(part, config.shards.shard_size))
-    if parse_src is not None:
-        from synprep.annotate import with_parse_src
+    inputs = SplitInputs(split=split, src=src, tgt=tgt, vocab=vocab, conllu=conllu, trees=trees, parse_src=parse_src)
+    return run_split(GivenPieces(), inputs, Path(out), config, runtime or Runtime(), part, prepare_only, merge_parts)
 
-        items = with_parse_src(items, iter_lines(parse_src), display_name(parse_src))
-    annotate_split(out, split, items, vocab=v, manifest=manifest, opts=parse, par=runtime.par,
-                   src_lang=config.src_lang, tgt_lang=config.tgt_lang, signature=sig,
-                   config=shard_config(shared, config, split, vocab_sha256=v.sha256, input_sha=input_sha),
-                   ldd_threshold=config.parse.ldd_threshold, shard_size=config.shards.shard_size, source_name=src,
-                   **annotate_hooks(out, split, part, split_identity(input_sha)))
-    if part is not None:
-        return manifest  # the part's record is saved; --merge-parts finishes the split
-    _finish(out, manifest, split)
-    mark("check")
-    return manifest
+
+class GivenPieces(Front):
+    """The front of ``synprep annotate``: tokenized, BPE'd text, used as it is (no text stage)."""
+
+    mode = "annotate"
+
+    def holds(self, split: str, config: DataConfig) -> bool:
+        return split == config.shards.vocab_split
+
+    def check(self, inputs: SplitInputs, out: Path, config: DataConfig, source: Any) -> int:
+        return check_annotate_inputs(inputs, out, config, source)
+
+    def guard(self, out: Path, inputs: SplitInputs, config: DataConfig, parse: ParseOptions) -> dict[str, Any]:
+        out.mkdir(parents=True, exist_ok=True)
+        return guard(config, parse, parse_src=inputs.parse_src is not None)
+
+    def made(self, out: Path, inputs: SplitInputs, config: DataConfig) -> list[Path]:
+        builds_vocab = inputs.split == config.shards.vocab_split and inputs.vocab is None
+        return [out / VOCAB_NAME] if builds_vocab else []  # then dict.txt is made from this split
+
+    def text(self, out: Path, inputs: SplitInputs, config: DataConfig, source: Any, n: int, runtime: Runtime) -> Text:
+        assert inputs.src is not None
+        src, tgt = inputs.src, inputs.tgt
+
+        def items(skip: Callable[[int], bool] | None) -> Iterator[Item]:
+            parses = source.imported(inputs.conllu, range(1, n + 1), n)
+            given: Iterator[Item] = items_from_files(
+                iter_lines(src), iter_lines(tgt), iter(range(1, n + 1)), parses=parses,
+                trees=trees_for(inputs.trees, range(1, n + 1), n) if inputs.trees else None, skip=skip)
+            if inputs.parse_src is None:
+                return given
+            return with_parse_src(given, iter_lines(inputs.parse_src), display_name(inputs.parse_src))
+
+        return Text(n, (Path(src), Path(tgt)), items)
+
+    def fields(self, out: Path, inputs: SplitInputs, config: DataConfig, made: Text) -> SignatureFields:
+        assert inputs.src is not None
+        lowercased = config.text.lowercase or pieces_lowercased(out, inputs.src, made.n_src)
+        return SignatureFields("given", lowercased, words="cased" if inputs.parse_src is not None else None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,8 +16,14 @@ from synprep.lock import folder_lock, hold_split
 from synprep.parse.cache import check_cache_usable
 from synprep.parse.conllu_io import read_numbered
 from synprep.parse.trees import read_tree_lines
-from synprep.pipeline.dictionary import _refuse_without_vocabulary, await_vocabulary_writer
-from synprep.pipeline.folder import FEATURES, _check_config, _check_inputs, _remove_stale_temps
+from synprep.pipeline.dictionary import await_vocabulary_writer, refuse_without_vocabulary
+from synprep.pipeline.folder import (
+    FEATURES,
+    SplitInputs,
+    check_folder_config,
+    record_split_inputs,
+    remove_stale_temps,
+)
 from synprep.pipeline.parts import hold_part, refuse_beside_parts, refuse_split_writer, sweep_part_temps
 from synprep.shards import Manifest, check_dir
 from synprep.signature import signature
@@ -29,18 +36,41 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-def _signature(tok: str, lowercase: bool, codes_sha: str | None, opts: ParseOptions,
-               legacy: bool = False, sub: str | None = None, words: str | None = None,
-               inputs: dict[str, str] | None = None, older: bool = False) -> str:
+@dataclass(frozen=True)
+class SignatureFields:
+    """What the text stage adds to a split's signature line (:func:`signature`).
+
+    Attributes:
+        tok: the ``tok:`` field (``sacremoses-0.2.0``, ``given``, ``conllu/...``).
+        lowercase: the ``lc:`` field.
+        old_tok: the ``tok:`` earlier versions wrote (default ``tok``).
+        codes_sha: the BPE codes' sha256 (``bpe:``, 8 hex digits), or None.
+        sub: the subword model's identity (``sub:``), or None.
+        words: ``pwords:`` (``cased``: ``annotate --parse-src``), or None.
+    """
+
+    tok: str
+    lowercase: bool
+    old_tok: str | None = None
+    codes_sha: str | None = None
+    sub: str | None = None
+    words: str | None = None
+
+
+def _signature(fields: SignatureFields, opts: ParseOptions, inputs: dict[str, str] | None = None,
+               form: str = "current") -> str:
     """The signature line; its ``parser:`` field names the parser and its models' digest, as
-    ``synprep parse`` prints it (``legacy``: without the digest, as folders of earlier versions have it).
+    ``synprep parse`` prints it (``form`` ``legacy``: without the digest, as folders of earlier versions have
+    it; ``older``: without the fields added since, ``trees:`` and ``pwords:``; both with ``fields.old_tok``).
 
     ``trees:`` names the user's trees (``--trees``), ``pwords:cased`` the parser's words given with
-    ``annotate --parse-src``. With ``inputs`` (the split's input digests by role, :func:`_check_inputs`)
+    ``annotate --parse-src``. With ``inputs`` (the split's input digests by role, :func:`record_split_inputs`)
     it is the split's signature: ``parser:conllu#SHA`` and ``trees:SHA`` name the files' sha256 (8 hex
-    digits); without, the folder's (``trees:given``), the same for every split. ``older``: the form
-    versions before these fields wrote (a folder made then resumes with it).
+    digits); without, the folder's (``trees:given``), the same for every split.
     """
+    legacy, older = form == "legacy", form == "older"
+    tok = fields.tok if form == "current" else (fields.old_tok or fields.tok)
+    lowercase, codes_sha, sub, words = fields.lowercase, fields.codes_sha, fields.sub, fields.words
     source = opts.source()
     parser = source.legacy_signature() if legacy else source.signature()
     trees = None
@@ -71,10 +101,15 @@ def split_summary(manifest: Manifest, split: str) -> str:
             f"dropped: {dropped}")
 
 
-def _finish(out: Path, manifest: Manifest, split: str, *, restore: bool = False) -> None:
-    """Save ``manifest`` and check the split. ``restore`` (a merge of parts' records): a split that fails its
-    check (or a check that raises) puts the earlier ``manifest.json`` back, so that the folder stays as it was
-    prepared and the merge can run again with the genuine records."""
+def finish_split(out: Path, manifest: Manifest, split: str, *, restore: bool = False) -> None:
+    """Save ``manifest`` and check the split (:func:`synprep.shards.check_dir`), under the folder lock. ``restore``
+    (a merge of parts' records): a split that fails its check (or a check that raises) puts the earlier
+    ``manifest.json`` back, so that the folder stays as it was prepared and the merge can run again with the
+    genuine records.
+
+    Raises:
+        CheckError: the split fails its check.
+    """
     path = out / MANIFEST_NAME
     with folder_lock(out):  # other splits may be written meanwhile: check this one, in a consistent state
         before = path.read_bytes() if restore and path.is_file() else None
@@ -161,7 +196,9 @@ def _asked_constituency(old: dict[str, Any], new: dict[str, Any]) -> bool:
     return {**old, "parser": {**p_old, "constituency": False}} == new
 
 
-def _record_clean_drops(manifest: Manifest, split: str, report: Path) -> None:
+def record_clean_drops(manifest: Manifest, split: str, report: Path) -> None:
+    """Declare the cleaning's drop reasons for ``split`` and record the lines ``report`` (``text/SPLIT.dropped.tsv``)
+    lists."""
     # imported here: loads sacremoses, not needed to import this module
     from synprep.text.clean import REASONS
 
@@ -172,12 +209,12 @@ def _record_clean_drops(manifest: Manifest, split: str, report: Path) -> None:
             continue  # header
         line, reason, n_src, n_tgt = row.split("\t")[:4]
         if ":" in reason:
-            continue  # a later stage's drop, added by _write_drop_report
+            continue  # a later stage's drop, added by write_drop_report
         drops.append((int(line), f"clean:{reason}", f"{n_src} source / {n_tgt} target tokens"))
     manifest.record_drops(split, drops)
 
 
-def _write_drop_report(report: Path, manifest: Manifest, split: str) -> None:
+def write_drop_report(report: Path, manifest: Manifest, split: str) -> None:
     """``text/SPLIT.dropped.tsv``: one record of every dropped line, the cleaning's and the later stages'.
 
     The cleaning writes its rows (``line  reason  src_tokens  tgt_tokens``); when the split is
@@ -204,21 +241,23 @@ def _write_drop_report(report: Path, manifest: Manifest, split: str) -> None:
         f.write(text)
 
 
-def claim_split(out: Path, split: str, config: Any, inputs: dict[str, str | None], made: list[Path], *,
-               vocab: str | None, runs_parser: bool, cache: str | None, part: Part | None = None) -> dict[str, str]:
+def claim_split(out: Path, config: Any, inputs: SplitInputs, made: list[Path], *, runs_parser: bool,
+                cache: str | None, part: Part | None = None) -> dict[str, str]:
     """Claim the split and check the folder against this run, before anything is written into it.
 
     The split's writer is held (a second one is refused, :func:`synprep.lock.hold_split`); under the
     folder lock a split that needs a vocabulary nobody makes is refused, the configuration is recorded
-    or compared (:func:`synprep.pipeline.folder._check_config`, a difference named by field) and the
-    inputs too (:func:`synprep.pipeline.folder._check_inputs`); then a killed run's temporary files are
+    or compared (:func:`synprep.pipeline.folder.check_folder_config`, a difference named by field) and the
+    inputs too (:func:`synprep.pipeline.folder.record_split_inputs`); then a killed run's temporary files are
     removed and the parse cache is checked.
 
     Args:
-        config: the run's :class:`~synprep.config.DataConfig` as the folder records it
-            (:func:`synprep.pipeline.views.recorded`).
-        inputs: the split's input files by role.
+        config: the run's :class:`~synprep.pipeline.config.DataConfig` as the folder records it
+            (:func:`synprep.pipeline.config.recorded`).
+        inputs: the split's inputs (its name, its files by role, ``--vocab``).
         made: the files a run of the split writes.
+        runs_parser: whether a parser runs (then the parse cache is checked).
+        cache: the parse cache file, or None.
         part: ``--part I/N`` (:class:`synprep.pipeline.parts.Part`, of a prepared split): the part's own lock
             instead of the split's, no folder lock (both files exist: they are only read), and only the part's
             own stale temporary files removed (another part's, on another machine, may be live there).
@@ -226,6 +265,7 @@ def claim_split(out: Path, split: str, config: Any, inputs: dict[str, str | None
     Returns:
         The sha256 (hex) of each given input, by role.
     """
+    split, vocab = inputs.split, inputs.vocab
     if part is None:
         hold_split(out, split)  # a second writer of this split is refused, naming this run (synprep.lock)
         refuse_beside_parts(out, split)  # ... and so is a writer beside a running part of it
@@ -234,39 +274,36 @@ def claim_split(out: Path, split: str, config: Any, inputs: dict[str, str | None
         refuse_split_writer(out, split)
         hold_part(out, split, part)
     with folder_lock(out) if part is None else contextlib.nullcontext():
-        _refuse_without_vocabulary(out, split, vocab, config.shards.vocab_split)  # before anything is written
-        _check_config(out, config, split)
-        input_sha = _check_inputs(out, split, inputs, made)
+        refuse_without_vocabulary(out, split, vocab, config.shards.vocab_split)  # before anything is written
+        check_folder_config(out, config, split)
+        input_sha = record_split_inputs(out, split, inputs.files(), made)
     if part is None:
-        _remove_stale_temps(out)  # after the configuration check: a refused command leaves the folder alone
+        remove_stale_temps(out)  # after the configuration check: a refused command leaves the folder alone
     else:
         sweep_part_temps(out, split, part)
     if runs_parser and cache:  # a damaged cache stops the run before any stage
-
         check_cache_usable(cache)
     return input_sha
 
 
-def split_manifest(out: Path, split: str, shared: dict[str, Any], v: Vocab, opts: ParseOptions, n_lines: int, *,
-                   tok: str, old_tok: str | None = None, lowercase: bool, codes_sha: str | None = None,
-                   sub: str | None = None, words: str | None = None,
-                   input_sha: dict[str, str]) -> tuple[Manifest, str]:
+def split_manifest(out: Path, split: str, shared: dict[str, Any], v: Vocab, opts: ParseOptions, n_lines: int,
+                   fields: SignatureFields, input_sha: dict[str, str]) -> tuple[Manifest, str]:
     """The folder's manifest checked against this run (:func:`_manifest`: a folder of an earlier version
     keeps its signature), with the split's input line count; and the signature its shards carry.
 
     Args:
-        tok: the signature's ``tok:``.
-        old_tok: the one earlier versions wrote (default ``tok``).
-        lowercase: the rest of the signature (:func:`_signature`).
-        codes_sha: the rest of the signature (:func:`_signature`).
-        sub: the rest of the signature (:func:`_signature`).
-        words: the rest of the signature (:func:`_signature`).
+        out: the output folder.
+        split: the split's name.
+        shared: the manifest's guard (:func:`synprep.pipeline.config.guard`).
+        v: the folder's vocabulary.
+        opts: the split's parse.
+        n_lines: the split's input line count.
+        fields: the text stage's fields of the signature.
+        input_sha: the split's input digests by role.
     """
-    old_tok = old_tok or tok
-    sig = _signature(tok, lowercase, codes_sha, opts, sub=sub, words=words)
-    manifest = _manifest(out, sig, shared, v, _signature(old_tok, lowercase, codes_sha, opts, legacy=True, sub=sub),
-                         _signature(old_tok, lowercase, codes_sha, opts, older=True, sub=sub))
-    sig = _split_signature(manifest, split, sig, _signature(tok, lowercase, codes_sha, opts, sub=sub, words=words,
-                                                            inputs=input_sha))
+    sig = _signature(fields, opts)
+    manifest = _manifest(out, sig, shared, v, _signature(fields, opts, form="legacy"),
+                         _signature(fields, opts, form="older"))
+    sig = _split_signature(manifest, split, sig, _signature(fields, opts, inputs=input_sha))
     manifest.set_input_lines(split, n_lines)
     return manifest, sig

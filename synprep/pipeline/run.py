@@ -2,57 +2,31 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from synprep.annotate import PARSE_REASONS, annotate_split, items_from_files, warm_parse
-from synprep.config import DataConfig
+from synprep.annotate import SplitShards, annotate_split, items_from_files
 from synprep.constants import VOCAB_NAME
 from synprep.errors import InputError
-from synprep.lock import hold_split, writer
+from synprep.lock import writer
 from synprep.parse.options import Item, ParseOptions
+from synprep.parse.trees import TreeLeavesError
 from synprep.pipeline.checks import check_pipeline_inputs
-from synprep.pipeline.dictionary import split_vocab
-from synprep.pipeline.folder import TRAIN, TextFiles, check_output_folder
+from synprep.pipeline.config import DataConfig, Runtime, guard
+from synprep.pipeline.folder import TRAIN, SplitInputs, TextFiles
 from synprep.pipeline.intermediates import check_intermediates
-from synprep.pipeline.parts import (
-    Part,
-    annotate_hooks,
-    finished_parts,
-    merge_parts_into,
-    remove_records,
-    require_prepared,
-    resume_part,
-    save_prepared,
-    skip_others,
-    split_identity,
-)
-from synprep.pipeline.record import (
-    _finish,
-    _record_clean_drops,
-    _write_drop_report,
-    claim_split,
-    split_manifest,
-    trees_for,
-)
-from synprep.pipeline.text import Pieces, _clean, choose_tokenizer, subwords, tokenize_split
-from synprep.pipeline.views import (
-    Runtime,
-    TextOptions,
-    guard,
-    parse_options,
-    recorded,
-    shard_config,
-    text_options,
-)
+from synprep.pipeline.part_records import split_identity
+from synprep.pipeline.parts import Part
+from synprep.pipeline.record import SignatureFields, trees_for
+from synprep.pipeline.split import Front, Text, run_split
+from synprep.pipeline.text import Pieces, choose_tokenizer, clean_split, subwords, tokenize_split
 from synprep.shards import Manifest
+from synprep.subword import scheme_class
 from synprep.textio import iter_lines
 from synprep.timeline import mark
-from synprep.vocab import Vocab
 
 log = logging.getLogger(__name__)
 
@@ -99,76 +73,77 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
         ConfigError: bad options, or a folder made with another configuration; a part or merge before
             ``--prepare-only``, a merge with a part that has not finished (named, with its command).
     """
-    from synprep.subword import scheme_class
+    inputs = SplitInputs(split=split, src=src, tgt=tgt, clean=clean, codes=codes, vocab=vocab, conllu=conllu, trees=trees,
+                         subword_model=subword_model)
+    return run_split(RawText(), inputs, Path(out), config, runtime or Runtime(), part, prepare_only, merge_parts)
 
-    out, runtime, config = Path(out), runtime or Runtime(), config.replace(mode="pipeline")
-    check_output_folder(out)
-    if part is not None or merge_parts:
-        require_prepared(out, split, part, config.shards.shard_size)
-    elif split in (TRAIN, config.shards.vocab_split):  # the splits launched beside it see it at once and wait
-        hold_split(out, split, create=True)
-    # before anything is written or removed
-    finished = finished_parts(out, split, config.shards.shard_size) if merge_parts else None
-    text, parse = text_options(config, clean), parse_options(config, runtime, trees)
-    source, scheme = parse.source(), scheme_class(config.subword.scheme)
-    if not (prepare_only or merge_parts):
-        warm_parse(parse, runtime.par)  # the parse's workers start while the text stage runs (annotate_split waits)
-    n_tgt = check_pipeline_inputs(src, tgt, out, split, text, source, scheme, src_lang=config.src_lang,
-                                  tgt_lang=config.tgt_lang, language_check=config.text.language_check, conllu=conllu,
-                                  trees=trees, codes=codes, subword_model=subword_model)
-    mark("inputs checked")
-    tok = choose_tokenizer(text, parse, source, config.src_lang)
-    shared = guard(config, parse, tok=tok.name, scheme=scheme)  # the parser's identity: before anything is written
-    mark("parser identity")
-    files = TextFiles(out / "text", split, config.src_lang, config.tgt_lang)
-    files.work.mkdir(parents=True, exist_ok=True)
-    made = [files.side(stage, side) for stage in ("tok", "clean", "bpe") for side in ("src", "tgt")]
-    if split == TRAIN and codes is None and subword_model is None:
-        made.append(out / scheme.model_name)  # learned on this split's text
-    if split == config.shards.vocab_split and vocab is None:
-        made.append(out / VOCAB_NAME)  # built from this split's pieces
-    input_sha = claim_split(out, split, recorded(config, source.runs_parser),
-                           {"src": src, "tgt": tgt, "conllu": conllu, "trees": trees},
-                           made + [files.lines, files.dropped], vocab=vocab, runs_parser=source.runs_parser,
-                           cache=parse.cache, part=part)
-    check_intermediates(files, n_tgt)  # what a resumed run reuses: a damaged file is named, not a traceback
-    # 1. tokenize, 2. clean (+ lowercase), 3. subwords, 4. the vocabulary
-    n_src = tokenize_split(files, src, tgt, conllu, n_tgt, text, tok, source, runtime.par)
-    mark("tokenized")
-    _clean(files, text)
-    mark("cleaned")
-    words_file = files.side("words" if text.lowercase else "clean", "src")
-    pieces = subwords(out, files, src, tgt, words_file, text, scheme, codes, subword_model, runtime.par)
-    mark("subwords")
-    v = split_vocab(out, split, [pieces.src, pieces.tgt], vocab, config.shards.vocab_split)  # waits for its split
-    mark("vocabulary")
-    # 5. parse, features, shards
-    manifest, sig = split_manifest(out, split, shared, v, parse, n_src, tok=tok.field, old_tok=tok.name,
-                                   lowercase=text.lowercase, codes_sha=pieces.codes_sha, sub=pieces.sub,
-                                   input_sha=input_sha)
-    _record_clean_drops(manifest, split, files.dropped)
-    if prepare_only:
-        return save_prepared(out, split, manifest, list(PARSE_REASONS))
-    identity = split_identity(input_sha, [pieces.src, pieces.tgt, files.lines]) if part or finished else {}
-    merged = merge_parts_into(manifest, split, finished, identity) if finished is not None else None
-    facts = {**pieces.facts, "clean": text.clean if text.clean is not None else split == TRAIN,
-             "clean_bounds": [text.ratio, text.min_len, text.max_len]}
-    if merged is None:
-        if part is not None:
-            resume_part(out, split, part, manifest, identity)
-        items = _items(files, pieces, words_file, source, conllu, trees, n_src,
-                       skip_others(part, config.shards.shard_size))
-        _annotate(out, split, items, v, manifest, parse, config, runtime, text=text, sig=sig, subword=scheme.name,
-                  source_name=str(src or conllu), part=part, identity=identity,
-                  attrs=shard_config(shared, config, split, vocab_sha256=v.sha256, input_sha=input_sha, facts=facts))
-        if part is not None:
-            return manifest  # the part's record is saved; --merge-parts finishes the split
-    _write_drop_report(files.dropped, manifest, split)
-    _finish(out, manifest, split, restore=merged is not None)
-    mark("check")
-    if merged is not None:
-        remove_records(out, merged)
-    return manifest
+
+class RawText(Front):
+    """The front of ``synprep pipeline``: raw (or ``--tokenized``) text → tokenize, clean (+ lowercase), subwords
+    (:mod:`synprep.pipeline.text`)."""
+
+    mode = "pipeline"
+
+    def holds(self, split: str, config: DataConfig) -> bool:
+        return split in (TRAIN, config.shards.vocab_split)
+
+    def start(self, config: DataConfig, parse: ParseOptions) -> None:
+        self.scheme = scheme_class(config.subword.scheme)
+
+    def check(self, inputs: SplitInputs, out: Path, config: DataConfig, source: Any) -> int:
+        self.source = source
+        return check_pipeline_inputs(inputs, out, config, source, self.scheme)
+
+    def guard(self, out: Path, inputs: SplitInputs, config: DataConfig, parse: ParseOptions) -> dict[str, Any]:
+        self.tok = choose_tokenizer(config.text, parse, self.source, config.src_lang)
+        return guard(config, parse, tok=self.tok.name, scheme=self.scheme)
+
+    def made(self, out: Path, inputs: SplitInputs, config: DataConfig) -> list[Path]:
+        self.files = files = TextFiles(out / "text", inputs.split, config.src_lang, config.tgt_lang)
+        files.work.mkdir(parents=True, exist_ok=True)
+        made = [files.side(stage, side) for stage in ("tok", "clean", "bpe") for side in ("src", "tgt")]
+        if inputs.split == TRAIN and inputs.codes is None and inputs.subword_model is None:
+            made.append(out / self.scheme.model_name)  # learned on this split's text
+        if inputs.split == config.shards.vocab_split and inputs.vocab is None:
+            made.append(out / VOCAB_NAME)  # built from this split's pieces
+        return made + [files.lines, files.dropped]
+
+    def text(self, out: Path, inputs: SplitInputs, config: DataConfig, source: Any, n: int, runtime: Runtime) -> Text:
+        # 1. tokenize, 2. clean (+ lowercase), 3. subwords
+        files, text = self.files, config.text
+        check_intermediates(files, n)  # what a resumed run reuses: a damaged file is named, not a traceback
+        n_src = tokenize_split(files, inputs, n, text, self.tok, source, runtime.par)
+        mark("tokenized")
+        clean_split(files, text, inputs.clean)
+        mark("cleaned")
+        words_file = files.side("words" if text.lowercase else "clean", "src")
+        self.pieces = pieces = subwords(out, files, inputs, words_file, config, self.scheme, runtime.par)
+        mark("subwords")
+        facts = {**pieces.facts, "clean": inputs.clean if inputs.clean is not None else inputs.split == TRAIN,
+                 "clean_bounds": [text.ratio, text.min_len, text.max_len]}
+
+        def items(skip: Callable[[int], bool] | None) -> Iterator[Item]:
+            return _items(files, pieces, words_file, source, inputs.conllu, inputs.trees, n_src, skip)
+
+        return Text(n_src, (pieces.src, pieces.tgt), items, facts, self.scheme.name, files.dropped)
+
+    def identity(self, input_sha: dict[str, str], made: Text, parts: bool) -> dict[str, Any]:
+        return split_identity(input_sha, [*made.pieces, self.files.lines]) if parts else {}
+
+    def fields(self, out: Path, inputs: SplitInputs, config: DataConfig, made: Text) -> SignatureFields:
+        return SignatureFields(self.tok.field, config.text.lowercase, old_tok=self.tok.name,
+                               codes_sha=self.pieces.codes_sha, sub=self.pieces.sub)
+
+    def annotate(self, target: SplitShards, items: Iterator[Item], parse: ParseOptions, config: DataConfig,
+                 runtime: Runtime, inputs: SplitInputs) -> None:
+        """Step 5; trees whose words are not sacremoses' tokens are an input error that points at ``--tokenized``."""
+        try:
+            annotate_split(target, items, parse, runtime.par, source_name=str(inputs.src or inputs.conllu))
+        except TreeLeavesError as e:  # the trees' words are a treebank's tokenization, not sacremoses'
+            if config.text.tokenized or config.text.tokenizer != "moses":
+                raise
+            raise InputError(f"{e.reason} (synprep tokenized --src with sacremoses; give text tokenized like the "
+                             f"trees, one line per tree, with --tokenized)", e.path, e.line) from None
 
 
 def _items(files: TextFiles, pieces: Pieces, words_file: Path, source: Any, conllu: str | None,
@@ -183,23 +158,3 @@ def _items(files: TextFiles, pieces: Pieces, words_file: Path, source: Any, conl
                             parses=source.imported(conllu, line_numbers(), n_src),
                             trees=trees_for(trees, line_numbers(), n_src) if trees else None,
                             word_index=iter_lines(pieces.index) if pieces.index else None, skip=skip)
-
-
-def _annotate(out: Path, split: str, items: Iterator[Item], v: Vocab, manifest: Manifest, parse: ParseOptions,
-              config: DataConfig, runtime: Runtime, *, text: TextOptions, sig: str, subword: str, source_name: str,
-              attrs: dict[str, Any], part: Part | None = None, identity: dict[str, Any] | None = None) -> None:
-    """Step 5 (:func:`synprep.annotate.annotate_split`); trees whose words are not sacremoses' tokens are
-    an input error that points at ``--tokenized``."""
-    from synprep.parse.trees import TreeLeavesError
-
-    try:
-        annotate_split(out, split, items, vocab=v, manifest=manifest,
-                       opts=dataclasses.replace(parse, lowercase=text.lowercase), par=runtime.par,
-                       src_lang=config.src_lang, tgt_lang=config.tgt_lang, signature=sig, config=attrs,
-                       ldd_threshold=config.parse.ldd_threshold, shard_size=config.shards.shard_size, source_name=source_name,
-                       subword=subword, **annotate_hooks(out, split, part, identity or {}))
-    except TreeLeavesError as e:  # the trees' words are a treebank's tokenization, not sacremoses'
-        if text.tokenized or text.tokenizer != "moses":
-            raise
-        raise InputError(f"{e.reason} (synprep tokenized --src with sacremoses; give text tokenized like the "
-                         f"trees, one line per tree, with --tokenized)", e.path, e.line) from None

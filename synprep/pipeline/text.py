@@ -18,26 +18,28 @@ from synprep.errors import ConfigError, InputError
 from synprep.escape import unescape_tokens
 from synprep.lock import folder_lock
 from synprep.parse.tokenize import parser_tokenize_stream, parser_tokenizer_signature
-from synprep.pipeline.folder import CODES_NAME, TRAIN, TextFiles
-from synprep.pipeline.views import TextOptions
+from synprep.pipeline.config import DataConfig
+from synprep.pipeline.folder import CODES_NAME, TRAIN, SplitInputs, TextFiles
 from synprep.signature import file_sha256
 from synprep.subword import load_scheme
+from synprep.subword.config import SubwordConfig
 from synprep.subword.stream import align_stream, encode_stream
 from synprep.text.case import moses_lowercase
+from synprep.text.config import TextConfig
 from synprep.textio import atomic_write, count_lines, display_name, iter_line_pairs, iter_lines
 
 log = logging.getLogger(__name__)
 
 
 
-def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Parallel, spec: Any = None) -> None:
+def _tokenize(inp: str, out_path: Path, lang: str, text: TextConfig, par: Parallel, spec: Any = None) -> None:
     """Tokenize one side; with ``spec`` (the source side under ``--tokenizer parser``) by that parser's tokenizer."""
     # imported here: loads sacremoses, not needed to import this module
     from synprep.text.tokenize import tokenize_stream
 
     if out_path.exists():
         return
-    if opts.tokenized:  # used as it is: one line per line, CRLF/BOM/gzip normalized by iter_lines
+    if text.tokenized:  # used as it is: one line per line, CRLF/BOM/gzip normalized by iter_lines
         log.info("already tokenized: %s → %s", display_name(inp), out_path)
         with atomic_write(out_path) as f:
             for line in iter_lines(inp):
@@ -48,15 +50,16 @@ def _tokenize(inp: str, out_path: Path, lang: str, opts: TextOptions, par: Paral
         lines = parser_tokenize_stream(iter_lines(inp), spec, jobs=par.jobs, backend=par.backend,
                                        scheduler=par.scheduler)
     else:
-        lines = tokenize_stream(iter_lines(inp), lang, fairseq_compat=opts.fairseq_compat, jobs=par.jobs,
+        lines = tokenize_stream(iter_lines(inp), lang, fairseq_compat=text.fairseq_compat, jobs=par.jobs,
                                 backend=par.backend, scheduler=par.scheduler)
     with atomic_write(out_path) as f:
         for line in lines:
             f.write(line + "\n")
 
 
-def _clean(files: TextFiles, opts: TextOptions) -> None:
-    """Clean the tokenized pair into SPLIT.clean.L (+ words, lines, dropped.tsv), all or nothing."""
+def clean_split(files: TextFiles, text: TextConfig, clean: bool | None) -> None:
+    """Step 2: clean the tokenized pair into SPLIT.clean.L (+ words, lines, dropped.tsv), all or nothing;
+    ``clean``: the split's ``--clean/--no-clean`` (None: the train split only)."""
     # imported here: loads sacremoses, not needed to import this module
     from synprep.text.clean import CleanStats, clean_pairs, nothing_kept_error, report_header, report_row
 
@@ -65,13 +68,13 @@ def _clean(files: TextFiles, opts: TextOptions) -> None:
         "src": files.side("clean", "src"), "tgt": files.side("clean", "tgt"),
         "lines": files.lines, "report": files.dropped,
     }
-    if opts.lowercase:
+    if text.lowercase:
         outputs["words"] = files.side("words", "src")
     if all(p.exists() for p in outputs.values()):
         return
-    do_clean = opts.clean if opts.clean is not None else split == TRAIN
+    do_clean = clean if clean is not None else split == TRAIN
     bounds: dict[str, Any] = (
-        {"ratio": opts.ratio, "min_len": opts.min_len, "max_len": opts.max_len} if do_clean
+        {"ratio": text.ratio, "min_len": text.min_len, "max_len": text.max_len} if do_clean
         else {"ratio": math.inf, "min_len": 1, "max_len": 1 << 62, "max_word_length": 1 << 30})
     tok_src, tok_tgt = files.side("tok", "src"), files.side("tok", "tgt")
     stats = CleanStats()
@@ -85,19 +88,19 @@ def _clean(files: TextFiles, opts: TextOptions) -> None:
             if not r.kept:
                 f["report"].write(report_row(r) + "\n")
                 continue
-            src, tgt = (moses_lowercase(r.src), moses_lowercase(r.tgt)) if opts.lowercase else (r.src, r.tgt)
+            src, tgt = (moses_lowercase(r.src), moses_lowercase(r.tgt)) if text.lowercase else (r.src, r.tgt)
             f["src"].write(src + "\n")
             f["tgt"].write(tgt + "\n")
             f["lines"].write(f"{r.line}\n")
-            if opts.lowercase:
+            if text.lowercase:
                 f["words"].write(r.src + "\n")
-        error = nothing_kept_error(stats, src_lang=files.src_lang, tgt_lang=files.tgt_lang, ratio=opts.ratio,
-                                   min_len=opts.min_len, max_len=opts.max_len, path=f"{tok_src}, {tok_tgt}")
+        error = nothing_kept_error(stats, src_lang=files.src_lang, tgt_lang=files.tgt_lang, ratio=text.ratio,
+                                   min_len=text.min_len, max_len=text.max_len, path=f"{tok_src}, {tok_tgt}")
         if error is not None:  # raised inside: nothing is written
             raise error
 
 
-def _codes(out: Path, files: TextFiles, codes: str | None, opts: TextOptions) -> Path:
+def _codes(out: Path, files: TextFiles, codes: str | None, sub: SubwordConfig) -> Path:
     # imported here: loads subword_nmt, not needed to import this module
     from synprep.text.bpe import learn_bpe
 
@@ -118,14 +121,14 @@ def _codes(out: Path, files: TextFiles, codes: str | None, opts: TextOptions) ->
     clean = [files.side("clean", "src"), files.side("clean", "tgt")]
     split = files.split
     names = f"{split}.clean.{{{','.join(p.name[len(split) + len('.clean.'):] for p in clean)}}}"  # train.clean.{de,en}
-    log.info("learning BPE codes on %s (at most %d merges)", names, opts.merges)
-    n = learn_bpe(clean, opts.merges, target)
+    log.info("learning BPE codes on %s (at most %d merges)", names, sub.merges)
+    n = learn_bpe(clean, sub.merges, target)
     log.info("learned %d BPE merges on %s%s", n, names,
-             f" (of {opts.merges} asked: no pair occurs twice any more)" if n < opts.merges else "")
+             f" (of {sub.merges} asked: no pair occurs twice any more)" if n < sub.merges else "")
     return target
 
 
-def _subword_model(out: Path, split: str, raw_files: list[Path], model: str | None, opts: TextOptions,
+def _subword_model(out: Path, split: str, raw_files: list[Path], model: str | None, sub: SubwordConfig,
                    scheme: Any) -> Path:
     """``OUT/<model_name>``: copied from ``model``, reused, or learned on the train split's kept raw
     lines ``raw_files`` (both sides, joint) — :func:`_codes` for the schemes that read raw text."""
@@ -142,12 +145,12 @@ def _subword_model(out: Path, split: str, raw_files: list[Path], model: str | No
         return target
     if split != TRAIN:
         raise ConfigError(f"no {scheme.name} model in {out}: run the train split first, or give {scheme.model_option}")
-    log.info("learn a %s model (size %d) on %s", scheme.name, opts.vocab_size, ", ".join(map(str, raw_files)))
-    scheme.learn(raw_files, target, opts.vocab_size)
+    log.info("learn a %s model (size %d) on %s", scheme.name, sub.vocab_size, ", ".join(map(str, raw_files)))
+    scheme.learn(raw_files, target, sub.vocab_size)
     return target
 
 
-def _raw_kept(files: TextFiles, side: str, raw: str, opts: TextOptions) -> Path:
+def _raw_kept(files: TextFiles, side: str, raw: str, text: TextConfig) -> Path:
     """``text/SPLIT.raw.L`` (named by side as well with the same language on both sides,
     :class:`TextFiles`): the raw lines of the kept pairs (lowercased with ``--lowercase``): what a
     scheme that reads raw text segments."""
@@ -159,25 +162,25 @@ def _raw_kept(files: TextFiles, side: str, raw: str, opts: TextOptions) -> Path:
     with atomic_write(target) as f:
         for i, line in enumerate(iter_lines(raw), 1):
             if i == want:
-                f.write((moses_lowercase(line) if opts.lowercase else line) + "\n")
+                f.write((moses_lowercase(line) if text.lowercase else line) + "\n")
                 want = next(keep, None)
     return target
 
 
 def _segment(files: TextFiles, src: str, tgt: str, words_file: Path,
-             model: Path, opts: TextOptions, name: str, par: Parallel) -> tuple[Path, Path, Path]:
+             model: Path, text: TextConfig, name: str, par: Parallel) -> tuple[Path, Path, Path]:
     """Segment the kept raw lines: ``text/SPLIT.NAME.SRC`` (the source pieces as stored: split at word
     boundaries), ``text/SPLIT.NAME.wi`` (each source piece's word, and the line's rule counts),
     ``text/SPLIT.NAME.TGT``. Returns the three paths."""
-    raw_src, raw_tgt = _raw_kept(files, "src", src, opts), _raw_kept(files, "tgt", tgt, opts)
+    raw_src, raw_tgt = _raw_kept(files, "src", src, text), _raw_kept(files, "tgt", tgt, text)
     out_src, out_idx, out_tgt = files.side(name, "src"), files.work / f"{files.split}.{name}.wi", \
         files.side(name, "tgt")
     if not (out_src.exists() and out_idx.exists()):
         def source_lines() -> Iterator[tuple[int, str, list[str]]]:
             lines = (int(n) for n in iter_lines(files.lines))
-            for n, text, words in zip(lines, iter_lines(raw_src), iter_lines(words_file), strict=True):
+            for n, raw, words in zip(lines, iter_lines(raw_src), iter_lines(words_file), strict=True):
                 w = unescape_tokens(words.split())
-                yield n, text, [moses_lowercase(x) for x in w] if opts.lowercase else w
+                yield n, raw, [moses_lowercase(x) for x in w] if text.lowercase else w
 
         with atomic_write(out_src) as f, atomic_write(out_idx) as g:
             for pieces, index in align_stream(source_lines(), name, model, path=src, jobs=par.jobs,
@@ -237,7 +240,7 @@ class Tokenizer:
     field: str
 
 
-def choose_tokenizer(text: TextOptions, parse: Any, source: Any, src_lang: str) -> Tokenizer:
+def choose_tokenizer(text: TextConfig, parse: Any, source: Any, src_lang: str) -> Tokenizer:
     """The split's :class:`Tokenizer` (``--tokenized``, ``--tokenizer moses|parser``).
 
     Raises:
@@ -269,14 +272,15 @@ def choose_tokenizer(text: TextOptions, parse: Any, source: Any, src_lang: str) 
     return Tokenizer(spec, name, name if source.runs_parser else f"conllu/{name}")
 
 
-def tokenize_split(files: TextFiles, src: str | None, tgt: str, conllu: str | None, n_tgt: int, text: TextOptions,
-                   tok: Tokenizer, source: Any, par: Parallel) -> int:
+def tokenize_split(files: TextFiles, inputs: SplitInputs, n_tgt: int, text: TextConfig, tok: Tokenizer, source: Any,
+                   par: Parallel) -> int:
     """Step 1: ``text/SPLIT.tok.L`` of both sides (the source's from the CoNLL-U file when the parses are
     imported); returns the source's line count.
 
     Raises:
         InputError: the CoNLL-U file has another number of lines than the target.
     """
+    src, tgt, conllu = inputs.src, inputs.tgt, inputs.conllu
     src_tok = files.side("tok", "src")
     given = source.source_tokens(src, conllu)
     if given is None:
@@ -307,15 +311,16 @@ class Pieces:
     facts: dict[str, Any]
 
 
-def subwords(out: Path, files: TextFiles, src: str | None, tgt: str, words_file: Path, text: TextOptions,
-             scheme: Any, codes: str | None, model: str | None, par: Parallel) -> Pieces:
+def subwords(out: Path, files: TextFiles, inputs: SplitInputs, words_file: Path, config: DataConfig, scheme: Any,
+             par: Parallel) -> Pieces:
     """Step 3: BPE codes (learned on the train split, or given) applied to the kept tokens, or a
     scheme that reads raw text (its model learned or given) applied to the kept raw lines."""
+    src, tgt, text, sub = inputs.src, inputs.tgt, config.text, config.subword
     if scheme.reads_raw:
         assert src is not None
         raw_files = [_raw_kept(files, "src", src, text), _raw_kept(files, "tgt", tgt, text)]
         with folder_lock(out):
-            model_path = _subword_model(out, files.split, raw_files, model, text, scheme)
+            model_path = _subword_model(out, files.split, raw_files, inputs.subword_model, sub, scheme)
 
         identity = load_scheme(scheme.name, model_path).identity()
         bpe_src, bpe_tgt, index_file = _segment(files, src, tgt, words_file, model_path, text, scheme.name, par)
@@ -325,7 +330,7 @@ def subwords(out: Path, files: TextFiles, src: str | None, tgt: str, words_file:
         if not files.side("bpe", side).exists():  # before the codes are learned on them
             _refuse_bpe_marker(files, side, name)
     with folder_lock(out):
-        code_path = _codes(out, files, codes, text)
+        code_path = _codes(out, files, inputs.codes, sub)
     for side in ("src", "tgt"):
         _apply_bpe(files.side("clean", side), files.side("bpe", side), code_path, par)
     # imported here: loads subword_nmt, not needed to import this module

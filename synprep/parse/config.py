@@ -1,0 +1,70 @@
+"""The parse stage's section of a data folder's configuration (:class:`ParseConfig`, the backend's options
+included; composed by :class:`synprep.pipeline.config.DataConfig`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from synprep.constants import DEVICES
+from synprep.defaults import PARSE_DEFAULTS
+from synprep.errors import ConfigError
+from synprep.settings import at_least
+
+
+@dataclass(frozen=True)
+class ParseConfig:
+    """The parse stage's settings: the parser, its backend's options, and how it is run where that
+    changes the parses.
+
+    Attributes:
+        parser: ``stanza``, ``corenlp``, ``spacy``, a plugin, or ``conllu`` (imported parses).
+        stanza_package: the stanza package (None: stanza's default for the language).
+        spacy_model: the spaCy pipeline (``--parser spacy``).
+        label_map: the spaCy pipeline's label map (``--parser spacy``).
+        parser_options: the parser backend's own options that change its parses and have no field
+            here (a plugin's :attr:`~synprep.parse.base.ParserBackend.Options`: ``(("toy_label",
+            "nsubj"),)``, sorted), those not at their default: saved as a JSON object when there is one.
+        device: the device kind the parser runs on, ``cpu`` or ``cuda`` (``--device``): CPU and GPU
+            parses differ slightly, so a folder is made on one kind (a version-2 file, without
+            the field, was made on ``cpu`` unless its parser identity names ``device=cuda``).
+        ssplit: split lines into sentences (SPEC.md §1); False: one sentence per line.
+        max_words: longer sentences are recorded as ``parse:too_long``, never parsed (stanza hangs
+            or runs out of memory on 400+ words).
+        batch_size: sentences per parser call (stanza's scores depend, in the 7th digit, on which
+            sentences share a batch, so it is part of the output).
+        ldd_threshold: LDD entries below this probability are dropped (each word keeps its best).
+    """
+
+    parser: str = field(default="stanza", metadata={"param": "parser_name"})
+    stanza_package: str | None = field(default=None, metadata={"spec": "package"})
+    spacy_model: str | None = field(default=None, metadata={"optional": True, "spec": "spacy_model"})
+    label_map: str | None = field(default=None, metadata={"optional": True, "spec": "label_map",
+                                                          "param": "spacy_label_map"})
+    parser_options: tuple[tuple[str, Any], ...] = field(default=(), metadata={"optional": True, "param": None})
+    device: str = "cpu"
+    ssplit: bool = field(default=True, metadata={"param": "no_ssplit", "negated": True})
+    max_words: int = PARSE_DEFAULTS.max_words
+    batch_size: int = PARSE_DEFAULTS.batch_size
+    ldd_threshold: float = PARSE_DEFAULTS.ldd_threshold
+
+    def __post_init__(self) -> None:
+        at_least(self, max_words=1, batch_size=1)
+        if self.device not in DEVICES:
+            raise ConfigError(f"device must be cpu or cuda, got {self.device!r}")
+        if not 0.0 <= self.ldd_threshold <= 1.0:
+            raise ConfigError(f"ldd_threshold must be in [0, 1], got {self.ldd_threshold}")
+        for item in self.parser_options:
+            if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
+                    and item[0].startswith(f"{self.parser}_")):
+                raise ConfigError(f"parser_options: {item!r} is not an option of --parser {self.parser} "
+                                  f"(NAME_FIELD, value)")
+
+
+def spec_fields() -> dict[str, str]:
+    """:class:`~synprep.parse.base.ParserSpec` field → :class:`ParseConfig` field (its saved name too), for
+    the parser's folder settings (metadata ``spec``): ``package`` → ``stanza_package``, ``spacy_model``,
+    ``label_map``."""
+    return {f.metadata["spec"]: f.name for f in dataclasses.fields(ParseConfig) if "spec" in f.metadata}

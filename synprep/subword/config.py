@@ -1,0 +1,29 @@
+"""The subword stage's section of a data folder's configuration (:class:`SubwordConfig`; composed by
+:class:`synprep.pipeline.config.DataConfig`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from synprep.settings import at_least
+from synprep.subword import DEFAULT_SCHEME
+
+
+@dataclass(frozen=True)
+class SubwordConfig:
+    """How the text becomes subword pieces.
+
+    Attributes:
+        scheme: the subword scheme (:data:`synprep.subword.SCHEMES`: ``bpe``, ``spm``, ``hf``; saved and
+            given as ``subword``).
+        merges: joint BPE merge operations learned on the train split (fairseq IWSLT14: 10000).
+        vocab_size: the SentencePiece vocabulary size when a model is learned (``--subword spm``).
+    """
+
+    merges: int = 10000
+    scheme: str = field(default=DEFAULT_SCHEME, metadata={"saved": "subword"})
+    vocab_size: int = 8000
+
+    def __post_init__(self) -> None:
+        at_least(self, merges=1, vocab_size=1)
