@@ -56,7 +56,8 @@ def test_export_never_touches_a_file_its_export_json_names_outside_dest(syntheti
     export(str(synthetic), fmt, str(dest))
     victim = tmp_path / "victim.txt"
     victim.write_text("mine")
-    (dest / "link").symlink_to(tmp_path)
+    if bad.startswith("link/"):  # refused before export.json is read: a link in DEST that leads out of it
+        (dest / "link").symlink_to(tmp_path)
     name = str(victim) if bad == "ABSOLUTE" else bad
     raw = json.loads((dest / "export.json").read_text(encoding="utf-8"))
     entry = {"sha256": "0" * 64, "bytes": 4}
@@ -70,8 +71,14 @@ def test_export_never_touches_a_file_its_export_json_names_outside_dest(syntheti
     before = tree(dest)
     proc = run_cli("export", str(synthetic), "--format", fmt, "--to", str(dest), check=False)
     assert proc.returncode == 2, proc.stderr
-    assert re.fullmatch(rf"synprep: error: {re.escape(str(dest / 'export.json'))}: unit '{re.escape(key)}': file "
-                        rf"{re.escape(repr(name))} is not a file name inside the folder \([^\n]+\)\n", proc.stderr)
+    if bad.startswith("link/"):
+        assert re.fullmatch(rf"synprep: error: {re.escape(str(dest / 'link'))} is a symbolic link to "
+                            rf"{re.escape(str(tmp_path))}[^\n]*: synprep writes only inside the folder it is given; "
+                            rf"remove the link \(or give another folder\)\n", proc.stderr), proc.stderr
+    else:
+        assert re.fullmatch(rf"synprep: error: {re.escape(str(dest / 'export.json'))}: unit '{re.escape(key)}': "
+                            rf"file {re.escape(repr(name))} is not a file name inside the folder \([^\n]+\)\n",
+                            proc.stderr), proc.stderr
     assert victim.read_text() == "mine" and tree(dest) == before
 
 
