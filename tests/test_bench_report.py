@@ -11,8 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from tests.helpers import ROOT
+from helpers import ROOT
 
 REPORT = runpy.run_path(str(ROOT / "benchmarks" / "report.py"))
 
