@@ -45,16 +45,18 @@ from synprep import timeline
 from synprep.errors import ConfigError, InputError
 from synprep.proc import pid_alive as _pid_alive
 from synprep.proc import process_start, same_process
+from synprep.temps import (  # noqa: F401 - temp_prefix, live_temp, sweep_stale_temps, LEGACY_TEMP_AGE: their old home
+    LEGACY_TEMP_AGE,
+    live_temp,
+    sweep_stale_temps,
+    temp_prefix,
+)
 
 log = logging.getLogger(__name__)
 
 FOLDER_LOCK = ".lock"
 #: the split name rule (README "Output folder"): letters, digits, ``_`` and ``-``
 SPLIT_RE = re.compile(r"^[A-Za-z0-9_-]+$")
-#: the pid in a temporary file's name: ``.NAME.pid1234.abcd_123.tmp``
-_TEMP_RE = re.compile(r"\.pid(\d+)\.[A-Za-z0-9_]+\.tmp$")
-#: temporary files without a pid (written by synprep before 0.1.1) are swept when older than this (s)
-LEGACY_TEMP_AGE = 3600.0
 
 
 class FolderBusy(ConfigError):
@@ -73,48 +75,6 @@ def check_split_name(split: Any) -> str:
     if not isinstance(split, str) or not SPLIT_RE.match(split):
         raise ConfigError(f"invalid split name {split!r}: use letters, digits, '_' and '-' only")
     return split
-
-
-def temp_prefix(name: str) -> str:
-    """The ``mkstemp`` prefix of a temporary file for target ``name``: ``.NAME.pidPID.``."""
-    return f".{name}.pid{os.getpid()}."
-
-
-def live_temp(path: Path) -> bool:
-    """True when ``path`` (a ``.*.tmp`` file) names a pid (:func:`temp_prefix`) still running on this host."""
-    m = _TEMP_RE.search(path.name)
-    return m is not None and _pid_alive(int(m.group(1)))
-
-
-def _stale(path: Path) -> bool:
-    if _TEMP_RE.search(path.name) is not None:
-        return not live_temp(path)
-    try:  # no pid in the name (an older synprep): stale once old
-        return time.time() - path.stat().st_mtime >= LEGACY_TEMP_AGE
-    except FileNotFoundError:
-        return False
-
-
-def sweep_stale_temps(*folders: str | os.PathLike) -> list[Path]:
-    """Remove the temporary files (``.*.tmp``) in ``folders`` whose owner process is gone; returns them.
-
-    A temporary file without a pid in its name (an older synprep's) is removed once it is
-    :data:`LEGACY_TEMP_AGE` seconds old.
-
-    Call it only after the configuration check has accepted this run: a refused command must
-    leave the folder as it found it.
-    """
-    removed = []
-    for d in map(Path, folders):
-        if not d.is_dir():
-            continue
-        for p in d.glob(".*.tmp"):
-            if _stale(p):
-                log.debug("removing stale %s", p)
-                with contextlib.suppress(FileNotFoundError):
-                    p.unlink()
-                removed.append(p)
-    return removed
 
 
 def _owner_record(**extra: Any) -> str:
