@@ -34,17 +34,14 @@ from typing import IO, TYPE_CHECKING, Any
 from synprep.defaults import PARSE_DEFAULTS as DEFAULTS
 from synprep.errors import InputError
 from synprep.parallel import chunked, keep_loky_worker, limit_threads, parallel_map, stage_map
-from synprep.parse.base import (
-    ParserBackend,
-    ParserSpec,
-    ParseStats,
-    _reason,
-    backend_class,
-    backend_for_identity,
-    error_kind,
-    identity_digest,
-    parse_isolated,
+from synprep.parse.backends import (  # noqa: F401 - parser_identity, short_identity, parser_signature_name: their old home
+    batch_identity,
+    make_parser,
+    parser_identity,
+    parser_signature_name,
+    short_identity,
 )
+from synprep.parse.base import ParserSpec, ParseStats, _reason, error_kind, parse_isolated
 from synprep.parse.blocks import (  # noqa: F401 - Throughput, THROUGHPUT: imported from here by the CLI
     STATS_REASON,
     THROUGHPUT,
@@ -86,52 +83,6 @@ _GPU_LOCK: IO | None = None
 PARSER_CALLS = 0
 
 
-def make_parser(spec: ParserSpec, device: str | None = None) -> ParserBackend:
-    """Load the parser a spec names (its registered :class:`~synprep.parse.base.ParserBackend`).
-
-    Args:
-        device: this process's torch/spaCy device (``cpu``, ``cuda:1``); None follows ``spec.device``.
-    """
-    return backend_class(spec.name)(spec, device=device)
-
-
-def parser_identity(spec: ParserSpec) -> str:
-    """The identity string of a spec's parser (cache key prefix, signature); loads no model.
-
-    The backend's identity, with ``|device=cuda`` appended for a GPU parse: GPU and CPU kernels give
-    slightly different scores (docs/parse.md), so the device kind is part of the identity — the
-    cache key, the signature's parser field and the folder's configuration keep them apart. A CPU
-    identity carries no device field (as every identity before the field existed).
-
-    Raises:
-        ConfigError: models missing (stanza resources, spaCy package, CoreNLP).
-    """
-    identity = backend_class(spec.name).identity(spec)
-    return identity if spec.device == "cpu" else f"{identity}|device={spec.device}"
-
-
-def short_identity(identity: str) -> str:
-    """The signature line's compact form of a parser identity (its backend's
-    :meth:`~synprep.parse.base.ParserBackend.short_identity`; ``NAME#DIGEST`` for an unknown one)."""
-    backend = backend_for_identity(identity)
-    if backend is None:
-        return f"{identity.split('|', 1)[0]}#{identity_digest(identity)}"
-    return backend.short_identity(identity)
-
-
-def batch_identity(identity: str, batch: list[tuple[str, ...]]) -> str:
-    """The cache key prefix of one batch's parses: the parser identity and the batch's sentences.
-
-    A parse depends on its batch-mates (stanza's floats, in the 7th digit), so each is cached
-    under its whole batch: ``IDENTITY|batch=SHA`` (sha256 of the batch's word lists, 16 hex digits).
-    """
-    import hashlib
-    import json
-
-    digest = hashlib.sha256(json.dumps([list(s) for s in batch], ensure_ascii=False).encode("utf-8")).hexdigest()
-    return f"{identity}|batch={digest[:16]}"
-
-
 def cut_batches(sentences: list[tuple[str, ...]], batch_size: int, *, max_chars: int | None = None,
                 max_padded: int | None = None) -> list[list[tuple[str, ...]]]:
     """Cut sentences, in order, into batches: a batch ends before a sentence that would give it more than
@@ -165,11 +116,6 @@ def cut_batches(sentences: list[tuple[str, ...]], batch_size: int, *, max_chars:
     if batch:
         batches.append(batch)
     return batches
-
-
-def parser_signature_name(spec: ParserSpec) -> str:
-    """The pipeline signature's ``parser:`` field for a spec (no file hashed)."""
-    return backend_class(spec.name).signature_name(spec)
 
 
 _SLOT_DIR: tempfile.TemporaryDirectory | None = None
