@@ -170,6 +170,48 @@ def _paired(named: list[tuple[str, Sequence[str]]], refs: list[str], tokenized: 
     return float(res.p_value), str(sigs[name])
 
 
+def _picked_lines(runs: Sequence[Run], refs: Sequence[str]) -> list[int]:
+    """The 1-based reference lines every run translated (the same for all: one test set).
+
+    Raises:
+        InputError: a run's lines outside the references, or a hypothesis count that does not match.
+        ConfigError: runs translating different reference lines.
+    """
+    picked: list[int] | None = None
+    for r in runs:
+        lines = r.lines or list(range(1, len(refs) + 1))
+        bad = [n for n in lines if not 1 <= n <= len(refs)]
+        if bad:
+            raise InputError(f"line {bad[0]} is outside the {len(refs)} references", str(r.path))
+        if len(lines) != len(r.hyps):
+            raise InputError(f"{len(r.hyps)} hypotheses but {len(lines)} reference lines", str(r.path))
+        if picked is None:
+            picked = lines
+        elif lines != picked:
+            raise ConfigError(f"{r.path} translated other reference lines than {runs[0].path}: "
+                              f"paired tests need one test set")
+    assert picked is not None
+    return picked
+
+
+def _system_scores(groups: dict[str, list[Run]], baseline: str, sel: list[str], lang: str, lowercase: bool,
+                   sigs: dict[str, str]) -> list[dict[str, Any]]:
+    """Each system's entry with BLEU per run and its mean and sd (the tests not yet filled); the metrics'
+    signatures go into ``sigs``."""
+    systems: list[dict[str, Any]] = []
+    for name, rs in groups.items():
+        per_run = []
+        for r in rs:
+            s = bleu_scores(r.hyps, sel, lang, lowercase=lowercase)
+            sigs["bleu"], sigs["tok_bleu"] = s["bleu_signature"], s["tok_bleu_signature"]
+            per_run.append({"run": str(r.path), "seed": r.seed, "bleu": s["bleu"], "tok_bleu": s["tok_bleu"]})
+        systems.append({"system": name, "baseline": name == baseline, "seeds": [r.seed for r in rs], "runs": per_run,
+                        "config": rs[0].config,
+                        "bleu": _mean_sd([x["bleu"] for x in per_run]),
+                        "tok_bleu": _mean_sd([x["tok_bleu"] for x in per_run])})
+    return systems
+
+
 def compare_runs(runs: Sequence[Run], refs: Sequence[str], *, lang: str = "en", lowercase: bool = False,
                  baseline: str | None = None, tests: Sequence[str] = ("bs", "ar")) -> dict[str, Any]:
     """BLEU per run and system, and paired tests of every system against the baseline.
@@ -201,34 +243,10 @@ def compare_runs(runs: Sequence[Run], refs: Sequence[str], *, lang: str = "en", 
     baseline = baseline or runs[0].system
     if baseline not in groups:
         raise ConfigError(f"--baseline {baseline!r} is none of the systems ({', '.join(groups)})")
-    picked: list[int] | None = None
-    for r in runs:
-        lines = r.lines or list(range(1, len(refs) + 1))
-        bad = [n for n in lines if not 1 <= n <= len(refs)]
-        if bad:
-            raise InputError(f"line {bad[0]} is outside the {len(refs)} references", str(r.path))
-        if len(lines) != len(r.hyps):
-            raise InputError(f"{len(r.hyps)} hypotheses but {len(lines)} reference lines", str(r.path))
-        if picked is None:
-            picked = lines
-        elif lines != picked:
-            raise ConfigError(f"{r.path} translated other reference lines than {runs[0].path}: "
-                              f"paired tests need one test set")
-    assert picked is not None
-    sel = [refs[n - 1] for n in picked]
+    sel = [refs[n - 1] for n in _picked_lines(runs, refs)]
     sel_detok = detokenize(sel, lang)
     sigs: dict[str, str] = {}
-    systems: list[dict[str, Any]] = []
-    for name, rs in groups.items():
-        per_run = []
-        for r in rs:
-            s = bleu_scores(r.hyps, sel, lang, lowercase=lowercase)
-            sigs["bleu"], sigs["tok_bleu"] = s["bleu_signature"], s["tok_bleu_signature"]
-            per_run.append({"run": str(r.path), "seed": r.seed, "bleu": s["bleu"], "tok_bleu": s["tok_bleu"]})
-        systems.append({"system": name, "baseline": name == baseline, "seeds": [r.seed for r in rs], "runs": per_run,
-                        "config": rs[0].config,
-                        "bleu": _mean_sd([x["bleu"] for x in per_run]),
-                        "tok_bleu": _mean_sd([x["tok_bleu"] for x in per_run])})
+    systems = _system_scores(groups, baseline, sel, lang, lowercase, sigs)
     base_runs = {r.seed: r for r in groups[baseline]}
     base_entry = next(e for e in systems if e["baseline"])
     detok = {id(r): detokenize(r.hyps, lang) for r in runs}  # line by line: once per run, for every test
