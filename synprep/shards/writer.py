@@ -227,6 +227,34 @@ def _create(group: h5py.Group, name: str, data: np.ndarray, compressed: bool) ->
                          compression_opts=GZIP_LEVEL, shuffle=True, track_times=False)
 
 
+def _write_atomically(path: Path, image: bytes) -> None:
+    """Write ``image`` to ``path`` through a temporary file in its folder (fsync, rename, fsync of the folder).
+
+    Raises:
+        OSError: naming ``path``, never the temporary file (nothing is left behind).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=temp_prefix(path.name), suffix=".tmp", dir=path.parent)
+    except OSError as e:  # name the shard, never the temporary file
+        raise OSError(e.errno, e.strerror, str(path)) from None
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(image)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, file_mode())  # mkstemp makes 0600; a shard is an ordinary file
+        os.replace(tmp, path)
+    except BaseException as e:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        if isinstance(e, OSError) and (e.filename is None or e.filename == tmp_name):  # name the shard
+            raise OSError(e.errno, e.strerror or str(e), str(path)) from None
+        raise
+    _fsync_dir(path.parent)
+
+
 def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: Mapping[str, Any],
                 words: Iterable[Sequence[str]] | None = None) -> ShardInfo:
     """Write the records as one shard, atomically (temp file in the same folder, fsync, rename).
@@ -304,26 +332,7 @@ def write_shard(path: str | os.PathLike, records: Iterable[PairRecord], attrs: M
         image = f.id.get_file_image()
     del packed
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd, tmp_name = tempfile.mkstemp(prefix=temp_prefix(path.name), suffix=".tmp", dir=path.parent)
-    except OSError as e:  # name the shard, never the temporary file
-        raise OSError(e.errno, e.strerror, str(path)) from None
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(image)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, file_mode())  # mkstemp makes 0600; a shard is an ordinary file
-        os.replace(tmp, path)
-    except BaseException as e:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        if isinstance(e, OSError) and (e.filename is None or e.filename == tmp_name):  # name the shard
-            raise OSError(e.errno, e.strerror or str(e), str(path)) from None
-        raise
-    _fsync_dir(path.parent)
+    _write_atomically(path, image)
     return ShardInfo(file=path.name, pairs=n, first_line=buf.lines[0], last_line=buf.lines[-1],
                      sha256=hashlib.sha256(image).hexdigest(), bytes=len(image))
 
