@@ -147,6 +147,33 @@ def locate_words(text: str, words: Sequence[str], *, line: int | None = None,
     return spans
 
 
+def _span_arrays(pieces: Sequence[str], spans: Sequence[tuple[int, int]], word_spans: Sequence[tuple[int, int]], *,
+                 line: int | None, path: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`align_offsets`' inputs checked and as int64 arrays: the words' starts and ends ``(W,)``, the
+    pieces' starts and ends ``(P,)``.
+
+    Raises:
+        ValueError: as many spans as pieces not given.
+        InputError: no word, no piece, or a piece starting before the previous piece's start (names the line).
+    """
+    if len(pieces) != len(spans):
+        raise ValueError(f"{len(pieces)} pieces but {len(spans)} spans")
+    if not word_spans:
+        raise InputError("the line has no words", path, line)
+    if not len(pieces):
+        raise InputError("the segmenter gave no piece", path, line)
+    ws = np.fromiter((s for s, _ in word_spans), dtype=np.int64, count=len(word_spans))
+    we = np.fromiter((e for _, e in word_spans), dtype=np.int64, count=len(word_spans))
+    sp = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    a0, b = sp[:, 0], sp[:, 1]
+    back = np.flatnonzero(a0[1:] < a0[:-1])
+    if len(back):
+        i = int(back[0]) + 1
+        raise InputError(f"piece {i + 1} {pieces[i]!r} starts at character {a0[i]}, before the previous piece "
+                         f"({a0[i - 1]}): offsets out of order", path, line)
+    return ws, we, a0, b
+
+
 def align_offsets(pieces: Sequence[str], spans: Sequence[tuple[int, int]], word_spans: Sequence[tuple[int, int]],
                   text: str, split_piece: SplitFn, *, line: int | None = None,
                   path: str | None = None) -> AlignedLine:
@@ -168,21 +195,7 @@ def align_offsets(pieces: Sequence[str], spans: Sequence[tuple[int, int]], word_
         InputError: a piece starts before the previous piece's start, a word gets no piece, or no
             piece has a word character (names the line).
     """
-    if len(pieces) != len(spans):
-        raise ValueError(f"{len(pieces)} pieces but {len(spans)} spans")
-    if not word_spans:
-        raise InputError("the line has no words", path, line)
-    if not len(pieces):
-        raise InputError("the segmenter gave no piece", path, line)
-    ws = np.fromiter((s for s, _ in word_spans), dtype=np.int64, count=len(word_spans))
-    we = np.fromiter((e for _, e in word_spans), dtype=np.int64, count=len(word_spans))
-    sp = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
-    a0, b = sp[:, 0], sp[:, 1]
-    back = np.flatnonzero(a0[1:] < a0[:-1])
-    if len(back):
-        i = int(back[0]) + 1
-        raise InputError(f"piece {i + 1} {pieces[i]!r} starts at character {a0[i]}, before the previous piece "
-                         f"({a0[i - 1]}): offsets out of order", path, line)
+    ws, we, a0, b = _span_arrays(pieces, spans, word_spans, line=line, path=path)
     stats = AlignStats()
     prev_end = np.concatenate([[0], np.maximum.accumulate(b)[:-1]])  # the furthest end before each piece
     overlap = (a0 < prev_end) & (b > a0)
