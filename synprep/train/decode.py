@@ -163,6 +163,37 @@ def greedy_search(model: Seq2Seq, batch: Batch, max_len_a: float = 0.0, max_len_
     return _hypotheses(best, length, torch.ones(B, dtype=torch.bool))
 
 
+def _start_beams(B: int, k: int, dev: torch.device) -> tuple[torch.Tensor, ...]:
+    """:func:`beam_search`'s state before the first step: ``(last, tokens, scores, sent, n_fin)``."""
+    last = torch.full((B * k,), EOS_ID, dtype=torch.long, device=dev)  # (A*k,) each row's newest token
+    tokens = torch.empty((B * k, 0), dtype=torch.long, device=dev)  # (A*k, step) each row's tokens after </s>
+    scores = torch.zeros(B, k, device=dev)
+    scores[:, 1:] = float("-inf")  # all beams start identical: keep one
+    sent = torch.arange(B, device=dev)  # original index of each running sentence
+    n_fin = torch.zeros(B, dtype=torch.long, device=dev)  # finished hypotheses per running sentence
+    return last, tokens, scores, sent, n_fin
+
+
+def _best_slots(B: int, L: int, dev: torch.device) -> tuple[torch.Tensor, ...]:
+    """:func:`beam_search`'s best finished hypotheses, none yet: ``(run_best, run_score, best, best_score)``."""
+    # the best finished hypothesis of each running sentence, (A, L) long and (A, 1) float64: its tokens
+    # are <pad> after its length (a hypothesis holds no <pad>, and a later, longer one overwrites it)
+    run_best = torch.full((B, L), PAD_ID, dtype=torch.long, device=dev)
+    run_score = torch.full((B, 1), float("-inf"), dtype=torch.float64, device=dev)
+    best = torch.full((B, L), PAD_ID, dtype=torch.long, device=dev)  # the same, by original index
+    best_score = torch.full((B, 1), float("-inf"), dtype=torch.float64, device=dev)
+    return run_best, run_score, best, best_score
+
+
+def _candidate_positions(B: int, k: int, width: int, dev: torch.device) -> tuple[torch.Tensor, ...]:
+    """:func:`beam_search`'s fixed index tensors: ``(j, first_k, j_late, first, row0)``."""
+    j = torch.arange(2 * k, device=dev)
+    first_k, j_late = j < k, j + 2 * k
+    first = torch.arange(width, device=dev) == 0
+    row0 = (torch.arange(B, device=dev) * k)[:, None]  # (A, 1) the first row of each running sentence
+    return j, first_k, j_late, first, row0
+
+
 @_grad_free
 def beam_search(model: Seq2Seq, batch: Batch, beam: int = 5, lenpen: float = 1.0, max_len_a: float = 0.0,
                 max_len_b: int = 200) -> list[list[int]]:
@@ -180,23 +211,10 @@ def beam_search(model: Seq2Seq, batch: Batch, beam: int = 5, lenpen: float = 1.0
     dec = _Decoder(model, model.encode(batch))
     lim = _limits(model, batch, max_len_a, max_len_b)  # (A,)
     lo, L = _range(lim)
-    last = torch.full((B * k,), EOS_ID, dtype=torch.long, device=dev)  # (A*k,) each row's newest token
-    tokens = torch.empty((B * k, 0), dtype=torch.long, device=dev)  # (A*k, step) each row's tokens after </s>
-    scores = torch.zeros(B, k, device=dev)
-    scores[:, 1:] = float("-inf")  # all beams start identical: keep one
-    sent = torch.arange(B, device=dev)  # original index of each running sentence
-    n_fin = torch.zeros(B, dtype=torch.long, device=dev)  # finished hypotheses per running sentence
-    # the best finished hypothesis of each running sentence, (A, L) long and (A, 1) float64: its tokens
-    # are <pad> after its length (a hypothesis holds no <pad>, and a later, longer one overwrites it)
-    run_best = torch.full((B, L), PAD_ID, dtype=torch.long, device=dev)
-    run_score = torch.full((B, 1), float("-inf"), dtype=torch.float64, device=dev)
-    best = torch.full((B, L), PAD_ID, dtype=torch.long, device=dev)  # the same, by original index
-    best_score = torch.full((B, 1), float("-inf"), dtype=torch.float64, device=dev)
+    last, tokens, scores, sent, n_fin = _start_beams(B, k, dev)
+    run_best, run_score, best, best_score = _best_slots(B, L, dev)
     width = min(2 * k, model.dec_embed.num_embeddings)  # candidates per row
-    j = torch.arange(2 * k, device=dev)
-    first_k, j_late = j < k, j + 2 * k
-    first = torch.arange(width, device=dev) == 0
-    row0 = (torch.arange(B, device=dev) * k)[:, None]  # (A, 1) the first row of each running sentence
+    j, first_k, j_late, first, row0 = _candidate_positions(B, k, width, dev)
     for step in range(L):
         A = sent.numel()
         lp = dec.lprobs(last)  # (A*k, V)
