@@ -180,6 +180,34 @@ class BracketError(ValueError):
         super().__init__(reason)
 
 
+def _label_end(text: str, i: int) -> int:
+    """The end of the label of the ``(`` at ``text[i]`` (0-based, exclusive): :func:`_scan`'s label rule."""
+    n = len(text)
+    j = i + 1
+    while j < n and not text[j].isspace() and text[j] not in "()":
+        j += 1
+    if j > i + 1 and j < n and text[j] == "(" and (j + 1 == n or text[j + 1].isspace()):
+        j += 1  # "$(": the bracket ends the label
+    return j
+
+
+def _close(stack: list[list], out: list[tuple[Tree, int, int]], tree_cls: type[Tree], start: int, i: int) -> None:
+    """:func:`_scan` at the ``)`` at ``text[i]``: the top open node becomes a tree, a child of the node below it
+    or (at the top level) the next tree of ``out``, spanning ``start`` to ``i + 1``.
+
+    Raises:
+        BracketError: the node is an empty ``()``.
+    """
+    label, kids, col, _ = stack.pop()
+    if not label and not kids:
+        raise BracketError(f"empty '()' at column {col}", col)
+    node = tree_cls(label, kids)
+    if stack:
+        stack[-1][1].append(node)
+    else:
+        out.append((node, start, i + 1))
+
+
 def _scan(text: str, *, partial: bool = False) -> tuple[list[tuple[Tree, int, int]], bool]:
     """Read the top-level trees of ``text`` with labels that may end in ``(`` (TIGER's ``$(``).
 
@@ -234,25 +262,14 @@ def _scan(text: str, *, partial: bool = False) -> tuple[list[tuple[Tree, int, in
             elif len(stack) >= MAX_NESTING:  # every later step walks trees recursively (RecursionError)
                 raise BracketError(f"the tree nests more than {MAX_NESTING} brackets deep (column {i + 1}): synprep "
                                    "cannot use such a tree (leave the sentence out, or split it)", i + 1)
-            j = i + 1
-            while j < n and not text[j].isspace() and text[j] not in "()":
-                j += 1
-            if j > i + 1 and j < n and text[j] == "(" and (j + 1 == n or text[j + 1].isspace()):
-                j += 1  # "$(": the bracket ends the label
+            j = _label_end(text, i)
             stack.append([text[i + 1 : j], [], i + 1, False])
             i = j
             continue
         if ch == ")":
             if not stack:
                 raise BracketError(f"unbalanced ')' at column {i + 1} closes no bracket", i + 1)
-            label, kids, col, _ = stack.pop()
-            if not label and not kids:
-                raise BracketError(f"empty '()' at column {col}", col)
-            node = tree_cls(label, kids)
-            if stack:
-                stack[-1][1].append(node)
-            else:
-                out.append((node, start, i + 1))
+            _close(stack, out, tree_cls, start, i)
             i += 1
             continue
         if not stack:
