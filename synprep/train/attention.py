@@ -343,6 +343,11 @@ def gated_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, sources: l
     if plain:
         assert raw is not None
         pieces.append((plain, raw if len(plain) == H else _take(raw, [raw_pos[h] for h in plain], len(raw_heads))))
+    return _in_head_order(pieces, H)
+
+
+def _in_head_order(pieces: list[tuple[list[int], torch.Tensor]], H: int) -> torch.Tensor:
+    """:func:`gated_heads`' output from its pieces ``(heads, (B, len(heads), T, dh))``: (B, H, T, dh), heads in order."""
     if len(pieces) == 1:
         return pieces[0][1]  # every head in one piece, in order
     pieces.sort(key=lambda p: p[0][0])
