@@ -162,6 +162,23 @@ def load_pair(folder: str | os.PathLike, split: str = "train", *, index: int | N
         shard = reader.path.name
     finally:
         reader.close()
+    vocab, notes = _shard_vocab(folder, attrs)
+    src, tgt = vocab.decode(rec.src_ids), vocab.decode(rec.tgt_ids)
+    words = stored_words if stored_words is not None else unescape_tokens(_join_pieces(src, rec.word_index))
+    deprel_labels = list(attrs.get("deprel_labels") or [])
+    upos_labels = list(attrs.get("upos_labels") or [])
+    return PairView(folder=folder, split=split, index=index, shard=shard, position=j, record=rec, attrs=attrs,
+                    src=src, tgt=tgt, words=words, deprels=_names(rec.deprel, deprel_labels),
+                    upos=_names(rec.upos, upos_labels), notes=notes, words_stored=stored_words is not None)
+
+
+def _shard_vocab(folder: Path, attrs: dict[str, Any]) -> tuple[Vocab, list[str]]:
+    """The vocabulary a shard names (``vocab_path``, else ``dict.txt``) and a warning when it is not the
+    one the shard was written with (``vocab_sha256``).
+
+    Raises:
+        InputError: no such vocabulary file.
+    """
     vocab_path = folder / str(attrs.get("vocab_path") or VOCAB_NAME)
     if not vocab_path.is_file():
         raise InputError("no vocabulary to decode the ids with", str(vocab_path))
@@ -169,17 +186,12 @@ def load_pair(folder: str | os.PathLike, split: str = "train", *, index: int | N
     notes = []
     if attrs.get("vocab_sha256") and vocab.sha256 != attrs["vocab_sha256"]:
         notes.append(f"warning: {vocab_path.name} is not the vocabulary the shard was written with")
-    src, tgt = vocab.decode(rec.src_ids), vocab.decode(rec.tgt_ids)
-    words = stored_words if stored_words is not None else unescape_tokens(_join_pieces(src, rec.word_index))
-    deprel_labels = list(attrs.get("deprel_labels") or [])
-    upos_labels = list(attrs.get("upos_labels") or [])
+    return vocab, notes
 
-    def names(ids: np.ndarray, labels: list[str]) -> list[str]:
-        return [labels[i] if 0 <= i < len(labels) else f"#{i}" for i in ids.tolist()]
 
-    return PairView(folder=folder, split=split, index=index, shard=shard, position=j, record=rec, attrs=attrs,
-                    src=src, tgt=tgt, words=words, deprels=names(rec.deprel, deprel_labels),
-                    upos=names(rec.upos, upos_labels), notes=notes, words_stored=stored_words is not None)
+def _names(ids: np.ndarray, labels: list[str]) -> list[str]:
+    """Each label id's name (``#ID`` for an id outside ``labels``)."""
+    return [labels[i] if 0 <= i < len(labels) else f"#{i}" for i in ids.tolist()]
 
 
 def pair_json(view: PairView) -> dict[str, Any]:
