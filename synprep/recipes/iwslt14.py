@@ -41,7 +41,7 @@ import re
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -256,6 +256,38 @@ def prepare(orig: PathLike, out: PathLike, splits: Sequence[str] = SPLITS, codes
     return report
 
 
+def _prepare_test(src: _Orig, inputs: dict[str, Path], tmp: Path, scratch: Path, tokenize: Callable[..., Iterable[str]],
+                  note: Callable[[Path, int], None], tok_text: dict[str, Path], cased: dict[str, Path]) -> None:
+    """:func:`_run`'s test split: XML segments, tokenized (kept cased) and lowercased, the test sets concatenated
+    in fairseq's order into ``tmp/test.L`` (into ``tok_text``) and ``tmp/test.cased.L`` (into ``cased``).
+
+    Raises:
+        InputError: a test set's two sides with different segment counts.
+    """
+    per_set = {}
+    per_set_cased = {}
+    for ts in TEST_SETS:
+        counts = {}
+        for lang in LANGS:
+            p = tmp / f"{ts}.{PAIR}.{lang}"
+            c = scratch / f"{ts}.{PAIR}.cased.{lang}"
+            segs = extract_segments(iter_lines(inputs[xml_file(ts, lang)]))
+            _write(c, tokenize(segs, lang))  # tokenizer.perl | lowercase.perl: lowercasing comes after
+            counts[lang] = _write(p, (moses_lowercase(x) for x in iter_lines(c)))
+            per_set[ts, lang], per_set_cased[ts, lang] = p, c
+            note(p, counts[lang])
+        if counts[SRC] != counts[TGT]:
+            raise InputError(f"segment counts differ: {src.where(xml_file(ts, SRC))} has {counts[SRC]} "
+                             f"<seg> lines, {src.where(xml_file(ts, TGT))} has {counts[TGT]}")
+    for lang in LANGS:
+        p = tmp / f"test.{lang}"
+        note(p, _write(p, (x for ts in TEST_SETS for x in iter_lines(per_set[ts, lang]))))
+        tok_text[f"test.{lang}"] = p
+        cased[f"test.{lang}"] = tmp / f"test.cased.{lang}"
+        note(cased[f"test.{lang}"], _write(cased[f"test.{lang}"],
+                                           (x for ts in TEST_SETS for x in iter_lines(per_set_cased[ts, lang]))))
+
+
 def _run(src: _Orig, need: dict[str, str], work: Path, splits: tuple[str, ...], codes: PathLike | None,
          jobs: int, backend: str, scheduler: str | None, bpe_merges: int, report: PrepareReport) -> None:
     final = work / "final"
@@ -316,28 +348,7 @@ def _run(src: _Orig, need: dict[str, str], work: Path, splits: tuple[str, ...], 
 
     # ---- test: XML segments, tokenize (kept cased) + lowercase, concatenate in fairseq's order ---
     if "test" in splits:
-        per_set = {}
-        per_set_cased = {}
-        for ts in TEST_SETS:
-            counts = {}
-            for lang in LANGS:
-                p = tmp / f"{ts}.{PAIR}.{lang}"
-                c = scratch / f"{ts}.{PAIR}.cased.{lang}"
-                segs = extract_segments(iter_lines(inputs[xml_file(ts, lang)]))
-                _write(c, tokenize(segs, lang))  # tokenizer.perl | lowercase.perl: lowercasing comes after
-                counts[lang] = _write(p, (moses_lowercase(x) for x in iter_lines(c)))
-                per_set[ts, lang], per_set_cased[ts, lang] = p, c
-                note(p, counts[lang])
-            if counts[SRC] != counts[TGT]:
-                raise InputError(f"segment counts differ: {src.where(xml_file(ts, SRC))} has {counts[SRC]} "
-                                 f"<seg> lines, {src.where(xml_file(ts, TGT))} has {counts[TGT]}")
-        for lang in LANGS:
-            p = tmp / f"test.{lang}"
-            note(p, _write(p, (x for ts in TEST_SETS for x in iter_lines(per_set[ts, lang]))))
-            tok_text[f"test.{lang}"] = p
-            cased[f"test.{lang}"] = tmp / f"test.cased.{lang}"
-            note(cased[f"test.{lang}"], _write(cased[f"test.{lang}"],
-                                               (x for ts in TEST_SETS for x in iter_lines(per_set_cased[ts, lang]))))
+        _prepare_test(src, inputs, tmp, scratch, tokenize, note, tok_text, cased)
 
     # ---- BPE ----------------------------------------------------------------------------------
     code = final / "code"
