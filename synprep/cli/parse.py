@@ -76,6 +76,17 @@ class _ParseCommand(click.Command):
             return parse_evaluate_cmd.invoke(sub_ctx)
 
 
+def _log_parse_summary(stats) -> None:
+    """``parse``'s closing log lines: the counts, each failure reason, and the throughput when there is one."""
+    log.info("%s", stats.summary())
+    for reason, count in sorted(stats.reasons.items()):
+        log.info("  failed: %s: %d", reason, count)
+    from synprep.parse.run import THROUGHPUT
+
+    if THROUGHPUT.line():
+        log.info("%s", THROUGHPUT.line())
+
+
 @click.command("parse", cls=_ParseCommand)
 @click.option("-l", "--lang", required=True, help="Language code of the input (en, de, ...).")
 @parser_choice()
@@ -162,13 +173,7 @@ def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | Non
     finally:
         if cache is not None:
             cache.close()
-    log.info("%s", stats.summary())
-    for reason, count in sorted(stats.reasons.items()):
-        log.info("  failed: %s: %d", reason, count)
-    from synprep.parse.run import THROUGHPUT
-
-    if THROUGHPUT.line():
-        log.info("%s", THROUGHPUT.line())
+    _log_parse_summary(stats)
     click.echo(signature(tok="parser" if tokenizer == "parser" else None, parser=short_identity(identity), lang=lang,
                          ssplit=not no_ssplit and trees_path is None, trees="user" if trees_path else None,
                          ldd=ldd_threshold if has_scores else "one-hot"),
