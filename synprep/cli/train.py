@@ -149,6 +149,51 @@ def _postprocess(pieces: list[str], remove_bpe: bool) -> str:
     return _rb(line) if remove_bpe else line
 
 
+def _translate_dataset(checkpoint, shards_dir, split, input_path, cfg, symbols, remove_bpe, detok_lang):
+    """What ``translate`` reads: the shards' split, or (a vanilla model only) BPE'd text, checked against the model.
+
+    Raises:
+        ConfigError: plain text for a model that uses source syntax, or --remove-bpe/--detok with shards of
+            another subword scheme.
+        InputError: shards whose vocabulary is not the checkpoint's.
+    """
+    import numpy as np
+
+    from synprep.constants import UNK_ID
+    from synprep.train.data import RecordDataset, ShardDataset
+    from synprep.types import PairRecord
+
+    if shards_dir is None:
+        if cfg.uses_syntax:
+            raise ConfigError(f"this model's encoder uses source syntax ({cfg.describe()}): plain text has no parse; "
+                              f"translate a shard split instead (--shards DIR --split {split})")
+        index = {s: i for i, s in enumerate(symbols)}
+        empty = np.zeros(0, dtype=np.int64)
+        recs = []
+        for n, line in enumerate(read_lines(input_path), 1):
+            ids = np.array([index.get(p, UNK_ID) for p in line.split()], dtype=np.int64)
+            recs.append(PairRecord(line=n, src_ids=ids, tgt_ids=empty, word_index=empty, heads=empty, deprel=empty,
+                                   upos=empty, sent_start=empty, gaps_cnf=empty, gaps_nary=empty, ldd_dep=empty,
+                                   ldd_head=empty, ldd_rel=empty, ldd_prob=empty))
+        dataset = RecordDataset(recs)
+    else:
+        from synprep.shards import Manifest
+        from synprep.subword import DEFAULT_SCHEME, scheme_class
+        from synprep.train.data import load_symbols
+
+        scheme = Manifest.load(shards_dir).config.get("subword", DEFAULT_SCHEME)
+        if not scheme_class(scheme).bpe_markers and (remove_bpe or detok_lang is not None):
+            raise ConfigError(f"--remove-bpe and --detok undo subword-nmt BPE and Moses tokenization; these shards "
+                              f"use --subword {scheme}: write the pieces and decode them with the {scheme} model "
+                              "(docs/subwords.md)")
+        dataset = ShardDataset(shards_dir, split)
+        shard_symbols = load_symbols(shards_dir, dataset.attrs)
+        if shard_symbols != symbols:
+            raise InputError(f"the shards' vocabulary ({len(shard_symbols)} symbols) is not the checkpoint's "
+                             f"({len(symbols)} symbols): translate the shards the model was trained on", checkpoint)
+    return dataset
+
+
 @click.command("translate")
 @click.option("--checkpoint", "checkpoint", required=True, type=click.Path(dir_okay=False),
               help="checkpoint_best.pt / checkpoint_last.pt of synprep train.")
@@ -192,13 +237,8 @@ def translate_cmd(checkpoint, shards_dir, split, input_path, output_path, beam, 
     Plain BPE'd text on stdin works for vanilla models only (any other model stops with an error).
     Output: BPE'd hypotheses in the split's order (--remove-bpe / --detok LANG to postprocess).
     """
-    import numpy as np
-
-    from synprep.constants import UNK_ID
-    from synprep.train.data import RecordDataset, ShardDataset
     from synprep.train.decode import check_jobs, load_model, translate_dataset
     from synprep.train.distributed import resolve_device
-    from synprep.types import PairRecord
 
     dev = resolve_device(device)
     check_jobs(jobs, dev)  # before the model is loaded
@@ -206,34 +246,7 @@ def translate_cmd(checkpoint, shards_dir, split, input_path, output_path, beam, 
     model, cfg, symbols = load_model(checkpoint, dev, average=average)
     beam = beam or cfg.beam
     lenpen = cfg.lenpen if lenpen is None else lenpen
-    if shards_dir is None:
-        if cfg.uses_syntax:
-            raise ConfigError(f"this model's encoder uses source syntax ({cfg.describe()}): plain text has no parse; "
-                              f"translate a shard split instead (--shards DIR --split {split})")
-        index = {s: i for i, s in enumerate(symbols)}
-        empty = np.zeros(0, dtype=np.int64)
-        recs = []
-        for n, line in enumerate(read_lines(input_path), 1):
-            ids = np.array([index.get(p, UNK_ID) for p in line.split()], dtype=np.int64)
-            recs.append(PairRecord(line=n, src_ids=ids, tgt_ids=empty, word_index=empty, heads=empty, deprel=empty,
-                                   upos=empty, sent_start=empty, gaps_cnf=empty, gaps_nary=empty, ldd_dep=empty,
-                                   ldd_head=empty, ldd_rel=empty, ldd_prob=empty))
-        dataset = RecordDataset(recs)
-    else:
-        from synprep.shards import Manifest
-        from synprep.subword import DEFAULT_SCHEME, scheme_class
-        from synprep.train.data import load_symbols
-
-        scheme = Manifest.load(shards_dir).config.get("subword", DEFAULT_SCHEME)
-        if not scheme_class(scheme).bpe_markers and (remove_bpe or detok_lang is not None):
-            raise ConfigError(f"--remove-bpe and --detok undo subword-nmt BPE and Moses tokenization; these shards "
-                              f"use --subword {scheme}: write the pieces and decode them with the {scheme} model "
-                              "(docs/subwords.md)")
-        dataset = ShardDataset(shards_dir, split)
-        shard_symbols = load_symbols(shards_dir, dataset.attrs)
-        if shard_symbols != symbols:
-            raise InputError(f"the shards' vocabulary ({len(shard_symbols)} symbols) is not the checkpoint's "
-                             f"({len(symbols)} symbols): translate the shards the model was trained on", checkpoint)
+    dataset = _translate_dataset(checkpoint, shards_dir, split, input_path, cfg, symbols, remove_bpe, detok_lang)
     import time
 
     t0 = time.perf_counter()
