@@ -1,0 +1,82 @@
+"""An option declared once, on its section field, gives the command's option, its ``--help`` line, the
+bound click enforces and the section's own bound check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from synprep.cli.fields import with_field_options
+from synprep.errors import ConfigError
+from synprep.settings import check_bounds, option
+
+
+@dataclass(frozen=True)
+class ToySection:
+    """A section with one option of each kind, each declared in one field."""
+
+    toy_width: int = field(default=3, metadata=option("Toy width of the test section.", low=1, high=9))
+    toy_ratio: float = field(default=1.5, metadata=option("Toy ratio.", low=0, low_open=True))
+    toy_mode: str = field(default="a", metadata=option("Toy mode.", choices=("a", "b")))
+    toy_on: bool = field(default=False, metadata=option("Toy switch."))
+    toy_check: bool = field(default=True, metadata=option("Skip the toy check.", param="no_toy_check",
+                                                           negated=True))
+    undeclared: int = 0  # no option
+
+    def __post_init__(self) -> None:
+        check_bounds(self)
+
+
+@click.command("toy")
+@with_field_options(ToySection)
+def toy_cmd(**params):
+    click.echo(repr(sorted(params.items())))
+
+
+def _run(*args: str):
+    return CliRunner().invoke(toy_cmd, list(args), terminal_width=200)
+
+
+def test_help_line_is_the_fields_declaration():
+    lines = _run("--help").output.splitlines()
+    width = next(line for line in lines if "--toy-width" in line)
+    assert width.split() == ["--toy-width", "INTEGER", "RANGE", "Toy", "width", "of", "the", "test", "section.",
+                             "[default:", "3;", "1<=x<=9]"]
+    assert any("--toy-on / --no-toy-on" in line for line in lines)
+    assert any("--no-toy-check / --toy-check" in line for line in lines)
+    assert any("--toy-ratio FLOAT > 0" in line for line in lines)
+    assert [line.split()[0] for line in lines if line.strip().startswith(("--toy", "--no-toy"))] == \
+        ["--toy-width", "--toy-ratio", "--toy-mode", "--toy-on", "--no-toy-check"]
+    assert "undeclared" not in "\n".join(lines)
+
+
+def test_values_and_flags_reach_the_command():
+    result = _run("--toy-width", "9", "--toy-mode", "b", "--toy-on", "--no-toy-check")
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == repr(sorted({"toy_width": 9, "toy_ratio": 1.5, "toy_mode": "b",
+                                                 "toy_on": True, "no_toy_check": True}.items()))
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--toy-width", "0"), "0 is not in the range 1<=x<=9"),
+    (("--toy-width", "10"), "10 is not in the range 1<=x<=9"),
+    (("--toy-ratio", "0"), "0.0 is not in the range x>0"),
+    (("--toy-mode", "c"), "'c' is not one of 'a', 'b'"),
+])
+def test_the_command_refuses_what_the_field_bounds_refuse(args, message):
+    result = _run(*args)
+    assert result.exit_code == 2 and message in result.output
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"toy_width": 0}, "toy_width must be >= 1, got 0"),
+    ({"toy_width": 10}, "toy_width must be <= 9, got 10"),
+    ({"toy_ratio": 0.0}, "toy_ratio must be > 0, got 0.0"),
+    ({"toy_mode": "c"}, "toy_mode must be one of a, b, got 'c'"),
+])
+def test_the_section_refuses_the_same_values(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        ToySection(**kwargs)
