@@ -10,6 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from synprep.cli.fields import with_field_options
+from synprep.config import DataConfig
+from synprep.constants import MAX_SHARD_PAIRS
 from synprep.errors import ConfigError
 from synprep.settings import check_bounds, option
 
@@ -80,3 +82,12 @@ def test_the_command_refuses_what_the_field_bounds_refuse(args, message):
 def test_the_section_refuses_the_same_values(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         ToySection(**kwargs)
+
+
+def test_a_configuration_file_is_held_to_the_commands_bounds():
+    # --shard-size's upper bound (what a reader accepts) is the section's: a configuration file cannot pass it
+    assert DataConfig.of(shard_size=MAX_SHARD_PAIRS).shards.shard_size == MAX_SHARD_PAIRS
+    with pytest.raises(ConfigError, match=f"shard_size must be <= {MAX_SHARD_PAIRS}, got {MAX_SHARD_PAIRS + 1}"):
+        DataConfig.of(shard_size=MAX_SHARD_PAIRS + 1)
+    with pytest.raises(ConfigError, match="merges must be >= 1, got 0"):
+        DataConfig.of(merges=0)

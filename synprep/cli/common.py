@@ -10,10 +10,12 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from synprep.constants import DEVICES, MAX_SHARD_PAIRS, TOKENIZERS
+from synprep.cli.fields import with_field_options
+from synprep.constants import DEVICES, TOKENIZERS
 from synprep.errors import ConfigError
 from synprep.parallel import BACKENDS, usable_cpus
 from synprep.pipeline.config import DEFAULTS
+from synprep.shards.config import ShardConfig
 
 log = logging.getLogger("synprep")
 
@@ -192,9 +194,7 @@ def output_option(name: str = "--output", help: str = "Output file (default: std
 
 
 #: ``--shard-size`` of ``pipeline``, ``annotate`` and ``shard``
-shard_size_option = click.option("--shard-size", type=click.IntRange(min=1, max=MAX_SHARD_PAIRS),
-                                 default=DEFAULTS.shards.shard_size, show_default=True,
-                                 help="Input pairs per shard (the unit of resume; at most 2^24, what a reader accepts).")
+shard_size_option = with_field_options(ShardConfig, only=("shard_size",))
 #: ``--ldd-threshold`` of the parser stage and of ``shard``
 ldd_threshold_option = click.option("--ldd-threshold", type=click.FloatRange(0.0, 1.0), default=DEFAULTS.parse.ldd_threshold,
                                     show_default=True,

@@ -25,9 +25,11 @@ from synprep.cli.common import (
     stanza_options,
     tokenizer_option,
 )
+from synprep.cli.fields import with_field_options
 from synprep.errors import ConfigError
 from synprep.pipeline.config import DEFAULTS
 from synprep.subword import SCHEMES
+from synprep.subword.config import SubwordConfig
 
 log = logging.getLogger("synprep")
 
@@ -267,8 +269,7 @@ def _report(manifest, split: str) -> None:
 @click.option("--split", callback=split_name, default="train", show_default=True,
               help="Split name; train learns the BPE codes and the vocabulary, later splits reuse them.")
 @click.option("--codes", default=None, metavar="FILE", help="Apply these BPE codes instead of learning them.")
-@click.option("--merges", type=click.IntRange(min=1), default=DEFAULTS.subword.merges, show_default=True,
-              help="BPE merge operations when learning codes (joint, on the train split).")
+@with_field_options(SubwordConfig, only=("merges",))
 @click.option("--vocab", default=None, metavar="FILE", help="Use this fairseq dict instead of building one.")
 @vocab_split_option
 @click.option("--tokenized/--no-tokenized", "tokenized", default=False,
@@ -284,8 +285,7 @@ def _report(manifest, split: str) -> None:
               help="--subword spm: apply this SentencePiece model instead of learning one on the train split.")
 @click.option("--hf-tokenizer", default=None, metavar="FILE_OR_DIR",
               help="--subword hf: a tokenizers tokenizer.json, or a local directory holding one.")
-@click.option("--vocab-size", type=click.IntRange(min=1), default=DEFAULTS.subword.vocab_size, show_default=True,
-              help="--subword spm: vocabulary size of the model learned on the train split.")
+@with_field_options(SubwordConfig, only=("vocab_size",))
 @click.option("--lowercase/--no-lowercase", "lowercase", default=False,
               help="Lowercase after tokenizing (the parser still sees cased words).")
 @click.option("--fairseq-compat/--no-fairseq-compat", "fairseq_compat", default=False,

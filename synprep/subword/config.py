@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from synprep.settings import at_least
+from synprep.settings import check_bounds, option
 from synprep.subword import DEFAULT_SCHEME
 
 
@@ -21,9 +21,11 @@ class SubwordConfig:
         vocab_size: the SentencePiece vocabulary size when a model is learned (``--subword spm``).
     """
 
-    merges: int = 10000
+    merges: int = field(default=10000, metadata=option(
+        "BPE merge operations when learning codes (joint, on the train split).", low=1))
     scheme: str = field(default=DEFAULT_SCHEME, metadata={"saved": "subword"})
-    vocab_size: int = 8000
+    vocab_size: int = field(default=8000, metadata=option(
+        "--subword spm: vocabulary size of the model learned on the train split.", low=1))
 
     def __post_init__(self) -> None:
-        at_least(self, merges=1, vocab_size=1)
+        check_bounds(self)
