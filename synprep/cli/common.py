@@ -11,11 +11,12 @@ import click
 from click.core import ParameterSource
 
 from synprep.cli.fields import with_field_options
-from synprep.constants import DEVICES, TOKENIZERS
+from synprep.constants import DEVICES
 from synprep.errors import ConfigError
 from synprep.parallel import BACKENDS, usable_cpus
 from synprep.pipeline.config import DEFAULTS
 from synprep.shards.config import ShardConfig
+from synprep.text.config import TextConfig
 
 log = logging.getLogger("synprep")
 
@@ -241,7 +242,4 @@ def parser_choice(default: str | None = "stanza", extra: tuple[str, ...] = ()):
 
 
 #: ``--tokenizer`` of the commands that make words from raw text
-tokenizer_option = click.option(
-    "--tokenizer", type=click.Choice(TOKENIZERS), default="moses", show_default=True,
-    help="Where the words come from: sacremoses, or the parser's own tokenizer (--parser spacy "
-         "--spacy-model ja_ginza: Sudachi) for languages written without spaces.")
+tokenizer_option = with_field_options(TextConfig, only=("tokenizer",))

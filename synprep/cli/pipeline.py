@@ -13,7 +13,6 @@ import logging
 import click
 from click.core import ParameterSource
 
-from synprep.cli.bounds import AboveFloat
 from synprep.cli.common import (
     backend_options,
     jobs_options,
@@ -23,13 +22,13 @@ from synprep.cli.common import (
     spacy_options,
     split_name,
     stanza_options,
-    tokenizer_option,
 )
 from synprep.cli.fields import with_field_options
 from synprep.errors import ConfigError
 from synprep.pipeline.config import DEFAULTS
 from synprep.subword import SCHEMES
 from synprep.subword.config import SubwordConfig
+from synprep.text.config import TextConfig
 
 log = logging.getLogger("synprep")
 
@@ -151,10 +150,7 @@ vocab_split_option = click.option(
          "it runs, else is refused. Name the first split of a folder that has no train split.")
 
 
-language_check_option = click.option(
-    "--no-language-check/--language-check", "no_language_check", default=False,
-    help="Do not check that a sample of each side is in the language -s/-t give (py3langid); recorded in "
-         "OUT/pipeline.json.")
+language_check_option = with_field_options(TextConfig, only=("language_check",))
 
 remake_option = click.option(
     "--remake-split", "remake_split", is_flag=True,
@@ -272,9 +268,7 @@ def _report(manifest, split: str) -> None:
 @with_field_options(SubwordConfig, only=("merges",))
 @click.option("--vocab", default=None, metavar="FILE", help="Use this fairseq dict instead of building one.")
 @vocab_split_option
-@click.option("--tokenized/--no-tokenized", "tokenized", default=False,
-              help="The input is already Moses-tokenized and escaped (&quot; &apos; ...): use it as it is "
-                   "(the parser sees the unescaped words). Text that does not look tokenized is refused.")
+@with_field_options(TextConfig, only=("tokenized",))
 @click.option("--allow-untokenized", "allow_untokenized", is_flag=True,
               help="With --tokenized: use text that does not look Moses-tokenized (punctuation glued to words) "
                    "as it is, with a warning, instead of refusing it.")
@@ -286,19 +280,10 @@ def _report(manifest, split: str) -> None:
 @click.option("--hf-tokenizer", default=None, metavar="FILE_OR_DIR",
               help="--subword hf: a tokenizers tokenizer.json, or a local directory holding one.")
 @with_field_options(SubwordConfig, only=("vocab_size",))
-@click.option("--lowercase/--no-lowercase", "lowercase", default=False,
-              help="Lowercase after tokenizing (the parser still sees cased words).")
-@click.option("--fairseq-compat/--no-fairseq-compat", "fairseq_compat", default=False,
-              help="Tokenize like fairseq's old tokenizer.perl (final period).")
-@tokenizer_option
+@with_field_options(TextConfig, only=("lowercase", "fairseq_compat", "tokenizer"))
 @click.option("--clean/--no-clean", "clean", default=None,
               help="Clean this split (default: the train split only; others lose only empty pairs).")
-@click.option("--ratio", type=AboveFloat(0), default=DEFAULTS.text.ratio, show_default=True,
-              help="clean: max length ratio.")
-@click.option("--min-len", type=click.IntRange(min=0), default=DEFAULTS.text.min_len, show_default=True,
-              help="clean: min tokens per side.")
-@click.option("--max-len", type=click.IntRange(min=1), default=DEFAULTS.text.max_len, show_default=True,
-              help="clean: max tokens per side.")
+@with_field_options(TextConfig, only=("ratio", "min_len", "max_len"))
 @language_check_option
 @config_option
 @remake_option
