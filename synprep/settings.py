@@ -69,15 +69,22 @@ def check_bounds(section: Any) -> None:
         section: a configuration section (a dataclass instance).
 
     Raises:
-        ConfigError: ``NAME must be >= LOW, got VALUE`` (``> LOW`` when open, ``<= HIGH``) for the first field
-            out of its bounds, or ``NAME must be one of A, B, got 'X'`` for a value outside its choices.
+        ConfigError: ``NAME must be in [LOW, HIGH], got VALUE`` (``>= LOW``, ``> LOW`` when open, ``<= HIGH``
+            when one bound is declared) for the first field out of its bounds, or ``NAME must be one of A, B, got 'X'`` for a value outside its choices.
     """
     for f in dataclasses.fields(section):
         value, meta = getattr(section, f.name), f.metadata
         low, high = meta.get("low"), meta.get("high")
+        if low is not None and high is not None and not meta.get("low_open") and not low <= value <= high:
+            raise ConfigError(f"{f.name} must be in [{_num(low)}, {_num(high)}], got {value}")
         if low is not None and (value <= low if meta.get("low_open") else value < low):
             raise ConfigError(f"{f.name} must be {'>' if meta.get('low_open') else '>='} {low}, got {value}")
         if high is not None and value > high:
             raise ConfigError(f"{f.name} must be <= {high}, got {value}")
         if meta.get("choices") is not None and value not in meta["choices"]:
             raise ConfigError(f"{f.name} must be one of {', '.join(meta['choices'])}, got {value!r}")
+
+
+def _num(bound: float) -> str:
+    """A bound as the error text writes it: a float shortest (``0``, ``1.5``), an integer whole."""
+    return f"{bound:g}" if isinstance(bound, float) else str(bound)

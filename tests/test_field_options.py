@@ -74,8 +74,8 @@ def test_the_command_refuses_what_the_field_bounds_refuse(args, message):
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"toy_width": 0}, "toy_width must be >= 1, got 0"),
-    ({"toy_width": 10}, "toy_width must be <= 9, got 10"),
+    ({"toy_width": 0}, "toy_width must be in \\[1, 9\\], got 0"),
+    ({"toy_width": 10}, "toy_width must be in \\[1, 9\\], got 10"),
     ({"toy_ratio": 0.0}, "toy_ratio must be > 0, got 0.0"),
     ({"toy_mode": "c"}, "toy_mode must be one of a, b, got 'c'"),
 ])
@@ -87,7 +87,9 @@ def test_the_section_refuses_the_same_values(kwargs, message):
 def test_a_configuration_file_is_held_to_the_commands_bounds():
     # --shard-size's upper bound (what a reader accepts) is the section's: a configuration file cannot pass it
     assert DataConfig.of(shard_size=MAX_SHARD_PAIRS).shards.shard_size == MAX_SHARD_PAIRS
-    with pytest.raises(ConfigError, match=f"shard_size must be <= {MAX_SHARD_PAIRS}, got {MAX_SHARD_PAIRS + 1}"):
+    with pytest.raises(ConfigError, match=f"shard_size must be in \\[1, {MAX_SHARD_PAIRS}\\], got {MAX_SHARD_PAIRS + 1}"):
         DataConfig.of(shard_size=MAX_SHARD_PAIRS + 1)
     with pytest.raises(ConfigError, match="merges must be >= 1, got 0"):
         DataConfig.of(merges=0)
+    with pytest.raises(ConfigError, match="ldd_threshold must be in \\[0, 1\\], got 1.5"):  # as every version said it
+        DataConfig.of(ldd_threshold=1.5)

@@ -11,10 +11,9 @@ import click
 from click.core import ParameterSource
 
 from synprep.cli.fields import with_field_options
-from synprep.constants import DEVICES
 from synprep.errors import ConfigError
 from synprep.parallel import BACKENDS, usable_cpus
-from synprep.pipeline.config import DEFAULTS
+from synprep.parse.config import ParseConfig
 from synprep.shards.config import ShardConfig
 from synprep.text.config import TextConfig
 
@@ -197,9 +196,7 @@ def output_option(name: str = "--output", help: str = "Output file (default: std
 #: ``--shard-size`` of ``pipeline``, ``annotate`` and ``shard``
 shard_size_option = with_field_options(ShardConfig, only=("shard_size",))
 #: ``--ldd-threshold`` of the parser stage and of ``shard``
-ldd_threshold_option = click.option("--ldd-threshold", type=click.FloatRange(0.0, 1.0), default=DEFAULTS.parse.ldd_threshold,
-                                    show_default=True,
-                                    help="Drop LDD entries below this probability (each word keeps its best one).")
+ldd_threshold_option = with_field_options(ParseConfig, only=("ldd_threshold",))
 #: ``--lowercase`` of the commands that read a parse beside BPE text
 lowercase_option = click.option(
     "--lowercase", is_flag=True,
@@ -214,15 +211,9 @@ def stanza_options(f):
     :func:`backend_plugin_options`.
     """
 
-    @click.option("--device", type=click.Choice(DEVICES), default="cpu", show_default=True,
-                  help="Where the parser runs (cuda: 8 workers per visible GPU, at most one per core, unless --jobs is given).")
-    @click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULTS.parse.batch_size, show_default=True,
-                  help="Sentences per parser call sent to a worker (more on a GPU).")
-    @click.option("--no-ssplit/--ssplit", "no_ssplit", default=False,
-                  help="Treat every line as one sentence (no sentence splitting).")
-    @click.option("--max-words", type=click.IntRange(min=1), default=DEFAULTS.parse.max_words, show_default=True,
-                  help="Longer sentences are recorded as failed lines, never parsed.")
-    @ldd_threshold_option
+    @with_field_options(ParseConfig, only=("device",))
+    @with_field_options(ParseConfig, only=("batch_size",))
+    @with_field_options(ParseConfig, only=("ssplit", "max_words", "ldd_threshold"))
     @click.option("--cache", "cache_path", default=None, metavar="PATH",
                   help="Parse cache (sqlite). Default: $SYNPREP_CACHE or ~/.cache/synprep/parse.sqlite.")
     @click.option("--no-cache", is_flag=True, help="Neither read nor write the parse cache.")
