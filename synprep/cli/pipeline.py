@@ -291,17 +291,16 @@ def _report(manifest, split: str) -> None:
 @parser_options
 @jobs_options
 @backend_options
-def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, vocab_split, tokenized,
-                 allow_untokenized, subword,
-                 spm_model, hf_tokenizer, vocab_size, lowercase, fairseq_compat, tokenizer, clean, ratio, min_len, max_len,
-                 no_language_check, config_path, remake_split, part, prepare_only, merge_parts, parser_name, conllu_path, trees_path,
-                 device, batch_size, no_ssplit, max_words, ldd_threshold, cache_path, no_cache, backend_opts, shard_size,
-                 jobs, backend, scheduler):
+def pipeline_cmd(src, tgt, out, split, codes, vocab, allow_untokenized, spm_model, hf_tokenizer, clean, config_path,
+                 remake_split, part, prepare_only, merge_parts, conllu_path, trees_path, cache_path, no_cache,
+                 backend_opts, jobs, backend, scheduler, **settings):
     """Raw parallel text → tokenize → clean → BPE → parse → features → shards → check.
 
     Run once per split into the same --out (train first: it learns the BPE codes and the
     vocabulary). Running the same command again resumes: finished steps and shards are skipped.
     """
+    # settings: the DataConfig's options (-s/-t, --parser and the sections' generated options), read whole by
+    # resolve_config from the command's parameters, never one by one here
     from synprep.pipeline import run_pipeline
 
     with _command_run():
@@ -406,11 +405,8 @@ def _subword_model_option(subword: str, **given) -> str | None:
 @parser_options
 @jobs_options
 @backend_options
-def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, vocab_split, parse_src, no_language_check,
-                 config_path, remake_split, part, prepare_only, merge_parts, parser_name, conllu_path, trees_path, device,
-                 batch_size, no_ssplit, max_words,
-                 ldd_threshold, cache_path, no_cache, backend_opts,
-                 shard_size, jobs, backend, scheduler):
+def annotate_cmd(src, tgt, out, split, vocab, parse_src, config_path, remake_split, part, prepare_only, merge_parts,
+                 conllu_path, trees_path, cache_path, no_cache, backend_opts, jobs, backend, scheduler, **settings):
     """Already tokenized and BPE'd parallel text (e.g. fairseq's prepared data) → shards → check.
 
     The source words are rebuilt from the pieces (@@ removed, Moses escapes undone) and parsed, or
@@ -418,6 +414,8 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, vocab_split, p
     input without it gets a warning); with --parser conllu the parses come from --conllu and must
     match those words.
     """
+    # settings: the DataConfig's options (-s/-t, --parser and the sections' generated options), read whole by
+    # resolve_config from the command's parameters, never one by one here
     from synprep.pipeline import run_annotate
 
     with _command_run():
