@@ -3,14 +3,18 @@ bound click enforces and the section's own bound check."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import click
 import pytest
 from click.testing import CliRunner
 
-from synprep.cli.fields import with_field_options
-from synprep.config import DataConfig
+from synprep.cli.fields import field_option, with_field_options
+from synprep.cli.parse import parse_cmd
+from synprep.cli.pipeline import annotate_cmd, pipeline_cmd
+from synprep.cli.shards import shard_cmd
+from synprep.config import SECTIONS, DataConfig
 from synprep.constants import MAX_SHARD_PAIRS
 from synprep.errors import ConfigError
 from synprep.settings import check_bounds, option
@@ -93,3 +97,30 @@ def test_a_configuration_file_is_held_to_the_commands_bounds():
         DataConfig.of(merges=0)
     with pytest.raises(ConfigError, match="ldd_threshold must be in \\[0, 1\\], got 1.5"):  # as every version said it
         DataConfig.of(ldd_threshold=1.5)
+
+
+#: shard's own flags of the same names (it reads no DataConfig): the BPE text's case, a one-way switch
+SHARD_OWN = {("shard", "lowercase"), ("shard", "language_check")}
+
+
+def test_every_declared_section_field_is_its_commands_option():
+    # pipeline, annotate, parse and shard carry the generated option of each declared field they take: the same
+    # help and the same click type as the field's own (none typed a second time by hand)
+    commands = {"pipeline": pipeline_cmd, "annotate": annotate_cmd, "parse": parse_cmd, "shard": shard_cmd}
+    seen = set()
+    for section in SECTIONS.values():
+        for f in dataclasses.fields(section):
+            if "help" not in f.metadata:
+                continue
+            expected = field_option(f)
+            for name, cmd in commands.items():
+                param = next((p for p in cmd.params if p.name == expected.name), None)
+                if param is not None and (name, f.name) not in SHARD_OWN:
+                    seen.add((name, f.name))
+                    assert (param.opts, param.secondary_opts, param.help, repr(param.type), param.default) == \
+                        (expected.opts, expected.secondary_opts, expected.help, repr(expected.type),
+                         expected.default), (name, f.name)
+    assert {f for cmd, f in seen if cmd == "pipeline"} == {
+        "merges", "vocab_size", "tokenized", "lowercase", "fairseq_compat", "tokenizer", "ratio", "min_len",
+        "max_len", "language_check", "device", "ssplit", "max_words", "batch_size", "ldd_threshold", "shard_size"}
+    assert {f for cmd, f in seen if cmd == "shard"} >= {"shard_size", "ldd_threshold"}
