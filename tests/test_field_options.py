@@ -99,8 +99,9 @@ def test_a_configuration_file_is_held_to_the_commands_bounds():
         DataConfig.of(ldd_threshold=1.5)
 
 
-#: shard's own flags of the same names (it reads no DataConfig): the BPE text's case, a one-way switch
-SHARD_OWN = {("shard", "lowercase"), ("shard", "language_check")}
+#: shard's own options of the same names (it reads no DataConfig): the BPE text's case, a one-way switch, a
+#: vocabulary split that defaults to the folder's
+SHARD_OWN = {("shard", "lowercase"), ("shard", "language_check"), ("shard", "vocab_split")}
 
 
 def test_every_declared_section_field_is_its_commands_option():
@@ -122,5 +123,6 @@ def test_every_declared_section_field_is_its_commands_option():
                          expected.default), (name, f.name)
     assert {f for cmd, f in seen if cmd == "pipeline"} == {
         "merges", "vocab_size", "tokenized", "lowercase", "fairseq_compat", "tokenizer", "ratio", "min_len",
-        "max_len", "language_check", "device", "ssplit", "max_words", "batch_size", "ldd_threshold", "shard_size"}
+        "max_len", "language_check", "device", "ssplit", "max_words", "batch_size", "ldd_threshold", "shard_size",
+        "vocab_split"}
     assert {f for cmd, f in seen if cmd == "shard"} >= {"shard_size", "ldd_threshold"}

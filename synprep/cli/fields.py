@@ -29,7 +29,7 @@ def _type(default: Any, meta: dict[str, Any]) -> click.ParamType | type | None:
     return None
 
 
-def field_option(f: dataclasses.Field) -> click.Option:
+def field_option(f: dataclasses.Field, callback: Callable[..., Any] | None = None) -> click.Option:
     """The click option of one section field (its metadata: :func:`synprep.settings.option`).
 
     A bool field is a ``--NAME/--no-NAME`` flag (``--no-NAME/--NAME`` when ``negated``: its parameter is
@@ -37,6 +37,7 @@ def field_option(f: dataclasses.Field) -> click.Option:
 
     Args:
         f: a dataclass field with ``help`` in its metadata.
+        callback: click's callback of the option (a check that needs the command line's usage error), if any.
 
     Returns:
         The option; its parameter is the metadata's ``param`` or the field's name.
@@ -50,25 +51,28 @@ def field_option(f: dataclasses.Field) -> click.Option:
         return click.Option([decl, param], default=(not default) if meta.get("negated") else default,
                             help=meta["help"])
     return click.Option([f"--{name}", param], type=_type(default, meta), default=default, show_default=True,
-                        metavar=meta.get("metavar"), help=meta["help"])
+                        metavar=meta.get("metavar"), help=meta["help"], callback=callback)
 
 
-def field_options(section: type, only: Iterable[str] | None = None) -> list[click.Option]:
+def field_options(section: type, only: Iterable[str] | None = None,
+                  callbacks: dict[str, Callable[..., Any]] | None = None) -> list[click.Option]:
     """The click options of a section's declared fields, in the section's field order.
 
     Args:
         section: a configuration section class (a dataclass).
         only: the field names to make options of; None: every field with ``help`` in its metadata.
+        callbacks: field name → its option's click callback (:func:`field_option`).
 
     Returns:
         One option per field.
     """
     chosen = None if only is None else set(only)
-    return [field_option(f) for f in dataclasses.fields(section)
+    return [field_option(f, (callbacks or {}).get(f.name)) for f in dataclasses.fields(section)
             if "help" in f.metadata and (chosen is None or f.name in chosen)]
 
 
-def with_field_options(section: type, only: Iterable[str] | None = None) -> Callable[[Any], Any]:
+def with_field_options(section: type, only: Iterable[str] | None = None,
+                       callbacks: dict[str, Callable[..., Any]] | None = None) -> Callable[[Any], Any]:
     """A decorator that adds :func:`field_options` to a click command, as ``@click.option`` lines would
     at its place (the options listed in the section's field order)."""
 
@@ -76,7 +80,7 @@ def with_field_options(section: type, only: Iterable[str] | None = None) -> Call
         params = getattr(f, "__click_params__", None)
         if params is None:
             params = f.__click_params__ = []
-        params.extend(reversed(field_options(section, only)))  # click reverses the decorators' list
+        params.extend(reversed(field_options(section, only, callbacks)))  # click reverses the decorators' list
         return f
 
     return decorate

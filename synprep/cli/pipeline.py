@@ -26,6 +26,7 @@ from synprep.cli.common import (
 from synprep.cli.fields import with_field_options
 from synprep.errors import ConfigError
 from synprep.pipeline.config import DEFAULTS
+from synprep.shards.config import ShardConfig
 from synprep.subword import SCHEMES
 from synprep.subword.config import SubwordConfig
 from synprep.text.config import TextConfig
@@ -144,10 +145,7 @@ def runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, sche
                    parser={k: v for k, v in backend_opts.items() if k in runtime})
 
 
-vocab_split_option = click.option(
-    "--vocab-split", "vocab_split", callback=split_name, default=DEFAULTS.shards.vocab_split, show_default=True,
-    help="The split whose pieces make OUT/dict.txt (recorded in pipeline.json); another split waits for it while "
-         "it runs, else is refused. Name the first split of a folder that has no train split.")
+vocab_split_option = with_field_options(ShardConfig, only=("vocab_split",), callbacks={"vocab_split": split_name})
 
 
 language_check_option = with_field_options(TextConfig, only=("language_check",))

@@ -26,7 +26,9 @@ class ShardConfig:
     shard_size: int = field(default=SHARD_DEFAULTS.shard_size, metadata=option(
         "Input pairs per shard (the unit of resume; at most 2^24, what a reader accepts).", low=1,
         high=MAX_SHARD_PAIRS))
-    vocab_split: str = field(default="train", metadata={"optional": True})
+    vocab_split: str = field(default="train", metadata=option(
+        "The split whose pieces make OUT/dict.txt (recorded in pipeline.json); another split waits for it while "
+        "it runs, else is refused. Name the first split of a folder that has no train split.", optional=True))
 
     def __post_init__(self) -> None:
         check_bounds(self)
