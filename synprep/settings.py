@@ -32,7 +32,8 @@ def at_least(section: Any, **bounds: int) -> None:
 
 def option(help: str, *, low: float | None = None, high: float | None = None, low_open: bool = False,
            metavar: str | None = None, choices: tuple[str, ...] | None = None, flag: str | None = None,
-           param: str | None = None, negated: bool = False, **extra: Any) -> dict[str, Any]:
+           short: str | None = None, param: str | None = None, negated: bool = False,
+           **extra: Any) -> dict[str, Any]:
     """A section field's command-line schema, in the field's metadata (``field(default=...,
     metadata=option(...))``): the one place its option's help, bounds and name are declared. The
     command line's option is generated from it (:func:`synprep.cli.fields.field_options`) and the
@@ -45,7 +46,8 @@ def option(help: str, *, low: float | None = None, high: float | None = None, lo
         low_open: ``low`` itself is refused (a float strictly above ``low``).
         metavar: the value's name in ``--help``; None: click's (the type's name).
         choices: the allowed values of a string field; None: any string.
-        flag: the option's name without ``--`` when it is not the field's (``subword`` for ``scheme``).
+        flag: the option's name without ``--`` when it is not the field's (``source-lang`` for ``src_lang``).
+        short: the option's one-letter name too (``s`` for ``-s``); None: none.
         param: the click parameter's name when it is not the field's (metadata ``param``).
         negated: a bool field set to False by its ``--NAME`` flag (``--no-language-check``).
         extra: further metadata of the field (``optional``, ``saved``, ``spec``).
@@ -54,7 +56,7 @@ def option(help: str, *, low: float | None = None, high: float | None = None, lo
         The field's metadata dictionary.
     """
     meta: dict[str, Any] = {"help": help, "low": low, "high": high, "low_open": low_open, "metavar": metavar,
-                            "choices": choices, "flag": flag, **extra}
+                            "choices": choices, "flag": flag, "short": short, **extra}
     if param is not None:
         meta["param"] = param
     if negated:

@@ -100,8 +100,8 @@ def test_a_configuration_file_is_held_to_the_commands_bounds():
 
 
 #: shard's own options of the same names (it reads no DataConfig): the BPE text's case, a one-way switch, a
-#: vocabulary split that defaults to the folder's
-SHARD_OWN = {("shard", "lowercase"), ("shard", "language_check"), ("shard", "vocab_split")}
+#: vocabulary split that defaults to the folder's, required languages
+SHARD_OWN = {("shard", name) for name in ("lowercase", "language_check", "vocab_split", "src_lang", "tgt_lang")}
 
 
 def test_every_declared_section_field_is_its_commands_option():
@@ -109,7 +109,7 @@ def test_every_declared_section_field_is_its_commands_option():
     # help and the same click type as the field's own (none typed a second time by hand)
     commands = {"pipeline": pipeline_cmd, "annotate": annotate_cmd, "parse": parse_cmd, "shard": shard_cmd}
     seen = set()
-    for section in SECTIONS.values():
+    for section in (DataConfig, *SECTIONS.values()):
         for f in dataclasses.fields(section):
             if "help" not in f.metadata:
                 continue
@@ -124,5 +124,5 @@ def test_every_declared_section_field_is_its_commands_option():
     assert {f for cmd, f in seen if cmd == "pipeline"} == {
         "merges", "vocab_size", "tokenized", "lowercase", "fairseq_compat", "tokenizer", "ratio", "min_len",
         "max_len", "language_check", "device", "ssplit", "max_words", "batch_size", "ldd_threshold", "shard_size",
-        "vocab_split"}
+        "vocab_split", "src_lang", "tgt_lang"}
     assert {f for cmd, f in seen if cmd == "shard"} >= {"shard_size", "ldd_threshold"}

@@ -50,7 +50,8 @@ def field_option(f: dataclasses.Field, callback: Callable[..., Any] | None = Non
         decl = f"--no-{name}/--{name}" if meta.get("negated") else f"--{name}/--no-{name}"
         return click.Option([decl, param], default=(not default) if meta.get("negated") else default,
                             help=meta["help"])
-    return click.Option([f"--{name}", param], type=_type(default, meta), default=default, show_default=True,
+    short = [f"-{meta['short']}"] if meta.get("short") else []
+    return click.Option([*short, f"--{name}", param], type=_type(default, meta), default=default, show_default=default != "",
                         metavar=meta.get("metavar"), help=meta["help"], callback=callback)
 
 

@@ -25,7 +25,7 @@ from synprep.cli.common import (
 )
 from synprep.cli.fields import with_field_options
 from synprep.errors import ConfigError
-from synprep.pipeline.config import DEFAULTS
+from synprep.pipeline.config import DEFAULTS, DataConfig
 from synprep.shards.config import ShardConfig
 from synprep.subword import SCHEMES
 from synprep.subword.config import SubwordConfig
@@ -257,8 +257,7 @@ def _report(manifest, split: str) -> None:
 @click.command("pipeline")
 @click.option("--src", "src", default=None, metavar="FILE", help="Raw source text of the split (one pair per line).")
 @click.option("--tgt", "tgt", required=True, metavar="FILE", help="Raw target text of the split.")
-@click.option("-s", "--source-lang", "src_lang", default="", metavar="LANG", help="Source language (parsed).")
-@click.option("-t", "--target-lang", "tgt_lang", default="", metavar="LANG", help="Target language.")
+@with_field_options(DataConfig, only=("src_lang", "tgt_lang"))
 @click.option("--out", required=True, metavar="DIR", help="Output folder (shared by every split of a corpus).")
 @click.option("--split", callback=split_name, default="train", show_default=True,
               help="Split name; train learns the BPE codes and the vocabulary, later splits reuse them.")
@@ -384,8 +383,7 @@ def _subword_model_option(subword: str, **given) -> str | None:
 @click.command("annotate")
 @click.option("--src", "src", required=True, metavar="FILE", help="Tokenized, BPE'd source text (@@ pieces).")
 @click.option("--tgt", "tgt", required=True, metavar="FILE", help="Tokenized, BPE'd target text.")
-@click.option("-s", "--source-lang", "src_lang", default="", metavar="LANG", help="Source language (parsed).")
-@click.option("-t", "--target-lang", "tgt_lang", default="", metavar="LANG", help="Target language.")
+@with_field_options(DataConfig, only=("src_lang", "tgt_lang"))
 @click.option("--out", required=True, metavar="DIR", help="Output folder.")
 @click.option("--split", callback=split_name, default="train", show_default=True, help="Split name.")
 @click.option("--vocab", default=None, metavar="FILE",
