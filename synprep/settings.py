@@ -72,19 +72,21 @@ def check_bounds(section: Any) -> None:
 
     Raises:
         ConfigError: ``NAME must be in [LOW, HIGH], got VALUE`` (``>= LOW``, ``> LOW`` when open, ``<= HIGH``
-            when one bound is declared) for the first field out of its bounds, or ``NAME must be one of A, B, got 'X'`` for a value outside its choices.
+            when one bound is declared) for the first field out of its bounds (NAME: the field's saved name,
+            metadata ``saved``, else its own), or ``NAME must be one of A, B, got 'X'`` for a value outside its choices.
     """
     for f in dataclasses.fields(section):
         value, meta = getattr(section, f.name), f.metadata
+        name = meta.get("saved", f.name)  # as the user sees it (pipeline.json, the command line)
         low, high = meta.get("low"), meta.get("high")
         if low is not None and high is not None and not meta.get("low_open") and not low <= value <= high:
-            raise ConfigError(f"{f.name} must be in [{_num(low)}, {_num(high)}], got {value}")
+            raise ConfigError(f"{name} must be in [{_num(low)}, {_num(high)}], got {value}")
         if low is not None and (value <= low if meta.get("low_open") else value < low):
-            raise ConfigError(f"{f.name} must be {'>' if meta.get('low_open') else '>='} {low}, got {value}")
+            raise ConfigError(f"{name} must be {'>' if meta.get('low_open') else '>='} {low}, got {value}")
         if high is not None and value > high:
-            raise ConfigError(f"{f.name} must be <= {high}, got {value}")
+            raise ConfigError(f"{name} must be <= {high}, got {value}")
         if meta.get("choices") is not None and value not in meta["choices"]:
-            raise ConfigError(f"{f.name} must be one of {', '.join(meta['choices'])}, got {value!r}")
+            raise ConfigError(f"{name} must be one of {', '.join(meta['choices'])}, got {value!r}")
 
 
 def _num(bound: float) -> str:

@@ -14,7 +14,7 @@ from synprep.cli.fields import field_option, with_field_options
 from synprep.cli.parse import parse_cmd
 from synprep.cli.pipeline import annotate_cmd, pipeline_cmd
 from synprep.cli.shards import shard_cmd
-from synprep.config import SECTIONS, DataConfig
+from synprep.config import SECTIONS, DataConfig, option_fields
 from synprep.constants import MAX_SHARD_PAIRS
 from synprep.errors import ConfigError
 from synprep.settings import check_bounds, option
@@ -97,6 +97,8 @@ def test_a_configuration_file_is_held_to_the_commands_bounds():
         DataConfig.of(merges=0)
     with pytest.raises(ConfigError, match="ldd_threshold must be in \\[0, 1\\], got 1.5"):  # as every version said it
         DataConfig.of(ldd_threshold=1.5)
+    with pytest.raises(ConfigError, match="subword must be one of bpe, spm, hf, got 'wordpiece'"):  # its saved name
+        DataConfig.of(subword="wordpiece")
 
 
 #: shard's own options of the same names (it reads no DataConfig): the BPE text's case, a one-way switch, a
@@ -122,7 +124,11 @@ def test_every_declared_section_field_is_its_commands_option():
                         (expected.opts, expected.secondary_opts, expected.help, repr(expected.type),
                          expected.default), (name, f.name)
     assert {f for cmd, f in seen if cmd == "pipeline"} == {
-        "merges", "vocab_size", "tokenized", "lowercase", "fairseq_compat", "tokenizer", "ratio", "min_len",
+        "scheme", "merges", "vocab_size", "tokenized", "lowercase", "fairseq_compat", "tokenizer", "ratio", "min_len",
         "max_len", "language_check", "device", "ssplit", "max_words", "batch_size", "ldd_threshold", "shard_size",
         "vocab_split", "src_lang", "tgt_lang"}
     assert {f for cmd, f in seen if cmd == "shard"} >= {"shard_size", "ldd_threshold"}
+    # and each generated parameter is the one resolve_config reads into its field
+    generated = {field_option(f).name for section in (DataConfig, *SECTIONS.values())
+                 for f in dataclasses.fields(section) if "help" in f.metadata}
+    assert generated <= {param for param, _, _ in option_fields()} and "subword" in generated

@@ -40,11 +40,12 @@ def field_option(f: dataclasses.Field, callback: Callable[..., Any] | None = Non
         callback: click's callback of the option (a check that needs the command line's usage error), if any.
 
     Returns:
-        The option; its parameter is the metadata's ``param`` or the field's name.
+        The option; its parameter is the metadata's ``param``, else its ``saved`` name, else the field's name
+        (what :func:`synprep.pipeline.config.option_fields` reads into the configuration).
     """
     meta = dict(f.metadata)
     name = (meta.get("flag") or f.name).replace("_", "-")
-    param = meta.get("param") or f.name
+    param = meta.get("param") or meta.get("saved") or f.name  # as option_fields reads it back
     default = f.default
     if isinstance(default, bool):
         decl = f"--no-{name}/--{name}" if meta.get("negated") else f"--{name}/--no-{name}"

@@ -27,7 +27,6 @@ from synprep.cli.fields import with_field_options
 from synprep.errors import ConfigError
 from synprep.pipeline.config import DEFAULTS, DataConfig
 from synprep.shards.config import ShardConfig
-from synprep.subword import SCHEMES
 from synprep.subword.config import SubwordConfig
 from synprep.text.config import TextConfig
 
@@ -91,7 +90,7 @@ def resolve_config(mode: str, out: str, config_path: str | None, params: dict):
     """
     from pathlib import Path
 
-    from synprep.pipeline.config import DEFAULTS, DataConfig, option_fields
+    from synprep.pipeline.config import DataConfig, option_fields
     from synprep.pipeline.inherit import check_remake, inherited_line, refuse_left_out
 
     ctx = click.get_current_context()
@@ -269,9 +268,7 @@ def _report(manifest, split: str) -> None:
 @click.option("--allow-untokenized", "allow_untokenized", is_flag=True,
               help="With --tokenized: use text that does not look Moses-tokenized (punctuation glued to words) "
                    "as it is, with a warning, instead of refusing it.")
-@click.option("--subword", type=click.Choice(list(SCHEMES)), default=DEFAULTS.subword.scheme, show_default=True,
-              help="Subword scheme: subword-nmt BPE on the tokenized text, or SentencePiece / a HuggingFace "
-                   "tokenizer on the raw text, aligned to the words by character offsets (docs/subwords.md).")
+@with_field_options(SubwordConfig, only=("scheme",))
 @click.option("--spm-model", default=None, metavar="FILE",
               help="--subword spm: apply this SentencePiece model instead of learning one on the train split.")
 @click.option("--hf-tokenizer", default=None, metavar="FILE_OR_DIR",

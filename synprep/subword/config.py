@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from synprep.settings import check_bounds, option
-from synprep.subword import DEFAULT_SCHEME
+from synprep.subword import DEFAULT_SCHEME, SCHEMES
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,10 @@ class SubwordConfig:
 
     merges: int = field(default=10000, metadata=option(
         "BPE merge operations when learning codes (joint, on the train split).", low=1))
-    scheme: str = field(default=DEFAULT_SCHEME, metadata={"saved": "subword"})
+    scheme: str = field(default=DEFAULT_SCHEME, metadata=option(
+        "Subword scheme: subword-nmt BPE on the tokenized text, or SentencePiece / a HuggingFace tokenizer on the "
+        "raw text, aligned to the words by character offsets (docs/subwords.md).", choices=tuple(SCHEMES),
+        flag="subword", saved="subword"))
     vocab_size: int = field(default=8000, metadata=option(
         "--subword spm: vocabulary size of the model learned on the train split.", low=1))
 
