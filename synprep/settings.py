@@ -10,6 +10,7 @@ synprep but the errors, so every floor may read it.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection
 from typing import Any
 
 from synprep.errors import ConfigError
@@ -31,7 +32,7 @@ def at_least(section: Any, **bounds: int) -> None:
 
 
 def option(help: str, *, low: float | None = None, high: float | None = None, low_open: bool = False,
-           metavar: str | None = None, choices: tuple[str, ...] | None = None, flag: str | None = None,
+           metavar: str | None = None, choices: Collection[str] | None = None, flag: str | None = None,
            short: str | None = None, param: str | None = None, negated: bool = False,
            **extra: Any) -> dict[str, Any]:
     """A section field's command-line schema, in the field's metadata (``field(default=...,
@@ -45,7 +46,8 @@ def option(help: str, *, low: float | None = None, high: float | None = None, lo
         high: the largest allowed value, inclusive; None: no upper bound.
         low_open: ``low`` itself is refused (a float strictly above ``low``).
         metavar: the value's name in ``--help``; None: click's (the type's name).
-        choices: the allowed values of a string field; None: any string.
+        choices: the allowed values of a string field (a registry stays live: a name registered later is
+            allowed); None: any string.
         flag: the option's name without ``--`` when it is not the field's (``source-lang`` for ``src_lang``).
         short: the option's one-letter name too (``s`` for ``-s``); None: none.
         param: the click parameter's name when it is not the field's (metadata ``param``).

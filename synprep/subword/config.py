@@ -25,7 +25,7 @@ class SubwordConfig:
         "BPE merge operations when learning codes (joint, on the train split).", low=1))
     scheme: str = field(default=DEFAULT_SCHEME, metadata=option(
         "Subword scheme: subword-nmt BPE on the tokenized text, or SentencePiece / a HuggingFace tokenizer on the "
-        "raw text, aligned to the words by character offsets (docs/subwords.md).", choices=tuple(SCHEMES),
+        "raw text, aligned to the words by character offsets (docs/subwords.md).", choices=SCHEMES,
         flag="subword", saved="subword"))
     vocab_size: int = field(default=8000, metadata=option(
         "--subword spm: vocabulary size of the model learned on the train split.", low=1))
