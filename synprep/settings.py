@@ -16,21 +16,6 @@ from typing import Any
 from synprep.errors import ConfigError
 
 
-def at_least(section: Any, **bounds: int) -> None:
-    """Check that each named integer field of ``section`` is at least its bound.
-
-    Args:
-        section: a configuration section (a dataclass instance).
-        bounds: field name → its smallest allowed value.
-
-    Raises:
-        ConfigError: ``NAME must be >= LOW, got VALUE`` for the first field below its bound.
-    """
-    for name, low in bounds.items():
-        if int(getattr(section, name)) < low:
-            raise ConfigError(f"{name} must be >= {low}, got {getattr(section, name)}")
-
-
 def option(help: str, *, low: float | None = None, high: float | None = None, low_open: bool = False,
            metavar: str | None = None, choices: Collection[str] | None = None, flag: str | None = None,
            short: str | None = None, param: str | None = None, negated: bool = False,
