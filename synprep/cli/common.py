@@ -10,10 +10,12 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from synprep.constants import DEVICES, MAX_SHARD_PAIRS, TOKENIZERS
+from synprep.cli.fields import with_field_options
 from synprep.errors import ConfigError
 from synprep.parallel import BACKENDS, usable_cpus
-from synprep.pipeline.config import DEFAULTS
+from synprep.parse.config import ParseConfig
+from synprep.shards.config import ShardConfig
+from synprep.text.config import TextConfig
 
 log = logging.getLogger("synprep")
 
@@ -192,13 +194,9 @@ def output_option(name: str = "--output", help: str = "Output file (default: std
 
 
 #: ``--shard-size`` of ``pipeline``, ``annotate`` and ``shard``
-shard_size_option = click.option("--shard-size", type=click.IntRange(min=1, max=MAX_SHARD_PAIRS),
-                                 default=DEFAULTS.shards.shard_size, show_default=True,
-                                 help="Input pairs per shard (the unit of resume; at most 2^24, what a reader accepts).")
+shard_size_option = with_field_options(ShardConfig, only=("shard_size",))
 #: ``--ldd-threshold`` of the parser stage and of ``shard``
-ldd_threshold_option = click.option("--ldd-threshold", type=click.FloatRange(0.0, 1.0), default=DEFAULTS.parse.ldd_threshold,
-                                    show_default=True,
-                                    help="Drop LDD entries below this probability (each word keeps its best one).")
+ldd_threshold_option = with_field_options(ParseConfig, only=("ldd_threshold",))
 #: ``--lowercase`` of the commands that read a parse beside BPE text
 lowercase_option = click.option(
     "--lowercase", is_flag=True,
@@ -213,15 +211,9 @@ def stanza_options(f):
     :func:`backend_plugin_options`.
     """
 
-    @click.option("--device", type=click.Choice(DEVICES), default="cpu", show_default=True,
-                  help="Where the parser runs (cuda: 8 workers per visible GPU, at most one per core, unless --jobs is given).")
-    @click.option("--batch-size", type=click.IntRange(min=1), default=DEFAULTS.parse.batch_size, show_default=True,
-                  help="Sentences per parser call sent to a worker (more on a GPU).")
-    @click.option("--no-ssplit/--ssplit", "no_ssplit", default=False,
-                  help="Treat every line as one sentence (no sentence splitting).")
-    @click.option("--max-words", type=click.IntRange(min=1), default=DEFAULTS.parse.max_words, show_default=True,
-                  help="Longer sentences are recorded as failed lines, never parsed.")
-    @ldd_threshold_option
+    @with_field_options(ParseConfig, only=("device",))
+    @with_field_options(ParseConfig, only=("batch_size",))
+    @with_field_options(ParseConfig, only=("ssplit", "max_words", "ldd_threshold"))
     @click.option("--cache", "cache_path", default=None, metavar="PATH",
                   help="Parse cache (sqlite). Default: $SYNPREP_CACHE or ~/.cache/synprep/parse.sqlite.")
     @click.option("--no-cache", is_flag=True, help="Neither read nor write the parse cache.")
@@ -241,7 +233,4 @@ def parser_choice(default: str | None = "stanza", extra: tuple[str, ...] = ()):
 
 
 #: ``--tokenizer`` of the commands that make words from raw text
-tokenizer_option = click.option(
-    "--tokenizer", type=click.Choice(TOKENIZERS), default="moses", show_default=True,
-    help="Where the words come from: sacremoses, or the parser's own tokenizer (--parser spacy "
-         "--spacy-model ja_ginza: Sudachi) for languages written without spaces.")
+tokenizer_option = with_field_options(TextConfig, only=("tokenizer",))

@@ -13,7 +13,6 @@ import logging
 import click
 from click.core import ParameterSource
 
-from synprep.cli.bounds import AboveFloat
 from synprep.cli.common import (
     backend_options,
     jobs_options,
@@ -23,11 +22,13 @@ from synprep.cli.common import (
     spacy_options,
     split_name,
     stanza_options,
-    tokenizer_option,
 )
+from synprep.cli.fields import with_field_options
 from synprep.errors import ConfigError
-from synprep.pipeline.config import DEFAULTS
-from synprep.subword import SCHEMES
+from synprep.pipeline.config import DEFAULTS, DataConfig
+from synprep.shards.config import ShardConfig
+from synprep.subword.config import SubwordConfig
+from synprep.text.config import TextConfig
 
 log = logging.getLogger("synprep")
 
@@ -89,7 +90,7 @@ def resolve_config(mode: str, out: str, config_path: str | None, params: dict):
     """
     from pathlib import Path
 
-    from synprep.pipeline.config import DEFAULTS, DataConfig, option_fields
+    from synprep.pipeline.config import DataConfig, option_fields
     from synprep.pipeline.inherit import check_remake, inherited_line, refuse_left_out
 
     ctx = click.get_current_context()
@@ -143,16 +144,10 @@ def runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, sche
                    parser={k: v for k, v in backend_opts.items() if k in runtime})
 
 
-vocab_split_option = click.option(
-    "--vocab-split", "vocab_split", callback=split_name, default=DEFAULTS.shards.vocab_split, show_default=True,
-    help="The split whose pieces make OUT/dict.txt (recorded in pipeline.json); another split waits for it while "
-         "it runs, else is refused. Name the first split of a folder that has no train split.")
+vocab_split_option = with_field_options(ShardConfig, only=("vocab_split",), callbacks={"vocab_split": split_name})
 
 
-language_check_option = click.option(
-    "--no-language-check/--language-check", "no_language_check", default=False,
-    help="Do not check that a sample of each side is in the language -s/-t give (py3langid); recorded in "
-         "OUT/pipeline.json.")
+language_check_option = with_field_options(TextConfig, only=("language_check",))
 
 remake_option = click.option(
     "--remake-split", "remake_split", is_flag=True,
@@ -261,44 +256,28 @@ def _report(manifest, split: str) -> None:
 @click.command("pipeline")
 @click.option("--src", "src", default=None, metavar="FILE", help="Raw source text of the split (one pair per line).")
 @click.option("--tgt", "tgt", required=True, metavar="FILE", help="Raw target text of the split.")
-@click.option("-s", "--source-lang", "src_lang", default="", metavar="LANG", help="Source language (parsed).")
-@click.option("-t", "--target-lang", "tgt_lang", default="", metavar="LANG", help="Target language.")
+@with_field_options(DataConfig, only=("src_lang", "tgt_lang"))
 @click.option("--out", required=True, metavar="DIR", help="Output folder (shared by every split of a corpus).")
 @click.option("--split", callback=split_name, default="train", show_default=True,
               help="Split name; train learns the BPE codes and the vocabulary, later splits reuse them.")
 @click.option("--codes", default=None, metavar="FILE", help="Apply these BPE codes instead of learning them.")
-@click.option("--merges", type=click.IntRange(min=1), default=DEFAULTS.subword.merges, show_default=True,
-              help="BPE merge operations when learning codes (joint, on the train split).")
+@with_field_options(SubwordConfig, only=("merges",))
 @click.option("--vocab", default=None, metavar="FILE", help="Use this fairseq dict instead of building one.")
 @vocab_split_option
-@click.option("--tokenized/--no-tokenized", "tokenized", default=False,
-              help="The input is already Moses-tokenized and escaped (&quot; &apos; ...): use it as it is "
-                   "(the parser sees the unescaped words). Text that does not look tokenized is refused.")
+@with_field_options(TextConfig, only=("tokenized",))
 @click.option("--allow-untokenized", "allow_untokenized", is_flag=True,
               help="With --tokenized: use text that does not look Moses-tokenized (punctuation glued to words) "
                    "as it is, with a warning, instead of refusing it.")
-@click.option("--subword", type=click.Choice(list(SCHEMES)), default=DEFAULTS.subword.scheme, show_default=True,
-              help="Subword scheme: subword-nmt BPE on the tokenized text, or SentencePiece / a HuggingFace "
-                   "tokenizer on the raw text, aligned to the words by character offsets (docs/subwords.md).")
+@with_field_options(SubwordConfig, only=("scheme",))
 @click.option("--spm-model", default=None, metavar="FILE",
               help="--subword spm: apply this SentencePiece model instead of learning one on the train split.")
 @click.option("--hf-tokenizer", default=None, metavar="FILE_OR_DIR",
               help="--subword hf: a tokenizers tokenizer.json, or a local directory holding one.")
-@click.option("--vocab-size", type=click.IntRange(min=1), default=DEFAULTS.subword.vocab_size, show_default=True,
-              help="--subword spm: vocabulary size of the model learned on the train split.")
-@click.option("--lowercase/--no-lowercase", "lowercase", default=False,
-              help="Lowercase after tokenizing (the parser still sees cased words).")
-@click.option("--fairseq-compat/--no-fairseq-compat", "fairseq_compat", default=False,
-              help="Tokenize like fairseq's old tokenizer.perl (final period).")
-@tokenizer_option
+@with_field_options(SubwordConfig, only=("vocab_size",))
+@with_field_options(TextConfig, only=("lowercase", "fairseq_compat", "tokenizer"))
 @click.option("--clean/--no-clean", "clean", default=None,
               help="Clean this split (default: the train split only; others lose only empty pairs).")
-@click.option("--ratio", type=AboveFloat(0), default=DEFAULTS.text.ratio, show_default=True,
-              help="clean: max length ratio.")
-@click.option("--min-len", type=click.IntRange(min=0), default=DEFAULTS.text.min_len, show_default=True,
-              help="clean: min tokens per side.")
-@click.option("--max-len", type=click.IntRange(min=1), default=DEFAULTS.text.max_len, show_default=True,
-              help="clean: max tokens per side.")
+@with_field_options(TextConfig, only=("ratio", "min_len", "max_len"))
 @language_check_option
 @config_option
 @remake_option
@@ -306,17 +285,16 @@ def _report(manifest, split: str) -> None:
 @parser_options
 @jobs_options
 @backend_options
-def pipeline_cmd(src, tgt, src_lang, tgt_lang, out, split, codes, merges, vocab, vocab_split, tokenized,
-                 allow_untokenized, subword,
-                 spm_model, hf_tokenizer, vocab_size, lowercase, fairseq_compat, tokenizer, clean, ratio, min_len, max_len,
-                 no_language_check, config_path, remake_split, part, prepare_only, merge_parts, parser_name, conllu_path, trees_path,
-                 device, batch_size, no_ssplit, max_words, ldd_threshold, cache_path, no_cache, backend_opts, shard_size,
-                 jobs, backend, scheduler):
+def pipeline_cmd(src, tgt, out, split, codes, vocab, allow_untokenized, spm_model, hf_tokenizer, clean, config_path,
+                 remake_split, part, prepare_only, merge_parts, conllu_path, trees_path, cache_path, no_cache,
+                 backend_opts, jobs, backend, scheduler, **settings):
     """Raw parallel text → tokenize → clean → BPE → parse → features → shards → check.
 
     Run once per split into the same --out (train first: it learns the BPE codes and the
     vocabulary). Running the same command again resumes: finished steps and shards are skipped.
     """
+    # settings: the DataConfig's options (-s/-t, --parser and the sections' generated options), read whole by
+    # resolve_config from the command's parameters, never one by one here
     from synprep.pipeline import run_pipeline
 
     with _command_run():
@@ -402,8 +380,7 @@ def _subword_model_option(subword: str, **given) -> str | None:
 @click.command("annotate")
 @click.option("--src", "src", required=True, metavar="FILE", help="Tokenized, BPE'd source text (@@ pieces).")
 @click.option("--tgt", "tgt", required=True, metavar="FILE", help="Tokenized, BPE'd target text.")
-@click.option("-s", "--source-lang", "src_lang", default="", metavar="LANG", help="Source language (parsed).")
-@click.option("-t", "--target-lang", "tgt_lang", default="", metavar="LANG", help="Target language.")
+@with_field_options(DataConfig, only=("src_lang", "tgt_lang"))
 @click.option("--out", required=True, metavar="DIR", help="Output folder.")
 @click.option("--split", callback=split_name, default="train", show_default=True, help="Split name.")
 @click.option("--vocab", default=None, metavar="FILE",
@@ -421,11 +398,8 @@ def _subword_model_option(subword: str, **given) -> str | None:
 @parser_options
 @jobs_options
 @backend_options
-def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, vocab_split, parse_src, no_language_check,
-                 config_path, remake_split, part, prepare_only, merge_parts, parser_name, conllu_path, trees_path, device,
-                 batch_size, no_ssplit, max_words,
-                 ldd_threshold, cache_path, no_cache, backend_opts,
-                 shard_size, jobs, backend, scheduler):
+def annotate_cmd(src, tgt, out, split, vocab, parse_src, config_path, remake_split, part, prepare_only, merge_parts,
+                 conllu_path, trees_path, cache_path, no_cache, backend_opts, jobs, backend, scheduler, **settings):
     """Already tokenized and BPE'd parallel text (e.g. fairseq's prepared data) → shards → check.
 
     The source words are rebuilt from the pieces (@@ removed, Moses escapes undone) and parsed, or
@@ -433,6 +407,8 @@ def annotate_cmd(src, tgt, src_lang, tgt_lang, out, split, vocab, vocab_split, p
     input without it gets a warning); with --parser conllu the parses come from --conllu and must
     match those words.
     """
+    # settings: the DataConfig's options (-s/-t, --parser and the sections' generated options), read whole by
+    # resolve_config from the command's parameters, never one by one here
     from synprep.pipeline import run_annotate
 
     with _command_run():

@@ -11,7 +11,7 @@ from typing import Any
 from synprep.constants import DEVICES
 from synprep.defaults import PARSE_DEFAULTS
 from synprep.errors import ConfigError
-from synprep.settings import at_least
+from synprep.settings import check_bounds, option
 
 
 @dataclass(frozen=True)
@@ -44,18 +44,22 @@ class ParseConfig:
     label_map: str | None = field(default=None, metadata={"optional": True, "spec": "label_map",
                                                           "param": "spacy_label_map"})
     parser_options: tuple[tuple[str, Any], ...] = field(default=(), metadata={"optional": True, "param": None})
-    device: str = "cpu"
-    ssplit: bool = field(default=True, metadata={"param": "no_ssplit", "negated": True})
-    max_words: int = PARSE_DEFAULTS.max_words
-    batch_size: int = PARSE_DEFAULTS.batch_size
-    ldd_threshold: float = PARSE_DEFAULTS.ldd_threshold
+    device: str = field(default="cpu", metadata=option(
+        "Where the parser runs (cuda: 8 workers per visible GPU, at most one per core, unless --jobs is given).",
+        choices=DEVICES))
+    ssplit: bool = field(default=True, metadata=option(
+        "Treat every line as one sentence (no sentence splitting).", param="no_ssplit", negated=True))
+    max_words: int = field(default=PARSE_DEFAULTS.max_words, metadata=option(
+        "Longer sentences are recorded as failed lines, never parsed.", low=1))
+    batch_size: int = field(default=PARSE_DEFAULTS.batch_size, metadata=option(
+        "Sentences per parser call sent to a worker (more on a GPU).", low=1))
+    ldd_threshold: float = field(default=PARSE_DEFAULTS.ldd_threshold, metadata=option(
+        "Drop LDD entries below this probability (each word keeps its best one).", low=0.0, high=1.0))
 
     def __post_init__(self) -> None:
-        at_least(self, max_words=1, batch_size=1)
-        if self.device not in DEVICES:
+        if self.device not in DEVICES:  # the refusal every earlier version gave
             raise ConfigError(f"device must be cpu or cuda, got {self.device!r}")
-        if not 0.0 <= self.ldd_threshold <= 1.0:
-            raise ConfigError(f"ldd_threshold must be in [0, 1], got {self.ldd_threshold}")
+        check_bounds(self)
         for item in self.parser_options:
             if not (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str)
                     and item[0].startswith(f"{self.parser}_")):

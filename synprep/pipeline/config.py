@@ -36,6 +36,7 @@ from synprep.errors import ConfigError, InputError
 from synprep.parse.config import ParseConfig, spec_fields
 from synprep.parse.options import ParseOptions, Runtime
 from synprep.parse.registry import parse_source_class
+from synprep.settings import option
 from synprep.shards.config import ShardConfig
 from synprep.subword.config import SubwordConfig
 from synprep.text.config import TextConfig
@@ -76,8 +77,10 @@ class DataConfig:
     """
 
     mode: str = field(default="pipeline", metadata={"param": None})  # the command, not an option
-    src_lang: str = ""
-    tgt_lang: str = ""
+    src_lang: str = field(default="", metadata=option("Source language (parsed).", short="s", flag="source-lang",
+                                                      metavar="LANG"))
+    tgt_lang: str = field(default="", metadata=option("Target language.", short="t", flag="target-lang",
+                                                      metavar="LANG"))
     text: TextConfig = field(default_factory=TextConfig)
     subword: SubwordConfig = field(default_factory=SubwordConfig)
     parse: ParseConfig = field(default_factory=ParseConfig)

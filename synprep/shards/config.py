@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from synprep.constants import MAX_SHARD_PAIRS
 from synprep.defaults import SHARD_DEFAULTS
 from synprep.lock import check_split_name
-from synprep.settings import at_least
+from synprep.settings import check_bounds, option
 
 
 @dataclass(frozen=True)
@@ -22,9 +23,13 @@ class ShardConfig:
             ``pipeline.json`` only when it is not ``train`` (folders of earlier versions keep their bytes).
     """
 
-    shard_size: int = SHARD_DEFAULTS.shard_size
-    vocab_split: str = field(default="train", metadata={"optional": True})
+    shard_size: int = field(default=SHARD_DEFAULTS.shard_size, metadata=option(
+        "Input pairs per shard (the unit of resume; at most 2^24, what a reader accepts).", low=1,
+        high=MAX_SHARD_PAIRS))
+    vocab_split: str = field(default="train", metadata=option(
+        "The split whose pieces make OUT/dict.txt (recorded in pipeline.json); another split waits for it while "
+        "it runs, else is refused. Name the first split of a folder that has no train split.", optional=True))
 
     def __post_init__(self) -> None:
-        at_least(self, shard_size=1)
+        check_bounds(self)
         check_split_name(self.vocab_split)

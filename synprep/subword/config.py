@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from synprep.settings import at_least
-from synprep.subword import DEFAULT_SCHEME
+from synprep.settings import check_bounds, option
+from synprep.subword import DEFAULT_SCHEME, SCHEMES
 
 
 @dataclass(frozen=True)
@@ -21,9 +21,14 @@ class SubwordConfig:
         vocab_size: the SentencePiece vocabulary size when a model is learned (``--subword spm``).
     """
 
-    merges: int = 10000
-    scheme: str = field(default=DEFAULT_SCHEME, metadata={"saved": "subword"})
-    vocab_size: int = 8000
+    merges: int = field(default=10000, metadata=option(
+        "BPE merge operations when learning codes (joint, on the train split).", low=1))
+    scheme: str = field(default=DEFAULT_SCHEME, metadata=option(
+        "Subword scheme: subword-nmt BPE on the tokenized text, or SentencePiece / a HuggingFace tokenizer on the "
+        "raw text, aligned to the words by character offsets (docs/subwords.md).", choices=SCHEMES,
+        flag="subword", saved="subword"))
+    vocab_size: int = field(default=8000, metadata=option(
+        "--subword spm: vocabulary size of the model learned on the train split.", low=1))
 
     def __post_init__(self) -> None:
-        at_least(self, merges=1, vocab_size=1)
+        check_bounds(self)

@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 
 from synprep.constants import TOKENIZERS
 from synprep.defaults import CLEAN_DEFAULTS
-from synprep.errors import ConfigError
-from synprep.settings import at_least
+from synprep.settings import check_bounds, option
 
 
 @dataclass(frozen=True)
@@ -28,19 +27,23 @@ class TextConfig:
             say (:mod:`synprep.text.langid`); False: ``--no-language-check``.
     """
 
-    tokenized: bool = False
-    lowercase: bool = False
-    fairseq_compat: bool = False
-    tokenizer: str = field(default="moses", metadata={"optional": True})
-    ratio: float = CLEAN_DEFAULTS.ratio
-    min_len: int = CLEAN_DEFAULTS.min_len
-    max_len: int = CLEAN_DEFAULTS.max_len
-    language_check: bool = field(default=True, metadata={"optional": True, "param": "no_language_check",
-                                                          "negated": True})
+    tokenized: bool = field(default=False, metadata=option(
+        "The input is already Moses-tokenized and escaped (&quot; &apos; ...): use it as it is (the parser sees "
+        "the unescaped words). Text that does not look tokenized is refused."))
+    lowercase: bool = field(default=False, metadata=option(
+        "Lowercase after tokenizing (the parser still sees cased words)."))
+    fairseq_compat: bool = field(default=False, metadata=option(
+        "Tokenize like fairseq's old tokenizer.perl (final period)."))
+    tokenizer: str = field(default="moses", metadata=option(
+        "Where the words come from: sacremoses, or the parser's own tokenizer (--parser spacy --spacy-model "
+        "ja_ginza: Sudachi) for languages written without spaces.", choices=TOKENIZERS, optional=True))
+    ratio: float = field(default=CLEAN_DEFAULTS.ratio, metadata=option("clean: max length ratio.", low=0,
+                                                                       low_open=True))
+    min_len: int = field(default=CLEAN_DEFAULTS.min_len, metadata=option("clean: min tokens per side.", low=0))
+    max_len: int = field(default=CLEAN_DEFAULTS.max_len, metadata=option("clean: max tokens per side.", low=1))
+    language_check: bool = field(default=True, metadata=option(
+        "Do not check that a sample of each side is in the language -s/-t give (py3langid); recorded in "
+        "OUT/pipeline.json.", param="no_language_check", negated=True, optional=True))
 
     def __post_init__(self) -> None:
-        at_least(self, min_len=0, max_len=1)
-        if not self.ratio > 0:
-            raise ConfigError(f"ratio must be > 0, got {self.ratio}")
-        if self.tokenizer not in TOKENIZERS:
-            raise ConfigError(f"tokenizer must be one of {', '.join(TOKENIZERS)}, got {self.tokenizer!r}")
+        check_bounds(self)
