@@ -137,6 +137,32 @@ def small_folder(folder: Path, *, drop_every: int = 4, **kw) -> Path:
     return folder
 
 
+JA_TARGETS = ("residents showed displeasure .", "no particular request was made .", "it rained .")
+
+
+def japanese_gold_folder(shared_data: Path, folder: Path, n: int) -> tuple[Path, list[list[str]]]:
+    """The first ``n`` (at most 3) sentences of ja_gsd test imported with ``--parser conllu`` beside English
+    targets, BPE codes learned on both sides: the ``test`` split in ``folder / "out"``, and the gold words of each
+    sentence."""
+    from synprep.config import DataConfig
+    from synprep.pipeline import run_pipeline
+    from synprep.text.bpe import learn_bpe
+
+    blocks = (shared_data / "ud" / "ja_gsd-ud-test.conllu").read_text(encoding="utf-8").split("\n\n")[:n]
+    gold = folder / "ja.conllu"
+    gold.write_text("\n\n".join(blocks) + "\n\n", encoding="utf-8")
+    words = [[ln.split("\t")[1] for ln in b.splitlines() if ln and ln.split("\t")[0].isdigit()] for b in blocks]
+    tgt = folder / "en.txt"
+    tgt.write_text("".join(line + "\n" for line in JA_TARGETS[:n]))
+    text = folder / "bpe.txt"
+    text.write_text("\n".join(" ".join(w) for w in words) + "\n" + tgt.read_text(), encoding="utf-8")
+    learn_bpe([text], 50, folder / "codes")
+    out = folder / "out"
+    run_pipeline(None, str(tgt), out, DataConfig.of(src_lang="ja", tgt_lang="en", parser="conllu", vocab_split="test"),
+                 split="test", codes=str(folder / "codes"), conllu=str(gold))
+    return out, words
+
+
 def copy_folder(folder: Path, tmp_path: Path) -> Path:
     """A fresh copy ``tmp_path/out`` of an output folder (a test damages it, not the shared original)."""
     out = tmp_path / "out"

@@ -15,7 +15,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from builders import one_line, write_corpus
+from builders import japanese_gold_folder, one_line, write_corpus
 from helpers import SAMPLE_DATA, run_cli
 from pipeline_runs import folder_bytes
 
@@ -192,23 +192,9 @@ def test_stanzas_own_warnings_about_a_package_are_not_printed(stanza_dir: Path) 
 def test_a_report_without_a_cjk_font_warns_once(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
                                                 shared_data: Path, tmp_path: Path) -> None:
     from synprep import show
-    from synprep.config import DataConfig
-    from synprep.pipeline import run_pipeline
     from synprep.report.figures import example_figures
-    from synprep.text.bpe import learn_bpe
 
-    blocks = (shared_data / "ud" / "ja_gsd-ud-test.conllu").read_text(encoding="utf-8").split("\n\n")[:3]
-    gold = tmp_path / "ja.conllu"
-    gold.write_text("\n\n".join(blocks) + "\n\n", encoding="utf-8")
-    words = [[ln.split("\t")[1] for ln in b.splitlines() if ln and ln.split("\t")[0].isdigit()] for b in blocks]
-    tgt = tmp_path / "en.txt"
-    tgt.write_text("residents showed displeasure .\nno particular request was made .\nit rained .\n")
-    text = tmp_path / "bpe.txt"
-    text.write_text("\n".join(" ".join(w) for w in words) + "\n" + tgt.read_text(), encoding="utf-8")
-    learn_bpe([text], 50, tmp_path / "codes")
-    out = tmp_path / "out"
-    run_pipeline(None, str(tgt), out, DataConfig.of(src_lang="ja", tgt_lang="en", parser="conllu", vocab_split="test"),
-                 split="test", codes=str(tmp_path / "codes"), conllu=str(gold))
+    out, _ = japanese_gold_folder(shared_data, tmp_path, 3)
     monkeypatch.setattr(show.fonts, "cjk_font", lambda: None)
     show.fonts._warn_no_cjk_font.cache_clear()
     caplog.set_level(logging.WARNING, logger="synprep")

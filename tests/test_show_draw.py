@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from builders import japanese_gold_folder
 
 from synprep import show
 from synprep.features.distance import both_gaps
@@ -124,22 +125,7 @@ def test_no_cjk_font_one_warning_naming_the_package(monkeypatch: pytest.MonkeyPa
 
 def test_japanese_gold_parse_through_conllu_import(shared_data: Path, tmp_path: Path) -> None:
     """ja_gsd test sentence 1 imported with --parser conllu: the words reach the figure as they are."""
-    from synprep.config import DataConfig
-    from synprep.pipeline import run_pipeline
-    from synprep.text.bpe import learn_bpe
-
-    blocks = (shared_data / "ud" / "ja_gsd-ud-test.conllu").read_text(encoding="utf-8").split("\n\n")[:2]
-    gold = tmp_path / "ja.conllu"
-    gold.write_text("\n\n".join(blocks) + "\n\n", encoding="utf-8")
-    words = [[ln.split("\t")[1] for ln in b.splitlines() if ln and ln.split("\t")[0].isdigit()] for b in blocks]
-    tgt = tmp_path / "en.txt"
-    tgt.write_text("residents showed displeasure .\nno particular request was made .\n")
-    text = tmp_path / "bpe.txt"
-    text.write_text("\n".join(" ".join(w) for w in words) + "\n" + tgt.read_text(), encoding="utf-8")
-    learn_bpe([text], 50, tmp_path / "codes")
-    out = tmp_path / "out"
-    run_pipeline(None, str(tgt), out, DataConfig.of(src_lang="ja", tgt_lang="en", parser="conllu", vocab_split="test"),
-                 split="test", codes=str(tmp_path / "codes"), conllu=str(gold))
+    out, words = japanese_gold_folder(shared_data, tmp_path, 2)
     view = load_pair(out, "test", index=0)
     assert view.words == words[0] and show.needs_cjk(view.words)
     fig = pair_figure(view)
