@@ -98,6 +98,24 @@ def test_light_imports(code, heavy):
     assert [m for m in heavy if m in loaded] == []
 
 
+@pytest.mark.parametrize("package, light, heavy", [
+    ("synprep.shards", "synprep.shards.config", "h5py"),
+    ("synprep.pipeline", "synprep.pipeline.config", "synprep.pipeline.run"),
+])
+def test_a_packages_public_names_are_imported_on_first_use(package, light, heavy):
+    """synprep.shards and synprep.pipeline import a public name's module when the name is first read (one
+    helper, :func:`synprep.lazy.lazy_names`): their configuration module imports without it."""
+    probe = (f"import sys, importlib\nimport {light}\nassert {heavy!r} not in sys.modules\n"
+             f"pkg = importlib.import_module({package!r})\n"
+             "names = {n: getattr(pkg, n) for n in pkg.__all__}\n"
+             f"assert {heavy!r} in sys.modules\n"
+             "assert all(vars(pkg)[n] is v for n, v in names.items())\n"
+             "try:\n    pkg.no_such_name\nexcept AttributeError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.stdout.strip() == f"module {package!r} has no attribute 'no_such_name'"
+
+
 def test_a_default_train_config_imports_no_torch():
     loaded = _imported("from synprep.train.config import TrainConfig, model_elements; c = TrainConfig(); "
                        "c.describe(); model_elements(c, 1000); TrainConfig(syntax='pure', syntax_source='set')")

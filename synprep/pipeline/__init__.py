@@ -38,8 +38,9 @@ pieces, :func:`run_annotate`).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from synprep.lazy import lazy_names
 
 if TYPE_CHECKING:  # the names as the type checker reads them; at run time, :func:`__getattr__`
     from synprep.pipeline.checks import (
@@ -88,12 +89,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY, globals())
 
 
 __all__ = [

@@ -3,8 +3,9 @@
     from synprep.shards import write_shard, ShardReader, SplitReader, open_split, Manifest, check_dir
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from synprep.lazy import lazy_names
 
 if TYPE_CHECKING:  # the names as the type checker reads them; at run time, :func:`__getattr__`
     from synprep.shards.check import CheckError, CheckReport, Violation, check_dir, check_shard
@@ -52,12 +53,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, _LAZY, globals())
 
 
 __all__ = [
