@@ -31,7 +31,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from synprep.train.config import TrainConfig
@@ -237,30 +236,6 @@ def _take(t: torch.Tensor, idx: list[int], H: int) -> torch.Tensor:
     if idx == list(range(idx[0], idx[0] + len(idx))):
         return t[:, idx[0]:idx[0] + len(idx)]
     return t.index_select(1, device_index(idx, t.device))
-
-
-def scaled_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, weights: torch.Tensor,
-                     pad_bias: torch.Tensor | None, dropout_p: float) -> torch.Tensor:
-    """``softmax(s ⊙ W + pad) V`` with ``s = QKᵀ/√d`` (PASCAL / LDD heads, SPEC.md §4).
-
-    Args:
-        q: (B, H, T, dh).
-        k: (B, H, T, dh).
-        v: (B, H, T, dh).
-        weights: broadcastable to (B, H, T, T).
-        pad_bias: (B, 1, 1, T) or None.
-
-    Returns:
-        (B, H, T, dh).
-    """
-    s = torch.matmul(q, k.transpose(-1, -2)) * (q.shape[-1] ** -0.5)  # (B, H, T, T)
-    s = s * weights
-    if pad_bias is not None:
-        s = s + pad_bias
-    a = torch.softmax(s, dim=-1)
-    if dropout_p > 0:
-        a = F.dropout(a, dropout_p)
-    return torch.matmul(a, v)
 
 
 def default_sources(names: list[str | None]) -> dict[str, SyntaxSource]:

@@ -39,7 +39,7 @@ from synprep.train.schema import (  # noqa: F401 (re-exported: the config's publ
     SYNTAX_SOURCES,
     TrainConfig,
 )
-from synprep.train.sources import SOURCES, spec_class
+from synprep.train.source_registry import SOURCES, spec_class
 
 log = logging.getLogger("synprep.train")
 

@@ -33,7 +33,7 @@ from typing import Any, TypeVar
 from synprep.constants import GAP_MODES
 from synprep.errors import ConfigError
 from synprep.features.slr import HARD_MODES
-from synprep.train.sources import SOURCES, source_options, spec_class
+from synprep.train.source_registry import SOURCES, source_options, spec_class
 from synprep.types import DEPRELS
 
 SYNTAX_MODES = ("vanilla", "gated", "avg", "pure", "hard")

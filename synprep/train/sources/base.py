@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from synprep.train.runtime import sdpa
@@ -139,6 +140,30 @@ def bias_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torc
     """``softmax(s + bias) V`` through SDPA; bias (B, 1|Hs, T, T) carries the key padding too."""
     mask = bias if bias.dtype == q.dtype else bias.to(q.dtype)
     return sdpa(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+
+
+def scaled_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, weights: torch.Tensor,
+                     pad_bias: torch.Tensor | None, dropout_p: float) -> torch.Tensor:
+    """``softmax(s ⊙ W + pad) V`` with ``s = QKᵀ/√d`` (PASCAL / LDD heads, SPEC.md §4).
+
+    Args:
+        q: (B, H, T, dh).
+        k: (B, H, T, dh).
+        v: (B, H, T, dh).
+        weights: broadcastable to (B, H, T, T).
+        pad_bias: (B, 1, 1, T) or None.
+
+    Returns:
+        (B, H, T, dh).
+    """
+    s = torch.matmul(q, k.transpose(-1, -2)) * (q.shape[-1] ** -0.5)  # (B, H, T, T)
+    s = s * weights
+    if pad_bias is not None:
+        s = s + pad_bias
+    a = torch.softmax(s, dim=-1)
+    if dropout_p > 0:
+        a = F.dropout(a, dropout_p)
+    return torch.matmul(a, v)
 
 
 def piece_word_index(recs: Sequence[PairRecord], T: int) -> torch.Tensor:

@@ -16,9 +16,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from synprep.train.attention import scaled_attention
 from synprep.train.masks import ldd_weights
-from synprep.train.sources.base import AttendContext, SyntaxSource, pad_entries, piece_word_index, round_up
+from synprep.train.sources.base import (
+    AttendContext,
+    SyntaxSource,
+    pad_entries,
+    piece_word_index,
+    round_up,
+    scaled_attention,
+)
 from synprep.train.sources.specs import LDDParentSpec
 from synprep.types import PairRecord
 

@@ -15,9 +15,8 @@ import numpy as np
 import torch
 
 from synprep.features.parents import parent_positions
-from synprep.train.attention import scaled_attention
 from synprep.train.masks import ignore_rows, pascal_weights
-from synprep.train.sources.base import AttendContext, SyntaxSource
+from synprep.train.sources.base import AttendContext, SyntaxSource, scaled_attention
 from synprep.train.sources.specs import PascalSpec
 from synprep.types import PairRecord
 
