@@ -87,11 +87,11 @@ def tokenize_cmd(lang: str, lowercase: bool, no_escape: bool, fairseq_compat: bo
                                        jobs=jobs, backend=backend, scheduler=scheduler)
         sig = parser_tokenizer_signature(identity, lowercase=lowercase, escape=not no_escape)
     else:
-        from synprep.text.tokenize import tokenize_stream, tokenizer_signature
+        from synprep.text.tokenize import MosesRules, tokenize_stream, tokenizer_signature
 
         refuse_unused(["parser_name", *backend_params()], "with --tokenizer moses")
-        lines = tokenize_stream(iter_lines(input_path), lang, lowercase=lowercase, escape=not no_escape,
-                                fairseq_compat=fairseq_compat, jobs=jobs, backend=backend, scheduler=scheduler)
+        rules = MosesRules(lowercase=lowercase, escape=not no_escape, fairseq_compat=fairseq_compat)
+        lines = tokenize_stream(iter_lines(input_path), lang, rules, jobs=jobs, backend=backend, scheduler=scheduler)
         sig = tokenizer_signature(lang, lowercase=lowercase, escape=not no_escape, fairseq_compat=fairseq_compat)
     with open_output(output_path) as out:  # one line out per line in: the count is the input's
         n = write_lines(out, lines)

@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 def _tokenize(inp: str, out_path: Path, lang: str, text: TextConfig, par: Parallel, spec: Any = None) -> None:
     """Tokenize one side; with ``spec`` (the source side under ``--tokenizer parser``) by that parser's tokenizer."""
     # imported here: loads sacremoses, not needed to import this module
-    from synprep.text.tokenize import tokenize_stream
+    from synprep.text.tokenize import MosesRules, tokenize_stream
 
     if out_path.exists():
         return
@@ -50,7 +50,7 @@ def _tokenize(inp: str, out_path: Path, lang: str, text: TextConfig, par: Parall
         lines = parser_tokenize_stream(iter_lines(inp), spec, jobs=par.jobs, backend=par.backend,
                                        scheduler=par.scheduler)
     else:
-        lines = tokenize_stream(iter_lines(inp), lang, fairseq_compat=text.fairseq_compat, jobs=par.jobs,
+        lines = tokenize_stream(iter_lines(inp), lang, MosesRules(fairseq_compat=text.fairseq_compat), jobs=par.jobs,
                                 backend=par.backend, scheduler=par.scheduler)
     with atomic_write(out_path) as f:
         for line in lines:

@@ -49,7 +49,7 @@ from pathlib import Path
 from synprep.errors import ConfigError, InputError
 from synprep.text.bpe import apply_bpe_stream, count_merges, learn_bpe
 from synprep.text.clean import CleanStats, clean_pairs, report_header, report_row
-from synprep.text.tokenize import moses_lowercase, tokenize_stream
+from synprep.text.tokenize import MosesRules, moses_lowercase, tokenize_stream
 from synprep.textio import PathLike, atomic_write, iter_line_pairs, iter_lines, write_lines
 
 log = logging.getLogger(__name__)
@@ -240,9 +240,8 @@ def prepare(orig: PathLike, out: PathLike, splits: Sequence[str] = SPLITS, codes
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".synprep-iwslt14-", dir=out))
-    report = PrepareReport()
     try:
-        _run(src, need, work, splits, codes, jobs, backend, scheduler, bpe_merges, report)
+        report = _run(src, work, splits, codes, jobs, backend, scheduler, bpe_merges)
         for path in sorted(work.joinpath("final").rglob("*")):
             if path.is_file():
                 dest = out / path.relative_to(work / "final")
@@ -288,8 +287,10 @@ def _prepare_test(src: _Orig, inputs: dict[str, Path], tmp: Path, scratch: Path,
                                            (x for ts in TEST_SETS for x in iter_lines(per_set_cased[ts, lang]))))
 
 
-def _run(src: _Orig, need: dict[str, str], work: Path, splits: tuple[str, ...], codes: PathLike | None,
-         jobs: int, backend: str, scheduler: str | None, bpe_merges: int, report: PrepareReport) -> None:
+def _run(src: _Orig, work: Path, splits: tuple[str, ...], codes: PathLike | None, jobs: int, backend: str,
+         scheduler: str | None, bpe_merges: int) -> PrepareReport:
+    """:func:`prepare`'s work, in the folder ``work`` (its results under ``work/final``); returns its report."""
+    report, need = PrepareReport(), needed_inputs(splits, codes)
     final = work / "final"
     tmp = final / "tmp"
     scratch = work / "scratch"
@@ -297,7 +298,8 @@ def _run(src: _Orig, need: dict[str, str], work: Path, splits: tuple[str, ...], 
     inputs = src.materialize(sorted(need), scratch / "orig")
     tok_text: dict[str, Path] = {}  # split.lang → tokenized, lowercased text (before BPE)
     cased: dict[str, Path] = {}  # split.lang → the same, cased (OUT/tmp/SPLIT.cased.L)
-    tokenize = partial(tokenize_stream, fairseq_compat=True, jobs=jobs, backend=backend, scheduler=scheduler)
+    tokenize = partial(tokenize_stream, rules=MosesRules(fairseq_compat=True), jobs=jobs, backend=backend,
+                       scheduler=scheduler)
     apply_bpe = partial(apply_bpe_stream, jobs=jobs, backend=backend, scheduler=scheduler)
 
     def note(path: Path, n: int) -> None:
@@ -364,3 +366,4 @@ def _run(src: _Orig, need: dict[str, str], work: Path, splits: tuple[str, ...], 
             p = final / f"{split}.{lang}"
             log.info("iwslt14: applying BPE to %s.%s", split, lang)
             note(p, _write(p, apply_bpe(iter_lines(tok_text[f"{split}.{lang}"]), code)))
+    return report

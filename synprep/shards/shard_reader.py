@@ -7,7 +7,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import h5py
 import numpy as np
@@ -25,6 +25,22 @@ from synprep.shards.schema import (
     parse_shard_name,
 )
 from synprep.types import PairRecord
+
+
+class Header(NamedTuple):
+    """A shard's header as :class:`ShardReader` reads and checks it (:meth:`ShardReader.with_header`).
+
+    Attributes:
+        attrs: the root attributes.
+        offsets: the int64 offsets of each ragged axis (``AXES``), as the file's offsets group holds them.
+        lines: (n_pairs,) int64, the 1-based input line of each pair.
+        data: the shard's arrays mapped from its map folder (field → array), or None: read from the file.
+    """
+
+    attrs: dict[str, Any]
+    offsets: dict[str, np.ndarray]
+    lines: np.ndarray
+    data: dict[str, np.ndarray] | None = None
 
 
 class ShardReader:
@@ -88,17 +104,16 @@ class ShardReader:
             raise InputError(f"cannot read shard (damaged HDF5): {type(e).__name__}: {e}", name) from None
 
     @classmethod
-    def with_header(cls, path: str | os.PathLike, *, cache: bool, map_dir: str | os.PathLike | None,
-                    attrs: dict[str, Any], offsets: dict[str, np.ndarray], lines: np.ndarray,
-                    data: dict[str, np.ndarray] | None = None, sha256: str | None = None,
+    def with_header(cls, path: str | os.PathLike, header: Header, *, cache: bool,
+                    map_dir: str | os.PathLike | None, sha256: str | None = None,
                     vocab_size: int | None = None) -> ShardReader:
-        """A reader of ``path`` whose header (``attrs``, ``offsets``, ``lines``; with ``data``, its maps) another
-        process read and checked as :meth:`__init__` does: ``open_split``'s verification workers, for a file
-        version it verified. Nothing is read here."""
+        """A reader of ``path`` whose header (with its ``data``, the maps) another process read and checked as
+        :meth:`__init__` does: ``open_split``'s verification workers, for a file version it verified. Nothing is
+        read here."""
         r = cls.__new__(cls)
         r.path, r.cache, r.map_dir = Path(path), cache, None if map_dir is None else Path(map_dir)
-        r._file, r._pid, r._data, r._words = None, None, data, None
-        r.attrs, r.offsets, r.lines = attrs, offsets, lines
+        r._file, r._pid, r._data, r._words = None, None, header.data, None
+        r.attrs, r.offsets, r.lines = header.attrs, header.offsets, header.lines
         r.sha256, r.vocab_size = sha256, vocab_size
         return r
 

@@ -97,10 +97,15 @@ def make_record(line: int, sent_lengths: Sequence[int], pieces_per_word: Sequenc
     )
 
 
+#: the mean pieces per word of :func:`random_records` (T ≈ 1.5 W)
+PIECES_PER_WORD = 1.5
+
+
 def random_records(n: int, rng: np.random.Generator, *, first_line: int = 1, words: int = 20,
-                   pieces_per_word: float = 1.5, tgt_len: int = 30, vocab_size: int = 10_000,
-                   multi_sentence: float = 0.1, unk_rate: float = 0.02) -> Iterator[PairRecord]:
-    """``n`` realistic-sized records (W ≈ ``words``, T ≈ 1.5 W, K ≈ 2 W), lines increasing by 1-2.
+                   tgt_len: int = 30, vocab_size: int = 10_000, multi_sentence: float = 0.1,
+                   unk_rate: float = 0.02) -> Iterator[PairRecord]:
+    """``n`` realistic-sized records (W ≈ ``words``, T ≈ 1.5 W: :data:`PIECES_PER_WORD`, K ≈ 2 W), lines
+    increasing by 1-2.
 
     A fraction ``multi_sentence`` of the lines hold two sentences; a fraction ``unk_rate`` of the
     pieces are ``<unk>`` (id 3: pieces outside the vocabulary).
@@ -113,7 +118,7 @@ def random_records(n: int, rng: np.random.Generator, *, first_line: int = 1, wor
             sents = [cut, W - cut]
         else:
             sents = [W]
-        ppw = 1 + rng.poisson(pieces_per_word - 1, size=W)
+        ppw = 1 + rng.poisson(PIECES_PER_WORD - 1, size=W)
         U = max(1, int(rng.poisson(tgt_len)))
         yield make_record(line, sents, list(ppw), U, rng, vocab_size=vocab_size, ldd_extra=2, unk_rate=unk_rate)
         line += 1 + int(rng.random() < 0.05)

@@ -21,7 +21,7 @@ from synprep.shards import mapped
 from synprep.shards.check import split_counts_violation
 from synprep.shards.manifest import Manifest
 from synprep.shards.schema import inside_name, parse_shard_name
-from synprep.shards.shard_reader import ShardReader, split_files
+from synprep.shards.shard_reader import Header, ShardReader, split_files
 from synprep.vocab import Vocab
 
 if TYPE_CHECKING:
@@ -292,8 +292,8 @@ def open_split(folder: str | os.PathLike, split: str, *, cache: bool = True,
                                        for i, (p, info) in enumerate(zip(files, entry.shards, strict=True))])
     for index, p in enumerate(files):
         assert entry is not None
-        readers.append(_verified_shard(p, entry, index, split, vocab, cache, map_dir, verified.get(p),
-                                       entry.signature or manifest.signature))
+        readers.append(_verified_shard(p, index, Listed(split, entry, vocab, entry.signature or manifest.signature),
+                                       cache, map_dir, verified.get(p)))
         if map_dir is not None and cache:  # mapped now (a large split's maps the workers wrote): a process
             readers[-1].load()             # forked from this one (DataLoader workers) shares them
     if entry is not None and complete:
@@ -327,7 +327,7 @@ def open_shard(folder: str | os.PathLike, split: str, shard: int, *, cache: bool
     if not 0 <= shard < len(files):
         raise IndexError(f"split {split!r} has {len(files)} shards, no shard {shard}")
     assert entry is not None
-    return _verified_shard(files[shard], entry, shard, split, _vocab_entry(folder, manifest, files), cache)
+    return _verified_shard(files[shard], shard, Listed(split, entry, _vocab_entry(folder, manifest, files)), cache)
 
 
 def split_entry(folder: str | os.PathLike, split: str, *, verify: bool = True, manifest: Manifest | None = None,
@@ -395,37 +395,51 @@ def _reader(p: Path, cache: bool, map_dir: str | os.PathLike | None, sha256: str
         given = None
     if given is None:
         return ShardReader(p, cache=cache, map_dir=map_dir, sha256=sha256, vocab_size=vocab_size)
-    assert verified is not None
-    offsets, lines, data = given
-    return ShardReader.with_header(p, cache=cache, map_dir=map_dir, attrs=verified.attrs, offsets=offsets,
-                                   lines=lines, data=data, sha256=sha256, vocab_size=vocab_size)
+    return ShardReader.with_header(p, given, cache=cache, map_dir=map_dir, sha256=sha256, vocab_size=vocab_size)
 
 
 def _given_header(p: Path, cache: bool, map_dir: str | os.PathLike | None, sha256: str, verified: Verified | None,
-                  vocab_size: int | None = None) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str, np.ndarray] | None] | None:
-    """For :func:`_reader`: the offsets, lines and (with ``map_dir``) mapped data of ``verified`` still valid
-    for ``p``, or None."""
+                  vocab_size: int | None = None) -> Header | None:
+    """For :func:`_reader`: the header of ``verified`` (with ``map_dir``, its mapped data) still valid for ``p``,
+    or None."""
 
     if verified is None or _file_key(p, p.stat(), sha256) != verified.file:
         return None
     if map_dir is None:
-        return None if verified.offsets is None or verified.lines is None else (verified.offsets, verified.lines, None)
+        return None if verified.offsets is None or verified.lines is None else \
+            Header(verified.attrs, verified.offsets, verified.lines)
     final = Path(map_dir) / mapped.map_key(p)
     if not cache or verified.maps is None or mapped.ok_key(final, sha256, vocab_size) != verified.maps:
         return None
     got = mapped.folder_maps(final, sha256)
-    return None if got is None else (got.offsets, got.lines, got.data)
+    return None if got is None else Header(verified.attrs, got.offsets, got.lines, got.data)
 
 
-def _verified_shard(p: Path, entry: SplitEntry, index: int, split: str, vocab: tuple[str, str, int | None],
-                    cache: bool, map_dir: str | os.PathLike | None = None,
-                    verified: Verified | None = None, signature: str | None = None) -> ShardReader:
-    """Shard ``index`` (file ``p``) of the split whose manifest entry is ``entry``, verified against it:
+class Listed(NamedTuple):
+    """What ``manifest.json`` says of a split's shards, each shard verified against it (:func:`_verified_shard`).
+
+    Attributes:
+        split: the split's name.
+        entry: its manifest entry (each shard's size, sha256, pairs, first/last line).
+        vocab: the manifest's vocabulary ``(path, sha256, size)`` (:func:`_vocab_entry`).
+        signature: the signature the manifest gives the split's shards (as ``check`` compares it); None: not
+            compared.
+    """
+
+    split: str
+    entry: SplitEntry
+    vocab: tuple[str, str, int | None]
+    signature: str | None = None
+
+
+def _verified_shard(p: Path, index: int, listed: Listed, cache: bool, map_dir: str | os.PathLike | None = None,
+                    verified: Verified | None = None) -> ShardReader:
+    """Shard ``index`` (file ``p``) of the split ``listed`` describes, verified against its manifest entry:
     size and sha256, pairs and first/last line, attributes, values (after the previous shard's last line);
     with ``map_dir``, its maps there are mapped only where they are of this file's sha256 and pass the shard's
     checks (:mod:`synprep.shards.mapped`), else decoded again. ``verified``: what a verification worker read of it
-    (:func:`_reader`). ``signature``: the one the manifest gives the split's shards (as ``check`` compares it)."""
-    vocab_path, vocab_sha256, vocab_size = vocab
+    (:func:`_reader`)."""
+    split, entry, (vocab_path, vocab_sha256, vocab_size), signature = listed
     info = entry.shards[index]
     _verify_file(p, info.bytes, info.sha256)
     r = _reader(p, cache, map_dir, info.sha256, verified, vocab_size)

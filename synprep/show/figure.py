@@ -134,7 +134,7 @@ def _tick_style(n: int, inches: float) -> tuple[float, int]:
     return size, step
 
 
-def _heatmap(fig, ax, m: np.ndarray, labels: list[str], title: str, *, cmap: str, vmin: float, vmax: float,
+def _heatmap(ax, m: np.ndarray, labels: list[str], title: str, *, cmap: str, vmin: float, vmax: float,
              parents: np.ndarray | None = None) -> None:
     im = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest")
     n = len(labels)
@@ -149,7 +149,7 @@ def _heatmap(fig, ax, m: np.ndarray, labels: list[str], title: str, *, cmap: str
     ax.set_title(title, fontsize=9)
     if parents is not None:
         ax.plot(parents, np.arange(n), "x", color="tab:cyan", ms=4, mew=1.0)
-    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
+    ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.03)
 
 
 def pair_figure(view: PairView, *, tau: float = 10.0, mode: str = "cnf") -> Figure:
@@ -189,11 +189,11 @@ def _pair_figure(view: PairView, *, tau: float, mode: str, font: str | None) -> 
         _tree_panel(fig.add_subplot(grid[1, :]), view)
         r = 2
     _gap_panel(fig.add_subplot(grid[r, :]), view)
-    _heatmap(fig, fig.add_subplot(grid[r + 1, 0]), mats["soft"], labels,
+    _heatmap(fig.add_subplot(grid[r + 1, 0]), mats["soft"], labels,
              f"soft SLR mask, τ = {tau:g} ({mode} gaps)", cmap="viridis", vmin=0, vmax=1)
-    _heatmap(fig, fig.add_subplot(grid[r + 1, 1]), mats["hard"].astype(np.float32), labels,
+    _heatmap(fig.add_subplot(grid[r + 1, 1]), mats["hard"].astype(np.float32), labels,
              f"hard SLR mask, non-strict ({mode} gaps)", cmap="viridis", vmin=0, vmax=1)
-    _heatmap(fig, fig.add_subplot(grid[r + 2, 0]), mats["pascal"], labels,
+    _heatmap(fig.add_subplot(grid[r + 2, 0]), mats["pascal"], labels,
              "PASCAL weights N(j; parent(i), σ=1); × = parent position", cmap="magma", vmin=0, vmax=0.4, parents=mats["parents"])
     ax = fig.add_subplot(grid[r + 2, 1])
     _text_panel(ax, view, font)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from functools import cache, partial
 
 from sacremoses import MosesTokenizer
@@ -110,18 +111,35 @@ def tokenize_lines(lines: list[str], lang: str, *, lowercase: bool = False, esca
             for t in lines]
 
 
-def tokenize_stream(lines: Iterable[str], lang: str, *, lowercase: bool = False, escape: bool = True,
-                    fairseq_compat: bool = False, jobs: int = 1, backend: str = "loky",
-                    scheduler: str | None = None, chunk_lines: int = CHUNK_LINES) -> Iterator[str]:
-    """Tokenize a stream of lines in chunks of ``chunk_lines``, in order, with ``jobs`` workers.
+@dataclass(frozen=True)
+class MosesRules:
+    """How a line is Moses-tokenized besides its language: :func:`tokenize_line`'s switches, as
+    :func:`tokenizer_signature` records them (``synprep tokenize``'s ``--lowercase``, ``--no-escape``,
+    ``--fairseq-compat``).
+
+    Attributes:
+        lowercase: lowercase after tokenizing (Perl ``lc``, :func:`moses_lowercase`).
+        escape: Moses-escape ``& | < > ' " [ ]``.
+        fairseq_compat: the old tokenizer.perl's final-period rule (module docstring).
+    """
+
+    lowercase: bool = False
+    escape: bool = True
+    fairseq_compat: bool = False
+
+
+def tokenize_stream(lines: Iterable[str], lang: str, rules: MosesRules = MosesRules(), *, jobs: int = 1,
+                    backend: str = "loky", scheduler: str | None = None,
+                    chunk_lines: int = CHUNK_LINES) -> Iterator[str]:
+    """Tokenize a stream of lines by ``rules`` in chunks of ``chunk_lines``, in order, with ``jobs`` workers.
 
     Memory holds at most ``2 * jobs`` chunks; one line out for every line in.
     Raises what :func:`tokenize_line` raises, and :class:`~synprep.errors.ConfigError` for bad jobs.
     """
     _tokenizer(lang)  # fail early on a bad language, in this process
     _tell_prefixes(lang)
-    func = partial(tokenize_lines, lang=lang, lowercase=lowercase, escape=escape,
-                   fairseq_compat=fairseq_compat)
+    func = partial(tokenize_lines, lang=lang, lowercase=rules.lowercase, escape=rules.escape,
+                   fairseq_compat=rules.fairseq_compat)
     for chunk in parallel_map(func, chunked(lines, chunk_lines), jobs=jobs, backend=backend,
                               scheduler=scheduler):
         yield from chunk
