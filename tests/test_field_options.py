@@ -9,15 +9,20 @@ from dataclasses import dataclass, field
 import click
 import pytest
 from click.testing import CliRunner
+from helpers import run_cli
 
 from synprep.cli.fields import field_option, with_field_options
 from synprep.cli.parse import parse_cmd
 from synprep.cli.pipeline import annotate_cmd, pipeline_cmd
 from synprep.cli.shards import shard_cmd
+from synprep.cli.subword import spm_learn_cmd
+from synprep.cli.text import bpe_learn_cmd, clean_cmd, tokenize_cmd
 from synprep.config import SECTIONS, DataConfig, option_fields
 from synprep.constants import MAX_SHARD_PAIRS
 from synprep.errors import ConfigError
 from synprep.settings import check_bounds, option
+from synprep.subword.config import SubwordConfig
+from synprep.text.config import TextConfig
 
 
 @dataclass(frozen=True)
@@ -132,3 +137,43 @@ def test_every_declared_section_field_is_its_commands_option():
     generated = {field_option(f).name for section in (DataConfig, *SECTIONS.values())
                  for f in dataclasses.fields(section) if "help" in f.metadata}
     assert generated <= {param for param, _, _ in option_fields()} and "subword" in generated
+
+
+#: the line tools' options that are text- and subword-stage fields: (command, section, field, the command's further
+#: names for it: ``bpe learn`` keeps subword-nmt's ``-s``/``--symbols``)
+LINE_TOOL_FIELDS = [
+    (tokenize_cmd, TextConfig, "lowercase", ()),
+    (tokenize_cmd, TextConfig, "fairseq_compat", ()),
+    (tokenize_cmd, TextConfig, "tokenizer", ()),
+    (clean_cmd, TextConfig, "ratio", ()),
+    (clean_cmd, TextConfig, "min_len", ()),
+    (clean_cmd, TextConfig, "max_len", ()),
+    (bpe_learn_cmd, SubwordConfig, "merges", ("-s", "--symbols")),
+    (spm_learn_cmd, SubwordConfig, "vocab_size", ()),
+]
+
+
+@pytest.mark.parametrize(("cmd", "section", "name", "aliases"), LINE_TOOL_FIELDS,
+                         ids=[f"{c.name}-{n}" for c, _, n, _ in LINE_TOOL_FIELDS])
+def test_a_line_tools_option_is_its_fields(cmd, section, name, aliases):
+    # the same help, click type (bounds), default and names as pipeline's option of the field, plus the aliases
+    expected = field_option(next(f for f in dataclasses.fields(section) if f.name == name))
+    param = next(p for p in cmd.params if p.name == expected.name)
+    assert (param.help, repr(param.type), param.default, param.secondary_opts) == \
+        (expected.help, repr(expected.type), expected.default, expected.secondary_opts)
+    assert sorted(param.opts) == sorted([*expected.opts, *aliases])
+    pipeline_param = next(p for p in pipeline_cmd.params if p.name == expected.name)
+    assert (pipeline_param.help, pipeline_param.default) == (param.help, param.default)
+
+
+def test_bpe_learn_takes_its_merges_by_every_name_and_refuses_what_the_field_refuses(tmp_path):
+    text = tmp_path / "train.txt"
+    text.write_text("the river runs by the other river\n" * 5, encoding="utf-8")
+    codes = []
+    for flag in ("-s", "--symbols", "--merges"):
+        result = run_cli("bpe", "learn", str(text), flag, "2", "-o", str(tmp_path / f"codes{flag}"))
+        codes.append((tmp_path / f"codes{flag}").read_text(encoding="utf-8"))
+        assert "subword-nmt" in result.stderr
+    assert codes[0] == codes[1] == codes[2] and len(codes[0].splitlines()) == 3  # version line + 2 merges
+    refused = run_cli("bpe", "learn", str(text), "-s", "0", check=False)
+    assert refused.returncode == 2 and "0 is not in the range x>=1" in refused.stderr

@@ -29,7 +29,8 @@ def _type(default: Any, meta: dict[str, Any]) -> click.ParamType | type | None:
     return None
 
 
-def field_option(f: dataclasses.Field, callback: Callable[..., Any] | None = None) -> click.Option:
+def field_option(f: dataclasses.Field, callback: Callable[..., Any] | None = None,
+                 aliases: tuple[str, ...] = ()) -> click.Option:
     """The click option of one section field (its metadata: :func:`synprep.settings.option`).
 
     A bool field is a ``--NAME/--no-NAME`` flag (``--no-NAME/--NAME`` when ``negated``: its parameter is
@@ -38,6 +39,8 @@ def field_option(f: dataclasses.Field, callback: Callable[..., Any] | None = Non
     Args:
         f: a dataclass field with ``help`` in its metadata.
         callback: click's callback of the option (a check that needs the command line's usage error), if any.
+        aliases: further names of a value option on this command (``-s``, ``--symbols``: a line tool keeps the
+            names of the tool it stands for), accepted beside the field's own.
 
     Returns:
         The option; its parameter is the metadata's ``param``, else its ``saved`` name, else the field's name
@@ -52,29 +55,32 @@ def field_option(f: dataclasses.Field, callback: Callable[..., Any] | None = Non
         return click.Option([decl, param], default=(not default) if meta.get("negated") else default,
                             help=meta["help"])
     short = [f"-{meta['short']}"] if meta.get("short") else []
-    return click.Option([*short, f"--{name}", param], type=_type(default, meta), default=default, show_default=default != "",
+    return click.Option([*short, f"--{name}", *aliases, param], type=_type(default, meta), default=default, show_default=default != "",
                         metavar=meta.get("metavar"), help=meta["help"], callback=callback)
 
 
 def field_options(section: type, only: Iterable[str] | None = None,
-                  callbacks: dict[str, Callable[..., Any]] | None = None) -> list[click.Option]:
+                  callbacks: dict[str, Callable[..., Any]] | None = None,
+                  aliases: dict[str, tuple[str, ...]] | None = None) -> list[click.Option]:
     """The click options of a section's declared fields, in the section's field order.
 
     Args:
         section: a configuration section class (a dataclass).
         only: the field names to make options of; None: every field with ``help`` in its metadata.
         callbacks: field name → its option's click callback (:func:`field_option`).
+        aliases: field name → its option's further names on this command (:func:`field_option`).
 
     Returns:
         One option per field.
     """
     chosen = None if only is None else set(only)
-    return [field_option(f, (callbacks or {}).get(f.name)) for f in dataclasses.fields(section)
-            if "help" in f.metadata and (chosen is None or f.name in chosen)]
+    return [field_option(f, (callbacks or {}).get(f.name), (aliases or {}).get(f.name, ()))
+            for f in dataclasses.fields(section) if "help" in f.metadata and (chosen is None or f.name in chosen)]
 
 
 def with_field_options(section: type, only: Iterable[str] | None = None,
-                       callbacks: dict[str, Callable[..., Any]] | None = None) -> Callable[[Any], Any]:
+                       callbacks: dict[str, Callable[..., Any]] | None = None,
+                       aliases: dict[str, tuple[str, ...]] | None = None) -> Callable[[Any], Any]:
     """A decorator that adds :func:`field_options` to a click command, as ``@click.option`` lines would
     at its place (the options listed in the section's field order)."""
 
@@ -82,7 +88,7 @@ def with_field_options(section: type, only: Iterable[str] | None = None,
         params = getattr(f, "__click_params__", None)
         if params is None:
             params = f.__click_params__ = []
-        params.extend(reversed(field_options(section, only, callbacks)))  # click reverses the decorators' list
+        params.extend(reversed(field_options(section, only, callbacks, aliases)))  # click reverses the decorators' list
         return f
 
     return decorate

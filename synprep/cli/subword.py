@@ -12,12 +12,13 @@ import logging
 import click
 
 from synprep.cli.common import input_option, output_option
+from synprep.cli.fields import with_field_options
 from synprep.cli.text import check_outputs
 from synprep.signature import signature
+from synprep.subword.config import SubwordConfig
 from synprep.subword.spm import (
     DEFAULT_CHARACTER_COVERAGE,
     DEFAULT_MODEL_TYPE,
-    DEFAULT_VOCAB_SIZE,
     MODEL_TYPES,
 )
 from synprep.textio import iter_lines, open_output, write_lines
@@ -37,8 +38,7 @@ def spm_group() -> None:
 @click.argument("files", nargs=-1, required=True, metavar="FILES...")
 @click.option("-o", "--output", "output_path", required=True, metavar="MODEL",
               help="The model file to write (SentencePiece's .model).")
-@click.option("--vocab-size", type=click.IntRange(min=1), default=DEFAULT_VOCAB_SIZE, show_default=True,
-              help="Vocabulary size.")
+@with_field_options(SubwordConfig, only=("vocab_size",))
 @click.option("--model-type", type=click.Choice(MODEL_TYPES), default=DEFAULT_MODEL_TYPE,
               show_default=True, help="SentencePiece's model type.")
 @click.option("--character-coverage", type=click.FloatRange(0.0, 1.0, min_open=True), default=DEFAULT_CHARACTER_COVERAGE,

@@ -13,7 +13,6 @@ import os
 
 import click
 
-from synprep.cli.bounds import AboveFloat
 from synprep.cli.common import (
     backend_options,
     backend_params,
@@ -24,9 +23,11 @@ from synprep.cli.common import (
     spacy_options,
     tokenizer_option,
 )
+from synprep.cli.fields import with_field_options
 from synprep.errors import ConfigError, InputError
-from synprep.pipeline.config import DEFAULTS
 from synprep.signature import signature
+from synprep.subword.config import SubwordConfig
+from synprep.text.config import TextConfig
 from synprep.textio import display_name, iter_line_pairs, iter_lines, open_output, write_lines
 
 log = logging.getLogger("synprep")
@@ -51,10 +52,9 @@ def _sig(**fields: object) -> None:
 @click.command("tokenize")
 @click.option("-l", "--lang", required=True, metavar="LANG",
               help="Language code (de, en, …): nonbreaking prefixes.")
-@click.option("--lowercase", is_flag=True, help="Lowercase after tokenizing (like lowercase.perl).")
+@with_field_options(TextConfig, only=("lowercase",))
 @click.option("--no-escape", is_flag=True, help="Do not Moses-escape & | < > ' \" [ ].")
-@click.option("--fairseq-compat", is_flag=True,
-              help="Split a final '.' off the last token like the old tokenizer.perl fairseq used.")
+@with_field_options(TextConfig, only=("fairseq_compat",))
 @tokenizer_option
 @click.option("--parser", "parser_name", default=None, metavar="NAME",
               help="With --tokenizer parser: the parser whose tokenizer makes the words (spacy).")
@@ -108,12 +108,7 @@ def _lang_suffix(path: str) -> str:
 @click.command("clean")
 @click.argument("src", metavar="SRC")
 @click.argument("tgt", metavar="TGT")
-@click.option("--ratio", type=AboveFloat(0), default=DEFAULTS.text.ratio, show_default=True,
-              help="Maximum token-count ratio between the sides.")
-@click.option("--min-len", type=click.IntRange(min=0), default=DEFAULTS.text.min_len, show_default=True,
-              help="Minimum tokens per side.")
-@click.option("--max-len", type=click.IntRange(min=1), default=DEFAULTS.text.max_len, show_default=True,
-              help="Maximum tokens per side.")
+@with_field_options(TextConfig, only=("ratio", "min_len", "max_len"))
 @click.option("--max-word-length", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Longest token in characters.")
 @click.option("-o", "--out-prefix", default=None, metavar="PREFIX",
@@ -177,24 +172,23 @@ def bpe_group() -> None:
 
 @bpe_group.command("learn")
 @click.argument("files", nargs=-1, required=True, metavar="FILES...")
-@click.option("-s", "--symbols", "n_merges", type=click.IntRange(min=1), required=True, metavar="N",
-              help="Number of merge operations (fairseq IWSLT14: 10000).")
+@with_field_options(SubwordConfig, only=("merges",), aliases={"merges": ("-s", "--symbols")})  # subword-nmt's names too
 @click.option("--min-frequency", type=click.IntRange(min=1), default=2, show_default=True,
               help="Stop when no pair occurs this often.")
 @output_option(help="Codes file (default: stdout).")
-def bpe_learn_cmd(files: tuple[str, ...], n_merges: int, min_frequency: int, output_path: str) -> None:
+def bpe_learn_cmd(files: tuple[str, ...], merges: int, min_frequency: int, output_path: str) -> None:
     """Learn joint BPE codes on the concatenation of FILES (like cat FILES | subword-nmt learn-bpe -s N)."""
     from synprep.text.bpe import bpe_signature, learn_bpe
 
     check_outputs(output_path)
     if output_path == "-":
         with open_output(None) as out:
-            n = learn_bpe(list(files), n_merges, out, min_frequency=min_frequency)
+            n = learn_bpe(list(files), merges, out, min_frequency=min_frequency)
     else:
-        n = learn_bpe(list(files), n_merges, output_path, min_frequency=min_frequency)
-    if n < n_merges:
+        n = learn_bpe(list(files), merges, output_path, min_frequency=min_frequency)
+    if n < merges:
         log.warning("warning: only %d of %d merges learned (no pair occurs %d times any more)",
-                    n, n_merges, min_frequency)
+                    n, merges, min_frequency)
     log.info("bpe learn: %d merges -> %s", n, "<stdout>" if output_path == "-" else output_path)
     _sig(**(bpe_signature(output_path) if output_path != "-" else {"bpe": f"subword-nmt-{n}merges"}))
 

@@ -22,13 +22,13 @@ class SubwordConfig:
     """
 
     merges: int = field(default=10000, metadata=option(
-        "BPE merge operations when learning codes (joint, on the train split).", low=1))
+        "Joint BPE merge operations to learn (pipeline: on the train split; fairseq IWSLT14: 10000).", low=1))
     scheme: str = field(default=DEFAULT_SCHEME, metadata=option(
         "Subword scheme: subword-nmt BPE on the tokenized text, or SentencePiece / a HuggingFace tokenizer on the "
         "raw text, aligned to the words by character offsets (docs/subwords.md).", choices=SCHEMES,
         flag="subword", saved="subword"))
     vocab_size: int = field(default=8000, metadata=option(
-        "--subword spm: vocabulary size of the model learned on the train split.", low=1))
+        "Vocabulary size of the SentencePiece model learned (pipeline: --subword spm, on the train split).", low=1))
 
     def __post_init__(self) -> None:
         check_bounds(self)

@@ -21,8 +21,8 @@ from synprep.textio import PathLike, atomic_write, display_name, iter_lines
 #: SentencePiece's whitespace marker (U+2581)
 MARKER = "\u2581"
 
-#: defaults of ``synprep spm learn`` (and ``pipeline --subword spm`` when it learns a model)
-DEFAULT_VOCAB_SIZE = 8000
+#: defaults of ``synprep spm learn`` (and ``pipeline --subword spm`` when it learns a model; the vocabulary
+#: size's is :attr:`synprep.subword.config.SubwordConfig.vocab_size`'s)
 DEFAULT_MODEL_TYPE = "unigram"
 DEFAULT_CHARACTER_COVERAGE = 1.0
 MODEL_TYPES = ("unigram", "bpe", "char", "word")

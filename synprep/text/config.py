@@ -31,16 +31,16 @@ class TextConfig:
         "The input is already Moses-tokenized and escaped (&quot; &apos; ...): use it as it is (the parser sees "
         "the unescaped words). Text that does not look tokenized is refused."))
     lowercase: bool = field(default=False, metadata=option(
-        "Lowercase after tokenizing (the parser still sees cased words)."))
+        "Lowercase after tokenizing, like lowercase.perl (the parser still sees cased words)."))
     fairseq_compat: bool = field(default=False, metadata=option(
-        "Tokenize like fairseq's old tokenizer.perl (final period)."))
+        "Split a final '.' off the last token like the old tokenizer.perl fairseq used."))
     tokenizer: str = field(default="moses", metadata=option(
         "Where the words come from: sacremoses, or the parser's own tokenizer (--parser spacy --spacy-model "
         "ja_ginza: Sudachi) for languages written without spaces.", choices=TOKENIZERS, optional=True))
-    ratio: float = field(default=CLEAN_DEFAULTS.ratio, metadata=option("clean: max length ratio.", low=0,
-                                                                       low_open=True))
-    min_len: int = field(default=CLEAN_DEFAULTS.min_len, metadata=option("clean: min tokens per side.", low=0))
-    max_len: int = field(default=CLEAN_DEFAULTS.max_len, metadata=option("clean: max tokens per side.", low=1))
+    ratio: float = field(default=CLEAN_DEFAULTS.ratio, metadata=option(
+        "clean: maximum token-count ratio between the sides.", low=0, low_open=True))
+    min_len: int = field(default=CLEAN_DEFAULTS.min_len, metadata=option("clean: minimum tokens per side.", low=0))
+    max_len: int = field(default=CLEAN_DEFAULTS.max_len, metadata=option("clean: maximum tokens per side.", low=1))
     language_check: bool = field(default=True, metadata=option(
         "Do not check that a sample of each side is in the language -s/-t give (py3langid); recorded in "
         "OUT/pipeline.json.", param="no_language_check", negated=True, optional=True))
