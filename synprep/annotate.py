@@ -274,7 +274,7 @@ def annotate_split(target: SplitShards, items: Iterable[Item], opts: ParseOption
     ahead = _parse_ahead(source, opts, par, cache, identity, progress)  # the next block parses while this one is written
     rules = RecordRules(target.vocab, opts.config.ldd_threshold, opts.lowercase, source_name)
     try:
-        for k, block in ahead.blocks(enumerate(chunked(items, target.shard_size)),
+        for k, block in ahead.blocks(enumerate(chunked(items, target.section.shard_size)),
                                      lambda k: target.mine(k) and not manifest.is_done(out, shard_name(split, k))):
             name = shard_name(split, k)
             if not target.mine(k) or manifest.is_done(out, name):  # another part's (--part), or finished

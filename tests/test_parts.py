@@ -330,11 +330,12 @@ def test_a_part_builds_no_items_for_the_shards_of_other_parts():
     shards: the others are placeholders holding their line, and the streams stay aligned."""
     from synprep.annotate import items_from_files
     from synprep.pipeline.parts import skip_others
+    from synprep.shards.config import ShardConfig
 
     src = [f"s{i} p@@ q" for i in range(10)]
     tgt = [f"t{i}" for i in range(10)]
     words = [[f"s{i}", "pq"] for i in range(10)]
-    skip = skip_others(Part(2, 3), 2)  # shards of 2 pairs: part 2 of 3 makes shards 1 and 4
+    skip = skip_others(Part(2, 3), ShardConfig(shard_size=2))  # shards of 2 pairs: part 2 of 3 makes shards 1 and 4
     items = list(items_from_files(iter(src), iter(tgt), iter(range(11, 21)), words=iter(words), skip=skip))
     assert [it.line for it in items] == list(range(11, 21))
     assert [i for i, it in enumerate(items) if not it.skipped] == [2, 3, 8, 9]
@@ -344,7 +345,7 @@ def test_a_part_builds_no_items_for_the_shards_of_other_parts():
     as_lines = list(items_from_files(iter(src), iter(tgt), iter(range(11, 21)), skip=skip,
                                      words=iter([" ".join(w).replace("pq", "p&amp;q") for w in words])))
     assert [it.words for it in as_lines if not it.skipped] == [[f"s{i}", "p&q"] for i in (2, 3, 8, 9)]  # unescaped
-    assert skip_others(None, 2) is None
+    assert skip_others(None, ShardConfig(shard_size=2)) is None
 
 
 def _annotate_parts(tmp_path: Path, n: int, *which: int):

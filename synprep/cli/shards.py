@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import click
 from click.core import ParameterSource
@@ -85,8 +86,8 @@ def check_cmd(folder: str, as_json: bool) -> None:
 @click.option("--no-language-check", "no_language_check", is_flag=True,
               help="Do not check that a sample of each side is in the language -s/-t give (py3langid).")
 def shard_cmd(src: str, tgt: str, conllu_path: str, src_lang: str, tgt_lang: str, out: str, split: str,
-              vocab: str | None, vocab_split: str | None, shard_size: int, ldd_threshold: float,
-              lowercase: bool, no_language_check: bool) -> None:
+              vocab: str | None, vocab_split: str | None, lowercase: bool, no_language_check: bool,
+              **settings: Any) -> None:
     """The shard stage on its own: BPE'd parallel text + CoNLL-U parses → features → shards → check.
 
     Line k of --src and --tgt is a pair; its parse is line k of --conllu, whose words must be the
@@ -105,10 +106,11 @@ def shard_cmd(src: str, tgt: str, conllu_path: str, src_lang: str, tgt_lang: str
     from synprep.pipeline.config import DataConfig
     from synprep.pipeline.dictionary import folder_vocab_split
 
+    # settings: the shard and parse sections' generated options (--shard-size, --ldd-threshold), their parameters
+    # named as the configuration's flat names (DataConfig.of), passed on whole
     cfg = DataConfig.of(mode="annotate", src_lang=src_lang, tgt_lang=tgt_lang, parser="conllu", lowercase=lowercase,
-                        ldd_threshold=ldd_threshold, shard_size=shard_size,
                         vocab_split=folder_vocab_split(Path(out), vocab_split),
-                        language_check=not no_language_check)
+                        language_check=not no_language_check, **settings)
     manifest = run_annotate(src, tgt, out, cfg, split=split, vocab=vocab, conllu=conllu_path)
     _report(manifest, split)
 

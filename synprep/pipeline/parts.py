@@ -49,6 +49,7 @@ from synprep.pipeline.part_records import (
     split_identity as split_identity,  # run.py and prepared.py call it here
 )
 from synprep.shards import Manifest
+from synprep.shards.config import ShardConfig
 from synprep.shards.manifest import SplitEntry
 from synprep.shards.schema import parse_shard_name
 from synprep.textio import atomic_write
@@ -133,10 +134,10 @@ def with_part(argv: list[str], part: Part | None, *, prepare: bool = False) -> l
     return rest
 
 
-def require_prepared(out: Path, split: str, part: Part | None = None, shard_size: int | None = None) -> None:
+def require_prepared(out: Path, split: str, part: Part | None = None, shards: ShardConfig | None = None) -> None:
     """Refuse ``--part``/``--merge-parts`` before the split's whole-split steps ran (``--prepare-only``):
     ``manifest.json`` lists the split once they ran (a run saves the manifest only after its vocabulary); and
-    a part of more parts than the split has shards (:func:`shard_count`).
+    a part of more parts than the split has shards of ``shards``' size (:func:`shard_count`).
 
     Raises:
         ConfigError: the split is not in ``OUT/manifest.json``; names the command to run first. ``N`` above
@@ -150,8 +151,8 @@ def require_prepared(out: Path, split: str, part: Part | None = None, shard_size
         first = command_text(with_part(sys.argv, None, prepare=True))
         raise ConfigError(f"the {split} split of {out} is not prepared: run `{first}` once first (it tokenizes, "
                           "cleans and learns the subwords and the vocabulary of the whole split), then the parts")
-    if part is not None and shard_size is not None:
-        _refuse_more_parts_than_shards(out, split, part.count, shard_size)
+    if part is not None and shards is not None:
+        _refuse_more_parts_than_shards(out, split, part.count, shards.shard_size)
 
 
 def shard_count(out: Path, split: str, shard_size: int) -> int:
@@ -324,7 +325,7 @@ def _missing_text(out: Path, split: str, records: dict[int, dict[str, Any]], n: 
     return f"the {split} split of {out} is not whole: " + "; ".join(runs) + "; then run this command again"
 
 
-def finished_parts(out: Path, split: str, shard_size: int | None = None) -> Finished:
+def finished_parts(out: Path, split: str, shards: ShardConfig | None = None) -> Finished:
     """The records of every part of ``split``, checked to be all there and finished: before the merge touches
     anything (it then removes the temporary files of no live process here, which a running part's would be).
 
@@ -344,8 +345,8 @@ def finished_parts(out: Path, split: str, shard_size: int | None = None) -> Fini
                           f"{', '.join(map(str, sorted(counts)))}): keep the records of one N")
     n = counts.pop()
     records = {i: r for i, r in records.items() if 1 <= i <= n}  # a stray part-5-of-3 is none of them
-    if shard_size is not None:
-        _refuse_more_parts_than_shards(out, split, n, shard_size)
+    if shards is not None:
+        _refuse_more_parts_than_shards(out, split, n, shards.shard_size)
     missing = _missing_text(out, split, records, n)
     if missing:
         raise ConfigError(missing)
@@ -445,12 +446,13 @@ def save_prepared(out: Path, split: str, manifest: Manifest, reasons: list[str])
     return manifest
 
 
-def skip_others(part: Part | None, shard_size: int) -> Callable[[int], bool] | None:
+def skip_others(part: Part | None, shards: ShardConfig) -> Callable[[int], bool] | None:
     """:func:`synprep.annotate.items_from_files`' ``skip`` for a part: True for the pairs of the shards other parts
-    make (pair ``i`` belongs to shard ``i // shard_size``), which it then never builds; None without a part."""
+    make (pair ``i`` belongs to shard ``i // shards.shard_size``), which it then never builds; None without a part."""
     if part is None:
         return None
-    return lambda i: not part.owns(i // shard_size)
+    size = shards.shard_size
+    return lambda i: not part.owns(i // size)
 
 
 def annotate_hooks(out: Path, split: str, part: Part | None, identity: dict[str, Any]) -> dict[str, Any]:

@@ -127,11 +127,11 @@ def run_split(front: Front, inputs: SplitInputs, out: Path, config: DataConfig, 
     split, config = inputs.split, config.replace(mode=front.mode)
     check_output_folder(out)
     if part is not None or merge_parts:
-        require_prepared(out, split, part, config.shards.shard_size)
+        require_prepared(out, split, part, config.shards)
     elif front.holds(split, config):  # the splits launched beside it see it at once and wait
         hold_split(out, split, create=True)
     # before anything is written or removed
-    finished = finished_parts(out, split, config.shards.shard_size) if merge_parts else None
+    finished = finished_parts(out, split, config.shards) if merge_parts else None
     parse = parse_options(config, runtime, inputs.trees)
     source = parse.source()
     front.start(config, parse)
@@ -159,8 +159,8 @@ def run_split(front: Front, inputs: SplitInputs, out: Path, config: DataConfig, 
             resume_part(out, split, part, manifest, identity)
         attrs = shard_config(shared, config, split, vocab_sha256=v.sha256, input_sha=input_sha, facts=made.facts)
         target = SplitShards(out, split, v, manifest, sig, attrs, config.src_lang, config.tgt_lang,
-                             config.shards.shard_size, made.subword, **annotate_hooks(out, split, part, identity))
-        front.annotate(target, made.items(skip_others(part, config.shards.shard_size)), parse, config, runtime, inputs)
+                             config.shards, made.subword, **annotate_hooks(out, split, part, identity))
+        front.annotate(target, made.items(skip_others(part, config.shards)), parse, config, runtime, inputs)
         if part is not None:
             return manifest  # the part's record is saved; --merge-parts finishes the split
     if made.dropped is not None:

@@ -6,13 +6,12 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from synprep.defaults import SHARD_DEFAULTS
-from synprep.errors import ConfigError
 from synprep.lock import folder_lock
+from synprep.shards.config import ShardConfig
 from synprep.shards.manifest import Manifest
 from synprep.shards.schema import shard_name
 from synprep.shards.writer import write_shard
@@ -38,7 +37,8 @@ class SplitShards:
         attrs: the configuration stored in every shard (its ``config`` attribute).
         src_lang: the source language (the shards' attribute).
         tgt_lang: the target language.
-        shard_size: input pairs per shard (the last shard of a split may hold fewer).
+        section: the folder's shard section (its ``shard_size``: input pairs per shard; the last shard of a split
+            may hold fewer).
         subword: the subword scheme of the pieces (the shards' ``subword`` attribute). When the items
             carry offset alignments, the manifest records their rule counts per shard.
         shards: which shards to make, by 0-based index (default all; ``--part I/N``: the part's,
@@ -56,14 +56,12 @@ class SplitShards:
     attrs: dict[str, Any]
     src_lang: str
     tgt_lang: str
-    shard_size: int = SHARD_DEFAULTS.shard_size
+    section: ShardConfig = field(default_factory=ShardConfig)
     subword: str = DEFAULT_SCHEME
     shards: Callable[[int], bool] | None = None
     save: Callable[[Manifest, bool], None] | None = None
 
     def __post_init__(self) -> None:
-        if self.shard_size < 1:
-            raise ConfigError(f"--shard-size must be >= 1, got {self.shard_size}")
         self.out = Path(self.out)
 
     def mine(self, k: int) -> bool:
