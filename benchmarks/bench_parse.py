@@ -52,12 +52,12 @@ def run_one(args: argparse.Namespace, lang: str, jobs: int) -> dict:
         if jobs == 1 and not args.pipeline:
             parse_run.worker_parser(spec)  # the same global the jobs=1 path uses
         else:  # every worker loads (pipelined: the decode processes start)
-            list(parse_lines(lines[: 2 * jobs], ParseRun(spec, par=Parallel(jobs=jobs), batch_size=1, pipeline=args.pipeline)))
+            list(parse_lines(lines[: 2 * jobs], ParseRun(spec.with_config(batch_size=1), par=Parallel(jobs=jobs), pipeline=args.pipeline)))
         load = time.perf_counter() - t0
         thr = parse_run.THROUGHPUT
         f0, d0 = thr.forward_seconds, thr.decode_seconds
         t0 = time.perf_counter()
-        out = list(parse_lines(lines, ParseRun(spec, par=Parallel(jobs=jobs), batch_size=args.batch_size, pipeline=args.pipeline)))
+        out = list(parse_lines(lines, ParseRun(spec.with_config(batch_size=args.batch_size), par=Parallel(jobs=jobs), pipeline=args.pipeline)))
         seconds = time.perf_counter() - t0
     sentences = sum(len(pl.sentences) for pl in out)
     words = sum(len(pl.words) for pl in out)

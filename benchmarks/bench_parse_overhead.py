@@ -123,7 +123,7 @@ def main() -> None:
                 nlp(batch)
 
     def ours() -> None:
-        list(parse_lines(sents, ParseRun(spec, ssplit=False, batch_size=bs)))
+        list(parse_lines(sents, ParseRun(spec.with_config(ssplit=False, batch_size=bs))))
 
     plain(), ours()  # warm-up
     t_plain, t_ours = [], []

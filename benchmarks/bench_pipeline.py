@@ -90,10 +90,10 @@ def parse_child(args) -> dict:
     if jobs == 1:
         parse_run.worker_parser(spec)  # the process-global parser the jobs=1 path reuses
     else:
-        list(parse_lines(words[: 2 * jobs], ParseRun(spec, par=Parallel(jobs=jobs), batch_size=1)))  # every worker loads its model
+        list(parse_lines(words[: 2 * jobs], ParseRun(spec.with_config(batch_size=1), par=Parallel(jobs=jobs))))  # every worker loads its model
     load = time.perf_counter() - t0
     t0 = time.perf_counter()
-    out = list(parse_lines(words, ParseRun(spec, par=Parallel(jobs=jobs), batch_size=args.batch_size)))
+    out = list(parse_lines(words, ParseRun(spec.with_config(batch_size=args.batch_size), par=Parallel(jobs=jobs))))
     seconds = time.perf_counter() - t0
     sentences = sum(len(pl.sentences) for pl in out)
     return {"jobs": jobs, "lines": len(words), "sentences": sentences,

@@ -50,7 +50,7 @@ def main() -> None:
             gold.write_text("\n\n".join(text) + "\n\n", encoding="utf-8")
         spec = ParserSpec(lang=lang, dir=stanza_dir, package=args.package, constituency=False)
         t0 = time.perf_counter()
-        parsed = list(parse_lines([pl.words for pl in gold_lines], ParseRun(spec, par=Parallel(jobs=args.jobs), ssplit=False)))
+        parsed = list(parse_lines([pl.words for pl in gold_lines], ParseRun(spec.with_config(ssplit=False), par=Parallel(jobs=args.jobs))))
         seconds = time.perf_counter() - t0
         agree_arc = agree_head = words = 0
         for pl in parsed:

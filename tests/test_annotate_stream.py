@@ -71,14 +71,14 @@ def test_a_blocks_lines_come_out_as_their_batches_are_parsed_and_equal_the_whole
     spec = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep")
     batches_done: list[int] = []
     seen: list[int] = []  # batches parsed when each line came out
-    stream = parse_run.parse_block_stream(words, ParseRun(spec, batch_size=4), progress=lambda d, t: batches_done.append(d))
+    stream = parse_run.parse_block_stream(words, ParseRun(spec.with_config(batch_size=4)), progress=lambda d, t: batches_done.append(d))
     got = []
     for pl in stream:
         seen.append(len(batches_done))
         got.append(pl)
     assert seen[0] == 1 and seen[-1] == len(batches_done) > 5  # line 1 after the first batch, not after all
     assert seen == sorted(seen)
-    want = parse_run.parse_block(words, ParseRun(spec, batch_size=4))
+    want = parse_run.parse_block(words, ParseRun(spec.with_config(batch_size=4)))
     assert pickle.dumps(got) == pickle.dumps(want)
     assert [pl.line for pl in got] == list(range(1, 31)) and got[3].error == "empty line"
 
@@ -89,7 +89,7 @@ def test_streamed_records_equal_the_records_built_after_the_parse(stanza_dir, sh
     items = _items(words, tgt)
     vocab = Vocab.from_counts({p: 1 for it in items for p in [*it.src, *it.tgt]})
     spec = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep")
-    parses = parse_run.parse_block(words, ParseRun(spec, batch_size=8))
+    parses = parse_run.parse_block(words, ParseRun(spec.with_config(batch_size=8)))
     kw = {"ldd_threshold": 0.05, "lowercase": False, "path": "test.de"}
     want_stats = AlignStats()
     want = _canon(build_records(items, parses, vocab, alignment=want_stats, **kw), want_stats)
@@ -99,7 +99,7 @@ def test_streamed_records_equal_the_records_built_after_the_parse(stanza_dir, sh
 
         def watched(submitted_before_the_end=submitted_before_the_end):
             before = STAGE_STATS.submitted
-            for k, pl in enumerate(parse_run.parse_block_stream(words, ParseRun(spec, batch_size=8))):
+            for k, pl in enumerate(parse_run.parse_block_stream(words, ParseRun(spec.with_config(batch_size=8)))):
                 if k == len(words) - 1:  # the parse's last line: what reached the workers before it
                     submitted_before_the_end.append(STAGE_STATS.submitted - before)
                 yield pl
@@ -177,8 +177,8 @@ def test_the_parse_runs_in_the_workers_warmed_before_it_and_they_are_killed_when
     names = ["warm: processes started", "warm: calls begun", "warm: imports done", "warm: parsers loaded",
              "warm-up done"]
     assert [phases[n] for n in names] == sorted(phases[n] for n in names) and phases[names[0]] > 0
-    got = parse_canon(parse_run.parse_block(words, ParseRun(spec, par=Parallel(jobs=2), batch_size=4)))
-    assert got == parse_canon(parse_run.parse_block(words, ParseRun(spec, batch_size=4)))
+    got = parse_canon(parse_run.parse_block(words, ParseRun(spec.with_config(batch_size=4), par=Parallel(jobs=2))))
+    assert got == parse_canon(parse_run.parse_block(words, ParseRun(spec.with_config(batch_size=4))))
     # the parse kept those workers (the same executor, not a new one): they still answer, with their parser
     from synprep.parallel import parallel_map
 

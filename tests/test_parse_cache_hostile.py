@@ -34,7 +34,7 @@ def real_cache(tmp_path_factory, stanza_dir: Path) -> tuple[Path, list]:
     """A cache filled by a real parse of LINES (batches of 4), and that parse."""
     path = tmp_path_factory.mktemp("cache") / "parse.sqlite"
     with ParseCache(path) as cache:
-        parsed = parse_run.parse_block(WORDS, ParseRun(spec(stanza_dir), cache=cache, batch_size=4))
+        parsed = parse_run.parse_block(WORDS, ParseRun(spec(stanza_dir).with_config(batch_size=4), cache=cache))
     return path, dump(parsed)
 
 
@@ -107,7 +107,7 @@ def test_a_poisoned_entry_is_a_cache_problem_parsed_afresh(real_cache, tmp_path:
     before = parse_run.PARSER_CALLS
     with caplog.at_level(logging.WARNING, logger="synprep"):
         with ParseCache(path) as cache:
-            got = parse_run.parse_block(WORDS, ParseRun(spec(stanza_dir), cache=cache, batch_size=4))
+            got = parse_run.parse_block(WORDS, ParseRun(spec(stanza_dir).with_config(batch_size=4), cache=cache))
             assert sum(cache.problems.values()) == n
     assert dump(got) == fresh  # the parser's own parses, as with no cache
     assert parse_run.PARSER_CALLS - before == len(WORDS)  # every batch parsed afresh
@@ -116,7 +116,7 @@ def test_a_poisoned_entry_is_a_cache_problem_parsed_afresh(real_cache, tmp_path:
     assert f"parse cache {path}: the entry of a " in warnings[0] and f"{n} entries ignored" in warnings[0]
     assert f"--no-cache, or delete {path}" in warnings[0] and "not the input's" in warnings[0]
     with ParseCache(path) as cache:  # the entries were overwritten by the fresh parses: read back as they are
-        again = parse_run.parse_block(WORDS, ParseRun(spec(stanza_dir), cache=cache, batch_size=4))
+        again = parse_run.parse_block(WORDS, ParseRun(spec(stanza_dir).with_config(batch_size=4), cache=cache))
         assert not cache.problems and cache.hits == len(WORDS)
     assert dump(again) == fresh
 

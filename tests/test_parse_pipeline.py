@@ -92,17 +92,17 @@ def test_forward_then_decode_gives_stanzas_trees_and_the_batch_ldd(stanza_dir, s
 def test_pipelined_parse_equals_unpipelined_with_any_jobs(stanza_dir, shared_data, monkeypatch):
     lines = _iwslt_lines(shared_data, 40)
     spec = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep")
-    ref = _canon(parse_run.parse_lines(lines, ParseRun(spec, par=Parallel(jobs=1), batch_size=8, pipeline=False)))
+    ref = _canon(parse_run.parse_lines(lines, ParseRun(spec.with_config(batch_size=8), par=Parallel(jobs=1), pipeline=False)))
     before = STAGE_STATS.submitted
     for jobs in (1, 2):
-        got = _canon(parse_run.parse_lines(lines, ParseRun(spec, par=Parallel(jobs=jobs), batch_size=8, pipeline=True)))
+        got = _canon(parse_run.parse_lines(lines, ParseRun(spec.with_config(batch_size=8), par=Parallel(jobs=jobs), pipeline=True)))
         assert got == ref, f"pipelined -j {jobs} differs"
     # the forward in 2 worker processes (as with 2 GPUs: scores pickled worker -> here -> decode process)
     monkeypatch.setenv("SYNPREP_PARSE_FORWARD_WORKERS", "2")
-    assert _canon(parse_run.parse_lines(lines, ParseRun(spec, par=Parallel(jobs=2), batch_size=8, pipeline=True))) == ref
+    assert _canon(parse_run.parse_lines(lines, ParseRun(spec.with_config(batch_size=8), par=Parallel(jobs=2), pipeline=True))) == ref
     monkeypatch.delenv("SYNPREP_PARSE_FORWARD_WORKERS")
     assert STAGE_STATS.submitted - before >= 3 * 5  # every batch went through the decode processes
-    assert _canon(parse_run.parse_lines(lines, ParseRun(spec, par=Parallel(jobs=2), batch_size=8, pipeline=False))) == ref
+    assert _canon(parse_run.parse_lines(lines, ParseRun(spec.with_config(batch_size=8), par=Parallel(jobs=2), pipeline=False))) == ref
     assert sum(len(x[2]) for x in ref) > 40 and all(x[1] is None for x in ref)
 
 
@@ -150,7 +150,7 @@ def test_a_pipelined_parse_keeps_at_most_2_jobs_batches_in_flight(stanza_dir, sh
     spec = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep")
     STAGE_STATS.max_in_flight = 0
     before = STAGE_STATS.submitted
-    list(parse_run.parse_lines(lines, ParseRun(spec, par=Parallel(jobs=1), batch_size=2, pipeline=True)))
+    list(parse_run.parse_lines(lines, ParseRun(spec.with_config(batch_size=2), par=Parallel(jobs=1), pipeline=True)))
     assert STAGE_STATS.submitted - before >= 10  # many more batches than the bound
     assert STAGE_STATS.max_in_flight == 2  # 2 * jobs
 
@@ -202,8 +202,8 @@ def test_pipelined_folder_bytes_equal_the_unpipelined_run(tmp_path_factory, tmp_
 def test_gpu_pipelined_equals_gpu_unpipelined(stanza_dir, shared_data):
     lines = _iwslt_lines(shared_data, 40)
     spec = ParserSpec(lang="de", dir=str(stanza_dir), package="synprep", device="cuda")
-    ref = _canon(parse_run.parse_lines(lines, ParseRun(spec, par=Parallel(jobs=1), batch_size=8, pipeline=False)))
-    assert _canon(parse_run.parse_lines(lines, ParseRun(spec, par=Parallel(jobs=2), batch_size=8, pipeline=True))) == ref
+    ref = _canon(parse_run.parse_lines(lines, ParseRun(spec.with_config(batch_size=8), par=Parallel(jobs=1), pipeline=False)))
+    assert _canon(parse_run.parse_lines(lines, ParseRun(spec.with_config(batch_size=8), par=Parallel(jobs=2), pipeline=True))) == ref
     assert sum(len(x[2]) for x in ref) > 40
 
 

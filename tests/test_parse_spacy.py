@@ -73,7 +73,7 @@ def test_every_device_choice_is_the_one_devices() -> None:
     [device] = [p for p in parse_cmd.params if p.name == "device"]
     assert tuple(device.type.choices) == DEVICES == ("cpu", "cuda")
     assert StanzaParser.devices is DEVICES and SpacyParser.devices is DEVICES
-    with pytest.raises(ConfigError, match="unknown device 'tpu'; choose one of cpu, cuda"):
+    with pytest.raises(ConfigError, match="device must be cpu or cuda, got 'tpu'"):
         ParserSpec(name="stanza", device="tpu")
 
 
@@ -335,10 +335,10 @@ class _FakeBackend(ParserBackend):
 def test_a_registered_backend_brings_its_options_and_probe(monkeypatch) -> None:
     from synprep.cli.common import backend_params
     from synprep.info import collect
-    from synprep.parse.base import backend_option_fields
+    from synprep.parse.base import backend_settings
 
-    # every option a backend reads is a backend option field, each with its command-line option
-    fields = {f.name: f.metadata["option"] for f in backend_option_fields()}
+    # every option a backend reads is a backend setting of the spec, each with its command-line option
+    fields = {name: flag for name, (flag, _) in backend_settings().items()}
     for name in parser_names():
         assert set(backend_class(name).options) <= set(fields), name
     assert backend_params() == {"stanza_dir": "stanza", "stanza_package": "stanza", "corenlp_endpoint": "corenlp",

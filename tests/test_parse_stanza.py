@@ -167,7 +167,7 @@ def test_two_workers_give_the_same_lines(stanza_dir: Path, shared_data: Path, tm
     one = list(parse_lines(lines, ParseRun(spec)))
     # with workers, the cache is used from joblib's dispatch thread and the main thread
     with ParseCache(tmp_path / "c.sqlite") as cache:
-        two = list(parse_lines(lines, ParseRun(spec, cache=cache, par=Parallel(jobs=2), batch_size=3)))
+        two = list(parse_lines(lines, ParseRun(spec.with_config(batch_size=3), cache=cache, par=Parallel(jobs=2))))
         assert len(cache) == sum(len(pl.sentences) for pl in one)
     assert len(one) == len(two) == len(lines)
     for a, b in zip(one, two, strict=True):

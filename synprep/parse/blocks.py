@@ -86,9 +86,14 @@ class Line:
     trees: list[str] | None = None
 
 
-def prepare_line(
-    lineno: int, words: list[str], trees: list[Tree] | None, spec: ParserSpec, ssplit: bool, trees_name: str | None
-) -> Line:
+def prepare_line(lineno: int, words: list[str], trees: list[Tree] | None, spec: ParserSpec,
+                 trees_name: str | None) -> Line:
+    """The line's sentences: the user's trees' (checked against the words), else split (``spec.config.ssplit``);
+    none, with the reason, for an empty line or one over the spec's bounds (:func:`bound_error`).
+
+    Raises:
+        InputError: trees that do not match the words (naming ``trees_name`` and the line).
+    """
     if trees is not None and (words or trees):
         if not trees:
             raise InputError("no tree for a non-empty line", trees_name, lineno)
@@ -106,13 +111,13 @@ def prepare_line(
             start += k
         rec = Line(lineno, trees=strs)
     else:
-        spans = split_sentences(words, enabled=ssplit)
+        spans = split_sentences(words, enabled=spec.config.ssplit)
         rec = Line(lineno)
     if not words:
         rec.error = "empty line"
         return rec
     rec.sentences = [tuple(words[a:b]) for a, b in spans]
-    rec.error = bound_error(rec.sentences, spec.max_words)  # too many words, or a word too long
+    rec.error = bound_error(rec.sentences, spec.config.max_words)  # too many words, or a word too long
     if rec.error is not None:
         rec.sentences = []
     return rec

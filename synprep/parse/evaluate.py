@@ -196,7 +196,7 @@ def evaluate_parser(
         else:
             tok = backend_class(spec.name).tokenizer(spec)
             words = [tok(text) for text in gold_texts(gold)]
-        parsed = parse_lines(words, ParseRun(spec, cache=cache, par=Parallel(jobs=jobs), ssplit=False, stats=stats))
+        parsed = parse_lines(words, ParseRun(spec.with_config(ssplit=False), cache=cache, par=Parallel(jobs=jobs), stats=stats))
         path = Path(system_out) if system_out is not None else Path(tmpdir) / "system.conllu"
         with atomic_write(path) as f:
             failed = write_like_gold(gold, parsed, f) if tokenize == "gold" else write_own_tokens(parsed, words, f)

@@ -12,9 +12,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from synprep.defaults import PARSE_DEFAULTS
 from synprep.errors import ConfigError
-from synprep.parse.config import ParseConfig, spec_fields
+from synprep.parse.config import ParseConfig
 from synprep.parse.registry import parse_source_class
 from synprep.types import ParsedLine
 
@@ -95,10 +94,7 @@ class ParseOptions:
                 ParserSpec,  # the backends' registry: not for `import synprep.parse.options`
             )
 
-            spec = ParserSpec(name=config.parser, lang=lang, device=config.device, constituency=trees is None,
-                              max_words=config.max_words, ldd_threshold=config.ldd_threshold,
-                              plugin_options=config.parser_options, **runtime.parser,
-                              **{name: getattr(config, f) for name, f in spec_fields().items()})
+            spec = ParserSpec(config, lang=lang, constituency=trees is None, **runtime.parser)
         return cls(config=config, spec=spec, cache=runtime.cache, lowercase=lowercase, trees=trees)
 
     def source(self) -> Any:
@@ -155,15 +151,15 @@ class Runtime:
 
 @dataclass(frozen=True)
 class ParseRun:
-    """How lines are parsed, beside the lines themselves (:func:`synprep.parse.run.parse_lines`): the parser,
-    the cache, the workers and the batching, which with the lines decides every byte of the parses.
+    """How lines are parsed, beside the lines themselves (:func:`synprep.parse.run.parse_lines`): the parser
+    with its parse section (sentence splitting and the batch size too), the cache and the workers, which with
+    the lines decide every byte of the parses.
 
     Attributes:
-        spec: the parser (:class:`~synprep.parse.base.ParserSpec`).
+        spec: the parser (:class:`~synprep.parse.base.ParserSpec`); its ``config`` says whether lines are split
+            into sentences (``ssplit``, SPEC.md §1) and how many sentences make a work item (``batch_size``).
         cache: a :class:`~synprep.parse.cache.ParseCache`, or None to parse everything.
         par: where the work runs (``device="cuda"``: each worker takes one visible GPU).
-        ssplit: split lines into sentences (SPEC.md §1); False: each line is one sentence.
-        batch_size: sentences per work item (one parser call).
         identity: the parser identity if already computed (:func:`synprep.parse.run.parser_identity`).
         stats: a :class:`~synprep.parse.run.ParseStats` to fill, or None.
         pipeline: run the forward and decode stages apart (None: :func:`synprep.parse.pipelining.pipelined`
@@ -173,8 +169,6 @@ class ParseRun:
     spec: Any
     cache: Any = None
     par: Parallel = field(default_factory=Parallel)
-    ssplit: bool = True
-    batch_size: int = PARSE_DEFAULTS.batch_size
     identity: str | None = None
     stats: Any = None
     pipeline: bool | None = None

@@ -329,7 +329,8 @@ def parse_block_stream(
 
     Args:
         word_lines: each line's words (Moses tokens, unescaped).
-        run: how the lines are parsed (:class:`~synprep.parse.options.ParseRun`; ``batch_size`` sentences a work item).
+        run: how the lines are parsed (:class:`~synprep.parse.options.ParseRun`; its spec's ``config.batch_size``
+            sentences a work item).
         progress: called as ``progress(done, total)`` after each batch, with the sentences parsed so far
             and the block's sentences to parse (:mod:`synprep.progress`).
         trees: as :func:`parse_lines`.
@@ -348,11 +349,11 @@ def parse_block_stream(
     stats = run.stats if run.stats is not None else ParseStats()
     if trees is not None and len(trees) != len(word_lines):
         raise InputError(f"{len(trees)} lines of trees for {len(word_lines)} input lines", trees_name)
-    recs = [prepare_line(first_line + i, list(w), trees[i] if trees is not None else None, spec, run.ssplit,
-                         trees_name) for i, w in enumerate(word_lines)]
+    recs = [prepare_line(first_line + i, list(w), trees[i] if trees is not None else None, spec, trees_name)
+            for i, w in enumerate(word_lines)]
     unique = list(dict.fromkeys(s for r in recs for s in r.sentences))
     # the batches: a fixed rule over the block's full sentence list, whatever the cache holds
-    batches = cut_batches(unique, run.batch_size)
+    batches = cut_batches(unique, spec.config.batch_size)
     parses: dict[tuple[str, ...], ParsedSentence | str] = {}
     todo = _cache_misses(batches, parses, run.cache, identity, spec.ldd_threshold)
     cached = set(parses)
@@ -459,10 +460,10 @@ def parse_lines(
         word_lines: each line's words: Moses tokens, *unescaped* (:func:`synprep.escape.unescape_tokens`).
         run: how the lines are parsed (:class:`~synprep.parse.options.ParseRun`): ``run.spec`` the parser (with
             ``trees`` its constituency model is not run); ``run.cache`` a :class:`ParseCache` or None to parse
-            everything; ``run.par`` the workers (``device="cuda"``: each takes one visible GPU); ``run.ssplit``
-            split lines into sentences on sentence-final punctuation (SPEC.md §1; False: each line one
-            sentence; ignored when ``trees`` are given); ``run.batch_size`` sentences per work item (one
-            parser call); ``run.identity`` the parser identity if already computed (:func:`parser_identity`
+            everything; ``run.par`` the workers (``device="cuda"``: each takes one visible GPU); the spec's
+            ``config.ssplit`` split lines into sentences on sentence-final punctuation (SPEC.md §1; False: each
+            line one sentence; ignored when ``trees`` are given), its ``config.batch_size`` sentences per work
+            item (one parser call); ``run.identity`` the parser identity if already computed (:func:`parser_identity`
             of the spec, with ``constituency=False`` when ``trees`` are given); ``run.stats`` a
             :class:`ParseStats` to fill; ``run.pipeline`` the forward stage apart from the decode stage
             (:func:`pipelined` decides when None; the same bytes either way).

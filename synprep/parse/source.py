@@ -12,7 +12,6 @@ its own module) and one line in :data:`SOURCES`:
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -114,16 +113,13 @@ class RunParser(ParseSource):
         return parser_identity(self.opts.spec)
 
     def config(self) -> dict[str, Any]:
-        spec = dataclasses.asdict(self.opts.spec)
-        for f in dataclasses.fields(self.opts.spec):  # the field says (synprep.parse.base.backend_option)
-            if f.metadata.get("runtime") or (f.metadata.get("omit_default") and spec[f.name] == f.default):
-                del spec[f.name]  # never changes the output / newer field, absent when unset as in earlier versions' folders
-        out: dict[str, Any] = {"name": self.opts.config.parser, "ssplit": self.opts.config.ssplit, **spec}
-        if not backend_class(self.opts.config.parser).has_scores:  # no arc scores: the LDD features are one-hot rows
+        cfg = self.opts.config
+        out: dict[str, Any] = {"ssplit": cfg.ssplit, **self.opts.spec.recorded()}
+        if not backend_class(cfg.parser).has_scores:  # no arc scores: the LDD features are one-hot rows
             out["ldd"] = "one-hot"
         out["identity"] = self.identity()
-        out["constituency"] = bool(out.get("constituency")) and produces_trees(self.opts.config.parser, out["identity"])
-        out["batch_size"] = self.opts.config.batch_size
+        out["constituency"] = bool(out.get("constituency")) and produces_trees(cfg.parser, out["identity"])
+        out["batch_size"] = cfg.batch_size
         return out
 
     def check_inputs(self, src: str | None, conllu: str | None) -> None:
@@ -153,8 +149,7 @@ class RunParser(ParseSource):
         opts = self.opts
         trees = [it.trees if it.trees is not None else [] for it in items] if opts.trees is not None else None
         try:
-            run = ParseRun(opts.spec, cache=cache, par=par, ssplit=opts.config.ssplit, batch_size=opts.config.batch_size,
-                           identity=identity)
+            run = ParseRun(opts.spec, cache=cache, par=par, identity=identity)
             yield from parse_block_stream([it.words for it in items], run, trees=trees, trees_name=opts.trees,
                                           progress=progress.block(items[0].line - 1, items[-1].line) if progress
                                           else None)
