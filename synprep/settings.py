@@ -15,10 +15,12 @@ from typing import Any
 
 from synprep.errors import ConfigError
 
+#: the rarely set keys of :func:`option` (its ``extra``), each a field's metadata key
+OPTION_EXTRAS = ("low_open", "param", "negated", "optional", "saved", "spec", "alias")
 
-def option(help: str, *, low: float | None = None, high: float | None = None, low_open: bool = False,
-           metavar: str | None = None, choices: Collection[str] | None = None, flag: str | None = None,
-           short: str | None = None, param: str | None = None, negated: bool = False,
+
+def option(help: str, *, low: float | None = None, high: float | None = None, metavar: str | None = None,
+           choices: Collection[str] | None = None, flag: str | None = None, short: str | None = None,
            **extra: Any) -> dict[str, Any]:
     """A section field's command-line schema, in the field's metadata (``field(default=...,
     metadata=option(...))``): the one place its option's help, bounds and name are declared. The
@@ -29,26 +31,28 @@ def option(help: str, *, low: float | None = None, high: float | None = None, lo
         help: the option's help text (``--help`` and the generated reference).
         low: the smallest allowed value (inclusive unless ``low_open``); None: no lower bound.
         high: the largest allowed value, inclusive; None: no upper bound.
-        low_open: ``low`` itself is refused (a float strictly above ``low``).
         metavar: the value's name in ``--help``; None: click's (the type's name).
         choices: the allowed values of a string field (a registry stays live: a name registered later is
             allowed); None: any string.
         flag: the option's name without ``--`` when it is not the field's (``source-lang`` for ``src_lang``).
         short: the option's one-letter name too (``s`` for ``-s``); None: none.
-        param: the click parameter's name when it is not the field's (metadata ``param``).
-        negated: a bool field set to False by its ``--NAME`` flag (``--no-language-check``).
-        extra: further metadata of the field (``optional``, ``saved``, ``spec``).
+        extra: the rarely set keys (:data:`OPTION_EXTRAS`): ``low_open=True``, ``low`` itself is refused (a
+            float strictly above it); ``param``, the click parameter's name when it is not the field's;
+            ``negated=True``, a bool field set to False by its ``--NAME`` flag (``--no-language-check``);
+            ``alias``, an older spelling of the option that keeps working (``--label-map``); ``optional``,
+            ``saved``, ``spec``: what :mod:`synprep.pipeline.config` and :mod:`synprep.parse.base` read.
 
     Returns:
         The field's metadata dictionary.
+
+    Raises:
+        TypeError: a key of ``extra`` that is not one of :data:`OPTION_EXTRAS`.
     """
-    meta: dict[str, Any] = {"help": help, "low": low, "high": high, "low_open": low_open, "metavar": metavar,
-                            "choices": choices, "flag": flag, "short": short, **extra}
-    if param is not None:
-        meta["param"] = param
-    if negated:
-        meta["negated"] = True
-    return meta
+    unknown = sorted(set(extra) - set(OPTION_EXTRAS))
+    if unknown:
+        raise TypeError(f"option(): unknown keyword {', '.join(unknown)}")
+    return {"help": help, "low": low, "high": high, "low_open": False, "metavar": metavar, "choices": choices,
+            "flag": flag, "short": short, **extra}
 
 
 def check_bounds(section: Any) -> None:
