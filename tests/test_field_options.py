@@ -125,13 +125,18 @@ def test_every_declared_section_field_is_its_commands_option():
                 param = next((p for p in cmd.params if p.name == expected.name), None)
                 if param is not None and (name, f.name) not in SHARD_OWN:
                     seen.add((name, f.name))
+                    # --parser: the command's own choices (the registered backends; conllu where parses are imported)
+                    kind = expected.type if f.name != "parser" else param.type
                     assert (param.opts, param.secondary_opts, param.help, repr(param.type), param.default) == \
-                        (expected.opts, expected.secondary_opts, expected.help, repr(expected.type),
+                        (expected.opts, expected.secondary_opts, expected.help, repr(kind),
                          expected.default), (name, f.name)
     assert {f for cmd, f in seen if cmd == "pipeline"} == {
         "scheme", "merges", "vocab_size", "tokenized", "lowercase", "fairseq_compat", "tokenizer", "ratio", "min_len",
-        "max_len", "language_check", "device", "ssplit", "max_words", "batch_size", "ldd_threshold", "shard_size",
-        "vocab_split", "src_lang", "tgt_lang"}
+        "max_len", "language_check", "parser", "stanza_package", "spacy_model", "label_map", "device", "ssplit",
+        "max_words", "batch_size", "ldd_threshold", "shard_size", "vocab_split", "src_lang", "tgt_lang"}
+    assert {f for cmd, f in seen if cmd == "parse"} == {
+        "tokenizer", "parser", "stanza_package", "spacy_model", "label_map", "device", "ssplit", "max_words", "batch_size",
+        "ldd_threshold"}
     assert {f for cmd, f in seen if cmd == "shard"} >= {"shard_size", "ldd_threshold"}
     # and each generated parameter is the one resolve_config reads into its field
     generated = {field_option(f).name for section in (DataConfig, *SECTIONS.values())

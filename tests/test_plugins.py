@@ -48,7 +48,14 @@ def test_the_six_tables_are_registries():
 
 
 def test_backend_options_follow_one_prefix_rule_with_the_old_spellings_kept():
-    flags = {o.param: o.flags for o in plugin_options()}
+    from synprep.cli.common import backend_params
+    from synprep.cli.parse import parse_cmd
+
+    # the runtime ones from the backends' Options, the folder settings from the parse section's fields
+    assert {o.param: o.flags for o in plugin_options()} == {
+        "stanza_dir": ("--stanza-dir",), "corenlp_endpoint": ("--corenlp-endpoint",),
+        "corenlp_timeout": ("--corenlp-timeout", "--timeout")}
+    flags = {p.name: tuple(p.opts) for p in parse_cmd.params if p.name in backend_params()}
     assert flags == {
         "stanza_dir": ("--stanza-dir",), "stanza_package": ("--stanza-package",),
         "corenlp_endpoint": ("--corenlp-endpoint",), "corenlp_timeout": ("--corenlp-timeout", "--timeout"),

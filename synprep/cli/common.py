@@ -11,11 +11,12 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from synprep.cli.fields import section_values, with_field_options
+from synprep.cli.fields import field_option, section_values, with_field_options
 from synprep.errors import ConfigError
 from synprep.parallel import BACKENDS, usable_cpus
-from synprep.parse.base import ParserSpec, plugin_options
+from synprep.parse.base import ParserSpec, backend_class, plugin_options
 from synprep.parse.config import ParseConfig
+from synprep.parse.registry import parser_names
 from synprep.shards.config import ShardConfig
 from synprep.text.config import TextConfig
 
@@ -92,9 +93,19 @@ def refuse_unused(names: Iterable[str], why: str) -> None:
 
 
 def backend_params() -> dict[str, str]:
-    """Click parameter → parser backend, for every backend's own option (its
-    :attr:`~synprep.parse.base.ParserBackend.Options`: ``corenlp_endpoint`` → ``corenlp``)."""
-    return {o.param: o.backend for o in plugin_options()}
+    """Click parameter → parser backend, for every backend's own option: its folder settings'
+    (:func:`backend_fields`: ``stanza_package`` → ``stanza``) and its
+    :attr:`~synprep.parse.base.ParserBackend.Options`' (``corenlp_endpoint`` → ``corenlp``)."""
+    out = {field_option(f).name or "": backend for backend, f in backend_fields()}
+    out.update({o.param: o.backend for o in plugin_options()})
+    return out
+
+
+def backend_fields() -> list[tuple[str, dataclasses.Field]]:
+    """``(backend, field)`` for each :class:`~synprep.parse.config.ParseConfig` field that a backend reads (metadata
+    ``spec`` among its :attr:`~synprep.parse.base.ParserBackend.options`), in registry and field order."""
+    return [(name, f) for name in parser_names() for f in dataclasses.fields(ParseConfig)
+            if f.metadata.get("spec") in backend_class(name).options]
 
 
 def refuse_other_backends_options(parser_name: str) -> None:
@@ -103,14 +114,18 @@ def refuse_other_backends_options(parser_name: str) -> None:
 
 
 def backend_plugin_options(f):
-    """Every registered parser backend's own options, generated from its
-    :attr:`~synprep.parse.base.ParserBackend.Options` with one rule: ``--NAME-FIELD``
-    (``--stanza-package``, ``--corenlp-endpoint``, ``--spacy-model``), plus an older spelling where one
-    exists (``--timeout``, ``--label-map``). Put :func:`backend_options` below it to receive them.
+    """Every registered parser backend's own options, with one rule: ``--NAME-FIELD`` (``--stanza-package``,
+    ``--corenlp-endpoint``, ``--spacy-model``), plus an older spelling where one exists (``--timeout``,
+    ``--label-map``): per backend, those of its :attr:`~synprep.parse.base.ParserBackend.Options`, then its folder
+    settings, generated from their :class:`~synprep.parse.config.ParseConfig` fields. Put :func:`backend_options`
+    (or :func:`parse_section`) below it to receive them.
     """
-    for o in reversed(plugin_options()):
-        f = click.option(*o.flags, o.param, default=o.default, type=o.type, metavar=o.metavar,
-                         show_default=o.default is not None, help=o.help)(f)
+    fields_ = backend_fields()
+    for name in reversed(parser_names()):
+        f = with_field_options(ParseConfig, only=[g.name for backend, g in fields_ if backend == name])(f)
+        for o in reversed([o for o in plugin_options() if o.backend == name]):
+            f = click.option(*o.flags, o.param, default=o.default, type=o.type, metavar=o.metavar,
+                             show_default=o.default is not None, help=o.help)(f)
     return f
 
 
@@ -138,10 +153,12 @@ def backend_options(f):
 
 def _backend_values(params: dict[str, Any], parser: str | None = None) -> dict[str, Any]:
     """The backends' own options among the command's ``params`` (taken out of it), by
-    :class:`~synprep.parse.base.ParserSpec` keyword; those without a ParserSpec field in ``plugin_options``
-    when given (only ``parser``'s, unless None)."""
+    :class:`~synprep.parse.base.ParserSpec` keyword (its folder settings: ``package``, ...; its runtime fields:
+    ``dir``, ...); those of a backend's :attr:`~synprep.parse.base.ParserBackend.Options` without a ParserSpec
+    field in ``plugin_options`` when given (only ``parser``'s, unless None)."""
     ctx = click.get_current_context()
-    opts: dict[str, Any] = {}
+    opts: dict[str, Any] = {f.metadata["spec"]: params.pop(field_option(f).name) for _, f in backend_fields()
+                            if field_option(f).name in params}
     plugin = []
     for o in plugin_options():
         if o.param not in params:
@@ -250,12 +267,11 @@ def stanza_options(f):
     return wrapper
 
 
-def parser_choice(default: str | None = "stanza", extra: tuple[str, ...] = ()):
-    """``--parser`` with the registered backends as choices (:data:`synprep.parse.registry.PARSER_BACKENDS`)."""
-    from synprep.parse.registry import parser_names
-
-    return click.option("--parser", "parser_name", type=click.Choice(parser_names() + extra), default=default,
-                        show_default=default is not None, help="Parser backend (docs/parse.md).")
+def parser_choice(extra: tuple[str, ...] = ()):
+    """``--parser``, generated from :class:`~synprep.parse.config.ParseConfig`'s ``parser``, its choices the
+    registered backends (:data:`synprep.parse.registry.PARSER_BACKENDS`) and ``extra`` (``conllu`` where the
+    parses may be imported)."""
+    return with_field_options(ParseConfig, only=("parser",), choices={"parser": parser_names() + extra})
 
 
 #: ``--tokenizer`` of the commands that make words from raw text

