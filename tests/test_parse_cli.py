@@ -108,3 +108,14 @@ def test_models_info(stanza_dir: Path) -> None:
     assert rows["constituency"].startswith("no")
     assert rows["identity"].startswith("stanza|1.15.0|lang=de|package=synprep|processors=pos,depparse|")
     assert "file\tdepparse_model_path\t" in out
+
+
+def test_parse_takes_its_section_from_the_generated_options(stanza_dir: Path) -> None:
+    # --max-words and --no-ssplit reach the parse in its ParseConfig: with ssplit the first line's two sentences fit
+    # (4 and 2 words), without it the line is one sentence of 6 words; a line over the bound is never parsed
+    text = "das ist gut . ja .\n"
+    split = run_cli(*stanza_args(stanza_dir, "de"), "--no-cache", "--max-words", "4", input=text)
+    assert [b.metadata.get("error") for b in conllu.parse(split.stdout)] == [None, None]
+    whole = run_cli(*stanza_args(stanza_dir, "de"), "--no-cache", "--max-words", "4", "--no-ssplit", input=text)
+    assert [b.metadata["error"] for b in conllu.parse(whole.stdout)] == ["sentence 1 has 6 words (more than max_words=4)"]
+    assert "failed: too long: 1" in whole.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from synprep.annotate import Item, Parallel, ParseOptions
@@ -44,3 +46,23 @@ def test_no_branch_on_where_parses_come_from_outside_the_sources():
             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
     assert hits == []
     assert pattern.search('if parse.parser == "conllu":') and pattern.search("if opts.parser in ('x', 'conllu'):")
+
+
+def test_a_parser_spec_holds_the_parse_section_whole():
+    config = ParseConfig(stanza_package="synprep", max_words=60, batch_size=8, ssplit=False)
+    spec = ParserSpec(config, lang="de", dir="/models")
+    assert spec.config is config  # the section whole; its settings read as the backends read them
+    assert (spec.name, spec.package, spec.max_words, spec.ldd_threshold, spec.device) == ("stanza", "synprep", 60, 0.01,
+                                                                                           "cpu")
+    assert ParserSpec(name="stanza", lang="de", dir="/models", package="synprep", max_words=60, batch_size=8,
+                      ssplit=False) == spec  # the keyword form builds the same section
+    assert pickle.loads(pickle.dumps(spec)) == spec and len(pickle.dumps(spec)) < 1000  # sent to every worker
+    assert spec.with_config(batch_size=4).config.batch_size == 4 and spec.config.batch_size == 8
+    assert spec.recorded() == {"name": "stanza", "lang": "de", "package": "synprep", "constituency": True,
+                               "max_words": 60, "ldd_threshold": 0.01}  # no runtime setting (the folder)
+    with pytest.raises(TypeError, match="unknown keyword max_word"):
+        ParserSpec(name="stanza", max_word=3)
+    with pytest.raises(TypeError, match="not both"):
+        ParserSpec(config, max_words=3)
+    with pytest.raises(ConfigError, match="max_words must be >= 1, got 0"):
+        spec.with_config(max_words=0)

@@ -107,16 +107,12 @@ class ParserSpec:
     """Everything needed to build a parser, small and picklable (sent to every worker): the folder's parse
     section whole, and what a run adds to it.
 
-    Built as ``ParserSpec(config, lang=..., ...)``, or with the section's settings as keywords
-    (``ParserSpec(name="stanza", lang="de", package="synprep", max_words=60)``: ``name`` is the section's
-    ``parser``, ``package`` its ``stanza_package``, ``plugin_options`` its ``parser_options``, the others
-    by their field names). The section's settings read as attributes too (``spec.max_words``), as the
-    backends read them.
+    Built as ``ParserSpec(config, lang=...)``, or with the section's settings as keywords
+    (``ParserSpec(name="stanza", lang="de", package="synprep", max_words=60)``: ``name``, ``package``,
+    ``plugin_options`` for its ``parser``, ``stanza_package``, ``parser_options``); they read as attributes.
 
     Attributes:
-        config: the parse section (:class:`~synprep.parse.config.ParseConfig`): the parser, its
-            backend's folder settings, the device, sentence splitting, the batch size, the longest
-            sentence, the LDD threshold.
+        config: the parse section (:class:`~synprep.parse.config.ParseConfig`), whole.
         lang: language code (``en``, ``de``).
         dir: stanza resource directory; None = stanza's own default (``~/stanza_resources`` or
             ``$STANZA_RESOURCES_DIR``).
@@ -157,8 +153,7 @@ class ParserSpec:
 
     @property
     def name(self) -> str:
-        """The registered parser (:data:`synprep.parse.registry.PARSER_BACKENDS`: ``stanza``, ``corenlp``,
-        ``spacy``): the section's ``parser``."""
+        """The registered parser (:data:`synprep.parse.registry.PARSER_BACKENDS`): the section's ``parser``."""
         return self.config.parser
 
     @property
@@ -168,9 +163,7 @@ class ParserSpec:
 
     @property
     def device(self) -> str:
-        """``"cpu"`` or ``"cuda"`` (each worker then takes one visible GPU). Part of the parse's identity
-        (:func:`synprep.parse.run.parser_identity`): the two kinds give slightly different scores, so a
-        cached parse or a folder is never shared between them."""
+        """``cpu`` or ``cuda``: part of the parse's identity (:func:`synprep.parse.run.parser_identity`)."""
         return self.config.device
 
     @property
@@ -195,8 +188,7 @@ class ParserSpec:
 
     @property
     def plugin_options(self) -> tuple[tuple[str, Any], ...]:
-        """The given options of the backend that have no field of their own (:attr:`ParserBackend.Options`):
-        ``(("NAME_FIELD", value), ...)``."""
+        """The section's ``parser_options``: the given plugin options, ``(("NAME_FIELD", value), ...)``."""
         return self.config.parser_options
 
     def _check(self) -> None:
@@ -216,8 +208,7 @@ class ParserSpec:
         folders made before each existed); the runtime settings (:func:`backend_option` ``runtime``) never."""
         out = {"name": self.name, "lang": self.lang, "package": self.package, "device": self.device,
                "constituency": self.constituency, "max_words": self.max_words, "ldd_threshold": self.ldd_threshold,
-               "spacy_model": self.spacy_model, "label_map": self.label_map,
-               "plugin_options": self.plugin_options}
+               "spacy_model": self.spacy_model, "label_map": self.label_map, "plugin_options": self.plugin_options}
         for name, default in _OMIT_DEFAULT.items():
             if out[name] == default:
                 del out[name]
@@ -241,9 +232,8 @@ class ParserSpec:
                        for f in fields(opts)})
 
 
-#: the recorded settings left out while at their default (:meth:`ParserSpec.recorded`): the device kind is part of
-#: the parse (GPU and CPU floats differ), recorded when not cpu so a CPU identity keeps the form earlier versions
-#: wrote; the others were added after folders were first made
+#: the recorded settings left out at their default (:meth:`ParserSpec.recorded`), as folders made before each existed
+#: have them (a CPU parse's too: the device kind is part of the parse, GPU and CPU floats differ)
 _OMIT_DEFAULT: dict[str, Any] = {"device": "cpu", "spacy_model": None, "label_map": None, "plugin_options": ()}
 
 

@@ -329,8 +329,7 @@ def parse_block_stream(
 
     Args:
         word_lines: each line's words (Moses tokens, unescaped).
-        run: how the lines are parsed (:class:`~synprep.parse.options.ParseRun`; its spec's ``config.batch_size``
-            sentences a work item).
+        run: how the lines are parsed (:class:`~synprep.parse.options.ParseRun`).
         progress: called as ``progress(done, total)`` after each batch, with the sentences parsed so far
             and the block's sentences to parse (:mod:`synprep.progress`).
         trees: as :func:`parse_lines`.
