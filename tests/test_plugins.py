@@ -113,9 +113,19 @@ main(sys.argv[1:])
 """
 
 
-def _synprep_with_toy(*args: str) -> subprocess.CompletedProcess:
+def _synprep_with_toy(*args: str, input: str | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)])}
-    return subprocess.run([sys.executable, "-c", TOY, *args], capture_output=True, text=True, env=env)
+    return subprocess.run([sys.executable, "-c", TOY, *args], capture_output=True, text=True, env=env, input=input)
+
+
+def test_a_toy_backends_option_reaches_synprep_parse():
+    # parse hands the chosen backend's option to the spec in its parse section (parser_options)
+    proc = _synprep_with_toy("parse", "-l", "de", "--parser", "toy", "--toy-label", "obj", "--no-cache",
+                             input="das ist gut .\n")
+    assert proc.returncode == 0, proc.stderr
+    assert [line.split("\t")[7] for line in proc.stdout.splitlines() if line[:1].isdigit()] == ["root", "obj", "obj", "obj"]
+    proc = _synprep_with_toy("parse", "-l", "de", "--toy-label", "obj", "--no-cache", input="das ist gut .\n")
+    assert proc.returncode == 2 and "--toy-label has no effect with --parser stanza" in proc.stderr
 
 
 def test_a_toy_backend_with_one_option_runs_through_pipeline(tmp_path):
