@@ -449,7 +449,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def writer(func: F) -> F:
-    """Decorate a command that writes a split into a folder (arguments ``out`` and ``split``).
+    """Decorate a command that writes a split into a folder (argument ``inputs``, whose ``split`` names it).
 
     The split name is validated before anything else runs; split locks taken inside with
     :func:`hold_split` are released when the call returns.
@@ -460,7 +460,7 @@ def writer(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         bound = sig.bind(*args, **kwargs)
         bound.apply_defaults()
-        check_split_name(bound.arguments["split"])
+        check_split_name(bound.arguments["inputs"].split)
         claims = _Claims()
         token = _split_locks.set(claims)
         failed = True

@@ -145,7 +145,7 @@ def japanese_gold_folder(shared_data: Path, folder: Path, n: int) -> tuple[Path,
     targets, BPE codes learned on both sides: the ``test`` split in ``folder / "out"``, and the gold words of each
     sentence."""
     from synprep.config import DataConfig
-    from synprep.pipeline import run_pipeline
+    from synprep.pipeline import SplitInputs, run_pipeline
     from synprep.text.bpe import learn_bpe
 
     blocks = (shared_data / "ud" / "ja_gsd-ud-test.conllu").read_text(encoding="utf-8").split("\n\n")[:n]
@@ -158,8 +158,8 @@ def japanese_gold_folder(shared_data: Path, folder: Path, n: int) -> tuple[Path,
     text.write_text("\n".join(" ".join(w) for w in words) + "\n" + tgt.read_text(), encoding="utf-8")
     learn_bpe([text], 50, folder / "codes")
     out = folder / "out"
-    run_pipeline(None, str(tgt), out, DataConfig.of(src_lang="ja", tgt_lang="en", parser="conllu", vocab_split="test"),
-                 split="test", codes=str(folder / "codes"), conllu=str(gold))
+    run_pipeline(SplitInputs(split="test", tgt=str(tgt), codes=str(folder / "codes"), conllu=str(gold)), out,
+                 DataConfig.of(src_lang="ja", tgt_lang="en", parser="conllu", vocab_split="test"))
     return out, words
 
 

@@ -53,7 +53,7 @@ def _sentence(data, line: int, k: int) -> list[str]:
 def check_imported_lines(out: Path, data) -> str:
     """Annotate 1-3 imported lines into a fresh ``out``; returns the kind (the drop reasons seen)."""
     from synprep.config import DataConfig
-    from synprep.pipeline import run_annotate
+    from synprep.pipeline import SplitInputs, run_annotate
     from synprep.shards import check_dir
 
     shutil.rmtree(out, ignore_errors=True)
@@ -70,8 +70,8 @@ def check_imported_lines(out: Path, data) -> str:
                              for j, w in enumerate(sent))
                 c.write("\n")
     folder = out / "out"
-    m = run_annotate(str(out / "s"), str(out / "t"), folder, DataConfig.of(src_lang="de", tgt_lang="en", parser="conllu"),
-                     conllu=str(out / "c.conllu"))
+    m = run_annotate(SplitInputs(src=str(out / "s"), tgt=str(out / "t"), conllu=str(out / "c.conllu")), folder,
+                     DataConfig.of(src_lang="de", tgt_lang="en", parser="conllu"))
     report = check_dir(folder)
     assert report.ok, report.summary()
     got = {int(x[0]): x[1] for x in m.split("train").dropped_lines}

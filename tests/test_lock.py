@@ -188,13 +188,13 @@ def test_invalid_split_names_are_refused_before_any_io(corpus, tmp_path, bad):
 
 def test_library_refuses_an_invalid_split_before_any_io(corpus, tmp_path):
     from synprep.config import DataConfig
-    from synprep.pipeline import run_annotate
+    from synprep.pipeline import SplitInputs, run_annotate
 
     out = tmp_path / "out"
     with pytest.raises(ConfigError, match="invalid split name"):
-        run_annotate(str(corpus / "train.src"), str(corpus / "train.tgt"), out,
-                     DataConfig.of(src_lang="de", tgt_lang="en", parser="conllu"), split="../escape",
-                     conllu=str(corpus / "train.conllu"))
+        run_annotate(SplitInputs(split="../escape", src=str(corpus / "train.src"), tgt=str(corpus / "train.tgt"),
+                                 conllu=str(corpus / "train.conllu")),
+                     out, DataConfig.of(src_lang="de", tgt_lang="en", parser="conllu"))
     assert not out.exists() and not (tmp_path / "escape.00000.h5").exists()
 
 

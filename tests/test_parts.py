@@ -181,7 +181,7 @@ def _annotate_corpus(tmp_path: Path):
     from builders import write_corpus
 
     from synprep.config import DataConfig
-    from synprep.pipeline import run_annotate
+    from synprep.pipeline import SplitInputs, run_annotate
 
     corpus = tmp_path / "corpus"
     corpus.mkdir(parents=True)
@@ -191,8 +191,9 @@ def _annotate_corpus(tmp_path: Path):
     cfg = DataConfig.of(src_lang="de", tgt_lang="en", parser="conllu", shard_size=4, language_check=False)
 
     def annotate(out: Path, **kw):
-        return run_annotate(str(corpus / "train.src"), str(corpus / "train.tgt"), out, cfg,
-                            conllu=str(corpus / "train.conllu"), **kw)
+        inputs = SplitInputs(src=str(corpus / "train.src"), tgt=str(corpus / "train.tgt"),
+                             conllu=str(corpus / "train.conllu"))
+        return run_annotate(inputs, out, cfg, **kw)
 
     return annotate
 

@@ -16,7 +16,7 @@ from helpers import ROOT, run_cli
 from synprep.config import DataConfig
 from synprep.errors import ConfigError, InputError
 from synprep.parse.conllu_io import read_conllu
-from synprep.pipeline import Runtime, run_annotate, run_pipeline
+from synprep.pipeline import Runtime, SplitInputs, run_annotate, run_pipeline
 from synprep.shards import check_dir, open_split
 from synprep.vocab import Vocab
 
@@ -126,7 +126,7 @@ def test_annotate_fairseq_prepared_test(shared_data, stanza_dir, tmp_path):
     tgt.write_text("".join((prep / "test.en").read_text().splitlines(keepends=True)[:150]))
     out = tmp_path / "out"
     cfg = DataConfig.of(src_lang="de", tgt_lang="en", stanza_package="synprep", shard_size=64, vocab_split="test")
-    m = run_annotate(str(src), str(tgt), out, cfg, split="test",  # a test-only folder: its vocabulary is the test split's
+    m = run_annotate(SplitInputs(split="test", src=str(src), tgt=str(tgt)), out, cfg,  # a test-only folder: its vocabulary is the test split's
                      runtime=stanza_runtime(stanza_dir, tmp_path / "c.sqlite"))  # a test-only folder: its vocabulary comes from the test split
     assert check_dir(out).ok
     assert m.split("test").pairs == 150
@@ -162,7 +162,8 @@ def test_pud_through_conllu_import(shared_data, tmp_path, src_lang, tgt_lang):
     tgt.write_text("\n".join(_pud_texts(shared_data / "ud" / f"{tgt_lang}_pud-ud-test.conllu", n)) + "\n")
     out = tmp_path / "out"
     cfg = DataConfig.of(src_lang=src_lang, tgt_lang=tgt_lang, parser="conllu", shard_size=25, vocab_split="test")
-    m = run_pipeline(None, str(tgt), out, cfg, split="test", codes=_learn_codes(tmp_path, gold, tgt), conllu=str(gold))
+    m = run_pipeline(SplitInputs(split="test", tgt=str(tgt), codes=_learn_codes(tmp_path, gold, tgt), conllu=str(gold)),
+                     out, cfg)
     report = check_dir(out)
     assert report.ok, report.violation
     assert m.split("test").pairs == n
@@ -193,7 +194,7 @@ def test_pud_english_through_stanza(shared_data, stanza_dir, tmp_path):
     tgt.write_text("\n".join(_pud_texts(shared_data / "ud" / "de_pud-ud-test.conllu", n)) + "\n")
     out = tmp_path / "out"
     cfg = DataConfig.of(src_lang="en", tgt_lang="de", merges=300, stanza_package="synprep", shard_size=20)
-    m = run_pipeline(str(src), str(tgt), out, cfg, split="train", runtime=stanza_runtime(stanza_dir, tmp_path / "c.sqlite"))
+    m = run_pipeline(SplitInputs(split="train", src=str(src), tgt=str(tgt)), out, cfg, runtime=stanza_runtime(stanza_dir, tmp_path / "c.sqlite"))
     assert check_dir(out).ok
     entry = m.split("train")
     assert entry.input_lines == n == entry.pairs + sum(entry.dropped.values())
@@ -215,8 +216,8 @@ def test_conllu_words_must_match_the_pieces(shared_data, tmp_path):
     src.write_text("\n".join(words) + "\n")
     tgt.write_text("a\nb\nc\n")
     with pytest.raises(InputError, match=r":2: .*"):
-        run_annotate(str(src), str(tgt), tmp_path / "out", DataConfig.of(src_lang="en", tgt_lang="de", parser="conllu"),
-                     conllu=str(gold))
+        run_annotate(SplitInputs(src=str(src), tgt=str(tgt), conllu=str(gold)), tmp_path / "out",
+                     DataConfig.of(src_lang="en", tgt_lang="de", parser="conllu"))
     assert not list((tmp_path / "out").glob("*.h5"))
 
 
@@ -225,14 +226,14 @@ def test_mismatched_sides_name_both_counts(tmp_path):
     src.write_text("eins\nzwei\ndrei\n")
     tgt.write_text("one\ntwo\n")
     with pytest.raises(InputError, match="has 3 lines, .* has 2"):
-        run_pipeline(str(src), str(tgt), tmp_path / "out", DataConfig.of(src_lang="de", tgt_lang="en"))
+        run_pipeline(SplitInputs(src=str(src), tgt=str(tgt)), tmp_path / "out", DataConfig.of(src_lang="de", tgt_lang="en"))
 
 
 def test_conllu_parser_needs_a_file(tmp_path):
     tgt = tmp_path / "t.en"
     tgt.write_text("x\n")
     with pytest.raises(ConfigError, match="--conllu"):
-        run_pipeline(None, str(tgt), tmp_path / "out", DataConfig.of(src_lang="en", tgt_lang="de", parser="conllu"))
+        run_pipeline(SplitInputs(tgt=str(tgt)), tmp_path / "out", DataConfig.of(src_lang="en", tgt_lang="de", parser="conllu"))
     assert not (tmp_path / "out").exists()
 
 
@@ -242,7 +243,8 @@ def test_annotate_conllu_parser_needs_a_file_and_writes_nothing(tmp_path):
     src.write_text("x\n")
     tgt.write_text("y\n")
     with pytest.raises(ConfigError, match="--conllu"):
-        run_annotate(str(src), str(tgt), tmp_path / "out", DataConfig.of(src_lang="en", tgt_lang="de", parser="conllu"))
+        run_annotate(SplitInputs(src=str(src), tgt=str(tgt)), tmp_path / "out",
+                     DataConfig.of(src_lang="en", tgt_lang="de", parser="conllu"))
     assert not (tmp_path / "out").exists()
 
 

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import h5py
@@ -21,7 +22,7 @@ from helpers import SAMPLE_DATA, run_cli
 
 from synprep.config import DataConfig
 from synprep.parse.evaluate import evaluate_conllu
-from synprep.pipeline import Runtime, run_pipeline
+from synprep.pipeline import Runtime, SplitInputs, run_pipeline
 from synprep.report import NO_PLOT, build_report, write_report
 from synprep.types import DEPRELS, UPOS_TAGS
 
@@ -54,11 +55,11 @@ def de_runs(tmp_path_factory, stanza_dir):
     runtime = _stanza(stanza_dir, cache)
     outs = {"bpe": d / "bpe", "spm": d / "spm", "hf": d / "hf"}
     cfg = DataConfig.of(src_lang="de", tgt_lang="en", stanza_package="synprep", shard_size=25)
-    run_pipeline(str(d / "train.de"), str(d / "train.en"), outs["bpe"], cfg.replace(merges=300), runtime=runtime)
-    run_pipeline(str(d / "test.de"), str(d / "test.en"), outs["bpe"], cfg.replace(merges=300), split="test",
-                 clean=True, runtime=runtime)
-    run_pipeline(str(d / "train.de"), str(d / "train.en"), outs["spm"], cfg.replace(subword="spm", vocab_size=300),
-                 runtime=runtime)
+    train = SplitInputs(src=str(d / "train.de"), tgt=str(d / "train.en"))
+    run_pipeline(train, outs["bpe"], cfg.replace(merges=300), runtime=runtime)
+    run_pipeline(SplitInputs(split="test", src=str(d / "test.de"), tgt=str(d / "test.en"), clean=True), outs["bpe"],
+                 cfg.replace(merges=300), runtime=runtime)
+    run_pipeline(train, outs["spm"], cfg.replace(subword="spm", vocab_size=300), runtime=runtime)
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
@@ -67,8 +68,8 @@ def de_runs(tmp_path_factory, stanza_dir):
     tok.train_from_iterator(text, trainers.BpeTrainer(vocab_size=400, show_progress=False,
                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     tok.save(str(d / "tokenizer.json"))
-    run_pipeline(str(d / "train.de"), str(d / "train.en"), outs["hf"], cfg.replace(subword="hf"),
-                 subword_model=str(d / "tokenizer.json"), runtime=runtime)
+    run_pipeline(replace(train, subword_model=str(d / "tokenizer.json")), outs["hf"], cfg.replace(subword="hf"),
+                 runtime=runtime)
     return outs
 
 
@@ -113,20 +114,19 @@ def pud(tmp_path_factory, shared_data, stanza_dir):
                      encoding="utf-8")
     learn_bpe([d / "words.en", d / "pud.de"], 300, d / "codes")
     outs = {k: d / k for k in ("gold", "trees", "stanza", "same", "lower", "wrong")}
-    kw = {"split": "test", "codes": str(d / "codes")}
+    test = SplitInputs(split="test", tgt=str(d / "pud.de"), codes=str(d / "codes"))
+    on_words = replace(test, src=str(d / "words.en"))
     conllu = DataConfig.of(src_lang="en", tgt_lang="de", parser="conllu", shard_size=10, vocab_split="test")
-    run_pipeline(None, str(d / "pud.de"), outs["gold"], conllu, conllu=str(gold), **kw)
+    run_pipeline(replace(test, conllu=str(gold)), outs["gold"], conllu)
     stanza = conllu.replace(parser="stanza", stanza_package="synprep", ssplit=False, tokenized=True)
     runtime = _stanza(stanza_dir, d / "c.sqlite")
-    run_pipeline(str(d / "words.en"), str(d / "pud.de"), outs["stanza"], stanza, runtime=runtime, **kw)
-    run_pipeline(str(d / "words.en"), str(d / "pud.de"), outs["trees"], stanza, trees=str(d / "trees.txt"),
-                 runtime=runtime, **kw)
-    run_pipeline(str(d / "words.en"), str(d / "pud.de"), outs["wrong"],
-                 stanza.replace(src_lang="de", language_check=False), runtime=runtime,
-                 **kw)  # English parsed as German on purpose: what the report must flag
-    run_pipeline(None, str(d / "pud.de"), outs["same"], conllu.replace(tgt_lang="en", language_check=False),
-                 conllu=str(gold), **kw)  # German text as the "en" target
-    run_pipeline(None, str(d / "pud.de"), outs["lower"], conllu, conllu=str(lower), **kw)
+    run_pipeline(on_words, outs["stanza"], stanza, runtime=runtime)
+    run_pipeline(replace(on_words, trees=str(d / "trees.txt")), outs["trees"], stanza, runtime=runtime)
+    run_pipeline(on_words, outs["wrong"], stanza.replace(src_lang="de", language_check=False),
+                 runtime=runtime)  # English parsed as German on purpose: what the report must flag
+    run_pipeline(replace(test, conllu=str(gold)), outs["same"],
+                 conllu.replace(tgt_lang="en", language_check=False))  # German text as the "en" target
+    run_pipeline(replace(test, conllu=str(lower)), outs["lower"], conllu)
     return {"gold_file": gold, **outs}
 
 
@@ -415,7 +415,7 @@ def test_spacy_japanese_folder(shared_data, tmp_path):
     out = tmp_path / "out"
     cfg = DataConfig.of(src_lang="ja", tgt_lang="en", merges=100, tokenizer="parser", parser="spacy",
                      spacy_model="ja_ginza")
-    run_pipeline(str(src), str(tgt), out, cfg, clean=False)
+    run_pipeline(SplitInputs(src=str(src), tgt=str(tgt), clean=False), out, cfg)
     rep = build_report(out)
     s, want = rep["splits"]["train"], _recount(out, "train")
     assert s["pairs"] == want["pairs"] == 12 and s["upos"] == {t: want["upos"].get(t, 0) for t in UPOS_TAGS}

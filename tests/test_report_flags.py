@@ -17,7 +17,7 @@ import pytest
 from helpers import SAMPLE_DATA
 
 from synprep.config import DataConfig
-from synprep.pipeline import Runtime, run_annotate, run_pipeline
+from synprep.pipeline import Runtime, SplitInputs, run_annotate, run_pipeline
 from synprep.report import build_report
 from synprep.text.bpe import apply_bpe_lines, learn_bpe
 from synprep.text.case import moses_lowercase
@@ -107,43 +107,43 @@ def folders(tmp_path_factory, shared_data, stanza_dir):
     de_text = _write(d / "pud.de", [de_all[i][1] for i in ids])
     en_text = _write(d / "pud.en", [en[i][2] for i in ids])
     out["gold"] = d / "gold"
-    run_pipeline(None, de_text, out["gold"], conllu, conllu=gold, clean=False)
+    run_pipeline(SplitInputs(tgt=de_text, conllu=gold, clean=False), out["gold"], conllu)
     # same language: English → English, and English → German labelled English (must fire)
     out["same"] = d / "same"
-    run_pipeline(None, en_text, out["same"], conllu.replace(tgt_lang="en"), conllu=gold, clean=False)
+    run_pipeline(SplitInputs(tgt=en_text, conllu=gold, clean=False), out["same"], conllu.replace(tgt_lang="en"))
     out["same_wrong"] = d / "same_wrong"
-    run_pipeline(None, de_text, out["same_wrong"], conllu.replace(tgt_lang="en", language_check=False), conllu=gold,
-                 clean=False)
+    run_pipeline(SplitInputs(tgt=de_text, conllu=gold, clean=False), out["same_wrong"],
+                 conllu.replace(tgt_lang="en", language_check=False))
     # a high drop share: the same pairs cleaned with a token ratio of 1.05
     out["high_drop"] = d / "high_drop"
-    run_pipeline(None, de_text, out["high_drop"], conllu.replace(ratio=1.05), conllu=gold, clean=True)
+    run_pipeline(SplitInputs(tgt=de_text, conllu=gold, clean=True), out["high_drop"], conllu.replace(ratio=1.05))
     # swapped pairs: every third pair has its sides the other way round (German parses on the source side)
     swapped = [k % 3 == 2 for k in range(len(ids))]
     sw_conllu = _write(d / "sw.conllu", [_conllu_block(de_all[i][0] if s else en[i][1], k) + "\n"
                                          for k, (i, s) in enumerate(zip(ids, swapped, strict=True), 1)])
     sw_tgt = _write(d / "sw.de", [en[i][2] if s else de_all[i][1] for i, s in zip(ids, swapped, strict=True)])
     out["swapped"] = d / "swapped"
-    run_pipeline(None, sw_tgt, out["swapped"], conllu, conllu=sw_conllu, clean=False)
+    run_pipeline(SplitInputs(tgt=sw_tgt, conllu=sw_conllu, clean=False), out["swapped"], conllu)
     # gold CJK: Japanese GSD and the Chinese text above, each with an English target
     ja = _ud_blocks(ud / "ja_gsd-ud-test.conllu", N)
     ja_gold = _write(d / "ja.conllu", [_conllu_block(w, k) + "\n" for k, (_, w, _t) in enumerate(ja.values(), 1)])
     ja_tgt = _write(d / "ja.en", (SAMPLE_DATA / "train.en").read_text("utf-8").splitlines()[:len(ja)])
     out["ja_gold"] = d / "ja_gold"
-    run_pipeline(None, ja_tgt, out["ja_gold"], conllu.replace(src_lang="ja", tgt_lang="en"), conllu=ja_gold,
-                 clean=False)
+    run_pipeline(SplitInputs(tgt=ja_tgt, conllu=ja_gold, clean=False), out["ja_gold"],
+                 conllu.replace(src_lang="ja", tgt_lang="en"))
     zh_gold = _write(d / "zh.conllu", [_conllu_block(s.split(), k) + "\n" for k, s in enumerate(ZH, 1)])
     zh_tgt = _write(d / "zh.en", EN_FOR_ZH)
     out["zh_gold"] = d / "zh_gold"
     # the language check is off here so that the folder exists whatever the check says (tested on its own below)
-    run_pipeline(None, zh_tgt, out["zh_gold"], conllu.replace(src_lang="zh", tgt_lang="en", language_check=False,
-                                                                merges=100), conllu=zh_gold, clean=False)
+    run_pipeline(SplitInputs(tgt=zh_tgt, conllu=zh_gold, clean=False), out["zh_gold"],
+                 conllu.replace(src_lang="zh", tgt_lang="en", language_check=False, merges=100))
     # a tiny split: 50 lines
     tiny = _ud_blocks(ud / "en_pud-ud-test.conllu", 50)
     tiny_ids = [i for i in tiny if i in de_all][:50]
     out["tiny"] = d / "tiny"
-    run_pipeline(None, _write(d / "tiny.de", [de_all[i][1] for i in tiny_ids]), out["tiny"], conllu,
-                 conllu=_write(d / "tiny.conllu", [_conllu_block(tiny[i][1], k) + "\n"
-                                                   for k, i in enumerate(tiny_ids, 1)]), clean=False)
+    tiny_conllu = _write(d / "tiny.conllu", [_conllu_block(tiny[i][1], k) + "\n" for k, i in enumerate(tiny_ids, 1)])
+    run_pipeline(SplitInputs(tgt=_write(d / "tiny.de", [de_all[i][1] for i in tiny_ids]), conllu=tiny_conllu,
+                             clean=False), out["tiny"], conllu)
     # annotate: lowercased BPE pieces, the parser reading the cased words (--parse-src) or the pieces' words
     raw_de = (SAMPLE_DATA / "train.de").read_text("utf-8").splitlines()[:N]
     raw_en = (SAMPLE_DATA / "train.en").read_text("utf-8").splitlines()[:N]
@@ -156,9 +156,10 @@ def folders(tmp_path_factory, shared_data, stanza_dir):
     stanza = DataConfig.of(src_lang="de", tgt_lang="en", stanza_package="synprep", shard_size=20)
     runtime = Runtime(cache=str(d / "cache.sqlite"), parser={"dir": str(stanza_dir)})
     out["parse_src"] = d / "parse_src"
-    run_annotate(src, tgt, out["parse_src"], stanza, parse_src=_write(d / "cased.de", cased), runtime=runtime)
+    run_annotate(SplitInputs(src=src, tgt=tgt, parse_src=_write(d / "cased.de", cased)), out["parse_src"], stanza,
+                 runtime=runtime)
     out["annotate_lower"] = d / "annotate_lower"
-    run_annotate(src, tgt, out["annotate_lower"], stanza, runtime=runtime)
+    run_annotate(SplitInputs(src=src, tgt=tgt), out["annotate_lower"], stanza, runtime=runtime)
     return out
 
 
@@ -208,9 +209,9 @@ def test_chinese_gold_is_chinese(folders):
     from synprep.text.langid import detect_language
 
     out = folders["zh_gold"].parent / "zh_checked"
-    run_pipeline(None, str(folders["zh_gold"].parent / "zh.en"), out,
-                 DataConfig.of(src_lang="zh", tgt_lang="en", parser="conllu", merges=100),
-                 conllu=str(folders["zh_gold"].parent / "zh.conllu"), clean=False)
+    d = folders["zh_gold"].parent
+    run_pipeline(SplitInputs(tgt=str(d / "zh.en"), conllu=str(d / "zh.conllu"), clean=False), out,
+                 DataConfig.of(src_lang="zh", tgt_lang="en", parser="conllu", merges=100))
     assert (out / "manifest.json").is_file()
     assert detect_language(ZH, lang="zh").lang == "zh"
     assert detect_language(ZH).lang == "zh"  # Cantonese counts as Chinese
@@ -315,8 +316,8 @@ def test_pipeline_run_warns_with_line_numbers(folders, caplog):
     """The swapped-pairs corpus through `pipeline` (gold parses): the run goes on, warning for each side."""
     d = folders["swapped"].parent
     with caplog.at_level(logging.WARNING, logger="synprep"):
-        run_pipeline(None, str(d / "sw.de"), d / "swapped_again", DataConfig.of(
-            src_lang="en", tgt_lang="de", parser="conllu", merges=200), conllu=str(d / "sw.conllu"), clean=False)
+        run_pipeline(SplitInputs(tgt=str(d / "sw.de"), conllu=str(d / "sw.conllu"), clean=False), d / "swapped_again",
+                     DataConfig.of(src_lang="en", tgt_lang="de", parser="conllu", merges=200))
     msgs = [r.getMessage() for r in caplog.records if "the other side's language" in r.getMessage()]
     assert len(msgs) == 2 and all("lines 3, 6, 9, 12, 15, ..." in m for m in msgs)
 

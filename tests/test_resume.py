@@ -121,7 +121,7 @@ def test_a_filled_cache_alone_gives_the_same_shards(reference, tmp_path, stanza_
     from synprep.config import DataConfig
     from synprep.parse import run as parse_run
     from synprep.parse.options import Parallel
-    from synprep.pipeline import Runtime, run_pipeline
+    from synprep.pipeline import Runtime, SplitInputs, run_pipeline
 
     ref, ref_cache = reference
     cache = tmp_path / "cache.sqlite"
@@ -130,7 +130,7 @@ def test_a_filled_cache_alone_gives_the_same_shards(reference, tmp_path, stanza_
     before = parse_run.PARSER_CALLS
     cfg = DataConfig.of(src_lang="de", tgt_lang="en", lowercase=True, merges=1000, stanza_package="synprep",
                      batch_size=16, shard_size=50)
-    run_pipeline(str(root / "sample_data/train.de"), str(root / "sample_data/train.en"), tmp_path / "out", cfg,
-                 runtime=Runtime(par=Parallel(jobs=1), cache=str(cache), parser={"dir": str(stanza_dir)}))
+    run_pipeline(SplitInputs(src=str(root / "sample_data/train.de"), tgt=str(root / "sample_data/train.en")),
+                 tmp_path / "out", cfg, runtime=Runtime(par=Parallel(jobs=1), cache=str(cache), parser={"dir": str(stanza_dir)}))
     assert parse_run.PARSER_CALLS == before
     assert_same_folder(tmp_path / "out", ref)

@@ -111,7 +111,7 @@ def test_annotate_reports_parse_progress(tmp_path: Path, monkeypatch: pytest.Mon
     """The split's shards move the progress over the input lines (a log line when not on a terminal)."""
     from synprep import progress
     from synprep.config import DataConfig
-    from synprep.pipeline import run_annotate
+    from synprep.pipeline import SplitInputs, run_annotate
 
     monkeypatch.setattr(progress, "LOG_EVERY_S", 0.0)
     src, tgt, gold = tmp_path / "s.en", tmp_path / "t.de", tmp_path / "g.conllu"
@@ -119,9 +119,8 @@ def test_annotate_reports_parse_progress(tmp_path: Path, monkeypatch: pytest.Mon
     tgt.write_text("ich schwimme .\nes geht .\n")
     gold.write_text(CONLLU)
     caplog.set_level(logging.INFO, logger="synprep")
-    run_annotate(str(src), str(tgt), tmp_path / "out",
-                 DataConfig.of(src_lang="en", tgt_lang="de", parser="conllu", shard_size=1, vocab_split="test"),
-                 split="test", conllu=str(gold))
+    run_annotate(SplitInputs(split="test", src=str(src), tgt=str(tgt), conllu=str(gold)), tmp_path / "out",
+                 DataConfig.of(src_lang="en", tgt_lang="de", parser="conllu", shard_size=1, vocab_split="test"))
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("parse test: ")]
     assert [x.split(",")[0] for x in lines] == ["parse test: 1/2 lines (50%)", "parse test: 2/2 lines (100%)"]
 

@@ -295,7 +295,7 @@ def pipeline_cmd(src, tgt, out, split, codes, vocab, allow_untokenized, spm_mode
     """
     # settings: the DataConfig's options (-s/-t, --parser and the sections' generated options), read whole by
     # resolve_config from the command's parameters, never one by one here
-    from synprep.pipeline import run_pipeline
+    from synprep.pipeline import SplitInputs, run_pipeline
 
     with _command_run():
         cfg = resolve_config("pipeline", out, config_path, click.get_current_context().params)
@@ -310,9 +310,10 @@ def pipeline_cmd(src, tgt, out, split, codes, vocab, allow_untokenized, spm_mode
         runtime = runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler)
         if _before_run(remake_split, out, split, part):
             return
-        manifest = run_pipeline(src, tgt, out, cfg, split=split, clean=clean, codes=codes, vocab=vocab,
-                                conllu=conllu_path, trees=trees_path, subword_model=model, runtime=runtime, part=part,
-                                prepare_only=prepare_only, merge_parts=merge_parts)
+        inputs = SplitInputs(split=split, src=src, tgt=tgt, clean=clean, codes=codes, vocab=vocab, conllu=conllu_path,
+                             trees=trees_path, subword_model=model)
+        manifest = run_pipeline(inputs, out, cfg, runtime=runtime, part=part, prepare_only=prepare_only,
+                                merge_parts=merge_parts)
     if part is not None or prepare_only:
         _report_parts(manifest, split, part, prepare_only, cfg.shards.shard_size)
         return
@@ -409,7 +410,7 @@ def annotate_cmd(src, tgt, out, split, vocab, parse_src, config_path, remake_spl
     """
     # settings: the DataConfig's options (-s/-t, --parser and the sections' generated options), read whole by
     # resolve_config from the command's parameters, never one by one here
-    from synprep.pipeline import run_annotate
+    from synprep.pipeline import SplitInputs, run_annotate
 
     with _command_run():
         cfg = resolve_config("annotate", out, config_path, click.get_current_context().params)
@@ -417,8 +418,9 @@ def annotate_cmd(src, tgt, out, split, vocab, parse_src, config_path, remake_spl
         runtime = runtime_options(cfg, cache_path, no_cache, backend_opts, jobs, backend, scheduler)
         if _before_run(remake_split, out, split, part):
             return
-        manifest = run_annotate(src, tgt, out, cfg, split=split, vocab=vocab, conllu=conllu_path, trees=trees_path,
-                                parse_src=parse_src, runtime=runtime, part=part, prepare_only=prepare_only,
+        inputs = SplitInputs(split=split, src=src, tgt=tgt, vocab=vocab, conllu=conllu_path, trees=trees_path,
+                             parse_src=parse_src)
+        manifest = run_annotate(inputs, out, cfg, runtime=runtime, part=part, prepare_only=prepare_only,
                                 merge_parts=merge_parts)
     if part is not None or prepare_only:
         _report_parts(manifest, split, part, prepare_only, cfg.shards.shard_size)

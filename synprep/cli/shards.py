@@ -102,7 +102,7 @@ def shard_cmd(src: str, tgt: str, conllu_path: str, src_lang: str, tgt_lang: str
     from pathlib import Path
 
     from synprep.cli.pipeline import _report
-    from synprep.pipeline import run_annotate
+    from synprep.pipeline import SplitInputs, run_annotate
     from synprep.pipeline.config import DataConfig
     from synprep.pipeline.dictionary import folder_vocab_split
 
@@ -111,7 +111,7 @@ def shard_cmd(src: str, tgt: str, conllu_path: str, src_lang: str, tgt_lang: str
     cfg = DataConfig.of(mode="annotate", src_lang=src_lang, tgt_lang=tgt_lang, parser="conllu", lowercase=lowercase,
                         vocab_split=folder_vocab_split(Path(out), vocab_split),
                         language_check=not no_language_check, **settings)
-    manifest = run_annotate(src, tgt, out, cfg, split=split, vocab=vocab, conllu=conllu_path)
+    manifest = run_annotate(SplitInputs(split=split, src=src, tgt=tgt, vocab=vocab, conllu=conllu_path), out, cfg)
     _report(manifest, split)
 
 

@@ -4,7 +4,8 @@
 rules; the train split only, unless told) → lowercase (optional) → joint BPE (learned on the
 train split or given) → vocabulary → parse → features → shards → ``synprep check``.
 ``synprep annotate`` (:func:`run_annotate`): the same from already tokenized and BPE'd text
-(fairseq's prepared ``train/valid/test.{de,en}``).
+(fairseq's prepared ``train/valid/test.{de,en}``). Both take the split's name and files as one
+:class:`SplitInputs`.
 
 Everything is written under ``OUT`` (README "Output folder"):
 
@@ -56,6 +57,7 @@ if TYPE_CHECKING:  # the names as the type checker reads them; at run time, :fun
         CONFIG_NAME,
         INPUTS_NAME,
         TRAIN,
+        SplitInputs,
         TextFiles,
         check_output_folder,
     )
@@ -76,6 +78,7 @@ _LAZY = {
     "CONFIG_NAME": "synprep.pipeline.folder",
     "INPUTS_NAME": "synprep.pipeline.folder",
     "TRAIN": "synprep.pipeline.folder",
+    "SplitInputs": "synprep.pipeline.folder",
     "TextFiles": "synprep.pipeline.folder",
     "check_output_folder": "synprep.pipeline.folder",
     "run_annotate": "synprep.pipeline.prepared",
@@ -93,7 +96,7 @@ __getattr__ = lazy_names(__name__, _LAZY, globals())
 
 
 __all__ = [
-    "CODES_NAME", "CONFIG_NAME", "INPUTS_NAME", "TRAIN", "VOCAB_WAIT_S", "TextFiles",
+    "CODES_NAME", "CONFIG_NAME", "INPUTS_NAME", "TRAIN", "VOCAB_WAIT_S", "SplitInputs", "TextFiles",
     "_manifest", "check_language_codes", "check_output_folder", "check_side_languages", "Runtime", "parse_options",
     "load_or_build_vocab", "numbered_parses", "refuse_tokenized", "run_annotate", "run_pipeline",
     "split_summary", "split_vocab", "trees_for", "warn_if_lowercased",

@@ -37,19 +37,24 @@ FEATURES = "cnf+nary+ldd"
 class SplitInputs:
     """What one run is given for its split, beside the folder's configuration: never saved in
     ``pipeline.json`` (the inputs' digests are recorded in ``inputs.json`` and the shards).
+    :func:`~synprep.pipeline.run_pipeline` and :func:`~synprep.pipeline.run_annotate` take it whole, e.g.
+    ``SplitInputs(split="test", src="test.de", tgt="test.en", codes="data/code")``.
 
     Attributes:
         split: the split's name; the train split learns the BPE codes (or subword model) and the vocabulary.
-        src: the source file (``pipeline``: raw or ``--tokenized`` text, None with ``--parser conllu``;
-            ``annotate``: the BPE'd source).
-        tgt: the target file.
-        clean: clean this split (``--clean/--no-clean``; None: the train split only).
-        codes: BPE codes to apply instead of learning them (``--codes``).
+        src: the source file. ``pipeline``: the split's raw (untokenized, or ``--tokenized``) source; with
+            ``--parser conllu`` (``config.parse.parser``) the source tokens are the CoNLL-U surface tokens of
+            ``conllu`` and ``src`` may be None (when given, its line count must match). ``annotate``: the
+            BPE'd source.
+        tgt: the target file (``pipeline``: the split's raw target; ``annotate``: the BPE'd target).
+        clean: clean this split (``--clean/--no-clean``; None: the train split only); ``pipeline`` only.
+        codes: BPE codes to apply instead of learning them (``--codes``); ``pipeline`` only.
         vocab: a fairseq dict to use (``--vocab``).
         conllu: the parses to import (``--parser conllu``).
         trees: the user's bracketed trees (``--trees``).
-        subword_model: the model of a scheme that reads raw text (``--spm-model``, ``--hf-tokenizer``).
-        parse_src: ``annotate --parse-src``: the cased tokenized source the parser reads.
+        subword_model: the model of a scheme that reads raw text (``--spm-model``, ``--hf-tokenizer``) instead
+            of learning one (docs/subwords.md); ``pipeline`` only.
+        parse_src: the cased tokenized source the parser reads (``annotate --parse-src``); ``annotate`` only.
     """
 
     split: str = TRAIN

@@ -11,11 +11,12 @@ from typing import Any
 
 from synprep.annotate import items_from_files, with_parse_src
 from synprep.constants import MANIFEST_NAME, VOCAB_NAME
+from synprep.errors import ConfigError
 from synprep.lock import writer
 from synprep.parse.options import Item, ParseOptions
 from synprep.pipeline.checks import LOWERCASE_SAMPLE, check_annotate_inputs
 from synprep.pipeline.config import DataConfig, Runtime, guard
-from synprep.pipeline.folder import TRAIN, SplitInputs
+from synprep.pipeline.folder import SplitInputs
 from synprep.pipeline.parts import Part
 from synprep.pipeline.record import SignatureFields, trees_for
 from synprep.pipeline.split import Front, Text, run_split
@@ -39,10 +40,8 @@ def pieces_lowercased(out: Path, src: str, n_src: int) -> bool:
 
 
 @writer
-def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig, *, split: str = TRAIN,
-                 vocab: str | None = None, conllu: str | None = None, trees: str | None = None,
-                 parse_src: str | None = None, runtime: Runtime | None = None, part: Part | None = None,
-                 prepare_only: bool = False, merge_parts: bool = False) -> Manifest:
+def run_annotate(inputs: SplitInputs, out: str | os.PathLike, config: DataConfig, *, runtime: Runtime | None = None,
+                 part: Part | None = None, prepare_only: bool = False, merge_parts: bool = False) -> Manifest:
     """Already tokenized and BPE'd parallel text of one split → shards in ``out``.
 
     ``src``/``tgt`` hold BPE pieces (``@@ `` markers, Moses escapes), one pair per line, such as
@@ -59,24 +58,33 @@ def run_annotate(src: str, tgt: str, out: str | os.PathLike, config: DataConfig,
     language than given (:func:`synprep.text.langid.check_language`).
 
     Args:
+        inputs: the split's name and its input files (``src``, ``tgt``, and ``vocab``, ``conllu``, ``trees``,
+            ``parse_src`` when given; each field's meaning is on :class:`~synprep.pipeline.folder.SplitInputs`);
+            its ``clean``, ``codes`` and ``subword_model`` are ``pipeline``'s and refused here.
+        out: the output folder, shared by every split of a corpus.
         config: every setting that determines the folder (its ``mode`` is set to ``annotate``; the
             text stage's fields are not read, and recorded at their defaults).
-        runtime: where the work runs.
-        conllu: the split's other inputs.
-        trees: the split's other inputs.
-        parse_src: the split's other inputs.
+        runtime: where the work runs (workers, parse cache, the parser's runtime options).
         part: make only this part's shards, as :func:`~synprep.pipeline.run_pipeline`.
         prepare_only: stop after the whole-split steps (here the vocabulary and the split's manifest entry).
         merge_parts: add the finished parts' records to the manifest, then finish the split.
 
+    Returns:
+        The folder's manifest after the split was added.
 
     Raises:
         InputError: bad input, line counts that differ (both named), a parse that does not match, a side in
             another language.
-        ConfigError: bad options. Nothing is written into ``out`` then. A part or merge before
-            ``--prepare-only``, a merge with a part that has not finished: ConfigError.
+        ConfigError: bad options. Nothing is written into ``out`` then. ``inputs.src`` missing, or one of
+            ``pipeline``'s inputs given. A part or merge before ``--prepare-only``, a merge with a part that
+            has not finished: ConfigError.
     """
-    inputs = SplitInputs(split=split, src=src, tgt=tgt, vocab=vocab, conllu=conllu, trees=trees, parse_src=parse_src)
+    unused = [name for name in ("clean", "codes", "subword_model") if getattr(inputs, name) is not None]
+    if unused:
+        raise ConfigError(f"{', '.join(unused)}: no effect in annotate (the pieces are given as they are); "
+                          f"{'they are' if len(unused) > 1 else 'it is'} synprep pipeline's")
+    if inputs.src is None:
+        raise ConfigError("annotate needs the BPE'd source (src)")
     return run_split(GivenPieces(), inputs, Path(out), config, runtime or Runtime(), part, prepare_only, merge_parts)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from synprep.annotate import SplitShards, annotate_split, items_from_files
 from synprep.constants import VOCAB_NAME
-from synprep.errors import InputError
+from synprep.errors import ConfigError, InputError
 from synprep.lock import writer
 from synprep.parse.options import Item, ParseOptions
 from synprep.parse.trees import TreeLeavesError
@@ -32,29 +32,20 @@ log = logging.getLogger(__name__)
 
 
 @writer
-def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: DataConfig, *, split: str = TRAIN,
-                 clean: bool | None = None, codes: str | None = None, vocab: str | None = None,
-                 conllu: str | None = None, trees: str | None = None, subword_model: str | None = None,
-                 runtime: Runtime | None = None, part: Part | None = None, prepare_only: bool = False,
-                 merge_parts: bool = False) -> Manifest:
+def run_pipeline(inputs: SplitInputs, out: str | os.PathLike, config: DataConfig, *, runtime: Runtime | None = None,
+                 part: Part | None = None, prepare_only: bool = False, merge_parts: bool = False) -> Manifest:
     """Raw parallel text of one split → shards in ``out`` (module docstring of :mod:`synprep.pipeline`).
 
+    ``run_pipeline(SplitInputs(src="train.de", tgt="train.en"), "data", DataConfig.of(src_lang="de",
+    tgt_lang="en"))`` is ``synprep pipeline --src train.de --tgt train.en --out data -s de -t en``.
+
     Args:
-        src: the split's raw (untokenized) source file. With ``--parser conllu`` (``config.parse.parser``)
-            the source tokens are the CoNLL-U surface tokens of ``conllu`` and ``src`` may be None (when
-            given, its line count must match).
-        tgt: the split's raw (untokenized) target file.
+        inputs: the split's name and its input files (``src``, ``tgt``, and ``clean``, ``codes``, ``vocab``,
+            ``conllu``, ``trees``, ``subword_model`` when given; each field's meaning is on
+            :class:`~synprep.pipeline.folder.SplitInputs`); its ``parse_src`` is ``annotate``'s and refused here.
         out: the output folder, shared by every split of a corpus.
         config: every setting that determines the folder (its ``mode`` is set to ``pipeline``); a
             folder made with another is refused, naming each field that differs.
-        split: the split's name; the train split learns the BPE codes and the vocabulary.
-        clean: clean this split (None: the train split only).
-        codes: BPE codes to apply instead of learning them.
-        vocab: a fairseq dict to use.
-        conllu: the parses to import (``--parser conllu``).
-        trees: the user's bracketed trees (``--trees``).
-        subword_model: the model of a scheme that reads raw text (``--spm-model``, ``--hf-tokenizer``)
-            instead of learning one (docs/subwords.md).
         runtime: where the work runs (workers, parse cache, the parser's runtime options).
         part: make only this part's shards (``--part I/N``, :mod:`synprep.pipeline.parts`) and its record, not
             ``manifest.json``; the split must be prepared.
@@ -70,11 +61,13 @@ def run_pipeline(src: str | None, tgt: str, out: str | os.PathLike, config: Data
 
     Raises:
         InputError: bad input (named with file and line).
-        ConfigError: bad options, or a folder made with another configuration; a part or merge before
-            ``--prepare-only``, a merge with a part that has not finished (named, with its command).
+        ConfigError: bad options, or a folder made with another configuration; ``inputs.parse_src`` given; a
+            part or merge before ``--prepare-only``, a merge with a part that has not finished (named, with its
+            command).
     """
-    inputs = SplitInputs(split=split, src=src, tgt=tgt, clean=clean, codes=codes, vocab=vocab, conllu=conllu, trees=trees,
-                         subword_model=subword_model)
+    if inputs.parse_src is not None:
+        raise ConfigError("parse_src has no effect in pipeline (the parser reads the tokenized source); "
+                          "it is synprep annotate's --parse-src")
     return run_split(RawText(), inputs, Path(out), config, runtime or Runtime(), part, prepare_only, merge_parts)
 
 
