@@ -248,6 +248,21 @@ def test_annotate_conllu_parser_needs_a_file_and_writes_nothing(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_an_input_of_the_other_command_is_refused_and_writes_nothing(tmp_path):
+    """A SplitInputs field the entry point does not read is an error, named, before OUT exists."""
+    src, tgt = tmp_path / "s.en", tmp_path / "t.de"
+    src.write_text("x\n")
+    tgt.write_text("y\n")
+    cfg = DataConfig.of(src_lang="en", tgt_lang="de")
+    with pytest.raises(ConfigError, match=r"^codes, subword_model: no effect in annotate .* they are synprep pipeline's"):
+        run_annotate(SplitInputs(src=str(src), tgt=str(tgt), codes=str(src), subword_model=str(src)), tmp_path / "out", cfg)
+    with pytest.raises(ConfigError, match=r"^annotate needs the BPE'd source"):
+        run_annotate(SplitInputs(tgt=str(tgt)), tmp_path / "out", cfg)
+    with pytest.raises(ConfigError, match=r"^parse_src has no effect in pipeline .*--parse-src"):
+        run_pipeline(SplitInputs(src=str(src), tgt=str(tgt), parse_src=str(src)), tmp_path / "out", cfg)
+    assert not (tmp_path / "out").exists()
+
+
 def test_resuming_from_edited_input_is_refused(sample_run, tmp_path):
     """A resumed split reuses finished steps: an input edited in between must not be mixed in."""
     out, args, _ = sample_run
