@@ -56,11 +56,12 @@ from synprep.train.checkpoint import (
     validate_checkpoint,
     write_checkpoints,
 )
-from synprep.train.compiling import compile_model, compiled_loss, smoothed_loss
+from synprep.train.compiling import compile_model, compiled_loss
 from synprep.train.config import TrainConfig, resume_config
 from synprep.train.data import Batch, Collater, make_loaders
 from synprep.train.distributed import DistEnv
 from synprep.train.graphs import GraphedUpdates
+from synprep.train.loss import smoothed_loss_from_logits
 from synprep.train.metrics import MetricsLog, draw_gate_heatmap
 from synprep.train.model import EncoderOut, Seq2Seq, real_positions
 from synprep.train.periods import Periods
@@ -254,7 +255,7 @@ class Trainer(Periods):
         with self.autocast:
             logits, enc = module(batch)  # (N, V): real target positions only
         target = batch.target.flatten().index_select(0, real_positions(batch))  # no host sync (N is known)
-        loss_fn = compiled_loss if self.cfg.compile else smoothed_loss
+        loss_fn = compiled_loss if self.cfg.compile else smoothed_loss_from_logits
         loss, nll = loss_fn(logits, target, self.cfg.label_smoothing)
         return loss, nll, enc
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
+from torch.autograd.function import once_differentiable
 
 from synprep.constants import PAD_ID
 
@@ -31,3 +34,58 @@ def label_smoothed_nll_loss(lprobs: torch.Tensor, target: torch.Tensor, epsilon:
     eps_i = epsilon / (lprobs.size(-1) - 1)
     loss = (1.0 - epsilon - eps_i) * nll + eps_i * smooth
     return loss, nll
+
+
+class _SmoothedLossFromLogits(torch.autograd.Function):
+    """:func:`smoothed_loss_from_logits`'s forward and its gradient in one pass over the logits."""
+
+    @staticmethod
+    def forward(ctx: Any, logits: torch.Tensor, target: torch.Tensor,  # type: ignore[override]
+                epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
+        lprobs = torch.log_softmax(logits, dim=-1)
+        loss, nll = label_smoothed_nll_loss(lprobs, target, epsilon)
+        ctx.save_for_backward(lprobs, target)
+        ctx.epsilon, ctx.spent = epsilon, False
+        return loss, nll
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: Any, g_loss: torch.Tensor, g_nll: torch.Tensor) -> tuple[torch.Tensor, None, None]:
+        if ctx.spent:
+            raise RuntimeError("smoothed_loss_from_logits: a second backward through the same loss (its backward "
+                               "overwrites the saved log-probabilities)")
+        ctx.spent = True
+        lprobs, target = ctx.saved_tensors
+        eps = ctx.epsilon
+        eps_i = eps / (lprobs.size(-1) - 1)
+        real = target.ne(PAD_ID).unsqueeze(-1).to(lprobs.dtype)  # (N, 1): padding rows get no gradient
+        keep = g_loss * (1.0 - eps - eps_i) + g_nll  # the weight of -log p_target
+        # p = exp(log p), in the saved tensor's memory (nothing else holds it): a fresh (N, V) tensor costs more
+        # than the pass itself; then with d(Σ_v log p_v)/dz = 1 - V p: d/dz = keep (p - onehot) + g_loss eps_i (V p - 1)
+        grad = lprobs.exp_()
+        grad.mul_(real * (keep + g_loss * eps_i * lprobs.size(-1))).sub_(real * (g_loss * eps_i))
+        grad.scatter_add_(1, target.unsqueeze(-1), (real * keep).neg())
+        return grad, None, None
+
+
+def smoothed_loss_from_logits(logits: torch.Tensor, target: torch.Tensor,
+                              epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`label_smoothed_nll_loss` of ``log_softmax(logits)``, whose backward writes the logits'
+    gradient in one pass (``softmax · a − b``, then ``− c`` at each target) instead of autograd's chain
+    through the gather, the sum and the log-softmax (each an (N, V) tensor): the same forward values,
+    the same gradient up to float rounding (tests/test_train_loss.py). Its backward runs once (the saved
+    log-probabilities become the gradient): a second backward through the same loss raises RuntimeError.
+
+    Args:
+        logits: (N, V) logits, any float dtype (the log-softmax and the gradient are float32, as
+            :func:`synprep.train.compiling.smoothed_loss`'s).
+        target: (N,) long.
+        epsilon: label smoothing ε.
+
+    Returns:
+        (loss, nll): () float32 sums (nats) over the targets that are not ``<pad>``.
+
+    Raises:
+        RuntimeError: at a second backward through the same loss.
+    """
+    return _SmoothedLossFromLogits.apply(logits.float(), target, epsilon)
