@@ -1,10 +1,12 @@
 """The trainer's loss (synprep/train/loss.py): ``smoothed_loss_from_logits``, whose backward writes the
 logits' gradient in one pass, gives the values of the log-softmax then ``label_smoothed_nll_loss``
 (:func:`synprep.train.compiling.smoothed_loss`, what it replaces in the eager update) and their gradient,
-padding rows included; a trainer's updates with it give the losses and weights of updates with the
+padding rows included, with the log-probabilities in the logits' own memory (``overwrite``) or not; a trainer's updates with it give the losses and weights of updates with the
 autograd chain it replaces."""
 
 from __future__ import annotations
+
+import functools
 
 import pytest
 import torch
@@ -26,16 +28,22 @@ def _logits_and_target(n: int = 50, vocab: int = 300, seed: int = 0) -> tuple[to
 
 def _value_and_grad(fn, logits: torch.Tensor, target: torch.Tensor, eps: float, w_nll: float):
     z = logits.clone().requires_grad_()
-    loss, nll = fn(z, target, eps)
+    loss, nll = fn(z * 1.0, target, eps)  # not a leaf: as the model's output
     (loss * 0.37 + nll * w_nll).backward()
     return loss.detach(), nll.detach(), z.grad
 
 
+def _chain(logits: torch.Tensor, target: torch.Tensor, eps: float, overwrite: bool = False):
+    return smoothed_loss(logits, target, eps)
+
+
 @pytest.mark.parametrize("eps", [0.0, 0.1, 0.3])
 @pytest.mark.parametrize("w_nll", [0.0, 0.5])
-def test_the_one_pass_loss_gives_the_values_and_the_gradient_of_the_autograd_chain(eps, w_nll):
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_the_one_pass_loss_gives_the_values_and_the_gradient_of_the_autograd_chain(eps, w_nll, overwrite):
     logits, target = _logits_and_target()
-    loss, nll, grad = _value_and_grad(smoothed_loss_from_logits, logits, target, eps, w_nll)
+    fast = functools.partial(smoothed_loss_from_logits, overwrite=overwrite)
+    loss, nll, grad = _value_and_grad(fast, logits, target, eps, w_nll)
     ref_loss, ref_nll, ref_grad = _value_and_grad(smoothed_loss, logits, target, eps, w_nll)
     assert torch.equal(loss, ref_loss) and torch.equal(nll, ref_nll)  # the same forward operations
     torch.testing.assert_close(grad, ref_grad, rtol=1e-5, atol=1e-6)
@@ -44,6 +52,16 @@ def test_the_one_pass_loss_gives_the_values_and_the_gradient_of_the_autograd_cha
     exact = _value_and_grad(lambda z, t, e: label_smoothed_nll_loss(torch.log_softmax(z, -1), t, e),
                             logits.double(), target, eps, w_nll)[2]
     assert (grad.double() - exact).abs().max() <= (ref_grad.double() - exact).abs().max() + 1e-7
+
+
+def test_overwrite_writes_the_log_probabilities_into_the_logits_and_leaves_a_leaf_alone():
+    logits, target = _logits_and_target()
+    z = logits.clone().requires_grad_()
+    out = z * 1.0
+    smoothed_loss_from_logits(out, target, 0.1, overwrite=True)
+    assert torch.equal(out.detach(), torch.log_softmax(logits, -1))
+    smoothed_loss_from_logits(z, target, 0.1, overwrite=True)[0].backward()
+    assert torch.equal(z.detach(), logits) and z.grad is not None
 
 
 def test_half_precision_logits_get_a_float32_loss_and_a_gradient_of_their_dtype():
@@ -71,7 +89,7 @@ def test_updates_with_the_one_pass_loss_give_the_gradients_and_losses_of_the_aut
     updates, within float rounding. (Not the weights after them: where a gradient is 0 but for rounding, as a
     key's bias, Adam scales the rounding up to steps of the learning rate's size either way.)"""
     runs = {}
-    for name, fn in (("fast", smoothed_loss_from_logits), ("chain", smoothed_loss)):
+    for name, fn in (("fast", smoothed_loss_from_logits), ("chain", _chain)):
         monkeypatch.setattr(loop, "smoothed_loss_from_logits", fn)
         over = {"syntax": "vanilla"} if source == "vanilla" else {}
         tr = _trainer(tmp_path / name, "slr" if source == "vanilla" else source, **over)

@@ -255,8 +255,10 @@ class Trainer(Periods):
         with self.autocast:
             logits, enc = module(batch)  # (N, V): real target positions only
         target = batch.target.flatten().index_select(0, real_positions(batch))  # no host sync (N is known)
-        loss_fn = compiled_loss if self.cfg.compile else smoothed_loss_from_logits
-        loss, nll = loss_fn(logits, target, self.cfg.label_smoothing)
+        if self.cfg.compile:
+            loss, nll = compiled_loss(logits, target, self.cfg.label_smoothing)
+        else:  # the logits are read by nothing else: their memory takes the log-probabilities (on the CPU)
+            loss, nll = smoothed_loss_from_logits(logits, target, self.cfg.label_smoothing, overwrite=True)
         return loss, nll, enc
 
     def _forward_backward(self, module: torch.nn.Module, batch: Batch,
