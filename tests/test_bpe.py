@@ -28,26 +28,46 @@ def test_apply_reproduces_fairseq(prepared, name):
 
 
 def test_the_segmentation_memo_is_bounded_and_only_saves_time(prepared, monkeypatch):
-    """subword-nmt memoizes every distinct word (``BPE.cache``); synprep empties it past BPE_CACHE_CHARS
-    characters of words, and the output is still fairseq's byte for byte."""
+    """synprep keeps each distinct word's segmentation (subword-nmt's own memo, ``BPE.cache``, is emptied) and
+    empties its memo past BPE_CACHE_CHARS characters of words; the output is still fairseq's byte for byte."""
     from synprep.text import bpe as bpe_mod
 
     monkeypatch.setattr(bpe_mod, "BPE_CACHE_CHARS", 2000)
     codes = prepared / "code"
     bpe = load_bpe(codes)
-    bpe.cache.clear()
+    bpe_mod._WORDS.pop(bpe, None)
+    bpe_mod._CACHE_CHARS.pop(bpe, None)
     sizes = []
     out = []
     for chunk in chunked(iter_lines(prepared / "tmp" / "valid.de"), 4):
         out += bpe_mod.apply_bpe_lines(chunk, str(codes))
-        sizes.append(sum(map(len, bpe.cache)))  # the characters of the words it holds
+        sizes.append(sum(map(len, bpe_mod._WORDS[bpe])))  # the characters of the words it holds
+        assert not bpe.cache
     assert "".join(x + "\n" for x in out).encode("utf-8") == (prepared / "valid.de").read_bytes()
-    assert 0 < max(sizes) <= 2000
+    assert 0 < max(sizes) <= 2000 + max(map(len, bpe_mod._WORDS[bpe]))  # checked before each word is added
     assert sum(b < a for a, b in zip(sizes[:-1], sizes[1:], strict=True)) > 10  # emptied again and again, not only grown
     lines = list(iter_lines(prepared / "tmp" / "test.de"))[:300]
     one_by_one = [bpe_mod.apply_bpe_line(bpe, x) for x in lines]
-    assert sum(map(len, bpe.cache)) <= 2000
     assert one_by_one == bpe_mod.apply_bpe_lines(lines, str(codes))
+
+
+def test_segmenting_each_word_once_gives_what_process_line_gives(prepared):
+    """segment_lines (each distinct word segmented once, lines joined from the words) against subword-nmt's own
+    ``BPE.process_line`` on a fresh BPE: every line of IWSLT14 test in both languages, and lines with spaces,
+    CR and tabs at either end or doubled inside, empty lines, single characters and a separator in the text."""
+    from subword_nmt.apply_bpe import BPE
+
+    from synprep.text.bpe import segment_lines
+
+    codes = prepared / "code"
+    lines = [*iter_lines(prepared / "tmp" / "test.de"), *iter_lines(prepared / "tmp" / "test.en"),
+             "", " ", "   ", "a", " a", "a ", "a  b", "  a  b  ", "\ra b", "a b\r", "a\tb c", "\tab", "ri@@ ver",
+             "@@", "x @@ y", "über  straße ", "a\rb"]
+    with open(codes, encoding="utf-8") as f:
+        reference = BPE(f)
+    expected = [reference.process_line(line) for line in lines]
+    assert segment_lines(load_bpe(codes), lines) == expected
+    assert segment_lines(load_bpe(codes), lines) == expected  # again, every word from the memo
 
 
 def test_cli_apply_with_two_jobs_reproduces_fairseq(prepared, tmp_path):

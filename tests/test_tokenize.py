@@ -110,3 +110,42 @@ def test_cli_stdin_stdout_and_files(tmp_path):
     out = tmp_path / "out.de"
     run_cli("tokenize", "-l", "de", "-i", str(src), "-o", str(out), "-j", "2")
     assert out.read_text(encoding="utf-8") == "Guten Tag , Welt .\n\nWie geht &apos; s ?\n"
+
+
+def test_the_character_class_tests_answer_as_sacremoses_does():
+    """synprep's tokenizer reads each class as a set made once; sacremoses' makes it at every call: the same
+    answers for a sample of the lowercase letters, of the other letters and of all code points, alone and after
+    a lowercase letter, in English and in Chinese (which adds characters to its IsAlpha)."""
+    import random
+
+    from sacremoses import MosesTokenizer
+
+    from synprep.text.tokenize import _tokenizer
+
+    rng = random.Random(5)
+    for lang, n in (("en", 600), ("zh", 40)):  # sacremoses: 0.07 ms an islower, 0.7 an isanyalpha, 18 in Chinese
+        ours, theirs = _tokenizer(lang), MosesTokenizer(lang=lang)
+        assert type(ours) is not MosesTokenizer  # the subclass is what is tested
+        assert ours.IsAlpha == theirs.IsAlpha and ours.IsLower == theirs.IsLower
+        chars = [*rng.sample(theirs.IsLower, 600), *rng.sample(theirs.IsAlpha, 300), *map(chr, range(128)),
+                 *(chr(rng.randrange(0x110000)) for _ in range(300))]
+        texts = ["", *chars, *("a" + c for c in chars[::3])]
+        assert [ours.islower(t) for t in texts] == [theirs.islower(t) for t in texts]
+        sample = texts[:: len(texts) // n]
+        assert [ours.isanyalpha(t) for t in sample] == [theirs.isanyalpha(t) for t in sample]
+
+
+def test_tokenizing_iwslt14_gives_sacremoses_own_output(shared_data):
+    """Every line of IWSLT14's raw English and German test and dev sets: synprep's tokenizer writes what
+    sacremoses' own ``MosesTokenizer`` does."""
+    from sacremoses import MosesTokenizer
+
+    from synprep.recipes.iwslt14 import PAIR, TEST_SETS, extract_segments
+    from synprep.textio import iter_lines
+
+    orig = shared_data / "iwslt14_de-en" / "orig"
+    for lang in ("en", "de"):
+        lines = [s for ts in TEST_SETS for s in extract_segments(iter_lines(orig / f"{ts}.{PAIR}.{lang}.xml"))]
+        assert len(lines) > 6000
+        plain = MosesTokenizer(lang=lang)
+        assert tokenize_lines(lines, lang) == [" ".join(plain.tokenize(x)) for x in lines]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import itertools
 import logging
 import os
 import re
@@ -198,13 +197,15 @@ def load_bpe(codes: PathLike, *, merges: int = -1, separator: str = BPE_SEPARATO
     return _load_bpe(path, st.st_mtime_ns, st.st_size, merges, separator)
 
 
-#: characters of distinct words whose segmentation a process keeps (``BPE.cache``) before it is emptied: the
-#: segmentation is a pure function of the word, so emptying changes nothing but time. About 25 bytes a character
-#: for words of real text (~300,000 word types), 60 for random strings (a piece per character): a worker's
-#: cache stays under ~120 MB on a corpus of millions of word types or of random strings
-#: (benchmarks/hostile_rss.py, longwords)
+#: characters of distinct words whose segmentation a process keeps (:func:`segment_lines`' memo) before it is
+#: emptied: the segmentation is a pure function of the word, so emptying changes nothing but time. About 25 bytes
+#: a character for words of real text (~300,000 word types), 60 for random strings (a piece per character) in
+#: subword-nmt's own memo (``BPE.cache``), less in synprep's (one string a word): a worker's memo stays under
+#: ~120 MB on a corpus of millions of word types or of random strings (benchmarks/hostile_rss.py, longwords)
 BPE_CACHE_CHARS = 2_000_000
-#: characters added to each loaded BPE's cache since it was emptied
+#: each loaded BPE's segmented words, ``word -> "ri@@ ver"`` (:func:`segment_lines`)
+_WORDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: characters of the words in each loaded BPE's memo
 _CACHE_CHARS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -228,12 +229,8 @@ def _load_bpe(path: str, _mtime: int, _size: int, merges: int, separator: str) -
 
 
 def apply_bpe_line(bpe: BPE, line: str) -> str:
-    """Segment one tokenized line into pieces (``BPE.process_line``); ``"ri@@ ver"`` style. The BPE's memo of
-    segmented words is kept within :data:`BPE_CACHE_CHARS`."""
-    before = len(bpe.cache)
-    out = bpe.process_line(line)
-    _bound_cache(bpe, before)
-    return out
+    """Segment one tokenized line into pieces (``BPE.process_line``); ``"ri@@ ver"`` style (:func:`segment_lines`)."""
+    return segment_lines(bpe, [line])[0]
 
 
 def apply_bpe_lines(lines: list[str], codes: str, *, separator: str = BPE_SEPARATOR) -> list[str]:
@@ -241,24 +238,45 @@ def apply_bpe_lines(lines: list[str], codes: str, *, separator: str = BPE_SEPARA
 
     The codes are loaded once per process (:func:`load_bpe` caches them).
     """
-    bpe = load_bpe(codes, separator=separator)
-    before = len(bpe.cache)
-    out = [bpe.process_line(line) for line in lines]
-    _bound_cache(bpe, before)
+    return segment_lines(load_bpe(codes, separator=separator), lines)
+
+
+def segment_lines(bpe: BPE, lines: Iterable[str]) -> list[str]:
+    """``bpe.process_line(line)`` of each line, each distinct word segmented by subword-nmt once.
+
+    subword-nmt segments a line word by word (``BPE.segment_tokens``: a word's pieces do not depend on the
+    words around it) and looks each word up in its memo through two calls and three list comprehensions.
+    Here a line without whitespace at either end is its words' segmentations joined by spaces, each one
+    ``" ".join(bpe.segment_tokens([word]))`` made on the word's first occurrence and kept in synprep's memo
+    (within :data:`BPE_CACHE_CHARS` characters of words); a line with whitespace at an end, which
+    ``process_line`` keeps, is given to ``process_line``. subword-nmt's own memo is emptied after each call:
+    synprep's holds every word it would find there.
+    """
+    memo = _WORDS.get(bpe)
+    if memo is None:
+        memo = _WORDS[bpe] = {}
+    chars = _CACHE_CHARS.get(bpe, 0)
+    out = []
+    for line in lines:
+        if line.strip("\r\n ") != line:
+            out.append(bpe.process_line(line))
+            continue
+        segments = []
+        for word in line.split(" "):
+            seg = memo.get(word)
+            if seg is None:
+                if not word:  # two spaces in a row: no word between them
+                    continue
+                if chars > BPE_CACHE_CHARS:
+                    memo.clear()
+                    chars = 0
+                seg = memo[word] = " ".join(bpe.segment_tokens([word]))
+                chars += len(word)
+            segments.append(seg)
+        out.append(" ".join(segments))
+    bpe.cache.clear()
+    _CACHE_CHARS[bpe] = chars
     return out
-
-
-def _bound_cache(bpe: BPE, before: int) -> None:
-    """Empty subword-nmt's memo of segmented words (``BPE.cache``, without bound: a word and its pieces per
-    distinct word) once the words added since it was last emptied (the last ``len - before`` keys: a dict
-    keeps insertion order) hold more than :data:`BPE_CACHE_CHARS` characters."""
-    cache = bpe.cache
-    added = sum(map(len, itertools.islice(reversed(cache), len(cache) - before)))
-    total = _CACHE_CHARS.get(bpe, 0) + added
-    if total > BPE_CACHE_CHARS:
-        cache.clear()
-        total = 0
-    _CACHE_CHARS[bpe] = total
 
 
 def apply_bpe_stream(lines: Iterable[str], codes: PathLike, *, jobs: int = 1, backend: str = "loky",

@@ -46,10 +46,31 @@ _LANG = re.compile(r"^[A-Za-z]{2,3}([_-][A-Za-z0-9]+)?$")
 
 
 @cache
+def _charset(chars: str) -> frozenset[str]:
+    return frozenset(chars)
+
+
+class _MosesTokenizer(MosesTokenizer):
+    """sacremoses' tokenizer, its two character-class tests reading sets made once.
+
+    ``islower`` and ``isanyalpha`` (asked of the token after, and of each token with, a final ``.``) make a
+    set of the whole Unicode class at every call (IsLower: 2,253 characters, IsAlpha: 10,862), about a
+    seventh of the CPU time of tokenizing English text. The same expressions here read the class's set,
+    made once per class string (a language's own IsAlpha too): the same answers.
+    """
+
+    def islower(self, text: str) -> bool:
+        return not set(text).difference(_charset(self.IsLower))
+
+    def isanyalpha(self, text: str) -> bool:
+        return any(set(text).intersection(_charset(self.IsAlpha)))
+
+
+@cache
 def _tokenizer(lang: str) -> MosesTokenizer:
     if not _LANG.match(lang):
         raise ConfigError(f"bad language code {lang!r} (expected e.g. de, en, pt-br)")
-    return MosesTokenizer(lang=lang)
+    return _MosesTokenizer(lang=lang)
 
 
 @cache
