@@ -13,12 +13,14 @@ off the end of the line) and is refused.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from synprep.constants import BPE_SEPARATOR
 from synprep.errors import InputError
 from synprep.escape import unescape
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _SEP_LEN = len(BPE_SEPARATOR)
 
@@ -48,6 +50,8 @@ def bpe_words(pieces: Sequence[str], *, line: int | None = None, path: str | Non
 
     Example: ``["i", "sw@@", "im", "."]`` → ``(["i", "swim", "."], [0, 1, 1, 2])``.
     """
+    import numpy as np  # here, not at the top: the parse trees read first_difference, the line tools need no numpy
+
     words: list[str] = []
     index = np.empty(len(pieces), dtype=np.int64)
     current: list[str] = []

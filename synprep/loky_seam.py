@@ -13,6 +13,7 @@ joblib is imported by the functions, not here: ``synprep --help`` and ``import s
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Any
 
 #: ``(module, attribute)`` of every loky internal synprep uses; attribute None: a module imported for its
@@ -49,10 +50,11 @@ def reusable_executor() -> Any | None:
 
 def lift_worker_memory_limit() -> None:
     """In a loky worker: never restart it for having grown (loky's worker loop reads this module global at each
-    check; it exits a worker grown by 300 MB since its first task). Nothing without loky."""
-    try:
-        from joblib.externals.loky import process_executor
-    except ImportError:  # pragma: no cover - joblib vendors loky
+    check; it exits a worker grown by 300 MB since its first task). Nothing elsewhere: a loky worker runs its
+    loop from ``process_executor``, so a process that has not imported it is no loky worker (and a parse with
+    ``-j 1`` does not import joblib for nothing)."""
+    process_executor: Any = sys.modules.get("joblib.externals.loky.process_executor")
+    if process_executor is None:
         return
     process_executor._MAX_MEMORY_LEAK_SIZE = max(process_executor._MAX_MEMORY_LEAK_SIZE, NO_MEMORY_LIMIT)
 

@@ -11,8 +11,10 @@ syntax feature, with line-level indices (sentence-relative indices already offse
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where arrays are made: the line tools and the options read this module
+    import numpy as np
 
 #: UD v2 universal POS tags; ``UPOS_TAGS.index(tag)`` is the stored id, unknown tags map to "X".
 UPOS_TAGS = (
@@ -51,6 +53,8 @@ def smallest_unsigned(max_value: int) -> np.dtype:
     Raises:
         ValueError: ``max_value`` >= 2**32.
     """
+    import numpy as np
+
     for dt in (np.uint8, np.uint16, np.uint32):
         if max_value <= np.iinfo(dt).max:
             return np.dtype(dt)

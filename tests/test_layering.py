@@ -101,9 +101,10 @@ def test_light_imports(code, heavy):
 @pytest.mark.parametrize("package, light, heavy", [
     ("synprep.shards", "synprep.shards.config", "h5py"),
     ("synprep.pipeline", "synprep.pipeline.config", "synprep.pipeline.run"),
+    ("synprep.parse", "synprep.parse.config", "synprep.parse.run"),
 ])
 def test_a_packages_public_names_are_imported_on_first_use(package, light, heavy):
-    """synprep.shards and synprep.pipeline import a public name's module when the name is first read (one
+    """synprep.shards, synprep.pipeline and synprep.parse import a public name's module when the name is first read (one
     helper, :func:`synprep.lazy.lazy_names`): their configuration module imports without it."""
     probe = (f"import sys, importlib\nimport {light}\nassert {heavy!r} not in sys.modules\n"
              f"pkg = importlib.import_module({package!r})\n"
@@ -114,6 +115,18 @@ def test_a_packages_public_names_are_imported_on_first_use(package, light, heavy
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.stdout.strip() == f"module {package!r} has no attribute 'no_such_name'"
+
+
+def test_bpe_apply_imports_no_numpy_and_no_joblib(shared_data, tmp_path):
+    """``synprep bpe apply`` at one worker, start to end, imports neither numpy nor joblib (subword-nmt's
+    apply-bpe imports neither): the parse stage's options and the parser backends' modules, which every text
+    command reads for its options, load them only when a parse runs."""
+    prepared = shared_data / "iwslt14_de-en" / "fairseq_prepared"
+    out = tmp_path / "out"
+    args = ["-q", "bpe", "apply", "-c", str(prepared / "code"), "-i", str(prepared / "tmp" / "valid.de"), "-o", str(out)]
+    loaded = set(_imported(f"from synprep.cli import main; main({args!r})"))
+    assert out.read_bytes() == (prepared / "valid.de").read_bytes()
+    assert "subword_nmt" in loaded and [m for m in ("numpy", "joblib", *HEAVY) if m in loaded] == []
 
 
 def test_a_default_train_config_imports_no_torch():

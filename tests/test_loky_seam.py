@@ -58,6 +58,29 @@ def test_lifting_the_memory_limit_raises_loky_s_global(monkeypatch):
     assert process_executor._MAX_MEMORY_LEAK_SIZE == loky_seam.NO_MEMORY_LIMIT
 
 
+def _lifted_in_a_worker(_: int) -> int:
+    loky_seam.lift_worker_memory_limit()  # before this function imports anything of loky's
+    from joblib.externals.loky import process_executor
+
+    return process_executor._MAX_MEMORY_LEAK_SIZE
+
+
+def test_a_loky_worker_gets_its_limit_lifted_and_a_process_that_is_none_imports_no_joblib():
+    """The seam finds loky's worker loop among a worker's modules (no import of its own), so a parse run in the
+    command's own process (``-j 1``) does not import joblib and loky to lift a limit that no loop reads."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    assert set(parallel_map(_lifted_in_a_worker, [1, 2], jobs=2, backend="loky")) == {loky_seam.NO_MEMORY_LIMIT}
+    probe = ("import sys, json\nfrom synprep.loky_seam import lift_worker_memory_limit\n"
+             "lift_worker_memory_limit()\nprint(json.dumps(sorted(m for m in sys.modules if 'joblib' in m)))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert json.loads(out.stdout) == []
+
+
 def test_the_reusable_executor_is_joblib_s_after_a_loky_map():
     assert list(parallel_map(abs, [-1, -2, 3], jobs=2, backend="loky")) == [1, 2, 3]
     from joblib.externals.loky import reusable_executor

@@ -33,7 +33,7 @@ import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from synprep.constants import DEVICES
 from synprep.errors import ConfigError
@@ -42,16 +42,6 @@ from synprep.parse.base import (
     ParserSpec,
     plugin_option,
 )
-from synprep.parse.stanza_decode import (  # noqa: F401 - reverse_ldd, ldd_argmax: their old home
-    DecodeContext,
-    SentenceScores,
-    fast_decoder_available,
-    ldd_argmax,
-    reverse_ldd,
-    stanza_reproduced,
-)
-from synprep.parse.stanza_forward import depparse_batches, depparse_scores, forward_words, pos_stage
-from synprep.parse.stanza_inputs import InputBuilder, unsupported_reason
 from synprep.parse.stanza_resources import (  # noqa: F401 - download_hint, file_hash, BASE/MODEL_PROCESSORS: their old home
     BASE_PROCESSORS,
     MODEL_PROCESSORS,
@@ -62,11 +52,33 @@ from synprep.parse.stanza_resources import (  # noqa: F401 - download_hint, file
     stanza_identity,
     stanza_short_identity,
 )
-from synprep.parse.trees import match_leaves, parse_tree, tree_to_str
 from synprep.signature import package_version
-from synprep.types import ParsedSentence
+
+if TYPE_CHECKING:
+    from synprep.parse.stanza_decode import DecodeContext, SentenceScores
+    from synprep.parse.stanza_inputs import InputBuilder
+    from synprep.types import ParsedSentence
 
 log = logging.getLogger(__name__)
+
+#: names of :mod:`synprep.parse.stanza_decode` still read from here, imported on first use: the stanza helpers
+#: import numpy, and every command that builds the backends' options (tokenize, bpe) imports this module
+_MOVED = ("fast_decoder_available", "ldd_argmax", "reverse_ldd")
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from synprep.parse import stanza_decode
+
+    return getattr(stanza_decode, name)
+
+
+def _tree(constituency: Any, words: list[str]) -> str:
+    """stanza's constituency tree of ``words`` as synprep writes it (leaves checked against the words)."""
+    from synprep.parse.trees import match_leaves, parse_tree, tree_to_str  # numpy (see _MOVED)
+
+    return tree_to_str(match_leaves(parse_tree(str(constituency)), words))
 
 
 @dataclass(frozen=True)
@@ -163,6 +175,10 @@ class StanzaParser(ParserBackend):
         import stanza
         from stanza.models.depparse.model import EnsembleGraphParser, GraphParser
 
+        # here, not at the top: the stanza helpers import numpy (see _MOVED)
+        from synprep.parse.stanza_decode import fast_decoder_available
+        from synprep.parse.stanza_inputs import InputBuilder, unsupported_reason
+
         super().__init__(spec, device)
         self.resources = resolve_resources(spec)
         device = device or spec.device
@@ -204,6 +220,8 @@ class StanzaParser(ParserBackend):
         """Why the models' inputs come from stanza's Document, ``Dataset`` and ``DataLoader`` now (None: from
         :attr:`inputs`): :func:`~synprep.parse.stanza_inputs.unsupported_reason` of the loaded models'
         configuration (read at every :meth:`forward`), or ``inputs`` set to None."""
+        from synprep.parse.stanza_inputs import unsupported_reason  # numpy (see _MOVED)
+
         reason = unsupported_reason(self.nlp.processors["pos"], self.depparse)
         if reason is None and self.inputs is None:
             return "synprep's input building is switched off"
@@ -229,6 +247,8 @@ class StanzaParser(ParserBackend):
 
     def decode_context(self) -> DecodeContext:
         """What the decode stage needs besides the scores (picklable: sent along with them to a CPU worker)."""
+        from synprep.parse.stanza_decode import DecodeContext  # numpy (see _MOVED)
+
         dp = self.depparse
         return DecodeContext(dp.vocab["deprel"], self.relations, bool(dp.config.get("resolve_head_constraints", True)),
                              bool(dp.trainer.args.get("reversed", False)), self.spec.ldd_threshold)
@@ -266,6 +286,10 @@ class StanzaParser(ParserBackend):
         """
         from stanza.models.common import doc as sdoc
 
+        # here, not at the top: the stanza helpers import numpy (see _MOVED)
+        from synprep.parse.stanza_decode import SentenceScores
+        from synprep.parse.stanza_forward import forward_words
+
         assert self.inputs is not None
         fw = forward_words(self.nlp.processors["pos"], self.depparse, self.inputs, sentences,
                            with_labels=not self.decode_context().resolve)
@@ -282,13 +306,17 @@ class StanzaParser(ParserBackend):
                 if [w.text for w in sent.words] != list(words):
                     raise ValueError(f"stanza changed the words: {words!r} -> {[w.text for w in sent.words]!r}")
                 if sent.constituency is not None:
-                    trees[k] = tree_to_str(match_leaves(parse_tree(str(sent.constituency)), list(words)))
+                    trees[k] = _tree(sent.constituency, list(words))
         return [SentenceScores(list(words), upos[starts[k]:starts[k + 1]], trees[k], head, labels, rel)
                 for k, (words, (head, labels, rel)) in enumerate(zip(sentences, fw.scores, strict=True))]
 
     def _forward_doc(self, sentences: list[list[str]]) -> list[SentenceScores]:
         """:meth:`forward` through stanza's Document, POS ``Dataset`` and depparse ``DataLoader`` (the reference;
         used where :attr:`inputs_fallback` names a reason, or for an empty sentence)."""
+        # here, not at the top: the stanza helpers import numpy (see _MOVED)
+        from synprep.parse.stanza_decode import SentenceScores, stanza_reproduced
+        from synprep.parse.stanza_forward import depparse_scores
+
         if stanza_reproduced():  # stanza 1.15: its POS processor, with the label lookups vectorized
             doc = self.nlp([list(s) for s in sentences], processors="tokenize")
             self._pos(doc)
@@ -305,16 +333,20 @@ class StanzaParser(ParserBackend):
                 raise ValueError(f"stanza changed the words: {words!r} -> {got!r}")
             tree = None
             if self.has_constituency and sent.constituency is not None:
-                tree = tree_to_str(match_leaves(parse_tree(str(sent.constituency)), list(words)))
+                tree = _tree(sent.constituency, list(words))
             out.append(SentenceScores(list(words), [w.upos for w in sent.words], tree, head, labels, rel))
         return out
 
     def _pos(self, doc) -> None:
         """:func:`~synprep.parse.stanza_forward.pos_stage` with this pipeline's POS processor."""
+        from synprep.parse.stanza_forward import pos_stage  # numpy (see _MOVED)
+
         pos_stage(self.nlp.processors["pos"], doc)
 
     def depparse_batches(self, doc):
         """:func:`~synprep.parse.stanza_forward.depparse_batches` (the loader kept as ``self.last_loader``):
         ``(scores, sentlens, orig_idx)`` per batch."""
-        self.last_loader, batches = depparse_batches(self.depparse, doc)
+        from synprep.parse import stanza_forward  # numpy (see _MOVED)
+
+        self.last_loader, batches = stanza_forward.depparse_batches(self.depparse, doc)
         return batches
