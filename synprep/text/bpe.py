@@ -251,6 +251,13 @@ def segment_lines(bpe: BPE, lines: Iterable[str]) -> list[str]:
     (within :data:`BPE_CACHE_CHARS` characters of words); a line with whitespace at an end, which
     ``process_line`` keeps, is given to ``process_line``. subword-nmt's own memo is emptied after each call:
     synprep's holds every word it would find there.
+
+    Args:
+        bpe: a loaded BPE (:func:`load_bpe`).
+        lines: tokenized lines, without their line ends.
+
+    Returns:
+        One segmented line per line in, in order (``"ri@@ ver"`` pieces joined by single spaces).
     """
     memo = _WORDS.get(bpe)
     if memo is None:
