@@ -363,6 +363,36 @@ def parallel_map(
         yield from par(delayed(func)(x) for x in items)
 
 
+def chunk_map(func: Callable[[list[T]], list[R]], items: Iterable[T], size: int, *, jobs: int = 1,
+              backend: str = "loky", scheduler: str | None = None) -> Iterator[R]:
+    """``func`` over the chunks of ``size`` items (:func:`chunked`), its results one by one, in input order:
+    :func:`parallel_map` of the chunks, except that an input of one chunk is done in this process.
+
+    For a text stage whose caller has loaded what ``func`` needs here already (a tokenizer, BPE codes, a
+    subword model: each checks it before any work): a worker would import and load it all again, and wait for
+    the parse workers' warm-up it shares the pool with, for no parallelism. The results are the same.
+
+    Args:
+        func: a picklable top-level function of one chunk (a list), returning a list.
+        items: any iterable, consumed lazily (two chunks are read before the first is done).
+        size: items per chunk (>= 1).
+        jobs: worker processes for two chunks or more.
+        backend: as :func:`parallel_map`.
+        scheduler: as :func:`parallel_map`.
+
+    Raises:
+        ConfigError: size < 1, and as :func:`parallel_map`.
+    """
+    chunks = chunked(items, size)
+    head = list(itertools.islice(chunks, 2))
+    if len(head) < 2:
+        for chunk in head:
+            yield from func(chunk)
+        return
+    for out in parallel_map(func, itertools.chain(head, chunks), jobs=jobs, backend=backend, scheduler=scheduler):
+        yield from out
+
+
 # --- a second stage: ordered map in a process pool, with a bounded queue -------------------------
 
 

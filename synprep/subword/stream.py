@@ -1,6 +1,7 @@
 """Segment a split's lines with a scheme, in chunks over ``--jobs`` workers (the pipeline's text stage).
 
-A worker loads the model once (:func:`synprep.subword.load_scheme` caches it per process).
+A worker loads the model once (:func:`synprep.subword.load_scheme` caches it per process); an input of one chunk
+is segmented in this process, which has loaded it already (:func:`synprep.parallel.chunk_map`).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import os
 from collections.abc import Iterable, Iterator
 from functools import partial
 
-from synprep.parallel import chunked, parallel_map
+from synprep.parallel import chunk_map
 from synprep.subword import load_scheme
 from synprep.subword.base import check_pieces
 
@@ -44,8 +45,7 @@ def align_stream(lines: Iterable[SourceLine], name: str, model: str | os.PathLik
     """
     load_scheme(name, model)  # fail early, in this process
     func = partial(_align_chunk, name=name, model=os.path.abspath(model), path=path)
-    for chunk in parallel_map(func, chunked(lines, CHUNK_LINES), jobs=jobs, backend=backend, scheduler=scheduler):
-        yield from chunk
+    yield from chunk_map(func, lines, CHUNK_LINES, jobs=jobs, backend=backend, scheduler=scheduler)
 
 
 def parse_index_line(text: str) -> tuple[list[int], tuple[int, ...]]:
@@ -69,5 +69,4 @@ def encode_stream(lines: Iterable[str], name: str, model: str | os.PathLike, *, 
     """The pieces of every line (the target side), space-separated, in order."""
     load_scheme(name, model)
     func = partial(_encode_chunk, name=name, model=os.path.abspath(model))
-    for chunk in parallel_map(func, chunked(lines, CHUNK_LINES), jobs=jobs, backend=backend, scheduler=scheduler):
-        yield from chunk
+    yield from chunk_map(func, lines, CHUNK_LINES, jobs=jobs, backend=backend, scheduler=scheduler)

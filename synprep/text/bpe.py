@@ -25,7 +25,7 @@ from subword_nmt.learn_bpe import learn_bpe as _subword_learn_bpe
 
 from synprep.constants import BPE_SEPARATOR
 from synprep.errors import ConfigError, InputError
-from synprep.parallel import chunked, parallel_map
+from synprep.parallel import chunk_map
 from synprep.signature import file_sha256, package_version
 from synprep.textio import PathLike, atomic_write, display_name, iter_lines
 
@@ -289,16 +289,15 @@ def segment_lines(bpe: BPE, lines: Iterable[str]) -> list[str]:
 def apply_bpe_stream(lines: Iterable[str], codes: PathLike, *, jobs: int = 1, backend: str = "loky",
                      scheduler: str | None = None, chunk_lines: int = CHUNK_LINES,
                      separator: str = BPE_SEPARATOR) -> Iterator[str]:
-    """Apply BPE codes to a stream of lines, in order, with ``jobs`` workers; one line out per line in.
+    """Apply BPE codes to a stream of lines, in order, with ``jobs`` workers (one chunk: here,
+    :func:`~synprep.parallel.chunk_map`); one line out per line in.
 
     Raises:
         InputError: bad codes file (checked here before any work starts).
     """
     load_bpe(codes, separator=separator)  # fail early, in this process
     func = partial(apply_bpe_lines, codes=os.path.abspath(codes), separator=separator)
-    for chunk in parallel_map(func, chunked(lines, chunk_lines), jobs=jobs, backend=backend,
-                              scheduler=scheduler):
-        yield from chunk
+    yield from chunk_map(func, lines, chunk_lines, jobs=jobs, backend=backend, scheduler=scheduler)
 
 
 def bpe_signature(codes: PathLike) -> dict[str, object]:

@@ -28,7 +28,7 @@ from sacremoses import MosesTokenizer
 from sacremoses.corpus import NonbreakingPrefixes
 
 from synprep.errors import ConfigError
-from synprep.parallel import chunked, parallel_map
+from synprep.parallel import chunk_map
 from synprep.signature import package_version
 from synprep.text.case import moses_lowercase  # defined there (no sacremoses), imported from here too
 
@@ -152,7 +152,8 @@ class MosesRules:
 def tokenize_stream(lines: Iterable[str], lang: str, rules: MosesRules = MosesRules(), *, jobs: int = 1,
                     backend: str = "loky", scheduler: str | None = None,
                     chunk_lines: int = CHUNK_LINES) -> Iterator[str]:
-    """Tokenize a stream of lines by ``rules`` in chunks of ``chunk_lines``, in order, with ``jobs`` workers.
+    """Tokenize a stream of lines by ``rules`` in chunks of ``chunk_lines``, in order, with ``jobs`` workers (one
+    chunk: here, :func:`~synprep.parallel.chunk_map`).
 
     Memory holds at most ``2 * jobs`` chunks; one line out for every line in.
     Raises what :func:`tokenize_line` raises, and :class:`~synprep.errors.ConfigError` for bad jobs.
@@ -161,9 +162,7 @@ def tokenize_stream(lines: Iterable[str], lang: str, rules: MosesRules = MosesRu
     _tell_prefixes(lang)
     func = partial(tokenize_lines, lang=lang, lowercase=rules.lowercase, escape=rules.escape,
                    fairseq_compat=rules.fairseq_compat)
-    for chunk in parallel_map(func, chunked(lines, chunk_lines), jobs=jobs, backend=backend,
-                              scheduler=scheduler):
-        yield from chunk
+    yield from chunk_map(func, lines, chunk_lines, jobs=jobs, backend=backend, scheduler=scheduler)
 
 
 def tokenizer_signature(lang: str, *, lowercase: bool, escape: bool, fairseq_compat: bool) -> dict[str, object]:
