@@ -11,6 +11,7 @@ the pairs it hands to the annotation stage.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,6 +140,10 @@ def run_split(front: Front, inputs: SplitInputs, out: Path, config: DataConfig, 
         warm_parse(parse, runtime.par)  # the parse's workers start while the text stage runs (annotate_split waits)
     n = front.check(inputs, out, config, source)
     mark("inputs checked")
+    # the checks imported the libraries (stanza with torch, the language check's model): their objects out of
+    # the cyclic collector's generations, or every full collection the rest of the run makes (the tokenizer's
+    # import, the text stage's, the records' and the shards' garbage) walks them all again
+    gc.freeze()
     shared = front.guard(out, inputs, config, parse)  # the parser's identity: before anything is written
     mark("parser identity")
     input_sha = claim_split(out, recorded(config, source.runs_parser), inputs, front.made(out, inputs, config),
