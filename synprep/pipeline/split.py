@@ -142,7 +142,9 @@ def run_split(front: Front, inputs: SplitInputs, out: Path, config: DataConfig, 
     mark("inputs checked")
     # the checks imported the libraries (stanza with torch, the language check's model): their objects out of
     # the cyclic collector's generations, or every full collection the rest of the run makes (the tokenizer's
-    # import, the text stage's, the records' and the shards' garbage) walks them all again
+    # import, the text stage's, the records' and the shards' garbage) walks them all again; the young garbage
+    # first (a full collection would cost what the freeze saves)
+    gc.collect(1)
     gc.freeze()
     shared = front.guard(out, inputs, config, parse)  # the parser's identity: before anything is written
     mark("parser identity")
