@@ -6,19 +6,40 @@ field; a GPU parse's identity carries the device kind.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import json
+from collections.abc import Iterator
 
 from synprep.parse.base import ParserBackend, ParserSpec, backend_class, backend_for_identity, identity_digest
 
 
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off inside (as it was after): for a process importing a parser's libraries and
+    loading its models, which make hundreds of thousands of objects that live as long as the process and almost
+    no garbage, so every full collection they would set off walks all the earlier ones again, for nothing
+    (stanza with torch: more CPU time than one of a parse's batches). A parse worker collects once after it, then
+    freezes them (:func:`synprep.parse.run.worker_parser`)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def make_parser(spec: ParserSpec, device: str | None = None) -> ParserBackend:
-    """Load the parser a spec names (its registered :class:`~synprep.parse.base.ParserBackend`).
+    """Load the parser a spec names (its registered :class:`~synprep.parse.base.ParserBackend`), the cyclic
+    collector paused (:func:`collector_paused`).
 
     Args:
         device: this process's torch/spaCy device (``cpu``, ``cuda:1``); None follows ``spec.device``.
     """
-    return backend_class(spec.name)(spec, device=device)
+    with collector_paused():
+        return backend_class(spec.name)(spec, device=device)
 
 
 def parser_identity(spec: ParserSpec) -> str:

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from synprep import parallel
 from synprep.loky_seam import import_loky, reusable_executor
 from synprep.parallel import parallel_map, stage_map
+from synprep.parse.backends import collector_paused
 from synprep.parse.base import ParserSpec
 from synprep.parse.pipelining import (
     gpu_parse_jobs,
@@ -67,10 +68,11 @@ def warm_work(item: tuple[ParserSpec, str | None]) -> Warmed | None:
 
     spec, slot_dir = item
     try:
-        for module in PARSER_BACKENDS.load(spec.name).libraries:  # timed apart from the models' load
-            importlib.import_module(module)
-        imported = time.time()
-        worker_parser(spec, slot_dir)
+        with collector_paused():  # worker_parser collects once, after the load
+            for module in PARSER_BACKENDS.load(spec.name).libraries:  # timed apart from the models' load
+                importlib.import_module(module)
+            imported = time.time()
+            worker_parser(spec, slot_dir)
     except Exception as e:
         log.debug("warming the parser failed in worker %d: %s", os.getpid(), e)
         return None
