@@ -128,7 +128,7 @@ def test_input_refused_before_the_parse_exits_2_with_its_message_and_no_worker_l
 
 @pytest.mark.slow
 def test_imported_parses_warm_nothing_and_the_text_stage_pool_ends_with_the_command(shared_data, tmp_path):
-    """``--parser conllu``: no parser runs, so no worker loads one; the ``-j 2`` pool of the text stage is
+    """``--parser conllu``: no parser runs, so no worker loads one; the ``-j 2`` pool (the records' chunks) is
     killed at the end all the same."""
     blocks = (shared_data / "ud" / "de_pud-ud-test.conllu").read_text(encoding="utf-8").split("\n\n")[:20]
     conllu = tmp_path / "de.conllu"
@@ -140,4 +140,4 @@ def test_imported_parses_warm_nothing_and_the_text_stage_pool_ends_with_the_comm
                               "-t", "en", "--out", str(tmp_path / "out"), *FLAGS[:4], "-j", "2"])
     assert code == 0 and len(english) == 20
     assert warming.WARMED == set()
-    assert pool and _all_dead(pool)  # the text stage's workers (tokenizing the English side)
+    assert pool and _all_dead(pool)  # the records' workers (20 lines: one chunk to tokenize, done here)
