@@ -3,6 +3,7 @@ the backend and generated for every command that takes --parser, a toy backend d
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
@@ -82,8 +83,11 @@ def test_corenlp_options_reach_the_parser_spec(tmp_path, monkeypatch, command, r
     class Stop(Exception):
         pass
 
+    real = inspect.signature(getattr(synprep.pipeline, runner))
+
     def capture(*args, **kwargs):  # the library entry point: record what the CLI built, write nothing
-        seen["spec"] = synprep.pipeline.parse_options(args[3], kwargs["runtime"]).spec
+        given = real.bind(*args, **kwargs).arguments
+        seen["spec"] = synprep.pipeline.parse_options(given["config"], given["runtime"]).spec
         raise Stop
 
     monkeypatch.setattr(synprep.pipeline, runner, capture)
