@@ -366,7 +366,9 @@ def parallel_map(
 def chunk_map(func: Callable[[list[T]], list[R]], items: Iterable[T], size: int, *, jobs: int = 1,
               backend: str = "loky", scheduler: str | None = None) -> Iterator[R]:
     """``func`` over the chunks of ``size`` items (:func:`chunked`), its results one by one, in input order:
-    :func:`parallel_map` of the chunks, except that an input of one chunk is done in this process.
+    :func:`parallel_map` of the chunks, except that an input of one chunk is done in this process (on the
+    ``loky`` and ``threading`` backends: ``dask`` always sends its chunks to the cluster the user named, so a
+    cluster that cannot run synprep, or a missing dask, is refused whatever the input's size).
 
     For a text stage whose caller has loaded what ``func`` needs here already (a tokenizer, BPE codes, a
     subword model: each checks it before any work): a worker would import and load it all again, and wait for
@@ -385,7 +387,7 @@ def chunk_map(func: Callable[[list[T]], list[R]], items: Iterable[T], size: int,
     """
     chunks = chunked(items, size)
     head = list(itertools.islice(chunks, 2))
-    if len(head) < 2:
+    if len(head) < 2 and backend != "dask":  # a dask run meets the cluster it names, whatever the input's size
         for chunk in head:
             yield from func(chunk)
         return
