@@ -117,6 +117,22 @@ def test_a_packages_public_names_are_imported_on_first_use(package, light, heavy
     assert out.stdout.strip() == f"module {package!r} has no attribute 'no_such_name'"
 
 
+def test_a_lazy_module_runs_on_first_use_and_is_the_module_an_import_gives():
+    """:func:`synprep.lazy.lazy_module` (the stanza backend's numpy helpers): nothing of the module runs until an
+    attribute is read; then it is the one ``import`` and its package give, and an imported module is returned as is."""
+    probe = ("import sys\nfrom synprep.lazy import lazy_module\n"
+             "m = lazy_module('synprep.parse.trees')\n"
+             "assert 'numpy' not in sys.modules and 'synprep.parse.trees' in sys.modules\n"
+             "tree = m.tree_to_str(m.parse_tree('(ROOT (NN a))'))\n"
+             "assert 'numpy' in sys.modules\n"
+             "import synprep.parse.trees as t\nimport synprep.parse\n"
+             "assert t is m and synprep.parse.trees is m and lazy_module('synprep.parse.trees') is m\n"
+             "print(tree)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.stdout.strip() == "(ROOT (NN a))"
+
+
 def test_bpe_apply_imports_no_numpy_and_no_joblib(shared_data, tmp_path):
     """``synprep bpe apply`` at one worker, start to end, imports neither numpy nor joblib (subword-nmt's
     apply-bpe imports neither): the parse stage's options and the parser backends' modules, which every text

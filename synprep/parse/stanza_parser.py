@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from synprep.constants import DEVICES
 from synprep.errors import ConfigError
+from synprep.lazy import lazy_module
 from synprep.parse.base import (
     ParserBackend,
     ParserSpec,
@@ -61,24 +62,27 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: names of :mod:`synprep.parse.stanza_decode` still read from here, imported on first use: the stanza helpers
-#: import numpy, and every command that builds the backends' options (tokenize, bpe) imports this module
+# the stanza helpers import numpy (and the decoder numba), and every command that builds the backends' options
+# (tokenize, bpe) imports this module: they load on first use (StanzaParser.__init__ loads them all)
+_decode = lazy_module("synprep.parse.stanza_decode")
+_forward = lazy_module("synprep.parse.stanza_forward")
+_inputs = lazy_module("synprep.parse.stanza_inputs")
+_trees = lazy_module("synprep.parse.trees")
+_mst = lazy_module("synprep.parse.mst")
+
+#: names of :mod:`synprep.parse.stanza_decode` still read from here (their earlier home)
 _MOVED = ("fast_decoder_available", "ldd_argmax", "reverse_ldd")
 
 
 def __getattr__(name: str) -> Any:
     if name not in _MOVED:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from synprep.parse import stanza_decode
-
-    return getattr(stanza_decode, name)
+    return getattr(_decode, name)
 
 
 def _tree(constituency: Any, words: list[str]) -> str:
     """stanza's constituency tree of ``words`` as synprep writes it (leaves checked against the words)."""
-    from synprep.parse.trees import match_leaves, parse_tree, tree_to_str  # numpy (see _MOVED)
-
-    return tree_to_str(match_leaves(parse_tree(str(constituency)), words))
+    return _trees.tree_to_str(_trees.match_leaves(_trees.parse_tree(str(constituency)), words))
 
 
 @dataclass(frozen=True)
@@ -175,10 +179,8 @@ class StanzaParser(ParserBackend):
         import stanza
         from stanza.models.depparse.model import EnsembleGraphParser, GraphParser
 
-        # here, not at the top: the stanza helpers import numpy (see _MOVED)
-        from synprep.parse.stanza_decode import fast_decoder_available
-        from synprep.parse.stanza_inputs import InputBuilder, unsupported_reason
-
+        for helper in (_decode, _forward, _inputs, _trees):  # loaded here, before a pipelined run's threads share them
+            helper.__name__  # noqa: B018 - the first access loads a lazy module
         super().__init__(spec, device)
         self.resources = resolve_resources(spec)
         device = device or spec.device
@@ -207,22 +209,18 @@ class StanzaParser(ParserBackend):
         self.last_loader: Any = None  # the DataLoader of the latest depparse_batches call
         pos = self.nlp.processors["pos"]
         #: builds the models' inputs from the words (:mod:`synprep.parse.stanza_inputs`); None: stanza's loaders
-        self.inputs: InputBuilder | None = None if unsupported_reason(pos, self.depparse) else InputBuilder(pos, self.depparse)
+        self.inputs: InputBuilder | None = (None if _inputs.unsupported_reason(pos, self.depparse)
+                                             else _inputs.InputBuilder(pos, self.depparse))
         self._fallback_logged: str | None = None
-        if fast_decoder_available():  # the compiled decoder's code loaded with the models, not in the first batch
-            # imported here: loads numba (compiles), not needed to import this module
-            from synprep.parse.mst import warm
-
-            warm()
+        if _decode.fast_decoder_available():  # the compiled decoder's code loaded with the models, not in the first batch
+            _mst.warm()  # loads numba (compiles): not needed to import this module
 
     @property
     def inputs_fallback(self) -> str | None:
         """Why the models' inputs come from stanza's Document, ``Dataset`` and ``DataLoader`` now (None: from
         :attr:`inputs`): :func:`~synprep.parse.stanza_inputs.unsupported_reason` of the loaded models'
         configuration (read at every :meth:`forward`), or ``inputs`` set to None."""
-        from synprep.parse.stanza_inputs import unsupported_reason  # numpy (see _MOVED)
-
-        reason = unsupported_reason(self.nlp.processors["pos"], self.depparse)
+        reason = _inputs.unsupported_reason(self.nlp.processors["pos"], self.depparse)
         if reason is None and self.inputs is None:
             return "synprep's input building is switched off"
         return reason
@@ -247,10 +245,8 @@ class StanzaParser(ParserBackend):
 
     def decode_context(self) -> DecodeContext:
         """What the decode stage needs besides the scores (picklable: sent along with them to a CPU worker)."""
-        from synprep.parse.stanza_decode import DecodeContext  # numpy (see _MOVED)
-
         dp = self.depparse
-        return DecodeContext(dp.vocab["deprel"], self.relations, bool(dp.config.get("resolve_head_constraints", True)),
+        return _decode.DecodeContext(dp.vocab["deprel"], self.relations, bool(dp.config.get("resolve_head_constraints", True)),
                              bool(dp.trainer.args.get("reversed", False)), self.spec.ldd_threshold)
 
     def forward(self, sentences: list[list[str]]) -> list[SentenceScores]:
@@ -286,12 +282,8 @@ class StanzaParser(ParserBackend):
         """
         from stanza.models.common import doc as sdoc
 
-        # here, not at the top: the stanza helpers import numpy (see _MOVED)
-        from synprep.parse.stanza_decode import SentenceScores
-        from synprep.parse.stanza_forward import forward_words
-
         assert self.inputs is not None
-        fw = forward_words(self.nlp.processors["pos"], self.depparse, self.inputs, sentences,
+        fw = _forward.forward_words(self.nlp.processors["pos"], self.depparse, self.inputs, sentences,
                            with_labels=not self.decode_context().resolve)
         if fw is None:
             return self._forward_doc(sentences)
@@ -307,23 +299,19 @@ class StanzaParser(ParserBackend):
                     raise ValueError(f"stanza changed the words: {words!r} -> {[w.text for w in sent.words]!r}")
                 if sent.constituency is not None:
                     trees[k] = _tree(sent.constituency, list(words))
-        return [SentenceScores(list(words), upos[starts[k]:starts[k + 1]], trees[k], head, labels, rel)
+        return [_decode.SentenceScores(list(words), upos[starts[k]:starts[k + 1]], trees[k], head, labels, rel)
                 for k, (words, (head, labels, rel)) in enumerate(zip(sentences, fw.scores, strict=True))]
 
     def _forward_doc(self, sentences: list[list[str]]) -> list[SentenceScores]:
         """:meth:`forward` through stanza's Document, POS ``Dataset`` and depparse ``DataLoader`` (the reference;
         used where :attr:`inputs_fallback` names a reason, or for an empty sentence)."""
-        # here, not at the top: the stanza helpers import numpy (see _MOVED)
-        from synprep.parse.stanza_decode import SentenceScores, stanza_reproduced
-        from synprep.parse.stanza_forward import depparse_scores
-
-        if stanza_reproduced():  # stanza 1.15: its POS processor, with the label lookups vectorized
+        if _decode.stanza_reproduced():  # stanza 1.15: its POS processor, with the label lookups vectorized
             doc = self.nlp([list(s) for s in sentences], processors="tokenize")
             self._pos(doc)
             doc = self.nlp(doc, processors="lemma")
         else:
             doc = self.nlp([list(s) for s in sentences], processors="tokenize,pos,lemma")
-        scores = depparse_scores(self.depparse, doc, with_labels=not self.decode_context().resolve)
+        scores = _forward.depparse_scores(self.depparse, doc, with_labels=not self.decode_context().resolve)
         if self.has_constituency:
             doc = self.nlp(doc, processors="constituency")
         out = []
@@ -334,19 +322,15 @@ class StanzaParser(ParserBackend):
             tree = None
             if self.has_constituency and sent.constituency is not None:
                 tree = _tree(sent.constituency, list(words))
-            out.append(SentenceScores(list(words), [w.upos for w in sent.words], tree, head, labels, rel))
+            out.append(_decode.SentenceScores(list(words), [w.upos for w in sent.words], tree, head, labels, rel))
         return out
 
     def _pos(self, doc) -> None:
         """:func:`~synprep.parse.stanza_forward.pos_stage` with this pipeline's POS processor."""
-        from synprep.parse.stanza_forward import pos_stage  # numpy (see _MOVED)
-
-        pos_stage(self.nlp.processors["pos"], doc)
+        _forward.pos_stage(self.nlp.processors["pos"], doc)
 
     def depparse_batches(self, doc):
         """:func:`~synprep.parse.stanza_forward.depparse_batches` (the loader kept as ``self.last_loader``):
         ``(scores, sentlens, orig_idx)`` per batch."""
-        from synprep.parse import stanza_forward  # numpy (see _MOVED)
-
-        self.last_loader, batches = stanza_forward.depparse_batches(self.depparse, doc)
+        self.last_loader, batches = _forward.depparse_batches(self.depparse, doc)
         return batches
