@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 
 import pytest
@@ -62,7 +63,8 @@ def test_a_parser_spec_holds_the_parse_section_whole():
                                "max_words": 60, "ldd_threshold": 0.01}  # no runtime setting (the folder)
     with pytest.raises(TypeError, match="unknown keyword max_word"):
         ParserSpec(name="stanza", max_word=3)
-    with pytest.raises(TypeError, match="not both"):
-        ParserSpec(config, max_words=3)
+    on_gpu = spec.with_config(device="cuda")
+    assert dataclasses.replace(on_gpu, device="cpu") == spec  # a setting beside the section changes the section's
+    assert ParserSpec(config, max_words=3).config == dataclasses.replace(config, max_words=3)
     with pytest.raises(ConfigError, match="max_words must be >= 1, got 0"):
         spec.with_config(max_words=0)

@@ -110,6 +110,8 @@ class ParserSpec:
     Built as ``ParserSpec(config, lang=...)``, or with the section's settings as keywords
     (``ParserSpec(name="stanza", lang="de", package="synprep", max_words=60)``: ``name``, ``package``,
     ``plugin_options`` for its ``parser``, ``stanza_package``, ``parser_options``); they read as attributes.
+    Settings given beside ``config`` change those of ``config`` (so ``dataclasses.replace(spec, device="cpu")``
+    is ``spec`` on the CPU).
 
     Attributes:
         config: the parse section (:class:`~synprep.parse.config.ParseConfig`), whole.
@@ -124,8 +126,7 @@ class ParserSpec:
     Raises:
         ConfigError: unknown parser or device, an option the chosen backend does not read set to a
             non-default value (it would have no effect), or a backend's own check failing.
-        TypeError: a keyword that is neither a field nor a setting of the section, or ``config`` with
-            settings beside it.
+        TypeError: a keyword that is neither a field nor a setting of the section.
     """
 
     config: ParseConfig = field(default_factory=ParseConfig)
@@ -138,14 +139,14 @@ class ParserSpec:
     def __init__(self, config: ParseConfig | None = None, **kwargs: Any) -> None:
         own = {f.name: f for f in fields(ParserSpec) if f.name != "config"}
         settings = {_CONFIG_NAMES.get(k, spec_fields().get(k, k)): v for k, v in kwargs.items() if k not in own}
-        if settings:
-            if config is not None:
-                raise TypeError("ParserSpec: give the parse section (config) or its settings, not both")
+        if settings:  # the section's settings, on top of the given section (dataclasses.replace(spec, device=...))
             unknown = sorted(set(settings) - {f.name for f in fields(ParseConfig)})
             if unknown:
                 raise TypeError(f"ParserSpec: unknown keyword {', '.join(unknown)}")
-            _check_plugin_options(settings.get("parser", "stanza"), settings.get("parser_options", ()))
-            config = ParseConfig(**settings)
+            base = {} if config is None else {f.name: getattr(config, f.name) for f in fields(ParseConfig)}
+            merged = {**base, **settings}
+            _check_plugin_options(merged.get("parser", "stanza"), merged.get("parser_options", ()))
+            config = ParseConfig(**merged)
         object.__setattr__(self, "config", ParseConfig() if config is None else config)
         for name, f in own.items():
             object.__setattr__(self, name, kwargs.get(name, f.default))
