@@ -9,8 +9,6 @@ only some functions of another use is bound at that module's top by :func:`lazy_
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import sys
 from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
@@ -40,29 +38,40 @@ def lazy_names(package: str, table: Mapping[str, str], namespace: dict[str, Any]
     return __getattr__
 
 
-def lazy_module(name: str) -> ModuleType:
-    """The module ``name``, executed on its first attribute access (:class:`importlib.util.LazyLoader`): a module
-    bound at the top of another that only some of its functions use (a numpy helper of a parser backend whose
-    options every command builds) costs nothing until one of them runs. Already imported: that module.
+class LazyModule:
+    """A module's stand-in that imports it on first attribute access (:func:`importlib.import_module`, so
+    thread-safe), then reads from it. Not placed in ``sys.modules``: a walk of the loaded modules
+    (``inspect.getmodule``, which torch and spaCy run) does not load it, unlike
+    :class:`importlib.util.LazyLoader`'s modules.
 
-    Touch an attribute once before threads share it (Python 3.11's lazy loading takes no lock).
+    Args:
+        name: the module's full name (``"synprep.parse.stanza_decode"``).
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._module: ModuleType | None = None
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):  # copy, pickle and the like probe dunders: never load for them
+            raise AttributeError(attr)
+        if self._module is None:
+            self._module = importlib.import_module(self._name)
+        return getattr(self._module, attr)
+
+    def __repr__(self) -> str:
+        return f"<lazy module {self._name!r}{'' if self._module is None else ' (loaded)'}>"
+
+
+def lazy_module(name: str) -> Any:
+    """A module bound at the top of another that only some of its functions use (a parser backend's numpy
+    helpers, whose options every command builds): it costs nothing until one of them reads from it
+    (:class:`LazyModule`).
 
     Args:
         name: the module's full name (``"synprep.parse.stanza_decode"``).
 
-    Raises:
-        ModuleNotFoundError: no module of that name.
+    Returns:
+        The stand-in; ``lazy_module(name).x`` is ``importlib.import_module(name).x``.
     """
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None:
-        raise ModuleNotFoundError(f"no module named {name!r}", name=name)
-    spec.loader = importlib.util.LazyLoader(spec.loader)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    parent, _, child = name.rpartition(".")
-    if parent in sys.modules:  # as an import binds a submodule on its package (``import a.b`` then ``a.b.x``)
-        setattr(sys.modules[parent], child, module)
-    return module
+    return LazyModule(name)

@@ -179,8 +179,6 @@ class StanzaParser(ParserBackend):
         import stanza
         from stanza.models.depparse.model import EnsembleGraphParser, GraphParser
 
-        for helper in (_decode, _forward, _inputs, _trees):  # loaded here, before a pipelined run's threads share them
-            helper.__name__  # noqa: B018 - the first access loads a lazy module
         super().__init__(spec, device)
         self.resources = resolve_resources(spec)
         device = device or spec.device
