@@ -11,7 +11,7 @@ tokenize_pretokenized=True, lemma_use_identity=True)`` with the same models, cal
 lists and writes the document's CoNLL-U (``"{:C}".format(doc)``). Both with ``OMP_NUM_THREADS=1``.
 
 CPU time = the child's user + system seconds (``os.wait4``: start-up, model loading and writing included);
-peak RSS = its ``ru_maxrss``. The two commands run alternately ``--repeat`` times after one untimed warm-up
+peak RSS = its process tree's, sampled (``_provenance.run_once``, as every row beside a peer). The two commands run alternately ``--repeat`` times after one untimed warm-up
 of each (a fresh checkout compiles numba's tree decoder into its cache on its first run); the best (least)
 CPU time of each is kept. sentences/s and words/s are per CPU second.
 
@@ -28,22 +28,19 @@ Target (not a test): synprep ≤ 0.80 × the plain Pipeline's CPU time.
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
-import platform
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+import _provenance as prov
 from _cli import arg_parser, emit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from synprep.parse import read_conllu  # noqa: E402
-from synprep.signature import package_version  # noqa: E402
 from synprep.text.escape import escape  # noqa: E402
 
 RESULT = ROOT / "benchmarks" / "results" / "parse-stanza-cpu.json"
@@ -62,19 +59,6 @@ sents = [json.loads(line) for line in open(words_path, encoding="utf-8")]
 with open(out_path, "w", encoding="utf-8") as out:
     out.write("{:C}".format(nlp(sents)) + "\\n")
 """
-
-
-def child(cmd: list[str], env: dict[str, str]) -> tuple[float, int]:
-    """Run ``cmd`` to its end; its user + system CPU seconds and peak RSS in bytes (``os.wait4``)."""
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env=env, cwd=ROOT)
-    assert proc.stderr is not None
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd[:4])} exited {proc.returncode}: {err.decode()[-2000:]}")
-    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
 
 
 def columns(path: Path) -> tuple[list[tuple[str, ...]], list[str]]:
@@ -112,12 +96,13 @@ def measure(n: int, repeat: int, shared: Path) -> dict:
         ours = [sys.executable, "-m", "synprep", "parse", "-l", "en", "--stanza-dir", sdir, "--stanza-package",
                 "synprep", "--no-ssplit", "--no-cache", "-i", str(t / "in.tok"), "-o", str(t / "ours.conllu")]
         plain = [sys.executable, "-c", PLAIN, sdir, PROCESSORS, str(t / "in.jsonl"), str(t / "plain.conllu")]
-        child(ours, env), child(plain, env)  # warm-up: numba's cache, bytecode, the page cache
+        for cmd in (ours, plain):  # warm-up: numba's cache, bytecode, the page cache
+            prov.run_once(cmd, env=env, cwd=ROOT)
         cpu: dict[str, list[float]] = {"synprep": [], "plain": []}
-        rss: dict[str, int] = {"synprep": 0, "plain": 0}
+        rss: dict[str, float] = {"synprep": 0.0, "plain": 0.0}
         for _ in range(repeat):
             for name, cmd in (("plain", plain), ("synprep", ours)):
-                s, m = child(cmd, env)
+                s, _, m = prov.run_once(cmd, env=env, cwd=ROOT)
                 cpu[name].append(s)
                 rss[name] = max(rss[name], m)
         agree = agreement(t / "ours.conllu", t / "plain.conllu")
@@ -129,31 +114,15 @@ def measure(n: int, repeat: int, shared: Path) -> dict:
         out |= {f"{name}_cpu_s": round(best[name], 2),
                 f"{name}_sentences_per_s": round(len(sents) / best[name], 1),
                 f"{name}_words_per_s": round(words / best[name]),
-                f"{name}_peak_rss_mb": round(rss[name] / 2**20),
+                f"{name}_peak_rss_mb": round(rss[name]),
                 f"{name}_all_cpu_s": [round(x, 2) for x in cpu[name]]}
     out["synprep_over_plain_cpu"] = round(best["synprep"] / best["plain"], 3)
     return out | agree
 
 
-def _provenance_here(command: str, data: str, result: dict, note: str) -> dict:
-    """The row's provenance where benchmarks/_provenance.py is absent: the same keys."""
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                            check=False).stdout.strip() or "not recorded"
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    model = next((x.split(":", 1)[1].strip() for x in cpuinfo.splitlines() if x.startswith("model name")),
-                 platform.processor() or platform.machine())
-    return {"stage": STAGE, "device": "cpu", "command": command,
-            "machine": f"{cores}-core CPU machine ({model}), {platform.system()}, "
-                       f"Python {platform.python_version()}, loaded by parallel work",
-            "commit": commit, "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
-            "versions": {n: package_version(n) for n in ("synprep", "stanza", "torch")}, "data": data, "note": note,
-            "result": result}
-
-
 def make_row(figures: dict, command: str) -> dict:
     """The benchmark row of :func:`measure`'s figures: synprep's sentences/s beside the plain Pipeline's, the CPU
-    time ratio, and the provenance (benchmarks/_provenance.py where present)."""
+    time ratio, and the provenance (benchmarks/_provenance.py)."""
     extra = {"cpu_time_ratio": figures["synprep_over_plain_cpu"],
              "synprep_cpu_s": figures["synprep_cpu_s"], "peer_cpu_s": figures["plain_cpu_s"],
              "synprep_words_per_s": figures["synprep_words_per_s"], "peer_words_per_s": figures["plain_words_per_s"],
@@ -164,11 +133,6 @@ def make_row(figures: dict, command: str) -> dict:
     data = f"English PUD gold words, first {figures['sentences']} sentences, {figures['words']} words"
     note = (f"CPU time of whole processes, best of {len(figures['synprep_all_cpu_s'])}, interleaved; one thread a side;"
             f" loaded; identical: the same {figures['compared']} (synprep writes _ for LEMMA, XPOS, FEATS, MISC)")
-    try:
-        import _provenance as prov
-    except ImportError:
-        ratio = round(main["synprep"] / main["peer"], 3)
-        return _provenance_here(command, data, {**main, "ratio": ratio, "higher_is_better": True, **extra}, note)
     result = prov.peer_result(**main, **extra)
     return prov.make_row(stage=STAGE, command=command, data=data, result=result,
                          versions=prov.versions("stanza", "torch"), note=note)

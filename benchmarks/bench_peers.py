@@ -19,7 +19,7 @@ Rows (``--only``):
 - ``accuracy``: UAS/LAS of stanza (package synprep) and spaCy on the gold treebanks in ``../shared/data/ud``;
 - ``pipeline``: ``synprep pipeline`` lines/s vs ``synprep parse`` alone on the same lines, ``-j 1``, ``-j 2``;
 - ``export``, ``shards``, ``train``: benchmarks/peers_shards.py (synthetic shard folders);
-- ``stanza``: benchmarks/bench_parse_peer.py (the stanza parse beside a plain stanza ``Pipeline``), when present,
+- ``stanza``: benchmarks/bench_parse_peer.py (the stanza parse beside a plain stanza ``Pipeline``),
   ``main(["--write"])`` with ``--full`` (it writes its row), else ``main(["--small"])`` (the row it returns is
   written with the small ones).
  ``--full`` measures the published sizes into benchmarks/results/ (docs/benchmarks.md); without it every row is
@@ -35,6 +35,7 @@ import tempfile
 from pathlib import Path
 
 import _provenance as prov
+import bench_parse_peer
 from _cli import arg_parser, emit
 
 ROOT = prov.ROOT
@@ -312,9 +313,7 @@ def main(argv: list[str] | None = None) -> None:
                 path = prov.write_row(slug(row["stage"]) + "-cpu", row, args.results)
                 emit({"file": path.name, "stage": row["stage"], "result": row["result"]}, indent=None,
                      ensure_ascii=False)
-    if (HERE / "bench_parse_peer.py").exists() and (not args.only or "stanza" in args.only):
-        import bench_parse_peer  # the stanza parse beside a plain stanza Pipeline, in its own script
-
+    if not args.only or "stanza" in args.only:
         got = bench_parse_peer.main(["--write"] if args.full else ["--small"])
         if not args.full and isinstance(got, dict) and "stage" in got:  # the small row: beside the others
             prov.write_row(slug(got["stage"]) + "-cpu", got, args.results)
